@@ -1,0 +1,3 @@
+"""capabilities."""
+
+__all__: tuple[str, ...] = ()

@@ -1,0 +1,3 @@
+"""models."""
+
+__all__: tuple[str, ...] = ()
