@@ -1,0 +1,199 @@
+"""The README's set-up commands and editor snippet stay true.
+
+The README marks what these tests read with `<!-- readme-check: NAME -->` comments,
+each right above a fenced code block.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shlex
+import subprocess
+import sys
+import time
+import tomllib
+from importlib import import_module
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+CI_RUN = ROOT / ".ci" / "run"
+PYPROJECT = ROOT / "pyproject.toml"
+ZED_SETTINGS = ROOT / "editor-configs" / "zed" / "settings.json"
+SCHEMA = ROOT / "protocol" / "schema" / "schema.json"
+
+PLACEHOLDER_COMMAND = "/absolute/path/to/acp-agent/.venv/bin/acp-agent"
+RESPONSE_TIMEOUT_S = 10.0
+EXIT_TIMEOUT_S = 10.0
+
+
+def readme_block(name: str) -> tuple[str, str]:
+    """The (language, body) of the fenced block right after `<!-- readme-check: NAME -->`."""
+    text = README.read_text()
+    marker = f"<!-- readme-check: {name} -->"
+    assert text.count(marker) == 1, f"README.md must contain {marker!r} exactly once"
+    after = text.split(marker, 1)[1]
+    match = re.match(r"\s*```(\w*)\n(.*?)\n```\n", after, re.DOTALL)
+    assert match, f"no fenced code block right after {marker!r} in README.md"
+    return match.group(1), match.group(2)
+
+
+def readme_command(name: str) -> str:
+    language, body = readme_block(name)
+    assert language == "sh", f"the {name} block must be a sh block, not {language!r}"
+    lines = body.splitlines()
+    assert len(lines) == 1, f"the {name} block must hold one command line, not {lines!r}"
+    return lines[0]
+
+
+def ci_test_command() -> str:
+    """The value of TEST_COMMAND in .ci/run, after shell unquoting."""
+    assignments = re.findall(r"^TEST_COMMAND=(.+)$", CI_RUN.read_text(), re.MULTILINE)
+    assert len(assignments) == 1, ".ci/run must assign TEST_COMMAND exactly once"
+    words = shlex.split(assignments[0])
+    assert len(words) == 1, f"TEST_COMMAND must be one quoted string, not {words!r}"
+    return words[0]
+
+
+def pyproject() -> dict[str, Any]:
+    return tomllib.loads(PYPROJECT.read_text())
+
+
+def test_zed_settings_file_is_the_snippet_shown_in_the_readme() -> None:
+    language, body = readme_block("zed-settings")
+    assert language == "json"
+    assert json.loads(ZED_SETTINGS.read_text()) == json.loads(body)
+
+
+def test_zed_snippet_is_a_custom_agent_server_running_the_installed_script() -> None:
+    assert json.loads(ZED_SETTINGS.read_text()) == {
+        "agent_servers": {
+            "acp-agent": {"type": "custom", "command": PLACEHOLDER_COMMAND, "args": [], "env": {}}
+        }
+    }
+    start_script = readme_command("start-command").split(" && ")[-1]
+    assert PLACEHOLDER_COMMAND.endswith("/" + start_script)
+
+
+def test_other_editor_snippets_run_the_same_script() -> None:
+    snippets = [
+        ROOT / "editor-configs" / "neovim" / "codecompanion.lua",
+        ROOT / "editor-configs" / "emacs" / "acp-agent-shell.el",
+    ]
+    for snippet in snippets:
+        assert f'"{PLACEHOLDER_COMMAND}"' in snippet.read_text(), snippet
+
+
+def test_readme_test_command_is_the_one_ci_runs() -> None:
+    assert ci_test_command() == readme_command("test-command")
+    executing = [
+        line
+        for line in CI_RUN.read_text().splitlines()
+        if '"$TEST_COMMAND"' in line and not line.lstrip().startswith("#")
+    ]
+    assert executing == ['step tests bash -c "$TEST_COMMAND"']
+
+
+def test_readme_commands_install_into_the_same_venv_with_extras_that_exist() -> None:
+    start = readme_command("start-command").split(" && ")
+    tests = readme_command("test-command").split(" && ")
+    assert start[:2] == ["python3 -m venv .venv", ".venv/bin/pip install -e ."]
+    assert tests[:2] == ["python3 -m venv .venv", ".venv/bin/pip install -e '.[dev]'"]
+    assert "dev" in pyproject()["project"]["optional-dependencies"]
+    assert tests[2:] == [".venv/bin/python -m pytest"]
+
+
+def test_start_command_runs_a_console_script_declared_in_pyproject() -> None:
+    start_script = readme_command("start-command").split(" && ")[-1]
+    prefix = ".venv/bin/"
+    assert start_script.startswith(prefix)
+    script_name = start_script.removeprefix(prefix)
+    scripts = pyproject()["project"]["scripts"]
+    assert script_name in scripts, f"{script_name!r} is not in [project.scripts]: {scripts}"
+    module_name, _, function_name = scripts[script_name].partition(":")
+    assert callable(getattr(import_module(module_name), function_name))
+    installed = entry_points(group="console_scripts", name=script_name)
+    assert [ep.value for ep in installed] == [scripts[script_name]], (
+        "the installed entry point differs from pyproject.toml; reinstall with pip install -e ."
+    )
+
+
+def read_line(fd: int, deadline: float) -> tuple[bytes, bytes]:
+    """The first line from `fd` (without its newline) and whatever followed it."""
+    buffer = b""
+    while b"\n" not in buffer:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"no complete line within the time limit; got {buffer!r}"
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if ready:
+            chunk = os.read(fd, 1 << 16)
+            assert chunk, f"stdout closed before a complete line; got {buffer!r}"
+            buffer += chunk
+    line, _, rest = buffer.partition(b"\n")
+    return line, rest
+
+
+def initialize_response_validator() -> jsonschema.protocols.Validator:
+    schema = json.loads(SCHEMA.read_text())
+    response_schema = {
+        "$schema": schema["$schema"],
+        "$defs": schema["$defs"],
+        "$ref": "#/$defs/InitializeResponse",
+    }
+    validator_class = jsonschema.validators.validator_for(response_schema)
+    validator_class.check_schema(response_schema)
+    return validator_class(response_schema)
+
+
+@pytest.mark.e2e
+def test_installed_agent_answers_initialize_and_exits_on_eof(tmp_path: Path) -> None:
+    agent = Path(sys.executable).parent / "acp-agent"
+    assert agent.is_file(), f"{agent} is missing: install acp-agent into this environment"
+    stderr_path = tmp_path / "stderr.log"
+    env = {**os.environ, "ACP_AGENT_HOME": str(tmp_path / "home")}
+    with stderr_path.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [str(agent)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=tmp_path,
+            env=env,
+            bufsize=0,
+        )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        proc.stdin.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
+        )
+        line, rest = read_line(proc.stdout.fileno(), time.monotonic() + RESPONSE_TIMEOUT_S)
+        proc.stdin.close()
+        exit_code = proc.wait(timeout=EXIT_TIMEOUT_S)
+        rest += proc.stdout.read()
+    except (AssertionError, BrokenPipeError, subprocess.TimeoutExpired) as exc:
+        pytest.fail(f"{exc!r}\n--- agent stderr ---\n{stderr_path.read_text(errors='replace')}")
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+    stderr_text = stderr_path.read_text(errors="replace")
+
+    response = json.loads(line)
+    assert set(response) == {"jsonrpc", "id", "result"}, response
+    assert response["jsonrpc"] == "2.0"
+    assert response["id"] == 1
+    initialize_response_validator().validate(response["result"])
+    assert response["result"]["protocolVersion"] == 1
+    assert rest == b"", f"unexpected stdout after the response: {rest!r}"
+    assert exit_code == 0, f"exit code {exit_code}; stderr:\n{stderr_text}"
