@@ -1,0 +1,113 @@
+"""The vocabulary of the generated wire tables in `protocol.types`.
+
+`protocol/generate.py` writes tables of these records; the converter reads
+them. Keeping the facts about the wire (names, tags, leniency) in data
+rather than in `if`s means a schema update changes only generated code.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+__all__ = (
+    "JSON_NULL",
+    "JsonNull",
+    "OpenEnumMixin",
+    "TaggedUnion",
+    "UntaggedUnion",
+    "WireField",
+)
+
+
+class JsonNull(enum.Enum):
+    """An explicit JSON `null` for fields where `null` and absence differ.
+
+    Most optional fields treat the two alike and use `None` for both. A few
+    (`SessionInfoUpdate.title`: "set to null to clear") need the difference;
+    there `None` means "leave unchanged" and `JSON_NULL` means "clear".
+    """
+
+    NULL = "null"
+
+    def __repr__(self) -> str:
+        return "JSON_NULL"
+
+
+JSON_NULL: Final = JsonNull.NULL
+
+
+@attrs.frozen
+class WireField:
+    """How one attribute of a generated class appears on the wire."""
+
+    #: The Python attribute name (snake_case).
+    name: str
+    #: The JSON key (camelCase, or `_meta`).
+    wire_name: str
+    #: Written even when equal to its default; missing on input is an error.
+    required: bool = False
+    #: A discriminator; always written.
+    tag: bool = False
+    #: `null` differs from absence: `JSON_NULL` writes `null`, `None` omits.
+    explicit_null: bool = False
+    #: `x-deserialize-default-on-error`: a malformed value becomes the default.
+    default_on_error: bool = False
+    #: `x-deserialize-skip-invalid-items`: malformed array items are dropped.
+    skip_invalid_items: bool = False
+    #: `x-deserialize-default-on-null`: `null` becomes the default.
+    default_on_null: bool = False
+    #: Present only in the unstable schema; written only when unstable is on.
+    unstable: bool = False
+    #: JSON Schema constraints (`minimum`, `maximum`, `minLength`), for tests.
+    constraints: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class TaggedUnion:
+    """A union whose members are told apart by one property's value."""
+
+    name: str
+    tag: str
+    by_tag: Mapping[str, Any]
+    #: The member used when the tag is absent (e.g. stdio MCP servers).
+    default: type | None = None
+    #: The member that keeps unknown tag values (the schema's "other").
+    fallback: type | None = None
+
+    @property
+    def members(self) -> tuple[Any, ...]:
+        extra = [t for t in (self.default, self.fallback) if t is not None]
+        return tuple(dict.fromkeys([*self.by_tag.values(), *extra]))
+
+
+@attrs.frozen
+class UntaggedUnion:
+    """A union with no discriminator: members are tried in schema order."""
+
+    name: str
+    members: tuple[Any, ...]
+
+
+class OpenEnumMixin:
+    """Lets a string or integer enum accept values the schema leaves open.
+
+    The schema marks some enums as open (an "other" variant): unknown values
+    from newer peers must survive a round trip instead of failing the whole
+    message. An unknown value becomes a pseudo-member carrying that value.
+    """
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        # `_member_type_` is the enum's data type (str or int), set by EnumMeta.
+        base: type = cls._member_type_  # type: ignore[attr-defined]
+        if not isinstance(value, base) or isinstance(value, bool):
+            return None
+        construct: Any = base.__new__
+        pseudo = construct(cls, value)
+        pseudo._name_ = f"UNKNOWN_{value}"
+        pseudo._value_ = value
+        return pseudo
