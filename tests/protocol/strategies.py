@@ -23,7 +23,9 @@ __all__ = ("json_values", "strategy_for")
 json_scalars = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8)
 json_values = st.recursive(
     json_scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 FALLBACKS = {u.fallback: u for u in types.TAGGED_UNIONS if u.fallback is not None}
@@ -42,7 +44,9 @@ def strategy_for(t: Any, constraints: dict[str, Any] | None = None) -> st.Search
     if t is bool:
         return st.booleans()
     if t is int:
-        return st.integers(constraints.get("minimum", -(2**63)), constraints.get("maximum", 2**63 - 1))
+        return st.integers(
+            constraints.get("minimum", -(2**63)), constraints.get("maximum", 2**63 - 1)
+        )
     if t is float:
         return st.floats(allow_nan=False, allow_infinity=False)
     if origin is typing.Literal:
