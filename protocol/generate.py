@@ -306,7 +306,7 @@ class Builder:
     def field_unstable(self, owner: str | None, prop: str) -> bool:
         if owner is None or owner not in self.stable:
             return False
-        return prop not in (self.stable[owner].get("properties") or {})
+        return prop not in _property_names(self.stable[owner])
 
     def type_of(self, schema: Mapping[str, Any], hint: str) -> tuple[TypeRef, bool]:
         """A property schema's type and whether it admits null."""
@@ -731,6 +731,17 @@ class Builder:
             self.model.methods.append(
                 Method(method, entry["side"], kind, params, entry.get("result"), stable)
             )
+
+
+def _property_names(node: Any) -> set[str]:
+    """Property names declared by a definition, its alternatives included."""
+    names: set[str] = set()
+    if isinstance(node, dict):
+        names |= set(node.get("properties") or {})
+        for key in ("anyOf", "oneOf", "allOf"):
+            for part in node.get(key) or []:
+                names |= _property_names(part)
+    return names
 
 
 def _int_format_bounds(fmt: str, known: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:

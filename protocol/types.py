@@ -1056,7 +1056,6 @@ class OtherElicitationPropertySchema:
     #: Values beginning with `_` are reserved for implementation-specific
     #: extensions. Unknown values that do not begin with `_` are reserved for
     #: future ACP variants.
-    #: **UNSTABLE**: written only when unstable is enabled.
     type: str
 
 
@@ -1090,7 +1089,6 @@ class OtherMultiSelectItems:
     #: Values beginning with `_` are reserved for implementation-specific
     #: extensions. Unknown values that do not begin with `_` are reserved for
     #: future ACP variants.
-    #: **UNSTABLE**: written only when unstable is enabled.
     type: str
 
 
@@ -2795,7 +2793,6 @@ class CreateElicitationRequestOther:
     #: Values beginning with `_` are reserved for implementation-specific
     #: extensions. Unknown values that do not begin with `_` are reserved for
     #: future ACP variants.
-    #: **UNSTABLE**: written only when unstable is enabled.
     mode: str
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -5677,7 +5674,6 @@ class SetSessionConfigOptionRequestBoolean:
     config_id: SessionConfigId
 
     #: The boolean value.
-    #: **UNSTABLE**: written only when unstable is enabled.
     value: bool
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -5706,7 +5702,6 @@ class SetSessionConfigOptionRequestValueId:
     config_id: SessionConfigId
 
     #: The value ID.
-    #: **UNSTABLE**: written only when unstable is enabled.
     value: SessionConfigValueId
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -5987,7 +5982,6 @@ class CreateElicitationResponseOther:
     #: Values beginning with `_` are reserved for implementation-specific
     #: extensions. Unknown values that do not begin with `_` are reserved for
     #: future ACP variants.
-    #: **UNSTABLE**: written only when unstable is enabled.
     action: str
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -6517,13 +6511,13 @@ WIRE_FIELDS: Final[dict[type, tuple[WireField, ...]]] = {
         WireField("default", "default", default_on_error=True, skip_invalid_items=True),
         WireField("meta", "_meta", default_on_error=True),
     ),
-    OtherElicitationPropertySchema: (WireField("type", "type", required=True, unstable=True),),
+    OtherElicitationPropertySchema: (WireField("type", "type", required=True),),
     StringMultiSelectItems: (
         WireField("type", "type", required=True, tag=True),
         WireField("enum", "enum", required=True),
         WireField("meta", "_meta", default_on_error=True),
     ),
-    OtherMultiSelectItems: (WireField("type", "type", required=True, unstable=True),),
+    OtherMultiSelectItems: (WireField("type", "type", required=True),),
     TitledMultiSelectItems: (
         WireField("any_of", "anyOf", required=True),
         WireField("meta", "_meta", default_on_error=True),
@@ -6946,7 +6940,7 @@ WIRE_FIELDS: Final[dict[type, tuple[WireField, ...]]] = {
     ),
     CreateElicitationRequestOther: (
         WireField("message", "message", required=True),
-        WireField("mode", "mode", required=True, unstable=True),
+        WireField("mode", "mode", required=True),
         WireField("meta", "_meta", default_on_error=True),
         WireField("session_id", "sessionId"),
         WireField("tool_call_id", "toolCallId", default_on_error=True),
@@ -7479,13 +7473,13 @@ WIRE_FIELDS: Final[dict[type, tuple[WireField, ...]]] = {
         WireField("type", "type", required=True, tag=True),
         WireField("session_id", "sessionId", required=True),
         WireField("config_id", "configId", required=True),
-        WireField("value", "value", required=True, unstable=True),
+        WireField("value", "value", required=True),
         WireField("meta", "_meta", default_on_error=True),
     ),
     SetSessionConfigOptionRequestValueId: (
         WireField("session_id", "sessionId", required=True),
         WireField("config_id", "configId", required=True),
-        WireField("value", "value", required=True, unstable=True),
+        WireField("value", "value", required=True),
         WireField("meta", "_meta", default_on_error=True),
     ),
     PromptRequest: (
@@ -7548,7 +7542,7 @@ WIRE_FIELDS: Final[dict[type, tuple[WireField, ...]]] = {
         WireField("meta", "_meta", default_on_error=True),
     ),
     CreateElicitationResponseOther: (
-        WireField("action", "action", required=True, unstable=True),
+        WireField("action", "action", required=True),
         WireField("meta", "_meta", default_on_error=True),
     ),
     ElicitationAcceptAction: (WireField("content", "content"),),
