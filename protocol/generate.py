@@ -1140,15 +1140,11 @@ def generate() -> dict[str, str]:
 
 
 def _format(source: str) -> str:
-    """Format with ruff when available so the output is stable and readable."""
-    import shutil
+    """Format with ruff (pinned in the dev extra) so the output is byte-stable."""
     import subprocess
 
-    ruff = shutil.which("ruff")
-    if ruff is None:
-        return source
     done = subprocess.run(
-        [ruff, "format", "--line-length", "100", "-"],
+        [sys.executable, "-m", "ruff", "format", "--line-length", "100", "-"],
         input=source,
         capture_output=True,
         text=True,
