@@ -1,0 +1,538 @@
+"""The JSON-RPC 2.0 engine for one side of ACP, on pygls' `JsonRPCProtocol`.
+
+pygls supplies handler execution (an `async def` handler runs as its own
+task, so the read loop never waits for it), the in-flight request table and
+the writer. We supply what ACP needs and pygls 2.1.1 gets wrong for it:
+
+- routes keyed by method *and* kind, checked against the generated method
+  table (side, stability), with params structured into the generated types
+  and -32602 naming the offending field;
+- envelopes written as plain JSON (lsprotocol's envelope hooks drop
+  `"id": null` from error replies), errors without pygls' traceback `data`
+  (the traceback goes to the log);
+- our outgoing requests kept apart from the peer's incoming ones, so equal
+  ids from the two sides never collide, and late replies to abandoned
+  requests are dropped (pygls #621, W6);
+- `$/cancel_request` answered with -32800 by cancelling the handler task (W7).
+
+Logs name methods and ids only: params and results carry file contents and
+possibly credentials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import itertools
+import json
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+import attrs
+from pygls.exceptions import JsonRpcException
+from pygls.protocol.json_rpc import JsonRPCProtocol
+
+from protocol import methods
+from protocol._envelope import (
+    ABSENT,
+    ErrorResponse,
+    Notification,
+    Rejected,
+    Request,
+    RequestId,
+    Response,
+    parse_line,
+)
+from protocol.converter import structure_error_message
+from protocol.errors import (
+    AcpError,
+    ConnectionClosed,
+    InternalError,
+    InvalidParams,
+    MethodNotFound,
+    PeerDisconnected,
+    RemoteProtocolError,
+    RequestCancelled,
+    UnstableNotEnabled,
+    WrongMethod,
+)
+from protocol.methods import MessageKind, MethodSpec, Side
+
+if TYPE_CHECKING:
+    from cattrs import Converter
+    from pygls.server import JsonRPCServer
+
+__all__ = ("AcpProtocol", "AgentSideProtocol", "ClientSideProtocol", "Handler")
+
+logger = logging.getLogger(__name__)
+
+#: A handler takes the structured params (plain JSON for `_` extension
+#: methods) and returns the result object; `async def` handlers run concurrently.
+Handler = Callable[[Any], Any]
+
+_EXTENSION_PREFIX: Final = "_"
+
+
+@attrs.frozen
+class _Route:
+    """One registered handler and what it serves."""
+
+    method: str
+    kind: MessageKind
+    #: None for `_` extension methods, whose params and results are plain JSON.
+    spec: MethodSpec | None
+    handler: Handler
+
+
+class _NotificationKey:
+    """A private key for a running notification handler in pygls' future table."""
+
+
+class AcpProtocol(JsonRPCProtocol):
+    """One end of an ACP connection: routes, typed payloads, error replies, requests out."""
+
+    #: The sides whose methods this end handles.
+    SERVES: ClassVar[frozenset[Side]]
+    #: The side the peer is; we send it its methods.
+    PEER: ClassVar[Side]
+    #: Outgoing ids are `<prefix><n>`, or plain integers when None.
+    ID_PREFIX: ClassVar[str | None]
+
+    def __init__(self, server: JsonRPCServer, converter: Converter):
+        super().__init__(server, converter)
+        #: Whether unstable methods may be served or sent; set by the connection.
+        self.unstable = False
+        self._routes: dict[tuple[MessageKind, str], _Route] = {}
+        #: Our requests to the peer, by id, awaiting its answer.
+        self._pending: dict[RequestId, Future[Any]] = {}
+        self._ids = itertools.count(1)
+        self._input_ended = False
+        self._closed = False
+
+    @property
+    def converter(self) -> Converter:
+        """The cattrs converter for ACP payloads."""
+        return self._converter
+
+    # -- registration --------------------------------------------------------
+
+    def register(self, method: str, handler: Handler, *, kind: MessageKind | None = None) -> None:
+        """Route `method` to `handler` (for both kinds of an extension method unless `kind`)."""
+        if method == methods.CANCEL_REQUEST:
+            raise WrongMethod(f"{method} is handled by the connection itself")
+        for route_kind, spec in self._table_entries(method, kind):
+            if spec is not None:
+                if spec.side not in self.SERVES:
+                    raise WrongMethod(
+                        f"{method} is handled by the {spec.side.value}, "
+                        f"not by this {'/'.join(sorted(s.value for s in self.SERVES))} side"
+                    )
+                if not spec.stable and not self.unstable:
+                    raise UnstableNotEnabled(method)
+            if (route_kind, method) in self._routes:
+                raise WrongMethod(f"a {route_kind.value} handler for {method} exists already")
+            self._routes[(route_kind, method)] = _Route(method, route_kind, spec, handler)
+
+    def _table_entries(
+        self, method: str, kind: MessageKind | None
+    ) -> list[tuple[MessageKind, MethodSpec | None]]:
+        if method.startswith(_EXTENSION_PREFIX):
+            kinds = [kind] if kind is not None else list(MessageKind)
+            return [(k, None) for k in kinds]
+        entries: list[tuple[MessageKind, MethodSpec | None]] = []
+        if method in methods.REQUESTS and kind in (None, MessageKind.REQUEST):
+            entries.append((MessageKind.REQUEST, methods.REQUESTS[method]))
+        if method in methods.NOTIFICATIONS and kind in (None, MessageKind.NOTIFICATION):
+            entries.append((MessageKind.NOTIFICATION, methods.NOTIFICATIONS[method]))
+        if not entries:
+            what = f"an ACP {kind.value}" if kind is not None else "an ACP method"
+            raise WrongMethod(f"{method} is not {what}; extension methods start with '_'")
+        if len(entries) > 1:
+            raise WrongMethod(f"{method} is both a request and a notification; pass kind=")
+        return entries
+
+    # -- incoming ------------------------------------------------------------
+
+    def receive_line(self, line: bytes) -> None:
+        """Handle one line from the peer: dispatch it, or answer why it is no message."""
+        message = parse_line(line)
+        context = contextvars.copy_context()
+        match message:
+            case Request(msg_id, method, params):
+                context.run(self._receive_request, msg_id, method, params)
+            case Notification(method, params):
+                context.run(self._receive_notification, method, params)
+            case Response(msg_id, result):
+                self._receive_response(msg_id, result, None)
+            case ErrorResponse(msg_id, error):
+                self._receive_response(msg_id, None, error)
+            case Rejected(msg_id, error):
+                logger.warning("Rejected a line from the peer: %s", error.message)
+                self._send_error(msg_id, error)
+
+    def _receive_request(self, msg_id: RequestId, method: str, params: Any) -> None:
+        route = self._routes.get((MessageKind.REQUEST, method))
+        if route is None:
+            logger.info("No handler for request %r (id %r)", method, msg_id)
+            self._send_error(msg_id, MethodNotFound(f"Method not found: {method}"))
+            return
+        if msg_id in self._request_futures:
+            logger.warning("The peer reused id %r while that request is still running", msg_id)
+        self._ctx_msg_id.set(msg_id)
+        self._execute_handler(
+            msg_id,  # type: ignore[arg-type]  # pygls' MsgId omits the null id
+            self._wrap(route),
+            callback=partial(self._answer, msg_id=msg_id, method=method),
+            args=(params,),
+        )
+
+    def _receive_notification(self, method: str, params: Any) -> None:
+        if method == methods.CANCEL_REQUEST:
+            self._cancel_incoming(params)
+            return
+        route = self._routes.get((MessageKind.NOTIFICATION, method))
+        if route is None:
+            # Unknown notifications are ignored (ACP §2); never answered.
+            logger.debug("Ignoring notification %r", method)
+            return
+        key = _NotificationKey()
+        self._execute_handler(
+            key,  # type: ignore[arg-type]
+            self._wrap(route),
+            callback=partial(self._notification_done, key=key, method=method),
+            args=(params,),
+        )
+
+    def _wrap(self, route: _Route) -> Callable[[Any], Any]:
+        """The handler taking raw params and returning the wire result, async if it is."""
+        if inspect.iscoroutinefunction(route.handler):
+
+            async def call_async(raw_params: Any) -> Any:
+                result = await route.handler(self._structure_params(route, raw_params))
+                return self._result_to_wire(route, result)
+
+            return call_async
+
+        def call(raw_params: Any) -> Any:
+            result = route.handler(self._structure_params(route, raw_params))
+            if inspect.isawaitable(result):
+                raise TypeError(f"the handler for {route.method} returned an awaitable")
+            return self._result_to_wire(route, result)
+
+        return call
+
+    def _structure_params(self, route: _Route, raw_params: Any) -> Any:
+        if route.spec is None:
+            return None if raw_params is ABSENT else raw_params
+        # JSON-RPC lets params be omitted; ACP params are objects, so that is `{}`.
+        if raw_params is ABSENT or raw_params is None:
+            raw_params = {}
+        if not isinstance(raw_params, dict):
+            raise InvalidParams("Invalid params: params must be an object")
+        try:
+            return self._converter.structure(raw_params, route.spec.params_type)
+        except Exception as exc:
+            raise InvalidParams(f"Invalid params: {structure_error_message(exc)}") from exc
+
+    def _result_to_wire(self, route: _Route, result: Any) -> Any:
+        if route.kind is MessageKind.NOTIFICATION:
+            return None
+        if route.spec is None:
+            return result
+        expected = route.spec.result_type
+        if not _isinstance(result, expected):
+            raise TypeError(
+                f"the handler for {route.method} returned {type(result).__name__}, "
+                f"not {getattr(expected, '__name__', expected)}"
+            )
+        return self._converter.unstructure(result)
+
+    def _answer(self, future: Future[Any], *, msg_id: RequestId, method: str) -> None:
+        """Send the handler's outcome as the response to request `msg_id`."""
+        if self._request_futures.get(msg_id) is future:  # type: ignore[arg-type]
+            del self._request_futures[msg_id]  # type: ignore[arg-type]
+        if future.cancelled():
+            logger.info("Request %r (id %r) was cancelled", method, msg_id)
+            self._send_error(msg_id, RequestCancelled())
+            return
+        exc = future.exception()
+        if exc is None:
+            self._send_result(msg_id, future.result())
+            return
+        self._send_error(msg_id, self._to_wire_error(exc, method, msg_id))
+
+    def _notification_done(
+        self, future: Future[Any], *, key: _NotificationKey, method: str
+    ) -> None:
+        self._request_futures.pop(key, None)  # type: ignore[call-overload]
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if isinstance(exc, AcpError):
+            logger.warning("Notification %r was not handled: %s", method, exc.message)
+        elif exc is not None:
+            logger.error("The handler for notification %r failed", method, exc_info=exc)
+
+    @staticmethod
+    def _to_wire_error(exc: BaseException, method: str, msg_id: RequestId) -> AcpError:
+        """The error to answer with; only `AcpError`s reach the wire as themselves."""
+        if isinstance(exc, AcpError):
+            logger.info("Request %r (id %r) answered with %s", method, msg_id, exc.code)
+            return exc
+        if isinstance(exc, JsonRpcException):
+            # pygls' own errors are translated here and go no further; its
+            # internal errors carry a traceback in `data`, which stays home.
+            data = None if exc.code == InternalError.CODE else exc.data
+            logger.info("Request %r (id %r) answered with %s", method, msg_id, exc.code)
+            return AcpError.from_wire(exc.code, exc.message, data)
+        logger.error("The handler for %r (id %r) failed", method, msg_id, exc_info=exc)
+        return InternalError("Internal error; see the agent log for details")
+
+    def _cancel_incoming(self, raw_params: Any) -> None:
+        """`$/cancel_request`: cancel that handler; its answer becomes -32800."""
+        spec = methods.NOTIFICATIONS[methods.CANCEL_REQUEST]
+        try:
+            params = self._converter.structure(
+                raw_params if isinstance(raw_params, dict) else {}, spec.params_type
+            )
+        except Exception as exc:
+            logger.warning("Ignoring %s: %s", spec.name, structure_error_message(exc))
+            return
+        target = self._request_futures.get(params.request_id)
+        if target is None or target.done():
+            logger.debug("Nothing to cancel for request id %r", params.request_id)
+            return
+        target.cancel()
+
+    def _receive_response(self, msg_id: RequestId, result: Any, error: AcpError | None) -> None:
+        future = self._pending.pop(msg_id, None)
+        if future is None:
+            logger.warning("Response to unknown request id %r", msg_id)
+            return
+        if future.done():
+            return  # the caller gave up; a late answer has nowhere to go (W6)
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    # -- outgoing --------------------------------------------------------------
+
+    def notify(self, method: str, params: Any | None = None) -> None:
+        """Send notification `method` to the peer (typed params, plain JSON for extensions)."""
+        spec = self._outgoing_spec(method, MessageKind.NOTIFICATION)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        message["params"] = self._params_to_wire(spec, params)
+        self._send_or_raise(message)
+
+    def send_request(
+        self,
+        method: str,
+        params: Any | None = None,
+        callback: Callable[[Any], None] | None = None,
+        msg_id: Any = None,
+    ) -> Future[Any]:
+        """Send request `method`; the future gets the raw JSON result or an `AcpError`.
+
+        Prefer `request()`, which awaits safely and returns the typed result.
+        """
+        future = self._send_request(method, params, msg_id)[1]
+        if callback is not None:
+            future.add_done_callback(lambda done: callback(done.result()))
+        return future
+
+    def send_request_async(
+        self, method: str, params: Any | None = None, msg_id: Any = None
+    ) -> asyncio.Future[Any]:
+        """`send_request` as an awaitable that survives being cancelled (W6)."""
+        future = self._send_request(method, params, msg_id)[1]
+        return asyncio.shield(asyncio.wrap_future(future))
+
+    async def request(self, method: str, params: Any) -> Any:
+        """Send request `method`, await the answer and return it structured.
+
+        Raises the `AcpError` the peer answered with, `RemoteProtocolError` for
+        a result that does not fit, `PeerDisconnected` if the peer goes away.
+        If the caller is cancelled, the peer is sent `$/cancel_request`.
+        """
+        msg_id, future = self._send_request(method, params, None)
+        try:
+            # The shield keeps a cancelled caller from cancelling the future the
+            # late answer will be delivered to (pygls #621, W6).
+            raw = await asyncio.shield(asyncio.wrap_future(future))
+        except asyncio.CancelledError:
+            self._tell_peer_cancelled(msg_id)
+            raise
+        spec = methods.REQUESTS.get(method)
+        if spec is None:
+            return raw
+        try:
+            # `{}` and `null` both answer "nothing to report" (fs/write_text_file).
+            return self._converter.structure({} if raw is None else raw, spec.result_type)
+        except Exception as exc:
+            raise RemoteProtocolError(
+                f"Invalid result for {method}: {structure_error_message(exc)}"
+            ) from exc
+
+    def _send_request(
+        self, method: str, params: Any, msg_id: RequestId
+    ) -> tuple[RequestId, Future[Any]]:
+        spec = self._outgoing_spec(method, MessageKind.REQUEST)
+        if self._input_ended:
+            raise PeerDisconnected("the peer has closed its side and cannot answer")
+        if msg_id is None:
+            n = next(self._ids)
+            msg_id = n if self.ID_PREFIX is None else f"{self.ID_PREFIX}{n}"
+        message = {
+            "jsonrpc": "2.0",
+            "id": msg_id,
+            "method": method,
+            "params": self._params_to_wire(spec, params),
+        }
+        future: Future[Any] = Future()
+        self._pending[msg_id] = future
+        try:
+            self._send_or_raise(message)
+        except BaseException:
+            del self._pending[msg_id]
+            raise
+        return msg_id, future
+
+    def _tell_peer_cancelled(self, msg_id: RequestId) -> None:
+        if self._closed or self._input_ended:
+            return
+        spec = methods.NOTIFICATIONS[methods.CANCEL_REQUEST]
+        try:
+            self.notify(spec.name, spec.params_type(request_id=msg_id))
+        except (ConnectionClosed, OSError):
+            logger.debug("Could not send %s for id %r", spec.name, msg_id)
+
+    def _outgoing_spec(self, method: str, kind: MessageKind) -> MethodSpec | None:
+        if method.startswith(_EXTENSION_PREFIX):
+            return None
+        table = methods.REQUESTS if kind is MessageKind.REQUEST else methods.NOTIFICATIONS
+        spec = table.get(method)
+        if spec is None:
+            raise WrongMethod(f"{method} is not an ACP {kind.value}; extensions start with '_'")
+        if spec.side not in (self.PEER, Side.PROTOCOL):
+            raise WrongMethod(f"{method} is handled by the {spec.side.value}, not by the peer")
+        if not spec.stable and not self.unstable:
+            raise UnstableNotEnabled(method)
+        return spec
+
+    def _params_to_wire(self, spec: MethodSpec | None, params: Any) -> Any:
+        if spec is None:
+            return params
+        if not _isinstance(params, spec.params_type):
+            raise TypeError(
+                f"{spec.name} takes {getattr(spec.params_type, '__name__', spec.params_type)}, "
+                f"not {type(params).__name__}"
+            )
+        return self._converter.unstructure(params)
+
+    # -- writing ------------------------------------------------------------------
+
+    def _send_result(self, msg_id: RequestId, result: Any) -> None:
+        try:
+            body = _encode({"jsonrpc": "2.0", "id": msg_id, "result": result})
+        except (TypeError, ValueError) as exc:
+            logger.error("The result for id %r is not JSON", msg_id, exc_info=exc)
+            self._send_error(msg_id, InternalError("Internal error; see the agent log for details"))
+            return
+        self._write(body)
+
+    def _send_error(self, msg_id: RequestId, error: AcpError) -> None:
+        try:
+            body = _encode({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()})
+        except (TypeError, ValueError):
+            plain = AcpError(error.message, code=error.code)
+            body = _encode({"jsonrpc": "2.0", "id": msg_id, "error": plain.to_wire()})
+        self._write(body)
+
+    def _send_or_raise(self, message: dict[str, Any]) -> None:
+        if self._closed:
+            raise ConnectionClosed()
+        if not self._write(_encode(message)):
+            raise ConnectionClosed()
+
+    def _write(self, body: bytes) -> bool:
+        """Write one line; False (and the connection closed) if the peer is gone."""
+        if self._closed or self.writer is None:
+            return False
+        try:
+            self.writer.write(body)
+        except (BrokenPipeError, ConnectionResetError, OSError) as exc:
+            logger.info("The peer stopped reading (%s); closing the connection", exc)
+            self._closed = True
+            return False
+        return True
+
+    def _send_data(self, data: Any) -> None:
+        # Everything we send goes through `_write`; keep pygls' path consistent.
+        self._write(_encode(data))
+
+    # -- the end ----------------------------------------------------------------
+
+    async def input_ended(self, *, grace_s: float) -> None:
+        """The peer's stream ended: fail our pending requests, cancel running handlers.
+
+        Cancelled requests are still answered (-32800) while the peer reads;
+        handlers get `grace_s` seconds to unwind before we stop waiting.
+        """
+        self._input_ended = True
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(PeerDisconnected())
+        self._pending.clear()
+        # Async handlers are asyncio tasks; sync ones never linger in the table.
+        running: list[asyncio.Future[Any]] = []
+        for future in list(self._request_futures.values()):
+            running_task: Any = future
+            if isinstance(running_task, asyncio.Future) and not running_task.done():
+                running.append(running_task)
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running, timeout=grace_s)
+
+    def close(self) -> None:
+        """Stop sending: later `notify`/`request` calls raise `ConnectionClosed`."""
+        self._closed = True
+
+
+class AgentSideProtocol(AcpProtocol):
+    """The agent's end: serves agent methods, calls the client's; ids `agent-<n>`."""
+
+    SERVES = frozenset({Side.AGENT})
+    PEER = Side.CLIENT
+    ID_PREFIX = "agent-"
+
+
+class ClientSideProtocol(AcpProtocol):
+    """The client's end: serves client methods, calls the agent's; integer ids."""
+
+    SERVES = frozenset({Side.CLIENT})
+    PEER = Side.AGENT
+    ID_PREFIX = None
+
+
+def _isinstance(value: Any, expected: Any) -> bool:
+    """isinstance that accepts union aliases and says yes to what it cannot check."""
+    try:
+        return isinstance(value, expected)
+    except TypeError:
+        return True
+
+
+def _encode(message: Any) -> bytes:
+    """Compact UTF-8 JSON; never a raw newline, NaN or a lone surrogate on the wire."""
+    try:
+        text = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate cannot be UTF-8; the escaped form can.
+        return json.dumps(message, allow_nan=False, separators=(",", ":")).encode("ascii")

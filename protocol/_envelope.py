@@ -1,0 +1,165 @@
+"""Read one ndjson line as a JSON-RPC 2.0 message, or say exactly why it is not one.
+
+Only the top-level object is examined here (pygls' `object_hook` would also
+turn nested dicts that happen to carry `"jsonrpc"` into messages, W5); the
+params stay plain JSON until the dispatcher structures them for their method.
+ACP v1 has no batches, so a JSON array is an invalid request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, TypeAlias
+
+import attrs
+
+from protocol.errors import AcpError, InvalidRequest, ParseError
+
+__all__ = (
+    "ABSENT",
+    "ErrorResponse",
+    "Message",
+    "Notification",
+    "Rejected",
+    "Request",
+    "RequestId",
+    "Response",
+    "parse_line",
+    "request_id_or_none",
+)
+
+#: JSON-RPC ids are integers or strings (the schema also allows null).
+RequestId: TypeAlias = int | str | None
+
+
+class _Absent:
+    """The `params` member was not there (distinct from an explicit null)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Final = _Absent()
+
+
+@attrs.frozen
+class Request:
+    """A call that expects exactly one response with the same id."""
+
+    id: RequestId
+    method: str
+    params: Any
+
+
+@attrs.frozen
+class Notification:
+    """A call that must never be answered."""
+
+    method: str
+    params: Any
+
+
+@attrs.frozen
+class Response:
+    """A successful answer to a request we sent."""
+
+    id: RequestId
+    result: Any
+
+
+@attrs.frozen
+class ErrorResponse:
+    """An error answer to a request we sent (`id` is null for errors about unreadable lines)."""
+
+    id: RequestId
+    error: AcpError
+
+
+@attrs.frozen
+class Rejected:
+    """A line that is no message; answer `error` to `id` (null when it could not be read)."""
+
+    id: RequestId
+    error: AcpError
+
+
+Message: TypeAlias = Request | Notification | Response | ErrorResponse
+
+
+def parse_line(line: bytes) -> Message | Rejected:
+    """Classify one line (without its newline) as a message, or as a rejection to answer."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Rejected(None, ParseError(f"Parse error: invalid UTF-8 at byte {exc.start}"))
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        return Rejected(None, ParseError(f"Parse error: {_first_line(exc)}"))
+    if isinstance(value, list):
+        return Rejected(
+            None, InvalidRequest("Invalid request: batches are not supported in ACP v1")
+        )
+    if not isinstance(value, dict):
+        return Rejected(None, InvalidRequest("Invalid request: a message must be a JSON object"))
+    return _classify(value)
+
+
+def request_id_or_none(value: Any) -> tuple[bool, RequestId]:
+    """Whether `value` is a valid request id, and the id itself (None when it is not)."""
+    if value is None or isinstance(value, str):
+        return True, value
+    # bool is an int subclass in Python, but `true` is no id.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return True, value
+    return False, None
+
+
+def _classify(obj: dict[str, Any]) -> Message | Rejected:
+    has_id = "id" in obj
+    id_ok, msg_id = request_id_or_none(obj.get("id"))
+
+    def reject(reason: str) -> Rejected:
+        return Rejected(msg_id, InvalidRequest(f"Invalid request: {reason}"))
+
+    if obj.get("jsonrpc") != "2.0":
+        return reject('"jsonrpc" must be "2.0"')
+    if has_id and not id_ok:
+        return reject('"id" must be an integer, a string or null')
+
+    if "method" in obj:
+        method = obj["method"]
+        if not isinstance(method, str):
+            return reject('"method" must be a string')
+        params = obj.get("params", ABSENT)
+        if params is not ABSENT and params is not None and not isinstance(params, dict | list):
+            return reject('"params" must be an object or an array')
+        if has_id:
+            return Request(msg_id, method, params)
+        return Notification(method, params)
+
+    if not has_id:
+        return reject('a message needs "method", or "id" with "result" or "error"')
+    if ("result" in obj) == ("error" in obj):
+        return reject('a response carries exactly one of "result" and "error"')
+    if "result" in obj:
+        return Response(msg_id, obj["result"])
+    return ErrorResponse(msg_id, _error_from_wire(obj["error"]))
+
+
+def _error_from_wire(error: Any) -> AcpError:
+    """The peer's error object as an `AcpError`; a malformed one still fails the request."""
+    if isinstance(error, dict):
+        code, message = error.get("code"), error.get("message")
+        if isinstance(code, int) and not isinstance(code, bool) and isinstance(message, str):
+            return AcpError.from_wire(code, message, error.get("data"))
+    return AcpError(f"Malformed error response: {json.dumps(error)[:200]}", code=-32603)
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity; JSON does not.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

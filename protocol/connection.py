@@ -1,0 +1,248 @@
+"""ACP connections over stdio: newline-delimited JSON-RPC 2.0 on pygls, both roles.
+
+`AgentConnection` is the agent's end: it serves agent methods on stdin and
+stdout and calls the client (`session/update`, `fs/*`, `terminal/*`, ...).
+`ClientConnection` is the client's end: it spawns an agent process and
+talks to it; it is also a pytest-lsp client (`ClientServerConfig(
+client_factory=ClientConnection)`).
+
+    conn = AgentConnection()
+    conn.register(methods.INITIALIZE, initialize)  # typed params in, typed result out
+    conn.start_io()                                # blocks until stdin ends
+
+Handlers receive params structured into `protocol.types` classes (plain JSON
+for `_` extension methods) and return result objects; raise an `AcpError`
+to answer with an error. `async def` handlers run concurrently, so a handler
+may await a request to the peer while other messages are served. Each
+handler is started, and runs to its first `await`, before the next message
+is read: state a handler registers before awaiting is visible to the next
+message's handler (a `session/cancel` right behind a `session/prompt`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, BinaryIO, Final
+
+from pygls.client import JsonRPCClient
+from pygls.server import JsonRPCServer
+
+from protocol._dispatch import AcpProtocol, AgentSideProtocol, ClientSideProtocol, Handler
+from protocol._ndjson import (
+    MAX_CLIENT_LINE_BYTES,
+    FdWriter,
+    LineSource,
+    StreamWriterAdapter,
+    ThreadedLineReader,
+    iter_lines,
+)
+from protocol.converter import get_converter
+from protocol.methods import MessageKind
+
+__all__ = ("AgentConnection", "ClientConnection", "Handler")
+
+logger = logging.getLogger(__name__)
+
+#: How long handlers cancelled at end of input get to unwind; the whole
+#: shutdown must fit in the one second an editor waits.
+_SHUTDOWN_GRACE_S: Final = 0.5
+
+
+class _Endpoint:
+    """What both ends offer: handler registration, notifications, requests."""
+
+    protocol: AcpProtocol
+
+    @property
+    def unstable(self) -> bool:
+        """Whether unstable ACP methods and fields are used on this connection."""
+        return self.protocol.unstable
+
+    def register(self, method: str, handler: Handler, *, kind: MessageKind | None = None) -> None:
+        """Handle incoming `method` with `handler`.
+
+        `kind` is needed only for a name that is both a request and a
+        notification; an extension (`_`) method registers both kinds unless
+        told. Raises `WrongMethod` for a method the other side handles,
+        `UnstableNotEnabled` for an unstable one without `unstable=True`.
+        """
+        self.protocol.register(method, handler, kind=kind)
+
+    def notify(self, method: str, params: Any) -> None:
+        """Send notification `method` to the peer; `params` is its `protocol.types` class."""
+        self.protocol.notify(method, params)
+
+    async def request(self, method: str, params: Any) -> Any:
+        """Send request `method`, await the peer and return its typed result.
+
+        Raises the peer's `AcpError`, `RemoteProtocolError` for a malformed
+        result, or `PeerDisconnected`; cancelling the caller sends the peer
+        `$/cancel_request`.
+        """
+        return await self.protocol.request(method, params)
+
+
+async def _run_ndjson(
+    source: LineSource,
+    protocol: AcpProtocol,
+    *,
+    on_line: Callable[[bytes], None] | None = None,
+) -> None:
+    """Feed each line to `protocol` until the stream ends, then wind it down (W1)."""
+    try:
+        async for line in iter_lines(source):
+            if on_line is not None:
+                on_line(line)
+            protocol.receive_line(line)
+            # Let a handler just started run to its first await before the
+            # next message is dispatched (see the module docstring).
+            await asyncio.sleep(0)
+    finally:
+        await protocol.input_ended(grace_s=_SHUTDOWN_GRACE_S)
+
+
+def _make_converter_factory(unstable: bool) -> Callable[[], Any]:
+    return lambda: get_converter(include_unstable=unstable)
+
+
+class AgentConnection(_Endpoint, JsonRPCServer):
+    """The agent's end of ACP: serves agent methods on stdio, calls the client.
+
+    Outgoing request ids are `agent-<n>`; incoming ids are echoed exactly.
+    """
+
+    protocol: AgentSideProtocol
+
+    def __init__(self, *, unstable: bool = False) -> None:
+        super().__init__(
+            protocol_cls=AgentSideProtocol, converter_factory=_make_converter_factory(unstable)
+        )
+        self.protocol.unstable = unstable
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve until `stdin` ends (blocking); then cancel what runs and return.
+
+        `stdout` must be backed by a file descriptor: messages are written
+        with `os.write`, one line each, nothing else.
+        """
+        source = ThreadedLineReader(stdin if stdin is not None else sys.stdin.buffer)
+        out = stdout if stdout is not None else sys.stdout.buffer
+        out.flush()
+        self.protocol.set_writer(FdWriter(out.fileno()), include_headers=False)
+        self._stop_event = threading.Event()
+        try:
+            asyncio.run(_run_ndjson(source, self.protocol))
+        except KeyboardInterrupt:
+            logger.info("Interrupted; stopping")
+        finally:
+            self.protocol.close()
+            self._stop_event.set()
+
+
+class ClientConnection(_Endpoint, JsonRPCClient):
+    """The client's end of ACP: spawns an agent process and talks to it over its stdio.
+
+    Works as a pytest-lsp client (`client_factory=ClientConnection`).
+    Outgoing request ids are integers; incoming ids are echoed exactly.
+    Override `line_received` to watch every line the agent writes and
+    `stderr_received` to route its stderr (default: our stderr).
+    """
+
+    protocol: ClientSideProtocol
+
+    def __init__(self, *, unstable: bool = False) -> None:
+        super().__init__(
+            protocol_cls=ClientSideProtocol, converter_factory=_make_converter_factory(unstable)
+        )
+        self.protocol.unstable = unstable
+        self._server: asyncio.subprocess.Process | None = None
+
+    @property
+    def process(self) -> asyncio.subprocess.Process | None:
+        """The agent process, once started."""
+        return self._server
+
+    async def start_io(self, cmd: str, *args: str, **kwargs: Any) -> None:
+        """Spawn `cmd args...` and talk ACP to it over its stdin and stdout.
+
+        Extra keyword arguments go to `asyncio.create_subprocess_exec` (`env`,
+        `cwd`); lines up to `MAX_CLIENT_LINE_BYTES` are read (W8).
+        """
+        server = await asyncio.create_subprocess_exec(
+            cmd,
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=MAX_CLIENT_LINE_BYTES,
+            **kwargs,
+        )
+        if server.stdin is None or server.stdout is None or server.stderr is None:
+            raise RuntimeError("the agent process was started without pipes")
+        self._server = server
+        self.protocol.set_writer(StreamWriterAdapter(server.stdin), include_headers=False)
+        self._async_tasks.extend(
+            [
+                asyncio.create_task(
+                    _run_ndjson(server.stdout, self.protocol, on_line=self.line_received),
+                    name="acp-client-read",
+                ),
+                asyncio.create_task(self._drain_stderr(server.stderr), name="acp-client-stderr"),
+                asyncio.create_task(self._server_exit(), name="acp-client-exit"),
+            ]
+        )
+
+    def line_received(self, line: bytes) -> None:
+        """Called with every line the agent writes, before it is dispatched."""
+
+    def stderr_received(self, line: bytes) -> None:
+        """Called with every line the agent writes to stderr; default: copy to ours."""
+        sys.stderr.write(line.decode("utf-8", "replace"))
+
+    async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
+        # An unread stderr pipe fills up and blocks a chatty agent (W8).
+        while line := await stream.readline():
+            self.stderr_received(line)
+
+    async def _server_exit(self) -> None:
+        # pygls' version sets exceptions on our running handler tasks, which
+        # asyncio tasks refuse; pending requests fail when stdout ends instead.
+        if self._server is None:
+            return
+        await self._server.wait()
+        logger.debug("Agent process %s exited with %s", self._server.pid, self._server.returncode)
+        try:
+            await self.server_exit(self._server)
+        except Exception:
+            logger.exception("Error in server_exit handler")
+        self._stop_event.set()
+
+    async def stop(self, *, timeout_s: float = 5.0) -> None:
+        """Close the agent's stdin, wait up to `timeout_s` for it to exit, then terminate it."""
+        server = self._server
+        if server is not None and server.returncode is None:
+            if server.stdin is not None and not server.stdin.is_closing():
+                server.stdin.close()
+            try:
+                await asyncio.wait_for(server.wait(), timeout_s)
+            except TimeoutError:
+                logger.warning("Agent process %s ignored end of input; terminating", server.pid)
+                server.terminate()
+                try:
+                    await asyncio.wait_for(server.wait(), 2.0)
+                except TimeoutError:
+                    server.kill()
+                    await server.wait()
+        self.protocol.close()
+        self._stop_event.set()
+        if self._async_tasks:
+            _, still_running = await asyncio.wait(self._async_tasks, timeout=1.0)
+            for task in still_running:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*self._async_tasks, return_exceptions=True)
