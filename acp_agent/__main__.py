@@ -1,0 +1,5 @@
+"""`python -m acp_agent`: the same as the `acp-agent` command."""
+
+from acp_agent.cli import main
+
+raise SystemExit(main())
