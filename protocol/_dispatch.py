@@ -51,6 +51,7 @@ from protocol.converter import structure_error_message
 from protocol.errors import (
     AcpError,
     ConnectionClosed,
+    ConnectionNotStarted,
     InternalError,
     InvalidParams,
     MethodNotFound,
@@ -454,9 +455,9 @@ class AcpProtocol(JsonRPCProtocol):
         self._write(body)
 
     def _send_or_raise(self, message: dict[str, Any]) -> None:
-        if self._closed:
-            raise ConnectionClosed()
-        if not self._write(_encode(message)):
+        if self.writer is None:
+            raise ConnectionNotStarted()
+        if self._closed or not self._write(_encode(message)):
             raise ConnectionClosed()
 
     def _write(self, body: bytes) -> bool:

@@ -17,6 +17,7 @@ The tree (``code`` is the JSON-RPC error code on the wire)::
     └── PeerDisconnected          it closed the stream before answering
 
     ConnectionMisuse(RuntimeError)  our own code used the connection wrongly
+    ├── ConnectionNotStarted      sending before the connection has started
     ├── ConnectionClosed          sending on a connection that has closed
     ├── UnstableNotEnabled        an unstable method without `unstable=True`
     └── WrongMethod               a method this connection cannot send or serve
@@ -36,6 +37,7 @@ __all__ = (
     "AuthRequired",
     "ConnectionClosed",
     "ConnectionMisuse",
+    "ConnectionNotStarted",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
@@ -174,6 +176,13 @@ class PeerDisconnected(PeerError):
 
 class ConnectionMisuse(RuntimeError):
     """Our own code used a connection wrongly; fix the caller."""
+
+
+class ConnectionNotStarted(ConnectionMisuse):
+    """Nothing can be sent before the connection has started (`start_io`)."""
+
+    def __init__(self, message: str = "the connection has not started; nothing can be sent yet"):
+        super().__init__(message)
 
 
 class ConnectionClosed(ConnectionMisuse):
