@@ -1,0 +1,243 @@
+"""The connection in both roles, end to end: our client against a small agent on our server.
+
+The agent is `tests/support/protocol_agent.py`, a real subprocess over
+real pipes; every line it writes is checked against the schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+import pytest_lsp
+from pytest_lsp import ClientServerConfig
+
+from protocol import methods, types
+from protocol.errors import InternalError, MethodNotFound, RequestCancelled, UnstableNotEnabled
+from tests.support import PROTOCOL_AGENT, AcpTestClient
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=PROTOCOL_AGENT, client_factory=AcpTestClient)
+)
+async def agent(client: AcpTestClient):
+    await client.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
+    yield
+    await client.stop()
+    assert client.wire_problems() == []
+
+
+def _unstable_client() -> AcpTestClient:
+    return AcpTestClient(unstable=True)
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=[*PROTOCOL_AGENT, "--unstable"], client_factory=_unstable_client
+    )
+)
+async def unstable_agent(client: AcpTestClient):
+    yield
+    await client.stop()
+    assert client.wire_problems() == []
+
+
+async def _new_session(client: AcpTestClient) -> str:
+    response = await client.request(
+        methods.SESSION_NEW, types.NewSessionRequest(cwd="/tmp", mcp_servers=[])
+    )
+    return str(response.session_id)
+
+
+def _prompt(session_id: str, text: str) -> types.PromptRequest:
+    return types.PromptRequest(session_id=session_id, prompt=[types.TextContent(text=text)])
+
+
+async def test_handler_awaiting_a_client_request_keeps_serving_other_requests(
+    agent: AcpTestClient,
+):
+    session_id = await _new_session(agent)
+    served_meanwhile: list[object] = []
+
+    async def read_text_file(params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
+        # The agent's prompt handler is suspended awaiting this answer; the
+        # agent must still serve these before we reply.
+        served_meanwhile.append(await _new_session(agent))
+        served_meanwhile.append(await agent.request("_test/echo", {"nested": True}))
+        return types.ReadTextFileResponse(content=f"contents of {params.path}")
+
+    agent.register(methods.FS_READ_TEXT_FILE, read_text_file)
+    response = await agent.request(methods.SESSION_PROMPT, _prompt(session_id, "/tmp/a.txt"))
+
+    assert response == types.PromptResponse(stop_reason=types.StopReason.END_TURN)
+    assert served_meanwhile == ["session-2", {"nested": True}]
+    assert agent.updates_for(session_id) == [
+        types.AgentMessageChunk(content=types.TextContent(text="contents of /tmp/a.txt"))
+    ]
+
+
+async def test_agent_request_ids_are_agent_strings_and_incoming_ids_are_echoed_exactly(
+    agent: AcpTestClient,
+):
+    session_id = await _new_session(agent)
+    agent.register(
+        methods.FS_READ_TEXT_FILE, lambda params: types.ReadTextFileResponse(content="x")
+    )
+    await agent.request(methods.SESSION_PROMPT, _prompt(session_id, "/tmp/a.txt"))
+    agent.send_raw({"jsonrpc": "2.0", "id": "text-id", "method": "_test/echo", "params": [1]})
+    agent.send_raw({"jsonrpc": "2.0", "id": 2**40, "method": "_test/echo", "params": [2]})
+    await _wait_for_lines(agent, lambda m: m.get("id") == 2**40)
+
+    agent_requests = [m for m in agent.messages if "method" in m and "id" in m]
+    assert [m["id"] for m in agent_requests] == ["agent-1"]
+    echoed = {m["id"]: m["result"] for m in agent.messages if "result" in m}
+    assert echoed["text-id"] == [1]
+    assert echoed[2**40] == [2]
+
+
+async def test_peer_request_with_the_same_id_as_ours_does_not_disturb_our_request(
+    agent: AcpTestClient,
+):
+    session_id = await _new_session(agent)
+
+    async def read_text_file(params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
+        # The agent is waiting for its request "agent-1"; send it a request
+        # of ours with that very id and see both answered correctly.
+        agent.send_raw(
+            {"jsonrpc": "2.0", "id": "agent-1", "method": "_test/echo", "params": {"mine": 1}}
+        )
+        await _wait_for_lines(agent, lambda m: m.get("id") == "agent-1" and "result" in m)
+        return types.ReadTextFileResponse(content="the real file")
+
+    agent.register(methods.FS_READ_TEXT_FILE, read_text_file)
+    response = await agent.request(methods.SESSION_PROMPT, _prompt(session_id, "/tmp/a.txt"))
+
+    assert response.stop_reason == types.StopReason.END_TURN
+    assert agent.updates_for(session_id) == [
+        types.AgentMessageChunk(content=types.TextContent(text="the real file"))
+    ]
+    answer = next(m for m in agent.messages if m.get("id") == "agent-1" and "result" in m)
+    assert answer["result"] == {"mine": 1}
+
+
+async def test_cancel_request_answers_the_running_request_with_request_cancelled(
+    agent: AcpTestClient,
+):
+    session_id = await _new_session(agent)
+    prompt = asyncio.create_task(
+        agent.request(methods.SESSION_PROMPT, _prompt(session_id, "sleep"))
+    )
+    await _wait_for_sent(agent, methods.SESSION_PROMPT)
+    prompt_id = _last_sent(agent, methods.SESSION_PROMPT)["id"]
+
+    started = time.monotonic()
+    agent.notify(methods.CANCEL_REQUEST, types.CancelRequestNotification(request_id=prompt_id))
+    with pytest.raises(RequestCancelled):
+        await prompt
+    assert time.monotonic() - started < 1.0
+
+
+async def test_internal_error_keeps_the_traceback_in_the_log_and_off_the_wire(
+    agent: AcpTestClient,
+):
+    with pytest.raises(InternalError):
+        await agent.request("_test/crash", {})
+
+    error = next(m["error"] for m in agent.messages if "error" in m)
+    assert error["code"] == -32603
+    assert "data" not in error
+    assert "Traceback" not in error["message"]
+    await _wait_for_stderr(agent, "deliberate crash in _test/crash")
+    assert any("Traceback" in line for line in agent.stderr_lines)
+
+
+async def test_extension_methods_get_plain_json_and_notifications_are_never_answered(
+    agent: AcpTestClient,
+):
+    agent.notify("_test/notified", {"first": True})
+    agent.notify("_test/notified", None)
+    agent.notify("_unknown/notification", {})
+
+    assert await agent.request("_test/echo", {"a": [1, {"b": None}]}) == {"a": [1, {"b": None}]}
+    assert await agent.request("_test/notified_count", None) == 2
+    answered_ids = [m["id"] for m in agent.messages]
+    assert answered_ids == [1, 2, 3]  # initialize, echo, count: nothing for the notifications
+
+
+async def test_nested_objects_that_look_like_messages_stay_plain_json(agent: AcpTestClient):
+    lookalike = {"jsonrpc": "2.0", "id": 99, "method": "initialize", "params": {}}
+
+    assert await agent.request("_test/echo", {"inner": lookalike}) == {"inner": lookalike}
+
+
+async def test_twenty_megabyte_lines_cross_in_both_directions(agent: AcpTestClient):
+    big = {"text": "\u00e9" * (10 * 1024 * 1024)}  # 20 MB of UTF-8 each way
+
+    assert await agent.request("_test/echo", big) == big
+    assert max(len(line) for line in agent.received) > 20 * 1024 * 1024
+
+
+async def test_unknown_extension_request_gets_method_not_found(agent: AcpTestClient):
+    with pytest.raises(MethodNotFound):
+        await agent.request("_test/no_such_method", {})
+
+
+async def test_stray_prints_and_child_output_never_reach_the_protocol_stream(
+    agent: AcpTestClient,
+):
+    assert await agent.request("_test/print", None) == {"printed": True}
+
+    for line in agent.received:
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    await _wait_for_stderr(agent, "stray output from a child process")
+    assert any("stray print from a handler" in line for line in agent.stderr_lines)
+
+
+async def test_unstable_method_is_not_served_unless_the_agent_opted_in(agent: AcpTestClient):
+    session_id = await _new_session(agent)
+    fork = {"sessionId": session_id, "cwd": "/tmp", "mcpServers": []}
+
+    with pytest.raises(UnstableNotEnabled):
+        await agent.request(methods.SESSION_FORK, types.ForkSessionRequest(**_snake(fork)))
+    agent.send_raw({"jsonrpc": "2.0", "id": "fork", "method": methods.SESSION_FORK, "params": fork})
+    await _wait_for_lines(agent, lambda m: m.get("id") == "fork")
+
+    answer = next(m for m in agent.messages if m.get("id") == "fork")
+    assert answer["error"]["code"] == MethodNotFound.CODE
+
+
+async def test_unstable_method_is_served_when_both_sides_opted_in(unstable_agent: AcpTestClient):
+    await unstable_agent.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
+    session_id = await _new_session(unstable_agent)
+
+    response = await unstable_agent.request(
+        methods.SESSION_FORK,
+        types.ForkSessionRequest(session_id=session_id, cwd="/tmp", mcp_servers=[]),
+    )
+
+    assert response.session_id == f"{session_id}-fork"
+
+
+def _snake(wire: dict[str, object]) -> dict[str, object]:
+    names = {"sessionId": "session_id", "mcpServers": "mcp_servers"}
+    return {names.get(key, key): value for key, value in wire.items()}
+
+
+async def _wait_for_lines(client: AcpTestClient, matches) -> None:
+    await client.wait_until(lambda: any(matches(m) for m in client.messages))
+
+
+async def _wait_for_sent(client: AcpTestClient, method: str) -> None:
+    await client.wait_until(lambda: any(m.get("method") == method for m in client.sent_messages()))
+
+
+def _last_sent(client: AcpTestClient, method: str) -> dict[str, object]:
+    return [m for m in client.sent_messages() if m.get("method") == method][-1]
+
+
+async def _wait_for_stderr(client: AcpTestClient, text: str) -> None:
+    await client.wait_until(lambda: any(text in line for line in client.stderr_lines))
