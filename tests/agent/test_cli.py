@@ -1,0 +1,133 @@
+"""The `acp-agent` command line: flags, their environment twins, home, logs, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import acp_agent
+from tests.support import SCRIPTS
+from tests.support.raw_agent import RawAgent
+
+pytestmark = pytest.mark.e2e
+
+AGENT = [sys.executable, "-m", "acp_agent"]
+CONSOLE_SCRIPT = Path(sys.executable).parent / "acp-agent"
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*AGENT, *args], capture_output=True, text=True, timeout=30, env=env, check=False
+    )
+
+
+def _initialize(msg_id: int = 1) -> dict[str, object]:
+    params = {"protocolVersion": 1}
+    return {"jsonrpc": "2.0", "id": msg_id, "method": "initialize", "params": params}
+
+
+@pytest.mark.parametrize("command", [AGENT, [str(CONSOLE_SCRIPT)]], ids=["module", "script"])
+def test_version_prints_the_version_and_exits_zero(command: list[str]):
+    result = subprocess.run(
+        [*command, "--version"], capture_output=True, text=True, timeout=30, check=False
+    )
+
+    assert (result.returncode, result.stdout) == (0, f"acp-agent {acp_agent.__version__}\n")
+
+
+def test_a_malformed_script_stops_start_up_with_a_usage_error_on_stderr(tmp_path: Path):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": [[{"say": "hi"}]]}))
+
+    result = _run("--home", str(tmp_path), "--script", str(script))
+
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "unknown step 'say'" in result.stderr
+
+
+def test_an_unknown_log_level_stops_start_up_with_a_usage_error(tmp_path: Path):
+    result = _run("--home", str(tmp_path), "--log-level", "chatty")
+
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "unknown log level 'chatty'" in result.stderr
+
+
+def test_home_holds_the_log_file(tmp_path: Path):
+    agent = RawAgent([*AGENT, "--home", str(tmp_path)])
+    agent.send_json(_initialize())
+    agent.read_message()
+
+    assert agent.stop() == 0
+    log = (tmp_path / "logs" / "acp-agent.log").read_text()
+    assert "serving ACP on stdio" in log
+    assert "stdin closed; exiting" in log
+
+
+def test_environment_variables_configure_the_agent_like_the_flags(tmp_path: Path):
+    env = {
+        **os.environ,
+        "ACP_AGENT_HOME": str(tmp_path),
+        "ACP_AGENT_SCRIPT": str(SCRIPTS / "greeting.json"),
+        "ACP_AGENT_LOG_LEVEL": "debug",
+    }
+    agent = RawAgent(AGENT, env=env)
+    agent.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "session/new",
+            "params": {"cwd": str(tmp_path), "mcpServers": []},
+        }
+    )
+    session_id = agent.read_message()["result"]["sessionId"]
+    agent.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/prompt",
+            "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "Hi"}]},
+        }
+    )
+    first_update = agent.read_message()
+
+    assert agent.stop() == 0
+    assert first_update["params"]["update"]["content"]["text"] == "The user says hello."
+    assert "DEBUG" in (tmp_path / "logs" / "acp-agent.log").read_text()
+
+
+def test_message_bodies_never_reach_the_logs_even_at_debug(tmp_path: Path):
+    secret = "sk-test-0123456789abcdef"
+    agent = RawAgent([*AGENT, "--home", str(tmp_path), "--log-level", "DEBUG"])
+    agent.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "session/new",
+            "params": {"cwd": "/tmp", "mcpServers": [], "_meta": {"apiKey": secret}},
+        }
+    )
+    session_id = agent.read_message()["result"]["sessionId"]
+    agent.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/prompt",
+            "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": secret}]},
+        }
+    )
+    agent.send_json(
+        {"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"x": secret}}
+    )
+    while agent.read_message().get("id") != 3:
+        pass
+
+    assert agent.stop() == 0
+    assert secret not in (tmp_path / "logs" / "acp-agent.log").read_text()
+    assert secret.encode() not in bytes(agent.stderr)

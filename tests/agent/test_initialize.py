@@ -1,0 +1,40 @@
+"""`initialize`: version negotiation and an honest description of the agent."""
+
+from __future__ import annotations
+
+import pytest
+
+import acp_agent
+from protocol import types
+from tests.support import AcpTestClient
+from tests.support.steps import initialize
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.parametrize("asked", [65535, 2, 1, 0])
+async def test_initialize_answers_protocol_version_one_whatever_the_client_asks(
+    agent: AcpTestClient, asked: int
+):
+    response = await initialize(agent, version=asked)
+
+    assert response.protocol_version == 1
+
+
+async def test_initialize_describes_the_agent_and_only_what_it_implements(agent: AcpTestClient):
+    response = await initialize(agent)
+
+    assert response.agent_info == types.Implementation(
+        name="acp-agent", title="acp-agent", version=acp_agent.__version__
+    )
+    assert response.auth_methods == []
+    capabilities = response.agent_capabilities
+    assert capabilities is not None
+    assert capabilities.load_session is False
+    assert capabilities.prompt_capabilities == types.PromptCapabilities(
+        image=False, audio=False, embedded_context=True
+    )
+    assert capabilities.mcp_capabilities is not None
+    assert capabilities.mcp_capabilities.http is False
+    assert capabilities.mcp_capabilities.sse is False
+    assert capabilities.session_capabilities in (None, types.SessionCapabilities())

@@ -1,0 +1,147 @@
+"""`session/prompt`: the scripted reply streamed as updates, then the stop reason."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from acp_agent.models.scripted import DEFAULT_REPLY
+from protocol import methods, types
+from protocol.errors import InvalidParams, ResourceNotFound
+from tests.support import AcpTestClient
+from tests.support.steps import initialize, new_session, prompt_request, text_of
+
+pytestmark = pytest.mark.e2e
+
+GREETING = [
+    types.AgentThoughtChunk(content=types.TextContent(text="The user says hello.")),
+    types.AgentMessageChunk(content=types.TextContent(text="Hello")),
+    types.AgentMessageChunk(content=types.TextContent(text=", ")),
+    types.AgentMessageChunk(content=types.TextContent(text="world.")),
+]
+
+
+async def test_prompt_streams_the_scripted_reply_in_order_before_ending_the_turn(
+    agent: AcpTestClient,
+):
+    await initialize(agent)
+    session_id = await new_session(agent)
+
+    response = await agent.request(methods.SESSION_PROMPT, prompt_request(session_id))
+
+    assert response == types.PromptResponse(stop_reason=types.StopReason.END_TURN)
+    assert agent.updates_for(session_id) == GREETING
+    # On the wire, every update of the turn precedes the prompt's response.
+    kinds = [_kind(m) for m in agent.messages]
+    assert kinds[-5:] == ["update"] * 4 + ["response"]
+
+
+async def test_each_prompt_of_a_session_gets_the_next_reply_and_the_last_one_repeats(
+    agent: AcpTestClient,
+):
+    await initialize(agent)
+    first, second = await new_session(agent), await new_session(agent)
+
+    for _ in range(3):
+        await agent.request(methods.SESSION_PROMPT, prompt_request(first))
+    await agent.request(methods.SESSION_PROMPT, prompt_request(second))
+
+    texts = [text_of(u) for u in agent.updates_for(first)]
+    assert texts == [u.content.text for u in GREETING] + ["Second reply."] * 2
+    assert agent.updates_for(second) == GREETING
+
+
+async def test_prompt_without_a_script_gets_the_default_reply_saying_no_provider_is_configured(
+    unscripted_agent: AcpTestClient,
+):
+    await initialize(unscripted_agent)
+    session_id = await new_session(unscripted_agent)
+
+    response = await unscripted_agent.request(methods.SESSION_PROMPT, prompt_request(session_id))
+
+    assert response.stop_reason == types.StopReason.END_TURN
+    assert unscripted_agent.updates_for(session_id) == [
+        types.AgentMessageChunk(content=types.TextContent(text=DEFAULT_REPLY))
+    ]
+    assert "No model provider is configured" in DEFAULT_REPLY
+
+
+async def test_prompt_to_an_unknown_session_is_resource_not_found_naming_the_session(
+    agent: AcpTestClient,
+):
+    await initialize(agent)
+
+    with pytest.raises(ResourceNotFound) as caught:
+        await agent.request(methods.SESSION_PROMPT, prompt_request("sess_nope"))
+
+    assert caught.value.data == {"sessionId": "sess_nope"}
+
+
+async def test_prompt_accepts_resource_links_and_embedded_resources(agent: AcpTestClient):
+    await initialize(agent)
+    session_id = await new_session(agent)
+    blocks = [
+        types.TextContent(text="Look at these"),
+        types.ResourceLink(uri="file:///tmp/a.py", name="a.py"),
+        types.EmbeddedResource(
+            resource=types.TextResourceContents(uri="file:///tmp/b.py", text="print('b')")
+        ),
+    ]
+
+    response = await agent.request(methods.SESSION_PROMPT, prompt_request(session_id, *blocks))
+
+    assert response.stop_reason == types.StopReason.END_TURN
+
+
+async def test_prompt_with_an_image_is_invalid_params_naming_the_block(agent: AcpTestClient):
+    await initialize(agent)
+    session_id = await new_session(agent)
+    image = types.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")
+    text = types.TextContent(text="What is this?")
+
+    with pytest.raises(InvalidParams) as caught:
+        await agent.request(methods.SESSION_PROMPT, prompt_request(session_id, text, image))
+
+    assert caught.value.message == "Invalid params: prompt[1]: image content is not supported"
+    assert agent.updates_for(session_id) == []
+
+
+async def test_prompt_with_missing_session_id_is_invalid_params_naming_the_field(
+    agent: AcpTestClient,
+):
+    await initialize(agent)
+
+    response = await agent.request_raw(methods.SESSION_PROMPT, {"prompt": []})
+
+    assert response["error"]["code"] == InvalidParams.CODE
+    assert response["error"]["message"] == "Invalid params: sessionId: required field missing"
+
+
+async def test_a_second_prompt_on_a_busy_session_waits_for_the_first_turn_to_end(
+    agent: AcpTestClient,
+):
+    await initialize(agent)
+    session_id = await new_session(agent)
+
+    first, second = await asyncio.gather(
+        agent.request(methods.SESSION_PROMPT, prompt_request(session_id)),
+        agent.request(methods.SESSION_PROMPT, prompt_request(session_id)),
+    )
+
+    assert first.stop_reason == second.stop_reason == types.StopReason.END_TURN
+    turn_lines = [m for m in agent.messages if _kind(m) in ("update", "response")][-7:]
+    # The first turn's four updates and response, then the second turn's.
+    assert [_kind(m) for m in turn_lines] == ["update"] * 4 + ["response", "update", "response"]
+    assert _text_on_wire(turn_lines[5]) == "Second reply."
+
+
+def _kind(message: dict[str, Any]) -> str:
+    if message.get("method") == methods.SESSION_UPDATE:
+        return "update"
+    return "response" if "id" in message and "method" not in message else "other"
+
+
+def _text_on_wire(message: dict[str, Any]) -> str:
+    return str(message["params"]["update"]["content"]["text"])
