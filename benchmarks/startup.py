@@ -202,7 +202,11 @@ def run_agent(
         if proc.returncode is None:
             proc.kill()
             proc.wait()
-        reason = "the agent closed its stdin early" if isinstance(exc, BrokenPipeError) else exc
+        reason = (
+            "the agent exited early (its stdin is closed)"
+            if isinstance(exc, BrokenPipeError)
+            else exc
+        )
         raise AgentFailed(
             f"{reason}\n--- agent stderr (tail) ---\n{stderr_tail(stderr_path)}"
         ) from exc
@@ -323,8 +327,15 @@ def print_import_costs(costs: list[ImportCost], top: int = 5) -> None:
         f"({len(ours)} of them ours); -X importtime inflates these somewhat"
     )
     print()
+    # A module can be reported twice (a package's __init__ imports its own submodule,
+    # then the outer import statement finishes); keep its larger figure.
+    by_module: dict[str, ImportCost] = {}
+    for cost in costs:
+        known = by_module.get(cost.module)
+        if known is None or cost.cumulative_us > known.cumulative_us:
+            by_module[cost.module] = cost
     print(f"top {top} by cumulative time (a parent includes its children)")
-    for cost in sorted(costs, key=lambda c: c.cumulative_us, reverse=True)[:top]:
+    for cost in sorted(by_module.values(), key=lambda c: c.cumulative_us, reverse=True)[:top]:
         print(
             f"  {cost.cumulative_us / 1e3:7.1f} ms  (self {cost.self_us / 1e3:5.1f} ms)  "
             f"{cost.module}"
