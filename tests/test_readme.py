@@ -23,6 +23,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from acp_agent.models.scripted import Sleep, TextDelta, ThoughtDelta, parse_script
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 CI_RUN = ROOT / ".ci" / "run"
@@ -126,6 +128,23 @@ def test_start_command_runs_a_console_script_declared_in_pyproject() -> None:
     )
 
 
+def test_readme_script_example_is_a_valid_script() -> None:
+    language, body = readme_block("script-example")
+    assert language == "json"
+    script = parse_script(json.loads(body))
+    assert script.reply_for(0) == (
+        ThoughtDelta("A greeting."),
+        TextDelta("Hello"),
+        Sleep(200),
+        TextDelta(", world."),
+    )
+    assert (
+        script.reply_for(1)
+        == script.reply_for(5)
+        == (TextDelta("The second prompt, and every later one, gets this."),)
+    )
+
+
 def read_line(fd: int, deadline: float) -> tuple[bytes, bytes]:
     """The first line from `fd` (without its newline) and whatever followed it."""
     buffer = b""
@@ -154,7 +173,18 @@ def initialize_response_validator() -> jsonschema.protocols.Validator:
 
 
 @pytest.mark.e2e
-def test_installed_agent_answers_initialize_and_exits_on_eof(tmp_path: Path) -> None:
+def test_installed_agent_answers_the_readme_initialize_line_and_exits_on_eof(
+    tmp_path: Path,
+) -> None:
+    language, initialize_line = readme_block("initialize-line")
+    assert language == "json"
+    assert "\n" not in initialize_line
+    assert json.loads(initialize_line) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": 1},
+    }
     agent = Path(sys.executable).parent / "acp-agent"
     assert agent.is_file(), f"{agent} is missing: install acp-agent into this environment"
     stderr_path = tmp_path / "stderr.log"
@@ -172,9 +202,7 @@ def test_installed_agent_answers_initialize_and_exits_on_eof(tmp_path: Path) -> 
     assert proc.stdin is not None
     assert proc.stdout is not None
     try:
-        proc.stdin.write(
-            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
-        )
+        proc.stdin.write(initialize_line.encode() + b"\n")
         line, rest = read_line(proc.stdout.fileno(), time.monotonic() + RESPONSE_TIMEOUT_S)
         proc.stdin.close()
         exit_code = proc.wait(timeout=EXIT_TIMEOUT_S)
