@@ -1,3 +1,8 @@
-"""acp."""
+"""The ACP adapter: the only place that knows both the wire (`protocol`) and the agent.
 
-__all__: tuple[str, ...] = ()
+`AcpAgent` answers the baseline agent methods on an `AgentConnection`.
+"""
+
+from acp_agent.adapters.acp.agent import AcpAgent
+
+__all__ = ("AcpAgent",)

@@ -94,9 +94,9 @@ class AcpAgent:
         try:
             with scope:
                 async with session.turn_lock:
-                    prompt_index = session.prompts_received
-                    session.prompts_received += 1
-                    await self._play_reply(session, prompt_index)
+                    turn_index = session.turns_started
+                    session.turns_started += 1
+                    await self._play_reply(session, turn_index)
         finally:
             session.turn_scopes.discard(scope)
         if scope.cancel_called:
@@ -105,8 +105,8 @@ class AcpAgent:
             return types.PromptResponse(stop_reason=types.StopReason.CANCELLED)
         return types.PromptResponse(stop_reason=types.StopReason.END_TURN)
 
-    async def _play_reply(self, session: AcpSession, prompt_index: int) -> None:
-        async with aclosing(self._model.stream_reply(prompt_index)) as reply:
+    async def _play_reply(self, session: AcpSession, turn_index: int) -> None:
+        async with aclosing(self._model.stream_reply(turn_index)) as reply:
             async for output in reply:
                 content = types.TextContent(text=output.text)
                 update: types.SessionUpdate = (

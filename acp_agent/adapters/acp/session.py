@@ -30,8 +30,9 @@ class AcpSession:
     cwd: str
     #: Stored for when MCP support lands; not connected yet.
     mcp_servers: list[types.McpServer]
-    #: How many prompts this session has received; numbers the model's replies.
-    prompts_received: int = 0
+    #: How many turns this session has started; numbers the model's replies.
+    #: A prompt cancelled while waiting for its turn never starts one.
+    turns_started: int = 0
     #: Turns run one at a time; later prompts wait their turn, in order.
     turn_lock: anyio.Lock = attrs.field(factory=anyio.Lock)
     #: Scopes of prompts running or waiting; `session/cancel` cancels them all.
