@@ -2,4 +2,6 @@
 
 from acp_agent.cli import main
 
+__all__: tuple[str, ...] = ()
+
 raise SystemExit(main())

@@ -10,6 +10,7 @@ parsing: editors and the startup benchmark time spawn → `initialize`.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -92,8 +93,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     connection = AgentConnection(unstable=args.unstable)
     AcpAgent(connection, ScriptedModel(script)).register()
-
-    import logging
 
     logger = logging.getLogger("acp_agent")
     logger.info("acp-agent %s serving ACP on stdio (pid %d)", acp_agent.__version__, os.getpid())
