@@ -222,6 +222,27 @@ async def test_unstable_method_is_served_when_both_sides_opted_in(unstable_agent
     assert response.session_id == f"{session_id}-fork"
 
 
+async def test_unstable_fields_go_on_the_wire_only_when_the_agent_opted_in(
+    agent: AcpTestClient, unstable_agent: AcpTestClient
+):
+    await unstable_agent.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
+    results = []
+    for client in (agent, unstable_agent):
+        client.register(
+            methods.FS_READ_TEXT_FILE, lambda params: types.ReadTextFileResponse(content="x")
+        )
+        await client.request(methods.SESSION_PROMPT, _prompt(await _new_session(client), "/a"))
+        results.append(
+            next(m["result"] for m in client.messages if "stopReason" in m.get("result", {}))
+        )
+
+    assert results[0] == {"stopReason": "end_turn"}
+    assert results[1] == {
+        "stopReason": "end_turn",
+        "usage": {"totalTokens": 3, "inputTokens": 1, "outputTokens": 2},
+    }
+
+
 def _snake(wire: dict[str, object]) -> dict[str, object]:
     names = {"sessionId": "session_id", "mcpServers": "mcp_servers"}
     return {names.get(key, key): value for key, value in wire.items()}

@@ -11,7 +11,8 @@ What it does on purpose, so tests can watch the connection do its part:
   the stdout guard must keep both off the protocol stream;
 - `_test/notified` is a notification it remembers; `_test/notified_count`
   tells how many arrived;
-- with `--unstable`, it serves the unstable `session/fork`.
+- with `--unstable`, it serves the unstable `session/fork`; its prompt
+  results always carry the unstable `usage`, which only then goes out.
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def main() -> None:
                 update=types.AgentMessageChunk(content=types.TextContent(text=read.content)),
             ),
         )
-        return types.PromptResponse(stop_reason=types.StopReason.END_TURN)
+        # `usage` is unstable: the connection must drop it unless opted in.
+        usage = types.Usage(total_tokens=3, input_tokens=1, output_tokens=2)
+        return types.PromptResponse(stop_reason=types.StopReason.END_TURN, usage=usage)
 
     def crash(params: object) -> object:
         raise RuntimeError("deliberate crash in _test/crash")
