@@ -1,1 +1,15 @@
-"""The ACP wire layer: generated types, converter, method table and JSON-RPC over ndjson."""
+"""The ACP wire layer: generated types, converter, method table and JSON-RPC over ndjson.
+
+It knows nothing about agents; use it to build either end of ACP:
+
+- `protocol.types`: attrs classes generated from the vendored schema;
+- `protocol.methods`: the method table (`REQUESTS`, `NOTIFICATIONS`);
+- `protocol.converter`: `get_converter()` for the wire form of those types;
+- `protocol.connection`: `AgentConnection` and `ClientConnection` on stdio;
+- `protocol.errors`: the error tree (wire codes, peer errors, misuse).
+
+Submodules are imported on demand so that using only the types does not
+load pygls.
+"""
+
+__all__ = ("connection", "converter", "errors", "methods", "types")
