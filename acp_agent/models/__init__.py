@@ -1,3 +1,101 @@
-"""models."""
+"""Model providers: one streaming interface over OpenAI-compatible and Anthropic APIs.
 
-__all__: tuple[str, ...] = ()
+A `ModelRequest` goes in, `ModelProvider.stream()` yields `ModelEvent`s out,
+failures are the `ProviderError` tree.
+"""
+
+from __future__ import annotations
+
+from acp_agent.models.errors import (
+    AuthenticationFailed,
+    ConfigFileInvalid,
+    ContextWindowExceeded,
+    ModelNotFound,
+    ProviderConnectError,
+    ProviderConnectionLost,
+    ProviderError,
+    ProviderNotConfigured,
+    ProviderOverloaded,
+    ProviderResponseInvalid,
+    ProviderStatusError,
+    ProviderTimeout,
+    ProviderTransportError,
+    QuotaExceeded,
+    RateLimited,
+    StreamBroken,
+)
+from acp_agent.models.events import (
+    ModelEvent,
+    ReasoningDelta,
+    ReasoningEnded,
+    ResponseEnded,
+    StopReason,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnded,
+    ToolCallStarted,
+    UsageReported,
+)
+from acp_agent.models.provider import ModelProvider, ModelStream
+from acp_agent.models.reply import Reply, ReplyBuilder
+from acp_agent.models.request import (
+    Image,
+    Message,
+    ModelRequest,
+    Part,
+    Reasoning,
+    ReasoningEffort,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
+from acp_agent.models.retry import NO_RETRY, RetryPolicy, Sleep
+
+__all__ = (
+    "NO_RETRY",
+    "AuthenticationFailed",
+    "ConfigFileInvalid",
+    "ContextWindowExceeded",
+    "Image",
+    "Message",
+    "ModelEvent",
+    "ModelNotFound",
+    "ModelProvider",
+    "ModelRequest",
+    "ModelStream",
+    "Part",
+    "ProviderConnectError",
+    "ProviderConnectionLost",
+    "ProviderError",
+    "ProviderNotConfigured",
+    "ProviderOverloaded",
+    "ProviderResponseInvalid",
+    "ProviderStatusError",
+    "ProviderTimeout",
+    "ProviderTransportError",
+    "QuotaExceeded",
+    "RateLimited",
+    "Reasoning",
+    "ReasoningDelta",
+    "ReasoningEffort",
+    "ReasoningEnded",
+    "Reply",
+    "ReplyBuilder",
+    "ResponseEnded",
+    "RetryPolicy",
+    "Role",
+    "Sleep",
+    "StopReason",
+    "StreamBroken",
+    "Text",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallArgumentsDelta",
+    "ToolCallEnded",
+    "ToolCallStarted",
+    "ToolResult",
+    "ToolSpec",
+    "UsageReported",
+)

@@ -1,0 +1,36 @@
+"""`acp_agent.models` declares its surface, and importing it stays cheap."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import acp_agent.models as models
+
+
+def test_every_name_in_all_resolves_and_others_do_not() -> None:
+    assert len(set(models.__all__)) == len(models.__all__)
+    for name in models.__all__:
+        assert getattr(models, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'SSEDecoder'"):
+        models.SSEDecoder  # noqa: B018
+
+
+def test_each_module_surface_is_exported_by_the_package() -> None:
+    from acp_agent.models import errors, events, provider, reply, request
+
+    for module in (errors, events, provider, reply, request):
+        assert set(module.__all__) <= set(models.__all__), module.__name__
+
+
+def test_importing_the_package_does_not_import_httpx_or_tomllib() -> None:
+    code = (
+        "import sys, acp_agent.models, acp_agent.models.scripted;"
+        "print(sorted({'httpx', 'tomllib'} & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
