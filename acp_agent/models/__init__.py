@@ -1,10 +1,18 @@
 """Model providers: one streaming interface over OpenAI-compatible and Anthropic APIs.
 
 A `ModelRequest` goes in, `ModelProvider.stream()` yields `ModelEvent`s out,
-failures are the `ProviderError` tree.
+failures are the `ProviderError` tree. `config` resolves `<provider>/<model>`
+names, keys and prices; `build_provider` makes the provider to stream from.
+
+The provider modules and configuration load on first use (they pull in httpx
+and tomllib), so importing this package costs the agent's start-up nothing
+it does not need yet.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from acp_agent.models.errors import (
     AuthenticationFailed,
@@ -53,8 +61,14 @@ from acp_agent.models.request import (
 )
 from acp_agent.models.retry import NO_RETRY, RetryPolicy, Sleep
 
+if TYPE_CHECKING:
+    from acp_agent.models._http import new_http_client
+    from acp_agent.models.anthropic import AnthropicProvider
+    from acp_agent.models.openai import OpenAIProvider
+
 __all__ = (
     "NO_RETRY",
+    "AnthropicProvider",
     "AuthenticationFailed",
     "ConfigFileInvalid",
     "ContextWindowExceeded",
@@ -65,6 +79,7 @@ __all__ = (
     "ModelProvider",
     "ModelRequest",
     "ModelStream",
+    "OpenAIProvider",
     "Part",
     "ProviderConnectError",
     "ProviderConnectionLost",
@@ -98,4 +113,25 @@ __all__ = (
     "ToolResult",
     "ToolSpec",
     "UsageReported",
+    "new_http_client",
 )
+
+#: Public names loaded on first use, and the module that defines each.
+_LAZY = {
+    "AnthropicProvider": "acp_agent.models.anthropic",
+    "OpenAIProvider": "acp_agent.models.openai",
+    "new_http_client": "acp_agent.models._http",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

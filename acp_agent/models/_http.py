@@ -1,0 +1,238 @@
+"""The HTTP side every provider shares: one streamed POST, retried until it yields.
+
+`stream_reply()` sends the request, turns an error status into the
+`ProviderStatusError` the provider's `read_error` classifies, decodes the
+event stream with `SSEDecoder`, feeds each event to the provider's
+`ReplyParser` and yields what it returns. Failures before the first yielded
+event are retried as `RetryPolicy` allows; after it they become
+`StreamBroken`. httpx's exceptions are translated here, once, by
+`map_httpx_errors()`.
+
+Nothing here logs or raises request headers: they carry the API key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
+from typing import Any, Final, Protocol
+
+import anyio
+import httpx
+
+from acp_agent.models._sse import ServerSentEvent, SSEDecoder, SSETruncated
+from acp_agent.models.errors import (
+    ProviderConnectError,
+    ProviderConnectionLost,
+    ProviderError,
+    ProviderNotConfigured,
+    ProviderResponseInvalid,
+    ProviderTimeout,
+    ProviderTransportError,
+    StreamBroken,
+)
+from acp_agent.models.events import ModelEvent
+from acp_agent.models.retry import RetryPolicy
+
+__all__ = (
+    "DEFAULT_TIMEOUT",
+    "DRAIN_LIMIT_S",
+    "ERROR_BODY_LIMIT",
+    "ReplyParser",
+    "map_httpx_errors",
+    "new_http_client",
+    "stream_reply",
+)
+
+logger = logging.getLogger(__name__)
+
+#: Connecting must be quick; a reasoning model may stay silent for minutes between bytes.
+DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
+#: How long to wait for the end of a body after the reply's final event.
+DRAIN_LIMIT_S: Final = 1.0
+#: How much of an error body is read: enough for any provider's JSON error.
+ERROR_BODY_LIMIT: Final = 64 * 1024
+
+
+def new_http_client(timeout: httpx.Timeout = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
+    """An `httpx.AsyncClient` with timeouts fit for streaming model replies."""
+    return httpx.AsyncClient(timeout=timeout)
+
+
+class ReplyParser(Protocol):
+    """Turns one provider's stream events into `ModelEvent`s; one per attempt."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the reply's final event was seen (nothing more needs reading)."""
+        ...
+
+    def feed(self, sse: ServerSentEvent) -> Iterable[ModelEvent]:
+        """The events for one server-sent event; raises `ProviderError` for error events."""
+        ...
+
+    def finish(self) -> Iterable[ModelEvent]:
+        """The closing events when the stream ended without the final event, or raise."""
+        ...
+
+
+@contextlib.contextmanager
+def map_httpx_errors(provider: str, url: str) -> Iterator[None]:
+    """Translate any httpx exception raised inside into the `ProviderError` tree."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise ProviderTimeout(
+            f"{provider}: timed out ({type(exc).__name__}) talking to {url}", provider=provider
+        ) from exc
+    except httpx.ConnectError as exc:
+        raise ProviderConnectError(
+            f"{provider}: cannot connect to {url}: {exc}", provider=provider
+        ) from exc
+    except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError) as exc:
+        raise ProviderConnectionLost(
+            f"{provider}: the connection to {url} broke: {exc}", provider=provider
+        ) from exc
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        raise ProviderNotConfigured(
+            f"{provider}: {url} is not a usable http(s) URL ({exc}); check its base_url",
+            provider=provider,
+        ) from exc
+    except httpx.DecodingError as exc:
+        raise ProviderResponseInvalid(
+            f"{provider}: cannot decode the reply from {url}: {exc}", provider=provider
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise ProviderTransportError(
+            f"{provider}: request to {url} failed: {type(exc).__name__}: {exc}",
+            provider=provider,
+        ) from exc
+
+
+async def read_error_body(response: httpx.Response) -> bytes:
+    """The first `ERROR_BODY_LIMIT` bytes of an error response."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) >= ERROR_BODY_LIMIT:
+            break
+    return bytes(body[:ERROR_BODY_LIMIT])
+
+
+def decode_json(body: bytes) -> Any:
+    """`body` as JSON, or None when it is not JSON."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def body_snippet(body: bytes, limit: int = 300) -> str:
+    """A short, one-line rendering of a non-JSON body, for messages."""
+    text = " ".join(body.decode("utf-8", errors="replace").split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+async def stream_reply(
+    client: httpx.AsyncClient,
+    *,
+    provider: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: Mapping[str, Any],
+    retry: RetryPolicy,
+    read_error: Callable[[httpx.Response, bytes], ProviderError],
+    new_parser: Callable[[], ReplyParser],
+) -> AsyncGenerator[ModelEvent, None]:
+    """Stream the reply to one POST of `body` to `url`; see the module docstring."""
+    content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    attempts = 0
+    while True:
+        attempts += 1
+        received = 0
+        try:
+            async with contextlib.aclosing(
+                _attempt(client, provider, url, headers, content, read_error, new_parser())
+            ) as events:
+                async for event in events:
+                    received += 1
+                    yield event
+            return
+        except ProviderError as error:
+            if received:
+                raise StreamBroken(
+                    provider=provider, events_received=received, reason=str(error)
+                ) from error
+            delay = retry.delay_before_retry(error, attempts)
+            if delay is None:
+                raise
+            logger.warning(
+                "%s (attempt %d of %d); retrying in %.1f s",
+                error,
+                attempts,
+                retry.max_attempts,
+                delay,
+            )
+        await retry.sleep(delay)
+
+
+async def _attempt(
+    client: httpx.AsyncClient,
+    provider: str,
+    url: str,
+    headers: Mapping[str, str],
+    content: bytes,
+    read_error: Callable[[httpx.Response, bytes], ProviderError],
+    parser: ReplyParser,
+) -> AsyncGenerator[ModelEvent, None]:
+    logger.debug("POST %s (%d bytes)", url, len(content))
+    with map_httpx_errors(provider, url):
+        async with client.stream("POST", url, headers=headers, content=content) as response:
+            if not response.is_success:
+                raise read_error(response, await read_error_body(response))
+            if response.headers.get("content-type", "").startswith("application/json"):
+                snippet = body_snippet(await read_error_body(response))
+                raise ProviderResponseInvalid(
+                    f"{provider} answered with JSON instead of an event stream: {snippet}",
+                    provider=provider,
+                )
+            decoder = SSEDecoder()
+            chunks = response.aiter_bytes()
+            async for chunk in chunks:
+                for event in _parse(parser, decoder.feed(chunk)):
+                    yield event
+                if parser.done:
+                    await _drain(chunks)
+                    return
+            try:
+                tail = decoder.end()
+            except SSETruncated as exc:
+                raise ProviderConnectionLost(
+                    f"{provider}: the stream from {url} ended in the middle of an event",
+                    provider=provider,
+                ) from exc
+            for event in _parse(parser, tail):
+                yield event
+            if not parser.done:
+                for event in parser.finish():
+                    yield event
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows the final event (normally just the body's end), briefly.
+
+    A response read to its end leaves the connection reusable, which spares the
+    next request a TCP and TLS handshake; a server that keeps talking is cut off.
+    """
+    with anyio.move_on_after(DRAIN_LIMIT_S):
+        async for _ in chunks:
+            pass
+
+
+def _parse(parser: ReplyParser, sses: Iterable[ServerSentEvent]) -> Iterator[ModelEvent]:
+    for sse in sses:
+        yield from parser.feed(sse)
+        if parser.done:
+            return

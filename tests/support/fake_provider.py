@@ -1,0 +1,310 @@
+"""A fake model provider: a real HTTP server on 127.0.0.1 that plays scripted exchanges.
+
+Each request takes the next scripted `Exchange`: a status, headers and a body
+sent as HTTP chunks exactly as given (so a test chooses where the bytes
+split, and how long to pause between them). A streaming exchange can end
+three ways: properly, by closing the socket mid-body (`truncate`), or by
+holding the response open until the client goes away (`hold`), which is
+how a test sees that cancelling the consumer closed the connection. Every
+request is recorded (method, path, headers, body) for golden tests.
+
+The wire builders below write the OpenAI and Anthropic streaming formats
+byte for byte as those APIs do: compact JSON, `data: ` lines, a blank line
+after each event, `event: ` names for Anthropic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import itertools
+import json
+import select
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+__all__ = (
+    "SSE_HEADERS",
+    "Chunk",
+    "Exchange",
+    "FakeProviderServer",
+    "RecordedRequest",
+    "RecordingSleep",
+    "anthropic_event",
+    "anthropic_stream",
+    "anthropic_text_block",
+    "json_error",
+    "openai_chunk",
+    "openai_stream",
+    "split_at",
+    "sse_data",
+)
+
+SSE_HEADERS: Mapping[str, str] = {"content-type": "text/event-stream; charset=utf-8"}
+#: How long a held response waits for the client to leave before giving up.
+HOLD_LIMIT_S = 10.0
+
+
+@attrs.frozen
+class Chunk:
+    """Bytes sent as one HTTP chunk, after a pause."""
+
+    data: bytes
+    delay_s: float = 0.0
+
+
+@attrs.frozen
+class Exchange:
+    """One scripted response.
+
+    `chunks` are sent in order, each as its own HTTP chunk (`bytes` means no
+    pause). With `truncate` the socket closes after them without ending the
+    body; with `hold` the response stays open until the client disconnects.
+    """
+
+    status: int = 200
+    headers: Mapping[str, str] = SSE_HEADERS
+    chunks: Sequence[bytes | Chunk] = ()
+    truncate: bool = False
+    hold: bool = False
+
+
+@attrs.frozen
+class RecordedRequest:
+    """A request as the server received it; header names are lower-case."""
+
+    method: str
+    path: str
+    #: The client's port: equal ports mean the connection was reused.
+    client_port: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class RecordingSleep:
+    """A `RetryPolicy.sleep` that records each delay and returns at once."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay_s: float) -> None:
+        self.delays.append(delay_s)
+
+
+class FakeProviderServer:
+    """The server; use as a context manager, or `start()` and `close()`."""
+
+    def __init__(self) -> None:
+        self._exchanges: deque[Exchange] = deque()
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self.requests: list[RecordedRequest] = []
+        #: Set when the client closed a connection the server was still writing or holding.
+        self.disconnected = threading.Event()
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def add(self, *exchanges: Exchange) -> None:
+        """Queue responses for the next requests, in order."""
+        with self._lock:
+            self._exchanges.extend(exchanges)
+
+    def start(self) -> FakeProviderServer:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closing.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeProviderServer:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _next_exchange(self) -> Exchange:
+        with self._lock:
+            if self._exchanges:
+                return self._exchanges.popleft()
+        body = json.dumps({"error": {"message": "fake provider: no exchange scripted"}})
+        return Exchange(
+            status=418, headers={"content-type": "application/json"}, chunks=[body.encode()]
+        )
+
+    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length)
+                server.requests.append(
+                    RecordedRequest(
+                        method="POST",
+                        path=self.path,
+                        client_port=self.client_address[1],
+                        headers={name.lower(): value for name, value in self.headers.items()},
+                        body=body,
+                    )
+                )
+                try:
+                    server._respond(self, server._next_exchange())
+                except (BrokenPipeError, ConnectionResetError):
+                    server.disconnected.set()
+                    self.close_connection = True
+
+            def handle(self) -> None:
+                # The client dropping a kept-alive connection is normal for HTTP/1.1.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    super().handle()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+    def _respond(self, handler: http.server.BaseHTTPRequestHandler, exchange: Exchange) -> None:
+        handler.send_response(exchange.status)
+        for name, value in exchange.headers.items():
+            handler.send_header(name, value)
+        handler.send_header("transfer-encoding", "chunked")
+        handler.end_headers()
+        handler.wfile.flush()
+        for chunk in exchange.chunks:
+            data, delay_s = (
+                (chunk, 0.0) if isinstance(chunk, bytes) else (chunk.data, chunk.delay_s)
+            )
+            if delay_s:
+                time.sleep(delay_s)
+            if data:
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                handler.wfile.flush()
+        if exchange.hold:
+            self._hold_until_client_leaves(handler.connection)
+            handler.close_connection = True
+            return
+        if exchange.truncate:
+            handler.connection.shutdown(socket.SHUT_RDWR)
+            handler.close_connection = True
+            return
+        handler.wfile.write(b"0\r\n\r\n")
+        handler.wfile.flush()
+
+    def _hold_until_client_leaves(self, connection: socket.socket) -> None:
+        deadline = time.monotonic() + HOLD_LIMIT_S
+        while not self._closing.is_set() and time.monotonic() < deadline:
+            readable, _, _ = select.select([connection], [], [], 0.02)
+            if readable and not connection.recv(1, socket.MSG_PEEK):
+                self.disconnected.set()
+                return
+
+
+def split_at(data: bytes, *offsets: int, delay_s: float = 0.0) -> list[bytes | Chunk]:
+    """`data` cut at the given offsets, each piece sent after `delay_s`."""
+    bounds = [0, *offsets, len(data)]
+    return [Chunk(data[start:end], delay_s) for start, end in itertools.pairwise(bounds)]
+
+
+def sse_data(payload: Any, event: str | None = None) -> bytes:
+    """One server-sent event with compact JSON data (or a literal string)."""
+    data = (
+        payload
+        if isinstance(payload, str)
+        else json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    )
+    head = f"event: {event}\n" if event is not None else ""
+    return f"{head}data: {data}\n\n".encode()
+
+
+def json_error(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Exchange:
+    """An error response with a JSON body."""
+    return Exchange(
+        status=status,
+        headers={"content-type": "application/json", **(headers or {})},
+        chunks=[json.dumps(body).encode()],
+    )
+
+
+# OpenAI Chat Completions
+
+
+def openai_chunk(
+    delta: Mapping[str, Any] | None = None,
+    finish_reason: str | None = None,
+    *,
+    usage: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A `chat.completion.chunk`; with `usage` and no delta it is the final usage chunk."""
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 1767225600,
+        "model": "gpt-fake",
+        "system_fingerprint": "fp_fake",
+        "choices": [],
+    }
+    if delta is not None or finish_reason is not None:
+        chunk["choices"] = [
+            {
+                "index": 0,
+                "delta": dict(delta or {}),
+                "logprobs": None,
+                "finish_reason": finish_reason,
+            }
+        ]
+    chunk["usage"] = dict(usage) if usage is not None else None
+    return chunk
+
+
+def openai_stream(*chunks: Mapping[str, Any] | bytes, done: bool = True) -> bytes:
+    """The body of a streamed completion: each chunk as `data:`, then `data: [DONE]`."""
+    body = b"".join(chunk if isinstance(chunk, bytes) else sse_data(chunk) for chunk in chunks)
+    return body + (b"data: [DONE]\n\n" if done else b"")
+
+
+# Anthropic Messages
+
+
+def anthropic_event(event_type: str, **fields: Any) -> bytes:
+    """One Messages stream event: `event: <type>` and its JSON data."""
+    return sse_data({"type": event_type, **fields}, event=event_type)
+
+
+def anthropic_stream(*events: bytes) -> bytes:
+    return b"".join(events)
+
+
+def anthropic_text_block(index: int, *pieces: str) -> bytes:
+    """A text content block streamed in `pieces`."""
+    start = anthropic_event(
+        "content_block_start", index=index, content_block={"type": "text", "text": ""}
+    )
+    deltas = b"".join(
+        anthropic_event(
+            "content_block_delta", index=index, delta={"type": "text_delta", "text": piece}
+        )
+        for piece in pieces
+    )
+    return start + deltas + anthropic_event("content_block_stop", index=index)
