@@ -64,6 +64,16 @@ from acp_agent.models.retry import NO_RETRY, RetryPolicy, Sleep
 if TYPE_CHECKING:
     from acp_agent.models._http import new_http_client
     from acp_agent.models.anthropic import AnthropicProvider
+    from acp_agent.models.config import (
+        ModelsConfig,
+        Pricing,
+        ProviderSettings,
+        ResolvedModel,
+        available_models,
+        build_provider,
+        load_models_config,
+        resolve_model,
+    )
     from acp_agent.models.openai import OpenAIProvider
 
 __all__ = (
@@ -79,14 +89,17 @@ __all__ = (
     "ModelProvider",
     "ModelRequest",
     "ModelStream",
+    "ModelsConfig",
     "OpenAIProvider",
     "Part",
+    "Pricing",
     "ProviderConnectError",
     "ProviderConnectionLost",
     "ProviderError",
     "ProviderNotConfigured",
     "ProviderOverloaded",
     "ProviderResponseInvalid",
+    "ProviderSettings",
     "ProviderStatusError",
     "ProviderTimeout",
     "ProviderTransportError",
@@ -98,6 +111,7 @@ __all__ = (
     "ReasoningEnded",
     "Reply",
     "ReplyBuilder",
+    "ResolvedModel",
     "ResponseEnded",
     "RetryPolicy",
     "Role",
@@ -113,7 +127,11 @@ __all__ = (
     "ToolResult",
     "ToolSpec",
     "UsageReported",
+    "available_models",
+    "build_provider",
+    "load_models_config",
     "new_http_client",
+    "resolve_model",
 )
 
 #: Public names loaded on first use, and the module that defines each.
@@ -121,6 +139,14 @@ _LAZY = {
     "AnthropicProvider": "acp_agent.models.anthropic",
     "OpenAIProvider": "acp_agent.models.openai",
     "new_http_client": "acp_agent.models._http",
+    "ModelsConfig": "acp_agent.models.config",
+    "Pricing": "acp_agent.models.config",
+    "ProviderSettings": "acp_agent.models.config",
+    "ResolvedModel": "acp_agent.models.config",
+    "available_models": "acp_agent.models.config",
+    "build_provider": "acp_agent.models.config",
+    "load_models_config": "acp_agent.models.config",
+    "resolve_model": "acp_agent.models.config",
 }
 
 
