@@ -1,0 +1,110 @@
+"""Events to stored rows and back, with cattrs; the same for every store.
+
+A row keeps the payload as compact JSON. Decoding a kind this version does
+not know yields `UnknownPayload` (kept, passed through); so does a known kind
+whose newer format this version cannot read. Anything else unreadable is
+`StoreCorrupt`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
+
+import cattrs
+
+from acp_agent.core.events import (
+    EVENT_FORMAT_VERSION,
+    PAYLOAD_TYPES,
+    Event,
+    Payload,
+    UnknownPayload,
+)
+from acp_agent.core.ids import BatchId, BranchId, Seq
+from acp_agent.core.store import StoreCorrupt
+
+__all__ = ("EventRow", "decode_event", "encode_event", "encode_payload")
+
+
+class EventRow(NamedTuple):
+    """An event as stored: the columns of the events table, in order."""
+
+    branch_id: str
+    seq: int
+    batch_id: int
+    kind: str
+    payload: str
+    producer: str
+    recorded_at: float
+    format_version: int
+
+
+_converter: Final = cattrs.Converter()
+_dumps: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_loads: Final = json.loads
+
+# Hooks are looked up once per class, not per event: this is the append hot path.
+_UNSTRUCTURE: Final[dict[type[Payload], Callable[[Any], Any]]] = {
+    cls: _converter.get_unstructure_hook(cls) for cls in PAYLOAD_TYPES.values()
+}
+_STRUCTURE: Final[dict[str, tuple[type[Payload], Callable[[Any, Any], Any]]]] = {
+    kind: (cls, _converter.get_structure_hook(cls)) for kind, cls in PAYLOAD_TYPES.items()
+}
+
+
+def encode_payload(payload: Payload) -> str:
+    """The payload as compact JSON (an unknown payload's data verbatim)."""
+    if isinstance(payload, UnknownPayload):
+        return _dumps(payload.data)
+    return _dumps(_UNSTRUCTURE[type(payload)](payload))
+
+
+def encode_event(event: Event) -> EventRow:
+    """The row that stores `event`; raises TypeError for a payload JSON cannot hold."""
+    return EventRow(
+        event.branch_id,
+        event.seq,
+        event.batch_id,
+        event.payload.kind,
+        encode_payload(event.payload),
+        event.producer,
+        event.recorded_at,
+        event.format_version,
+    )
+
+
+def decode_event(row: EventRow | tuple[Any, ...]) -> Event:
+    """The event a stored row holds; `StoreCorrupt` if it cannot be read back."""
+    branch_id, seq, batch_id, kind, payload_json, producer, recorded_at, version = row
+    try:
+        data = _loads(payload_json)
+    except (TypeError, ValueError) as exc:
+        raise StoreCorrupt(f"branch {branch_id} seq {seq}: payload is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise StoreCorrupt(f"branch {branch_id} seq {seq}: payload is not a JSON object")
+    known = _STRUCTURE.get(kind)
+    payload: Payload
+    if known is None:
+        payload = UnknownPayload(kind, data)
+    else:
+        cls, structure = known
+        try:
+            payload = structure(data, cls)
+        except Exception as exc:
+            if version > EVENT_FORMAT_VERSION:
+                # A newer writer changed this kind's shape: keep the fact, unread.
+                payload = UnknownPayload(kind, data)
+            else:
+                raise StoreCorrupt(
+                    f"branch {branch_id} seq {seq}: {kind} payload does not fit {cls.__name__}"
+                ) from exc
+    return Event(
+        branch_id=BranchId(branch_id),
+        seq=Seq(seq),
+        batch_id=BatchId(batch_id),
+        payload=payload,
+        producer=producer,
+        recorded_at=recorded_at,
+        format_version=version,
+    )

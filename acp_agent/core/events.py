@@ -1,0 +1,507 @@
+"""Timeline events: past-tense facts, each carrying the id of what caused it.
+
+An `Event` is one recorded fact in a branch's timeline: where (branch id,
+seq, batch id), what (a `Payload`, whose class names its `kind`), who
+produced it, and the wall time it was recorded at (informational only:
+order is by seq). Producers hand the timeline `EventDraft`s; the timeline
+assigns seqs and returns a `Batch`.
+
+A payload of a kind this version does not know (written by a newer
+acp-agent) is kept as `UnknownPayload` and passed through, never dropped.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any, ClassVar, Final
+
+import attrs
+
+from acp_agent.core.ids import BatchId, BranchId, CallId, Seq, SessionId, TurnId
+
+__all__ = (
+    "EVENT_FORMAT_VERSION",
+    "PAYLOAD_TYPES",
+    "Batch",
+    "BranchCreated",
+    "BranchEnded",
+    "BranchMessageReceived",
+    "CompactionRecorded",
+    "ConfigurationAdopted",
+    "Event",
+    "EventDraft",
+    "ModelRequestFinished",
+    "ModelRequestStarted",
+    "ModelTextDelta",
+    "NotificationReceived",
+    "Payload",
+    "PermissionAnswered",
+    "PermissionAsked",
+    "Registration",
+    "RuleExpired",
+    "RuleReplaced",
+    "RuleRevoked",
+    "RuleSet",
+    "SessionMetadataChanged",
+    "StateCleared",
+    "StateSet",
+    "ToolCallAdmitted",
+    "ToolCallCompleted",
+    "ToolCallInterrupted",
+    "ToolCallRequested",
+    "ToolCallStarted",
+    "ToolOutcome",
+    "ToolResultRecorded",
+    "TurnCancelRequested",
+    "TurnEnded",
+    "TurnInterrupted",
+    "UnknownPayload",
+    "Usage",
+    "UserInputAdopted",
+)
+
+#: Bumped when a payload's stored shape changes incompatibly. A stored event with a
+#: higher version that this code cannot read is kept as `UnknownPayload`.
+EVENT_FORMAT_VERSION: Final = 1
+
+
+class Payload:
+    """Base of every event payload: the fact itself; its class names its `kind`."""
+
+    __slots__ = ()
+    KIND: ClassVar[str]
+
+    @property
+    def kind(self) -> str:
+        """The stored tag of this fact, e.g. `tool_call.requested`."""
+        return self.KIND
+
+
+@attrs.frozen
+class UnknownPayload(Payload):
+    """A fact of a kind this version cannot read, kept verbatim and passed through."""
+
+    unknown_kind: str
+    data: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return self.unknown_kind
+
+
+# --- input ----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class UserInputAdopted(Payload):
+    """What the person typed was taken into the branch (content blocks as JSON objects)."""
+
+    KIND: ClassVar[str] = "user_input.adopted"
+    input_id: str
+    content: list[dict[str, Any]]
+
+
+# --- model requests -------------------------------------------------------------------
+
+
+@attrs.frozen
+class Usage:
+    """Token counts a provider reported for one model request."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@attrs.frozen
+class ModelRequestStarted(Payload):
+    """A request to the model was sent on behalf of a turn."""
+
+    KIND: ClassVar[str] = "model_request.started"
+    request_id: str
+    turn_id: TurnId
+    model: str
+
+
+@attrs.frozen
+class ModelTextDelta(Payload):
+    """A chunk of text the model streamed for a request."""
+
+    KIND: ClassVar[str] = "model_request.text_delta"
+    request_id: str
+    text: str
+
+
+@attrs.frozen
+class ModelRequestFinished(Payload):
+    """The model's response ended, with why and what it cost."""
+
+    KIND: ClassVar[str] = "model_request.finished"
+    request_id: str
+    stop_reason: str
+    usage: Usage = Usage()
+
+
+# --- tool calls: proposed -> admitted -> running -> finished -> recorded --------------
+
+
+class ToolOutcome(enum.StrEnum):
+    """How a recorded tool result came to be."""
+
+    #: The handler ran and returned (successfully or with an error result).
+    FINISHED = "finished"
+    #: The call was running and was cancelled; it may have had side effects.
+    INTERRUPTED = "interrupted"
+    #: The call never ran (interrupted before admission, or found unfinished on restart).
+    NOT_EXECUTED = "not_executed"
+
+
+@attrs.frozen
+class ToolCallRequested(Payload):
+    """The model proposed a tool call in a response (an intent, not an action)."""
+
+    KIND: ClassVar[str] = "tool_call.requested"
+    request_id: str
+    call_id: CallId
+    tool: str
+    arguments: dict[str, Any]
+
+
+@attrs.frozen
+class ToolCallAdmitted(Payload):
+    """Admission (permission) passed for a proposed call."""
+
+    KIND: ClassVar[str] = "tool_call.admitted"
+    call_id: CallId
+    permission_id: str | None = None
+
+
+@attrs.frozen
+class ToolCallStarted(Payload):
+    """The bound handler started running the call."""
+
+    KIND: ClassVar[str] = "tool_call.started"
+    call_id: CallId
+
+
+@attrs.frozen
+class ToolCallCompleted(Payload):
+    """The handler returned; its result is recorded separately."""
+
+    KIND: ClassVar[str] = "tool_call.completed"
+    call_id: CallId
+    succeeded: bool
+
+
+@attrs.frozen
+class ToolResultRecorded(Payload):
+    """The result the model will see for a call; the store tracks it for `has_result`."""
+
+    KIND: ClassVar[str] = "tool_call.result"
+    call_id: CallId
+    request_id: str
+    content: list[dict[str, Any]]
+    is_error: bool
+    outcome: ToolOutcome = ToolOutcome.FINISHED
+
+
+@attrs.frozen
+class ToolCallInterrupted(Payload):
+    """A running or admitted call was cancelled."""
+
+    KIND: ClassVar[str] = "tool_call.interrupted"
+    call_id: CallId
+    reason: str
+
+
+# --- permissions ----------------------------------------------------------------------
+
+
+@attrs.frozen
+class PermissionAsked(Payload):
+    """The person was asked whether a call may run."""
+
+    KIND: ClassVar[str] = "permission.asked"
+    permission_id: str
+    call_id: CallId
+    options: list[str]
+
+
+@attrs.frozen
+class PermissionAnswered(Payload):
+    """The person answered a permission question (an option id, or `cancelled`)."""
+
+    KIND: ClassVar[str] = "permission.answered"
+    permission_id: str
+    call_id: CallId
+    outcome: str
+
+
+# --- sourced values the model reads: state, rules, notifications ----------------------
+
+
+@attrs.frozen
+class StateSet(Payload):
+    """A dynamic value from a source (e.g. `environment/date`); a later one overrides it."""
+
+    KIND: ClassVar[str] = "state.set"
+    source: str
+    value: str
+
+
+@attrs.frozen
+class StateCleared(Payload):
+    """A source withdrew its value."""
+
+    KIND: ClassVar[str] = "state.cleared"
+    source: str
+
+
+@attrs.frozen
+class RuleSet(Payload):
+    """A rule (AGENTS.md, user rule) took effect in a scope."""
+
+    KIND: ClassVar[str] = "rule.set"
+    rule_id: str
+    scope: str
+    text: str
+
+
+@attrs.frozen
+class RuleReplaced(Payload):
+    """A rule's text was replaced in its scope."""
+
+    KIND: ClassVar[str] = "rule.replace"
+    rule_id: str
+    scope: str
+    text: str
+
+
+@attrs.frozen
+class RuleRevoked(Payload):
+    """A rule was revoked; the revocation is kept as a record."""
+
+    KIND: ClassVar[str] = "rule.revoke"
+    rule_id: str
+    scope: str
+    reason: str = ""
+
+
+@attrs.frozen
+class RuleExpired(Payload):
+    """A rule's validity ended (e.g. its file disappeared)."""
+
+    KIND: ClassVar[str] = "rule.expired"
+    rule_id: str
+    scope: str
+
+
+@attrs.frozen
+class NotificationReceived(Payload):
+    """A background completion, distinct from what the person typed."""
+
+    KIND: ClassVar[str] = "notification"
+    source: str
+    text: str
+
+
+# --- branches -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class BranchCreated(Payload):
+    """A branch began at a cut of its parent; the first event of every child branch."""
+
+    KIND: ClassVar[str] = "branch.created"
+    branch_id: BranchId
+    parent_id: BranchId
+    cut_seq: Seq
+    label: str | None = None
+
+
+@attrs.frozen
+class BranchMessageReceived(Payload):
+    """Another branch of the session sent this branch a message."""
+
+    KIND: ClassVar[str] = "branch.message"
+    sender_branch_id: BranchId
+    message_id: str
+    text: str
+
+
+@attrs.frozen
+class BranchEnded(Payload):
+    """The branch was closed: its line of work ended; the last event it records.
+
+    (Named `Ended` so it does not shadow the misuse error `BranchClosed`.)
+    """
+
+    KIND: ClassVar[str] = "branch.closed"
+    branch_id: BranchId
+    reason: str
+
+
+# --- history, configuration and the session -------------------------------------------
+
+
+@attrs.frozen
+class CompactionRecorded(Payload):
+    """History up to `covers_lte` is summarised; a fact, never thrown away as cache."""
+
+    KIND: ClassVar[str] = "compaction.recorded"
+    compaction_id: str
+    covers_lte: Seq
+    summary: str
+
+
+@attrs.frozen
+class ConfigurationAdopted(Payload):
+    """The branch adopted configuration values (model, mode, limits)."""
+
+    KIND: ClassVar[str] = "configuration.adopted"
+    config_id: str
+    values: dict[str, Any]
+
+
+@attrs.frozen
+class SessionMetadataChanged(Payload):
+    """The session's title changed; the store keeps the sessions row in step."""
+
+    KIND: ClassVar[str] = "session.metadata_changed"
+    title: str | None
+
+
+# --- turns ----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class TurnCancelRequested(Payload):
+    """Someone asked to cancel a turn (asked, not yet taken effect)."""
+
+    KIND: ClassVar[str] = "turn.cancel_requested"
+    turn_id: TurnId
+
+
+@attrs.frozen
+class TurnInterrupted(Payload):
+    """A turn's work was cancelled and has settled; the turn is over."""
+
+    KIND: ClassVar[str] = "turn.interrupted"
+    turn_id: TurnId
+
+
+@attrs.frozen
+class TurnEnded(Payload):
+    """A turn finished normally, with the reason its last model response stopped."""
+
+    KIND: ClassVar[str] = "turn.ended"
+    turn_id: TurnId
+    stop_reason: str
+
+
+#: Every payload class this version reads, by stored kind.
+PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
+    cls.KIND: cls
+    for cls in (
+        UserInputAdopted,
+        ModelRequestStarted,
+        ModelTextDelta,
+        ModelRequestFinished,
+        ToolCallRequested,
+        ToolCallAdmitted,
+        ToolCallStarted,
+        ToolCallCompleted,
+        ToolResultRecorded,
+        ToolCallInterrupted,
+        PermissionAsked,
+        PermissionAnswered,
+        StateSet,
+        StateCleared,
+        RuleSet,
+        RuleReplaced,
+        RuleRevoked,
+        RuleExpired,
+        NotificationReceived,
+        BranchCreated,
+        BranchMessageReceived,
+        BranchEnded,
+        CompactionRecorded,
+        ConfigurationAdopted,
+        SessionMetadataChanged,
+        TurnCancelRequested,
+        TurnInterrupted,
+        TurnEnded,
+    )
+}
+
+
+# --- the envelope ---------------------------------------------------------------------
+
+
+@attrs.frozen
+class Event:
+    """One recorded fact in a branch's timeline."""
+
+    #: The branch the fact was recorded in (an ancestor's, for inherited history).
+    branch_id: BranchId
+    seq: Seq
+    batch_id: BatchId
+    payload: Payload
+    #: The component that recorded it, e.g. `capabilities.tools`.
+    producer: str
+    #: Wall time in seconds since the epoch; informational, order is by `seq`.
+    recorded_at: float
+    format_version: int = EVENT_FORMAT_VERSION
+
+    @property
+    def kind(self) -> str:
+        """The stored tag of the payload."""
+        return self.payload.kind
+
+    @property
+    def starts_batch(self) -> bool:
+        """Whether this is its batch's first event (a batch is named by its first seq)."""
+        return int(self.seq) == int(self.batch_id)
+
+
+#: Called with an assigned event under the timeline's write lock, before the store sees
+#: its batch. It may return an undo, called if the batch is abandoned.
+Registration = Callable[[Event], Callable[[], None] | None]
+
+
+@attrs.frozen
+class EventDraft:
+    """A fact a producer wants recorded; the timeline gives it a place."""
+
+    payload: Payload
+    producer: str
+    #: Links producer state to the event atomically with the batch (see `Registration`).
+    register: Registration | None = None
+
+
+@attrs.frozen
+class Batch:
+    """Events appended together: stored in one transaction, published together."""
+
+    session_id: SessionId
+    branch_id: BranchId
+    events: tuple[Event, ...] = attrs.field()
+
+    @events.validator
+    def _dense_and_nonempty(self, _: object, events: tuple[Event, ...]) -> None:
+        if not events or events[-1].seq - events[0].seq != len(events) - 1:
+            raise ValueError("a batch holds one or more events with consecutive seqs")
+
+    @property
+    def batch_id(self) -> BatchId:
+        return self.events[0].batch_id
+
+    @property
+    def first_seq(self) -> Seq:
+        return self.events[0].seq
+
+    @property
+    def last_seq(self) -> Seq:
+        return self.events[-1].seq

@@ -1,0 +1,322 @@
+"""The store interface the runtime writes its timelines through, and its errors.
+
+    StoreError
+    ├── StoreConflict          another writer got there first
+    │   ├── SeqTaken           the batch's seqs are taken, or are not the next ones
+    │   └── SessionHeld        another acp-agent process holds the session's writer lease
+    ├── StoreNotFound          no such session or branch (also a LookupError)
+    ├── StoreUnavailable       the store cannot be used now: locked, I/O, disk full, newer schema
+    └── StoreCorrupt           stored data cannot be read back
+
+Every implementation (`acp_agent.store.sqlite`, `acp_agent.store.memory`)
+raises these classes and nothing else, and passes `tests/store/contract.py`.
+
+Layered by guarantee, like eventsourcing's recorders: a branch recorder
+(`append_batch`, `read`, `last_durable_seq`), sessions and branches as rows,
+result tracking (`has_result`, written in the result event's transaction),
+per-session writer leases, and restore snapshots (cache, never facts).
+
+The store keeps its query tables in step with the events, in the batch's own
+transaction, by the rules in `project_batch`: the `BranchCreated` of a new
+branch inserts its row (its first seq must then be the cut + 1), `BranchEnded` closes it, `ToolResultRecorded` is
+tracked for `has_result`, `SessionMetadataChanged` sets the session title.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import attrs
+
+from acp_agent.core.events import (
+    Batch,
+    BranchCreated,
+    BranchEnded,
+    Event,
+    SessionMetadataChanged,
+    ToolResultRecorded,
+)
+from acp_agent.core.ids import NO_SEQ, BranchId, CallId, Seq, SessionId
+
+__all__ = (
+    "BatchProjection",
+    "BranchRecord",
+    "ForkOrigin",
+    "LeaseHolder",
+    "SeqTaken",
+    "SessionHeld",
+    "SessionRecord",
+    "Snapshot",
+    "Store",
+    "StoreConflict",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreNotFound",
+    "StoreUnavailable",
+    "project_batch",
+)
+
+
+# --- errors ---------------------------------------------------------------------------
+
+
+class StoreError(Exception):
+    """A store could not do what was asked; the subclass says whose fault it is."""
+
+
+class StoreConflict(StoreError):
+    """Another writer got there first; retrying the same write will not help."""
+
+
+class SeqTaken(StoreConflict):
+    """The batch's first seq is not the branch's next one (taken, or leaving a gap)."""
+
+    def __init__(self, branch_id: str, first_seq: int, expected_seq: int) -> None:
+        super().__init__(
+            f"branch {branch_id}: batch starts at seq {first_seq}, the next free seq is "
+            f"{expected_seq}"
+        )
+        self.branch_id = branch_id
+        self.first_seq = first_seq
+        self.expected_seq = expected_seq
+
+
+@attrs.frozen
+class LeaseHolder:
+    """The process that holds a session's writer lease."""
+
+    pid: int
+    host: str
+
+
+class SessionHeld(StoreConflict):
+    """The session is written by another acp-agent process (or not leased to this one)."""
+
+    def __init__(self, session_id: str, holder: LeaseHolder | None) -> None:
+        if holder is None:
+            message = f"session {session_id} is not open for writing in this process"
+        else:
+            message = (
+                f"session {session_id} is open in another acp-agent process "
+                f"(pid {holder.pid} on {holder.host})"
+            )
+        super().__init__(message)
+        self.session_id = session_id
+        self.holder = holder
+
+
+class StoreNotFound(StoreError, LookupError):
+    """No session or branch with that id."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be used now (locked, I/O error, disk full, newer schema)."""
+
+
+class StoreCorrupt(StoreError):
+    """Stored data cannot be read back as what it claims to be."""
+
+
+# --- rows -----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ForkOrigin:
+    """Where a forked session's history was copied from."""
+
+    session_id: SessionId
+    branch_id: BranchId
+    seq: Seq
+
+
+@attrs.frozen
+class SessionRecord:
+    """A session as stored: identity, workspace, title and times."""
+
+    session_id: SessionId
+    cwd: str
+    main_branch_id: BranchId
+    created_at: float
+    #: Time of the session's last appended batch; sessions list most recent first.
+    updated_at: float
+    title: str | None = None
+    fork_origin: ForkOrigin | None = None
+
+
+@attrs.frozen
+class BranchRecord:
+    """A branch as stored: its parent and the cut it inherits history up to."""
+
+    branch_id: BranchId
+    session_id: SessionId
+    #: None for a session's main branch.
+    parent_id: BranchId | None
+    #: The parent's last inherited seq; the branch's own events start after it.
+    cut_seq: Seq
+    label: str | None
+    created_at: float
+    #: When the branch's line of work ended (`BranchEnded`); None while it may continue.
+    closed_at: float | None = None
+
+
+@attrs.frozen
+class Snapshot:
+    """A restore snapshot: an interpreter's state after `anchor_seq` of one branch.
+
+    Cache, never a fact: see `acp_agent.core.snapshots`.
+    """
+
+    branch_id: BranchId
+    interpreter: str
+    interpreter_version: str
+    anchor_seq: Seq
+    #: Digest of the event at `anchor_seq` (empty for NO_SEQ): the history it was cut from.
+    anchor_digest: str
+    #: The branch's lineage key (`Lineage.key()`): which ancestors, cut where.
+    ancestry: tuple[tuple[str, int], ...]
+    state: bytes
+    #: Digest of `state`, to tell a damaged blob from a good one.
+    checksum: str
+    created_at: float
+
+
+@attrs.frozen
+class BatchProjection:
+    """What a batch changes in the store's query tables, applied in its transaction."""
+
+    #: The row to insert when the batch opens a new branch.
+    created_branch: BranchRecord | None
+    #: When the batch ends its branch.
+    closed_at: float | None
+    #: (call, seq of its result) for each result the batch records.
+    results: tuple[tuple[CallId, Seq], ...]
+    #: Whether the batch sets the session title, and to what.
+    title_changed: bool
+    title: str | None
+
+
+def project_batch(batch: Batch) -> BatchProjection:
+    """The query-table changes a batch implies, the same for every store.
+
+    Also applied to a fork's copied history as one batch: copied `BranchCreated`
+    and `BranchEnded` facts name other branches, so only results carry over.
+    """
+    created: BranchRecord | None = None
+    closed_at: float | None = None
+    results: list[tuple[CallId, Seq]] = []
+    title_changed = False
+    title: str | None = None
+    for event in batch.events:
+        payload = event.payload
+        if isinstance(payload, ToolResultRecorded):
+            results.append((payload.call_id, event.seq))
+        elif isinstance(payload, BranchCreated):
+            # Only the branch's own creation fact opens it; a copied one is just history.
+            if payload.branch_id == batch.branch_id:
+                created = BranchRecord(
+                    branch_id=payload.branch_id,
+                    session_id=batch.session_id,
+                    parent_id=payload.parent_id,
+                    cut_seq=payload.cut_seq,
+                    label=payload.label,
+                    created_at=event.recorded_at,
+                )
+        elif isinstance(payload, BranchEnded):
+            if payload.branch_id == batch.branch_id:
+                closed_at = event.recorded_at
+        elif isinstance(payload, SessionMetadataChanged):
+            title_changed, title = True, payload.title
+    return BatchProjection(created, closed_at, tuple(results), title_changed, title)
+
+
+# --- the interface --------------------------------------------------------------------
+
+
+class Store(Protocol):
+    """Where sessions, branches and their timelines are kept.
+
+    Every method may raise `StoreUnavailable`; reads may raise `StoreCorrupt`.
+    """
+
+    # sessions and leases
+
+    async def create_session(
+        self, session: SessionRecord, main: BranchRecord, *, history: Sequence[Event] = ()
+    ) -> None:
+        """Insert the session, its main branch and `history` (for forks); lease it to us.
+
+        One transaction. `history` events must belong to `main` and be dense from 1.
+        """
+        ...
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord:
+        """The session row; `StoreNotFound` if there is none."""
+        ...
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, limit: int = 100
+    ) -> list[SessionRecord]:
+        """Sessions, most recently updated first, optionally only those in `cwd`."""
+        ...
+
+    async def list_branches(self, session_id: SessionId) -> list[BranchRecord]:
+        """The session's branches, parents before children."""
+        ...
+
+    async def acquire_session(self, session_id: SessionId) -> None:
+        """Take the session's writer lease; `SessionHeld` if a live process holds it.
+
+        A lease held by a process that no longer runs is taken over. Idempotent.
+        """
+        ...
+
+    async def release_session(self, session_id: SessionId) -> None:
+        """Give the writer lease back, if we hold it. Idempotent."""
+        ...
+
+    # events
+
+    async def append_batch(self, batch: Batch) -> None:
+        """Store a batch atomically; when this returns the batch is durable.
+
+        The first seq must be the branch's next (`SeqTaken` otherwise); the session
+        must be leased to us (`SessionHeld` otherwise); the branch must exist, unless
+        the batch carries its `BranchCreated`, and must not have ended.
+        Projections (see `project_batch`) are applied in the same transaction.
+        """
+        ...
+
+    async def read(
+        self, branch_id: BranchId, *, gt: Seq = NO_SEQ, lte: Seq | None = None
+    ) -> list[Event]:
+        """The branch's own stored events with `gt < seq <= lte`, in order."""
+        ...
+
+    async def last_durable_seq(self, branch_id: BranchId) -> Seq:
+        """The branch's last stored seq: its cut when it has no events of its own."""
+        ...
+
+    async def has_result(
+        self, branch_id: BranchId, call_id: CallId, *, lte: Seq | None = None
+    ) -> bool:
+        """Whether the branch recorded a result for the call (at or before `lte`)."""
+        ...
+
+    # restore snapshots: cache, safe to lose
+
+    async def put_snapshot(self, snapshot: Snapshot, *, keep: int = 2) -> None:
+        """Store a snapshot, keeping the `keep` newest per branch and interpreter."""
+        ...
+
+    async def get_snapshots(self, branch_id: BranchId, interpreter: str) -> list[Snapshot]:
+        """Candidate snapshots for a branch and interpreter, newest anchor first."""
+        ...
+
+    async def delete_snapshots(self, branch_id: BranchId) -> None:
+        """Drop every snapshot of a branch (events, compaction records included, stay)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release leases and close; idempotent."""
+        ...
