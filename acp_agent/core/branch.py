@@ -1,0 +1,228 @@
+"""A branch: one line of work in a session, with its own timeline and scope.
+
+A branch inherits its parent's history up to a cut (a batch end) and then
+records its own events. Its scope owns its services and their work. Two
+ways to close it, both waiting for its own work and leaving siblings alone:
+`Session.close_branch` ends the line of work (records `BranchEnded`; it is
+not reopened on load), `aclose()` only unloads it (the session is closing).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+
+from acp_agent.core.commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
+from acp_agent.core.dispatcher import Dispatcher
+from acp_agent.core.errors import AlreadyStarted
+from acp_agent.core.events import (
+    Batch,
+    BranchEnded,
+    Event,
+    EventDraft,
+    Payload,
+    PermissionAnswered,
+    UserInputAdopted,
+)
+from acp_agent.core.ids import NO_SEQ, BranchId, CallId, Seq, SessionId, TurnId
+from acp_agent.core.lifecycle import CloseOnce
+from acp_agent.core.lineage import Lineage
+from acp_agent.core.scopes import Scope, ScopeKind
+from acp_agent.core.services import BRANCH, DISPATCHER, TIMELINE
+from acp_agent.core.store import BranchRecord
+from acp_agent.core.timeline import Timeline
+from acp_agent.core.turns import Turn, TurnState
+
+if TYPE_CHECKING:
+    from acp_agent.core.session import Session
+
+__all__ = ("CORE_PRODUCER", "Branch", "BranchState")
+
+#: The producer of the facts the runtime records itself.
+CORE_PRODUCER: Final = "core"
+
+
+class BranchState(enum.Enum):
+    """Where an open branch object is in its life."""
+
+    #: Assembled: it takes events, turns and commands.
+    OPEN = "open"
+    #: A close began: its work is being cancelled and its cleanups run.
+    CLOSING = "closing"
+    #: Unloaded or ended: it takes nothing more.
+    CLOSED = "closed"
+
+
+class Branch:
+    """One line of work: a timeline, a dispatcher and a scope for its services."""
+
+    #: Set while the branch opens, before anyone else can see it.
+    scope: Scope
+    timeline: Timeline
+    dispatcher: Dispatcher
+
+    def __init__(self, record: BranchRecord, lineage: Lineage, session: Session) -> None:
+        self.record = record
+        self.lineage = lineage
+        self.session = session
+        self._state = BranchState.OPEN
+        self._turn: Turn | None = None
+        self._turn_lock = anyio.Lock()
+        self._ending_reason: str | None = None
+        self._closer = CloseOnce(self._close, name=f"branch {record.branch_id}")
+
+    def __repr__(self) -> str:
+        return f"<Branch {self.id} {self._state.value}>"
+
+    @property
+    def id(self) -> BranchId:
+        return self.record.branch_id
+
+    @property
+    def session_id(self) -> SessionId:
+        return self.record.session_id
+
+    @property
+    def parent_id(self) -> BranchId | None:
+        return self.record.parent_id
+
+    @property
+    def cut_seq(self) -> Seq:
+        """The parent's last seq this branch inherits."""
+        return self.record.cut_seq
+
+    @property
+    def state(self) -> BranchState:
+        return self._state
+
+    @property
+    def turn(self) -> Turn | None:
+        """The turn that has not ended yet, if any."""
+        turn = self._turn
+        return turn if turn is not None and turn.state is not TurnState.ENDED else None
+
+    # --- assembly ---------------------------------------------------------------------
+
+    async def _open(self) -> None:
+        """Build the branch scope: timeline, dispatcher, then the registry's services."""
+        store = self.session.runtime.store
+        last_durable_seq = await store.last_durable_seq(self.id)
+
+        async def assemble(scope: Scope) -> None:
+            self.scope = scope
+            self.timeline = Timeline(
+                session_id=self.session_id,
+                lineage=self.lineage,
+                store=store,
+                last_durable_seq=last_durable_seq,
+                clock=self.session.runtime.clock,
+            )
+            self.dispatcher = Dispatcher(self.timeline, scope)
+            scope.provide(BRANCH, self)
+            scope.provide(TIMELINE, self.timeline)
+            scope.provide(DISPATCHER, self.dispatcher)
+            # Registered first, so it runs last, after every service's cleanup.
+            scope.add_cleanup(self._after_scope_closed)
+
+        await self.session.scope.open_child(ScopeKind.BRANCH, self.id, assemble=assemble)
+
+    # --- events -----------------------------------------------------------------------
+
+    async def append(self, drafts: Sequence[EventDraft]) -> Batch:
+        """Record `drafts` as one batch of this branch (see `Timeline.append`)."""
+        return await self.timeline.append(drafts)
+
+    async def record_fact(self, payload: Payload, *, producer: str = CORE_PRODUCER) -> Event:
+        """Record one fact as a batch of its own."""
+        batch = await self.timeline.append([EventDraft(payload, producer)])
+        return batch.events[0]
+
+    async def read(self, *, gt: Seq = NO_SEQ, lte: Seq | None = None) -> list[Event]:
+        """Published history, inherited then own (see `Timeline.read`)."""
+        return await self.timeline.read(gt=gt, lte=lte)
+
+    async def has_result(self, call_id: CallId) -> bool:
+        """Whether this branch's history records a result for the call."""
+        store = self.session.runtime.store
+        for part in self.lineage.parts:
+            if await store.has_result(part.branch_id, call_id, lte=part.lte):
+                return True
+        return False
+
+    async def _record_payload(self, payload: Payload) -> None:
+        await self.record_fact(payload)
+
+    # --- commands and turns -----------------------------------------------------------
+
+    async def submit(self, command: Command) -> Turn | None:
+        """Carry out a client command; returns the turn a `Prompt` started."""
+        match command:
+            case Prompt(turn_id=turn_id, content=content):
+                return await self.begin_turn(turn_id, content)
+            case Cancel(turn_id=turn_id):
+                await self.cancel_turn(turn_id)
+            case ResolvePermission(permission_id=permission_id, call_id=call_id, outcome=outcome):
+                await self.record_fact(PermissionAnswered(permission_id, call_id, outcome))
+            case CloseBranch(reason=reason):
+                await self.session.close_branch(self, reason=reason)
+        return None
+
+    async def begin_turn(self, turn_id: TurnId, content: list[dict[str, Any]]) -> Turn:
+        """Adopt the input and open a turn for its work; `AlreadyStarted` if one runs."""
+        async with self._turn_lock:
+            if self.turn is not None:
+                raise AlreadyStarted(f"branch {self.id} is running turn {self.turn.turn_id}")
+            turn = Turn(turn_id, self._record_payload)
+            await self.record_fact(UserInputAdopted(turn_id, content))
+            await self.scope.start(turn.host, name=f"turn {turn_id}")
+            self._turn = turn
+            return turn
+
+    async def end_turn(self, turn_id: TurnId, stop_reason: str) -> None:
+        """Record that the turn finished; its leftover work is cancelled. Idempotent."""
+        turn = self._turn
+        if turn is not None and turn.turn_id == turn_id:
+            await turn.end(stop_reason)
+
+    async def cancel_turn(self, turn_id: TurnId) -> None:
+        """Record the request, cancel the turn's work, wait until it is interrupted.
+
+        Leaving early cancels nothing: the turn records its interruption itself.
+        """
+        turn = self._turn
+        if turn is not None and turn.turn_id == turn_id:
+            await turn.cancel()
+
+    # --- closing ----------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Unload the branch: cancel its work, wait for it and its cleanups. Idempotent."""
+        await self._closer.close(self.session.scope)
+
+    async def _end(self, reason: str) -> None:
+        """Close the branch and record that its line of work ended."""
+        if not self._closer.started:
+            self._ending_reason = reason
+        await self.aclose()
+
+    async def _close(self) -> None:
+        self._state = BranchState.CLOSING
+        try:
+            await self.scope.aclose()
+            if self._ending_reason is not None:
+                await self.record_fact(BranchEnded(self.id, self._ending_reason))
+        finally:
+            self.timeline.close()
+            self._state = BranchState.CLOSED
+            self.session._forget_branch(self)
+
+    async def _after_scope_closed(self) -> None:
+        # The scope ended without our close (its work failed, or the process is tearing
+        # down): take no more events. Otherwise `_close` does this after its last record.
+        if not self._closer.started:
+            self.timeline.close()
+            self._state = BranchState.CLOSED
+            self.session._forget_branch(self)

@@ -1,0 +1,208 @@
+"""The process scope: the store, the service registry and the sessions open here.
+
+    async with open_runtime(store, registry=registry) as runtime:
+        session = await runtime.create_session(cwd="/work/project")
+        await session.main.submit(Prompt(turn_id, content))
+
+Leaving the block closes every open session (each unloads its branches and
+releases its lease), then the process scope.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from types import MappingProxyType
+
+import anyio
+import attrs
+
+from acp_agent.core.branch import Branch
+from acp_agent.core.errors import IllegalCut, ScopeClosed
+from acp_agent.core.ids import NO_SEQ, BranchId, Seq, SessionId, new_id
+from acp_agent.core.lineage import Lineage
+from acp_agent.core.scopes import Scope, ScopeKind, ScopeState, ServiceRegistry
+from acp_agent.core.services import RUNTIME, SESSION, STORE
+from acp_agent.core.session import Session
+from acp_agent.core.store import (
+    BranchRecord,
+    ForkOrigin,
+    SessionRecord,
+    Store,
+    StoreCorrupt,
+)
+
+__all__ = ("Runtime", "open_runtime")
+
+
+class Runtime:
+    """Opens, forks and closes sessions in this process; owns the process scope."""
+
+    #: Set while the runtime opens, before anyone else can see it.
+    scope: Scope
+
+    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.clock = clock
+        self._sessions: dict[SessionId, Session] = {}
+        self._opening = anyio.Lock()
+
+    @property
+    def sessions(self) -> Mapping[SessionId, Session]:
+        """The sessions open in this process."""
+        return MappingProxyType(self._sessions)
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, limit: int = 100
+    ) -> list[SessionRecord]:
+        """Stored sessions, most recently updated first, optionally only those in `cwd`."""
+        return await self.store.list_sessions(cwd=cwd, limit=limit)
+
+    async def create_session(self, cwd: str, *, title: str | None = None) -> Session:
+        """A new session in `cwd` with an empty main branch, leased to this process."""
+        now = self.clock()
+        session_id = SessionId(new_id("sess"))
+        main_id = BranchId(new_id("br"))
+        record = SessionRecord(session_id, cwd, main_id, now, now, title)
+        await self.store.create_session(record, _main_record(record))
+        return await self._open(record)
+
+    async def load_session(self, session_id: SessionId) -> Session:
+        """Open a stored session: lease it, then rebuild its open branches.
+
+        Raises `StoreNotFound` for an unknown id and `SessionHeld` when another
+        live acp-agent process has it open. Returns the open session if it is already.
+        """
+        async with self._opening:
+            if session_id in self._sessions:
+                return self._sessions[session_id]
+            await self.store.acquire_session(session_id)
+            try:
+                record = await self.store.get_session(session_id)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self.store.release_session(session_id)
+                raise
+            return await self._open(record)
+
+    async def fork_session(
+        self, branch: Branch, *, at: Seq | None = None, title: str | None = None
+    ) -> Session:
+        """A new, independent session whose main branch starts with `branch`'s history.
+
+        History up to `at` (a batch end; default: all published) is copied with its
+        seqs and batches intact, in the same transaction that creates the session.
+        """
+        cut = branch.timeline.last_published_seq if at is None else at
+        if not await branch.timeline.is_batch_end(cut):
+            raise IllegalCut(f"cannot fork {branch.id} at {cut}: not a published batch end")
+        source = branch.session.record
+        now = self.clock()
+        record = SessionRecord(
+            session_id=SessionId(new_id("sess")),
+            cwd=source.cwd,
+            main_branch_id=BranchId(new_id("br")),
+            created_at=now,
+            updated_at=now,
+            title=source.title if title is None else title,
+            fork_origin=ForkOrigin(source.session_id, branch.id, cut),
+        )
+        history = [
+            attrs.evolve(event, branch_id=record.main_branch_id)
+            for event in await branch.timeline.read(lte=cut)
+        ]
+        await self.store.create_session(record, _main_record(record), history=history)
+        return await self._open(record)
+
+    async def close_session(self, session_id: SessionId) -> None:
+        """Close the session if it is open here (see `Session.aclose`)."""
+        session = self._sessions.get(session_id)
+        if session is not None:
+            await session.aclose()
+
+    async def aclose(self) -> None:
+        """Close every open session, then the process scope. Idempotent."""
+        async with anyio.create_task_group() as task_group:
+            for session in list(self._sessions.values()):
+                task_group.start_soon(session.aclose)
+        await self.scope.aclose()
+
+    async def _open(self, record: SessionRecord) -> Session:
+        """Assemble a leased session's scope and open its branches, parents first."""
+        if self.scope.state is not ScopeState.READY:
+            raise ScopeClosed("the runtime is closing")
+        session = Session(record, self)
+
+        async def assemble(scope: Scope) -> None:
+            session.scope = scope
+            scope.provide(SESSION, session)
+
+        try:
+            await self.scope.open_child(ScopeKind.SESSION, record.session_id, assemble=assemble)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.store.release_session(record.session_id)
+            raise
+        self._sessions[record.session_id] = session
+        try:
+            lineages: dict[BranchId, Lineage] = {}
+            for branch in await self.store.list_branches(record.session_id):
+                if branch.parent_id is None:
+                    lineage = Lineage.root(branch.branch_id)
+                elif branch.parent_id in lineages:
+                    lineage = lineages[branch.parent_id].child(branch.branch_id, branch.cut_seq)
+                else:
+                    raise StoreCorrupt(
+                        f"branch {branch.branch_id}: parent {branch.parent_id} is unknown"
+                    )
+                lineages[branch.branch_id] = lineage
+                if branch.closed_at is None:
+                    await session._open_branch(branch, lineage)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await session.aclose()
+            raise
+        return session
+
+    def _forget_session(self, session: Session) -> None:
+        if self._sessions.get(session.id) is session:
+            del self._sessions[session.id]
+
+
+def _main_record(session: SessionRecord) -> BranchRecord:
+    return BranchRecord(
+        branch_id=session.main_branch_id,
+        session_id=session.session_id,
+        parent_id=None,
+        cut_seq=NO_SEQ,
+        label="main",
+        created_at=session.created_at,
+    )
+
+
+@asynccontextmanager
+async def open_runtime(
+    store: Store,
+    *,
+    registry: ServiceRegistry | None = None,
+    clock: Callable[[], float] = time.time,
+) -> AsyncIterator[Runtime]:
+    """Open the process scope over `store`; on exit close every session, then the scope.
+
+    The store stays open: whoever opened it closes it.
+    """
+    runtime = Runtime(store, clock=clock)
+
+    async def assemble(scope: Scope) -> None:
+        runtime.scope = scope
+        scope.provide(STORE, store)
+        scope.provide(RUNTIME, runtime)
+
+    async with anyio.create_task_group() as task_group:
+        await Scope.open_root(task_group, registry or ServiceRegistry(), assemble=assemble)
+        try:
+            yield runtime
+        finally:
+            with anyio.CancelScope(shield=True):
+                await runtime.aclose()

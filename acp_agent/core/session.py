@@ -1,0 +1,172 @@
+"""A session: a workspace, its branches, and this process's writer lease on it.
+
+Opening a session (create, load, fork) takes its writer lease in the store,
+so one process at a time writes it. Closing it unloads every open branch
+(each waits for its own work), runs the session's cleanups and gives the
+lease back; the session stays in the store and can be loaded again.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+import anyio
+import attrs
+
+from acp_agent.core.branch import CORE_PRODUCER, Branch
+from acp_agent.core.errors import BranchClosed, IllegalCut, SessionClosed
+from acp_agent.core.events import Batch, BranchCreated, Event, SessionMetadataChanged
+from acp_agent.core.ids import BatchId, BranchId, Seq, SessionId, new_id
+from acp_agent.core.lifecycle import CloseOnce
+from acp_agent.core.lineage import Lineage
+from acp_agent.core.scopes import Scope
+from acp_agent.core.store import BranchRecord, SessionRecord
+
+if TYPE_CHECKING:
+    from acp_agent.core.runtime import Runtime
+
+__all__ = ("Session", "SessionState")
+
+
+class SessionState(enum.Enum):
+    """Where an open session object is in its life."""
+
+    #: Branches can be opened, forked and closed.
+    OPEN = "open"
+    #: Close began: branches are unloading, then cleanups run and the lease is released.
+    CLOSING = "closing"
+    #: Unloaded here; the stored session remains and can be loaded again.
+    CLOSED = "closed"
+
+
+class Session:
+    """An open session: its record, its open branches and its scope."""
+
+    #: Set while the session opens, before anyone else can see it.
+    scope: Scope
+
+    def __init__(self, record: SessionRecord, runtime: Runtime) -> None:
+        self.record = record
+        self.runtime = runtime
+        self._state = SessionState.OPEN
+        self._branches: dict[BranchId, Branch] = {}
+        self._closer = CloseOnce(self._close, name=f"session {record.session_id}")
+
+    def __repr__(self) -> str:
+        return f"<Session {self.id} {self._state.value}>"
+
+    @property
+    def id(self) -> SessionId:
+        return self.record.session_id
+
+    @property
+    def cwd(self) -> str:
+        return self.record.cwd
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    @property
+    def branches(self) -> Mapping[BranchId, Branch]:
+        """The branches open in this process (ended ones are not reopened)."""
+        return MappingProxyType(self._branches)
+
+    @property
+    def main(self) -> Branch:
+        """The session's main branch; `BranchClosed` if its line of work ended."""
+        main_id = self.record.main_branch_id
+        if main_id not in self._branches:
+            raise BranchClosed(main_id)
+        return self._branches[main_id]
+
+    def _require_open(self) -> None:
+        if self._state is not SessionState.OPEN:
+            raise SessionClosed(self.id)
+
+    # --- branches ---------------------------------------------------------------------
+
+    async def create_branch(
+        self, parent: Branch, *, at: Seq | None = None, label: str | None = None
+    ) -> Branch:
+        """Open a child of `parent` inheriting its history up to `at` (a batch end).
+
+        `at` defaults to the parent's published end. The child's first event,
+        `BranchCreated`, and its stored row are written in one transaction.
+        """
+        self._require_open()
+        cut = parent.timeline.last_published_seq if at is None else at
+        if not await parent.timeline.is_batch_end(cut):
+            raise IllegalCut(f"cannot branch {parent.id} at {cut}: not a published batch end")
+        branch_id = BranchId(new_id("br"))
+        first = Event(
+            branch_id=branch_id,
+            seq=Seq(cut + 1),
+            batch_id=BatchId(cut + 1),
+            payload=BranchCreated(branch_id, parent.id, cut, label),
+            producer=CORE_PRODUCER,
+            recorded_at=self.runtime.clock(),
+        )
+        await self.runtime.store.append_batch(Batch(self.id, branch_id, (first,)))
+        record = BranchRecord(branch_id, self.id, parent.id, cut, label, first.recorded_at)
+        return await self._open_branch(record, parent.lineage.child(branch_id, cut))
+
+    async def close_branch(self, branch: Branch, *, reason: str = "closed") -> None:
+        """End `branch`'s line of work: cancel and await its work, record `BranchEnded`.
+
+        Its siblings and the session keep running. Idempotent.
+        """
+        await branch._end(reason)
+
+    async def fork(
+        self, branch: Branch, *, at: Seq | None = None, title: str | None = None
+    ) -> Session:
+        """A new session whose main branch starts with `branch`'s history up to `at`."""
+        self._require_open()
+        return await self.runtime.fork_session(branch, at=at, title=title)
+
+    async def set_title(self, title: str | None) -> None:
+        """Record the new title on the main branch; the stored session row follows."""
+        await self.main.record_fact(SessionMetadataChanged(title))
+        self.record = attrs.evolve(self.record, title=title)
+
+    async def _open_branch(self, record: BranchRecord, lineage: Lineage) -> Branch:
+        self._require_open()
+        branch = Branch(record, lineage, self)
+        self._branches[record.branch_id] = branch
+        try:
+            await branch._open()
+        except BaseException:
+            self._branches.pop(record.branch_id, None)
+            raise
+        return branch
+
+    def _forget_branch(self, branch: Branch) -> None:
+        if self._branches.get(branch.id) is branch:
+            del self._branches[branch.id]
+
+    # --- closing ----------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Unload every branch (each waits for its own work), then release the lease.
+
+        Idempotent; a caller that stops waiting cancels nothing.
+        """
+        await self._closer.close(self.runtime.scope)
+
+    async def _close(self) -> None:
+        self._state = SessionState.CLOSING
+        try:
+            async with anyio.create_task_group() as task_group:
+                for branch in list(self._branches.values()):
+                    task_group.start_soon(branch.aclose)
+            await self.scope.aclose()
+        finally:
+            self._state = SessionState.CLOSED
+            try:
+                await self.runtime.store.release_session(self.id)
+            finally:
+                self.runtime._forget_session(self)
