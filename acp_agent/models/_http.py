@@ -41,8 +41,12 @@ __all__ = (
     "DRAIN_LIMIT_S",
     "ERROR_BODY_LIMIT",
     "ReplyParser",
+    "body_snippet",
+    "decode_json",
+    "json_int",
     "map_httpx_errors",
     "new_http_client",
+    "read_error_body",
     "stream_reply",
 )
 
@@ -127,6 +131,11 @@ def decode_json(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:
         return None
+
+
+def json_int(value: Any) -> int:
+    """A count or index from decoded JSON: a positive int, or 0 for anything else."""
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def body_snippet(body: bytes, limit: int = 300) -> str:

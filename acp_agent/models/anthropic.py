@@ -42,7 +42,7 @@ from typing import Any, Final
 import attrs
 import httpx
 
-from acp_agent.models._http import body_snippet, decode_json, stream_reply
+from acp_agent.models._http import body_snippet, decode_json, json_int, stream_reply
 from acp_agent.models._sse import ServerSentEvent
 from acp_agent.models._status import KeyHint, classify_status_error, redact_secrets
 from acp_agent.models.errors import ProviderConnectionLost, ProviderError, ProviderResponseInvalid
@@ -336,11 +336,11 @@ class _EventParser:
         if kind == "message_start":
             message = data.get("message") or {}
             self._input_usage = dict(message.get("usage") or {})
-            self._output_tokens = _count(self._input_usage.get("output_tokens"))
+            self._output_tokens = json_int(self._input_usage.get("output_tokens"))
         elif kind == "message_delta":
             self._stop_reason = (data.get("delta") or {}).get("stop_reason") or self._stop_reason
             usage = data.get("usage") or {}
-            self._output_tokens = _count(usage.get("output_tokens")) or self._output_tokens
+            self._output_tokens = json_int(usage.get("output_tokens")) or self._output_tokens
             for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
                 if usage.get(key) is not None:
                     self._input_usage[key] = usage[key]
@@ -361,7 +361,7 @@ class _EventParser:
     def _block_start(self, data: dict[str, Any]) -> list[ModelEvent]:
         start = data.get("content_block") or {}
         block = _Block(kind=str(start.get("type")))
-        self._blocks[_count(data.get("index"))] = block
+        self._blocks[json_int(data.get("index"))] = block
         if block.kind == "tool_use":
             block.tool_index = self._tool_calls
             self._tool_calls += 1
@@ -379,7 +379,7 @@ class _EventParser:
         return []
 
     def _block_delta(self, data: dict[str, Any]) -> list[ModelEvent]:
-        block = self._blocks.get(_count(data.get("index")))
+        block = self._blocks.get(json_int(data.get("index")))
         delta = data.get("delta") or {}
         kind = delta.get("type")
         if block is None:
@@ -397,7 +397,7 @@ class _EventParser:
         return []
 
     def _block_stop(self, data: dict[str, Any]) -> list[ModelEvent]:
-        block = self._blocks.pop(_count(data.get("index")), None)
+        block = self._blocks.pop(json_int(data.get("index")), None)
         if block is None:
             return []
         if block.kind == "tool_use":
@@ -411,10 +411,11 @@ class _EventParser:
 
     def _end(self) -> list[ModelEvent]:
         self._done = True
-        cache_read = _count(self._input_usage.get("cache_read_input_tokens"))
-        cache_write = _count(self._input_usage.get("cache_creation_input_tokens"))
+        cache_read = json_int(self._input_usage.get("cache_read_input_tokens"))
+        cache_write = json_int(self._input_usage.get("cache_creation_input_tokens"))
+        uncached = json_int(self._input_usage.get("input_tokens"))
         usage = UsageReported(
-            input_tokens=_count(self._input_usage.get("input_tokens")) + cache_read + cache_write,
+            input_tokens=uncached + cache_read + cache_write,
             output_tokens=self._output_tokens,
             cache_read_tokens=cache_read,
             cache_write_tokens=cache_write,
@@ -423,7 +424,3 @@ class _EventParser:
         if self._tool_calls and reason is StopReason.END_TURN and self._stop_reason is None:
             reason = StopReason.TOOL_USE
         return [usage, ResponseEnded(reason, self._stop_reason)]
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and value > 0 else 0

@@ -37,7 +37,7 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 import httpx
 
-from acp_agent.models._http import body_snippet, decode_json, stream_reply
+from acp_agent.models._http import body_snippet, decode_json, json_int, stream_reply
 from acp_agent.models._sse import ServerSentEvent
 from acp_agent.models._status import KeyHint, classify_status_error, redact_secrets
 from acp_agent.models.errors import ProviderConnectionLost, ProviderError, ProviderResponseInvalid
@@ -409,12 +409,8 @@ def _usage(usage: dict[str, Any]) -> UsageReported:
     completion_details = usage.get("completion_tokens_details") or {}
     cache_read = prompt_details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens")
     return UsageReported(
-        input_tokens=_count(usage.get("prompt_tokens")),
-        output_tokens=_count(usage.get("completion_tokens")),
-        cache_read_tokens=_count(cache_read),
-        reasoning_tokens=_count(completion_details.get("reasoning_tokens")),
+        input_tokens=json_int(usage.get("prompt_tokens")),
+        output_tokens=json_int(usage.get("completion_tokens")),
+        cache_read_tokens=json_int(cache_read),
+        reasoning_tokens=json_int(completion_details.get("reasoning_tokens")),
     )
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and value > 0 else 0
