@@ -1,0 +1,228 @@
+"""The in-memory store, for unit tests: the same contract as SQLite, nothing kept.
+
+Events are kept encoded, as SQLite keeps them, so a payload that would not
+survive the real store fails here too. Several `MemoryStore` handles may
+share one `MemoryDatabase` to stand for several processes sharing a file;
+each handle holds its own writer leases.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+
+import anyio
+import attrs
+
+from acp_agent.core import (
+    NO_SEQ,
+    Batch,
+    BranchId,
+    BranchRecord,
+    CallId,
+    Event,
+    LeaseHolder,
+    Seq,
+    SeqTaken,
+    SessionHeld,
+    SessionId,
+    SessionRecord,
+    Snapshot,
+    StoreConflict,
+    StoreNotFound,
+    StoreUnavailable,
+    decode_event,
+    encode_event,
+    new_id,
+    project_batch,
+)
+from acp_agent.core.codec import EventRow
+from acp_agent.store._rules import check_new_session
+
+__all__ = ("MemoryDatabase", "MemoryStore")
+
+
+@attrs.define
+class MemoryDatabase:
+    """What a `MemoryStore` keeps; share it between handles to share a "file"."""
+
+    sessions: dict[SessionId, SessionRecord] = attrs.field(factory=dict)
+    #: In insertion order, so parents come before their children.
+    branches: dict[BranchId, BranchRecord] = attrs.field(factory=dict)
+    #: Each branch's own events, dense: index 0 holds seq `cut_seq + 1`.
+    events: dict[BranchId, list[EventRow]] = attrs.field(factory=dict)
+    results: dict[tuple[BranchId, CallId], Seq] = attrs.field(factory=dict)
+    #: Session -> (handle token, holder) of its writer lease.
+    leases: dict[SessionId, tuple[str, LeaseHolder]] = attrs.field(factory=dict)
+    snapshots: dict[tuple[BranchId, str], list[Snapshot]] = attrs.field(factory=dict)
+
+
+class MemoryStore:
+    """A `Store` in memory; see the module docstring."""
+
+    def __init__(
+        self, database: MemoryDatabase | None = None, *, holder: LeaseHolder | None = None
+    ) -> None:
+        self.database = MemoryDatabase() if database is None else database
+        self._token = new_id("lease")
+        self._holder = holder or LeaseHolder(os.getpid(), socket.gethostname())
+        self._closed = False
+
+    async def _enter(self) -> MemoryDatabase:
+        # Yield like a real store would, so tests see realistic interleavings.
+        await anyio.lowlevel.checkpoint()
+        if self._closed:
+            raise StoreUnavailable("the store is closed")
+        return self.database
+
+    # --- sessions and leases ----------------------------------------------------------
+
+    async def create_session(
+        self, session: SessionRecord, main: BranchRecord, *, history: Sequence[Event] = ()
+    ) -> None:
+        db = await self._enter()
+        check_new_session(session, main, history)
+        rows = [encode_event(event) for event in history]
+        if session.session_id in db.sessions or main.branch_id in db.branches:
+            raise StoreConflict(f"session {session.session_id} already exists")
+        db.sessions[session.session_id] = session
+        db.branches[main.branch_id] = main
+        db.events[main.branch_id] = rows
+        if history:
+            copied = project_batch(Batch(session.session_id, main.branch_id, tuple(history)))
+            for call_id, seq in copied.results:
+                db.results.setdefault((main.branch_id, call_id), seq)
+        db.leases[session.session_id] = (self._token, self._holder)
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord:
+        db = await self._enter()
+        try:
+            return db.sessions[session_id]
+        except KeyError:
+            raise StoreNotFound(f"no session {session_id}") from None
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, limit: int = 100
+    ) -> list[SessionRecord]:
+        db = await self._enter()
+        found = [s for s in db.sessions.values() if cwd is None or s.cwd == cwd]
+        found.sort(key=lambda s: s.updated_at, reverse=True)
+        return found[:limit]
+
+    async def list_branches(self, session_id: SessionId) -> list[BranchRecord]:
+        db = await self._enter()
+        if session_id not in db.sessions:
+            raise StoreNotFound(f"no session {session_id}")
+        return [b for b in db.branches.values() if b.session_id == session_id]
+
+    async def acquire_session(self, session_id: SessionId) -> None:
+        db = await self._enter()
+        if session_id not in db.sessions:
+            raise StoreNotFound(f"no session {session_id}")
+        lease = db.leases.get(session_id)
+        if lease is not None and lease[0] != self._token:
+            raise SessionHeld(session_id, lease[1])
+        db.leases[session_id] = (self._token, self._holder)
+
+    async def release_session(self, session_id: SessionId) -> None:
+        db = await self._enter()
+        lease = db.leases.get(session_id)
+        if lease is not None and lease[0] == self._token:
+            del db.leases[session_id]
+
+    # --- events -----------------------------------------------------------------------
+
+    async def append_batch(self, batch: Batch) -> None:
+        db = await self._enter()
+        rows = [encode_event(event) for event in batch.events]
+        projection = project_batch(batch)
+        session = db.sessions.get(batch.session_id)
+        if session is None:
+            raise StoreNotFound(f"no session {batch.session_id}")
+        lease = db.leases.get(batch.session_id)
+        if lease is None or lease[0] != self._token:
+            raise SessionHeld(batch.session_id, None if lease is None else lease[1])
+        branch = db.branches.get(batch.branch_id)
+        if branch is None:
+            branch = projection.created_branch
+            if branch is None:
+                raise StoreNotFound(f"no branch {batch.branch_id}")
+            parent = db.branches.get(branch.parent_id) if branch.parent_id else None
+            if parent is None or parent.session_id != batch.session_id:
+                raise StoreNotFound(f"no parent branch {branch.parent_id} in {batch.session_id}")
+        elif branch.session_id != batch.session_id:
+            raise StoreNotFound(f"no branch {batch.branch_id} in session {batch.session_id}")
+        if branch.closed_at is not None:
+            raise StoreConflict(f"branch {batch.branch_id} has ended")
+        own = db.events.get(batch.branch_id, [])
+        expected = (own[-1].seq if own else branch.cut_seq) + 1
+        if batch.first_seq != expected:
+            raise SeqTaken(batch.branch_id, batch.first_seq, expected)
+        # Everything is checked: apply the batch and its projections together.
+        db.branches[batch.branch_id] = branch
+        db.events[batch.branch_id] = own
+        own.extend(rows)
+        for call_id, seq in projection.results:
+            db.results.setdefault((batch.branch_id, call_id), seq)
+        if projection.closed_at is not None:
+            db.branches[batch.branch_id] = attrs.evolve(branch, closed_at=projection.closed_at)
+        recorded_at = batch.events[-1].recorded_at
+        session = attrs.evolve(session, updated_at=max(session.updated_at, recorded_at))
+        if projection.title_changed:
+            session = attrs.evolve(session, title=projection.title)
+        db.sessions[batch.session_id] = session
+
+    async def read(
+        self, branch_id: BranchId, *, gt: Seq = NO_SEQ, lte: Seq | None = None
+    ) -> list[Event]:
+        db = await self._enter()
+        branch = db.branches.get(branch_id)
+        if branch is None:
+            raise StoreNotFound(f"no branch {branch_id}")
+        own = db.events.get(branch_id, [])
+        start = max(gt - branch.cut_seq, 0)
+        stop = len(own) if lte is None else max(min(lte - branch.cut_seq, len(own)), 0)
+        return [decode_event(row) for row in own[start:stop]]
+
+    async def last_durable_seq(self, branch_id: BranchId) -> Seq:
+        db = await self._enter()
+        branch = db.branches.get(branch_id)
+        if branch is None:
+            raise StoreNotFound(f"no branch {branch_id}")
+        own = db.events.get(branch_id)
+        return Seq(own[-1].seq) if own else branch.cut_seq
+
+    async def has_result(
+        self, branch_id: BranchId, call_id: CallId, *, lte: Seq | None = None
+    ) -> bool:
+        db = await self._enter()
+        seq = db.results.get((branch_id, call_id))
+        return seq is not None and (lte is None or seq <= lte)
+
+    # --- snapshots --------------------------------------------------------------------
+
+    async def put_snapshot(self, snapshot: Snapshot, *, keep: int = 2) -> None:
+        db = await self._enter()
+        key = (snapshot.branch_id, snapshot.interpreter)
+        kept = [s for s in db.snapshots.get(key, []) if s.anchor_seq != snapshot.anchor_seq]
+        kept.append(snapshot)
+        kept.sort(key=lambda s: s.anchor_seq, reverse=True)
+        db.snapshots[key] = kept[:keep]
+
+    async def get_snapshots(self, branch_id: BranchId, interpreter: str) -> list[Snapshot]:
+        db = await self._enter()
+        return list(db.snapshots.get((branch_id, interpreter), []))
+
+    async def delete_snapshots(self, branch_id: BranchId) -> None:
+        db = await self._enter()
+        for key in [k for k in db.snapshots if k[0] == branch_id]:
+            del db.snapshots[key]
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        for session_id, lease in list(self.database.leases.items()):
+            if lease[0] == self._token:
+                del self.database.leases[session_id]
+        self._closed = True

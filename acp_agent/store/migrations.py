@@ -1,0 +1,154 @@
+"""The SQLite schema, as numbered migrations applied in order, each once.
+
+`schema_version` records every applied migration. Opening a database runs
+the missing ones in one `BEGIN IMMEDIATE` transaction (two processes opening
+a new file at once do not both create it); a database from a newer
+acp-agent is refused, never downgraded.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+
+import attrs
+
+from acp_agent.core import StoreUnavailable
+
+__all__ = ("MIGRATIONS", "Migration", "migrate", "schema_version")
+
+
+@attrs.frozen
+class Migration:
+    """One step of the schema: statements run in order, inside the caller's transaction."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "sessions, branches, events, tool results, leases, snapshots",
+        (
+            """
+            CREATE TABLE sessions (
+                session_id TEXT PRIMARY KEY,
+                cwd TEXT NOT NULL,
+                main_branch_id TEXT NOT NULL,
+                title TEXT,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                fork_session_id TEXT,
+                fork_branch_id TEXT,
+                fork_seq INTEGER
+            )
+            """,
+            "CREATE INDEX sessions_by_recency ON sessions (updated_at DESC)",
+            "CREATE INDEX sessions_by_cwd_recency ON sessions (cwd, updated_at DESC)",
+            """
+            CREATE TABLE branches (
+                branch_id TEXT PRIMARY KEY,
+                session_id TEXT NOT NULL REFERENCES sessions (session_id),
+                parent_id TEXT REFERENCES branches (branch_id),
+                cut_seq INTEGER NOT NULL,
+                label TEXT,
+                created_at REAL NOT NULL,
+                closed_at REAL
+            )
+            """,
+            "CREATE INDEX branches_by_session ON branches (session_id)",
+            """
+            CREATE TABLE events (
+                branch_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                batch_id INTEGER NOT NULL,
+                kind TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                producer TEXT NOT NULL,
+                recorded_at REAL NOT NULL,
+                format_version INTEGER NOT NULL,
+                PRIMARY KEY (branch_id, seq)
+            )
+            """,
+            """
+            CREATE TABLE tool_results (
+                branch_id TEXT NOT NULL,
+                call_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                PRIMARY KEY (branch_id, call_id)
+            ) WITHOUT ROWID
+            """,
+            """
+            CREATE TABLE session_leases (
+                session_id TEXT PRIMARY KEY REFERENCES sessions (session_id),
+                owner_token TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                host TEXT NOT NULL,
+                process_start TEXT NOT NULL,
+                acquired_at REAL NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE snapshots (
+                branch_id TEXT NOT NULL,
+                interpreter TEXT NOT NULL,
+                anchor_seq INTEGER NOT NULL,
+                interpreter_version TEXT NOT NULL,
+                anchor_digest TEXT NOT NULL,
+                ancestry TEXT NOT NULL,
+                state BLOB NOT NULL,
+                checksum TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                PRIMARY KEY (branch_id, interpreter, anchor_seq)
+            )
+            """,
+        ),
+    ),
+)
+
+
+def schema_version(connection: sqlite3.Connection) -> int:
+    """The highest migration applied to the database; 0 for a new one."""
+    exists = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
+    if exists is None:
+        return 0
+    row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(connection: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    """Apply the missing migrations in one transaction; returns the resulting version.
+
+    `connection` must be in autocommit mode (`isolation_level=None`).
+    """
+    latest = migrations[-1].version if migrations else 0
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        current = schema_version(connection)
+        if current > latest:
+            raise StoreUnavailable(
+                f"the database has schema version {current}, newer than this acp-agent "
+                f"knows ({latest}); upgrade acp-agent to open it"
+            )
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version ("
+            " version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at REAL NOT NULL)"
+        )
+        for migration in migrations:
+            if migration.version > current:
+                for statement in migration.statements:
+                    connection.execute(statement)
+                connection.execute(
+                    "INSERT INTO schema_version VALUES (?, ?, ?)",
+                    (migration.version, migration.description, time.time()),
+                )
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    return max(current, latest)

@@ -1,0 +1,521 @@
+"""The default store: one SQLite database file, in WAL mode.
+
+Durability: WAL with `synchronous=FULL` by default, so a batch is durable
+when its commit returns, even across a power cut (an agent's record of tool
+results is what keeps a restart from repeating side effects). `NORMAL`
+(survives a killed process, may lose the last commits on power loss) is an
+option for those who prefer speed.
+
+Every call runs on a worker thread (`anyio.to_thread`), one at a time per
+store, over one connection in autocommit mode; each write is one
+`BEGIN IMMEDIATE` transaction, so a batch, its projections and its lease
+check commit together or not at all. Sessions are leased per process (see
+`acp_agent.store.leases`): a second process gets `SessionHeld`, and a lease
+of a process that is gone is taken over.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, Final, Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from acp_agent.core import (
+    NO_SEQ,
+    Batch,
+    BranchId,
+    BranchRecord,
+    CallId,
+    Event,
+    ForkOrigin,
+    Seq,
+    SeqTaken,
+    SessionHeld,
+    SessionId,
+    SessionRecord,
+    Snapshot,
+    StoreConflict,
+    StoreCorrupt,
+    StoreError,
+    StoreNotFound,
+    StoreUnavailable,
+    decode_event,
+    encode_event,
+    project_batch,
+)
+from acp_agent.store._rules import check_new_session
+from acp_agent.store.leases import LeaseOwner, is_running, this_process
+from acp_agent.store.migrations import migrate
+
+__all__ = ("DATABASE_FILE_NAME", "SqliteStore", "Synchronous", "default_database_path")
+
+T = TypeVar("T")
+
+#: The database's file name inside the data directory.
+DATABASE_FILE_NAME: Final = "sessions.sqlite3"
+
+Synchronous = Literal["FULL", "NORMAL"]
+
+_EVENT_COLUMNS: Final = (
+    "branch_id, seq, batch_id, kind, payload, producer, recorded_at, format_version"
+)
+_SESSION_COLUMNS: Final = (
+    "session_id, cwd, main_branch_id, title, created_at, updated_at,"
+    " fork_session_id, fork_branch_id, fork_seq"
+)
+_BRANCH_COLUMNS: Final = "branch_id, session_id, parent_id, cut_seq, label, created_at, closed_at"
+_SNAPSHOT_COLUMNS: Final = (
+    "branch_id, interpreter, anchor_seq, interpreter_version, anchor_digest, ancestry,"
+    " state, checksum, created_at"
+)
+# Bumps the session's recency only if we hold its lease: the lease check and the
+# batch commit together.
+_BUMP_LEASED_SESSION: Final = (
+    "UPDATE sessions SET updated_at = max(updated_at, ?) WHERE session_id = ?"
+    " AND EXISTS (SELECT 1 FROM session_leases WHERE session_id = ? AND owner_token = ?)"
+)
+
+
+def default_database_path(data_dir: Path) -> Path:
+    """Where the store lives inside acp-agent's data directory."""
+    return data_dir / DATABASE_FILE_NAME
+
+
+class SqliteStore:
+    """A `Store` in one SQLite file; open it with `await SqliteStore.open(path)`."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path, owner: LeaseOwner) -> None:
+        """Use `open()`; this takes a connection already configured and migrated."""
+        self.path = path
+        self._connection: sqlite3.Connection | None = connection
+        self._owner = owner
+        # One call at a time on the connection, whichever worker thread runs it.
+        self._limiter = anyio.CapacityLimiter(1)
+
+    @classmethod
+    async def open(
+        cls, path: Path, *, synchronous: Synchronous = "FULL", busy_timeout_s: float = 5.0
+    ) -> SqliteStore:
+        """Open (creating it and its folder if needed) and migrate the database at `path`."""
+        connect = partial(_connect, path, synchronous, busy_timeout_s)
+        connection = await anyio.to_thread.run_sync(connect)
+        return cls(connection, path, this_process())
+
+    async def _run(self, func: Callable[[sqlite3.Connection], T], what: str) -> T:
+        def guarded() -> T:
+            connection = self._connection
+            if connection is None:
+                raise StoreUnavailable(f"{what}: the store is closed")
+            with _translated(what):
+                return func(connection)
+
+        return await anyio.to_thread.run_sync(guarded, limiter=self._limiter)
+
+    # --- sessions and leases -----------------------------------------------------------
+
+    async def create_session(
+        self, session: SessionRecord, main: BranchRecord, *, history: Sequence[Event] = ()
+    ) -> None:
+        check_new_session(session, main, history)
+
+        def write(db: sqlite3.Connection) -> None:
+            rows = [encode_event(event) for event in history]
+            with _transaction(db):
+                db.execute(
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    _session_row(session),
+                )
+                _insert_branch(db, main)
+                db.executemany(
+                    f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows
+                )
+                if history:
+                    copied = project_batch(
+                        Batch(session.session_id, main.branch_id, tuple(history))
+                    )
+                    _insert_results(db, main.branch_id, copied.results)
+                self._write_lease(db, session.session_id)
+
+        await self._run(write, f"create session {session.session_id}")
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord:
+        def fetch(db: sqlite3.Connection) -> SessionRecord:
+            row = db.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise StoreNotFound(f"no session {session_id}")
+            return _session_record(row)
+
+        return await self._run(fetch, f"get session {session_id}")
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, limit: int = 100
+    ) -> list[SessionRecord]:
+        def fetch(db: sqlite3.Connection) -> list[SessionRecord]:
+            if cwd is None:
+                rows = db.execute(
+                    f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC LIMIT ?",
+                    (limit,),
+                )
+            else:
+                rows = db.execute(
+                    f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE cwd = ?"
+                    " ORDER BY updated_at DESC LIMIT ?",
+                    (cwd, limit),
+                )
+            return [_session_record(row) for row in rows]
+
+        return await self._run(fetch, "list sessions")
+
+    async def list_branches(self, session_id: SessionId) -> list[BranchRecord]:
+        def fetch(db: sqlite3.Connection) -> list[BranchRecord]:
+            _require_session(db, session_id)
+            rows = db.execute(
+                f"SELECT {_BRANCH_COLUMNS} FROM branches WHERE session_id = ? ORDER BY rowid",
+                (session_id,),
+            )
+            return [_branch_record(row) for row in rows]
+
+        return await self._run(fetch, f"list branches of {session_id}")
+
+    async def acquire_session(self, session_id: SessionId) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                _require_session(db, session_id)
+                holder = _lease_owner(db, session_id)
+                if holder is not None and holder.token != self._owner.token and is_running(holder):
+                    raise SessionHeld(session_id, holder.holder)
+                self._write_lease(db, session_id)
+
+        await self._run(write, f"acquire session {session_id}")
+
+    async def release_session(self, session_id: SessionId) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
+                "DELETE FROM session_leases WHERE session_id = ? AND owner_token = ?",
+                (session_id, self._owner.token),
+            )
+
+        await self._run(write, f"release session {session_id}")
+
+    def _write_lease(self, db: sqlite3.Connection, session_id: SessionId) -> None:
+        owner = self._owner
+        db.execute(
+            "INSERT OR REPLACE INTO session_leases VALUES (?, ?, ?, ?, ?, ?)",
+            (session_id, owner.token, owner.pid, owner.host, owner.process_start, time.time()),
+        )
+
+    # --- events --------------------------------------------------------------------------
+
+    async def append_batch(self, batch: Batch) -> None:
+        await self._run(partial(self._append, batch), f"append to branch {batch.branch_id}")
+
+    def _append(self, batch: Batch, db: sqlite3.Connection) -> None:
+        rows = [encode_event(event) for event in batch.events]
+        projection = project_batch(batch)
+        session_id, branch_id = batch.session_id, batch.branch_id
+        with _transaction(db):
+            bumped = db.execute(
+                _BUMP_LEASED_SESSION,
+                (batch.events[-1].recorded_at, session_id, session_id, self._owner.token),
+            ).rowcount
+            if not bumped:
+                _require_session(db, session_id)
+                holder = _lease_owner(db, session_id)
+                raise SessionHeld(session_id, None if holder is None else holder.holder)
+            row = db.execute(
+                "SELECT session_id, cut_seq, closed_at FROM branches WHERE branch_id = ?",
+                (branch_id,),
+            ).fetchone()
+            if row is None:
+                created = projection.created_branch
+                if created is None:
+                    raise StoreNotFound(f"no branch {branch_id}")
+                parent = db.execute(
+                    "SELECT session_id FROM branches WHERE branch_id = ?", (created.parent_id,)
+                ).fetchone()
+                if parent is None or parent[0] != session_id:
+                    raise StoreNotFound(f"no parent branch {created.parent_id} in {session_id}")
+                _insert_branch(db, created)
+                cut_seq = created.cut_seq
+            elif row[0] != session_id:
+                raise StoreNotFound(f"no branch {branch_id} in session {session_id}")
+            elif row[2] is not None:
+                raise StoreConflict(f"branch {branch_id} has ended")
+            else:
+                cut_seq = row[1]
+            last = db.execute(
+                "SELECT max(seq) FROM events WHERE branch_id = ?", (branch_id,)
+            ).fetchone()[0]
+            expected = (cut_seq if last is None else last) + 1
+            if batch.first_seq != expected:
+                raise SeqTaken(branch_id, batch.first_seq, expected)
+            db.executemany(f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows)
+            _insert_results(db, branch_id, projection.results)
+            if projection.closed_at is not None:
+                db.execute(
+                    "UPDATE branches SET closed_at = ? WHERE branch_id = ?",
+                    (projection.closed_at, branch_id),
+                )
+            if projection.title_changed:
+                db.execute(
+                    "UPDATE sessions SET title = ? WHERE session_id = ?",
+                    (projection.title, session_id),
+                )
+
+    async def read(
+        self, branch_id: BranchId, *, gt: Seq = NO_SEQ, lte: Seq | None = None
+    ) -> list[Event]:
+        def fetch(db: sqlite3.Connection) -> list[Event]:
+            if lte is None:
+                rows = db.execute(
+                    f"SELECT {_EVENT_COLUMNS} FROM events WHERE branch_id = ? AND seq > ?"
+                    " ORDER BY seq",
+                    (branch_id, gt),
+                )
+            else:
+                rows = db.execute(
+                    f"SELECT {_EVENT_COLUMNS} FROM events WHERE branch_id = ? AND seq > ?"
+                    " AND seq <= ? ORDER BY seq",
+                    (branch_id, gt, lte),
+                )
+            events = [decode_event(row) for row in rows]
+            if not events:
+                _require_branch(db, branch_id)
+            return events
+
+        return await self._run(fetch, f"read branch {branch_id}")
+
+    async def last_durable_seq(self, branch_id: BranchId) -> Seq:
+        def fetch(db: sqlite3.Connection) -> Seq:
+            row = db.execute(
+                "SELECT cut_seq, (SELECT max(seq) FROM events WHERE branch_id = ?)"
+                " FROM branches WHERE branch_id = ?",
+                (branch_id, branch_id),
+            ).fetchone()
+            if row is None:
+                raise StoreNotFound(f"no branch {branch_id}")
+            return Seq(row[0] if row[1] is None else row[1])
+
+        return await self._run(fetch, f"last seq of {branch_id}")
+
+    async def has_result(
+        self, branch_id: BranchId, call_id: CallId, *, lte: Seq | None = None
+    ) -> bool:
+        def fetch(db: sqlite3.Connection) -> bool:
+            row = db.execute(
+                "SELECT seq FROM tool_results WHERE branch_id = ? AND call_id = ?",
+                (branch_id, call_id),
+            ).fetchone()
+            return row is not None and (lte is None or row[0] <= lte)
+
+        return await self._run(fetch, f"result of {call_id}")
+
+    # --- snapshots -----------------------------------------------------------------------
+
+    async def put_snapshot(self, snapshot: Snapshot, *, keep: int = 2) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            key = (snapshot.branch_id, snapshot.interpreter)
+            with _transaction(db):
+                db.execute(
+                    f"INSERT OR REPLACE INTO snapshots ({_SNAPSHOT_COLUMNS})"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        *key,
+                        snapshot.anchor_seq,
+                        snapshot.interpreter_version,
+                        snapshot.anchor_digest,
+                        json.dumps(snapshot.ancestry),
+                        snapshot.state,
+                        snapshot.checksum,
+                        snapshot.created_at,
+                    ),
+                )
+                db.execute(
+                    "DELETE FROM snapshots WHERE branch_id = ? AND interpreter = ?"
+                    " AND anchor_seq NOT IN (SELECT anchor_seq FROM snapshots WHERE"
+                    " branch_id = ? AND interpreter = ? ORDER BY anchor_seq DESC LIMIT ?)",
+                    (*key, *key, keep),
+                )
+
+        await self._run(write, f"put snapshot of {snapshot.branch_id}")
+
+    async def get_snapshots(self, branch_id: BranchId, interpreter: str) -> list[Snapshot]:
+        def fetch(db: sqlite3.Connection) -> list[Snapshot]:
+            rows = db.execute(
+                f"SELECT {_SNAPSHOT_COLUMNS} FROM snapshots WHERE branch_id = ?"
+                " AND interpreter = ? ORDER BY anchor_seq DESC",
+                (branch_id, interpreter),
+            )
+            return [_snapshot(row) for row in rows]
+
+        return await self._run(fetch, f"get snapshots of {branch_id}")
+
+    async def delete_snapshots(self, branch_id: BranchId) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM snapshots WHERE branch_id = ?", (branch_id,))
+
+        await self._run(write, f"delete snapshots of {branch_id}")
+
+    async def aclose(self) -> None:
+        """Release this handle's leases and close the connection; idempotent."""
+
+        def close() -> None:
+            connection = self._connection
+            if connection is None:
+                return
+            self._connection = None
+            try:
+                with _translated("close"):
+                    connection.execute(
+                        "DELETE FROM session_leases WHERE owner_token = ?", (self._owner.token,)
+                    )
+            finally:
+                connection.close()
+
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(close, limiter=self._limiter)
+
+
+# --- helpers (run on the worker thread) --------------------------------------------------
+
+
+def _connect(path: Path, synchronous: Synchronous, busy_timeout_s: float) -> sqlite3.Connection:
+    with _translated(f"open {path}"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(
+            path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+        try:
+            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreUnavailable(f"{path}: cannot use WAL journaling (got {mode})")
+            connection.execute(f"PRAGMA synchronous = {synchronous}")
+            connection.execute("PRAGMA foreign_keys = ON")
+            migrate(connection)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction that takes the write lock up front; rolled back on error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+
+
+@contextmanager
+def _translated(what: str) -> Iterator[None]:
+    """Raise sqlite3's errors as the store error tree: who broke what."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except sqlite3.Error as exc:
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        error: StoreError
+        if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
+            error = StoreCorrupt(f"{what}: {exc}")
+        elif name.startswith("SQLITE_CONSTRAINT"):
+            error = StoreConflict(f"{what}: {exc}")
+        else:
+            error = StoreUnavailable(f"{what}: {exc}")
+        raise error from exc
+    except OSError as exc:
+        raise StoreUnavailable(f"{what}: {exc}") from exc
+
+
+def _require_session(db: sqlite3.Connection, session_id: SessionId) -> None:
+    if db.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone() is None:
+        raise StoreNotFound(f"no session {session_id}")
+
+
+def _require_branch(db: sqlite3.Connection, branch_id: BranchId) -> None:
+    if db.execute("SELECT 1 FROM branches WHERE branch_id = ?", (branch_id,)).fetchone() is None:
+        raise StoreNotFound(f"no branch {branch_id}")
+
+
+def _lease_owner(db: sqlite3.Connection, session_id: SessionId) -> LeaseOwner | None:
+    row = db.execute(
+        "SELECT owner_token, pid, host, process_start FROM session_leases WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    return None if row is None else LeaseOwner(*row)
+
+
+def _insert_branch(db: sqlite3.Connection, branch: BranchRecord) -> None:
+    db.execute(
+        f"INSERT INTO branches ({_BRANCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            branch.branch_id,
+            branch.session_id,
+            branch.parent_id,
+            branch.cut_seq,
+            branch.label,
+            branch.created_at,
+            branch.closed_at,
+        ),
+    )
+
+
+def _insert_results(
+    db: sqlite3.Connection, branch_id: BranchId, results: Sequence[tuple[CallId, Seq]]
+) -> None:
+    if results:
+        db.executemany(
+            "INSERT OR IGNORE INTO tool_results VALUES (?, ?, ?)",
+            [(branch_id, call_id, seq) for call_id, seq in results],
+        )
+
+
+def _session_row(session: SessionRecord) -> tuple[Any, ...]:
+    origin = session.fork_origin
+    return (
+        session.session_id,
+        session.cwd,
+        session.main_branch_id,
+        session.title,
+        session.created_at,
+        session.updated_at,
+        None if origin is None else origin.session_id,
+        None if origin is None else origin.branch_id,
+        None if origin is None else origin.seq,
+    )
+
+
+def _session_record(row: Sequence[Any]) -> SessionRecord:
+    session_id, cwd, main_branch_id, title, created_at, updated_at, fork_s, fork_b, fork_q = row
+    origin = None if fork_s is None else ForkOrigin(fork_s, fork_b, fork_q)
+    return SessionRecord(session_id, cwd, main_branch_id, created_at, updated_at, title, origin)
+
+
+def _branch_record(row: Sequence[Any]) -> BranchRecord:
+    return BranchRecord(*row)
+
+
+def _snapshot(row: Sequence[Any]) -> Snapshot:
+    branch_id, interpreter, anchor, version, digest, ancestry, state, checksum, created_at = row
+    try:
+        parts = tuple((str(b), int(s)) for b, s in json.loads(ancestry))
+    except (TypeError, ValueError):
+        parts = ()  # unreadable: it will not match any lineage, so it is skipped
+    return Snapshot(
+        branch_id, interpreter, version, anchor, digest, parts, bytes(state), checksum, created_at
+    )
