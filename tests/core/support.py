@@ -1,0 +1,172 @@
+"""Helpers for core and store tests: drafts, stores that can be held or broken, sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import anyio
+
+from acp_agent.core import (
+    NO_SEQ,
+    Batch,
+    BranchCreated,
+    BranchEnded,
+    BranchId,
+    BranchMessageReceived,
+    BranchRecord,
+    CallId,
+    CompactionRecorded,
+    ConfigurationAdopted,
+    EventDraft,
+    Lineage,
+    ModelRequestFinished,
+    ModelRequestStarted,
+    ModelTextDelta,
+    NotificationReceived,
+    Payload,
+    PermissionAnswered,
+    PermissionAsked,
+    Registration,
+    RuleExpired,
+    RuleReplaced,
+    RuleRevoked,
+    RuleSet,
+    Seq,
+    SessionId,
+    SessionMetadataChanged,
+    SessionRecord,
+    StateCleared,
+    StateSet,
+    Store,
+    StoreUnavailable,
+    Timeline,
+    ToolCallAdmitted,
+    ToolCallCompleted,
+    ToolCallInterrupted,
+    ToolCallRequested,
+    ToolCallStarted,
+    ToolResultRecorded,
+    TurnCancelRequested,
+    TurnEnded,
+    TurnId,
+    TurnInterrupted,
+    Usage,
+    UserInputAdopted,
+    new_id,
+)
+from acp_agent.store import MemoryStore
+
+PRODUCER = "test"
+
+
+def note(text: str, *, register: Registration | None = None) -> EventDraft:
+    """A small draft whose text tells events apart."""
+    return EventDraft(NotificationReceived("test", text), PRODUCER, register)
+
+
+def notes(*texts: str) -> list[EventDraft]:
+    return [note(text) for text in texts]
+
+
+def texts_of(events: Sequence[object]) -> list[str]:
+    return [e.payload.text for e in events]  # type: ignore[attr-defined]
+
+
+async def new_session(
+    store: Store, *, cwd: str = "/work/project", at: float = 1.0
+) -> SessionRecord:
+    """A stored session with an empty main branch, leased to `store`."""
+    session_id = SessionId(new_id("sess"))
+    record = SessionRecord(session_id, cwd, BranchId(new_id("br")), at, at)
+    main = BranchRecord(record.main_branch_id, session_id, None, NO_SEQ, "main", at)
+    await store.create_session(record, main)
+    return record
+
+
+async def new_timeline(store: Store, **options: object) -> Timeline:
+    """A timeline over a fresh session's main branch."""
+    record = await new_session(store)
+    return Timeline(
+        session_id=record.session_id,
+        lineage=Lineage.root(record.main_branch_id),
+        store=store,
+        last_durable_seq=NO_SEQ,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+class GatedStore(MemoryStore):
+    """A memory store whose writes can be held until released, or made to fail."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gated = False
+        self.fail_next: Exception | None = None
+        self.writes_waiting = 0
+        self._permits = 0
+        self._released = anyio.Event()
+
+    def release(self, count: int = 1) -> None:
+        """Let `count` held writes become durable."""
+        self._permits += count
+        self._released.set()
+        self._released = anyio.Event()
+
+    def open_gate(self) -> None:
+        self.gated = False
+        self.release(0)
+
+    async def append_batch(self, batch: Batch) -> None:
+        if self.fail_next is not None:
+            error, self.fail_next = self.fail_next, None
+            raise error
+        self.writes_waiting += 1
+        try:
+            while self.gated and self._permits == 0:
+                await self._released.wait()
+            if self.gated:
+                self._permits -= 1
+        finally:
+            self.writes_waiting -= 1
+        await super().append_batch(batch)
+
+
+def unavailable() -> StoreUnavailable:
+    return StoreUnavailable("disk unplugged (test)")
+
+
+def sample_payloads() -> list[Payload]:
+    """One payload of every kind this version knows, with every field set."""
+    call = CallId("call_1")
+    turn = TurnId("turn_1")
+    main, child = BranchId("br_main"), BranchId("br_child")
+    return [
+        UserInputAdopted("turn_1", [{"type": "text", "text": "fix the bug in ünïcode"}]),
+        ModelRequestStarted("req_1", turn, "scripted"),
+        ModelTextDelta("req_1", "Looking…"),
+        ModelRequestFinished("req_1", "tool_use", Usage(120, 30, 100, 20)),
+        ToolCallRequested("req_1", call, "read_file", {"path": "a.py", "lines": [1, 2]}),
+        ToolCallAdmitted(call, "perm_1"),
+        ToolCallStarted(call),
+        ToolCallCompleted(call, succeeded=False),
+        ToolResultRecorded(call, "req_1", [{"type": "text", "text": "boom"}], True),
+        ToolCallInterrupted(call, "cancelled by the person"),
+        PermissionAsked("perm_1", call, ["allow_once", "reject_once"]),
+        PermissionAnswered("perm_1", call, "allow_once"),
+        StateSet("environment/date", "2026-11-03"),
+        StateCleared("environment/git_branch"),
+        RuleSet("rule_1", "project", "Run the tests before committing."),
+        RuleReplaced("rule_1", "project", "Run `make test` before committing."),
+        RuleRevoked("rule_1", "project", "the person asked"),
+        RuleExpired("rule_2", "user"),
+        NotificationReceived("tools/bash", "background job 3 finished"),
+        BranchCreated(child, main, Seq(4), "read the tests"),
+        BranchMessageReceived(main, "msg_1", "the parser is fixed"),
+        BranchEnded(child, "done"),
+        CompactionRecorded("cmp_1", Seq(40), "We fixed the parser."),
+        ConfigurationAdopted("cfg_1", {"model": "scripted", "max_tokens": 1000}),
+        SessionMetadataChanged("Fix the parser"),
+        TurnCancelRequested(turn),
+        TurnInterrupted(turn),
+        TurnEnded(turn, "end_turn"),
+    ]

@@ -1,0 +1,392 @@
+"""The behaviour every `Store` shows; each implementation's test module subclasses it.
+
+A subclass provides the `stores` fixture: a `StoreFactory` whose `open()`
+yields a store and whose `open_other_writer()` yields another handle on the
+same data, standing for a second acp-agent process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Protocol
+
+import attrs
+import pytest
+
+from acp_agent.core import (
+    NO_SEQ,
+    Batch,
+    BatchId,
+    BranchCreated,
+    BranchEnded,
+    BranchId,
+    BranchRecord,
+    CallId,
+    CompactionRecorded,
+    Event,
+    ForkOrigin,
+    NotificationReceived,
+    Payload,
+    Seq,
+    SeqTaken,
+    SessionHeld,
+    SessionId,
+    SessionMetadataChanged,
+    SessionRecord,
+    Snapshot,
+    Store,
+    StoreConflict,
+    StoreNotFound,
+    StoreUnavailable,
+    ToolResultRecorded,
+    UnknownPayload,
+    new_id,
+)
+from tests.core.support import new_session, sample_payloads
+
+pytestmark = pytest.mark.anyio
+
+
+class StoreFactory(Protocol):
+    def open(self) -> contextlib.AbstractAsyncContextManager[Store]: ...
+
+    def open_other_writer(self) -> contextlib.AbstractAsyncContextManager[Store]: ...
+
+
+def events(
+    branch_id: BranchId, first: int, payloads: Sequence[Payload], *, at: float = 10.0
+) -> tuple[Event, ...]:
+    return tuple(
+        Event(branch_id, Seq(first + i), BatchId(first), p, "test", at)
+        for i, p in enumerate(payloads)
+    )
+
+
+def batch_of(
+    session: SessionRecord,
+    first: int,
+    *payloads: Payload,
+    branch: BranchId | None = None,
+    at: float = 10.0,
+) -> Batch:
+    branch_id = session.main_branch_id if branch is None else branch
+    return Batch(session.session_id, branch_id, events(branch_id, first, payloads, at=at))
+
+
+def note(text: str) -> NotificationReceived:
+    return NotificationReceived("test", text)
+
+
+def result(call: str) -> ToolResultRecorded:
+    return ToolResultRecorded(CallId(call), "req_1", [{"type": "text", "text": "ok"}], False)
+
+
+def snapshot(branch_id: BranchId, anchor: int, *, interpreter: str = "context") -> Snapshot:
+    return Snapshot(
+        branch_id,
+        interpreter,
+        "1",
+        Seq(anchor),
+        f"digest{anchor}",
+        ((branch_id, 0),),
+        b"state",
+        "sum",
+        1.0,
+    )
+
+
+class StoreContract:
+    """Subclass and provide a `stores` fixture returning a `StoreFactory`."""
+
+    # --- sessions ------------------------------------------------------------------
+
+    async def test_a_created_session_reads_back_with_its_main_branch(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            session = await new_session(store, cwd="/work/a")
+            assert await store.get_session(session.session_id) == session
+            assert await store.list_branches(session.session_id) == [
+                BranchRecord(session.main_branch_id, session.session_id, None, NO_SEQ, "main", 1.0)
+            ]
+            assert await store.last_durable_seq(session.main_branch_id) == NO_SEQ
+            assert await store.read(session.main_branch_id) == []
+
+    async def test_creating_an_existing_session_conflicts(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            main = (await store.list_branches(session.session_id))[0]
+            with pytest.raises(StoreConflict):
+                await store.create_session(session, main)
+
+    async def test_unknown_sessions_and_branches_are_not_found(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            nobody = SessionId("sess_nobody")
+            for call in (
+                store.get_session(nobody),
+                store.acquire_session(nobody),
+                store.list_branches(nobody),
+                store.read(BranchId("br_nobody")),
+                store.last_durable_seq(BranchId("br_nobody")),
+            ):
+                with pytest.raises(StoreNotFound):
+                    await call
+
+    async def test_sessions_list_most_recently_updated_first_and_filter_by_cwd(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            old = await new_session(store, cwd="/work/a", at=1.0)
+            other = await new_session(store, cwd="/work/b", at=2.0)
+            new = await new_session(store, cwd="/work/a", at=3.0)
+            assert [s.session_id for s in await store.list_sessions()] == [
+                new.session_id,
+                other.session_id,
+                old.session_id,
+            ]
+            # Appending makes a session the most recent.
+            await store.append_batch(batch_of(old, 1, note("hi"), at=9.0))
+            listed = await store.list_sessions(cwd="/work/a")
+            assert [s.session_id for s in listed] == [old.session_id, new.session_id]
+            assert listed[0].updated_at == 9.0
+            assert len(await store.list_sessions(limit=1)) == 1
+
+    async def test_a_title_change_updates_the_session_row_in_the_same_batch(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            await store.append_batch(batch_of(session, 1, SessionMetadataChanged("Fix the parser")))
+            assert (await store.get_session(session.session_id)).title == "Fix the parser"
+
+    # --- events --------------------------------------------------------------------
+
+    async def test_appended_events_read_back_equal_for_every_kind(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            payloads = [p for p in sample_payloads() if not isinstance(p, BranchEnded)]
+            batch = batch_of(session, 1, *payloads)
+            await store.append_batch(batch)
+            assert await store.read(session.main_branch_id) == list(batch.events)
+            assert await store.last_durable_seq(session.main_branch_id) == len(payloads)
+
+    async def test_an_event_of_an_unknown_kind_is_stored_and_read_back(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            batch = batch_of(session, 1, UnknownPayload("plugin.weather", {"sky": "grey"}))
+            await store.append_batch(batch)
+            assert await store.read(session.main_branch_id) == list(batch.events)
+
+    async def test_reads_take_the_range_after_gt_up_to_lte(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            await store.append_batch(batch_of(session, 1, *(note(str(i)) for i in range(1, 7))))
+            main = session.main_branch_id
+            assert [e.seq for e in await store.read(main, gt=Seq(2), lte=Seq(4))] == [3, 4]
+            assert [e.seq for e in await store.read(main, gt=Seq(4))] == [5, 6]
+            assert await store.read(main, gt=Seq(6)) == []
+
+    async def test_a_batch_must_start_at_the_next_seq(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            await store.append_batch(batch_of(session, 1, note("a"), note("b")))
+            with pytest.raises(SeqTaken, match="next free seq is 3"):
+                await store.append_batch(batch_of(session, 2, note("again")))
+            with pytest.raises(SeqTaken):
+                await store.append_batch(batch_of(session, 4, note("gap")))
+            assert [e.seq for e in await store.read(session.main_branch_id)] == [1, 2]
+
+    async def test_a_batch_that_cannot_be_stored_leaves_nothing_behind(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            unserialisable = NotificationReceived("test", {1, 2})  # type: ignore[arg-type]
+            with pytest.raises(TypeError):
+                await store.append_batch(batch_of(session, 1, note("fine"), unserialisable))
+            assert await store.read(session.main_branch_id) == []
+            assert await store.last_durable_seq(session.main_branch_id) == NO_SEQ
+            await store.append_batch(batch_of(session, 1, note("fine")))
+
+    async def test_a_branch_is_created_by_its_first_event(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            await store.append_batch(batch_of(session, 1, note("a"), note("b")))
+            child = BranchId(new_id("br"))
+            opening = batch_of(
+                session,
+                3,
+                BranchCreated(child, session.main_branch_id, Seq(2), "tests"),
+                branch=child,
+            )
+            await store.append_batch(opening)
+            assert (await store.list_branches(session.session_id))[1] == BranchRecord(
+                child, session.session_id, session.main_branch_id, Seq(2), "tests", 10.0
+            )
+            assert await store.read(child) == list(opening.events)
+            assert await store.read(session.main_branch_id, gt=Seq(2)) == []
+            assert await store.last_durable_seq(child) == 3
+
+    async def test_a_new_branch_has_its_cut_as_last_durable_seq(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            await store.append_batch(batch_of(session, 1, note("a"), note("b")))
+            child = BranchId(new_id("br"))
+            created = BranchCreated(child, session.main_branch_id, Seq(2), None)
+            with pytest.raises(SeqTaken):  # a child's first seq is its cut + 1
+                await store.append_batch(batch_of(session, 1, created, branch=child))
+            await store.append_batch(batch_of(session, 3, created, branch=child))
+            assert await store.last_durable_seq(child) == 3
+
+    async def test_a_batch_for_an_unknown_branch_is_not_found(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            with pytest.raises(StoreNotFound):
+                await store.append_batch(
+                    batch_of(session, 1, note("x"), branch=BranchId("br_none"))
+                )
+            orphan = BranchId(new_id("br"))
+            created = BranchCreated(orphan, BranchId("br_none"), NO_SEQ, None)
+            with pytest.raises(StoreNotFound):
+                await store.append_batch(batch_of(session, 1, created, branch=orphan))
+
+    async def test_an_ended_branch_takes_no_more_events(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            main = session.main_branch_id
+            await store.append_batch(
+                batch_of(session, 1, note("a"), BranchEnded(main, "done"), at=5.0)
+            )
+            assert (await store.list_branches(session.session_id))[0].closed_at == 5.0
+            with pytest.raises(StoreConflict, match="ended"):
+                await store.append_batch(batch_of(session, 3, note("late")))
+
+    async def test_results_are_tracked_in_the_batch_that_records_them(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            main = session.main_branch_id
+            assert not await store.has_result(main, CallId("call_a"))
+            await store.append_batch(batch_of(session, 1, note("a"), result("call_a")))
+            assert await store.has_result(main, CallId("call_a"))
+            assert await store.has_result(main, CallId("call_a"), lte=Seq(2))
+            assert not await store.has_result(main, CallId("call_a"), lte=Seq(1))
+            assert not await store.has_result(main, CallId("call_b"))
+
+    # --- forks -----------------------------------------------------------------------
+
+    async def test_a_fork_is_created_with_its_copied_history_in_one_step(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            source = await new_session(store)
+            await store.append_batch(batch_of(source, 1, note("a"), result("call_a")))
+            copied = await store.read(source.main_branch_id)
+            fork_main = BranchId(new_id("br"))
+            fork = SessionRecord(
+                SessionId(new_id("sess")),
+                source.cwd,
+                fork_main,
+                2.0,
+                2.0,
+                "fork",
+                ForkOrigin(source.session_id, source.main_branch_id, Seq(2)),
+            )
+            history = [attrs.evolve(e, branch_id=fork_main) for e in copied]
+            main = BranchRecord(fork_main, fork.session_id, None, NO_SEQ, "main", 2.0)
+            await store.create_session(fork, main, history=history)
+            assert await store.get_session(fork.session_id) == fork
+            assert await store.read(fork_main) == history
+            assert await store.has_result(fork_main, CallId("call_a"))
+            await store.append_batch(batch_of(fork, 3, note("only in the fork")))
+            assert await store.last_durable_seq(source.main_branch_id) == 2
+
+    async def test_fork_history_must_be_dense_from_one(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            main_id = BranchId(new_id("br"))
+            record = SessionRecord(SessionId(new_id("sess")), "/w", main_id, 1.0, 1.0)
+            main = BranchRecord(main_id, record.session_id, None, NO_SEQ, "main", 1.0)
+            with pytest.raises(ValueError, match="dense"):
+                await store.create_session(record, main, history=events(main_id, 2, [note("x")]))
+
+    # --- leases --------------------------------------------------------------------------
+
+    async def test_a_second_writer_gets_session_held_and_can_still_read(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store, stores.open_other_writer() as other:
+            session = await new_session(store)
+            await store.append_batch(batch_of(session, 1, note("mine")))
+            with pytest.raises(SessionHeld, match="open in another acp-agent process") as held:
+                await other.acquire_session(session.session_id)
+            assert held.value.holder is not None
+            with pytest.raises(SessionHeld):
+                await other.append_batch(batch_of(session, 2, note("theirs")))
+            assert len(await other.read(session.main_branch_id)) == 1
+            await store.release_session(session.session_id)
+            await other.acquire_session(session.session_id)
+            await other.append_batch(batch_of(session, 2, note("theirs now")))
+            with pytest.raises(SessionHeld):
+                await store.append_batch(batch_of(session, 3, note("mine again?")))
+
+    async def test_appending_without_the_lease_is_refused(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            await store.release_session(session.session_id)
+            with pytest.raises(SessionHeld, match="not open for writing"):
+                await store.append_batch(batch_of(session, 1, note("x")))
+            await store.acquire_session(session.session_id)
+            await store.acquire_session(session.session_id)  # idempotent
+            await store.append_batch(batch_of(session, 1, note("x")))
+
+    async def test_closing_a_store_releases_its_leases(self, stores: StoreFactory) -> None:
+        async with stores.open_other_writer() as other:
+            async with stores.open() as store:
+                session = await new_session(store)
+            await other.acquire_session(session.session_id)
+
+    async def test_a_closed_store_is_unavailable(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            await store.aclose()
+            await store.aclose()  # idempotent
+            with pytest.raises(StoreUnavailable):
+                await store.read(session.main_branch_id)
+
+    # --- snapshots ------------------------------------------------------------------------
+
+    async def test_snapshots_come_newest_first_and_only_the_newest_are_kept(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            main = session.main_branch_id
+            for anchor in (3, 9, 6):
+                await store.put_snapshot(snapshot(main, anchor), keep=2)
+            await store.put_snapshot(snapshot(main, 1, interpreter="other"))
+            assert await store.get_snapshots(main, "context") == [
+                snapshot(main, 9),
+                snapshot(main, 6),
+            ]
+            assert await store.get_snapshots(main, "other") == [
+                snapshot(main, 1, interpreter="other")
+            ]
+
+    async def test_deleting_snapshots_never_touches_compaction_records(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            main = session.main_branch_id
+            batch = batch_of(session, 1, note("a"), CompactionRecorded("cmp_1", Seq(1), "summary"))
+            await store.append_batch(batch)
+            await store.put_snapshot(snapshot(main, 2))
+            await store.delete_snapshots(main)
+            assert await store.get_snapshots(main, "context") == []
+            assert await store.read(main) == list(batch.events)
