@@ -234,8 +234,9 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
 
     A response read to its end leaves the connection reusable, which spares the
     next request a TCP and TLS handshake; a server that keeps talking is cut off.
+    The reply is already complete, so a connection that fails now changes nothing.
     """
-    with anyio.move_on_after(DRAIN_LIMIT_S):
+    with anyio.move_on_after(DRAIN_LIMIT_S), contextlib.suppress(httpx.HTTPError):
         async for _ in chunks:
             pass
 

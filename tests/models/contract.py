@@ -262,6 +262,13 @@ class ProviderContract:
         assert received == [TextDelta("Hal")]
         assert len(server.requests) == 1
 
+    async def test_a_connection_dropped_after_the_final_event_leaves_the_reply_complete(
+        self, server: FakeProviderServer, provider: ModelProvider
+    ) -> None:
+        server.add(Exchange(chunks=[self.text_stream("Done.")], truncate=True))
+        events = await collect(provider)
+        assert neutral(events)[-1] == ResponseEnded(StopReason.END_TURN)
+
     async def test_stream_that_ends_in_the_middle_of_an_event_raises_stream_broken(
         self, server: FakeProviderServer, provider: ModelProvider
     ) -> None:
