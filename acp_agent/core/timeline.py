@@ -146,10 +146,10 @@ class Timeline:
         tail = self._tail
         tail.extend(batch.events)
         if len(tail) > 2 * self._tail_events:
-            # Trim in bulk, keeping the tail's start on a batch start.
+            # Trim in bulk, keeping at least the newest `tail_events`, from a batch start.
             start = len(tail) - self._tail_events
-            while not tail[start].starts_batch:
-                start += 1
+            while start > 0 and not tail[start].starts_batch:
+                start -= 1
             del tail[:start]
         self._last_published_seq = batch.last_seq
         self._wake()
