@@ -217,20 +217,29 @@ class Scope:
 
     async def _host(self, assemble: Assembler | None, task_status: TaskStatus[None]) -> None:
         """Own the scope's task group from assembly to the last cleanup."""
+        assembly_error: Exception | None = None
         try:
             async with anyio.create_task_group() as task_group:
                 self._task_group = task_group
-                if assemble is not None:
-                    await assemble(self)
-                for name, factory in self.registry.factories(self.kind):
-                    self.provide(ServiceKey(name, self.kind), await factory(self))
-                self._state = ScopeState.READY
-                task_status.started()
-                for func, task_name in self._deferred:
-                    task_group.start_soon(func, name=task_name)
-                self._deferred.clear()
-                await self._close_requested.wait()
-                task_group.cancel_scope.cancel()
+                try:
+                    if assemble is not None:
+                        await assemble(self)
+                    for name, factory in self.registry.factories(self.kind):
+                        self.provide(ServiceKey(name, self.kind), await factory(self))
+                except Exception as exc:
+                    # Raised to the opener as is, not wrapped in the group's ExceptionGroup.
+                    assembly_error = exc
+                    task_group.cancel_scope.cancel()
+                else:
+                    self._state = ScopeState.READY
+                    task_status.started()
+                    for func, task_name in self._deferred:
+                        task_group.start_soon(func, name=task_name)
+                    self._deferred.clear()
+                    await self._close_requested.wait()
+                    task_group.cancel_scope.cancel()
+            if assembly_error is not None:
+                raise assembly_error
         except Exception as exc:
             if self._state is ScopeState.ASSEMBLING:
                 raise  # the opener learns through start()
