@@ -109,12 +109,14 @@ from acp_agent.core.store import (
     StoreUnavailable,
     project_batch,
 )
-from acp_agent.core.timeline import Timeline
+from acp_agent.core.timeline import DEFAULT_PAGE_EVENTS, DEFAULT_TAIL_EVENTS, Timeline
 from acp_agent.core.turns import Turn, TurnState
 
 __all__ = (
     "BRANCH",
     "CORE_PRODUCER",
+    "DEFAULT_PAGE_EVENTS",
+    "DEFAULT_TAIL_EVENTS",
     "DISPATCHER",
     "EVENT_FORMAT_VERSION",
     "NO_SEQ",

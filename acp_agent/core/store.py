@@ -18,8 +18,9 @@ per-session writer leases, and restore snapshots (cache, never facts).
 
 The store keeps its query tables in step with the events, in the batch's own
 transaction, by the rules in `project_batch`: the `BranchCreated` of a new
-branch inserts its row (its first seq must then be the cut + 1), `BranchEnded` closes it, `ToolResultRecorded` is
-tracked for `has_result`, `SessionMetadataChanged` sets the session title.
+branch inserts its row (its first seq must then be the cut + 1), `BranchEnded`
+closes it, `ToolResultRecorded` is tracked for `has_result`, and
+`SessionMetadataChanged` sets the session title.
 """
 
 from __future__ import annotations
