@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import anyio
 
@@ -170,3 +170,10 @@ def sample_payloads() -> list[Payload]:
         TurnInterrupted(turn),
         TurnEnded(turn, "end_turn"),
     ]
+
+
+async def wait_until(condition: Callable[[], object], *, timeout_s: float = 5.0) -> None:
+    """Wait until `condition()` is true; fails the test after `timeout_s`."""
+    with anyio.fail_after(timeout_s):
+        while not condition():  # noqa: ASYNC110 - polls state owned by the code under test
+            await anyio.sleep(0.001)
