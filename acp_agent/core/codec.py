@@ -44,20 +44,31 @@ _converter: Final = cattrs.Converter()
 _dumps: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _loads: Final = json.loads
 
-# Hooks are looked up once per class, not per event: this is the append hot path.
-_UNSTRUCTURE: Final[dict[type[Payload], Callable[[Any], Any]]] = {
-    cls: _converter.get_unstructure_hook(cls) for cls in PAYLOAD_TYPES.values()
-}
-_STRUCTURE: Final[dict[str, tuple[type[Payload], Callable[[Any, Any], Any]]]] = {
-    kind: (cls, _converter.get_structure_hook(cls)) for kind, cls in PAYLOAD_TYPES.items()
-}
+# cattrs builds a hook per class on first use (not at import: start-up time matters),
+# then every event of that class reuses it: this is the append hot path.
+_UNSTRUCTURE: Final[dict[type[Payload], Callable[[Any], Any]]] = {}
+_STRUCTURE: Final[dict[type[Payload], Callable[[Any, Any], Any]]] = {}
+
+
+def _unstructure_hook(cls: type[Payload]) -> Callable[[Any], Any]:
+    hook = _UNSTRUCTURE.get(cls)
+    if hook is None:
+        hook = _UNSTRUCTURE[cls] = _converter.get_unstructure_hook(cls)
+    return hook
+
+
+def _structure_hook(cls: type[Payload]) -> Callable[[Any, Any], Any]:
+    hook = _STRUCTURE.get(cls)
+    if hook is None:
+        hook = _STRUCTURE[cls] = _converter.get_structure_hook(cls)
+    return hook
 
 
 def encode_payload(payload: Payload) -> str:
     """The payload as compact JSON (an unknown payload's data verbatim)."""
     if isinstance(payload, UnknownPayload):
         return _dumps(payload.data)
-    return _dumps(_UNSTRUCTURE[type(payload)](payload))
+    return _dumps(_unstructure_hook(type(payload))(payload))
 
 
 def encode_event(event: Event) -> EventRow:
@@ -83,14 +94,13 @@ def decode_event(row: EventRow | tuple[Any, ...]) -> Event:
         raise StoreCorrupt(f"branch {branch_id} seq {seq}: payload is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise StoreCorrupt(f"branch {branch_id} seq {seq}: payload is not a JSON object")
-    known = _STRUCTURE.get(kind)
+    cls = PAYLOAD_TYPES.get(kind)
     payload: Payload
-    if known is None:
+    if cls is None:
         payload = UnknownPayload(kind, data)
     else:
-        cls, structure = known
         try:
-            payload = structure(data, cls)
+            payload = _structure_hook(cls)(data, cls)
         except Exception as exc:
             if version > EVENT_FORMAT_VERSION:
                 # A newer writer changed this kind's shape: keep the fact, unread.
