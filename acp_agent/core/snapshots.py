@@ -77,8 +77,8 @@ def anchor_digest(event: Event | None) -> str:
     """A digest of an event's stored form: equal digests mean the same recorded fact."""
     if event is None:
         return ""
-    row = encode_event(event)
-    text = f"{row.seq}|{row.batch_id}|{row.kind}|{row.producer}|{row.recorded_at!r}|{row.payload}"
+    _, seq, batch_id, kind, payload, producer, recorded_at, _ = encode_event(event)
+    text = f"{seq}|{batch_id}|{kind}|{producer}|{recorded_at!r}|{payload}"
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 

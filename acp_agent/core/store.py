@@ -139,7 +139,8 @@ class SessionRecord:
     cwd: str
     main_branch_id: BranchId
     created_at: float
-    #: Time of the session's last appended batch; sessions list most recent first.
+    #: Time of the session's latest batch (a store may move it in steps of about a
+    #: second); sessions list most recent first.
     updated_at: float
     title: str | None = None
     fork_origin: ForkOrigin | None = None

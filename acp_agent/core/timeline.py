@@ -112,13 +112,12 @@ class Timeline:
                 raise BranchClosed(self.branch_id)
             first = self._last_assigned_seq + 1
             now = self.clock()
+            branch_id = self.branch_id
             batch = Batch(
                 self.session_id,
-                self.branch_id,
+                branch_id,
                 tuple(
-                    Event(
-                        self.branch_id, Seq(first + i), BatchId(first), d.payload, d.producer, now
-                    )
+                    Event(branch_id, Seq(first + i), BatchId(first), d.payload, d.producer, now)
                     for i, d in enumerate(drafts)
                 ),
             )

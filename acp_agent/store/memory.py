@@ -156,7 +156,7 @@ class MemoryStore:
         if branch.closed_at is not None:
             raise StoreConflict(f"branch {batch.branch_id} has ended")
         own = db.events.get(batch.branch_id, [])
-        expected = (own[-1].seq if own else branch.cut_seq) + 1
+        expected = (own[-1][1] if own else branch.cut_seq) + 1
         if batch.first_seq != expected:
             raise SeqTaken(batch.branch_id, batch.first_seq, expected)
         # Everything is checked: apply the batch and its projections together.
@@ -191,7 +191,7 @@ class MemoryStore:
         if branch is None:
             raise StoreNotFound(f"no branch {branch_id}")
         own = db.events.get(branch_id)
-        return Seq(own[-1].seq) if own else branch.cut_seq
+        return Seq(own[-1][1]) if own else branch.cut_seq
 
     async def has_result(
         self, branch_id: BranchId, call_id: CallId, *, lte: Seq | None = None

@@ -15,12 +15,14 @@ from acp_agent.core import (
     Event,
     EventRow,
     NotificationReceived,
+    Payload,
     Seq,
     SessionId,
     StoreCorrupt,
     UnknownPayload,
     decode_event,
     encode_event,
+    encode_payload,
 )
 
 from .support import sample_payloads
@@ -80,12 +82,35 @@ def test_the_samples_cover_every_payload_class() -> None:
 def test_every_event_survives_its_stored_form(payload: object) -> None:
     event = event_with(payload)
     row = encode_event(event)
-    assert json.loads(row.payload)  # compact JSON object
-    assert decode_event(tuple(row)) == event
+    assert json.loads(row[4])  # the payload, as a compact JSON object
+    assert decode_event(row) == event
+
+
+@pytest.mark.parametrize("payload", sample_payloads(), ids=lambda p: p.kind)
+def test_the_fast_json_encoding_is_exactly_compact_json(payload: Payload) -> None:
+    data = json.loads(encode_payload(payload))
+    expected = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    assert encode_payload(payload) == expected
+
+
+def test_a_cyclic_payload_cannot_be_encoded() -> None:
+    cyclic: dict[str, object] = {}
+    cyclic["self"] = cyclic
+    with pytest.raises(RecursionError):
+        encode_payload(UnknownPayload("plugin.cyclic", cyclic))
 
 
 def test_an_event_of_an_unknown_kind_is_kept_and_written_back_unchanged() -> None:
-    row = EventRow("br_1", 3, 3, "plugin.weather_changed", '{"sky":"grey","hPa":1013}', "p", 1.5, 2)
+    row: EventRow = (
+        "br_1",
+        3,
+        3,
+        "plugin.weather_changed",
+        '{"sky":"grey","hPa":1013}',
+        "p",
+        1.5,
+        2,
+    )
     event = decode_event(row)
     assert event.payload == UnknownPayload("plugin.weather_changed", {"sky": "grey", "hPa": 1013})
     assert event.kind == "plugin.weather_changed"
@@ -95,7 +120,7 @@ def test_an_event_of_an_unknown_kind_is_kept_and_written_back_unchanged() -> Non
 def test_a_known_kind_in_a_newer_format_this_version_cannot_read_is_kept() -> None:
     # A newer writer renamed `text`; we keep the fact instead of failing or dropping it.
     payload = '{"source":"tools/bash","body":"done"}'
-    row = EventRow("br_1", 3, 3, "notification", payload, "p", 1.5, EVENT_FORMAT_VERSION + 1)
+    row: EventRow = ("br_1", 3, 3, "notification", payload, "p", 1.5, EVENT_FORMAT_VERSION + 1)
     event = decode_event(row)
     assert event.payload == UnknownPayload("notification", {"source": "tools/bash", "body": "done"})
     assert encode_event(event) == row
@@ -103,7 +128,7 @@ def test_a_known_kind_in_a_newer_format_this_version_cannot_read_is_kept() -> No
 
 def test_a_newer_format_with_extra_fields_still_reads_as_the_known_kind() -> None:
     payload = '{"source":"s","text":"t","priority":3}'
-    row = EventRow("br_1", 3, 3, "notification", payload, "p", 1.5, EVENT_FORMAT_VERSION + 1)
+    row: EventRow = ("br_1", 3, 3, "notification", payload, "p", 1.5, EVENT_FORMAT_VERSION + 1)
     assert decode_event(row).payload == NotificationReceived("s", "t")
 
 
@@ -111,13 +136,13 @@ def test_a_newer_format_with_extra_fields_still_reads_as_the_known_kind() -> Non
     "payload", ['{"source":"s"}', "not json", "[1, 2]"], ids=["missing-field", "not-json", "array"]
 )
 def test_an_unreadable_payload_of_this_version_is_store_corrupt(payload: str) -> None:
-    row = EventRow("br_1", 3, 3, "notification", payload, "p", 1.5, EVENT_FORMAT_VERSION)
+    row: EventRow = ("br_1", 3, 3, "notification", payload, "p", 1.5, EVENT_FORMAT_VERSION)
     with pytest.raises(StoreCorrupt, match="seq 3"):
         decode_event(row)
 
 
 def test_events_carry_the_format_version_they_were_written_in() -> None:
-    assert encode_event(event_with(NotificationReceived("s", "t"))).format_version == 1
+    assert encode_event(event_with(NotificationReceived("s", "t")))[-1] == 1
 
 
 def test_a_batch_holds_consecutive_seqs_only() -> None:
