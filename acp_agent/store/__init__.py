@@ -10,6 +10,7 @@ from acp_agent.store.memory import MemoryDatabase, MemoryStore
 from acp_agent.store.migrations import MIGRATIONS, Migration, migrate, schema_version
 from acp_agent.store.sqlite import (
     DATABASE_FILE_NAME,
+    RECENCY_STEP_S,
     SqliteStore,
     Synchronous,
     default_database_path,
@@ -18,6 +19,7 @@ from acp_agent.store.sqlite import (
 __all__ = (
     "DATABASE_FILE_NAME",
     "MIGRATIONS",
+    "RECENCY_STEP_S",
     "LeaseOwner",
     "MemoryDatabase",
     "MemoryStore",

@@ -55,7 +55,13 @@ from acp_agent.store._rules import check_new_session
 from acp_agent.store.leases import LeaseOwner, is_running, this_process
 from acp_agent.store.migrations import migrate
 
-__all__ = ("DATABASE_FILE_NAME", "SqliteStore", "Synchronous", "default_database_path")
+__all__ = (
+    "DATABASE_FILE_NAME",
+    "RECENCY_STEP_S",
+    "SqliteStore",
+    "Synchronous",
+    "default_database_path",
+)
 
 T = TypeVar("T")
 
@@ -76,12 +82,13 @@ _SNAPSHOT_COLUMNS: Final = (
     "branch_id, interpreter, anchor_seq, interpreter_version, anchor_digest, ancestry,"
     " state, checksum, created_at"
 )
-# Bumps the session's recency only if we hold its lease: the lease check and the
-# batch commit together.
-_BUMP_LEASED_SESSION: Final = (
-    "UPDATE sessions SET updated_at = max(updated_at, ?) WHERE session_id = ?"
-    " AND EXISTS (SELECT 1 FROM session_leases WHERE session_id = ? AND owner_token = ?)"
+_BRANCH_AND_LAST_SEQ: Final = (
+    "SELECT session_id, cut_seq, closed_at, (SELECT max(seq) FROM events WHERE branch_id = ?)"
+    " FROM branches WHERE branch_id = ?"
 )
+
+#: A session's `updated_at` (its place in the recency order) moves at most this often.
+RECENCY_STEP_S: Final = 1.0
 
 
 def default_database_path(data_dir: Path) -> Path:
@@ -99,6 +106,8 @@ class SqliteStore:
         self._owner = owner
         # One call at a time on the connection, whichever worker thread runs it.
         self._limiter = anyio.CapacityLimiter(1)
+        # Session -> the `updated_at` this handle last wrote.
+        self._recency: dict[SessionId, float] = {}
 
     @classmethod
     async def open(
@@ -223,19 +232,13 @@ class SqliteStore:
         rows = [encode_event(event) for event in batch.events]
         projection = project_batch(batch)
         session_id, branch_id = batch.session_id, batch.branch_id
+        recorded_at = batch.events[-1].recorded_at
         with _transaction(db):
-            bumped = db.execute(
-                _BUMP_LEASED_SESSION,
-                (batch.events[-1].recorded_at, session_id, session_id, self._owner.token),
-            ).rowcount
-            if not bumped:
+            holder = _lease_owner(db, session_id)
+            if holder is None or holder.token != self._owner.token:
                 _require_session(db, session_id)
-                holder = _lease_owner(db, session_id)
                 raise SessionHeld(session_id, None if holder is None else holder.holder)
-            row = db.execute(
-                "SELECT session_id, cut_seq, closed_at FROM branches WHERE branch_id = ?",
-                (branch_id,),
-            ).fetchone()
+            row = db.execute(_BRANCH_AND_LAST_SEQ, (branch_id, branch_id)).fetchone()
             if row is None:
                 created = projection.created_branch
                 if created is None:
@@ -246,19 +249,16 @@ class SqliteStore:
                 if parent is None or parent[0] != session_id:
                     raise StoreNotFound(f"no parent branch {created.parent_id} in {session_id}")
                 _insert_branch(db, created)
-                cut_seq = created.cut_seq
-            elif row[0] != session_id:
-                raise StoreNotFound(f"no branch {branch_id} in session {session_id}")
-            elif row[2] is not None:
-                raise StoreConflict(f"branch {branch_id} has ended")
+                last_seq = created.cut_seq
             else:
-                cut_seq = row[1]
-            last = db.execute(
-                "SELECT max(seq) FROM events WHERE branch_id = ?", (branch_id,)
-            ).fetchone()[0]
-            expected = (cut_seq if last is None else last) + 1
-            if batch.first_seq != expected:
-                raise SeqTaken(branch_id, batch.first_seq, expected)
+                branch_session, cut_seq, closed_at, last = row
+                if branch_session != session_id:
+                    raise StoreNotFound(f"no branch {branch_id} in session {session_id}")
+                if closed_at is not None:
+                    raise StoreConflict(f"branch {branch_id} has ended")
+                last_seq = cut_seq if last is None else last
+            if batch.first_seq != last_seq + 1:
+                raise SeqTaken(branch_id, batch.first_seq, last_seq + 1)
             db.executemany(f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows)
             _insert_results(db, branch_id, projection.results)
             if projection.closed_at is not None:
@@ -271,6 +271,14 @@ class SqliteStore:
                     "UPDATE sessions SET title = ? WHERE session_id = ?",
                     (projection.title, session_id),
                 )
+            # Recency orders the session list; rewriting its row and both indices on every
+            # batch would cost more than the batch for small ones, so it moves in steps.
+            if recorded_at - self._recency.get(session_id, -RECENCY_STEP_S) >= RECENCY_STEP_S:
+                db.execute(
+                    "UPDATE sessions SET updated_at = max(updated_at, ?) WHERE session_id = ?",
+                    (recorded_at, session_id),
+                )
+                self._recency[session_id] = recorded_at
 
     async def read(
         self, branch_id: BranchId, *, gt: Seq = NO_SEQ, lte: Seq | None = None
