@@ -1,0 +1,285 @@
+"""How fast the timeline makes events durable, and how fast a branch is rebuilt.
+
+Usage (with the virtual environment that has acp-agent installed):
+
+    .venv/bin/python benchmarks/timeline.py [--rounds N] [--events N] [--synchronous FULL]
+
+1. Durable appends per second through `Timeline.append` on the SQLite store,
+   in 1-event and 100-event batches, next to the floor: raw `sqlite3`
+   inserting the same rows (already encoded) into the same schema with the
+   same pragmas (WAL, the same `synchronous`), one transaction per batch,
+   measured in the same run. Rounds alternate ours and the floor so both see
+   the same machine noise; the table shows medians. Target: 100-event
+   batches within 2x of the floor.
+2. Rebuild of a branch of `--events` events (default 100,000) by an
+   interpreter that folds them into a small context state: a full replay
+   from the events, and a restore from a snapshot at the end (and one 1,000
+   events before it). Target: from a snapshot under 10% of the full replay.
+   Peak memory is traced (tracemalloc) in a separate run of each, so the
+   timings do not pay for the tracing.
+
+It is a report: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import attrs
+
+from acp_agent.core import (
+    BatchId,
+    BranchId,
+    Event,
+    EventDraft,
+    NotificationReceived,
+    Seq,
+    Timeline,
+    encode_event,
+    new_id,
+    open_runtime,
+    restore_state,
+    save_snapshot,
+)
+from acp_agent.store import SqliteStore, Synchronous, migrate
+
+TEXT = "tool output line: compiled 3 files, 0 warnings, tests pending"  # ~60 characters
+
+
+def drafts(size: int, batch_number: int) -> list[EventDraft]:
+    return [
+        EventDraft(NotificationReceived("tools/bash", f"{batch_number}.{i} {TEXT}"), "benchmark")
+        for i in range(size)
+    ]
+
+
+# --- appends ---------------------------------------------------------------------------------
+
+
+async def ours(path: Path, synchronous: Synchronous, size: int, batches: int) -> float:
+    """Seconds to append `batches` batches of `size` events durably through the timeline."""
+    store = await SqliteStore.open(path, synchronous=synchronous)
+    try:
+        async with open_runtime(store) as runtime:
+            timeline = (await runtime.create_session("/bench")).main.timeline
+            work = [drafts(size, n) for n in range(batches)]
+            started = time.perf_counter()
+            for batch in work:
+                await timeline.append(batch)
+            return time.perf_counter() - started
+    finally:
+        await store.aclose()
+
+
+def floor(path: Path, synchronous: Synchronous, size: int, batches: int) -> float:
+    """Seconds for raw sqlite3 to insert the same rows, one transaction per batch."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute(f"PRAGMA synchronous = {synchronous}")
+    migrate(connection)
+    insert = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    rows = []
+    seq = 0
+    branch_id = BranchId(new_id("br"))  # the same shape of id as ours
+    for n in range(batches):
+        batch_rows = []
+        first = seq + 1
+        for draft in drafts(size, n):
+            seq += 1
+            event = Event(
+                branch_id, Seq(seq), BatchId(first), draft.payload, draft.producer, time.time()
+            )
+            batch_rows.append(tuple(encode_event(event)))
+        rows.append(batch_rows)
+    started = time.perf_counter()
+    for batch_rows in rows:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.executemany(insert, batch_rows)
+        connection.execute("COMMIT")
+    elapsed = time.perf_counter() - started
+    connection.close()
+    return elapsed
+
+
+def appends(directory: Path, synchronous: Synchronous, rounds: int) -> list[dict[str, Any]]:
+    results = []
+    for size, batches in ((1, 1000), (100, 200)):
+        our_times, floor_times = [], []
+        for r in range(rounds):
+            our_times.append(
+                anyio.run(ours, directory / f"ours-{size}-{r}.db", synchronous, size, batches)
+            )
+            floor_times.append(
+                floor(directory / f"floor-{size}-{r}.db", synchronous, size, batches)
+            )
+        ours_s, floor_s = statistics.median(our_times), statistics.median(floor_times)
+        results.append(
+            {
+                "batch": size,
+                "events": size * batches,
+                "ours_events_per_s": size * batches / ours_s,
+                "floor_events_per_s": size * batches / floor_s,
+                "ours_batches_per_s": batches / ours_s,
+                "ratio": ours_s / floor_s,
+            }
+        )
+    return results
+
+
+# --- rebuild ----------------------------------------------------------------------------------
+
+
+@attrs.define
+class ContextState:
+    """What a context-preparing component might derive: counts, sizes, the recent tail."""
+
+    interpreter_name = "bench-context"
+
+    def initial(self) -> dict[str, Any]:
+        return {"kinds": {}, "chars": 0, "recent": []}
+
+    def apply(self, state: dict[str, Any], event: Event) -> dict[str, Any]:
+        kinds = state["kinds"]
+        kinds[event.kind] = kinds.get(event.kind, 0) + 1
+        text = getattr(event.payload, "text", "")
+        state["chars"] += len(text)
+        recent = state["recent"]
+        recent.append(text)
+        if len(recent) > 20:
+            del recent[0]
+        return state
+
+    @property
+    def name(self) -> str:
+        return self.interpreter_name
+
+    @property
+    def version(self) -> str:
+        return "1"
+
+    def encode(self, state: dict[str, Any]) -> bytes:
+        return json.dumps(state).encode()
+
+    def decode(self, data: bytes) -> dict[str, Any]:
+        decoded = json.loads(data)
+        assert isinstance(decoded, dict)
+        return decoded
+
+
+async def build_branch(path: Path, events: int) -> str:
+    store = await SqliteStore.open(path)
+    try:
+        async with open_runtime(store) as runtime:
+            session = await runtime.create_session("/bench")
+            timeline = session.main.timeline
+            for n in range(events // 100):
+                await timeline.append(drafts(100, n))
+            interpreter = ContextState()
+            full = await restore_state(timeline, store, interpreter)
+            await save_snapshot(timeline, store, interpreter, full.state, full.covered_seq)
+            earlier = Seq(events - 1000)
+            state = (await restore_state(timeline, store, interpreter, lte=earlier)).state
+            await save_snapshot(timeline, store, interpreter, state, earlier)
+            return session.id
+    finally:
+        await store.aclose()
+
+
+async def rebuild(path: Path, session_id: str, how: str) -> tuple[float, int]:
+    """Seconds to restore the context state; and how many events were replayed."""
+    store = await SqliteStore.open(path)
+    try:
+        async with open_runtime(store) as runtime:
+            session = await runtime.load_session(session_id)  # type: ignore[arg-type]
+            timeline: Timeline = session.main.timeline
+            if how == "events":
+                await store.delete_snapshots(timeline.branch_id)
+            elif how == "older snapshot":
+                newest = (
+                    await store.get_snapshots(timeline.branch_id, ContextState.interpreter_name)
+                )[0]
+                await store.put_snapshot(attrs.evolve(newest, interpreter_version="stale"))
+            started = time.perf_counter()
+            restored = await restore_state(timeline, store, ContextState())
+            elapsed = time.perf_counter() - started
+            anchor = 0 if restored.snapshot is None else restored.snapshot.anchor_seq
+            return elapsed, restored.covered_seq - anchor
+    finally:
+        await store.aclose()
+
+
+def traced_peak(run: Callable[..., Awaitable[Any]], *args: Any) -> int:
+    """Peak bytes allocated (tracemalloc) while `run(*args)` runs."""
+    tracemalloc.start()
+    try:
+        anyio.run(run, *args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def rebuilds(directory: Path, events: int) -> list[dict[str, Any]]:
+    results = []
+    for how in ("events", "older snapshot", "snapshot"):
+        path = directory / f"rebuild-{how.replace(' ', '-')}.db"
+        session_id = anyio.run(build_branch, path, events)
+        elapsed, replayed = anyio.run(rebuild, path, session_id, how)
+        peak = traced_peak(rebuild, path, session_id, "as stored")
+        results.append({"from": how, "seconds": elapsed, "replayed": replayed, "peak_bytes": peak})
+    return results
+
+
+# --- report --------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of each append run (median)")
+    parser.add_argument("--events", type=int, default=100_000, help="events in the rebuilt branch")
+    parser.add_argument("--synchronous", choices=["FULL", "NORMAL"], default="FULL")
+    parser.add_argument("--dir", type=Path, help="where to put the databases (default: a temp dir)")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=options.dir) as directory:
+        where = Path(directory)
+        print(
+            f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, "
+            f"synchronous={options.synchronous}, databases in {where}\n"
+        )
+        print("Durable appends (WAL, one transaction per batch; median of rounds):\n")
+        print(
+            "| batch | events | ours events/s | floor events/s | ours batches/s | ours/floor time |"
+        )
+        print(
+            "|------:|-------:|--------------:|---------------:|---------------:|----------------:|"
+        )
+        for row in appends(where, options.synchronous, options.rounds):
+            print(
+                f"| {row['batch']} | {row['events']} | {row['ours_events_per_s']:,.0f} "
+                f"| {row['floor_events_per_s']:,.0f} | {row['ours_batches_per_s']:,.0f} "
+                f"| {row['ratio']:.2f}x |"
+            )
+        print(f"\nRebuild of a {options.events:,}-event branch (restore_state, SQLite):\n")
+        print("| from | replayed events | seconds | % of full replay | peak traced memory |")
+        print("|------|----------------:|--------:|-----------------:|-------------------:|")
+        rows = rebuilds(where, options.events)
+        full = rows[0]["seconds"]
+        for row in rows:
+            print(
+                f"| {row['from']} | {row['replayed']:,} | {row['seconds']:.3f} "
+                f"| {100 * row['seconds'] / full:.1f}% | {row['peak_bytes'] / 2**20:.1f} MiB |"
+            )
+
+
+if __name__ == "__main__":
+    main()
