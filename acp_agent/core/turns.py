@@ -81,8 +81,11 @@ class Turn:
         if self._state is not TurnState.RUNNING:
             return
         self._state = TurnState.ENDED
-        await self._record(TurnEnded(self.turn_id, stop_reason))
-        self._cancel_scope.cancel()
+        try:
+            with anyio.CancelScope(shield=True):  # once ENDED, the fact must land
+                await self._record(TurnEnded(self.turn_id, stop_reason))
+        finally:
+            self._cancel_scope.cancel()
 
     async def cancel(self) -> None:
         """Record `TurnCancelRequested`, cancel the work, wait until the turn settled.
