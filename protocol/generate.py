@@ -581,8 +581,8 @@ class Builder:
             if found is None and tag_schema is not None and tag_schema.get("type") == "null":
                 # The tag may be null or absent: the default member, without the tag.
                 cls_name = f"{name}{pascal(v.get('title', 'Default'))}"
-                fields = list(base or []) + [
-                    f for f in self.fields_of(name, v) if f.wire_name != tag
+                fields = [
+                    f for f in [*(base or []), *self.fields_of(name, v)] if f.wire_name != tag
                 ]
                 self.add_struct(cls_name, name, variant_description, fields, union_unstable)
                 default = cls_name

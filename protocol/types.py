@@ -2072,16 +2072,6 @@ class IdleStateUpdateNone:
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
     meta: dict[str, Any] | None = None
 
-    #: Why foreground work stopped. The value selects one of this type's variants, which may
-    #: add fields of their own.
-    #:
-    #: Optional. Omitted or `null` both mean the agent is not reporting a stop reason; a
-    #: malformed value is treated the same way.
-    #:
-    #: See protocol docs: [Current work
-    #: state](https://agentclientprotocol.com/rfds/subagents#current-work-state)
-    stop_reason: str | None = None
-
 
 @attrs.define(frozen=True, kw_only=True)
 class RequiresActionStateUpdate:
@@ -6767,7 +6757,6 @@ WIRE_FIELDS: Final[dict[type, tuple[WireField, ...]]] = {
         WireField("state", "state", required=True, tag=True),
         WireField("usage", "usage", default_on_error=True),
         WireField("meta", "_meta", default_on_error=True),
-        WireField("stop_reason", "stopReason", default_on_error=True),
     ),
     RequiresActionStateUpdate: (
         WireField("state", "state", required=True, tag=True),

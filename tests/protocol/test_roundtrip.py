@@ -35,7 +35,7 @@ def wire_round_trip(converter: Any, value: Any, cls: Any) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_every_type_round_trips_and_validates_against_the_unstable_schema(
     cls: type, data: st.DataObject
@@ -56,7 +56,7 @@ STABLE_CLASSES = [
 
 
 @pytest.mark.parametrize("cls", STABLE_CLASSES, ids=lambda c: c.__name__)
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_stable_output_never_carries_unstable_fields(cls: type, data: st.DataObject) -> None:
     value = data.draw(strategy_for(cls))
