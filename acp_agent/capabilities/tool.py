@@ -24,8 +24,14 @@ __all__ = (
     "Effect",
     "ImageContent",
     "Location",
+    "MemoryReadStamps",
     "PermissionNeed",
+    "PlanContent",
+    "PlanEntry",
+    "PlanPriority",
+    "PlanStatus",
     "ProgressSink",
+    "ReadStamps",
     "TerminalContent",
     "TextContent",
     "Tool",
@@ -132,9 +138,20 @@ class DiffContent:
 
 @attrs.frozen
 class TerminalContent:
-    """A live terminal the client created (`terminal/create`), shown inside the call."""
+    """A live terminal shown inside the call.
+
+    Usually one the client created (`terminal/create`). With `local_cwd` set it
+    is a command the agent runs itself, shown through Zed's `_meta` extension
+    (only offered when `ClientBridge.streams_terminal_output`): the adapter
+    announces it as `_meta.terminal_info {terminal_id, cwd}`, streams what
+    `ProgressSink.terminal_output` appends as `_meta.terminal_output`, and ends
+    it with `_meta.terminal_exit {terminal_id, exit_code, signal}` taken from the
+    result's `raw_output` keys `exit_code` and `signal`.
+    """
 
     terminal_id: str
+    #: Set for a locally run command: its working directory (absolute).
+    local_cwd: str | None = None
 
 
 @attrs.frozen
@@ -145,7 +162,44 @@ class ImageContent:
     mime_type: str
 
 
-ContentPart: TypeAlias = TextContent | DiffContent | TerminalContent | ImageContent
+class PlanPriority(enum.StrEnum):
+    """How much a plan entry matters (ACP `PlanEntryPriority`)."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class PlanStatus(enum.StrEnum):
+    """Where a plan entry stands (ACP `PlanEntryStatus`)."""
+
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+
+
+@attrs.frozen
+class PlanEntry:
+    """One task of the agent's plan."""
+
+    content: str
+    priority: PlanPriority
+    status: PlanStatus
+
+
+@attrs.frozen
+class PlanContent:
+    """The agent's complete plan, every entry, as the `plan` tool last set it.
+
+    Not tool-call content: the adapter sends it as an ACP `plan` update, which
+    replaces the whole plan the editor shows (so it is always the complete list),
+    and leaves it out of the call's `content`.
+    """
+
+    entries: tuple[PlanEntry, ...]
+
+
+ContentPart: TypeAlias = TextContent | DiffContent | TerminalContent | ImageContent | PlanContent
 
 
 @attrs.frozen
@@ -177,9 +231,49 @@ class ProgressSink(Protocol):
         """Append output of a locally run command (Zed's `terminal_output` extension)."""
 
 
+class ReadStamps(Protocol):
+    """What one branch has read: a stamp per file, so edits can refuse a stale view.
+
+    Branches share the workspace but not their reads. A file tool records the
+    stamp of what it read (or wrote) and, before changing the file, compares
+    the file's current stamp with this branch's: a difference is
+    `file_modified_since_read` (someone else changed it; read it again first).
+    Keys are absolute, resolved paths; a stamp is opaque (a content digest).
+    The tool executor passes each branch's own registry in every `ToolContext`.
+    """
+
+    def record(self, path: str, stamp: str) -> None:
+        """This branch has now seen `path` as `stamp`."""
+        ...
+
+    def get(self, path: str) -> str | None:
+        """The stamp this branch last saw for `path`, or None if it never read it."""
+        ...
+
+    def forget(self, path: str) -> None:
+        """`path` is gone (deleted or moved away); a later file there is new to this branch."""
+        ...
+
+
+@attrs.define
+class MemoryReadStamps:
+    """A branch's read stamps, kept in memory (they do not survive a restart)."""
+
+    _stamps: dict[str, str] = attrs.field(factory=dict)
+
+    def record(self, path: str, stamp: str) -> None:
+        self._stamps[path] = stamp
+
+    def get(self, path: str) -> str | None:
+        return self._stamps.get(path)
+
+    def forget(self, path: str) -> None:
+        self._stamps.pop(path, None)
+
+
 @attrs.frozen
 class ToolContext:
-    """What a running call may use: its session's roots, the editor, progress."""
+    """What a running call may use: its session's roots, the editor, progress, its reads."""
 
     session_id: str
     branch_id: str
@@ -188,6 +282,10 @@ class ToolContext:
     roots: tuple[Path, ...]
     client: ClientBridge
     progress: ProgressSink
+    #: The branch's read stamps. Pass the branch's own registry: the default, a
+    #: fresh one per context, forgets every read, so edits of existing files
+    #: would always be refused as unread.
+    read_stamps: ReadStamps = attrs.field(factory=MemoryReadStamps)
 
     @property
     def cwd(self) -> Path:
