@@ -1,0 +1,149 @@
+"""Running a command locally: its own process group, capped output, nothing left behind.
+
+The command starts in a new session (`start_new_session=True`), so it leads a
+process group of its own; every way a run ends — timeout, cancellation, or
+the command exiting while children it started still run — ends with SIGKILL
+to the whole group, and the process is reaped. Output (stdout and stderr
+merged) is captured with a head and a tail kept and the middle counted, so
+any amount of output costs bounded memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+import anyio
+import attrs
+
+__all__ = ("DRAIN_AFTER_EXIT_S", "LocalExit", "OutputCapture", "kill_group", "run_local")
+
+#: After the command exits, how long its output pipe may stay open (held by
+#: background children) before the group is killed and reading stops.
+DRAIN_AFTER_EXIT_S: Final = 1.0
+_READ_CHUNK: Final = 65536
+
+
+@attrs.define
+class OutputCapture:
+    """Keeps the first `head_limit` and the last `tail_limit` bytes of a stream, counts the rest."""
+
+    head_limit: int
+    tail_limit: int
+    head: bytearray = attrs.field(factory=bytearray)
+    tail: bytearray = attrs.field(factory=bytearray)
+    #: Bytes fed in total.
+    total: int = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            excess = len(self.tail) - self.tail_limit
+            if excess > 0:
+                del self.tail[:excess]
+
+    @property
+    def omitted(self) -> int:
+        """Bytes neither in the head nor in the tail."""
+        return self.total - len(self.head) - len(self.tail)
+
+    def render(self) -> str:
+        """The kept output as text, with a line saying how much of the middle was cut."""
+        head = bytes(self.head).decode("utf-8", "replace")
+        tail = bytes(self.tail).decode("utf-8", "replace")
+        if not self.omitted:
+            return head + tail
+        return (
+            f"{head}\n[... {self.omitted} bytes of output omitted "
+            f"({self.total} in all; the first {len(self.head)} and last {len(self.tail)} "
+            f"are shown) ...]\n{tail}"
+        )
+
+
+@attrs.frozen
+class LocalExit:
+    """How a local command ended."""
+
+    exit_code: int | None
+    #: The signal name (e.g. "SIGKILL") when a signal ended it.
+    signal: str | None
+    timed_out: bool
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL every process of group `pgid`; a group already gone is fine."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+async def run_local(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    timeout_s: float,
+    on_output: Callable[[bytes], Awaitable[None]],
+) -> LocalExit:
+    """Run `argv` in its own process group, passing each output chunk to `on_output`.
+
+    Cancelling the caller kills the group (and re-raises); so does the
+    timeout, which is reported as `timed_out`.
+    """
+    process = await anyio.open_process(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
+    pgid = process.pid
+    try:
+        pipe_closed = anyio.Event()
+
+        async def pump() -> None:
+            assert process.stdout is not None
+            try:
+                while True:
+                    try:
+                        chunk = await process.stdout.receive(_READ_CHUNK)
+                    except (anyio.EndOfStream, anyio.ClosedResourceError):
+                        return
+                    await on_output(chunk)
+            finally:
+                pipe_closed.set()
+
+        with anyio.move_on_after(timeout_s) as deadline:
+            async with anyio.create_task_group() as group:
+                group.start_soon(pump)
+                await process.wait()
+                with anyio.move_on_after(DRAIN_AFTER_EXIT_S):
+                    await pipe_closed.wait()
+                group.cancel_scope.cancel()
+        timed_out = deadline.cancelled_caught
+    finally:
+        with anyio.CancelScope(shield=True):
+            kill_group(pgid)
+            await process.aclose()
+    code = process.returncode
+    if code is not None and code < 0:
+        return LocalExit(None, _signal_name(-code), timed_out)
+    return LocalExit(code, None, timed_out)

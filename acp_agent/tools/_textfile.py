@@ -1,0 +1,292 @@
+"""Text files as the tools see them: encoding, line endings, stamps, and the two channels.
+
+A file is read and written through one of two channels, decided per file:
+
+- the **client** (`fs/read_text_file` / `fs/write_text_file`), when the editor
+  offers it and the file is plain UTF-8 (or new): reads then see unsaved
+  buffers and the editor tracks the edit for review;
+- the **disk**, otherwise: bytes decoded as UTF-8 (with or without a BOM),
+  UTF-16 with a BOM, or a single-byte encoding (cp1252, else latin-1), and
+  written back in the same encoding, atomically (temporary file + rename), so
+  the bytes of untouched parts never change. Legacy encodings stay on disk
+  because the editor's text channel would re-encode them.
+
+A stamp is a digest of what the channel returned; an edit compares the
+branch's stamp with a fresh one (`file_modified_since_read`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import weakref
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Final, Literal
+
+import anyio
+import attrs
+
+from acp_agent.capabilities.client_bridge import ClientBridge
+
+__all__ = (
+    "MAX_TEXT_BYTES",
+    "FileRefusal",
+    "FileSnapshot",
+    "TextCodec",
+    "detect_codec",
+    "first_changed_line",
+    "line_ending",
+    "load_snapshot",
+    "path_lock",
+    "require_fresh_read",
+    "store_text",
+)
+
+#: Files larger than this are not read whole (nor edited): use grep or shell.
+MAX_TEXT_BYTES: Final = 16 * 1024 * 1024
+
+_BOMS: Final = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
+class FileRefusal(Exception):
+    """A file operation refused for a reason the model can act on; `code` names the reason."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@attrs.frozen
+class TextCodec:
+    """How a file's bytes become text and back: a codec and the byte-order mark it carries."""
+
+    codec: str
+    bom: bytes = b""
+
+    #: Plain UTF-8 without a BOM: the only encoding the editor's text channel keeps as is.
+    @property
+    def is_plain_utf8(self) -> bool:
+        return self.codec == "utf-8" and not self.bom
+
+    @property
+    def label(self) -> str:
+        return f"{self.codec} with BOM" if self.bom else self.codec
+
+    def decode(self, data: bytes) -> str:
+        return data[len(self.bom) :].decode(self.codec)
+
+    def encode(self, text: str) -> bytes:
+        """The bytes of `text`; `FileRefusal` when it has characters the encoding lacks."""
+        try:
+            return self.bom + text.encode(self.codec)
+        except UnicodeEncodeError as error:
+            bad = text[error.start : error.end]
+            raise FileRefusal(
+                "unencodable_text",
+                f"the file is {self.label}, which cannot hold {bad!r}; "
+                "the file keeps its encoding, so use characters it can represent",
+            ) from None
+
+
+UTF8: Final = TextCodec("utf-8")
+
+
+def detect_codec(data: bytes) -> TextCodec | None:
+    """The encoding of `data`, or None when it looks binary (a NUL byte, no UTF-16 BOM)."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            candidate = TextCodec(codec, bom)
+            try:
+                candidate.decode(data)
+            except UnicodeDecodeError:
+                break
+            return candidate
+    if b"\x00" in data:
+        return None
+    for codec in ("utf-8", "cp1252"):
+        try:
+            data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        return TextCodec(codec)
+    return TextCodec("latin-1")
+
+
+def line_ending(text: str) -> Literal["crlf", "lf", "mixed", "none"]:
+    """The file's line-ending style."""
+    crlf = text.count("\r\n")
+    lf = text.count("\n")
+    if lf == 0:
+        return "none"
+    if crlf == lf:
+        return "crlf"
+    if crlf == 0:
+        return "lf"
+    return "mixed"
+
+
+def first_changed_line(old: str, new: str) -> int:
+    """The 1-based line where `new` first differs from `old`."""
+    limit = min(len(old), len(new))
+    index = 0
+    while index < limit and old[index] == new[index]:
+        index += 1
+    return old.count("\n", 0, index) + 1
+
+
+def _stamp(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@attrs.frozen
+class FileSnapshot:
+    """A file's content as the branch sees it now."""
+
+    path: Path
+    #: The text, or None when the file does not exist.
+    text: str | None
+    #: How the file is encoded (UTF-8 for a file that does not exist yet).
+    codec: TextCodec
+    #: "client" (the editor's buffer) or "disk".
+    via: Literal["client", "disk"]
+    #: What `ReadStamps` records for this content; None when the file does not exist.
+    stamp: str | None
+    #: The file's size on disk in bytes (0 when it does not exist).
+    size: int
+
+    @property
+    def exists(self) -> bool:
+        return self.text is not None
+
+    def stamp_after_write(self, text: str) -> str:
+        """The stamp a read would record right after `text` was written over this file.
+
+        Both channels agree: the client's text of a plain UTF-8 file digests
+        as its UTF-8 bytes, which are the bytes on disk.
+        """
+        return _stamp(self.codec.encode(text))
+
+
+def _read_bytes(path: Path) -> tuple[bytes | None, int]:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None, 0
+    if path.is_dir():
+        raise FileRefusal("is_a_directory", f"{path} is a directory; use `list` or `glob`")
+    if info.st_size > MAX_TEXT_BYTES:
+        raise FileRefusal(
+            "file_too_large",
+            f"{path} is {info.st_size} bytes, more than the {MAX_TEXT_BYTES} bytes "
+            "the file tools read whole; use `grep`, or `shell` with head/tail/sed",
+        )
+    try:
+        return path.read_bytes(), info.st_size
+    except PermissionError:
+        message = f"{path} cannot be read: permission denied"
+        raise FileRefusal("permission_denied", message) from None
+
+
+async def load_snapshot(path: Path, client: ClientBridge) -> FileSnapshot:
+    """Read `path` through the right channel; raises `FileRefusal` for binary or huge files."""
+    data, size = await anyio.to_thread.run_sync(_read_bytes, path)
+    if data is None:
+        return FileSnapshot(path, None, UTF8, "disk", None, 0)
+    codec = detect_codec(data)
+    if codec is None:
+        raise FileRefusal(
+            "binary_file",
+            f"{path} is a binary file ({size} bytes); the text tools do not read or edit it",
+        )
+    if client.can_read_files and codec.is_plain_utf8:
+        text = await client.read_text_file(str(path))
+        return FileSnapshot(path, text, codec, "client", _stamp(text.encode("utf-8")), size)
+    return FileSnapshot(path, codec.decode(data), codec, "disk", _stamp(data), size)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    try:
+        mode: int | None = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temp_name, mode)
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise
+
+
+async def store_text(
+    snapshot: FileSnapshot, text: str, client: ClientBridge
+) -> Literal["client", "disk"]:
+    """Write `text` over the file of `snapshot`, in its encoding; returns the channel used.
+
+    Through the editor when it offers writes and the file is plain UTF-8 (or
+    new), else atomically on disk. Raises `FileRefusal` when `text` does not
+    fit the file's encoding.
+    """
+    data = snapshot.codec.encode(text)
+    if client.can_write_files and snapshot.codec.is_plain_utf8:
+        await anyio.to_thread.run_sync(_make_parent, snapshot.path)
+        await client.write_text_file(str(snapshot.path), text)
+        return "client"
+    await anyio.to_thread.run_sync(_write_atomically, snapshot.path, data)
+    return "disk"
+
+
+def _make_parent(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+
+_locks: weakref.WeakValueDictionary[Path, anyio.Lock] = weakref.WeakValueDictionary()
+
+
+@contextlib.asynccontextmanager
+async def path_lock(path: Path) -> AsyncIterator[None]:
+    """Serialise check-then-write on one file within this process (not against other programs)."""
+    lock = _locks.get(path)
+    if lock is None:
+        lock = anyio.Lock()
+        _locks[path] = lock
+    async with lock:
+        yield
+
+
+def require_fresh_read(snapshot: FileSnapshot, seen: str | None, display: str) -> None:
+    """Refuse to change an existing file this branch has not read, or that changed since.
+
+    `seen` is the branch's stamp for the file; `FileRefusal` codes `file_not_read`
+    and `file_modified_since_read`.
+    """
+    if not snapshot.exists:
+        return
+    if seen is None:
+        raise FileRefusal(
+            "file_not_read",
+            f"{display} exists and has not been read in this branch: read it first, "
+            "then retry (so the change is made against what is there now)",
+        )
+    if seen != snapshot.stamp:
+        raise FileRefusal(
+            "file_modified_since_read",
+            f"file_modified_since_read: {display} changed after this branch last read it "
+            "(another branch, the person, or a program changed it). Read it again, then "
+            "redo the change against its current content.",
+        )

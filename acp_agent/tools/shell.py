@@ -1,0 +1,331 @@
+"""The `shell` tool: run a command, in the editor's terminal when it offers one.
+
+With client terminals (`terminal/*`) the command runs in a terminal the
+editor owns: its output is live there (the call shows the terminal at once),
+the tool waits for exit against its timeout, kills on timeout or cancel, and
+always releases the terminal. Otherwise the command runs locally in its own
+process group (see `_process`); its output streams to the editor as Zed's
+`_meta.terminal_output` when the client renders that, else as replaced text
+content, and a timeout or cancellation kills the whole group.
+
+The model gets the exit status and the output, capped: the first
+`HEAD_BYTES` and last `TAIL_BYTES` are kept and the cut is stated.
+
+`raw_output`: ``{"command", "cwd", "via": "client"|"local", "exit_code",
+"signal", "timed_out", "output_bytes" (local runs), "truncated",
+"terminal_id"}``. For a local run shown as a terminal the adapter takes
+`exit_code` and `signal` from it for `_meta.terminal_exit`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import attrs
+
+from acp_agent.capabilities.client_bridge import ClientTerminal, TerminalExit
+from acp_agent.capabilities.tool import (
+    ContentPart,
+    Effect,
+    PermissionNeed,
+    TerminalContent,
+    TextContent,
+    ToolContext,
+    ToolDefinition,
+    ToolInputError,
+    ToolKind,
+    ToolPresentation,
+    ToolResult,
+)
+from acp_agent.tools._args import optional_int, require_str
+from acp_agent.tools._common import fenced, short
+from acp_agent.tools._process import OutputCapture, run_local
+from acp_agent.tools._workspace import WorkspacePath, outside_need, resolve_path
+
+__all__ = (
+    "CLIENT_OUTPUT_LIMIT",
+    "DEFAULT_TIMEOUT_S",
+    "DEFINITION",
+    "HEAD_BYTES",
+    "MAX_TIMEOUT_S",
+    "STREAM_LIMIT_BYTES",
+    "TAIL_BYTES",
+    "ShellTool",
+)
+
+DEFAULT_TIMEOUT_S: Final = 120
+MAX_TIMEOUT_S: Final = 1800
+#: What the model sees of the output: its first and last bytes.
+HEAD_BYTES: Final = 8 * 1024
+TAIL_BYTES: Final = 24 * 1024
+#: What a client terminal keeps (it drops from the beginning beyond this).
+CLIENT_OUTPUT_LIMIT: Final = 256 * 1024
+#: How much of a local run's output is streamed to the editor; the rest is summarised.
+STREAM_LIMIT_BYTES: Final = 1024 * 1024
+#: How often visible text content (no terminal streaming) and client polls refresh.
+_REFRESH_S: Final = 0.5
+#: Bounded waits while cleaning up a client terminal.
+_CLEANUP_WAIT_S: Final = 5.0
+
+_DESCRIPTION = """\
+Run a shell command (bash -c) and return its exit status and output (stdout and \
+stderr together). Runs in the session's working directory unless `cwd` is given. \
+Non-interactive: stdin is empty, so never run anything that waits for input. Output \
+beyond about 32 KB is cut in the middle (start and end kept). The command is killed, \
+with everything it started, after `timeout_s` seconds (default 120, at most 1800) or \
+when the turn is cancelled; background processes are killed when it exits. Prefer \
+the file tools (read, edit, grep, glob) over cat/sed/grep/find."""
+
+
+def _shell() -> str:
+    return shutil.which("bash") or "/bin/sh"
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
+    return env
+
+
+def _status_line(exit_code: int | None, signal: str | None, timed_out: bool, timeout_s: int) -> str:
+    if timed_out:
+        return f"Timed out after {timeout_s} s; the command and its children were killed."
+    if signal is not None:
+        return f"Killed by {signal}."
+    if exit_code is None:
+        return "Exit status unknown."
+    return f"Exit code {exit_code}."
+
+
+DEFINITION: Final = ToolDefinition(
+    name="shell",
+    description=_DESCRIPTION,
+    input_schema={
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command line, run by bash -c."},
+            "cwd": {
+                "type": "string",
+                "description": "Directory to run in (default: the working directory).",
+            },
+            "timeout_s": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_TIMEOUT_S,
+                "description": f"Seconds before the command is killed (default "
+                f"{DEFAULT_TIMEOUT_S}).",
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    },
+    kind=ToolKind.EXECUTE,
+)
+
+
+@attrs.frozen
+class _Call:
+    command: str
+    cwd: WorkspacePath
+    timeout_s: int
+
+
+@attrs.frozen
+class ShellTool:
+    """Runs commands through client terminals, or locally in their own process group."""
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return DEFINITION
+
+    def _parse(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> _Call:
+        command = require_str(arguments, "command")
+        cwd = resolve_path(arguments.get("cwd") or ".", roots, name="cwd")
+        timeout_s = optional_int(
+            arguments, "timeout_s", default=DEFAULT_TIMEOUT_S, minimum=1, maximum=MAX_TIMEOUT_S
+        )
+        assert timeout_s is not None
+        return _Call(command, cwd, timeout_s)
+
+    def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
+        command = arguments.get("command")
+        title = f"Run `{short(command)}`" if isinstance(command, str) and command else "Run"
+        return ToolPresentation(title=title, kind=ToolKind.EXECUTE)
+
+    def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
+        call = self._parse(arguments, roots)
+        return outside_need(PermissionNeed(Effect.EXECUTE, call.command), [call.cwd])
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        call = self._parse(arguments, context.roots)
+        if not call.cwd.path.is_dir():
+            raise ToolInputError(f"`cwd` {call.cwd.display} is not a directory")
+        if context.client.has_terminals:
+            return await self._run_in_client(call, context)
+        return await self._run_locally(call, context)
+
+    async def _run_locally(self, call: _Call, context: ToolContext) -> ToolResult:
+        capture = OutputCapture(HEAD_BYTES, TAIL_BYTES)
+        terminal_id = f"local-{context.call_id}"
+        streaming = context.client.streams_terminal_output
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        streamed = 0
+        shown = OutputCapture(0, 4096)
+        last_refresh = anyio.current_time()
+        cwd = str(call.cwd.path)
+        if streaming:
+            await context.progress.content([TerminalContent(terminal_id, local_cwd=cwd)])
+
+        async def on_output(chunk: bytes) -> None:
+            nonlocal streamed, last_refresh
+            capture.feed(chunk)
+            if streaming:
+                if streamed >= STREAM_LIMIT_BYTES:
+                    return
+                streamed += len(chunk)
+                text = decoder.decode(chunk)
+                if streamed >= STREAM_LIMIT_BYTES:
+                    text += (
+                        f"\n[acp-agent: more than {STREAM_LIMIT_BYTES} bytes of output; "
+                        "the rest is not shown here]\n"
+                    )
+                if text:
+                    await context.progress.terminal_output(terminal_id, text)
+                return
+            shown.feed(chunk)
+            now = anyio.current_time()
+            if now - last_refresh >= _REFRESH_S:
+                last_refresh = now
+                await context.progress.content([TextContent(fenced(shown.render()))])
+
+        ended = await run_local(
+            [_shell(), "-c", call.command],
+            cwd=call.cwd.path,
+            env=_environment(),
+            timeout_s=call.timeout_s,
+            on_output=on_output,
+        )
+        status = _status_line(ended.exit_code, ended.signal, ended.timed_out, call.timeout_s)
+        output = capture.render()
+        model_text = f"{status}\n{fenced(output) if output else '(no output)'}"
+        content: tuple[ContentPart, ...] = (
+            (TerminalContent(terminal_id, local_cwd=cwd),)
+            if streaming
+            else (TextContent(model_text),)
+        )
+        return ToolResult(
+            content=content,
+            model_text=model_text,
+            is_error=ended.timed_out or ended.signal is not None or ended.exit_code != 0,
+            raw_output={
+                "command": call.command,
+                "cwd": cwd,
+                "via": "local",
+                "exit_code": ended.exit_code,
+                "signal": ended.signal,
+                "timed_out": ended.timed_out,
+                "output_bytes": capture.total,
+                "truncated": capture.omitted > 0,
+                "terminal_id": terminal_id if streaming else None,
+            },
+        )
+
+    async def _run_in_client(self, call: _Call, context: ToolContext) -> ToolResult:
+        terminal = await context.client.create_terminal(
+            _shell(),
+            ["-c", call.command],
+            env={"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"},
+            cwd=str(call.cwd.path),
+            output_byte_limit=CLIENT_OUTPUT_LIMIT,
+        )
+        exited: TerminalExit | None = None
+        head = b""
+        try:
+            # Embedded before anything else (and so before release): the editor shows it live.
+            await context.progress.content([TerminalContent(terminal.terminal_id)])
+            with anyio.move_on_after(call.timeout_s) as deadline:
+                async with anyio.create_task_group() as group:
+
+                    async def keep_head() -> None:
+                        # The terminal drops output from the start once over its limit:
+                        # remember the start while it is still there.
+                        nonlocal head
+                        while True:
+                            seen = await terminal.output()
+                            if seen.truncated:
+                                return
+                            head = seen.output.encode("utf-8")[:HEAD_BYTES]
+                            if seen.exit is not None or len(head) >= HEAD_BYTES:
+                                return
+                            await anyio.sleep(_REFRESH_S)
+
+                    group.start_soon(keep_head)
+                    exited = await terminal.wait_for_exit()
+                    group.cancel_scope.cancel()
+            timed_out = deadline.cancelled_caught
+            if timed_out:
+                await terminal.kill()
+                with anyio.move_on_after(_CLEANUP_WAIT_S):
+                    exited = await terminal.wait_for_exit()
+            final = await terminal.output()
+            if final.exit is not None:
+                exited = final.exit
+        finally:
+            with anyio.CancelScope(shield=True):
+                if exited is None:
+                    with anyio.move_on_after(_CLEANUP_WAIT_S):
+                        await terminal.kill()
+                with anyio.move_on_after(_CLEANUP_WAIT_S):
+                    await terminal.release()
+        return self._client_result(
+            call, terminal, final.output, final.truncated, head, exited, timed_out
+        )
+
+    def _client_result(
+        self,
+        call: _Call,
+        terminal: ClientTerminal,
+        output: str,
+        truncated: bool,
+        head: bytes,
+        exited: TerminalExit | None,
+        timed_out: bool,
+    ) -> ToolResult:
+        exit_code = exited.exit_code if exited else None
+        signal = exited.signal if exited else None
+        capture = OutputCapture(HEAD_BYTES, TAIL_BYTES)
+        capture.feed(output.encode("utf-8"))
+        text = capture.render()
+        if truncated:
+            kept = bytes(capture.tail).decode("utf-8", "replace")
+            text = (
+                f"{head.decode('utf-8', 'replace')}\n[... output omitted: the terminal kept only "
+                f"its last {CLIENT_OUTPUT_LIMIT} bytes; the first {len(head)} and last "
+                f"{len(capture.tail)} bytes are shown ...]\n{kept}"
+            )
+        status = _status_line(exit_code, signal, timed_out, call.timeout_s)
+        model_text = f"{status}\n{fenced(text) if text else '(no output)'}"
+        content: list[ContentPart] = [TerminalContent(terminal.terminal_id)]
+        if timed_out:
+            content.append(TextContent(status))
+        return ToolResult(
+            content=tuple(content),
+            model_text=model_text,
+            is_error=timed_out or signal is not None or exit_code != 0,
+            raw_output={
+                "command": call.command,
+                "cwd": str(call.cwd.path),
+                "via": "client",
+                "exit_code": exit_code,
+                "signal": signal,
+                "timed_out": timed_out,
+                "truncated": truncated or capture.omitted > 0,
+                "terminal_id": terminal.terminal_id,
+            },
+        )

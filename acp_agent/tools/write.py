@@ -1,0 +1,139 @@
+"""The `write` tool: create a file, or replace one this branch has read.
+
+A new file is written as UTF-8 (parent directories created). Replacing an
+existing file needs a read of it in this branch, unchanged since
+(`file_not_read`, `file_modified_since_read`); the file keeps its encoding,
+BOM and CRLF line endings. Written through `fs/write_text_file` when the
+client offers it (plain UTF-8 files), else atomically on disk. The call
+shows a diff of the whole file (old text None for a new file).
+
+`raw_output`: ``{"path", "created", "bytes", "lines", "via", "encoding"}``;
+refusals ``{"error", "message", "path"}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from acp_agent.capabilities.tool import (
+    DiffContent,
+    Effect,
+    Location,
+    PermissionNeed,
+    ToolContext,
+    ToolDefinition,
+    ToolInputError,
+    ToolKind,
+    ToolPresentation,
+    ToolResult,
+)
+from acp_agent.tools._args import require_str
+from acp_agent.tools._common import refusal_result
+from acp_agent.tools._textfile import (
+    FileRefusal,
+    first_changed_line,
+    line_ending,
+    load_snapshot,
+    path_lock,
+    require_fresh_read,
+    store_text,
+)
+from acp_agent.tools._workspace import WorkspacePath, display_path, outside_need, resolve_path
+
+__all__ = ("DEFINITION", "WriteTool", "match_line_endings")
+
+_DESCRIPTION = """\
+Write a whole file: create a new file (parent directories are created), or replace an \
+existing one you have read in this conversation (it must not have changed since; read \
+it again if it has). An existing file keeps its encoding and line endings. For changes \
+to part of a file prefer `edit`."""
+
+
+def match_line_endings(old_text: str, new_text: str) -> str:
+    """`new_text` with CRLF line endings when `old_text` used CRLF throughout."""
+    if line_ending(old_text) != "crlf":
+        return new_text
+    return new_text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+DEFINITION: Final = ToolDefinition(
+    name="write",
+    description=_DESCRIPTION,
+    input_schema={
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "The file: relative to the working directory, or absolute.",
+            },
+            "content": {"type": "string", "description": "The complete new content."},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    },
+    kind=ToolKind.EDIT,
+)
+
+
+@attrs.frozen
+class WriteTool:
+    """Creates files, or replaces files the branch has read."""
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return DEFINITION
+
+    def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
+        name = display_path(arguments.get("path"), roots)
+        try:
+            locations: tuple[Location, ...] = (resolve_path(arguments.get("path"), roots).location,)
+        except (ValueError, OSError):
+            locations = ()
+        return ToolPresentation(f"Write {name}", ToolKind.EDIT, locations)
+
+    def _target(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> WorkspacePath:
+        target = resolve_path(arguments.get("path"), roots)
+        require_str(arguments, "content", allow_empty=True)
+        return target
+
+    def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
+        target = self._target(arguments, roots)
+        return outside_need(PermissionNeed(Effect.EDIT, str(target.path)), [target])
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        target = self._target(arguments, context.roots)
+        content = require_str(arguments, "content", allow_empty=True)
+        if target.path.is_dir():
+            raise ToolInputError(f"{target.display} is a directory")
+        path = str(target.path)
+        async with path_lock(target.path):
+            try:
+                snapshot = await load_snapshot(target.path, context.client)
+                require_fresh_read(snapshot, context.read_stamps.get(path), target.display)
+                old_text = snapshot.text
+                new_text = content if old_text is None else match_line_endings(old_text, content)
+                via = await store_text(snapshot, new_text, context.client)
+            except FileRefusal as refusal:
+                return refusal_result(refusal, path=path)
+            context.read_stamps.record(path, snapshot.stamp_after_write(new_text))
+        lines = new_text.count("\n") + (0 if new_text.endswith("\n") or not new_text else 1)
+        verb = "Created" if old_text is None else "Replaced"
+        model_text = f"{verb} {target.display} ({lines} lines)."
+        line = 1 if old_text is None else first_changed_line(old_text, new_text)
+        return ToolResult(
+            content=(DiffContent(path, old_text, new_text),),
+            model_text=model_text,
+            raw_output={
+                "path": path,
+                "created": old_text is None,
+                "bytes": len(snapshot.codec.encode(new_text)),
+                "lines": lines,
+                "via": via,
+                "encoding": snapshot.codec.label,
+            },
+            locations=(Location(path, line),),
+        )
