@@ -27,10 +27,14 @@ __all__ = (
     "BranchCreated",
     "BranchEnded",
     "BranchMessageReceived",
+    "CompactionCancelled",
+    "CompactionFailed",
     "CompactionRecorded",
+    "CompactionStarted",
     "ConfigurationAdopted",
     "Event",
     "EventDraft",
+    "GuideAdopted",
     "ModelRequestFinished",
     "ModelRequestStarted",
     "ModelTextDelta",
@@ -117,12 +121,17 @@ class Usage:
 
 @attrs.frozen
 class ModelRequestStarted(Payload):
-    """A request to the model was sent on behalf of a turn."""
+    """A request to the model was sent on behalf of a turn.
+
+    `guide_version` names the `GuideAdopted` whose text was the request's system
+    prompt (None in events written before guides were versioned).
+    """
 
     KIND: ClassVar[str] = "model_request.started"
     request_id: str
     turn_id: TurnId
     model: str
+    guide_version: str | None = None
 
 
 @attrs.frozen
@@ -347,6 +356,16 @@ class BranchEnded(Payload):
 
 
 @attrs.frozen
+class CompactionStarted(Payload):
+    """A compaction of history up to `covers_lte` began (`trigger`: why: auto, overflow, ...)."""
+
+    KIND: ClassVar[str] = "compaction.started"
+    compaction_id: str
+    covers_lte: Seq
+    trigger: str
+
+
+@attrs.frozen
 class CompactionRecorded(Payload):
     """History up to `covers_lte` is summarised; a fact, never thrown away as cache."""
 
@@ -354,6 +373,38 @@ class CompactionRecorded(Payload):
     compaction_id: str
     covers_lte: Seq
     summary: str
+
+
+@attrs.frozen
+class CompactionFailed(Payload):
+    """A started compaction produced no summary; history stays as it was."""
+
+    KIND: ClassVar[str] = "compaction.failed"
+    compaction_id: str
+    error: str
+
+
+@attrs.frozen
+class CompactionCancelled(Payload):
+    """A started compaction was cancelled before it recorded a summary."""
+
+    KIND: ClassVar[str] = "compaction.cancelled"
+    compaction_id: str
+
+
+@attrs.frozen
+class GuideAdopted(Payload):
+    """The branch's later model requests use this guide as their system prompt.
+
+    `guide_version` is derived from `text`; `entry_ids` name the registered
+    entries it was assembled from, in order. Earlier requests keep the guide
+    adopted before them.
+    """
+
+    KIND: ClassVar[str] = "guide.adopted"
+    guide_version: str
+    entry_ids: list[str]
+    text: str
 
 
 @attrs.frozen
@@ -427,7 +478,11 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
         BranchCreated,
         BranchMessageReceived,
         BranchEnded,
+        CompactionStarted,
         CompactionRecorded,
+        CompactionFailed,
+        CompactionCancelled,
+        GuideAdopted,
         ConfigurationAdopted,
         SessionMetadataChanged,
         TurnCancelRequested,

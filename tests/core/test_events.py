@@ -14,11 +14,13 @@ from acp_agent.core import (
     BranchId,
     Event,
     EventRow,
+    ModelRequestStarted,
     NotificationReceived,
     Payload,
     Seq,
     SessionId,
     StoreCorrupt,
+    TurnId,
     UnknownPayload,
     decode_event,
     encode_event,
@@ -51,7 +53,11 @@ REQUIRED_KINDS = {
     "branch created": "branch.created",
     "branch message": "branch.message",
     "branch closed": "branch.closed",
+    "compaction started": "compaction.started",
     "compaction recorded": "compaction.recorded",
+    "compaction failed": "compaction.failed",
+    "compaction cancelled": "compaction.cancelled",
+    "guide adopted": "guide.adopted",
     "configuration adopted": "configuration.adopted",
     "session metadata changed": "session.metadata_changed",
 }
@@ -154,3 +160,10 @@ def test_a_batch_holds_consecutive_seqs_only() -> None:
         Batch(SessionId("sess_1"), BranchId("br_1"), (a, b))
     with pytest.raises(ValueError, match="consecutive"):
         Batch(SessionId("sess_1"), BranchId("br_1"), ())
+
+
+def test_a_model_request_started_stored_before_guide_versions_reads_without_one() -> None:
+    payload = '{"request_id":"req_1","turn_id":"turn_1","model":"scripted"}'
+    row: EventRow = ("br_1", 3, 3, "model_request.started", payload, "p", 1.5, 1)
+    started = decode_event(row).payload
+    assert started == ModelRequestStarted("req_1", TurnId("turn_1"), "scripted", None)
