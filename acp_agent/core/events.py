@@ -35,7 +35,11 @@ __all__ = (
     "Event",
     "EventDraft",
     "GuideAdopted",
+    "ModelReasoningDelta",
+    "ModelReasoningEnded",
+    "ModelRequestFailed",
     "ModelRequestFinished",
+    "ModelRequestInterrupted",
     "ModelRequestStarted",
     "ModelTextDelta",
     "NotificationReceived",
@@ -53,6 +57,8 @@ __all__ = (
     "ToolCallAdmitted",
     "ToolCallCompleted",
     "ToolCallInterrupted",
+    "ToolCallOutputDelta",
+    "ToolCallProgressed",
     "ToolCallRequested",
     "ToolCallStarted",
     "ToolOutcome",
@@ -144,6 +150,29 @@ class ModelTextDelta(Payload):
 
 
 @attrs.frozen
+class ModelReasoningDelta(Payload):
+    """A chunk of reasoning the model streamed for a request."""
+
+    KIND: ClassVar[str] = "model_request.reasoning_delta"
+    request_id: str
+    text: str
+
+
+@attrs.frozen
+class ModelReasoningEnded(Payload):
+    """A reasoning block is complete: its text is the reasoning deltas since the last one.
+
+    `signature` is the provider's proof the text is unmodified (sent back with it in
+    later requests); for `redacted` reasoning it carries the opaque data instead.
+    """
+
+    KIND: ClassVar[str] = "model_request.reasoning_ended"
+    request_id: str
+    signature: str | None = None
+    redacted: bool = False
+
+
+@attrs.frozen
 class ModelRequestFinished(Payload):
     """The model's response ended, with why and what it cost."""
 
@@ -151,6 +180,29 @@ class ModelRequestFinished(Payload):
     request_id: str
     stop_reason: str
     usage: Usage = Usage()
+
+
+@attrs.frozen
+class ModelRequestFailed(Payload):
+    """The model gave no complete response; what it streamed before stays, incomplete.
+
+    `error` names the failure (`rate_limited`, `stream_broken`, `not_configured`, ...),
+    `message` says it for a person.
+    """
+
+    KIND: ClassVar[str] = "model_request.failed"
+    request_id: str
+    error: str
+    message: str
+
+
+@attrs.frozen
+class ModelRequestInterrupted(Payload):
+    """The request was cancelled (or found unfinished on restart); its stream is incomplete."""
+
+    KIND: ClassVar[str] = "model_request.interrupted"
+    request_id: str
+    reason: str
 
 
 # --- tool calls: proposed -> admitted -> running -> finished -> recorded --------------
@@ -176,6 +228,12 @@ class ToolCallRequested(Payload):
     call_id: CallId
     tool: str
     arguments: dict[str, Any]
+    #: How the call is shown (the tool's presentation when it was proposed), so a
+    #: replay can show it exactly without the tool loaded.
+    title: str | None = None
+    tool_kind: str | None = None
+    #: `{"path": abs, "line": 1-based | None}` objects.
+    locations: list[dict[str, Any]] = attrs.field(factory=list)
 
 
 @attrs.frozen
@@ -211,9 +269,35 @@ class ToolResultRecorded(Payload):
     KIND: ClassVar[str] = "tool_call.result"
     call_id: CallId
     request_id: str
+    #: What the editor shows: `{"type": "text"|"diff"|"terminal"|"image"|"plan", ...}`.
     content: list[dict[str, Any]]
     is_error: bool
     outcome: ToolOutcome = ToolOutcome.FINISHED
+    #: What the model reads as the call's result (None: the text parts of `content`).
+    model_text: str | None = None
+    #: The tool's structured output (ACP `rawOutput`), JSON data.
+    raw_output: Any = None
+    #: Places the call touched, if they differ from its presentation's.
+    locations: list[dict[str, Any]] | None = None
+
+
+@attrs.frozen
+class ToolCallProgressed(Payload):
+    """A running call replaced what it shows (e.g. the output so far)."""
+
+    KIND: ClassVar[str] = "tool_call.progressed"
+    call_id: CallId
+    content: list[dict[str, Any]]
+
+
+@attrs.frozen
+class ToolCallOutputDelta(Payload):
+    """A locally run command of a call wrote more output to its terminal."""
+
+    KIND: ClassVar[str] = "tool_call.output_delta"
+    call_id: CallId
+    terminal_id: str
+    data: str
 
 
 @attrs.frozen
@@ -459,12 +543,18 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
         UserInputAdopted,
         ModelRequestStarted,
         ModelTextDelta,
+        ModelReasoningDelta,
+        ModelReasoningEnded,
         ModelRequestFinished,
+        ModelRequestFailed,
+        ModelRequestInterrupted,
         ToolCallRequested,
         ToolCallAdmitted,
         ToolCallStarted,
         ToolCallCompleted,
         ToolResultRecorded,
+        ToolCallProgressed,
+        ToolCallOutputDelta,
         ToolCallInterrupted,
         PermissionAsked,
         PermissionAnswered,
