@@ -14,7 +14,9 @@ raises these classes and nothing else, and passes `tests/store/contract.py`.
 Layered by guarantee, like eventsourcing's recorders: a branch recorder
 (`append_batch`, `read`, `last_durable_seq`), sessions and branches as rows,
 result tracking (`has_result`, written in the result event's transaction),
-per-session writer leases, and restore snapshots (cache, never facts).
+per-session writer leases, restore snapshots (cache, never facts), and the
+permission rules a person chose to remember ("always allow", "always reject"),
+which belong to a workspace rather than to one session.
 
 The store keeps its query tables in step with the events, in the batch's own
 transaction, by the rules in `project_batch`: the `BranchCreated` of a new
@@ -45,6 +47,7 @@ __all__ = (
     "BranchRecord",
     "ForkOrigin",
     "LeaseHolder",
+    "PermissionRule",
     "SeqTaken",
     "SessionHeld",
     "SessionRecord",
@@ -160,6 +163,30 @@ class BranchRecord:
     created_at: float
     #: When the branch's line of work ended (`BranchEnded`); None while it may continue.
     closed_at: float | None = None
+
+
+@attrs.frozen
+class PermissionRule:
+    """A remembered answer to a permission question, for one workspace and one tool.
+
+    `scope` says what `pattern` matches: `tool` (every call of the tool; pattern
+    empty), `command_prefix` (a command and its leading words, e.g. `git status`),
+    `path_glob` (paths relative to the workspace, e.g. `src/**`) or `mcp_tool`.
+    `decision` is `allow` or `deny`. A revoked rule is kept, with `revoked_at`.
+    """
+
+    rule_id: str
+    #: The workspace root (absolute) the rule holds in.
+    workspace: str
+    tool: str
+    scope: str
+    pattern: str
+    decision: str
+    created_at: float
+    #: Where the person chose it: the session and the call asked about.
+    session_id: SessionId | None = None
+    call_id: CallId | None = None
+    revoked_at: float | None = None
 
 
 @attrs.frozen
@@ -303,6 +330,25 @@ class Store(Protocol):
         self, branch_id: BranchId, call_id: CallId, *, lte: Seq | None = None
     ) -> bool:
         """Whether the branch recorded a result for the call (at or before `lte`)."""
+        ...
+
+    # permission rules: per workspace, not per session; no lease needed
+
+    async def add_permission_rule(self, rule: PermissionRule) -> None:
+        """Keep a new rule; `StoreConflict` if its id is taken."""
+        ...
+
+    async def list_permission_rules(
+        self, *, workspace: str | None = None, include_revoked: bool = False
+    ) -> list[PermissionRule]:
+        """Rules, oldest first, optionally only one workspace's; revoked ones on request."""
+        ...
+
+    async def revoke_permission_rule(self, rule_id: str, *, revoked_at: float) -> PermissionRule:
+        """Mark a rule revoked (kept as a record) and return it; `StoreNotFound` if unknown.
+
+        Revoking a revoked rule changes nothing and returns it as it is.
+        """
         ...
 
     # restore snapshots: cache, safe to lose

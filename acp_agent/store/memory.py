@@ -23,6 +23,7 @@ from acp_agent.core import (
     CallId,
     Event,
     LeaseHolder,
+    PermissionRule,
     Seq,
     SeqTaken,
     SessionHeld,
@@ -56,6 +57,8 @@ class MemoryDatabase:
     #: Session -> (handle token, holder) of its writer lease.
     leases: dict[SessionId, tuple[str, LeaseHolder]] = attrs.field(factory=dict)
     snapshots: dict[tuple[BranchId, str], list[Snapshot]] = attrs.field(factory=dict)
+    #: In the order they were added.
+    rules: dict[str, PermissionRule] = attrs.field(factory=dict)
 
 
 class MemoryStore:
@@ -199,6 +202,34 @@ class MemoryStore:
         db = await self._enter()
         seq = db.results.get((branch_id, call_id))
         return seq is not None and (lte is None or seq <= lte)
+
+    # --- permission rules ---------------------------------------------------------------
+
+    async def add_permission_rule(self, rule: PermissionRule) -> None:
+        db = await self._enter()
+        if rule.rule_id in db.rules:
+            raise StoreConflict(f"permission rule {rule.rule_id} already exists")
+        db.rules[rule.rule_id] = rule
+
+    async def list_permission_rules(
+        self, *, workspace: str | None = None, include_revoked: bool = False
+    ) -> list[PermissionRule]:
+        db = await self._enter()
+        return [
+            rule
+            for rule in db.rules.values()
+            if (workspace is None or rule.workspace == workspace)
+            and (include_revoked or rule.revoked_at is None)
+        ]
+
+    async def revoke_permission_rule(self, rule_id: str, *, revoked_at: float) -> PermissionRule:
+        db = await self._enter()
+        rule = db.rules.get(rule_id)
+        if rule is None:
+            raise StoreNotFound(f"no permission rule {rule_id}")
+        if rule.revoked_at is None:
+            rule = db.rules[rule_id] = attrs.evolve(rule, revoked_at=revoked_at)
+        return rule
 
     # --- snapshots --------------------------------------------------------------------
 

@@ -107,6 +107,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        2,
+        "permission rules per workspace",
+        (
+            """
+            CREATE TABLE permission_rules (
+                rule_id TEXT PRIMARY KEY,
+                workspace TEXT NOT NULL,
+                tool TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                pattern TEXT NOT NULL,
+                decision TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                session_id TEXT,
+                call_id TEXT,
+                revoked_at REAL
+            )
+            """,
+            "CREATE INDEX permission_rules_by_workspace ON permission_rules (workspace)",
+        ),
+    ),
 )
 
 

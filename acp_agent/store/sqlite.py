@@ -27,6 +27,7 @@ from typing import Any, Final, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
+import attrs
 
 from acp_agent.core import (
     NO_SEQ,
@@ -36,6 +37,7 @@ from acp_agent.core import (
     CallId,
     Event,
     ForkOrigin,
+    PermissionRule,
     Seq,
     SeqTaken,
     SessionHeld,
@@ -81,6 +83,10 @@ _BRANCH_COLUMNS: Final = "branch_id, session_id, parent_id, cut_seq, label, crea
 _SNAPSHOT_COLUMNS: Final = (
     "branch_id, interpreter, anchor_seq, interpreter_version, anchor_digest, ancestry,"
     " state, checksum, created_at"
+)
+_RULE_COLUMNS: Final = (
+    "rule_id, workspace, tool, scope, pattern, decision, created_at, session_id, call_id,"
+    " revoked_at"
 )
 _BRANCH_AND_LAST_SEQ: Final = (
     "SELECT session_id, cut_seq, closed_at, (SELECT max(seq) FROM events WHERE branch_id = ?)"
@@ -327,6 +333,52 @@ class SqliteStore:
             return row is not None and (lte is None or row[0] <= lte)
 
         return await self._run(fetch, f"result of {call_id}")
+
+    # --- permission rules --------------------------------------------------------------
+
+    async def add_permission_rule(self, rule: PermissionRule) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
+                f"INSERT INTO permission_rules ({_RULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                attrs.astuple(rule),
+            )
+
+        await self._run(write, f"add permission rule {rule.rule_id}")
+
+    async def list_permission_rules(
+        self, *, workspace: str | None = None, include_revoked: bool = False
+    ) -> list[PermissionRule]:
+        def fetch(db: sqlite3.Connection) -> list[PermissionRule]:
+            where, values = [], []
+            if workspace is not None:
+                where.append("workspace = ?")
+                values.append(workspace)
+            if not include_revoked:
+                where.append("revoked_at IS NULL")
+            clause = f" WHERE {' AND '.join(where)}" if where else ""
+            rows = db.execute(
+                f"SELECT {_RULE_COLUMNS} FROM permission_rules{clause} ORDER BY rowid", values
+            )
+            return [PermissionRule(*row) for row in rows]
+
+        return await self._run(fetch, "list permission rules")
+
+    async def revoke_permission_rule(self, rule_id: str, *, revoked_at: float) -> PermissionRule:
+        def write(db: sqlite3.Connection) -> PermissionRule:
+            with _transaction(db):
+                db.execute(
+                    "UPDATE permission_rules SET revoked_at = ?"
+                    " WHERE rule_id = ? AND revoked_at IS NULL",
+                    (revoked_at, rule_id),
+                )
+                row = db.execute(
+                    f"SELECT {_RULE_COLUMNS} FROM permission_rules WHERE rule_id = ?", (rule_id,)
+                ).fetchone()
+            if row is None:
+                raise StoreNotFound(f"no permission rule {rule_id}")
+            return PermissionRule(*row)
+
+        return await self._run(write, f"revoke permission rule {rule_id}")
 
     # --- snapshots -----------------------------------------------------------------------
 

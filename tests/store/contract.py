@@ -28,6 +28,7 @@ from acp_agent.core import (
     ForkOrigin,
     NotificationReceived,
     Payload,
+    PermissionRule,
     Seq,
     SeqTaken,
     SessionHeld,
@@ -76,6 +77,30 @@ def batch_of(
 
 def note(text: str) -> NotificationReceived:
     return NotificationReceived("test", text)
+
+
+def rule(
+    rule_id: str,
+    workspace: str,
+    *,
+    tool: str = "shell",
+    scope: str = "tool",
+    pattern: str = "",
+    decision: str = "allow",
+    revoked_at: float | None = None,
+) -> PermissionRule:
+    return PermissionRule(
+        rule_id,
+        workspace,
+        tool,
+        scope,
+        pattern,
+        decision,
+        created_at=10.0,
+        session_id=SessionId("sess_1"),
+        call_id=CallId("call_1"),
+        revoked_at=revoked_at,
+    )
 
 
 def result(call: str) -> ToolResultRecorded:
@@ -358,6 +383,49 @@ class StoreContract:
             await store.aclose()  # idempotent
             with pytest.raises(StoreUnavailable):
                 await store.read(session.main_branch_id)
+
+    # --- permission rules ----------------------------------------------------------------
+
+    async def test_permission_rules_list_oldest_first_and_filter_by_workspace(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            first = rule("rule_1", "/work/a", scope="command_prefix", pattern="git status")
+            second = rule("rule_2", "/work/b", decision="deny")
+            third = rule("rule_3", "/work/a", tool="write", scope="path_glob", pattern="src/**")
+            for each in (first, second, third):
+                await store.add_permission_rule(each)
+            assert await store.list_permission_rules() == [first, second, third]
+            assert await store.list_permission_rules(workspace="/work/a") == [first, third]
+
+    async def test_a_revoked_rule_is_kept_as_a_record_but_no_longer_listed(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            await store.add_permission_rule(rule("rule_1", "/work/a"))
+            revoked = await store.revoke_permission_rule("rule_1", revoked_at=50.0)
+            assert revoked == rule("rule_1", "/work/a", revoked_at=50.0)
+            again = await store.revoke_permission_rule("rule_1", revoked_at=60.0)
+            assert again == revoked
+            assert await store.list_permission_rules(workspace="/work/a") == []
+            assert await store.list_permission_rules(include_revoked=True) == [revoked]
+
+    async def test_revoking_an_unknown_rule_is_not_found(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            with pytest.raises(StoreNotFound):
+                await store.revoke_permission_rule("rule_nope", revoked_at=1.0)
+
+    async def test_a_rule_id_is_taken_once(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            await store.add_permission_rule(rule("rule_1", "/work/a"))
+            with pytest.raises(StoreConflict):
+                await store.add_permission_rule(rule("rule_1", "/work/b"))
+
+    async def test_rules_outlive_the_handle_that_added_them(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            await store.add_permission_rule(rule("rule_1", "/work/a"))
+        async with stores.open_other_writer() as other:
+            assert await other.list_permission_rules() == [rule("rule_1", "/work/a")]
 
     # --- snapshots ------------------------------------------------------------------------
 
