@@ -5,18 +5,63 @@ implements `acp_agent.capabilities.tool.Tool`; none knows ACP. Paths are
 resolved against the session's roots (`_workspace`), files go through the
 editor when it offers `fs/*` (`_textfile`), and commands through its
 terminals when it offers `terminal/*` (`shell`).
+
+| tool     | kind    | effect    |
+| -------- | ------- | --------- |
+| `read`   | read    | read_only |
+| `list`   | search  | read_only |
+| `glob`   | search  | read_only |
+| `grep`   | search  | read_only |
+| `edit`   | edit    | edit      |
+| `write`  | edit    | edit      |
+| `delete` | delete  | edit      |
+| `move`   | move    | edit      |
+| `shell`  | execute | execute   |
+| `fetch`  | fetch   | network   |
+| `plan`   | think   | read_only |
 """
 
 from __future__ import annotations
 
 from acp_agent.capabilities.tool import Tool
+from acp_agent.tools.delete import DeleteTool
+from acp_agent.tools.edit import EditTool
+from acp_agent.tools.fetch import FetchTool
+from acp_agent.tools.move import MoveTool
+from acp_agent.tools.plan import PlanTool
 from acp_agent.tools.read import ReadTool
+from acp_agent.tools.search import GlobTool, GrepTool, ListTool
 from acp_agent.tools.shell import ShellTool
 from acp_agent.tools.write import WriteTool
 
-__all__ = ("ReadTool", "ShellTool", "WriteTool", "builtin_tools")
+__all__ = (
+    "DeleteTool",
+    "EditTool",
+    "FetchTool",
+    "GlobTool",
+    "GrepTool",
+    "ListTool",
+    "MoveTool",
+    "PlanTool",
+    "ReadTool",
+    "ShellTool",
+    "WriteTool",
+    "builtin_tools",
+)
 
 
 def builtin_tools() -> tuple[Tool, ...]:
     """A fresh set of every built-in tool, in the order the model is told about them."""
-    return (ReadTool(), WriteTool(), ShellTool())
+    return (
+        ReadTool(),
+        ListTool(),
+        GlobTool(),
+        GrepTool(),
+        EditTool(),
+        WriteTool(),
+        DeleteTool(),
+        MoveTool(),
+        ShellTool(),
+        FetchTool(),
+        PlanTool(),
+    )

@@ -21,6 +21,7 @@ from acp_agent.capabilities.tool import Location, PermissionNeed, ToolInputError
 __all__ = (
     "WorkspacePath",
     "display_path",
+    "entry_kind",
     "outside_need",
     "resolve_path",
 )
@@ -90,8 +91,14 @@ def _display(lexical: Path, cwd: Path) -> str:
     return str(lexical)
 
 
-def resolve_path(raw: object, roots: Sequence[Path], *, name: str = "path") -> WorkspacePath:
-    """Resolve the path argument `raw` (named `name` in errors) against `roots`."""
+def resolve_path(
+    raw: object, roots: Sequence[Path], *, name: str = "path", follow_final_symlink: bool = True
+) -> WorkspacePath:
+    """Resolve the path argument `raw` (named `name` in errors) against `roots`.
+
+    With `follow_final_symlink` false the last component is kept as it is (its
+    directory is still resolved): deleting or moving a symlink acts on the link.
+    """
     if not isinstance(raw, str) or not raw:
         raise ToolInputError(f"`{name}` is required and must be a non-empty string")
     if "\x00" in raw:
@@ -100,7 +107,10 @@ def resolve_path(raw: object, roots: Sequence[Path], *, name: str = "path") -> W
         raise ToolInputError("the session has no working directory")
     cwd = roots[0]
     lexical = _normalise(raw, cwd)
-    path = Path(os.path.realpath(lexical))
+    if follow_final_symlink or lexical.parent == lexical:
+        path = Path(os.path.realpath(lexical))
+    else:
+        path = Path(os.path.realpath(lexical.parent)) / lexical.name
     root = _containing_root(path, roots)
     escapes = root is None and _containing_root(lexical, roots) is not None
     return WorkspacePath(
@@ -132,3 +142,12 @@ def outside_need(effect_need: PermissionNeed, paths: Iterable[WorkspacePath]) ->
         outside_workspace=tuple(dict.fromkeys(str(p.path) for p in outside)),
         note="; ".join(notes),
     )
+
+
+def entry_kind(path: Path) -> str | None:
+    """What is at `path`: a symlink (not followed), a directory, a file, or None."""
+    if path.is_symlink():
+        return "symlink"
+    if not path.exists():
+        return None
+    return "directory" if path.is_dir() else "file"

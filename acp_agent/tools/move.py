@@ -1,0 +1,193 @@
+"""The `move` tool: rename or move a file, symlink or directory.
+
+Both paths are resolved against the workspace (a symlink is moved itself).
+An existing destination is replaced only with `overwrite`, only if it is a
+file, and only if this branch read it unchanged (as `write` requires). A
+moved text file shows as two diffs: its text leaving the old path and
+arriving at the new one. The branch's read stamp follows the file.
+
+`raw_output`: ``{"source", "destination", "type", "overwrote"}``; refusals
+``{"error", "message", "path"}``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import attrs
+
+from acp_agent.capabilities.tool import (
+    ContentPart,
+    DiffContent,
+    Effect,
+    Location,
+    PermissionNeed,
+    TextContent,
+    ToolContext,
+    ToolDefinition,
+    ToolKind,
+    ToolPresentation,
+    ToolResult,
+)
+from acp_agent.tools._args import optional_bool
+from acp_agent.tools._common import refusal_result
+from acp_agent.tools._textfile import (
+    FileRefusal,
+    FileSnapshot,
+    load_snapshot,
+    path_lock,
+    require_fresh_read,
+)
+from acp_agent.tools._workspace import (
+    WorkspacePath,
+    display_path,
+    entry_kind,
+    outside_need,
+    resolve_path,
+)
+
+__all__ = ("DEFINITION", "MoveTool")
+
+DEFINITION: Final = ToolDefinition(
+    name="move",
+    description="""\
+Move or rename a file, symlink or directory. `destination` is the full new path \
+(parent directories are created). An existing destination file is replaced only with \
+`overwrite: true`, and only if you read it and it has not changed since.""",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "source": {"type": "string", "description": "What to move."},
+            "destination": {"type": "string", "description": "Its new path."},
+            "overwrite": {
+                "type": "boolean",
+                "description": "Replace an existing destination file (default false).",
+            },
+        },
+        "required": ["source", "destination"],
+        "additionalProperties": False,
+    },
+    kind=ToolKind.MOVE,
+)
+
+
+def _resolve(
+    arguments: Mapping[str, Any], roots: Sequence[Path]
+) -> tuple[WorkspacePath, WorkspacePath]:
+    source = resolve_path(arguments.get("source"), roots, name="source", follow_final_symlink=False)
+    destination = resolve_path(
+        arguments.get("destination"), roots, name="destination", follow_final_symlink=False
+    )
+    return source, destination
+
+
+async def _text_of(path: Path, context: ToolContext) -> FileSnapshot | None:
+    """The file's snapshot, or None when it is no text file the tools read."""
+    try:
+        snapshot = await load_snapshot(path, context.client)
+    except FileRefusal:
+        return None
+    return snapshot if snapshot.exists else None
+
+
+def _move(source: Path, destination: Path) -> None:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(source, destination)
+
+
+@attrs.frozen
+class MoveTool:
+    """Moves and renames; never silently replaces a file."""
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return DEFINITION
+
+    def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
+        source = display_path(arguments.get("source"), roots)
+        destination = display_path(arguments.get("destination"), roots)
+        try:
+            locations: tuple[Location, ...] = (_resolve(arguments, roots)[1].location,)
+        except (ValueError, OSError):
+            locations = ()
+        return ToolPresentation(f"Move {source} → {destination}", ToolKind.MOVE, locations)
+
+    def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
+        source, destination = _resolve(arguments, roots)
+        optional_bool(arguments, "overwrite")
+        need = PermissionNeed(Effect.EDIT, f"{source.path} → {destination.path}")
+        return outside_need(need, [source, destination])
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        source, destination = _resolve(arguments, context.roots)
+        overwrite = optional_bool(arguments, "overwrite")
+        try:
+            return await self._move(source, destination, overwrite, context)
+        except FileRefusal as refusal:
+            return refusal_result(refusal, path=str(source.path))
+
+    async def _move(
+        self,
+        source: WorkspacePath,
+        destination: WorkspacePath,
+        overwrite: bool,
+        context: ToolContext,
+    ) -> ToolResult:
+        src, dst = source.path, destination.path
+        if any(root == src or root.is_relative_to(src) for root in context.roots):
+            raise FileRefusal("workspace_root", f"{source.display} is (or holds) a workspace root")
+        kind = entry_kind(src)
+        if kind is None:
+            raise FileRefusal("not_found", f"{source.display} does not exist")
+        if src == dst:
+            raise FileRefusal("same_path", "source and destination are the same path")
+        if dst.is_relative_to(src):
+            raise FileRefusal("into_itself", f"cannot move {source.display} into itself")
+        async with path_lock(dst):
+            replaced: FileSnapshot | None = None
+            existing = entry_kind(dst)
+            overwrote = existing is not None
+            if overwrote:
+                if not overwrite:
+                    raise FileRefusal(
+                        "destination_exists",
+                        f"{destination.display} already exists; set overwrite to replace it",
+                    )
+                if existing == "directory":
+                    raise FileRefusal("destination_exists", f"{destination.display} is a directory")
+                replaced = await _text_of(dst, context)
+                if replaced is not None:
+                    seen = context.read_stamps.get(str(dst))
+                    require_fresh_read(replaced, seen, destination.display)
+            moved = await _text_of(src, context) if kind == "file" else None
+            await anyio.to_thread.run_sync(_move, src, dst)
+        stamp = context.read_stamps.get(str(src))
+        context.read_stamps.forget(str(src))
+        context.read_stamps.forget(str(dst))
+        if stamp is not None and kind == "file":
+            context.read_stamps.record(str(dst), stamp)
+        text = f"Moved {source.display} to {destination.display}."
+        content: tuple[ContentPart, ...]
+        if moved is not None and moved.text is not None:
+            old_at_destination = replaced.text if replaced is not None else None
+            content = (
+                DiffContent(str(src), moved.text, ""),
+                DiffContent(str(dst), old_at_destination, moved.text),
+            )
+        else:
+            content = (TextContent(text),)
+        return ToolResult(
+            content,
+            text,
+            raw_output={
+                "source": str(src),
+                "destination": str(dst),
+                "type": kind,
+                "overwrote": overwrote,
+            },
+            locations=(Location(str(dst)),),
+        )
