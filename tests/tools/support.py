@@ -1,0 +1,63 @@
+"""Building a `ToolContext` for a test: the workspace, a client, a branch's read stamps."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from acp_agent.capabilities.client_bridge import NO_CLIENT, ClientBridge
+from acp_agent.capabilities.tool import MemoryReadStamps, ReadStamps, Tool, ToolContext, ToolResult
+from tests.tools.editor import EditorBridge, RecordingProgress
+
+__all__ = ("CLIENTS", "Session", "open_client")
+
+#: The two editor configurations every file and shell behaviour is checked under.
+CLIENTS = ("editor", "no-client")
+
+
+@contextlib.asynccontextmanager
+async def open_client(kind: str) -> AsyncIterator[ClientBridge]:
+    """An editor offering fs and terminals ("editor") or a client offering nothing."""
+    if kind == "no-client":
+        yield NO_CLIENT
+        return
+    async with EditorBridge() as editor:
+        yield editor
+
+
+class Session:
+    """One branch of a session in `roots`: runs tools with its own read stamps."""
+
+    def __init__(
+        self,
+        roots: Sequence[Path],
+        client: ClientBridge = NO_CLIENT,
+        *,
+        stamps: ReadStamps | None = None,
+        branch_id: str = "main",
+    ):
+        self.roots = tuple(roots)
+        self.client = client
+        self.stamps = stamps if stamps is not None else MemoryReadStamps()
+        self.branch_id = branch_id
+        self.progress = RecordingProgress()
+        self._calls = 0
+
+    def context(self) -> ToolContext:
+        self._calls += 1
+        return ToolContext(
+            session_id="sess_test",
+            branch_id=self.branch_id,
+            call_id=f"call_{self._calls}",
+            roots=self.roots,
+            client=self.client,
+            progress=self.progress,
+            read_stamps=self.stamps,
+        )
+
+    async def run(self, tool: Tool, arguments: Mapping[str, Any]) -> ToolResult:
+        """Check the permission need (as the executor would), then run the call."""
+        tool.permission(arguments, self.roots)
+        return await tool.run(arguments, self.context())
