@@ -20,7 +20,6 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -178,7 +177,7 @@ class EditorBridge:
         if path in self.buffers:
             text = self.buffers[path]
         else:
-            text = Path(path).read_bytes().decode("utf-8")
+            text = (await anyio.Path(path).read_bytes()).decode("utf-8")
         if line is None and limit is None:
             return text
         lines = text.splitlines(keepends=True)
@@ -188,7 +187,7 @@ class EditorBridge:
     async def write_text_file(self, path: str, content: str) -> None:
         self.calls.append(("fs/write_text_file", path))
         assert os.path.isabs(path), path
-        Path(path).write_bytes(content.encode("utf-8"))
+        await anyio.Path(path).write_bytes(content.encode("utf-8"))
         if path in self.buffers:
             self.buffers[path] = content
 

@@ -198,7 +198,7 @@ async def test_a_crlf_file_stays_crlf_and_only_the_edited_bytes_change(
 @pytest.mark.parametrize(
     ("codec", "original", "edited"),
     [
-        ("cp1252", "café € naïve\nkeep ‘quotes’\n", "CAFÉ € naïve\nkeep ‘quotes’\n"),
+        ("cp1252", "café € naïve\n\u2018q\u2019\n", "CAFÉ € naïve\n\u2018q\u2019\n"),
         ("latin-1", "é x\x81y\nz\n", "É x\x81y\nz\n"),
         ("utf-8-sig", "bom ✓\nrest\n", "BOM ✓\nrest\n"),
         ("utf-16", "wide ✓\nrest\n", "WIDE ✓\nrest\n"),
@@ -269,9 +269,7 @@ async def test_edit_arguments_are_checked_before_anything_runs(workspace: Path) 
     with pytest.raises(ToolInputError):
         EDIT.permission({"path": "a.txt", "old_text": "x", "new_text": "x"}, roots)
     with pytest.raises(ToolInputError):
-        EDIT.permission(
-            {"path": "a.txt", "old_text": "a", "new_text": "b", "edits": [{}]}, roots
-        )
+        EDIT.permission({"path": "a.txt", "old_text": "a", "new_text": "b", "edits": [{}]}, roots)
     presentation = EDIT.present({"path": "src/app.py"}, roots)
     assert presentation.title == "Edit src/app.py"
     assert presentation.locations == (Location(str(workspace / "src/app.py")),)

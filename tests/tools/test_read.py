@@ -49,7 +49,8 @@ async def test_offset_and_limit_pick_lines_and_the_note_says_where_to_read_on(
 ) -> None:
     (workspace / "n.txt").write_text("".join(f"line {n}\n" for n in range(1, 11)))
     result = await Session([workspace]).run(READ, {"path": "n.txt", "offset": 4, "limit": 3})
-    assert result.model_text.splitlines()[:3] == ["     4\tline 4", "     5\tline 5", "     6\tline 6"]
+    shown = result.model_text.splitlines()[:3]
+    assert shown == ["     4\tline 4", "     5\tline 5", "     6\tline 6"]
     assert "Showing lines 4-6 of 10. Read on with offset=7." in result.model_text
     assert result.raw_output["truncated"] is True
     assert result.locations == (Location(str(workspace / "n.txt"), 4),)

@@ -37,18 +37,27 @@ def alive(pid: int) -> bool:
 
 async def pids_in(directory: Path, names: list[str]) -> list[int]:
     """The pids the command wrote to `names` (waits until every file is there)."""
-    with anyio.fail_after(10):
-        while not all((directory / name).is_file() and (directory / name).read_text().strip()
-                      for name in names):
-            await anyio.sleep(0.02)
+
+    def written() -> bool:
+        return all(
+            (directory / name).is_file() and (directory / name).read_text().endswith("\n")
+            for name in names
+        )
+
+    for _ in range(500):
+        if written():
+            break
+        await anyio.sleep(0.02)
     return [int((directory / name).read_text()) for name in names]
 
 
 async def all_dead(pids: list[int]) -> bool:
-    with anyio.move_on_after(5):
-        while any(alive(pid) for pid in pids):
-            await anyio.sleep(0.02)
-    return not any(alive(pid) for pid in pids)
+    """Whether every process of `pids` is gone within 5 s."""
+    for _ in range(250):
+        if not any(alive(pid) for pid in pids):
+            return True
+        await anyio.sleep(0.02)
+    return False
 
 
 #: Starts a child and a grandchild that would sleep for 1000 s, writing their pids.
@@ -101,9 +110,7 @@ async def test_a_timeout_kills_the_command_and_its_children(
 ) -> None:
     async with open_client(client_kind) as client:
         started = time.monotonic()
-        result = await Session([workspace], client).run(
-            SHELL, {"command": TREE, "timeout_s": 1}
-        )
+        result = await Session([workspace], client).run(SHELL, {"command": TREE, "timeout_s": 1})
         elapsed = time.monotonic() - started
         if isinstance(client, EditorBridge):
             methods = client.methods()
@@ -207,11 +214,13 @@ async def test_without_terminals_progress_shows_the_latest_output_as_text(
     workspace: Path,
 ) -> None:
     session = Session([workspace])
-    await session.run(
-        SHELL, {"command": "for i in 1 2 3 4; do echo tick-$i; sleep 0.3; done"}
-    )
-    texts = [part.text for parts in session.progress.contents for part in parts
-             if isinstance(part, TextContent)]
+    await session.run(SHELL, {"command": "for i in 1 2 3 4; do echo tick-$i; sleep 0.3; done"})
+    texts = [
+        part.text
+        for parts in session.progress.contents
+        for part in parts
+        if isinstance(part, TextContent)
+    ]
     assert texts, "no progress was reported"
     assert any("tick-1" in text for text in texts)
 
@@ -222,4 +231,3 @@ def test_the_title_quotes_the_command(workspace: Path) -> None:
     assert presentation.kind is ToolKind.EXECUTE
     assert SHELL.present({"command": "a\nb"}, [workspace]).title == "Run `a…`"
     assert SHELL.present({}, [workspace]).title == "Run"
-

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from acp_agent.capabilities.tool import Effect, ToolInputError
+from acp_agent.capabilities.tool import Effect, Tool, ToolInputError
 from acp_agent.tools import (
     DeleteTool,
     EditTool,
@@ -46,7 +47,7 @@ def test_a_symlink_leading_out_is_outside_and_the_note_names_the_link_and_target
     (outside / "secret.txt").write_text("s")
     (workspace / "innocent.txt").symlink_to(outside / "secret.txt")
     (workspace / "dir").symlink_to(outside, target_is_directory=True)
-    for tool, arguments in [
+    calls: list[tuple[Tool, dict[str, Any]]] = [
         (ReadTool(), {"path": "innocent.txt"}),
         (EditTool(), {"path": "innocent.txt", "old_text": "s", "new_text": "t"}),
         (WriteTool(), {"path": "innocent.txt", "content": "t"}),
@@ -57,7 +58,8 @@ def test_a_symlink_leading_out_is_outside_and_the_note_names_the_link_and_target
         (ShellTool(), {"command": "ls", "cwd": "dir"}),
         (DeleteTool(), {"path": "dir/secret.txt"}),
         (MoveTool(), {"source": "dir/secret.txt", "destination": "mine.txt"}),
-    ]:
+    ]
+    for tool, arguments in calls:
         need = tool.permission(arguments, [workspace])
         assert need.outside_workspace, (tool.definition.name, arguments)
         assert need.note is not None

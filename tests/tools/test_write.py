@@ -146,9 +146,7 @@ async def test_moving_onto_an_existing_file_needs_overwrite_and_a_read_of_it(
     session = Session([workspace])
     plain = await session.run(MOVE, {"source": "a.txt", "destination": "b.txt"})
     assert plain.raw_output["error"] == "destination_exists"
-    unread = await session.run(
-        MOVE, {"source": "a.txt", "destination": "b.txt", "overwrite": True}
-    )
+    unread = await session.run(MOVE, {"source": "a.txt", "destination": "b.txt", "overwrite": True})
     assert unread.raw_output["error"] == "file_not_read"
     await session.run(READ, {"path": "b.txt"})
     done = await session.run(MOVE, {"source": "a.txt", "destination": "b.txt", "overwrite": True})
