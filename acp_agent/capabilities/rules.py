@@ -1,0 +1,295 @@
+"""Rules: what the model must follow, as `<rule op="..." source="..." scope="...">` records.
+
+Where rules come from, and their ids (`source`) and scopes:
+
+================================ ================================ ===============
+file                             source (the rule id)             scope
+================================ ================================ ===============
+`<workspace>/AGENTS.md`          `workspace/AGENTS.md`            `.`
+`<workspace>/src/api/AGENTS.md`  `workspace/src/api/AGENTS.md`    `src/api`
+`<config_dir>/AGENTS.md`         `user/AGENTS.md`                 `*`
+`<config_dir>/rules/style.md`    `user/rules/style.md`            `*`
+(a command)                      `command/<name>`                 as given
+================================ ================================ ===============
+
+Rules are facts with an operation: `RuleSet` (took effect), `RuleReplaced`
+(new text for the same rule), `RuleRevoked` (withdrawn; the record stays),
+`RuleExpired` (its validity ended). At the start of each turn the context
+engine scans the files and compares each one's content digest with the last
+recorded operation for its id: a new file is `set`, an edited one `replace`,
+a deleted (or emptied) one `revoke`. Rules from commands are recorded when
+the command runs.
+
+A scope is where a rule applies: `*` everything in the session, `.` the
+whole workspace, a directory its files and below. The guide explains this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Final, Literal, TypeAlias
+
+import attrs
+
+from acp_agent.capabilities._tags import tag
+from acp_agent.capabilities.guide import GuideEntry
+from acp_agent.core import Payload, RuleExpired, RuleReplaced, RuleRevoked, RuleSet
+
+__all__ = (
+    "MAX_RULE_CHARS",
+    "RULES_GUIDE_ENTRY",
+    "RULE_FILE_NAME",
+    "SKIPPED_DIRECTORIES",
+    "RuleFile",
+    "RuleLedger",
+    "RuleOp",
+    "RuleRecord",
+    "command_rule_id",
+    "render_rule",
+    "render_rule_payload",
+    "scan_rule_files",
+    "scan_user_rules",
+    "scan_workspace_rules",
+)
+
+logger = logging.getLogger(__name__)
+
+RULE_FILE_NAME: Final = "AGENTS.md"
+#: A rule file longer than this is cut, with a note saying so.
+MAX_RULE_CHARS: Final = 32_000
+#: Directories never searched for AGENTS.md: version control, dependencies, builds.
+SKIPPED_DIRECTORIES: Final = frozenset(
+    {"node_modules", "__pycache__", "venv", "target", "dist", "build", "vendor"}
+)
+#: How many directories a workspace scan visits at most (a huge tree is cut short).
+MAX_SCANNED_DIRECTORIES: Final = 20_000
+
+#: Rule ids managed by the file scan; a managed id whose file is gone is revoked.
+_FILE_PREFIXES: Final = ("workspace/", "user/")
+
+RuleOp: TypeAlias = Literal["set", "replace", "revoke", "expired"]
+
+RULES_GUIDE_ENTRY: Final = GuideEntry(
+    "context/rules",
+    "context",
+    order=110,
+    text="""\
+## Rules: `<rule>`
+
+`<rule op="OP" source="SOURCE" scope="SCOPE">text</rule>` records a change to a rule \
+you follow. `source` names the rule: `workspace/.../AGENTS.md` is a file in the \
+workspace, `user/...` the person's own rules, `command/...` a rule set by a command. \
+`scope` says where it applies:
+
+- `*`: all your work in this session;
+- `.`: all work in the workspace;
+- a directory such as `src/api`: work on files in that directory and below it, and \
+commands run for them.
+
+Where rules conflict, the one with the narrower scope wins inside it, and the person's \
+messages win over all rules. `OP` says what happened to the rule from that source:
+
+- `set`: the rule takes effect;
+- `replace`: this text replaces the rule's earlier text; only the newest version holds;
+- `revoke`: the rule no longer holds (the text, if any, says why);
+- `expired`: the rule's validity ended.
+
+Only the latest record for a source counts. A revoked or expired rule must not be \
+followed any more, even though its earlier text is still in the conversation; this \
+affects only that source, in that scope.""",
+)
+
+
+@attrs.frozen
+class RuleFile:
+    """A rule as found on disk: its id, scope, text and the digest of the text."""
+
+    rule_id: str
+    scope: str
+    text: str
+
+    @property
+    def digest(self) -> str:
+        return _digest(self.text)
+
+
+@attrs.frozen
+class RuleRecord:
+    """The last recorded operation on a rule, and its text while it holds."""
+
+    rule_id: str
+    op: RuleOp
+    scope: str
+    #: The rule's text (set, replace) or why it ended (revoke); empty for expired.
+    text: str
+    seq: int
+
+    @property
+    def holds(self) -> bool:
+        return self.op in ("set", "replace")
+
+    @property
+    def digest(self) -> str:
+        return _digest(self.text)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _read_rule_text(path: Path) -> str | None:
+    """The file's text, cut to `MAX_RULE_CHARS`; None when unreadable or blank."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        logger.debug("cannot read rule file %s: %s", path, exc)
+        return None
+    text = text.strip()
+    if not text:
+        return None
+    if len(text) > MAX_RULE_CHARS:
+        text = text[:MAX_RULE_CHARS] + f"\n\n[cut: the file is longer than {MAX_RULE_CHARS} chars]"
+    return text
+
+
+def scan_workspace_rules(
+    root: Path, *, max_directories: int = MAX_SCANNED_DIRECTORIES
+) -> list[RuleFile]:
+    """Every `AGENTS.md` in the workspace, root first, each scoped to its directory.
+
+    Hidden directories and `SKIPPED_DIRECTORIES` are not searched; symlinked
+    directories are not followed.
+    """
+    found: list[RuleFile] = []
+    visited = 0
+    for directory, subdirectories, files in os.walk(root):
+        visited += 1
+        if visited > max_directories:
+            logger.warning("rule scan of %s stopped after %d directories", root, max_directories)
+            break
+        subdirectories[:] = sorted(
+            name
+            for name in subdirectories
+            if not name.startswith(".") and name not in SKIPPED_DIRECTORIES
+        )
+        if RULE_FILE_NAME not in files:
+            continue
+        text = _read_rule_text(Path(directory) / RULE_FILE_NAME)
+        if text is None:
+            continue
+        relative = Path(directory).relative_to(root).as_posix()
+        scope = "." if relative == "." else relative
+        rule_id = "workspace/" + (
+            RULE_FILE_NAME if relative == "." else f"{relative}/{RULE_FILE_NAME}"
+        )
+        found.append(RuleFile(rule_id, scope, text))
+    return sorted(found, key=lambda rule: (rule.scope != ".", rule.scope.count("/"), rule.scope))
+
+
+def scan_user_rules(config_dir: Path) -> list[RuleFile]:
+    """The person's rules: `<config_dir>/AGENTS.md`, then `<config_dir>/rules/*.md` by name."""
+    found: list[RuleFile] = []
+    text = _read_rule_text(config_dir / RULE_FILE_NAME)
+    if text is not None:
+        found.append(RuleFile(f"user/{RULE_FILE_NAME}", "*", text))
+    rules_dir = config_dir / "rules"
+    try:
+        paths = sorted(rules_dir.glob("*.md"))
+    except OSError:
+        paths = []
+    for path in paths:
+        text = _read_rule_text(path)
+        if text is not None:
+            found.append(RuleFile(f"user/rules/{path.name}", "*", text))
+    return found
+
+
+def scan_rule_files(workspace: Path, config_dir: Path | None) -> list[RuleFile]:
+    """User rules first, then the workspace's, in a stable order."""
+    user = scan_user_rules(config_dir) if config_dir is not None else []
+    return user + scan_workspace_rules(workspace)
+
+
+class RuleLedger:
+    """The last operation recorded for each rule, folded from recorded rule facts."""
+
+    def __init__(self) -> None:
+        #: Rule id -> last record; insertion order is the order of the last operation.
+        self._records: dict[str, RuleRecord] = {}
+
+    def apply(self, payload: Payload, seq: int) -> None:
+        """Fold one recorded fact (others are ignored)."""
+        record: RuleRecord
+        if isinstance(payload, RuleSet):
+            record = RuleRecord(payload.rule_id, "set", payload.scope, payload.text, seq)
+        elif isinstance(payload, RuleReplaced):
+            record = RuleRecord(payload.rule_id, "replace", payload.scope, payload.text, seq)
+        elif isinstance(payload, RuleRevoked):
+            record = RuleRecord(payload.rule_id, "revoke", payload.scope, payload.reason, seq)
+        elif isinstance(payload, RuleExpired):
+            record = RuleRecord(payload.rule_id, "expired", payload.scope, "", seq)
+        else:
+            return
+        self._records.pop(record.rule_id, None)
+        self._records[record.rule_id] = record
+
+    def copy(self) -> RuleLedger:
+        ledger = RuleLedger()
+        ledger._records = dict(self._records)
+        return ledger
+
+    @property
+    def records(self) -> Mapping[str, RuleRecord]:
+        return dict(self._records)
+
+    def holding(self) -> list[RuleRecord]:
+        """The rules that hold now, in the order of their latest operation."""
+        return [record for record in self._records.values() if record.holds]
+
+    def changes(self, found: Iterable[RuleFile]) -> list[Payload]:
+        """The facts that bring the recorded file rules to what is on disk now.
+
+        New file: `RuleSet`; changed text (or scope): `RuleReplaced`; a file rule
+        that holds but is no longer found: `RuleRevoked`. Command rules are left alone.
+        """
+        facts: list[Payload] = []
+        seen: set[str] = set()
+        for rule in found:
+            seen.add(rule.rule_id)
+            known = self._records.get(rule.rule_id)
+            if known is None or not known.holds:
+                facts.append(RuleSet(rule.rule_id, rule.scope, rule.text))
+            elif known.digest != rule.digest or known.scope != rule.scope:
+                facts.append(RuleReplaced(rule.rule_id, rule.scope, rule.text))
+        for record in self._records.values():
+            managed = record.rule_id.startswith(_FILE_PREFIXES)
+            if managed and record.holds and record.rule_id not in seen:
+                facts.append(RuleRevoked(record.rule_id, record.scope, "its file was deleted"))
+        return facts
+
+    def restatement(self) -> Sequence[str]:
+        """The rules that hold, each as last given (`set` or `replace`)."""
+        return [render_rule(record) for record in self.holding()]
+
+
+def render_rule(record: RuleRecord) -> str:
+    """`<rule op="set" source="workspace/AGENTS.md" scope=".">text</rule>`."""
+    attributes = [("op", record.op), ("source", record.rule_id), ("scope", record.scope)]
+    return tag("rule", attributes, record.text or None)
+
+
+def render_rule_payload(payload: Payload, seq: int = 0) -> str | None:
+    """The block for a rule fact, or None if `payload` is not one."""
+    ledger = RuleLedger()
+    ledger.apply(payload, seq)
+    records = list(ledger.records.values())
+    return render_rule(records[0]) if records else None
+
+
+def command_rule_id(name: str) -> str:
+    """The id of a rule a command sets: `command/<name>`."""
+    return f"command/{name}"
