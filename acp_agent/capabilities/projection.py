@@ -1,0 +1,520 @@
+"""The projection: a branch's timeline, as the messages the model reads.
+
+Events become messages like this (every rendering is a pure function of the
+events, so the same history always gives the same bytes, and a message
+never changes once later events arrive: the provider's prompt cache holds):
+
+=============================== ===============================================
+events                          message
+=============================== ===============================================
+`UserInputAdopted`              user: the person's text untagged, attachments as
+                                `<attachment>`, images as images
+`ModelRequestStarted` ...       assistant: reasoning, text and tool calls of one
+(deltas, `ToolCallRequested`)   reply, in order
+`ToolResultRecorded`            user: the results for every call of the reply
+                                before it, in call order (once all are in)
+state, rule, notification,      user: one tagged text part each, a message per
+branch message facts            batch; facts recorded while a reply or its tool
+                                calls are open join the results message after
+                                the results (nothing may separate a tool call
+                                from its result)
+`CompactionRecorded`            user: `<summary>` and `<restatement>` in place of
+                                everything up to `covers_lte`
+=============================== ===============================================
+
+Facts the model does not read (permissions, turn endings, progress) are
+skipped. `Projection` folds events incrementally; it also keeps the rule and
+state ledgers (what holds now) and where history may be cut for compaction.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import attrs
+
+from acp_agent.capabilities._tags import tag, wrap
+from acp_agent.capabilities.guide import GuideEntry
+from acp_agent.capabilities.notifications import render_notification
+from acp_agent.capabilities.rules import RuleLedger, render_rule_payload
+from acp_agent.capabilities.state_sources import (
+    StateLedger,
+    render_state,
+    render_state_cleared,
+)
+from acp_agent.capabilities.token_budget import MESSAGE_OVERHEAD_TOKENS, estimate_text_tokens
+from acp_agent.core import (
+    BranchMessageReceived,
+    CompactionRecorded,
+    Event,
+    GuideAdopted,
+    ModelReasoningDelta,
+    ModelReasoningEnded,
+    ModelRequestFailed,
+    ModelRequestFinished,
+    ModelRequestInterrupted,
+    ModelRequestStarted,
+    ModelTextDelta,
+    NotificationReceived,
+    Payload,
+    RuleExpired,
+    RuleReplaced,
+    RuleRevoked,
+    RuleSet,
+    StateCleared,
+    StateSet,
+    ToolCallRequested,
+    ToolOutcome,
+    ToolResultRecorded,
+    UserInputAdopted,
+    encode_payload,
+)
+from acp_agent.models import Image, Message, Part, Reasoning, Text, ToolCall, ToolResult
+
+__all__ = (
+    "BRANCH_MESSAGES_GUIDE_ENTRY",
+    "MISSING_RESULT_TEXT",
+    "RESTATEMENT_PREAMBLE",
+    "ProjectedMessage",
+    "Projection",
+    "render_compaction",
+    "render_context_fact",
+    "user_input_parts",
+)
+
+logger = logging.getLogger(__name__)
+
+#: What the model reads for a call whose result was never recorded.
+MISSING_RESULT_TEXT: Final = (
+    "No result was recorded for this call: it may not have run, or may have been cut "
+    "off. Check the state before trying again."
+)
+#: The first line of every restatement.
+RESTATEMENT_PREAMBLE: Final = (
+    "This confirms the rules and state that still hold where the summary ends. "
+    "It changes nothing and grants nothing; anything not listed here is not in effect."
+)
+
+BRANCH_MESSAGES_GUIDE_ENTRY: Final = GuideEntry(
+    "core/branch-messages",
+    "core",
+    order=40,
+    text="""\
+## Branch messages: `<branch-message>`
+
+`<branch-message from="BRANCH">text</branch-message>` is a message another branch \
+(another line of work in this session) sent to this one. It reports on that branch's \
+work; it is not the person's request. Which branch you are is given by \
+`<state source="branch/identity">`.""",
+)
+
+#: Facts folded into the rule and state ledgers.
+_SOURCED_FACTS: Final = (StateSet, StateCleared, RuleSet, RuleReplaced, RuleRevoked, RuleExpired)
+#: Facts the model reads as tagged blocks.
+_CONTEXT_FACTS: Final = (*_SOURCED_FACTS, NotificationReceived, BranchMessageReceived)
+#: Facts that make (part of) a message: a compaction must cover at least one.
+_VISIBLE_FACTS: Final = (
+    *_CONTEXT_FACTS,
+    UserInputAdopted,
+    ModelRequestStarted,
+    ToolResultRecorded,
+)
+
+
+@attrs.frozen
+class ProjectedMessage:
+    """A message and the newest seq it renders (the cache prefix is decided by it)."""
+
+    message: Message
+    last_seq: int
+
+
+def render_context_fact(payload: Payload) -> str | None:
+    """The tagged block for a state, rule, notification or branch-message fact."""
+    if isinstance(payload, StateSet):
+        return render_state(payload.source, payload.value)
+    if isinstance(payload, StateCleared):
+        return render_state_cleared(payload.source)
+    if isinstance(payload, NotificationReceived):
+        return render_notification(payload.source, payload.text)
+    if isinstance(payload, BranchMessageReceived):
+        return tag("branch-message", [("from", payload.sender_branch_id)], payload.text)
+    return render_rule_payload(payload)
+
+
+def render_compaction(
+    compaction: CompactionRecorded, rules: RuleLedger, state: StateLedger
+) -> Message:
+    """The message that stands for history up to `covers_lte`: summary, then restatement."""
+    summary = tag("summary", [("compaction", compaction.compaction_id)], compaction.summary)
+    blocks = [RESTATEMENT_PREAMBLE, *rules.restatement(), *state.restatement()]
+    restatement = wrap("restatement", [("compaction", compaction.compaction_id)], blocks)
+    return Message("user", [Text(summary), Text(restatement)])
+
+
+def user_input_parts(content: Sequence[dict[str, Any]]) -> list[Part]:
+    """The person's content blocks (ACP `ContentBlock` objects) as message parts."""
+    parts: list[Part] = []
+    for block in content:
+        kind = block.get("type")
+        if kind == "text":
+            text = str(block.get("text") or "")
+            if text:
+                parts.append(Text(text))
+        elif kind == "image" and block.get("data"):
+            parts.append(Image(str(block["data"]), str(block.get("mimeType") or "image/png")))
+        elif kind == "resource_link":
+            attributes = [("uri", str(block.get("uri") or ""))]
+            if block.get("name"):
+                attributes.append(("name", str(block["name"])))
+            parts.append(Text(tag("attachment", attributes)))
+        elif kind == "resource":
+            resource = block.get("resource") or {}
+            attributes = [("uri", str(resource.get("uri") or ""))]
+            if resource.get("mimeType"):
+                attributes.append(("mime", str(resource["mimeType"])))
+            body = resource.get("text")
+            parts.append(Text(tag("attachment", attributes, str(body) if body else None)))
+        elif kind == "audio":
+            parts.append(Text(tag("attachment", [("kind", "audio")], "(audio is not supported)")))
+    return parts
+
+
+def _result_text(payload: ToolResultRecorded) -> str:
+    if payload.model_text is not None:
+        return payload.model_text
+    pieces = []
+    for block in payload.content:
+        if block.get("type") == "text":
+            pieces.append(str(block.get("text") or ""))
+        else:
+            pieces.append(json.dumps(block, ensure_ascii=False, sort_keys=True))
+    text = "\n".join(pieces)
+    if text:
+        return text
+    if payload.outcome is ToolOutcome.INTERRUPTED:
+        return "The call was interrupted; it may have had effects."
+    if payload.outcome is ToolOutcome.NOT_EXECUTED:
+        return "The call was not executed."
+    return "(no output)"
+
+
+def _arguments_text(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+@attrs.define
+class _Reply:
+    """An assistant reply being folded: its parts and its tool calls."""
+
+    request_id: str
+    last_seq: int
+    parts: list[Part] = attrs.Factory(list)
+    text: list[str] = attrs.Factory(list)
+    reasoning: list[str] = attrs.Factory(list)
+    calls: list[str] = attrs.Factory(list)
+    ended: bool = False
+
+    def flush_text(self) -> None:
+        if self.text:
+            self.parts.append(Text("".join(self.text)))
+            self.text.clear()
+
+    def flush_reasoning(self, signature: str | None = None, redacted: bool = False) -> None:
+        if self.reasoning or redacted:
+            self.parts.append(Reasoning("".join(self.reasoning), signature, redacted))
+            self.reasoning.clear()
+
+    def message(self) -> Message | None:
+        self.flush_reasoning()
+        self.flush_text()
+        return Message("assistant", self.parts) if self.parts else None
+
+    def copy(self) -> _Reply:
+        return attrs.evolve(
+            self,
+            parts=list(self.parts),
+            text=list(self.text),
+            reasoning=list(self.reasoning),
+            calls=list(self.calls),
+        )
+
+
+class _MessageBuilder:
+    """The state machine of the table in the module docstring."""
+
+    def __init__(self) -> None:
+        self.messages: list[ProjectedMessage] = []
+        self._reply: _Reply | None = None
+        #: Calls of the last assistant message still waiting for their results.
+        self._pending: list[str] = []
+        self._results: dict[str, ToolResult] = {}
+        self._results_seq = 0
+        #: Facts held back while a reply or its calls are open: (text, seq).
+        self._deferred: list[tuple[str, int]] = []
+        #: The batch of the last message made of facts (later facts of it join it).
+        self._facts_batch: int | None = None
+
+    def copy(self) -> _MessageBuilder:
+        other = _MessageBuilder()
+        other.messages = list(self.messages)
+        other._reply = self._reply.copy() if self._reply is not None else None
+        other._pending = list(self._pending)
+        other._results = dict(self._results)
+        other._results_seq = self._results_seq
+        other._deferred = list(self._deferred)
+        other._facts_batch = self._facts_batch
+        return other
+
+    @property
+    def at_rest(self) -> bool:
+        """No reply is open with tool calls and no call waits for its result."""
+        reply = self._reply
+        open_reply = reply is not None and (not reply.ended or bool(reply.calls))
+        return not open_reply and not self._pending
+
+    def feed(self, event: Event) -> None:
+        payload, seq = event.payload, int(event.seq)
+        reply = self._reply
+        mine = reply is not None and getattr(payload, "request_id", None) == reply.request_id
+        if isinstance(payload, ModelRequestStarted):
+            self.settle()
+            self._reply = _Reply(payload.request_id, seq)
+        elif isinstance(payload, ModelTextDelta):
+            if mine and reply is not None:
+                reply.flush_reasoning()
+                reply.text.append(payload.text)
+                reply.last_seq = seq
+        elif isinstance(payload, ModelReasoningDelta):
+            if mine and reply is not None:
+                reply.flush_text()
+                reply.reasoning.append(payload.text)
+                reply.last_seq = seq
+        elif isinstance(payload, ModelReasoningEnded):
+            if mine and reply is not None:
+                reply.flush_text()
+                reply.flush_reasoning(payload.signature, payload.redacted)
+                reply.last_seq = seq
+        elif isinstance(payload, ToolCallRequested):
+            if mine and reply is not None:
+                reply.flush_reasoning()
+                reply.flush_text()
+                arguments = _arguments_text(payload.arguments)
+                reply.parts.append(ToolCall(payload.call_id, payload.tool, arguments))
+                reply.calls.append(payload.call_id)
+                reply.last_seq = seq
+        elif isinstance(
+            payload, ModelRequestFinished | ModelRequestFailed | ModelRequestInterrupted
+        ):
+            if mine and reply is not None:
+                reply.ended = True
+                reply.last_seq = seq
+        elif isinstance(payload, ToolResultRecorded):
+            self._close_reply()
+            if payload.call_id in self._pending and payload.call_id not in self._results:
+                self._results[payload.call_id] = ToolResult(
+                    payload.call_id, _result_text(payload), payload.is_error
+                )
+                self._results_seq = seq
+                if len(self._results) == len(self._pending):
+                    self._emit_results()
+        elif isinstance(payload, UserInputAdopted):
+            self.settle()
+            parts = user_input_parts(payload.content)
+            if parts:
+                self._append(Message("user", parts), seq)
+        elif isinstance(payload, _CONTEXT_FACTS):
+            text = render_context_fact(payload)
+            if text is None:
+                return
+            if self._reply is not None or self._pending:
+                self._deferred.append((text, seq))
+            else:
+                self._add_fact(text, seq, int(event.batch_id))
+
+    def settle(self) -> None:
+        """Close whatever is open: the reply, its results (missing ones synthesized)."""
+        self._close_reply()
+        if self._pending:
+            for call_id in self._pending:
+                if call_id not in self._results:
+                    self._results[call_id] = ToolResult(call_id, MISSING_RESULT_TEXT, True)
+            self._emit_results()
+        elif self._deferred:
+            self._emit_deferred()
+
+    def _close_reply(self) -> None:
+        reply, self._reply = self._reply, None
+        if reply is None:
+            return
+        message = reply.message()
+        if message is not None:
+            self._append(message, reply.last_seq)
+            self._pending = list(reply.calls)
+            self._results = {}
+        if not self._pending and self._deferred:
+            self._emit_deferred()
+
+    def _emit_results(self) -> None:
+        parts: list[Part] = [self._results[call_id] for call_id in self._pending]
+        last_seq = self._results_seq
+        for text, seq in self._deferred:
+            parts.append(Text(text))
+            last_seq = max(last_seq, seq)
+        self._pending, self._results, self._deferred = [], {}, []
+        self._append(Message("user", parts), last_seq)
+
+    def _emit_deferred(self) -> None:
+        parts: list[Part] = [Text(text) for text, _ in self._deferred]
+        last_seq = max(seq for _, seq in self._deferred)
+        self._deferred = []
+        self._append(Message("user", parts), last_seq)
+
+    def _add_fact(self, text: str, seq: int, batch: int) -> None:
+        if self._facts_batch == batch and self.messages:
+            last = self.messages[-1]
+            message = Message("user", [*last.message.parts, Text(text)])
+            self.messages[-1] = ProjectedMessage(message, seq)
+        else:
+            self._append(Message("user", [Text(text)]), seq)
+        self._facts_batch = batch
+
+    def _append(self, message: Message, last_seq: int) -> None:
+        self.messages.append(ProjectedMessage(message, last_seq))
+        self._facts_batch = None
+
+
+def _event_tokens(event: Event) -> int:
+    """A rough size of what `event` adds to the projection (for choosing a cut)."""
+    if isinstance(event.payload, UserInputAdopted | ToolResultRecorded | ModelRequestStarted):
+        overhead = MESSAGE_OVERHEAD_TOKENS
+    else:
+        overhead = 0
+    return overhead + estimate_text_tokens(encode_payload(event.payload))
+
+
+class Projection:
+    """A branch's history folded into messages, ledgers and cut points, incrementally.
+
+    Feed it every published event in order (`feed`); `messages()` is then what a
+    model request carries. The latest `CompactionRecorded` replaces history up to
+    its `covers_lte` with its summary and a restatement of the rules and state
+    that held there; later events follow as usual.
+    """
+
+    def __init__(self) -> None:
+        self.last_seq = 0
+        #: The seq of the newest `ModelRequestStarted`; 0 when none.
+        self.last_request_seq = 0
+        #: The newest guide adoption, if any.
+        self.guide: GuideAdopted | None = None
+        #: The compaction in effect, and the seq of its record.
+        self.compaction: CompactionRecorded | None = None
+        self.compaction_seq = 0
+        #: What holds now (every event folded).
+        self.rules = RuleLedger()
+        self.state = StateLedger()
+        self._sourced: list[tuple[int, Payload]] = []
+        #: Events after the compaction's `covers_lte` (all, without one).
+        self._events: list[Event] = []
+        self._builder = _MessageBuilder()
+        self._prelude: ProjectedMessage | None = None
+        #: (batch end seq, tokens of the events after the compaction up to it) where a
+        #: compaction may cut: whole batches, no reply or tool call left open.
+        self._cut_points: list[tuple[int, int]] = []
+        self._tokens = 0
+
+    def feed(self, events: Iterable[Event]) -> None:
+        """Fold published events, in seq order (whole batches)."""
+        for event in events:
+            if int(event.seq) <= self.last_seq:
+                continue
+            if event.starts_batch and self._builder.at_rest:
+                self._cut_points.append((self.last_seq, self._tokens))
+            self.last_seq = int(event.seq)
+            payload = event.payload
+            if isinstance(payload, ModelRequestStarted):
+                self.last_request_seq = self.last_seq
+            elif isinstance(payload, GuideAdopted):
+                self.guide = payload
+            elif isinstance(payload, CompactionRecorded):
+                self._apply_compaction(payload, self.last_seq)
+                continue
+            if isinstance(payload, _SOURCED_FACTS):
+                self.rules.apply(payload, self.last_seq)
+                self.state.apply(payload, self.last_seq)
+                self._sourced.append((self.last_seq, payload))
+            self._events.append(event)
+            self._tokens += _event_tokens(event)
+            self._builder.feed(event)
+
+    def messages(self) -> list[ProjectedMessage]:
+        """The messages a request carries now: prelude, then history, all settled."""
+        builder = self._builder.copy()
+        builder.settle()
+        prelude = [self._prelude] if self._prelude is not None else []
+        return prelude + builder.messages
+
+    def messages_through(self, lte: int) -> list[ProjectedMessage]:
+        """The messages for history up to `lte` only (what a compaction summarises)."""
+        builder = _MessageBuilder()
+        for event in self._events:
+            if int(event.seq) > lte:
+                break
+            builder.feed(event)
+        builder.settle()
+        prelude = [self._prelude] if self._prelude is not None else []
+        return prelude + builder.messages
+
+    def cut_points(self) -> list[tuple[int, int]]:
+        """Where a new compaction may end, with the tokens it would keep after each.
+
+        Each is `(covers_lte, tokens after it)`, oldest first; the current end is
+        included when history is at rest there. Every cut covers at least one
+        event the model reads that the compaction in effect does not.
+        """
+        visible = [int(e.seq) for e in self._events if isinstance(e.payload, _VISIBLE_FACTS)]
+        if not visible:
+            return []
+        points = [(seq, self._tokens - tokens) for seq, tokens in self._cut_points]
+        if self._builder.at_rest:
+            points.append((self.last_seq, 0))
+        return [(seq, kept) for seq, kept in points if seq >= visible[0]]
+
+    def ledgers_at(self, lte: int) -> tuple[RuleLedger, StateLedger]:
+        """The rules and state that held after seq `lte`."""
+        rules, state = RuleLedger(), StateLedger()
+        for seq, payload in self._sourced:
+            if seq > lte:
+                break
+            rules.apply(payload, seq)
+            state.apply(payload, seq)
+        return rules, state
+
+    def _apply_compaction(self, compaction: CompactionRecorded, seq: int) -> None:
+        floor = self.compaction.covers_lte if self.compaction is not None else 0
+        if compaction.covers_lte <= floor or compaction.covers_lte >= seq:
+            logger.warning(
+                "ignoring compaction %s: it covers up to %s, the one in effect up to %s",
+                compaction.compaction_id,
+                compaction.covers_lte,
+                floor,
+            )
+            return
+        rules, state = self.ledgers_at(compaction.covers_lte)
+        self.compaction, self.compaction_seq = compaction, seq
+        self._prelude = ProjectedMessage(render_compaction(compaction, rules, state), seq)
+        kept = [event for event in self._events if event.seq > compaction.covers_lte]
+        self._events, self._builder, self._tokens = [], _MessageBuilder(), 0
+        self._cut_points = []
+        last_seq = self.last_seq
+        for event in kept:
+            if event.starts_batch and self._builder.at_rest and self._events:
+                self._cut_points.append((int(self._events[-1].seq), self._tokens))
+            self._events.append(event)
+            self._tokens += _event_tokens(event)
+            self._builder.feed(event)
+        self.last_seq = last_seq
