@@ -1,0 +1,376 @@
+"""The context engine: a branch's history turned into the next model request.
+
+It keeps apart how to read the input (the guide, the system prompt) and
+what the input currently is (sourced, ordered messages), and keeps that
+true across compaction. Per branch::
+
+    engine = ContextEngine(branch, guide=registry, state_sources=sources, workspace=root)
+    prepared = await engine.prepare(turn_id=turn_id, model=model, provider=provider, tools=specs)
+    # record ModelRequestStarted(..., guide_version=prepared.guide_version), then stream
+    # prepared.request; on UsageReported: engine.note_usage(usage.input_tokens, ...)
+    # on ContextWindowExceeded: await engine.compact(..., trigger=CompactionTrigger.OVERFLOW)
+
+What `prepare` does, in order:
+
+1. On the first request of a turn, reads every state source and scans the
+   rule files, and records what changed as one batch (`StateSet`,
+   `StateCleared`, `RuleSet`, `RuleReplaced`, `RuleRevoked`).
+2. If the registered guide entries make a guide other than the one last
+   adopted on the branch, records `GuideAdopted` (the timeline then tells
+   which guide any request had).
+3. Folds the new events into its `Projection` and builds the request:
+   the adopted guide, the projected messages, `cacheable_prefix` = the
+   leading messages already sent in the previous request.
+4. If the calibrated estimate reaches `compact_at_fraction` of the context
+   window, compacts first (`CompactionTrigger.AUTO`) and builds again.
+
+Everything the engine knows comes from the timeline, so a reloaded branch
+builds byte-identical requests, using its recorded compactions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final
+
+import anyio
+import attrs
+
+from acp_agent.capabilities.compaction import (
+    COMPACTION_GUIDE_ENTRY,
+    CompactionError,
+    CompactionTrigger,
+    run_compaction,
+)
+from acp_agent.capabilities.guide import CORE_GUIDE_ENTRIES, GuideEntry, GuideRegistry
+from acp_agent.capabilities.notifications import NOTIFICATIONS_GUIDE_ENTRY
+from acp_agent.capabilities.projection import BRANCH_MESSAGES_GUIDE_ENTRY, Projection
+from acp_agent.capabilities.rules import (
+    RULES_GUIDE_ENTRY,
+    RuleLedger,
+    command_rule_id,
+    scan_rule_files,
+)
+from acp_agent.capabilities.state_sources import STATE_GUIDE_ENTRY, StateSource, read_all
+from acp_agent.capabilities.token_budget import (
+    ContextUsage,
+    TokenAccount,
+    estimate_request_tokens,
+)
+from acp_agent.core import (
+    Branch,
+    CompactionRecorded,
+    EventDraft,
+    GuideAdopted,
+    Payload,
+    RuleExpired,
+    RuleReplaced,
+    RuleRevoked,
+    RuleSet,
+    Seq,
+    TurnId,
+    new_id,
+)
+from acp_agent.models import ModelProvider, ModelRequest, ProviderError, ReasoningEffort, ToolSpec
+
+__all__ = (
+    "CONTEXT_GUIDE_ENTRIES",
+    "CONTEXT_PRODUCER",
+    "DEFAULT_GUIDE_ENTRIES",
+    "ContextEngine",
+    "ContextSettings",
+    "PreparedRequest",
+    "default_guide_registry",
+)
+
+logger = logging.getLogger(__name__)
+
+#: The producer named on the facts the engine records (state, rules, guide).
+CONTEXT_PRODUCER: Final = "capabilities.context"
+
+#: The entries for the input the context engine produces.
+CONTEXT_GUIDE_ENTRIES: Final = (
+    STATE_GUIDE_ENTRY,
+    RULES_GUIDE_ENTRY,
+    NOTIFICATIONS_GUIDE_ENTRY,
+    COMPACTION_GUIDE_ENTRY,
+)
+#: Core and context entries: the guide of a session before tools or MCP register theirs.
+DEFAULT_GUIDE_ENTRIES: Final[tuple[GuideEntry, ...]] = (
+    *CORE_GUIDE_ENTRIES,
+    BRANCH_MESSAGES_GUIDE_ENTRY,
+    *CONTEXT_GUIDE_ENTRIES,
+)
+
+
+def default_guide_registry() -> GuideRegistry:
+    """A registry holding the core and context entries; tools and MCP add theirs."""
+    return GuideRegistry(DEFAULT_GUIDE_ENTRIES)
+
+
+def _a_fraction(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not 0 < value <= 1:
+        raise ValueError(f"{attribute.name} is a fraction in (0, 1], not {value}")
+
+
+@attrs.frozen
+class ContextSettings:
+    """How big the context is and when to compact it.
+
+    **Parameters:**
+
+    * `context_window_tokens`: the model's context window.
+    * `compact_at_fraction`: compact before a request estimated at this fraction of
+      the window or more.
+    * `keep_recent_fraction`: an automatic compaction keeps the newest history up to
+      this fraction of the window (on demand keeps none).
+    * `summary_max_output_tokens`: the cap on the summary reply (at most a quarter of
+      the window).
+    """
+
+    context_window_tokens: int = attrs.field(default=128_000, validator=attrs.validators.gt(0))
+    compact_at_fraction: float = attrs.field(default=0.8, validator=_a_fraction)
+    keep_recent_fraction: float = attrs.field(default=0.25, validator=_a_fraction)
+    summary_max_output_tokens: int = 4096
+
+
+@attrs.frozen
+class PreparedRequest:
+    """The next request and what to record about it."""
+
+    request: ModelRequest
+    #: The adopted guide the request's system prompt is; put on `ModelRequestStarted`.
+    guide_version: str
+    #: The estimate of its input tokens, calibrated by earlier reports.
+    estimated_tokens: int
+    #: The last seq the request renders.
+    last_seq: Seq
+
+
+class ContextEngine:
+    """Prepares a branch's model requests; owns its projection, refresh and compaction.
+
+    **Parameters:**
+
+    * `branch`: the branch whose history is read and where facts are recorded.
+    * `guide`: the registry whose entries make the guide.
+    * `state_sources`: read at the start of each turn.
+    * `workspace`: where `AGENTS.md` files are scanned for.
+    * `config_dir`: where the person's rules are (`AGENTS.md`, `rules/*.md`); None: none.
+    * `settings`: context window and compaction thresholds.
+    * `new_id`: makes compaction ids (inject for deterministic tests).
+    """
+
+    def __init__(
+        self,
+        branch: Branch,
+        *,
+        guide: GuideRegistry,
+        state_sources: Sequence[StateSource] = (),
+        workspace: Path | None = None,
+        config_dir: Path | None = None,
+        settings: ContextSettings | None = None,
+        new_id: Callable[[str], str] = new_id,
+    ) -> None:
+        self.branch = branch
+        self.guide = guide
+        self.state_sources = list(state_sources)
+        self.workspace = workspace
+        self.config_dir = config_dir
+        self.settings = settings if settings is not None else ContextSettings()
+        self.tokens = TokenAccount(self.settings.context_window_tokens)
+        self.projection = Projection()
+        self._new_id = new_id
+        self._refreshed_turn: TurnId | None = None
+        self._lock = anyio.Lock()
+
+    # --- reading the timeline ---------------------------------------------------------
+
+    async def sync(self) -> Projection:
+        """Fold every event published since the last call; returns the projection."""
+        events = await self.branch.read(gt=Seq(self.projection.last_seq))
+        self.projection.feed(events)
+        return self.projection
+
+    # --- the start of a turn ----------------------------------------------------------
+
+    async def start_turn(self) -> list[Payload]:
+        """Record what changed in state and rule files since the last record, as one batch.
+
+        Returns the facts recorded (none when nothing changed).
+        """
+        values = await read_all(self.state_sources)
+        found = []
+        if self.workspace is not None:
+            workspace, config_dir = self.workspace, self.config_dir
+            found = await anyio.to_thread.run_sync(lambda: scan_rule_files(workspace, config_dir))
+        projection = await self.sync()
+        facts = [*projection.state.changes(values), *projection.rules.changes(found)]
+        await self._record(facts)
+        return facts
+
+    # --- commands' rules ----------------------------------------------------------------
+
+    async def set_command_rule(self, name: str, text: str, *, scope: str = "*") -> Payload:
+        """A command sets (or replaces) its rule `command/<name>` in `scope`."""
+        rule_id = command_rule_id(name)
+        known = (await self.sync()).rules.records.get(rule_id)
+        fact: Payload
+        if known is not None and known.holds:
+            fact = RuleReplaced(rule_id, scope, text)
+        else:
+            fact = RuleSet(rule_id, scope, text)
+        await self._record([fact])
+        return fact
+
+    async def revoke_command_rule(self, name: str, reason: str = "") -> Payload | None:
+        """Withdraw the command's rule; None if it does not hold."""
+        return await self._end_rule(command_rule_id(name), reason, expired=False)
+
+    async def expire_command_rule(self, name: str) -> Payload | None:
+        """The command's rule's validity ended; None if it does not hold."""
+        return await self._end_rule(command_rule_id(name), "", expired=True)
+
+    async def _end_rule(self, rule_id: str, reason: str, *, expired: bool) -> Payload | None:
+        rules: RuleLedger = (await self.sync()).rules
+        known = rules.records.get(rule_id)
+        if known is None or not known.holds:
+            return None
+        fact: Payload = (
+            RuleExpired(rule_id, known.scope)
+            if expired
+            else RuleRevoked(rule_id, known.scope, reason)
+        )
+        await self._record([fact])
+        return fact
+
+    # --- requests -----------------------------------------------------------------------
+
+    async def prepare(
+        self,
+        *,
+        turn_id: TurnId,
+        model: str,
+        provider: ModelProvider,
+        tools: Sequence[ToolSpec] = (),
+        max_output_tokens: int | None = None,
+        reasoning_effort: ReasoningEffort | None = None,
+    ) -> PreparedRequest:
+        """The next request of `turn_id`; see the module docstring for what it records."""
+        async with self._lock:
+            if self._refreshed_turn != turn_id:
+                await self.start_turn()
+                self._refreshed_turn = turn_id
+            prepared = await self._build(model, tools, max_output_tokens, reasoning_effort)
+            threshold = self.settings.compact_at_fraction * self.settings.context_window_tokens
+            if prepared.estimated_tokens >= threshold and self.projection.cut_points():
+                try:
+                    await self._compact(model, provider, tools, CompactionTrigger.AUTO)
+                except (CompactionError, ProviderError) as exc:
+                    logger.warning("automatic compaction failed, sending as is: %s", exc)
+                else:
+                    prepared = await self._build(model, tools, max_output_tokens, reasoning_effort)
+            self.tokens.note_estimate(estimate_request_tokens(prepared.request))
+            return prepared
+
+    async def compact(
+        self,
+        *,
+        model: str,
+        provider: ModelProvider,
+        tools: Sequence[ToolSpec] = (),
+        trigger: CompactionTrigger = CompactionTrigger.ON_DEMAND,
+    ) -> CompactionRecorded:
+        """Compact now (`/compact`, or after `ContextWindowExceeded`); see `compaction`.
+
+        Cancel by cancelling the calling task: `CompactionCancelled` is recorded.
+        """
+        async with self._lock:
+            return await self._compact(model, provider, tools, trigger)
+
+    async def _compact(
+        self,
+        model: str,
+        provider: ModelProvider,
+        tools: Sequence[ToolSpec],
+        trigger: CompactionTrigger,
+    ) -> CompactionRecorded:
+        await self._adopt_guide()
+        projection = await self.sync()
+        guide = projection.guide
+        assert guide is not None  # adopted just now
+        keep_fraction = (
+            0.0 if trigger is CompactionTrigger.ON_DEMAND else self.settings.keep_recent_fraction
+        )
+        keep_tokens = int(keep_fraction * self.settings.context_window_tokens / self.tokens.ratio)
+        recorded = await run_compaction(
+            self.branch,
+            projection,
+            provider=provider,
+            model=model,
+            guide=guide.text,
+            tools=tools,
+            trigger=trigger,
+            keep_tokens=keep_tokens,
+            tokens=self.tokens,
+            new_id=self._new_id,
+            max_output_tokens=min(
+                self.settings.summary_max_output_tokens, self.settings.context_window_tokens // 4
+            ),
+        )
+        await self.sync()
+        return recorded
+
+    async def _build(
+        self,
+        model: str,
+        tools: Sequence[ToolSpec],
+        max_output_tokens: int | None,
+        reasoning_effort: ReasoningEffort | None,
+    ) -> PreparedRequest:
+        await self._adopt_guide()
+        projection = await self.sync()
+        guide = projection.guide
+        assert guide is not None  # adopted just now
+        messages = projection.messages()
+        prefix = 0
+        for projected in messages:
+            if projected.last_seq >= projection.last_request_seq:
+                break
+            prefix += 1
+        request = ModelRequest(
+            model=model,
+            guide=guide.text,
+            messages=[projected.message for projected in messages],
+            tools=tools,
+            max_output_tokens=max_output_tokens,
+            reasoning_effort=reasoning_effort,
+            cacheable_prefix=prefix,
+        )
+        estimate = self.tokens.calibrated(estimate_request_tokens(request))
+        return PreparedRequest(request, guide.guide_version, estimate, Seq(projection.last_seq))
+
+    async def _adopt_guide(self) -> None:
+        """Record `GuideAdopted` if the registered entries make a new guide."""
+        current = self.guide.guide()
+        adopted = (await self.sync()).guide
+        if adopted is None or adopted.guide_version != current.version:
+            await self._record(
+                [GuideAdopted(current.version, list(current.entry_ids), current.text)]
+            )
+
+    async def _record(self, facts: Sequence[Payload]) -> None:
+        if facts:
+            await self.branch.append([EventDraft(fact, CONTEXT_PRODUCER) for fact in facts])
+
+    # --- tokens -------------------------------------------------------------------------
+
+    def note_usage(self, input_tokens: int, output_tokens: int) -> None:
+        """The provider reported usage for the last prepared request."""
+        self.tokens.note_usage(input_tokens, output_tokens)
+
+    def usage(self) -> ContextUsage:
+        """How full the context is, for `usage_update`."""
+        return self.tokens.usage()
