@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -438,7 +439,9 @@ def _ripgrep_command(executable: str, query: _Query) -> list[str]:
     if query.ignore_case:
         command.append("--ignore-case")
     command += ["--files-with-matches", "--null"] if query.files_only else ["--json"]
-    return [*command, "--regexp", query.pattern, "--", str(query.target.path)]
+    # Run from the searched directory, so globs with a `/` are relative to it.
+    where = "." if query.target.path.is_dir() else query.target.path.name
+    return [*command, "--regexp", query.pattern, "--", where]
 
 
 def _json_text(field: Mapping[str, Any]) -> str:
@@ -448,8 +451,11 @@ def _json_text(field: Mapping[str, Any]) -> str:
 
 
 async def _ripgrep(executable: str, query: _Query) -> tuple[list[GrepMatch], bool]:
+    target = query.target.path
+    directory = target if target.is_dir() else target.parent
     process = await anyio.open_process(
         _ripgrep_command(executable, query),
+        cwd=directory,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -475,7 +481,7 @@ async def _ripgrep(executable: str, query: _Query) -> tuple[list[GrepMatch], boo
                 pending += chunk
                 *records, pending = pending.split(separator)
                 for record in records:
-                    match = _parse_ripgrep(record, query.files_only)
+                    match = _parse_ripgrep(record, query.files_only, directory)
                     if match is None:
                         continue
                     if len(matches) == query.limit:
@@ -497,17 +503,20 @@ async def _ripgrep(executable: str, query: _Query) -> tuple[list[GrepMatch], boo
     return matches, truncated
 
 
-def _parse_ripgrep(record: bytes, files_only: bool) -> GrepMatch | None:
+def _parse_ripgrep(record: bytes, files_only: bool, directory: Path) -> GrepMatch | None:
+    """A match from ripgrep's output; its paths are relative to `directory`."""
     if not record:
         return None
     if files_only:
-        return GrepMatch(Path(record.decode("utf-8", "surrogateescape")), None, "")
+        relative = record.decode("utf-8", "surrogateescape")
+        return GrepMatch(Path(os.path.normpath(directory / relative)), None, "")
     event = json.loads(record)
     if event.get("type") != "match":
         return None
     data = event["data"]
     text = _json_text(data["lines"]).removesuffix("\n").removesuffix("\r")
-    return GrepMatch(Path(_json_text(data["path"])), int(data["line_number"]), text)
+    path = Path(os.path.normpath(directory / _json_text(data["path"])))
+    return GrepMatch(path, int(data["line_number"]), text)
 
 
 def _decode_for_search(data: bytes) -> str | None:
