@@ -30,6 +30,7 @@ builds byte-identical requests, using its recorded compactions.
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -53,7 +54,14 @@ from acp_agent.capabilities.rules import (
     command_rule_id,
     scan_rule_files,
 )
-from acp_agent.capabilities.state_sources import STATE_GUIDE_ENTRY, StateSource, read_all
+from acp_agent.capabilities.state_sources import (
+    STATE_GUIDE_ENTRY,
+    BranchIdentitySource,
+    Environment,
+    StateSource,
+    default_state_sources,
+    read_all,
+)
 from acp_agent.capabilities.token_budget import (
     ContextUsage,
     TokenAccount,
@@ -82,6 +90,7 @@ __all__ = (
     "ContextEngine",
     "ContextSettings",
     "PreparedRequest",
+    "build_context_engine",
     "default_guide_registry",
 )
 
@@ -196,11 +205,19 @@ class ContextEngine:
 
     # --- the start of a turn ----------------------------------------------------------
 
-    async def start_turn(self) -> list[Payload]:
+    async def start_turn(self, turn_id: TurnId | None = None) -> list[Payload]:
         """Record what changed in state and rule files since the last record, as one batch.
 
-        Returns the facts recorded (none when nothing changed).
+        `prepare` calls this on a turn's first request. A caller that knows the turn
+        before its input is adopted may call it first, with the turn's id, so the
+        fresh state precedes the person's message; `prepare` then does not refresh
+        that turn again. Returns the facts recorded (none when nothing changed).
         """
+        async with self._lock:
+            return await self._start_turn(turn_id)
+
+    async def _start_turn(self, turn_id: TurnId | None) -> list[Payload]:
+        self._refreshed_turn = turn_id
         values = await read_all(self.state_sources)
         found = []
         if self.workspace is not None:
@@ -261,8 +278,7 @@ class ContextEngine:
         """The next request of `turn_id`; see the module docstring for what it records."""
         async with self._lock:
             if self._refreshed_turn != turn_id:
-                await self.start_turn()
-                self._refreshed_turn = turn_id
+                await self._start_turn(turn_id)
             prepared = await self._build(model, tools, max_output_tokens, reasoning_effort)
             threshold = self.settings.compact_at_fraction * self.settings.context_window_tokens
             if prepared.estimated_tokens >= threshold and self.projection.cut_points():
@@ -374,3 +390,43 @@ class ContextEngine:
     def usage(self) -> ContextUsage:
         """How full the context is, for `usage_update`."""
         return self.tokens.usage()
+
+
+def build_context_engine(
+    branch: Branch,
+    *,
+    guide: GuideRegistry,
+    config_dir: Path | None,
+    environment: Environment | None = None,
+    clock: Callable[[], datetime.datetime] | None = None,
+    extra_sources: Sequence[StateSource] = (),
+    settings: ContextSettings | None = None,
+) -> ContextEngine:
+    """The engine for `branch` with the built-in state sources and rule files.
+
+    The workspace is the session's cwd; `branch/identity` names the branch (`main`,
+    or its label and where it started); `extra_sources` add values other
+    components know (`session/commands`, `session/skills`).
+    """
+    cwd = branch.session.cwd
+    record = branch.record
+    identity = BranchIdentitySource(
+        record.label,
+        record.branch_id,
+        parent=record.parent_id,
+        cut_seq=int(record.cut_seq),
+    )
+    sources = default_state_sources(
+        cwd,
+        environment=environment if environment is not None else Environment.detect(),
+        clock=clock,
+        identity=identity,
+    )
+    return ContextEngine(
+        branch,
+        guide=guide,
+        state_sources=[*sources, *extra_sources],
+        workspace=Path(cwd),
+        config_dir=config_dir,
+        settings=settings,
+    )

@@ -226,12 +226,15 @@ def default_state_sources(
     cwd: str,
     *,
     environment: Environment,
-    clock: Callable[[], datetime.datetime] = _local_now,
+    clock: Callable[[], datetime.datetime] | None = None,
     identity: BranchIdentitySource | None = None,
 ) -> list[StateSource]:
-    """The built-in sources for a workspace: date, cwd, OS and shell, git, branch identity."""
+    """The built-in sources for a workspace: date, cwd, OS and shell, git, branch identity.
+
+    `clock` defaults to the local wall clock.
+    """
     sources: list[StateSource] = [
-        DateSource(clock),
+        DateSource(clock if clock is not None else _local_now),
         WorkingDirectorySource(cwd),
         PlatformSource(environment),
         GitSource(cwd, environment),

@@ -17,7 +17,11 @@ import httpx
 import pytest
 
 from acp_agent.capabilities.compaction import CompactionTrigger, NothingToCompact, SummaryFailed
-from acp_agent.capabilities.context import ContextSettings, default_guide_registry
+from acp_agent.capabilities.context import (
+    ContextSettings,
+    build_context_engine,
+    default_guide_registry,
+)
 from acp_agent.capabilities.guide import GuideEntry
 from acp_agent.capabilities.notifications import record_notification
 from acp_agent.core import (
@@ -27,13 +31,16 @@ from acp_agent.core import (
     CompactionStarted,
     GuideAdopted,
     ModelRequestStarted,
+    RuleSet,
     StateSet,
+    TurnId,
 )
 from acp_agent.models import ContextWindowExceeded, ProviderOverloaded, ToolCall
 from acp_agent.store import MemoryStore
 from tests.support.fake_provider import Exchange, FakeProviderServer, json_error
 
 from .support import (
+    ENVIRONMENT,
     WIRES,
     Clock,
     Wire,
@@ -531,3 +538,54 @@ async def test_usage_reports_calibrate_the_estimate_and_fill_usage_update(
     assert engine.tokens.ratio == 2.0
     assert calibrated.estimated_tokens == raw.estimated_tokens * 2
     assert engine.usage().used_tokens == calibrated.estimated_tokens
+
+
+# --- turns and assembly ---------------------------------------------------------------
+
+
+async def test_a_refresh_before_the_input_is_adopted_puts_state_first_and_is_not_repeated(
+    server: FakeProviderServer, client: httpx.AsyncClient
+) -> None:
+    wire, clock = WIRES["openai"], Clock(at("2026-11-02T10:00:00"))
+    server.add(wire.text("ok"))
+    provider = wire.provider(client, server.base_url)
+    async with open_main_branch() as (_, branch):
+        engine = make_engine(branch, clock)
+        turn = TurnId("turn_1")
+        await engine.start_turn(turn)
+        await branch.begin_turn(turn, [{"type": "text", "text": "What day is it?"}])
+        clock.advance(days=1)  # a second refresh in this turn would record this date
+        prepared = await engine.prepare(turn_id=turn, model="m", provider=provider)
+    texts = [part.text for m in prepared.request.messages for part in m.parts]  # type: ignore[union-attr]
+    assert texts[0] == '<state source="environment/date">2026-11-02</state>'
+    assert texts[-1] == "What day is it?"
+    assert "2026-11-03" not in "".join(texts)
+
+
+async def test_an_assembled_engine_names_the_branch_and_reads_the_session_workspace(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "AGENTS.md").write_text("Be careful.")
+    clock = Clock(at("2026-11-02T10:00:00"))
+    async with open_main_branch(cwd=str(tmp_path)) as (_, branch):
+        engine = build_context_engine(
+            branch,
+            guide=default_guide_registry(),
+            config_dir=None,
+            environment=ENVIRONMENT,
+            clock=clock,
+        )
+        child = await branch.session.create_branch(branch, label="read-tests")
+        child_engine = build_context_engine(
+            child, guide=default_guide_registry(), config_dir=None, environment=ENVIRONMENT
+        )
+        facts = await engine.start_turn()
+        child_facts = await child_engine.start_turn()
+    assert StateSet("branch/identity", "main") in facts
+    assert StateSet("environment/cwd", str(tmp_path)) in facts
+    assert StateSet("environment/date", "2026-11-02") in facts
+    assert RuleSet("workspace/AGENTS.md", ".", "Be careful.") in facts
+    identity = [f for f in child_facts if isinstance(f, StateSet) and f.source == "branch/identity"]
+    assert identity == [
+        StateSet("branch/identity", f"read-tests: branch of {branch.id} from #{child.cut_seq}")
+    ]
