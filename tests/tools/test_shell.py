@@ -13,6 +13,7 @@ from acp_agent.capabilities.tool import TerminalContent, TextContent, ToolInputE
 from acp_agent.tools import ShellTool
 from acp_agent.tools.shell import CLIENT_OUTPUT_LIMIT, HEAD_BYTES, STREAM_LIMIT_BYTES, TAIL_BYTES
 from tests.tools.editor import EditorBridge
+from tests.tools.processes import TREE, alive, all_dead, pids_in
 from tests.tools.support import CLIENTS, Session, open_client
 
 pytestmark = pytest.mark.anyio
@@ -23,49 +24,6 @@ SHELL = ShellTool()
 @pytest.fixture(params=CLIENTS)
 def client_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie awaiting its reaper counts as dead)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            state = stat.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
-
-
-async def pids_in(directory: Path, names: list[str]) -> list[int]:
-    """The pids the command wrote to `names` (waits until every file is there)."""
-
-    def written() -> bool:
-        return all(
-            (directory / name).is_file() and (directory / name).read_text().endswith("\n")
-            for name in names
-        )
-
-    for _ in range(500):
-        if written():
-            break
-        await anyio.sleep(0.02)
-    return [int((directory / name).read_text()) for name in names]
-
-
-async def all_dead(pids: list[int]) -> bool:
-    """Whether every process of `pids` is gone within 5 s."""
-    for _ in range(250):
-        if not any(alive(pid) for pid in pids):
-            return True
-        await anyio.sleep(0.02)
-    return False
-
-
-#: Starts a child and a grandchild that would sleep for 1000 s, writing their pids.
-TREE = (
-    "sleep 1000 & echo $! > child.pid; "
-    "(sleep 1000 & echo $! > grandchild.pid; wait) & "
-    "echo $$ > shell.pid; wait"
-)
 
 
 async def test_a_command_reports_its_exit_code_and_merged_output(
