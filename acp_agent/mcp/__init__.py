@@ -1,4 +1,8 @@
-"""MCP tool servers, on the far side of the core: configs and tool names so far."""
+"""MCP tool servers, on the far side of the core: configs, trust and tool names so far.
+
+The config file formats and the project trust rule are documented in
+`acp_agent.mcp._settings`.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,23 @@ from acp_agent.mcp._config import (
     declaration_hash,
 )
 from acp_agent.mcp._names import TOOL_NAME_PATTERN, assign_tool_names
+from acp_agent.mcp._settings import (
+    CONFIG_FILE_NAME,
+    PROJECT_CONFIG_PATH,
+    ConfiguredServers,
+    DisabledServer,
+    enablement_entry,
+    load_configured_servers,
+    with_editor_servers,
+)
 
 __all__ = (
+    "CONFIG_FILE_NAME",
     "DEFAULT_STARTUP_TIMEOUT_S",
+    "PROJECT_CONFIG_PATH",
     "TOOL_NAME_PATTERN",
+    "ConfiguredServers",
+    "DisabledServer",
     "HttpServerConfig",
     "McpOrigin",
     "McpServerConfig",
@@ -25,4 +42,7 @@ __all__ = (
     "Transport",
     "assign_tool_names",
     "declaration_hash",
+    "enablement_entry",
+    "load_configured_servers",
+    "with_editor_servers",
 )
