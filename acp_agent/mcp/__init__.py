@@ -1,4 +1,4 @@
-"""MCP tool servers, on the far side of the core: configs, trust and tool names so far.
+"""MCP tool servers, on the far side of the core: configs, trust, tool names and results so far.
 
 The config file formats and the project trust rule are documented in
 `acp_agent.mcp._settings`.
@@ -17,6 +17,7 @@ from acp_agent.mcp._config import (
     declaration_hash,
 )
 from acp_agent.mcp._names import TOOL_NAME_PATTERN, assign_tool_names
+from acp_agent.mcp._results import to_tool_result
 from acp_agent.mcp._settings import (
     CONFIG_FILE_NAME,
     PROJECT_CONFIG_PATH,
@@ -44,5 +45,6 @@ __all__ = (
     "declaration_hash",
     "enablement_entry",
     "load_configured_servers",
+    "to_tool_result",
     "with_editor_servers",
 )
