@@ -27,9 +27,10 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, Literal, TypeAlias
 
 import anyio
+import attrs
 
 from acp_agent.capabilities._tags import tag
 from acp_agent.capabilities.guide import GuideEntry
@@ -61,10 +62,13 @@ __all__ = (
     "COMPACTION_PRODUCER",
     "SUMMARY_INSTRUCTION",
     "CompactionError",
+    "CompactionStatus",
     "CompactionTrigger",
+    "CompactionView",
     "NothingToCompact",
     "SummaryFailed",
     "choose_cut",
+    "compaction_view",
     "run_compaction",
     "summary_request",
 )
@@ -120,6 +124,53 @@ class CompactionTrigger(enum.StrEnum):
     AUTO = "auto"
     #: The provider answered that the prompt does not fit its context window.
     OVERFLOW = "context_window_exceeded"
+
+
+_TITLES: Final = {
+    CompactionTrigger.ON_DEMAND.value: "Compacting the conversation",
+    CompactionTrigger.AUTO.value: "Compacting the conversation (the context is nearly full)",
+    CompactionTrigger.OVERFLOW.value: "Compacting the conversation (it no longer fits)",
+}
+
+
+#: ACP's `CompactionStatus` values.
+CompactionStatus: TypeAlias = Literal["in_progress", "completed", "failed", "cancelled"]
+
+
+@attrs.frozen
+class CompactionView:
+    """How a compaction fact is shown in the editor, whatever the wire.
+
+    A front end sends it as `compaction_update` (`compactionId`, `status`,
+    `summary`, `error`) to a client that advertised `session.compaction`, and
+    otherwise as a tool call with id `compaction_id`, `title`, status
+    `in_progress` / `completed` / `failed` (cancelled counts as failed) and the
+    summary or error as its text content.
+    """
+
+    compaction_id: str
+    status: CompactionStatus
+    title: str
+    summary: str | None = None
+    error: str | None = None
+
+
+def compaction_view(payload: Payload) -> CompactionView | None:
+    """The view of a compaction fact; None for any other fact."""
+    if isinstance(payload, CompactionStarted):
+        title = _TITLES.get(payload.trigger, "Compacting the conversation")
+        return CompactionView(payload.compaction_id, "in_progress", title)
+    if isinstance(payload, CompactionRecorded):
+        return CompactionView(
+            payload.compaction_id, "completed", "Conversation compacted", summary=payload.summary
+        )
+    if isinstance(payload, CompactionFailed):
+        return CompactionView(
+            payload.compaction_id, "failed", "Compaction failed", error=payload.error
+        )
+    if isinstance(payload, CompactionCancelled):
+        return CompactionView(payload.compaction_id, "cancelled", "Compaction cancelled")
+    return None
 
 
 class CompactionError(Exception):

@@ -16,7 +16,13 @@ import anyio
 import httpx
 import pytest
 
-from acp_agent.capabilities.compaction import CompactionTrigger, NothingToCompact, SummaryFailed
+from acp_agent.capabilities.compaction import (
+    CompactionTrigger,
+    CompactionView,
+    NothingToCompact,
+    SummaryFailed,
+    compaction_view,
+)
 from acp_agent.capabilities.context import (
     ContextSettings,
     build_context_engine,
@@ -32,6 +38,7 @@ from acp_agent.core import (
     GuideAdopted,
     ModelRequestStarted,
     RuleSet,
+    Seq,
     StateSet,
     TurnId,
 )
@@ -588,4 +595,21 @@ async def test_an_assembled_engine_names_the_branch_and_reads_the_session_worksp
     identity = [f for f in child_facts if isinstance(f, StateSet) and f.source == "branch/identity"]
     assert identity == [
         StateSet("branch/identity", f"read-tests: branch of {branch.id} from #{child.cut_seq}")
+    ]
+
+
+def test_each_compaction_fact_has_a_view_for_the_editor() -> None:
+    views = [
+        compaction_view(CompactionStarted("cmp_1", Seq(9), "context_window_exceeded")),
+        compaction_view(CompactionRecorded("cmp_1", Seq(9), "We fixed it.")),
+        compaction_view(CompactionFailed("cmp_2", "overloaded")),
+        compaction_view(CompactionCancelled("cmp_3")),
+        compaction_view(StateSet("environment/date", "2026-11-02")),
+    ]
+    assert views == [
+        CompactionView("cmp_1", "in_progress", "Compacting the conversation (it no longer fits)"),
+        CompactionView("cmp_1", "completed", "Conversation compacted", summary="We fixed it."),
+        CompactionView("cmp_2", "failed", "Compaction failed", error="overloaded"),
+        CompactionView("cmp_3", "cancelled", "Compaction cancelled"),
+        None,
     ]
