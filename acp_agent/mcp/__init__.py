@@ -1,7 +1,17 @@
-"""MCP tool servers, on the far side of the core: configs, trust, tool names and results so far.
+"""MCP tool servers, on the far side of the core: configs, trust, connections, tools.
 
-The config file formats and the project trust rule are documented in
-`acp_agent.mcp._settings`.
+Servers come from the editor (`session/new`, `load`, `resume`: the adapter
+converts ACP's `McpServer*` into `StdioServerConfig` / `HttpServerConfig` /
+`SseServerConfig` with origin `EDITOR`), from the user's config file, and
+from the project's `.acp-agent/config.toml`, whose servers stay disabled
+until the user enables them (`load_configured_servers`; the file formats
+are documented in `acp_agent.mcp._settings`).
+
+`McpServerManager` connects a session's servers in the background (never
+delaying the session), reports their statuses, offers their tools as
+`McpTool`s (the `Tool` contract of `acp_agent.capabilities.tool`) named
+`mcp__<server>__<tool>` in numbered generations, and reconnects crashed
+servers with bounded backoff.
 """
 
 from __future__ import annotations
@@ -15,6 +25,18 @@ from acp_agent.mcp._config import (
     StdioServerConfig,
     Transport,
     declaration_hash,
+)
+from acp_agent.mcp._connection import McpTool
+from acp_agent.mcp._manager import (
+    McpEvent,
+    McpListener,
+    McpServerManager,
+    McpToolSet,
+    ReconnectPolicy,
+    ServerState,
+    ServerStatus,
+    ServerStatusChanged,
+    ToolSetChanged,
 )
 from acp_agent.mcp._names import TOOL_NAME_PATTERN, assign_tool_names
 from acp_agent.mcp._results import to_tool_result
@@ -32,14 +54,25 @@ __all__ = (
     "CONFIG_FILE_NAME",
     "DEFAULT_STARTUP_TIMEOUT_S",
     "PROJECT_CONFIG_PATH",
+    "SUPPORTED_TRANSPORTS",
     "TOOL_NAME_PATTERN",
     "ConfiguredServers",
     "DisabledServer",
     "HttpServerConfig",
+    "McpEvent",
+    "McpListener",
     "McpOrigin",
     "McpServerConfig",
+    "McpServerManager",
+    "McpTool",
+    "McpToolSet",
+    "ReconnectPolicy",
+    "ServerState",
+    "ServerStatus",
+    "ServerStatusChanged",
     "SseServerConfig",
     "StdioServerConfig",
+    "ToolSetChanged",
     "Transport",
     "assign_tool_names",
     "declaration_hash",
@@ -48,3 +81,6 @@ __all__ = (
     "to_tool_result",
     "with_editor_servers",
 )
+
+#: The transports `McpServerManager` connects (what `mcpCapabilities` may advertise).
+SUPPORTED_TRANSPORTS: frozenset[Transport] = frozenset({"stdio", "http", "sse"})

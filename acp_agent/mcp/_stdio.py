@@ -1,0 +1,206 @@
+"""The stdio transport: a server subprocess in its own process group.
+
+Like the SDK's `stdio_client`, but it keeps what we need to report and to
+clean up: the process (its exit code or signal for error messages), the
+last lines of its stderr (read from a pipe into a small ring, also logged
+at debug level), and the process group, which is always signalled when
+the connection ends, even when the server itself exited promptly and left
+children behind.
+
+Ending a server: close its stdin, give it `EXIT_GRACE_S` to exit, signal
+its group with SIGTERM, and after `KILL_AFTER_S` with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import mcp.types as mcp_types
+from anyio.abc import Process
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
+
+__all__ = ("EXIT_GRACE_S", "KILL_AFTER_S", "ServerProcess", "stdio_transport")
+
+logger = logging.getLogger(__name__)
+
+#: After stdin closes, how long a server may take to exit on its own.
+EXIT_GRACE_S: Final = 2.0
+#: After SIGTERM to its group, how long before SIGKILL.
+KILL_AFTER_S: Final = 2.0
+_POLL_S: Final = 0.01
+_STDERR_LINES: Final = 20
+_STDERR_LINE_CHARS: Final = 500
+
+
+class ServerProcess:
+    """What we know of a running (or ended) server process."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.process: Process | None = None
+        self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_LINES)
+
+    def stderr_tail(self) -> str:
+        """The last lines it wrote to stderr."""
+        return "\n".join(self._stderr)
+
+    def add_stderr(self, line: str) -> None:
+        line = line.rstrip()
+        if line:
+            self._stderr.append(line[:_STDERR_LINE_CHARS])
+            logger.debug("MCP server %s stderr: %s", self.name, line)
+
+    def exit_description(self) -> str | None:
+        """How the process ended, or None while it runs."""
+        if self.process is None or self.process.returncode is None:
+            return None
+        code = self.process.returncode
+        if code < 0:
+            try:
+                return f"the server process was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"the server process was killed by signal {-code}"
+        return f"the server process exited with code {code}"
+
+    async def wait_exit_description(self, timeout_s: float) -> str | None:
+        """How it ended, waiting up to `timeout_s` (its stdout usually closes first)."""
+        await _wait(lambda: self.exit_description() is not None, timeout_s)
+        return self.exit_description()
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError as exc:
+        return exc
+    return SessionMessage(message)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def _wait(predicate: Callable[[], bool], timeout_s: float) -> bool:
+    """Poll `predicate` until true (True) or `timeout_s` passes (False).
+
+    Polling, not `process.wait()`: on asyncio that also waits for the pipes to
+    close, which a child that inherited them can keep open indefinitely.
+    """
+    with anyio.move_on_after(timeout_s):
+        while not predicate():  # noqa: ASYNC110 - nothing to wait on but the poll
+            await anyio.sleep(_POLL_S)
+        return True
+    return False
+
+
+async def _stop(process: Process) -> None:
+    """Close stdin, let it exit, then end its whole process group."""
+    if process.stdin is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    await _wait(lambda: process.returncode is not None, EXIT_GRACE_S)
+    pgid = process.pid  # the leader of a new session: its pid is the group id
+    if _group_alive(pgid):
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+        if not await _wait(
+            lambda: not _group_alive(pgid) and process.returncode is not None, KILL_AFTER_S
+        ):
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+            await _wait(lambda: process.returncode is not None, KILL_AFTER_S)
+
+
+@asynccontextmanager
+async def stdio_transport(
+    command: str,
+    args: list[str],
+    env: Mapping[str, str],
+    cwd: Path | str | None,
+    info: ServerProcess,
+) -> AsyncIterator[tuple[Any, Any]]:
+    """Start the server and yield the SDK's (read, write) stream pair over its stdio.
+
+    The read side ends when the server closes its stdout (usually: it exited).
+    Leaving ends the server and its process group (shielded: a cancelled caller
+    cannot leak it).
+    """
+    process = await anyio.open_process(
+        [command, *args],
+        env={**get_default_environment(), **env},
+        cwd=cwd,
+        start_new_session=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    info.process = process
+    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        pending = bytearray()
+        async with read_send:
+            with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                async for chunk in process.stdout:
+                    pending += chunk
+                    *lines, rest = pending.split(b"\n")
+                    pending = bytearray(rest)
+                    for line in lines:
+                        if line.strip():
+                            await read_send.send(_parse(bytes(line)))
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        async with write_receive:
+            try:
+                async for message in write_receive:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send(data.encode() + b"\n")
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                # The server stopped reading: let the session see the end, not hang.
+                await read_send.aclose()
+
+    async def read_stderr() -> None:
+        assert process.stderr is not None
+        pending = bytearray()
+        with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            async for chunk in process.stderr:
+                pending += chunk
+                *lines, rest = pending.split(b"\n")
+                pending = bytearray(rest)
+                for line in lines:
+                    info.add_stderr(line.decode("utf-8", "replace"))
+        info.add_stderr(pending.decode("utf-8", "replace"))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read_stdout)
+        group.start_soon(write_stdin)
+        group.start_soon(read_stderr)
+        try:
+            yield read_receive, write_send
+        finally:
+            with anyio.CancelScope(shield=True):
+                write_send.close()
+                read_receive.close()
+                await _stop(process)
+                with anyio.move_on_after(KILL_AFTER_S):
+                    await process.aclose()
+            group.cancel_scope.cancel()
