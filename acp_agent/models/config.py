@@ -312,7 +312,8 @@ _PRICE_KEYS: Final = {"input", "output", "cache_read", "cache_write"}
 
 
 def _parse(data: dict[str, Any], builtins: dict[str, ProviderSettings], path: Path) -> ModelsConfig:
-    _only(data, {"default_model", "providers"}, "the file")
+    # `mcp_servers` and `mcp` belong to acp_agent.mcp, which reads the same file.
+    _only(data, {"default_model", "providers", "mcp_servers", "mcp"}, "the file")
     default_model = _optional_str(data, "default_model", "the file")
     providers = dict(builtins)
     tables = data.get("providers", {})

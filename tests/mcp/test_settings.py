@@ -267,3 +267,21 @@ def test_the_hash_covers_the_whole_declaration_but_not_its_origin() -> None:
         )
     )
     assert declaration_hash(server).startswith("sha256:")
+
+
+def test_the_user_config_file_with_mcp_tables_still_configures_models(
+    config_dir: Path, workspace: Path
+) -> None:
+    from acp_agent.models.config import load_models_config
+
+    write_user(
+        config_dir,
+        'default_model = "ollama/qwen3"\n'
+        '[mcp_servers.github]\ncommand = "github-mcp"\n'
+        + enablement_entry(workspace, StdioServerConfig(name="x", command="x")),
+    )
+    models = load_models_config(config_dir / "config.toml", {})
+    assert models.default_model == "ollama/qwen3"
+    assert load_configured_servers(config_dir, workspace).servers == (
+        StdioServerConfig(name="github", command="github-mcp"),
+    )
