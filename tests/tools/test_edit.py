@@ -195,6 +195,20 @@ async def test_a_crlf_file_stays_crlf_and_only_the_edited_bytes_change(
     )
 
 
+async def test_in_a_file_with_mixed_endings_the_edited_lines_keep_theirs(workspace: Path) -> None:
+    file = workspace / "mixed.txt"
+    file.write_bytes(b"a\r\nb\r\nc\nd\n")
+    session = Session([workspace])
+    await _read(session, "mixed.txt")
+    crlf_part = await session.run(
+        EDIT, {"path": "mixed.txt", "old_text": "a\nb", "new_text": "A\nB"}
+    )
+    lf_part = await session.run(EDIT, {"path": "mixed.txt", "old_text": "c\nd", "new_text": "C\nD"})
+    assert not crlf_part.is_error
+    assert not lf_part.is_error
+    assert file.read_bytes() == b"A\r\nB\r\nC\nD\n"
+
+
 @pytest.mark.parametrize(
     ("codec", "original", "edited"),
     [
