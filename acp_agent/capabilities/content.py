@@ -1,0 +1,102 @@
+"""Tool-call content as it is recorded: plain JSON objects, read back without the tool.
+
+`ToolResultRecorded.content` and `ToolCallProgressed.content` hold these, so
+a replay (`session/load`) shows a call exactly, with no tool loaded:
+
+    {"type": "text", "text": ...}
+    {"type": "diff", "path": abs, "old_text": str | None, "new_text": str}
+    {"type": "terminal", "terminal_id": ..., "local_cwd": abs | None}
+    {"type": "image", "data": base64, "mime_type": ...}
+    {"type": "plan", "entries": [{"content", "priority", "status"}, ...]}
+
+Locations are `{"path": abs, "line": int | None}`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from acp_agent.capabilities.tool import (
+    ContentPart,
+    DiffContent,
+    ImageContent,
+    Location,
+    PlanContent,
+    TerminalContent,
+    TextContent,
+)
+
+__all__ = ("decode_locations", "encode_locations", "encode_parts", "json_safe", "text_part")
+
+logger = logging.getLogger(__name__)
+
+
+def text_part(text: str) -> dict[str, Any]:
+    """A stored text part."""
+    return {"type": "text", "text": text}
+
+
+def encode_parts(parts: Iterable[ContentPart]) -> list[dict[str, Any]]:
+    """Content parts in their stored form."""
+    encoded: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, TextContent):
+            encoded.append(text_part(part.text))
+        elif isinstance(part, DiffContent):
+            encoded.append(
+                {
+                    "type": "diff",
+                    "path": part.path,
+                    "old_text": part.old_text,
+                    "new_text": part.new_text,
+                }
+            )
+        elif isinstance(part, TerminalContent):
+            encoded.append(
+                {"type": "terminal", "terminal_id": part.terminal_id, "local_cwd": part.local_cwd}
+            )
+        elif isinstance(part, ImageContent):
+            encoded.append({"type": "image", "data": part.data, "mime_type": part.mime_type})
+        elif isinstance(part, PlanContent):
+            encoded.append(
+                {
+                    "type": "plan",
+                    "entries": [
+                        {
+                            "content": entry.content,
+                            "priority": entry.priority.value,
+                            "status": entry.status.value,
+                        }
+                        for entry in part.entries
+                    ],
+                }
+            )
+    return encoded
+
+
+def encode_locations(locations: Iterable[Location]) -> list[dict[str, Any]]:
+    """Locations in their stored form."""
+    return [{"path": location.path, "line": location.line} for location in locations]
+
+
+def decode_locations(stored: Sequence[Mapping[str, Any]] | None) -> tuple[Location, ...]:
+    """Stored locations back as `Location`s (malformed ones are skipped)."""
+    locations = []
+    for item in stored or ():
+        path, line = item.get("path"), item.get("line")
+        if isinstance(path, str) and (line is None or isinstance(line, int)):
+            locations.append(Location(path, line))
+    return tuple(locations)
+
+
+def json_safe(value: Any) -> Any:
+    """`value` if JSON can hold it, else its `repr` (a tool's raw output must not break a batch)."""
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        logger.warning("a tool's raw output is not JSON; recording its repr")
+        return repr(value)
+    return value

@@ -1,0 +1,104 @@
+"""Group commit for streamed facts: many small events, few durable batches, order kept.
+
+A model streams deltas far faster than a durable commit completes (about
+0.3 ms each on SQLite with `synchronous=FULL`). A `CoalescingRecorder` takes
+drafts without waiting; while one append is in flight, the drafts that
+arrive meanwhile wait in a buffer and are appended together as the next
+batch when it completes. Nothing is reordered, nothing is dropped, and an
+idle recorder appends a lone draft at once, so latency stays one commit.
+
+    async with anyio.create_task_group() as group:
+        recorder = CoalescingRecorder(branch.append)
+        group.start_soon(recorder.run)
+        recorder.add(EventDraft(ModelTextDelta(request_id, text), PRODUCER))
+        ...
+        await recorder.flush()  # everything added is durable and published
+        recorder.close()
+
+Each append is shielded: once a batch is taken from the buffer it is
+recorded whole, even if the recorder's task is cancelled meanwhile, and
+drafts still buffered at cancellation are recorded by `flush()` (call it
+shielded from the cancelled task's cleanup).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
+
+import anyio
+
+from acp_agent.core import EventDraft
+
+__all__ = ("MAX_BATCH_EVENTS", "CoalescingRecorder")
+
+#: The most drafts one batch takes; a longer backlog is split in batches of this size.
+MAX_BATCH_EVENTS: Final = 2048
+
+
+class CoalescingRecorder:
+    """Appends drafts in order, coalescing those that arrive during an append."""
+
+    def __init__(
+        self,
+        append: Callable[[Sequence[EventDraft]], Awaitable[Any]],
+        *,
+        max_batch_events: int = MAX_BATCH_EVENTS,
+    ) -> None:
+        self._append = append
+        self._max_batch = max_batch_events
+        self._buffer: list[EventDraft] = []
+        self._wakeup = anyio.Event()
+        self._drained = anyio.Event()
+        self._drained.set()
+        self._lock = anyio.Lock()
+        self._closed = False
+        #: Appends made (batches), for tests and benchmarks.
+        self.batches = 0
+
+    @property
+    def pending(self) -> int:
+        """Drafts added and not yet recorded."""
+        return len(self._buffer)
+
+    def add(self, draft: EventDraft) -> None:
+        """Queue a draft; it is recorded after every draft added before it."""
+        if self._closed:
+            raise RuntimeError("the recorder is closed")
+        self._buffer.append(draft)
+        if self._drained.is_set():
+            self._drained = anyio.Event()
+        self._wakeup.set()
+
+    async def run(self) -> None:
+        """Append what is buffered, batch after batch, until closed (a task of its owner)."""
+        while True:
+            while not self._buffer:
+                if self._closed:
+                    return
+                self._wakeup = anyio.Event()
+                await self._wakeup.wait()
+            await self._append_some()
+
+    async def flush(self) -> None:
+        """Record everything added so far (appending it here if the runner cannot)."""
+        while self._buffer:
+            await self._append_some()
+        await self._drained.wait()
+
+    def close(self) -> None:
+        """Take no more drafts; `run` returns once the buffer is empty."""
+        self._closed = True
+        self._wakeup.set()
+
+    async def _append_some(self) -> None:
+        with anyio.CancelScope(shield=True):
+            async with self._lock:
+                drafts = self._buffer[: self._max_batch]
+                if not drafts:
+                    return
+                await self._append(drafts)
+                del self._buffer[: len(drafts)]
+                self.batches += 1
+                if not self._buffer:
+                    self._drained.set()
