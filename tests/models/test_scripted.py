@@ -1,4 +1,4 @@
-"""The scripted model: its file format, which reply answers which prompt, and playback."""
+"""The scripted provider: its file format, which reply answers which request, and playback."""
 
 from __future__ import annotations
 
@@ -9,28 +9,92 @@ from typing import Any
 
 import pytest
 
+from acp_agent.models import (
+    ContextWindowExceeded,
+    Message,
+    ModelEvent,
+    ModelProvider,
+    ModelRequest,
+    RateLimited,
+    ReasoningDelta,
+    ReplyBuilder,
+    ResponseEnded,
+    StopReason,
+    StreamBroken,
+    Text,
+    ToolCall,
+    ToolCallArgumentsDelta,
+    ToolCallEnded,
+    ToolCallStarted,
+    UsageReported,
+)
+from acp_agent.models import TextDelta as ModelTextDelta
 from acp_agent.models.scripted import (
-    DEFAULT_REPLY,
+    DEFAULT_CONTEXT_WINDOW,
+    SUMMARY,
+    Fail,
     Script,
-    ScriptedModel,
+    ScriptedProvider,
     ScriptError,
     Sleep,
+    Stop,
     TextDelta,
     ThoughtDelta,
+    ToolCallStep,
+    UsageStep,
     load_script,
     parse_script,
 )
 
+REQUEST = ModelRequest(model="greeting", guide="Guide.", messages=[Message("user", [Text("Hi")])])
+USAGE = UsageReported(input_tokens=7, output_tokens=3)
+
+
+async def play(provider: ModelProvider, request: ModelRequest = REQUEST) -> list[ModelEvent]:
+    async with provider.stream(request) as events:
+        return [event async for event in events]
+
+
+def provider_for(*replies: list[dict[str, Any]], first_request: int = 0) -> ScriptedProvider:
+    return ScriptedProvider(parse_script({"replies": list(replies)}), first_request=first_request)
+
 
 def test_a_script_parses_into_replies_of_steps_in_order():
     script = parse_script(
-        {"replies": [[{"thought": "t"}, {"text": "a"}, {"sleep_ms": 5}, {"text": "b"}]]}
+        {
+            "replies": [
+                [{"thought": "t"}, {"text": "a"}, {"sleep_ms": 5}, {"text": "b"}],
+                [
+                    {"tool_call": {"name": "read", "arguments": {"path": "a.py"}, "id": "c1"}},
+                    {"tool_call": {"name": "shell", "arguments": "{not json"}},
+                    {"usage": {"input_tokens": 7, "output_tokens": 3}},
+                    {"stop": "max_tokens"},
+                ],
+                [{"text": "x"}, {"error": "stream_broken", "message": "the line dropped"}],
+            ],
+            "context_window": 1000,
+        },
+        name="greeting",
     )
 
-    assert script == Script(((ThoughtDelta("t"), TextDelta("a"), Sleep(5), TextDelta("b")),))
+    assert script == Script(
+        (
+            (ThoughtDelta("t"), TextDelta("a"), Sleep(5), TextDelta("b")),
+            (
+                ToolCallStep("read", '{"path":"a.py"}', "c1"),
+                ToolCallStep("shell", "{not json"),
+                UsageStep(USAGE),
+                Stop(StopReason.MAX_TOKENS),
+            ),
+            (TextDelta("x"), Fail("stream_broken", "the line dropped")),
+        ),
+        context_window=1000,
+        name="greeting",
+    )
+    assert script.model_id == "scripted/greeting"
 
 
-def test_reply_i_answers_prompt_i_and_the_last_reply_repeats():
+def test_reply_i_answers_request_i_and_the_last_reply_repeats():
     script = parse_script({"replies": [[{"text": "one"}], [{"text": "two"}]]})
 
     assert [script.reply_for(i) for i in range(4)] == [
@@ -39,6 +103,7 @@ def test_reply_i_answers_prompt_i_and_the_last_reply_repeats():
         (TextDelta("two"),),
         (TextDelta("two"),),
     ]
+    assert script.context_window == DEFAULT_CONTEXT_WINDOW
 
 
 @pytest.mark.parametrize(
@@ -47,12 +112,24 @@ def test_reply_i_answers_prompt_i_and_the_last_reply_repeats():
         ([[{"text": "a"}]], 'one key, "replies"'),
         ({"replies": [], "extra": 1}, 'one key, "replies"'),
         ({"replies": []}, "non-empty list"),
+        ({"replies": [[]], "context_window": 0}, "context_window"),
         ({"replies": [{"text": "a"}]}, "replies[0] must be a list"),
         ({"replies": [[{"text": "a", "thought": "b"}]]}, "replies[0][0] must be an object"),
         ({"replies": [[{"text": 5}]]}, "replies[0][0].text must be a string"),
         ({"replies": [[{"sleep_ms": -1}]]}, "sleep_ms must be a non-negative integer"),
         ({"replies": [[{"sleep_ms": True}]]}, "sleep_ms must be a non-negative integer"),
-        ({"replies": [[{"tool_call": {}}]]}, "unknown step 'tool_call'"),
+        (
+            {"replies": [[{"tool_call": {}}]]},
+            'replies[0][0].tool_call must be an object with "name"',
+        ),
+        ({"replies": [[{"tool_call": {"name": "x", "arguments": 3}}]]}, "arguments must be"),
+        ({"replies": [[{"usage": {"tokens": 3}}]]}, "usage must be an object"),
+        ({"replies": [[{"stop": "tired"}]]}, "stop must be one of end_turn"),
+        ({"replies": [[{"error": "gremlins"}]]}, "error must be one of rate_limited"),
+        ({"replies": [[{"stop": "end_turn"}, {"text": "a"}]]}, '"stop" step must be the last'),
+        ({"replies": [[{"error": "timeout"}, {"text": "a"}]]}, '"error" step must be the last'),
+        ({"replies": [[{"error": "stream_broken"}]]}, '"stream_broken" needs a text'),
+        ({"replies": [[{"say": "hi"}]]}, "unknown step 'say'"),
     ],
 )
 def test_a_malformed_script_is_refused_with_the_place_named(data: Any, complaint: str):
@@ -61,35 +138,129 @@ def test_a_malformed_script_is_refused_with_the_place_named(data: Any, complaint
 
 
 def test_loading_a_missing_or_non_json_file_is_a_script_error(tmp_path: Path):
-    broken = tmp_path / "broken.json"
-    broken.write_text("{not json")
-
     with pytest.raises(ScriptError, match="cannot read script"):
         load_script(tmp_path / "missing.json")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
     with pytest.raises(ScriptError, match="cannot read script"):
         load_script(broken)
 
 
-def test_loading_names_the_file_when_its_content_is_wrong(tmp_path: Path):
-    path = tmp_path / "wrong.json"
-    path.write_text(json.dumps({"replies": [[{"say": "hi"}]]}))
-
-    with pytest.raises(ScriptError, match=r"wrong\.json: replies"):
+def test_loading_names_the_file_and_the_script_after_it(tmp_path: Path):
+    path = tmp_path / "demo.json"
+    path.write_text(json.dumps({"replies": [[{"text": "a"}]]}))
+    assert load_script(path).model_id == "scripted/demo"
+    path.write_text(json.dumps({"replies": [[{"text": 1}]]}))
+    with pytest.raises(ScriptError, match=re.escape(f"{path}: replies[0][0].text")):
         load_script(path)
 
 
-async def test_the_model_streams_text_and_thoughts_and_keeps_the_sleeps_to_itself():
-    model = ScriptedModel(
-        parse_script({"replies": [[{"thought": "t"}, {"sleep_ms": 1}, {"text": "a"}]]})
+async def test_text_and_thoughts_stream_with_usage_and_the_end_and_the_sleeps_stay_inside():
+    provider = provider_for(
+        [{"thought": "t"}, {"sleep_ms": 1}, {"text": "a"}, {"usage": {"input_tokens": 7}}]
     )
 
-    outputs = [output async for output in model.stream_reply(0)]
+    events = await play(provider)
 
-    assert outputs == [ThoughtDelta("t"), TextDelta("a")]
+    assert events == [
+        ReasoningDelta("t"),
+        ModelTextDelta("a"),
+        UsageReported(input_tokens=7, output_tokens=0),
+        ResponseEnded(StopReason.END_TURN, "end_turn"),
+    ]
 
 
-async def test_without_a_script_every_prompt_gets_the_default_reply():
-    model = ScriptedModel()
+async def test_without_a_usage_step_a_reply_reports_a_deterministic_estimate():
+    provider = provider_for([{"text": "12345678"}])
 
-    for prompt_index in (0, 5):
-        assert [o async for o in model.stream_reply(prompt_index)] == [TextDelta(DEFAULT_REPLY)]
+    first, second = await play(provider), await play(provider)
+
+    usage = UsageReported(input_tokens=2, output_tokens=2)  # "Guide." + "Hi" = 8 chars
+    assert first[-2] == second[-2] == usage
+
+
+async def test_tool_calls_stream_whole_and_end_the_reply_with_tool_use():
+    provider = provider_for(
+        [
+            {"tool_call": {"name": "read", "arguments": {"path": "a"}}},
+            {"tool_call": {"name": "shell", "id": "call_x"}},
+        ]
+    )
+
+    events = await play(provider)
+    builder = ReplyBuilder()
+    for event in events:
+        builder.add(event)
+
+    assert events[:6] == [
+        ToolCallStarted(0, "call_0_0", "read"),
+        ToolCallArgumentsDelta(0, '{"path":"a"}'),
+        ToolCallEnded(0, "call_0_0", "read", '{"path":"a"}'),
+        ToolCallStarted(1, "call_x", "shell"),
+        ToolCallArgumentsDelta(1, "{}"),
+        ToolCallEnded(1, "call_x", "shell", "{}"),
+    ]
+    assert events[-1] == ResponseEnded(StopReason.TOOL_USE, "tool_use")
+    assert builder.reply().tool_calls == (
+        ToolCall("call_0_0", "read", '{"path":"a"}'),
+        ToolCall("call_x", "shell", "{}"),
+    )
+
+
+async def test_each_stream_takes_the_next_reply_and_a_loaded_session_goes_on_where_it_stopped():
+    replies = ([{"text": "one"}], [{"text": "two"}], [{"text": "three"}])
+    provider = provider_for(*replies)
+    resumed = provider_for(*replies, first_request=2)
+
+    texts = [(await play(provider))[0] for _ in range(2)]
+
+    assert texts == [ModelTextDelta("one"), ModelTextDelta("two")]
+    assert provider.requests_made == 2
+    assert (await play(resumed))[0] == ModelTextDelta("three")
+
+
+async def test_a_stop_step_sets_the_stop_reason():
+    provider = provider_for([{"text": "I can't help"}, {"stop": "refusal"}])
+
+    assert (await play(provider))[-1] == ResponseEnded(StopReason.REFUSAL, "refusal")
+
+
+async def test_an_error_before_any_output_is_the_named_provider_error():
+    provider = provider_for([{"error": "rate_limited"}], [{"error": "context_window"}])
+
+    with pytest.raises(RateLimited) as rate_limited:
+        await play(provider)
+    with pytest.raises(ContextWindowExceeded):
+        await play(provider)
+
+    assert rate_limited.value.status == 429
+
+
+async def test_an_error_after_output_breaks_the_stream_and_keeps_the_partial_reply():
+    provider = provider_for([{"text": "Hel"}, {"error": "overloaded", "message": "busy"}])
+    received: list[ModelEvent] = []
+
+    async def consume() -> None:
+        async with provider.stream(REQUEST) as events:
+            async for event in events:
+                received.append(event)
+
+    with pytest.raises(StreamBroken) as broken:
+        await consume()
+
+    assert received == [ModelTextDelta("Hel")]
+    assert broken.value.events_received == 1
+    assert "busy" in str(broken.value.__cause__)
+
+
+async def test_a_summary_request_is_answered_without_taking_a_reply():
+    provider = provider_for([{"text": "one"}], [{"text": "two"}])
+    ask = Message("user", [Text('<compaction-request kind="auto">Summarise.</compaction-request>')])
+    summary_request = ModelRequest(model="m", guide="G", messages=[*REQUEST.messages, ask])
+
+    summary = await play(provider, summary_request)
+    first = await play(provider)
+
+    assert summary[0] == ModelTextDelta(SUMMARY)
+    assert summary[-1] == ResponseEnded(StopReason.END_TURN, "end_turn")
+    assert first[0] == ModelTextDelta("one")

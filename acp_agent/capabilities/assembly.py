@@ -1,0 +1,148 @@
+"""How the capabilities are assembled into the runtime's scopes.
+
+    registry = ServiceRegistry()
+    register_capabilities(registry, CapabilitySettings(models=models, tools=builtin_tools))
+    async with open_runtime(store, registry=registry) as runtime:
+        session = await runtime.create_session(cwd)
+        controls = session.scope.get(SESSION_CONTROLS)   # fill in client and prompter
+        loop = session.main.scope.get(MODEL_LOOP)
+        turn = await loop.start_turn(turn_id, content)
+
+Per session: `SessionControls` (model, mode, the editor's side) and the
+`ToolSet`. Per branch, in this order: the context engine, the tool executor
+and the model loop; the executor and the loop subscribe to the branch's
+timeline after rebuilding from it (the executor first: results it
+synthesizes for calls a restart cut short precede the loop's record that
+the open turn was interrupted).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from acp_agent.capabilities.context import (
+    ContextEngine,
+    ContextSettings,
+    build_context_engine,
+    default_guide_registry,
+)
+from acp_agent.capabilities.loop import LoopSettings, ModelLoop
+from acp_agent.capabilities.model_source import ModelSource
+from acp_agent.capabilities.session_controls import SessionControls
+from acp_agent.capabilities.state_sources import Environment
+from acp_agent.capabilities.tool import Tool
+from acp_agent.capabilities.tool_executor import ToolExecutor
+from acp_agent.capabilities.toolset import ToolSet
+from acp_agent.core import (
+    BRANCH,
+    DISPATCHER,
+    SESSION,
+    STORE,
+    Scope,
+    ScopeKind,
+    ServiceKey,
+    ServiceRegistry,
+)
+
+__all__ = (
+    "CONTEXT",
+    "MODEL_LOOP",
+    "SESSION_CONTROLS",
+    "TOOLSET",
+    "TOOL_EXECUTOR",
+    "CapabilitySettings",
+    "register_capabilities",
+)
+
+SESSION_CONTROLS: Final[ServiceKey[SessionControls]] = ServiceKey(
+    "session_controls", ScopeKind.SESSION
+)
+TOOLSET: Final[ServiceKey[ToolSet]] = ServiceKey("toolset", ScopeKind.SESSION)
+CONTEXT: Final[ServiceKey[ContextEngine]] = ServiceKey("context", ScopeKind.BRANCH)
+TOOL_EXECUTOR: Final[ServiceKey[ToolExecutor]] = ServiceKey("tool_executor", ScopeKind.BRANCH)
+MODEL_LOOP: Final[ServiceKey[ModelLoop]] = ServiceKey("model_loop", ScopeKind.BRANCH)
+
+
+def _no_tools() -> Sequence[Tool]:
+    return ()
+
+
+@attrs.frozen
+class CapabilitySettings:
+    """What the capabilities are built from (process-wide).
+
+    **Parameters:**
+
+    * `models`: resolves session models to providers.
+    * `tools`: makes a session's tools (called once per session).
+    * `loop`: the loop's limits.
+    * `config_dir`: where the person's own rules live (None: none).
+    * `environment`: the process environment state sources describe (None: detected).
+    * `clock`: wall time for recorded rules.
+    """
+
+    models: ModelSource
+    tools: Callable[[], Sequence[Tool]] = _no_tools
+    loop: LoopSettings = attrs.field(factory=LoopSettings)
+    config_dir: Path | None = None
+    environment: Environment | None = None
+    clock: Callable[[], float] = time.time
+
+
+def register_capabilities(registry: ServiceRegistry, settings: CapabilitySettings) -> None:
+    """Register the session and branch services of the capabilities in `registry`."""
+
+    async def session_controls(scope: Scope) -> SessionControls:
+        session = scope.get(SESSION)
+        controls = SessionControls(session.id, session.cwd)
+        controls.model_id = settings.models.default_model()
+        return controls
+
+    async def toolset(scope: Scope) -> ToolSet:
+        return ToolSet(settings.tools())
+
+    async def context(scope: Scope) -> ContextEngine:
+        branch = scope.get(BRANCH)
+        controls = scope.get(SESSION_CONTROLS)
+        if branch.parent_id is None:
+            # The session's model and mode as last recorded (a loaded session keeps them).
+            controls.restore(await branch.read())
+        window = settings.models.context_window(controls.model_id)
+        return build_context_engine(
+            branch,
+            guide=default_guide_registry(),
+            config_dir=settings.config_dir,
+            environment=settings.environment,
+            settings=ContextSettings(context_window_tokens=window),
+        )
+
+    async def tool_executor(scope: Scope) -> ToolExecutor:
+        executor = ToolExecutor(
+            scope.get(BRANCH), scope.get(SESSION_CONTROLS), scope.get(STORE), clock=settings.clock
+        )
+        await scope.get(DISPATCHER).subscribe_rebuilt(executor)
+        return executor
+
+    async def model_loop(scope: Scope) -> ModelLoop:
+        loop = ModelLoop(
+            scope.get(BRANCH),
+            executor=scope.get(TOOL_EXECUTOR),
+            toolset=scope.get(TOOLSET),
+            models=settings.models,
+            controls=scope.get(SESSION_CONTROLS),
+            context=scope.get(CONTEXT),
+            settings=settings.loop,
+        )
+        await scope.get(DISPATCHER).subscribe_rebuilt(loop)
+        return loop
+
+    registry.register(SESSION_CONTROLS, session_controls)
+    registry.register(TOOLSET, toolset)
+    registry.register(CONTEXT, context)
+    registry.register(TOOL_EXECUTOR, tool_executor)
+    registry.register(MODEL_LOOP, model_loop)

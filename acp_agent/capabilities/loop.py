@@ -1,0 +1,509 @@
+"""The model loop: a branch's turns as model steps, and tool batches between them.
+
+One `ModelLoop` per branch (a branch service, subscribed to its timeline).
+A turn goes through these states::
+
+    IDLE ──input adopted──▶ PREPARING ──request recorded──▶ STREAMING
+      ▲                        ▲                              │
+      │                        │ all results published        │ reply ended normally
+      │                        │                              ▼
+      └──────── ENDING ◀── no tool calls ──────────── (tool calls?) ──▶ AWAITING_TOOLS
+
+- PREPARING: the context is prepared (`ContextPreparer`) from the published
+  history and the tools of the current generation; `ModelRequestStarted` is
+  recorded, binding the request id to that generation for the executor.
+- STREAMING: the provider's events are recorded as they come
+  (`ModelTextDelta`, `ModelReasoningDelta`, `ModelReasoningEnded`), by group
+  commit (`CoalescingRecorder`): one durable batch per commit, order kept.
+- On a normal end with tool calls, `ModelRequestFinished` and the batch's
+  `ToolCallRequested` facts (with their presentation) are recorded as one
+  batch and handed to the executor; the loop continues when every call's
+  result is published (AWAITING_TOOLS). Otherwise the turn ends (ENDING).
+
+Stop reasons (`TurnEnded.stop_reason`): `end_turn`, `max_tokens` (the reply
+hit its cap, or the context window was exceeded), `max_turn_requests` (more
+model requests in the turn than allowed), `refusal`; a cancelled turn ends
+with `TurnInterrupted` instead. A provider failure keeps what was streamed,
+records `ModelRequestFailed` (the person sees why) and ends the turn; a
+cancellation records `ModelRequestInterrupted` the same way. The provider's
+stream is closed at once in both cases.
+
+A turn's steps run as the turn's work (`Turn.start_soon`), so cancelling the
+turn cancels them, and the turn is over only once they have settled.
+`start_turn()` submits the `Prompt` and pairs the `Turn` it returns with the
+published `UserInputAdopted`; whichever comes second starts the first step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol
+
+import anyio
+import attrs
+
+from acp_agent.capabilities.content import encode_locations
+from acp_agent.capabilities.model_source import ModelHandle, ModelSource
+from acp_agent.capabilities.recorder import CoalescingRecorder
+from acp_agent.capabilities.session_controls import SessionControls
+from acp_agent.capabilities.tool_executor import INVALID_ARGUMENTS_KEY, ToolExecutor
+from acp_agent.capabilities.toolset import ToolGeneration, ToolSet
+from acp_agent.core import (
+    Branch,
+    CallId,
+    Event,
+    EventDraft,
+    ModelReasoningDelta,
+    ModelReasoningEnded,
+    ModelRequestFailed,
+    ModelRequestFinished,
+    ModelRequestInterrupted,
+    ModelRequestStarted,
+    ModelTextDelta,
+    Prompt,
+    ScopeClosed,
+    Seq,
+    Timeline,
+    ToolCallRequested,
+    ToolResultRecorded,
+    Turn,
+    TurnEnded,
+    TurnId,
+    TurnInterrupted,
+    Usage,
+    UserInputAdopted,
+    new_id,
+)
+from acp_agent.models import (
+    AuthenticationFailed,
+    ContextWindowExceeded,
+    ModelNotFound,
+    ModelRequest,
+    ProviderConnectError,
+    ProviderConnectionLost,
+    ProviderError,
+    ProviderNotConfigured,
+    ProviderOverloaded,
+    ProviderResponseInvalid,
+    ProviderTimeout,
+    QuotaExceeded,
+    RateLimited,
+    ReasoningDelta,
+    ReasoningEffort,
+    ReasoningEnded,
+    ReplyBuilder,
+    StopReason,
+    StreamBroken,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    UsageReported,
+)
+
+__all__ = (
+    "DEFAULT_MAX_TURN_REQUESTS",
+    "PRODUCER",
+    "ContextPreparer",
+    "LoopSettings",
+    "LoopState",
+    "ModelLoop",
+    "PreparedContext",
+    "error_kind",
+)
+
+logger = logging.getLogger(__name__)
+
+#: The producer of the loop's facts.
+PRODUCER: Final = "capabilities.loop"
+#: Model requests one turn may make before it ends with `max_turn_requests`.
+DEFAULT_MAX_TURN_REQUESTS: Final = 50
+
+_STOP_REASONS: Final = {
+    StopReason.END_TURN: "end_turn",
+    StopReason.MAX_TOKENS: "max_tokens",
+    StopReason.REFUSAL: "refusal",
+}
+#: `ModelRequestFailed.error` by exception class, most specific first.
+_ERROR_KINDS: Final[tuple[tuple[type[ProviderError], str], ...]] = (
+    (ProviderNotConfigured, "not_configured"),
+    (StreamBroken, "stream_broken"),
+    (RateLimited, "rate_limited"),
+    (QuotaExceeded, "quota"),
+    (ProviderOverloaded, "overloaded"),
+    (ContextWindowExceeded, "context_window"),
+    (AuthenticationFailed, "authentication"),
+    (ModelNotFound, "model_not_found"),
+    (ProviderTimeout, "timeout"),
+    (ProviderConnectError, "connect"),
+    (ProviderConnectionLost, "connection_lost"),
+    (ProviderResponseInvalid, "invalid_response"),
+)
+
+
+def error_kind(error: ProviderError) -> str:
+    """The short name `ModelRequestFailed.error` gives a provider failure."""
+    for cls, kind in _ERROR_KINDS:
+        if isinstance(error, cls):
+            return kind
+    return "provider_error"
+
+
+class LoopState(enum.Enum):
+    """Where the loop of a branch is."""
+
+    #: No turn runs.
+    IDLE = "idle"
+    #: Preparing the next request's context.
+    PREPARING = "preparing"
+    #: A model request is in flight; its deltas are being recorded.
+    STREAMING = "streaming"
+    #: A tool batch is with the executor; the loop waits for its results.
+    AWAITING_TOOLS = "awaiting_tools"
+    #: The turn's end is being recorded.
+    ENDING = "ending"
+
+
+class PreparedContext(Protocol):
+    """What a context preparer returns: the request, and the guide version it uses."""
+
+    @property
+    def request(self) -> ModelRequest: ...
+
+    @property
+    def guide_version(self) -> str | None: ...
+
+
+class ContextPreparer(Protocol):
+    """Builds the next model request from the branch's history (the context engine)."""
+
+    async def prepare(
+        self,
+        *,
+        turn_id: TurnId,
+        model: str,
+        provider: Any,
+        tools: Sequence[ToolSpec] = (),
+        max_output_tokens: int | None = None,
+        reasoning_effort: ReasoningEffort | None = None,
+    ) -> PreparedContext: ...
+
+    def note_usage(self, input_tokens: int, output_tokens: int) -> None:
+        """The provider reported usage for the last prepared request."""
+        ...
+
+
+@attrs.frozen
+class LoopSettings:
+    """Limits and knobs of the model loop."""
+
+    max_turn_requests: int = DEFAULT_MAX_TURN_REQUESTS
+    max_output_tokens: int | None = None
+    reasoning_effort: ReasoningEffort | None = None
+
+
+@attrs.define(eq=False)
+class _TurnRun:
+    """What the loop knows about the turn it runs."""
+
+    turn: Turn
+    requests: int = 0
+    #: The calls of the batch with the executor that have no published result yet.
+    pending: set[CallId] = attrs.field(factory=set)
+
+
+class ModelLoop:
+    """Runs a branch's turns: model steps, tool batches, the turn's end (a branch service)."""
+
+    name = "model loop"
+
+    def __init__(
+        self,
+        branch: Branch,
+        *,
+        executor: ToolExecutor,
+        toolset: ToolSet,
+        models: ModelSource,
+        controls: SessionControls,
+        context: ContextPreparer,
+        settings: LoopSettings | None = None,
+        new_request_id: Callable[[], str] = lambda: new_id("req"),
+    ) -> None:
+        self.branch = branch
+        self.executor = executor
+        self.toolset = toolset
+        self.models = models
+        self.controls = controls
+        self.context = context
+        self.settings = settings if settings is not None else LoopSettings()
+        self._new_request_id = new_request_id
+        self._state = LoopState.IDLE
+        self._run: _TurnRun | None = None
+        self._submitted: dict[TurnId, Turn] = {}
+        self._adopted: set[TurnId] = set()
+        #: Model requests the branch has recorded (a scripted model plays reply n).
+        self._requests_made = 0
+        self._call_ids: set[str] = set()
+        self._handle: ModelHandle | None = None
+
+    @property
+    def state(self) -> LoopState:
+        return self._state
+
+    # --- rebuild and live events --------------------------------------------------------
+
+    async def rebuild(self, timeline: Timeline) -> Seq:
+        """Learn the history; end a turn and a request left open by a restart."""
+        open_turn: TurnId | None = None
+        open_requests: list[str] = []
+        for event in await timeline.read():
+            payload = event.payload
+            if isinstance(payload, UserInputAdopted):
+                open_turn = TurnId(payload.input_id)
+            elif isinstance(payload, TurnEnded | TurnInterrupted):
+                open_turn = None
+            elif isinstance(payload, ModelRequestStarted):
+                self._requests_made += 1
+                open_requests.append(payload.request_id)
+            elif isinstance(
+                payload, ModelRequestFinished | ModelRequestFailed | ModelRequestInterrupted
+            ):
+                if payload.request_id in open_requests:
+                    open_requests.remove(payload.request_id)
+            elif isinstance(payload, ToolCallRequested):
+                self._call_ids.add(payload.call_id)
+        drafts = [
+            EventDraft(ModelRequestInterrupted(request_id, "restart"), PRODUCER)
+            for request_id in open_requests
+        ]
+        if open_turn is not None:
+            drafts.append(EventDraft(TurnInterrupted(open_turn), PRODUCER))
+        if drafts:
+            await timeline.append(drafts)
+        return timeline.last_published_seq
+
+    async def handle(self, event: Event) -> None:
+        payload = event.payload
+        if isinstance(payload, UserInputAdopted):
+            turn_id = TurnId(payload.input_id)
+            self._adopted.add(turn_id)
+            self._begin_if_paired(turn_id)
+        elif isinstance(payload, ToolResultRecorded):
+            run = self._run
+            if run is not None and payload.call_id in run.pending:
+                run.pending.discard(payload.call_id)
+                if not run.pending and self._state is LoopState.AWAITING_TOOLS:
+                    self._start_step(run)
+        elif isinstance(payload, TurnEnded | TurnInterrupted):
+            self._adopted.discard(payload.turn_id)
+            self._submitted.pop(payload.turn_id, None)
+            if self._run is not None and self._run.turn.turn_id == payload.turn_id:
+                self._run = None
+                self._state = LoopState.IDLE
+
+    # --- turns ----------------------------------------------------------------------------
+
+    async def start_turn(self, turn_id: TurnId, content: list[dict[str, Any]]) -> Turn:
+        """Submit a `Prompt` and run its turn; `AlreadyStarted` while another turn runs."""
+        turn = await self.branch.submit(Prompt(turn_id, content))
+        assert turn is not None  # a Prompt always answers with its turn
+        self._submitted[turn_id] = turn
+        self._begin_if_paired(turn_id)
+        return turn
+
+    def _begin_if_paired(self, turn_id: TurnId) -> None:
+        turn = self._submitted.get(turn_id)
+        if turn is None or turn_id not in self._adopted:
+            return
+        del self._submitted[turn_id]
+        self._adopted.discard(turn_id)
+        run = self._run = _TurnRun(turn)
+        self._state = LoopState.PREPARING
+        self._start_step(run)
+
+    def _start_step(self, run: _TurnRun) -> None:
+        self._state = LoopState.PREPARING
+        # A turn cancelled meanwhile takes no work; it records how it ended itself.
+        with contextlib.suppress(ScopeClosed):
+            run.turn.start_soon(lambda: self._step(run), name=f"model step {run.turn.turn_id}")
+
+    # --- one model step ---------------------------------------------------------------------
+
+    async def _step(self, run: _TurnRun) -> None:
+        turn_id = run.turn.turn_id
+        if run.requests >= self.settings.max_turn_requests:
+            await self._end(run, "max_turn_requests")
+            return
+        request_id = self._new_request_id()
+        try:
+            handle = self._open_model()
+        except ProviderNotConfigured as exc:
+            await self.branch.append(
+                [EventDraft(ModelRequestFailed(request_id, "not_configured", str(exc)), PRODUCER)]
+            )
+            await self._end(run, "end_turn")
+            return
+        generation = self.toolset.current
+        specs = [ToolSpec(d.name, d.description, d.input_schema) for d in generation.definitions]
+        prepared = await self.context.prepare(
+            turn_id=turn_id,
+            model=handle.model,
+            provider=handle.provider,
+            tools=specs,
+            max_output_tokens=self.settings.max_output_tokens,
+            reasoning_effort=self.settings.reasoning_effort,
+        )
+        bindings = self.executor.bindings
+
+        def bind(_: Event) -> Callable[[], None]:
+            bindings.bind(request_id, generation)
+            return lambda: bindings.unbind(request_id)
+
+        started = ModelRequestStarted(request_id, turn_id, handle.model_id, prepared.guide_version)
+        await self.branch.append([EventDraft(started, PRODUCER, register=bind)])
+        run.requests += 1
+        self._requests_made += 1
+        self._state = LoopState.STREAMING
+        await self._stream(run, request_id, handle, prepared.request, generation)
+
+    def _open_model(self) -> ModelHandle:
+        model_id = self.controls.model_id
+        handle = self._handle
+        if handle is None or handle.model_id != (model_id or handle.model_id):
+            handle = self._handle = self.models.open(model_id, requests_made=self._requests_made)
+        return handle
+
+    async def _stream(
+        self,
+        run: _TurnRun,
+        request_id: str,
+        handle: ModelHandle,
+        request: ModelRequest,
+        generation: ToolGeneration,
+    ) -> None:
+        builder = ReplyBuilder()
+        failure: ProviderError | None = None
+        recorder = CoalescingRecorder(self.branch.append)
+        async with anyio.create_task_group() as group:
+            group.start_soon(recorder.run, name=f"deltas of {request_id}")
+            try:
+                async with handle.provider.stream(request) as events:
+                    async for event in events:
+                        builder.add(event)
+                        if isinstance(event, TextDelta):
+                            recorder.add(
+                                EventDraft(ModelTextDelta(request_id, event.text), PRODUCER)
+                            )
+                        elif isinstance(event, ReasoningDelta):
+                            recorder.add(
+                                EventDraft(ModelReasoningDelta(request_id, event.text), PRODUCER)
+                            )
+                        elif isinstance(event, ReasoningEnded):
+                            reasoning = event.reasoning
+                            ended = ModelReasoningEnded(
+                                request_id, reasoning.signature, reasoning.redacted
+                            )
+                            recorder.add(EventDraft(ended, PRODUCER))
+                        elif isinstance(event, UsageReported):
+                            self.context.note_usage(event.input_tokens, event.output_tokens)
+            except ProviderError as exc:
+                failure = exc
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await recorder.flush()
+                    await self.branch.append(
+                        [EventDraft(ModelRequestInterrupted(request_id, "cancelled"), PRODUCER)]
+                    )
+                raise
+            finally:
+                recorder.close()
+        await recorder.flush()
+        if failure is not None:
+            await self._failed(run, request_id, failure)
+            return
+        reply = builder.reply()
+        usage = _usage(reply.usage)
+        calls = reply.tool_calls
+        stop = reply.stop_reason or StopReason.END_TURN
+        if calls and stop in (StopReason.END_TURN, StopReason.TOOL_USE):
+            stop = StopReason.TOOL_USE
+        elif calls:
+            logger.info("request %s stopped with %s; its tool calls are dropped", request_id, stop)
+            calls = ()
+        elif stop is StopReason.TOOL_USE:
+            stop = StopReason.END_TURN  # it said tool_use but proposed no complete call
+        finished = EventDraft(ModelRequestFinished(request_id, stop.value, usage), PRODUCER)
+        if not calls:
+            await self.branch.append([finished])
+            await self._end(run, _STOP_REASONS.get(stop, "end_turn"))
+            return
+        requests = [self._proposal(request_id, call, generation) for call in calls]
+        run.pending = {request.call_id for request in requests}
+        self._state = LoopState.AWAITING_TOOLS
+        # Recorded and handed over together: a cancel arriving now finds the batch with
+        # the executor, which records "not executed" for it.
+        with anyio.CancelScope(shield=True):
+            await self.branch.append([finished, *(EventDraft(r, PRODUCER) for r in requests)])
+            await self.executor.accept(run.turn, requests)
+
+    async def _failed(self, run: _TurnRun, request_id: str, failure: ProviderError) -> None:
+        kind = error_kind(failure)
+        logger.warning("model request %s failed (%s): %s", request_id, kind, failure)
+        await self.branch.append(
+            [EventDraft(ModelRequestFailed(request_id, kind, str(failure)), PRODUCER)]
+        )
+        await self._end(run, "max_tokens" if kind == "context_window" else "end_turn")
+
+    async def _end(self, run: _TurnRun, stop_reason: str) -> None:
+        self._state = LoopState.ENDING
+        await self.branch.end_turn(run.turn.turn_id, stop_reason)
+
+    def _proposal(
+        self, request_id: str, call: ToolCall, generation: ToolGeneration
+    ) -> ToolCallRequested:
+        call_id = self._unique_call_id(call.call_id)
+        try:
+            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            arguments = {INVALID_ARGUMENTS_KEY: call.arguments}
+        title, kind, locations = call.name, "other", []
+        tool = generation.tools.get(call.name)
+        if tool is not None and INVALID_ARGUMENTS_KEY not in arguments:
+            try:
+                presentation = tool.present(arguments, self.controls.roots)
+            except Exception:
+                logger.exception("tool %s could not present a call", call.name)
+            else:
+                title, kind = presentation.title, presentation.kind.value
+                locations = encode_locations(presentation.locations)
+        elif tool is not None:
+            kind = tool.definition.kind.value
+        return ToolCallRequested(
+            request_id, CallId(call_id), call.name, arguments, title, kind, locations
+        )
+
+    def _unique_call_id(self, proposed: str) -> str:
+        call_id = proposed or "call"
+        if call_id in self._call_ids:
+            n = 2
+            while f"{call_id}_{n}" in self._call_ids:
+                n += 1
+            call_id = f"{call_id}_{n}"
+        self._call_ids.add(call_id)
+        return call_id
+
+
+def _usage(reported: UsageReported | None) -> Usage:
+    if reported is None:
+        return Usage()
+    return Usage(
+        reported.input_tokens,
+        reported.output_tokens,
+        reported.cache_read_tokens,
+        reported.cache_write_tokens,
+    )

@@ -1,0 +1,552 @@
+"""Runs a branch's tool calls: binding, admission, execution, and a result for every call.
+
+The loop hands the executor each tool batch it recorded (`accept`). For every
+call, in order, the executor:
+
+1. finds the handler bound to the call's model request (`ToolBindings`): the
+   tool of the generation that request was offered, never "today's tool of
+   the same name"; no binding is an error result the model reads;
+2. passes admission (`permissions.decide`): runs, is refused with an
+   explanation, or asks the person (`PermissionAsked`, the prompter, then
+   `PermissionAnswered`; "always" answers become rules);
+3. runs it as a task of the turn, tracked by the executor (`ToolCallAdmitted`,
+   `ToolCallStarted`, progress as `ToolCallProgressed`/`ToolCallOutputDelta`);
+4. records `ToolCallCompleted` and the `ToolResultRecorded` the model sees, in
+   one batch, tied to the request and call ids. A failure is a result too.
+
+Calls go through their stages: proposed -> (asking) -> admitted -> running ->
+finished -> recorded. An interrupt (the turn cancelled, the executor told by
+`TurnCancelRequested`, the tools reloaded) cancels what is in flight and
+records, shielded, what each call's stage calls for: a running call is
+`interrupted` (it may have had effects), the others `not_executed`; a
+pending question is answered `cancelled`. A batch that arrives after its
+turn's interrupt gets "not executed" results and never runs.
+
+Rebuild (on load) reads positions, not memory: every requested call with no
+recorded result (`Branch.has_result`) gets a synthesized terminal result,
+"interrupted by restart; not re-run", and its handler is never called again.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, Final
+
+import anyio
+import attrs
+
+from acp_agent.capabilities.content import (
+    decode_locations,
+    encode_locations,
+    encode_parts,
+    json_safe,
+    text_part,
+)
+from acp_agent.capabilities.permissions import (
+    Ask,
+    PermissionAnswer,
+    PermissionChoice,
+    PermissionQuestion,
+    Refuse,
+    decide,
+    remember,
+)
+from acp_agent.capabilities.recorder import CoalescingRecorder
+from acp_agent.capabilities.session_controls import SessionControls
+from acp_agent.capabilities.tool import (
+    ContentPart,
+    MemoryReadStamps,
+    PermissionNeed,
+    TextContent,
+    Tool,
+    ToolContext,
+    ToolInputError,
+    ToolKind,
+    ToolResult,
+)
+from acp_agent.capabilities.toolset import ToolBindings, UnboundCall
+from acp_agent.core import (
+    Branch,
+    CallId,
+    Event,
+    EventDraft,
+    Payload,
+    PermissionAnswered,
+    PermissionAsked,
+    ScopeClosed,
+    Seq,
+    Store,
+    StoreError,
+    Timeline,
+    ToolCallAdmitted,
+    ToolCallCompleted,
+    ToolCallInterrupted,
+    ToolCallOutputDelta,
+    ToolCallProgressed,
+    ToolCallRequested,
+    ToolCallStarted,
+    ToolOutcome,
+    ToolResultRecorded,
+    Turn,
+    TurnCancelRequested,
+    TurnEnded,
+    TurnId,
+    TurnInterrupted,
+    TurnState,
+    new_id,
+)
+
+__all__ = (
+    "CANCELLED_ANSWER",
+    "INVALID_ARGUMENTS_KEY",
+    "PRODUCER",
+    "RESTART_NOT_STARTED",
+    "RESTART_RUNNING",
+    "CallStage",
+    "ToolExecutor",
+)
+
+logger = logging.getLogger(__name__)
+
+#: The producer of the executor's facts.
+PRODUCER: Final = "capabilities.tools"
+#: The only key of recorded arguments that were not a JSON object; its value is the raw text.
+INVALID_ARGUMENTS_KEY: Final = "__invalid_arguments__"
+#: `PermissionAnswered.outcome` for a question withdrawn unanswered.
+CANCELLED_ANSWER: Final = "cancelled"
+#: What the model reads for a call found running after a restart.
+RESTART_RUNNING: Final = (
+    "Interrupted by restart; not re-run. The agent stopped while this call was running, "
+    "so it may have had effects: check the state before retrying."
+)
+#: What the model reads for a call found admitted or proposed but not started after a restart.
+RESTART_NOT_STARTED: Final = (
+    "Interrupted by restart; not re-run. The agent stopped before this call started."
+)
+_CANCELLED_RUNNING = (
+    "Interrupted: the turn was cancelled while this call was running, so it may have had "
+    "effects. Check the state before retrying."
+)
+_CANCELLED_BEFORE = "Not run: the turn was cancelled before this call started."
+_CANCELLED_ASKING = "Not run: the turn was cancelled while the person was being asked."
+_UNBOUND = "Not run: the tools this call was proposed with are gone."
+_RELOADED_RUNNING = (
+    "Interrupted: the tools were reloaded while this call was running, so it may have had "
+    "effects. Check the state before retrying."
+)
+
+
+class CallStage(enum.Enum):
+    """Where one call is, from proposal to its recorded result."""
+
+    #: The model proposed it; nothing ran.
+    PROPOSED = "proposed"
+    #: The person is being asked whether it may run.
+    ASKING = "asking"
+    #: Admission passed; the handler has not started.
+    ADMITTED = "admitted"
+    #: The handler is running.
+    RUNNING = "running"
+    #: The handler returned; its result is not recorded yet.
+    FINISHED = "finished"
+    #: Its result is durable.
+    RECORDED = "recorded"
+
+
+@attrs.define(eq=False)
+class _Call:
+    """One call the executor owns, and what it knows about it so far."""
+
+    request: ToolCallRequested
+    turn_id: TurnId
+    stage: CallStage = CallStage.PROPOSED
+    permission_id: str | None = None
+    scope: anyio.CancelScope | None = None
+    progress: CoalescingRecorder | None = None
+    #: The result computed but not yet recorded (stage FINISHED).
+    result: ToolResult | None = None
+    #: Why it was cut short, when it was (`cancelled`, `reloaded`).
+    cut_by: str = "cancelled"
+
+    @property
+    def call_id(self) -> CallId:
+        return self.request.call_id
+
+
+class _Progress:
+    """A running call's `ProgressSink`: its reports become coalesced progress facts."""
+
+    def __init__(self, call_id: CallId, recorder: CoalescingRecorder) -> None:
+        self._call_id = call_id
+        self._recorder = recorder
+
+    async def content(self, parts: Sequence[ContentPart]) -> None:
+        self._recorder.add(
+            EventDraft(ToolCallProgressed(self._call_id, encode_parts(parts)), PRODUCER)
+        )
+
+    async def terminal_output(self, terminal_id: str, data: str) -> None:
+        if data:
+            self._recorder.add(
+                EventDraft(ToolCallOutputDelta(self._call_id, terminal_id, data), PRODUCER)
+            )
+
+
+class ToolExecutor:
+    """Owns one branch's tool calls from proposal to recorded result (a branch service).
+
+    **Parameters:**
+
+    * `branch`: where the calls' facts are recorded.
+    * `controls`: the session's mode, roots, editor and prompter.
+    * `store`: where "always" answers are kept as permission rules.
+    * `clock`: wall time for rules (seconds since the epoch).
+    """
+
+    name = "tool executor"
+
+    def __init__(
+        self,
+        branch: Branch,
+        controls: SessionControls,
+        store: Store,
+        *,
+        clock: Callable[[], float],
+    ) -> None:
+        self.branch = branch
+        self.controls = controls
+        self.store = store
+        self.clock = clock
+        #: Which tool generation each model request of the branch was offered.
+        self.bindings = ToolBindings()
+        #: What this branch has read (for `file_modified_since_read`).
+        self.read_stamps = MemoryReadStamps()
+        self._calls: dict[CallId, _Call] = {}
+        self._interrupted: set[TurnId] = set()
+
+    # --- rebuild and live events --------------------------------------------------------
+
+    async def rebuild(self, timeline: Timeline) -> Seq:
+        """Give every call without a recorded result a terminal one; never run a handler."""
+        requested: dict[CallId, ToolCallRequested] = {}
+        started: set[CallId] = set()
+        asked: dict[str, CallId] = {}
+        for event in await timeline.read():
+            payload = event.payload
+            if isinstance(payload, ToolCallRequested):
+                requested[payload.call_id] = payload
+            elif isinstance(payload, ToolCallStarted):
+                started.add(payload.call_id)
+            elif isinstance(payload, PermissionAsked):
+                asked[payload.permission_id] = payload.call_id
+            elif isinstance(payload, PermissionAnswered):
+                asked.pop(payload.permission_id, None)
+        drafts: list[EventDraft] = [
+            EventDraft(PermissionAnswered(permission_id, call_id, CANCELLED_ANSWER), PRODUCER)
+            for permission_id, call_id in asked.items()
+        ]
+        for call_id, request in requested.items():
+            if await self.branch.has_result(call_id):
+                continue
+            if call_id in started:
+                drafts.append(EventDraft(ToolCallInterrupted(call_id, "restart"), PRODUCER))
+                outcome, text = ToolOutcome.INTERRUPTED, RESTART_RUNNING
+            else:
+                outcome, text = ToolOutcome.NOT_EXECUTED, RESTART_NOT_STARTED
+            drafts.append(self._result_draft(request, text, outcome))
+        if drafts:
+            await timeline.append(drafts)
+            logger.info("rebuild of %s: settled %d unfinished call(s)", self.branch.id, len(drafts))
+        return timeline.last_published_seq
+
+    async def handle(self, event: Event) -> None:
+        payload = event.payload
+        if isinstance(payload, TurnCancelRequested):
+            self.interrupt(payload.turn_id)
+        elif isinstance(payload, TurnEnded | TurnInterrupted):
+            self._interrupted.discard(payload.turn_id)
+
+    def interrupt(self, turn_id: TurnId) -> None:
+        """Mark the turn's tool work interrupted and cancel what of it is in flight."""
+        self._interrupted.add(turn_id)
+        for call in self._calls.values():
+            if call.turn_id == turn_id and call.scope is not None:
+                call.scope.cancel()
+
+    # --- accepting a batch --------------------------------------------------------------
+
+    async def accept(self, turn: Turn, requests: Sequence[ToolCallRequested]) -> None:
+        """Take a recorded tool batch of `turn`: run it as the turn's work, or, if the
+        turn was interrupted already, record "not executed" for every call."""
+        if not requests:
+            return
+        if turn.turn_id not in self._interrupted and turn.state is TurnState.RUNNING:
+            calls = [_Call(request, turn.turn_id) for request in requests]
+            for call in calls:
+                self._calls[call.call_id] = call
+            try:
+                turn.start_soon(partial(self._run_batch, calls), name=f"tools {turn.turn_id}")
+            except ScopeClosed:
+                for call in calls:
+                    self._calls.pop(call.call_id, None)
+            else:
+                return
+        not_executed = ToolOutcome.NOT_EXECUTED
+        await self.branch.append(
+            [self._result_draft(request, _CANCELLED_BEFORE, not_executed) for request in requests]
+        )
+
+    async def _run_batch(self, calls: Sequence[_Call]) -> None:
+        try:
+            for call in calls:
+                if call.turn_id in self._interrupted:
+                    break
+                with anyio.CancelScope() as call.scope:
+                    await self._run(call)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._settle([call for call in calls if call.stage is not CallStage.RECORDED])
+                for call in calls:
+                    self._calls.pop(call.call_id, None)
+
+    # --- one call -------------------------------------------------------------------------
+
+    async def _run(self, call: _Call) -> None:
+        request = call.request
+        try:
+            tool = self.bindings.tool(request.request_id, request.tool)
+        except UnboundCall as exc:
+            await self._record_unrun(call, str(exc))
+            return
+        arguments = request.arguments
+        if INVALID_ARGUMENTS_KEY in arguments:
+            raw = str(arguments[INVALID_ARGUMENTS_KEY])[:200]
+            await self._record_unrun(call, f"Not run: the arguments are not a JSON object: {raw}")
+            return
+        try:
+            need = tool.permission(arguments, self.controls.roots)
+        except ToolInputError as exc:
+            await self._record_unrun(call, f"Not run: invalid arguments: {exc}")
+            return
+        except Exception as exc:
+            logger.exception("tool %s could not judge its arguments", request.tool)
+            await self._record_unrun(call, f"Not run: the {request.tool} tool failed: {exc}")
+            return
+
+        controls = self.controls
+        rules = await self.store.list_permission_rules(workspace=controls.workspace)
+        decision = decide(controls.mode, request.tool, need, rules, controls.workspace)
+        admitted: list[Payload] = []
+        if isinstance(decision, Refuse):
+            await self._record_unrun(call, decision.explanation)
+            return
+        if isinstance(decision, Ask):
+            answer = await self._ask(call, need, decision)
+            answered = PermissionAnswered(call.permission_id or "", call.call_id, _outcome(answer))
+            if answer.choice is not None and answer.choice.remembered:
+                await self._remember(answer.choice, call, need)
+            if answer.choice is None or not answer.choice.allows:
+                text = (
+                    _CANCELLED_ASKING
+                    if answer.choice is None
+                    else _rejected_text(answer.choice, request.tool)
+                )
+                await self.branch.append(
+                    [
+                        EventDraft(answered, PRODUCER),
+                        self._result_draft(request, text, ToolOutcome.NOT_EXECUTED),
+                    ]
+                )
+                call.stage = CallStage.RECORDED
+                return
+            admitted.append(answered)
+        admitted.append(ToolCallAdmitted(call.call_id, call.permission_id))
+        admitted.append(ToolCallStarted(call.call_id))
+        await self.branch.append([EventDraft(payload, PRODUCER) for payload in admitted])
+        call.stage = CallStage.RUNNING
+        await self._execute(call, tool)
+
+    async def _remember(self, choice: PermissionChoice, call: _Call, need: PermissionNeed) -> None:
+        try:
+            await remember(
+                self.store,
+                choice=choice,
+                tool=call.request.tool,
+                need=need,
+                workspace=self.controls.workspace,
+                session_id=self.controls.session_id,
+                call_id=call.call_id,
+                now=self.clock(),
+            )
+        except StoreError:
+            logger.exception("could not keep the rule chosen for call %s", call.call_id)
+
+    async def _ask(self, call: _Call, need: PermissionNeed, ask: Ask) -> PermissionAnswer:
+        request = call.request
+        call.permission_id = new_id("perm")
+        options = [option.option_id for option in ask.options]
+        await self.branch.append(
+            [EventDraft(PermissionAsked(call.permission_id, call.call_id, options), PRODUCER)]
+        )
+        call.stage = CallStage.ASKING
+        question = PermissionQuestion(
+            permission_id=call.permission_id,
+            call_id=call.call_id,
+            tool=request.tool,
+            title=request.title or request.tool,
+            kind=_kind(request.tool_kind),
+            target=need.target,
+            note=ask.note,
+            arguments=request.arguments,
+            locations=decode_locations(request.locations),
+            options=ask.options,
+        )
+        try:
+            return await self.controls.prompter.ask(question)
+        except Exception:
+            logger.exception("asking about call %s failed; taking it as cancelled", call.call_id)
+            return PermissionAnswer(None)
+
+    async def _execute(self, call: _Call, tool: Tool) -> None:
+        request = call.request
+        generation = self.bindings.generation(request.request_id)
+        recorder = call.progress = CoalescingRecorder(self.branch.append)
+        context = ToolContext(
+            session_id=self.controls.session_id,
+            branch_id=self.branch.id,
+            call_id=call.call_id,
+            roots=self.controls.roots,
+            client=self.controls.client,
+            progress=_Progress(call.call_id, recorder),
+            read_stamps=self.read_stamps,
+        )
+        try:
+            if generation is None:
+                raise UnboundCall(_UNBOUND)
+            tracked = generation.running()
+        except UnboundCall as exc:  # the tools were reloaded while it was being admitted
+            await self._record_unrun(call, str(exc))
+            return
+        with tracked as running:
+            result: ToolResult | None = None
+            async with anyio.create_task_group() as group:
+                group.start_soon(recorder.run, name=f"progress of {call.call_id}")
+                try:
+                    with running:
+                        result = await _run_tool(tool, request.arguments, context)
+                finally:
+                    recorder.close()
+            if result is None:  # cut short by a reload: recorded before the next call runs
+                call.cut_by = "reloaded"
+                with anyio.CancelScope(shield=True):
+                    await self._settle([call])
+                return
+            call.result = result
+            call.stage = CallStage.FINISHED
+            await self._record_finished(call)
+
+    # --- recording ------------------------------------------------------------------------
+
+    async def _record_unrun(self, call: _Call, text: str) -> None:
+        await self.branch.append([self._result_draft(call.request, text, ToolOutcome.NOT_EXECUTED)])
+        call.stage = CallStage.RECORDED
+
+    async def _record_finished(self, call: _Call) -> None:
+        result = call.result
+        assert result is not None
+        locations = None if result.locations is None else encode_locations(result.locations)
+        await self.branch.append(
+            [
+                EventDraft(ToolCallCompleted(call.call_id, not result.is_error), PRODUCER),
+                EventDraft(
+                    ToolResultRecorded(
+                        call.call_id,
+                        call.request.request_id,
+                        encode_parts(result.content),
+                        result.is_error,
+                        ToolOutcome.FINISHED,
+                        model_text=result.model_text,
+                        raw_output=json_safe(result.raw_output),
+                        locations=locations,
+                    ),
+                    PRODUCER,
+                ),
+            ]
+        )
+        call.stage = CallStage.RECORDED
+
+    async def _settle(self, calls: Sequence[_Call]) -> None:
+        """Record, as one batch, what each call cut short is owed (call this shielded)."""
+        drafts: list[EventDraft] = []
+        for call in calls:
+            if call.progress is not None:
+                await call.progress.flush()
+            if call.stage is CallStage.FINISHED and call.result is not None:
+                await self._record_finished(call)
+                continue
+            request = call.request
+            if call.stage is CallStage.RUNNING:
+                reason = call.cut_by
+                drafts.append(EventDraft(ToolCallInterrupted(call.call_id, reason), PRODUCER))
+                text = _RELOADED_RUNNING if reason == "reloaded" else _CANCELLED_RUNNING
+                drafts.append(self._result_draft(request, text, ToolOutcome.INTERRUPTED))
+            elif call.stage is CallStage.ASKING:
+                permission_id = call.permission_id or ""
+                answered = PermissionAnswered(permission_id, call.call_id, CANCELLED_ANSWER)
+                drafts.append(EventDraft(answered, PRODUCER))
+                not_run = self._result_draft(request, _CANCELLED_ASKING, ToolOutcome.NOT_EXECUTED)
+                drafts.append(not_run)
+            else:
+                not_run = self._result_draft(request, _CANCELLED_BEFORE, ToolOutcome.NOT_EXECUTED)
+                drafts.append(not_run)
+            call.stage = CallStage.RECORDED
+        if drafts:
+            await self.branch.append(drafts)
+
+    @staticmethod
+    def _result_draft(request: ToolCallRequested, text: str, outcome: ToolOutcome) -> EventDraft:
+        return EventDraft(
+            ToolResultRecorded(
+                request.call_id,
+                request.request_id,
+                [text_part(text)],
+                is_error=True,
+                outcome=outcome,
+                model_text=text,
+            ),
+            PRODUCER,
+        )
+
+
+async def _run_tool(tool: Tool, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+    """Run the handler; every failure becomes an error result the model reads."""
+    try:
+        return await tool.run(arguments, context)
+    except ToolInputError as exc:
+        text = f"Invalid arguments: {exc}"
+    except Exception as exc:
+        logger.exception("tool %s failed", tool.definition.name)
+        text = f"The {tool.definition.name} tool failed: {type(exc).__name__}: {exc}"
+    return ToolResult((TextContent(text),), text, is_error=True)
+
+
+def _outcome(answer: PermissionAnswer) -> str:
+    return CANCELLED_ANSWER if answer.choice is None else answer.choice.value
+
+
+def _rejected_text(choice: PermissionChoice, tool: str) -> str:
+    always = " and chose to always reject such calls here" if choice.remembered else ""
+    return (
+        f"Not run: the person rejected this {tool} call{always}. Do not retry it as is; "
+        "ask them what they want instead, or take another way."
+    )
+
+
+def _kind(value: str | None) -> ToolKind:
+    try:
+        return ToolKind(value) if value else ToolKind.OTHER
+    except ValueError:
+        return ToolKind.OTHER
