@@ -1,10 +1,20 @@
 """The `acp-agent` command: serve ACP on stdio for the editor that launched us.
 
-    acp-agent [--script FILE] [--log-level LEVEL] [--home DIR] [--unstable]
+    acp-agent [--script FILE] [--log-level LEVEL] [--home DIR] [--max-turn-requests N]
+              [--unstable]
 
 Each flag has an environment twin (`ACP_AGENT_SCRIPT`, `ACP_AGENT_LOG_LEVEL`,
-`ACP_AGENT_HOME`); the flag wins. Heavy imports wait until after argument
-parsing: editors and the startup benchmark time spawn → `initialize`.
+`ACP_AGENT_HOME`, `ACP_AGENT_MAX_TURN_REQUESTS`); the flag wins. The model of
+new sessions is the script's (`scripted/<file name>`) with `--script`, else
+`ACP_AGENT_MODEL`, else the config file's `default_model`, else one the API
+key variables make available (see `acp_agent.models.config`).
+
+Assembly: the models (`<config dir>/config.toml` and the environment), the
+built-in tools, the capabilities registered for every session and branch,
+the runtime over the SQLite store in the data directory (opened in the
+connection's event loop on first use), and the ACP adapter. Heavy imports
+wait until after argument parsing: editors and the startup benchmark time
+spawn → `initialize`.
 """
 
 from __future__ import annotations
@@ -52,12 +62,30 @@ def _parser() -> argparse.ArgumentParser:
         "default: the platform's user folders)",
     )
     parser.add_argument(
+        "--max-turn-requests",
+        type=_positive_int,
+        default=os.environ.get("ACP_AGENT_MAX_TURN_REQUESTS") or None,
+        metavar="N",
+        help="model requests one turn may make before it stops with max_turn_requests "
+        "(env ACP_AGENT_MAX_TURN_REQUESTS; default 50)",
+    )
+    parser.add_argument(
         "--unstable",
         action="store_true",
         help="opt in to unstable ACP methods and fields",
     )
     parser.add_argument("--version", action="version", version=f"acp-agent {acp_agent.__version__}")
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = resolve_paths(args.home)
     configure_logging(level, paths.log_file)
 
-    from acp_agent.models.scripted import ScriptedModel, ScriptError, load_script
+    from acp_agent.models.scripted import ScriptError, load_script
 
     try:
         script = load_script(args.script) if args.script is not None else None
@@ -89,10 +117,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _USAGE_ERROR
 
     from acp_agent.adapters.acp.agent import AcpAgent
+    from acp_agent.adapters.acp.host import RuntimeHost
+    from acp_agent.capabilities.assembly import CapabilitySettings, register_capabilities
+    from acp_agent.capabilities.loop import DEFAULT_MAX_TURN_REQUESTS, LoopSettings
+    from acp_agent.capabilities.model_source import ConfiguredModels
+    from acp_agent.core import ServiceRegistry
+    from acp_agent.store import SqliteStore, default_database_path
+    from acp_agent.tools import builtin_tools
     from protocol.connection import AgentConnection
 
+    models = ConfiguredModels.load(paths.config_dir / "config.toml", os.environ, script=script)
+    registry = ServiceRegistry()
+    register_capabilities(
+        registry,
+        CapabilitySettings(
+            models=models,
+            tools=builtin_tools,
+            loop=LoopSettings(
+                max_turn_requests=args.max_turn_requests or DEFAULT_MAX_TURN_REQUESTS
+            ),
+            config_dir=paths.config_dir,
+        ),
+    )
+    database = default_database_path(paths.data_dir)
+    host = RuntimeHost(
+        lambda: SqliteStore.open(database), registry, on_close=models.aclose, database=database
+    )
     connection = AgentConnection(unstable=args.unstable)
-    AcpAgent(connection, ScriptedModel(script)).register()
+    AcpAgent(connection, host, models).register()
 
     logger = logging.getLogger("acp_agent")
     logger.info("acp-agent %s serving ACP on stdio (pid %d)", acp_agent.__version__, os.getpid())

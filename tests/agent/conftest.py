@@ -8,7 +8,7 @@ import pytest
 import pytest_lsp
 from pytest_lsp import ClientServerConfig
 
-from tests.support import AcpTestClient, agent_command, remove_agent_home
+from tests.support import AcpTestClient, agent_command, agent_env, remove_agent_home
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -28,7 +28,9 @@ async def _checked(client: AcpTestClient):
 
 @pytest_lsp.fixture(
     config=ClientServerConfig(
-        server_command=agent_command(script="greeting.json"), client_factory=AcpTestClient
+        server_command=agent_command(script="greeting.json"),
+        client_factory=AcpTestClient,
+        server_env=agent_env(),
     )
 )
 async def agent(client: AcpTestClient):
@@ -39,7 +41,9 @@ async def agent(client: AcpTestClient):
 
 @pytest_lsp.fixture(
     config=ClientServerConfig(
-        server_command=agent_command(script="slow.json"), client_factory=AcpTestClient
+        server_command=agent_command(script="slow.json"),
+        client_factory=AcpTestClient,
+        server_env=agent_env(),
     )
 )
 async def slow_agent(client: AcpTestClient):
@@ -49,7 +53,9 @@ async def slow_agent(client: AcpTestClient):
 
 
 @pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=agent_command(), client_factory=AcpTestClient)
+    config=ClientServerConfig(
+        server_command=agent_command(), client_factory=AcpTestClient, server_env=agent_env()
+    )
 )
 async def unscripted_agent(client: AcpTestClient):
     """acp-agent without a script: the default reply."""

@@ -30,7 +30,7 @@ async def test_initialize_describes_the_agent_and_only_what_it_implements(agent:
     assert response.auth_methods == []
     capabilities = response.agent_capabilities
     assert capabilities is not None
-    assert capabilities.load_session is False
+    assert capabilities.load_session is True
     assert capabilities.prompt_capabilities == types.PromptCapabilities(
         image=False, audio=False, embedded_context=True
     )

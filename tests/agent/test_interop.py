@@ -13,7 +13,7 @@ import acp
 import pytest
 from acp import schema
 
-from tests.support import agent_command
+from tests.support import agent_command, agent_env
 
 pytestmark = pytest.mark.e2e
 
@@ -36,7 +36,7 @@ class RecordingClient:
 def _spawn(script: str, client: RecordingClient) -> Any:
     command = agent_command(script=script)
     return acp.spawn_agent_process(
-        client, command[0], *command[1:], transport_kwargs={"stderr": None}
+        client, command[0], *command[1:], env=agent_env(), transport_kwargs={"stderr": None}
     )
 
 
@@ -54,8 +54,10 @@ async def test_official_sdk_client_initializes_opens_a_session_and_gets_the_scri
     assert init.agent_info.name == "acp-agent"
     assert response.stop_reason == "end_turn"
     kinds = [type(update) for _, update in client.updates]
-    assert kinds == [schema.AgentThoughtChunk] + [schema.AgentMessageChunk] * 3
-    assert "".join(u.content.text for _, u in client.updates[1:]) == "Hello, world."
+    assert kinds == [schema.AgentThoughtChunk] + [schema.AgentMessageChunk] * 3 + [
+        schema.UsageUpdate
+    ]
+    assert "".join(u.content.text for _, u in client.updates[1:4]) == "Hello, world."
     assert process.returncode == 0
 
 

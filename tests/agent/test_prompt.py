@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from acp_agent.models.scripted import DEFAULT_REPLY
 from protocol import methods, types
 from protocol.errors import InvalidParams, ResourceNotFound
-from tests.support import AcpTestClient
+from tests.support import AGENT_HOME, AcpTestClient
 from tests.support.steps import initialize, new_session, prompt_request, text_of
 
 pytestmark = pytest.mark.e2e
@@ -23,6 +22,11 @@ GREETING = [
 ]
 
 
+def chunks(updates: list[types.SessionUpdate]) -> list[types.SessionUpdate]:
+    """The message and thought chunks among `updates` (usage updates left out)."""
+    return [u for u in updates if not isinstance(u, types.UsageUpdate)]
+
+
 async def test_prompt_streams_the_scripted_reply_in_order_before_ending_the_turn(
     agent: AcpTestClient,
 ):
@@ -32,10 +36,16 @@ async def test_prompt_streams_the_scripted_reply_in_order_before_ending_the_turn
     response = await agent.request(methods.SESSION_PROMPT, prompt_request(session_id))
 
     assert response == types.PromptResponse(stop_reason=types.StopReason.END_TURN)
-    assert agent.updates_for(session_id) == GREETING
+    updates = agent.updates_for(session_id)
+    assert updates[:-1] == GREETING
+    # The reply's usage closes it: the context used, in the script's window.
+    usage = updates[-1]
+    assert isinstance(usage, types.UsageUpdate)
+    assert (usage.size, usage.cost) == (200_000, None)
+    assert 0 < usage.used < usage.size
     # On the wire, every update of the turn precedes the prompt's response.
     kinds = [_kind(m) for m in agent.messages]
-    assert kinds[-5:] == ["update"] * 4 + ["response"]
+    assert kinds[-6:] == ["update"] * 5 + ["response"]
 
 
 async def test_each_prompt_of_a_session_gets_the_next_reply_and_the_last_one_repeats(
@@ -48,12 +58,12 @@ async def test_each_prompt_of_a_session_gets_the_next_reply_and_the_last_one_rep
         await agent.request(methods.SESSION_PROMPT, prompt_request(first))
     await agent.request(methods.SESSION_PROMPT, prompt_request(second))
 
-    texts = [text_of(u) for u in agent.updates_for(first)]
+    texts = [text_of(u) for u in chunks(agent.updates_for(first))]
     assert texts == [u.content.text for u in GREETING] + ["Second reply."] * 2
-    assert agent.updates_for(second) == GREETING
+    assert chunks(agent.updates_for(second)) == GREETING
 
 
-async def test_prompt_without_a_script_gets_the_default_reply_saying_no_provider_is_configured(
+async def test_prompt_without_a_provider_is_answered_with_how_to_configure_one(
     unscripted_agent: AcpTestClient,
 ):
     await initialize(unscripted_agent)
@@ -62,10 +72,20 @@ async def test_prompt_without_a_script_gets_the_default_reply_saying_no_provider
     response = await unscripted_agent.request(methods.SESSION_PROMPT, prompt_request(session_id))
 
     assert response.stop_reason == types.StopReason.END_TURN
-    assert unscripted_agent.updates_for(session_id) == [
-        types.AgentMessageChunk(content=types.TextContent(text=DEFAULT_REPLY))
-    ]
-    assert "No model provider is configured" in DEFAULT_REPLY
+    [update] = unscripted_agent.updates_for(session_id)
+    assert isinstance(update, types.AgentMessageChunk)
+    message = text_of(update)
+    assert message.startswith("No model is configured.")
+    for hint in (
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ACP_AGENT_MODEL",
+        f"{AGENT_HOME}/config/config.toml",
+        "--script",
+    ):
+        assert hint in message
+    assert response.meta == {"acp-agent": {"error": {"kind": "not_configured", "message": message}}}
 
 
 async def test_prompt_to_an_unknown_session_is_resource_not_found_naming_the_session(
@@ -131,10 +151,12 @@ async def test_a_second_prompt_on_a_busy_session_waits_for_the_first_turn_to_end
     )
 
     assert first.stop_reason == second.stop_reason == types.StopReason.END_TURN
-    turn_lines = [m for m in agent.messages if _kind(m) in ("update", "response")][-7:]
-    # The first turn's four updates and response, then the second turn's.
-    assert [_kind(m) for m in turn_lines] == ["update"] * 4 + ["response", "update", "response"]
-    assert _text_on_wire(turn_lines[5]) == "Second reply."
+    turn_lines = [m for m in agent.messages if _kind(m) in ("update", "response")][-9:]
+    # The first turn's five updates and response, then the second turn's.
+    assert [_kind(m) for m in turn_lines] == ["update"] * 5 + ["response"] + ["update"] * 2 + [
+        "response"
+    ]
+    assert _text_on_wire(turn_lines[6]) == "Second reply."
 
 
 def _kind(message: dict[str, Any]) -> str:

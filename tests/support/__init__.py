@@ -5,6 +5,7 @@ from tests.support.agent import (
     PROTOCOL_AGENT,
     SCRIPTS,
     agent_command,
+    agent_env,
     remove_agent_home,
 )
 from tests.support.client import UPDATE_TIMEOUT_S, AcpTestClient
@@ -18,5 +19,6 @@ __all__ = (
     "AcpTestClient",
     "WireValidator",
     "agent_command",
+    "agent_env",
     "remove_agent_home",
 )

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ("AGENT_HOME", "PROTOCOL_AGENT", "SCRIPTS", "agent_command", "remove_agent_home")
+__all__ = (
+    "AGENT_HOME",
+    "PROTOCOL_AGENT",
+    "SCRIPTS",
+    "agent_command",
+    "agent_env",
+    "remove_agent_home",
+)
+
+#: Variables of the developer's environment that would change which model the agent uses.
+_MODEL_VARIABLES = ("OPENAI_", "ANTHROPIC_", "ACP_AGENT_")
 
 _home = tempfile.TemporaryDirectory(prefix="acp-agent-tests-")
 #: Config, data, state and logs of every agent the tests start (never the user's).
@@ -22,6 +33,15 @@ def agent_command(*extra: str, script: str | None = None) -> list[str]:
     if script is not None:
         command += ["--script", str(SCRIPTS / script)]
     return command + list(extra)
+
+
+def agent_env(**overrides: str) -> dict[str, str]:
+    """This environment without model keys, base URLs or ACP_AGENT_* settings, plus `overrides`.
+
+    So an agent under test never reaches a real provider with the developer's key.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_MODEL_VARIABLES)}
+    return {**env, **overrides}
 
 
 def remove_agent_home() -> None:

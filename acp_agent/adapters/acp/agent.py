@@ -1,25 +1,55 @@
-"""The ACP face of acp-agent: initialize, sessions, prompts and cancellation.
+"""The ACP face of acp-agent: initialize, sessions, prompts, cancellation and load.
 
-Answers the baseline agent methods over an `AgentConnection` with the
-scripted model behind them. Turns use anyio: one `CancelScope` per prompt,
-so `session/cancel` ends the turn and the prompt still answers with
-`stopReason: "cancelled"` as a result, never an error.
+`AcpAgent` answers the agent methods over an `AgentConnection`:
+
+- `session/new` creates a core session (its id is the ACP session id) in the
+  store, records the session's model and the default permission mode
+  (`ConfigurationAdopted`), and attaches the editor's side: its files and
+  terminals (`AcpClientBridge`) and the person (`AcpPermissionPrompter`).
+- `session/prompt` starts a turn on the main branch (the loop runs it) and
+  answers with its stop reason once every update of the turn was sent.
+  A prompt arriving mid-turn waits for the turn before it.
+- `session/cancel` cancels the running turn (recorded, then settled) and the
+  prompts still waiting; each answers `cancelled`, even a turn that finished
+  at the same moment.
+- `session/load` opens a stored session (a restart rebuilds it: a call that
+  was running is settled as interrupted, never run again), replays its
+  conversation as `session/update`s, and answers `{}` after the replay.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from contextlib import aclosing
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 
 import acp_agent
-from acp_agent.adapters.acp.session import AcpSession, new_session_id
-from acp_agent.models.scripted import ScriptedModel, TextDelta
+from acp_agent.adapters.acp.client_side import AcpClientBridge, AcpPermissionPrompter
+from acp_agent.adapters.acp.host import RuntimeHost, RuntimeUnavailable
+from acp_agent.adapters.acp.session import AcpSession, PendingPrompt, SessionStream
+from acp_agent.adapters.acp.updates import ModelFacts, UpdateTranslator
+from acp_agent.capabilities.assembly import MODEL_LOOP, SESSION_CONTROLS
+from acp_agent.capabilities.model_source import ModelSource
+from acp_agent.capabilities.permissions import PermissionMode
+from acp_agent.capabilities.session_controls import MODE_KEY, MODEL_KEY
+from acp_agent.core import (
+    AlreadyStarted,
+    Session,
+    SessionHeld,
+    SessionId,
+    StoreError,
+    StoreNotFound,
+    TurnEnded,
+    TurnId,
+    new_id,
+)
 from protocol import methods, types
 from protocol.connection import AgentConnection
-from protocol.errors import InvalidParams, ResourceNotFound
+from protocol.converter import get_converter
+from protocol.errors import InternalError, InvalidParams, InvalidRequest, ResourceNotFound
 
 __all__ = ("AGENT_NAME", "AGENT_TITLE", "AcpAgent")
 
@@ -31,30 +61,40 @@ AGENT_TITLE = "acp-agent"
 #: Content kinds a prompt may carry: what `promptCapabilities` promises.
 #: Embedded `resource` blocks are accepted (embeddedContext); image and audio are not.
 _ACCEPTED_CONTENT = (types.TextContent, types.ResourceLink, types.EmbeddedResource)
+#: How long a prompt whose handler is cancelled waits for its turn to settle.
+_SETTLE_BUDGET_S = 0.5
+_STOP_REASONS = {reason.value: reason for reason in types.StopReason}
 
 
 class AcpAgent:
-    """Serves the baseline agent methods on one connection."""
+    """Serves the agent methods on one connection."""
 
-    def __init__(self, connection: AgentConnection, model: ScriptedModel):
+    def __init__(self, connection: AgentConnection, host: RuntimeHost, models: ModelSource) -> None:
         self._connection = connection
-        self._model = model
+        self._host = host
+        self._models = models
         self._sessions: dict[str, AcpSession] = {}
+        self._client_capabilities: types.ClientCapabilities | None = None
+        self._converter = get_converter()
 
     def register(self) -> None:
         """Register the handlers on the connection."""
         self._connection.register(methods.INITIALIZE, self.initialize)
         self._connection.register(methods.SESSION_NEW, self.new_session)
+        self._connection.register(methods.SESSION_LOAD, self.load_session)
         self._connection.register(methods.SESSION_PROMPT, self.prompt)
         self._connection.register(methods.SESSION_CANCEL, self.cancel)
+
+    # --- initialize -----------------------------------------------------------------------
 
     def initialize(self, params: types.InitializeRequest) -> types.InitializeResponse:
         """Negotiate: we speak version 1 whatever the client asks (never echo, never fail)."""
         logger.info("Client asked for protocol version %s", params.protocol_version)
+        self._client_capabilities = params.client_capabilities
         return types.InitializeResponse(
             protocol_version=types.PROTOCOL_VERSION,
             agent_capabilities=types.AgentCapabilities(
-                load_session=False,
+                load_session=True,
                 prompt_capabilities=types.PromptCapabilities(
                     image=False, audio=False, embedded_context=True
                 ),
@@ -66,72 +106,184 @@ class AcpAgent:
             ),
         )
 
-    def new_session(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
+    # --- sessions -------------------------------------------------------------------------
+
+    async def new_session(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
         """Start a session rooted at the absolute `cwd`; MCP servers are kept for later."""
         if not os.path.isabs(params.cwd):
             raise InvalidParams("Invalid params: cwd: must be an absolute path")
-        session = AcpSession(new_session_id(), params.cwd, list(params.mcp_servers))
-        self._sessions[session.session_id] = session
+        runtime = await self._runtime()
+        session = await _store_call(runtime.create_session(params.cwd))
+        acp_session = self._attach(session)
+        controls = acp_session.controls
+        await controls.adopt(
+            session.main, {MODEL_KEY: controls.model_id, MODE_KEY: PermissionMode.ASK.value}
+        )
+        self._subscribe(acp_session)
         logger.info(
             "Session %s started (%d MCP servers stored)",
-            session.session_id,
-            len(session.mcp_servers),
+            session.id,
+            len(params.mcp_servers),
         )
-        return types.NewSessionResponse(session_id=session.session_id)
+        return types.NewSessionResponse(session_id=session.id)
+
+    async def load_session(self, params: types.LoadSessionRequest) -> types.LoadSessionResponse:
+        """Open a stored session and replay its conversation before answering `{}`."""
+        if not os.path.isabs(params.cwd):
+            raise InvalidParams("Invalid params: cwd: must be an absolute path")
+        session_id = str(params.session_id)
+        acp_session = self._sessions.get(session_id)
+        if acp_session is None:
+            runtime = await self._runtime()
+            try:
+                session = await runtime.load_session(SessionId(session_id))
+            except StoreNotFound:
+                raise ResourceNotFound(
+                    f"Resource not found: no session {session_id}", {"sessionId": session_id}
+                ) from None
+            except SessionHeld as exc:
+                raise InvalidRequest(f"Invalid request: {exc}") from None
+            except StoreError as exc:
+                raise InternalError(f"Internal error: {exc}") from None
+            acp_session = self._attach(session)
+            fresh = True
+        else:
+            fresh = False
+        main = acp_session.session.main
+        covered = main.timeline.last_published_seq
+        replay = self._translator(replay=True)
+        stream = acp_session.stream
+        for event in await main.read(lte=covered):
+            for update in replay.translate(event):
+                stream.send(update)
+            if fresh:
+                stream.translator.translate(event)  # the live translator learns the history
+        if fresh:
+            main.dispatcher.subscribe(stream, after=covered)
+        logger.info("Session %s loaded (%d events replayed)", session_id, covered)
+        return types.LoadSessionResponse()
+
+    def _attach(self, session: Session) -> AcpSession:
+        controls = session.scope.get(SESSION_CONTROLS)
+        controls.client = AcpClientBridge(self._connection, session.id, self._client_capabilities)
+        controls.prompter = AcpPermissionPrompter(self._connection, session.id)
+        stream = SessionStream(self._connection, session.id, self._translator(replay=False))
+        acp_session = AcpSession(session, controls, session.main.scope.get(MODEL_LOOP), stream)
+        self._sessions[session.id] = acp_session
+        return acp_session
+
+    def _subscribe(self, acp_session: AcpSession) -> None:
+        main = acp_session.session.main
+        main.dispatcher.subscribe(acp_session.stream, after=main.timeline.last_published_seq)
+
+    def _translator(self, *, replay: bool) -> UpdateTranslator:
+        capabilities = self._client_capabilities or types.ClientCapabilities()
+        streams = bool((capabilities.meta or {}).get("terminal_output") is True)
+        return UpdateTranslator(
+            replay=replay, terminal_output=streams, model_facts=self._model_facts
+        )
+
+    def _model_facts(self, model_id: str) -> ModelFacts:
+        pricing = self._models.pricing(model_id)
+        cost: Callable[[int, int, int, int], float] | None = None
+        if pricing is not None:
+            from acp_agent.models import UsageReported
+
+            def cost(inputs: int, outputs: int, cache_read: int, cache_write: int) -> float:
+                usage = UsageReported(inputs, outputs, cache_read, cache_write)
+                return pricing.cost_usd(usage)
+
+        return ModelFacts(self._models.context_window(model_id), cost)
+
+    async def _runtime(self) -> Any:
+        try:
+            return await self._host.runtime()
+        except RuntimeUnavailable as exc:
+            raise InternalError(f"Internal error: {exc}") from None
+
+    # --- prompts --------------------------------------------------------------------------
 
     async def prompt(self, params: types.PromptRequest) -> types.PromptResponse:
         """Run one turn; a prompt arriving mid-turn waits for the turn before it."""
-        session = self._session(params.session_id)
+        acp_session = self._session(params.session_id)
         for index, block in enumerate(params.prompt):
             if not isinstance(block, _ACCEPTED_CONTENT):
                 kind = getattr(block, "type", type(block).__name__)
                 raise InvalidParams(
                     f"Invalid params: prompt[{index}]: {kind} content is not supported"
                 )
+        content = [self._converter.unstructure(block) for block in params.prompt]
         # Registered before the first await, so a cancel right behind us sees it.
-        scope = anyio.CancelScope()
-        session.turn_scopes.add(scope)
+        pending = PendingPrompt()
+        acp_session.prompts.append(pending)
         try:
-            with scope:
-                async with session.turn_lock:
-                    turn_index = session.turns_started
-                    session.turns_started += 1
-                    await self._play_reply(session, turn_index)
+            return await self._run_prompt(acp_session, pending, content)
         finally:
-            session.turn_scopes.discard(scope)
-        if scope.cancel_called:
-            # Cancelled, even if the reply happened to finish at the same moment.
-            logger.info("Turn in session %s cancelled", session.session_id)
-            return types.PromptResponse(stop_reason=types.StopReason.CANCELLED)
-        return types.PromptResponse(stop_reason=types.StopReason.END_TURN)
+            acp_session.prompts.remove(pending)
 
-    async def _play_reply(self, session: AcpSession, turn_index: int) -> None:
-        async with aclosing(self._model.stream_reply(turn_index)) as reply:
-            async for output in reply:
-                content = types.TextContent(text=output.text)
-                update: types.SessionUpdate = (
-                    types.AgentMessageChunk(content=content)
-                    if isinstance(output, TextDelta)
-                    else types.AgentThoughtChunk(content=content)
-                )
-                self._connection.notify(
-                    methods.SESSION_UPDATE,
-                    types.SessionNotification(session_id=session.session_id, update=update),
-                )
+    async def _run_prompt(
+        self, acp_session: AcpSession, pending: PendingPrompt, content: list[dict[str, Any]]
+    ) -> types.PromptResponse:
+        cancelled = types.PromptResponse(stop_reason=types.StopReason.CANCELLED)
+        with pending.wait_scope:
+            await acp_session.turn_lock.acquire()
+        if pending.wait_scope.cancelled_caught:
+            return cancelled
+        try:
+            if pending.cancelled:
+                return cancelled
+            turn_id = TurnId(new_id("turn"))
+            pending.turn_id = turn_id
+            try:
+                await acp_session.loop.start_turn(turn_id, content)
+                if pending.cancelled:  # a cancel came while the turn was starting
+                    await acp_session.session.main.cancel_turn(turn_id)
+                outcome = await acp_session.stream.wait_turn_over(turn_id)
+            except AlreadyStarted as exc:
+                raise InternalError(f"Internal error: {exc}") from None
+            except anyio.get_cancelled_exc_class():
+                # The request itself was cancelled ($/cancel_request, or input ended):
+                # the turn is cancelled too, and gets a moment to record how it ended.
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_SETTLE_BUDGET_S):
+                    await acp_session.session.main.cancel_turn(turn_id)
+                raise
+        finally:
+            acp_session.turn_lock.release()
+        if pending.cancelled:
+            # Cancelled, even if the turn happened to finish at the same moment.
+            logger.info("Turn %s in session %s cancelled", turn_id, acp_session.session_id)
+            return cancelled
+        if not isinstance(outcome.ending, TurnEnded):
+            return cancelled  # interrupted without our cancel: the session is closing
+        stop = _STOP_REASONS.get(outcome.ending.stop_reason)
+        if stop is None:
+            raise InternalError("Internal error: the turn failed; see the agent log for details")
+        meta = None
+        if outcome.failure is not None:
+            failure = outcome.failure
+            meta = {"acp-agent": {"error": {"kind": failure.error, "message": failure.message}}}
+        return types.PromptResponse(stop_reason=stop, meta=meta)
 
-    def cancel(self, params: types.CancelNotification) -> None:
+    async def cancel(self, params: types.CancelNotification) -> None:
         """Cancel the session's running and waiting turns; ignore idle or unknown sessions."""
-        session = self._sessions.get(params.session_id)
-        if session is None:
+        acp_session = self._sessions.get(params.session_id)
+        if acp_session is None:
             logger.info("Cancel for unknown session %s ignored", params.session_id)
             return
-        cancelled = session.cancel_turns()
-        logger.info("Cancel for session %s: %d turn(s)", params.session_id, cancelled)
+        cancelled = await acp_session.cancel()
+        logger.info("Cancel for session %s: %d prompt(s)", params.session_id, cancelled)
 
     def _session(self, session_id: str) -> AcpSession:
-        session = self._sessions.get(session_id)
-        if session is None:
+        acp_session = self._sessions.get(session_id)
+        if acp_session is None:
             raise ResourceNotFound(
                 f"Resource not found: no session {session_id}", {"sessionId": session_id}
             )
-        return session
+        return acp_session
+
+
+async def _store_call(awaitable: Any) -> Any:
+    try:
+        return await awaitable
+    except StoreError as exc:
+        raise InternalError(f"Internal error: {exc}") from None

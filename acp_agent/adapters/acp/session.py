@@ -1,45 +1,141 @@
-"""The little a session needs until the core owns sessions: identity, root, turns.
+"""One ACP session: its core session, its `session/update` stream, its prompts in turn.
 
-A later issue moves sessions into `acp_agent.core`; until then the ACP
-adapter keeps this state itself, and keeps it small.
+The ACP session id is the core session id. Prompts run one turn at a time
+on the main branch, in the order they arrive; `session/cancel` cancels the
+turn running and every prompt still waiting. `SessionStream` is the
+session's subscriber on the main branch's timeline: it sends each published
+event's updates as they are delivered, and a prompt answers only once the
+stream has delivered its turn's end, so no update of a turn follows its
+response.
 """
 
 from __future__ import annotations
 
-import uuid
+import logging
 
 import anyio
 import attrs
 
-from protocol import types
+from acp_agent.adapters.acp.updates import UpdateTranslator
+from acp_agent.capabilities.loop import ModelLoop
+from acp_agent.capabilities.session_controls import SessionControls
+from acp_agent.core import (
+    Event,
+    ModelRequestFailed,
+    Payload,
+    Session,
+    TurnEnded,
+    TurnId,
+    TurnInterrupted,
+    UserInputAdopted,
+)
+from protocol import methods, types
+from protocol.connection import AgentConnection
+from protocol.errors import ConnectionClosed
 
-__all__ = ("AcpSession", "new_session_id")
+__all__ = ("AcpSession", "PendingPrompt", "SessionStream", "TurnOutcome")
+
+logger = logging.getLogger(__name__)
 
 
-def new_session_id() -> str:
-    """A fresh, unique session id."""
-    return f"sess_{uuid.uuid4().hex}"
+@attrs.define
+class TurnOutcome:
+    """How a turn ended, as its prompt answers: the ending fact, and a failure if any."""
+
+    ending: Payload
+    failure: ModelRequestFailed | None = None
+
+
+class SessionStream:
+    """Sends a session's updates in timeline order; tells prompts when their turn is over."""
+
+    def __init__(
+        self, connection: AgentConnection, session_id: str, translator: UpdateTranslator
+    ) -> None:
+        self._connection = connection
+        self._session_id = session_id
+        self.translator = translator
+        self._turn: TurnId | None = None
+        self._failure: ModelRequestFailed | None = None
+        self._outcomes: dict[TurnId, TurnOutcome] = {}
+        self._delivered = anyio.Event()
+        self._gone = False
+
+    @property
+    def name(self) -> str:
+        return f"acp session/update {self._session_id}"
+
+    async def handle(self, event: Event) -> None:
+        payload = event.payload
+        updates = self.translator.translate(event)
+        for update in updates:
+            self.send(update)
+        if isinstance(payload, UserInputAdopted):
+            self._turn, self._failure = TurnId(payload.input_id), None
+        elif isinstance(payload, ModelRequestFailed):
+            self._failure = payload
+        elif isinstance(payload, TurnEnded | TurnInterrupted):
+            failure = self._failure if self._turn == payload.turn_id else None
+            self._outcomes[payload.turn_id] = TurnOutcome(payload, failure)
+            self._delivered.set()
+            self._delivered = anyio.Event()
+
+    def send(self, update: types.SessionUpdate) -> None:
+        """Send one update now; a client that went away gets no more (and no error)."""
+        if self._gone:
+            return
+        try:
+            self._connection.notify(
+                methods.SESSION_UPDATE,
+                types.SessionNotification(session_id=self._session_id, update=update),
+            )
+        except ConnectionClosed:
+            self._gone = True
+            logger.info("the client is gone; updates of session %s are dropped", self._session_id)
+
+    async def wait_turn_over(self, turn_id: TurnId) -> TurnOutcome:
+        """Wait until the turn's end (and so every update before it) has been sent."""
+        while turn_id not in self._outcomes:
+            await self._delivered.wait()
+        return self._outcomes.pop(turn_id)
+
+
+@attrs.define(eq=False)
+class PendingPrompt:
+    """A `session/prompt` waiting for or running its turn."""
+
+    #: Cancels the wait for the session's turn (not the turn: that is cancelled by command).
+    wait_scope: anyio.CancelScope = attrs.field(factory=anyio.CancelScope)
+    #: `session/cancel` arrived for it: it answers `cancelled` whatever happens.
+    cancelled: bool = False
+    #: Set once its turn was started.
+    turn_id: TurnId | None = None
 
 
 @attrs.define(eq=False)
 class AcpSession:
-    """One ACP session: where it works and the turns it runs, one at a time."""
+    """An open ACP session over a core session."""
 
-    session_id: str
-    #: The session's root, absolute, whatever the process's own cwd is.
-    cwd: str
-    #: Stored for when MCP support lands; not connected yet.
-    mcp_servers: list[types.McpServer]
-    #: How many turns this session has started; numbers the model's replies.
-    #: A prompt cancelled while waiting for its turn never starts one.
-    turns_started: int = 0
+    session: Session
+    controls: SessionControls
+    loop: ModelLoop
+    stream: SessionStream
     #: Turns run one at a time; later prompts wait their turn, in order.
     turn_lock: anyio.Lock = attrs.field(factory=anyio.Lock)
-    #: Scopes of prompts running or waiting; `session/cancel` cancels them all.
-    turn_scopes: set[anyio.CancelScope] = attrs.field(factory=set)
+    #: Prompts waiting or running; `session/cancel` cancels them all.
+    prompts: list[PendingPrompt] = attrs.field(factory=list)
 
-    def cancel_turns(self) -> int:
-        """Cancel every prompt running or waiting now; returns how many."""
-        for scope in self.turn_scopes:
-            scope.cancel()
-        return len(self.turn_scopes)
+    @property
+    def session_id(self) -> str:
+        return str(self.session.id)
+
+    async def cancel(self) -> int:
+        """Cancel the running turn and every waiting prompt; returns how many prompts."""
+        prompts = list(self.prompts)
+        for prompt in prompts:
+            prompt.cancelled = True
+            prompt.wait_scope.cancel()
+        for prompt in prompts:
+            if prompt.turn_id is not None:
+                await self.session.main.cancel_turn(prompt.turn_id)
+        return len(prompts)

@@ -1,0 +1,212 @@
+"""The editor's side of a session, over ACP: its files, its terminals, and the person.
+
+`AcpClientBridge` implements the capabilities' `ClientBridge` with
+`fs/read_text_file`, `fs/write_text_file` and `terminal/*`, each offered
+only when the client advertised it. `AcpPermissionPrompter` asks permission
+questions with `session/request_permission`, showing the call and the full
+command or path, with the four answers; a question the client cancels (it
+must, once it sent `session/cancel`) or cannot answer counts as cancelled.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from acp_agent.capabilities.client_bridge import TerminalExit, TerminalOutput
+from acp_agent.capabilities.permissions import (
+    PermissionAnswer,
+    PermissionChoice,
+    PermissionQuestion,
+)
+from protocol import methods, types
+from protocol.connection import AgentConnection
+from protocol.errors import AcpError, ConnectionClosed, PeerDisconnected
+
+__all__ = ("AcpClientBridge", "AcpPermissionPrompter", "AcpTerminal")
+
+logger = logging.getLogger(__name__)
+
+_OPTION_KINDS = {kind.value: kind for kind in types.PermissionOptionKind}
+_TOOL_KINDS = {kind.value: kind for kind in types.ToolKind}
+
+
+class AcpClientBridge:
+    """The client's file system and terminals, as far as it offers them."""
+
+    def __init__(
+        self,
+        connection: AgentConnection,
+        session_id: str,
+        capabilities: types.ClientCapabilities | None,
+    ) -> None:
+        self._connection = connection
+        self._session_id = session_id
+        capabilities = capabilities or types.ClientCapabilities()
+        fs = capabilities.fs or types.FileSystemCapabilities()
+        self._reads = fs.read_text_file
+        self._writes = fs.write_text_file
+        self._terminals = capabilities.terminal
+        self._streams = bool((capabilities.meta or {}).get("terminal_output") is True)
+
+    @property
+    def can_read_files(self) -> bool:
+        return self._reads
+
+    @property
+    def can_write_files(self) -> bool:
+        return self._writes
+
+    @property
+    def has_terminals(self) -> bool:
+        return self._terminals
+
+    @property
+    def streams_terminal_output(self) -> bool:
+        return self._streams
+
+    async def read_text_file(
+        self, path: str, *, line: int | None = None, limit: int | None = None
+    ) -> str:
+        if not self._reads:
+            raise NotImplementedError("the client does not offer fs/read_text_file")
+        response = await self._connection.request(
+            methods.FS_READ_TEXT_FILE,
+            types.ReadTextFileRequest(
+                session_id=self._session_id, path=path, line=line, limit=limit
+            ),
+        )
+        return str(response.content)
+
+    async def write_text_file(self, path: str, content: str) -> None:
+        if not self._writes:
+            raise NotImplementedError("the client does not offer fs/write_text_file")
+        await self._connection.request(
+            methods.FS_WRITE_TEXT_FILE,
+            types.WriteTextFileRequest(session_id=self._session_id, path=path, content=content),
+        )
+
+    async def create_terminal(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+    ) -> AcpTerminal:
+        if not self._terminals:
+            raise NotImplementedError("the client does not offer terminals")
+        response = await self._connection.request(
+            methods.TERMINAL_CREATE,
+            types.CreateTerminalRequest(
+                session_id=self._session_id,
+                command=command,
+                args=list(args),
+                env=[types.EnvVariable(name=k, value=v) for k, v in (env or {}).items()],
+                cwd=cwd,
+                output_byte_limit=output_byte_limit,
+            ),
+        )
+        return AcpTerminal(self._connection, self._session_id, str(response.terminal_id))
+
+
+class AcpTerminal:
+    """A terminal the client runs a command in."""
+
+    def __init__(self, connection: AgentConnection, session_id: str, terminal_id: str) -> None:
+        self._connection = connection
+        self._session_id = session_id
+        self._terminal_id = terminal_id
+
+    @property
+    def terminal_id(self) -> str:
+        return self._terminal_id
+
+    async def output(self) -> TerminalOutput:
+        response = await self._connection.request(
+            methods.TERMINAL_OUTPUT,
+            types.TerminalOutputRequest(session_id=self._session_id, terminal_id=self._terminal_id),
+        )
+        status = response.exit_status
+        exit = None if status is None else TerminalExit(status.exit_code, status.signal)
+        return TerminalOutput(str(response.output), bool(response.truncated), exit)
+
+    async def wait_for_exit(self) -> TerminalExit:
+        response = await self._connection.request(
+            methods.TERMINAL_WAIT_FOR_EXIT,
+            types.WaitForTerminalExitRequest(
+                session_id=self._session_id, terminal_id=self._terminal_id
+            ),
+        )
+        return TerminalExit(response.exit_code, response.signal)
+
+    async def kill(self) -> None:
+        await self._connection.request(
+            methods.TERMINAL_KILL,
+            types.KillTerminalRequest(session_id=self._session_id, terminal_id=self._terminal_id),
+        )
+
+    async def release(self) -> None:
+        await self._connection.request(
+            methods.TERMINAL_RELEASE,
+            types.ReleaseTerminalRequest(
+                session_id=self._session_id, terminal_id=self._terminal_id
+            ),
+        )
+
+
+class AcpPermissionPrompter:
+    """Asks the person with `session/request_permission`."""
+
+    def __init__(self, connection: AgentConnection, session_id: str) -> None:
+        self._connection = connection
+        self._session_id = session_id
+
+    async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
+        request = types.RequestPermissionRequest(
+            session_id=self._session_id,
+            tool_call=types.ToolCallUpdate(
+                tool_call_id=question.call_id,
+                title=question.title,
+                kind=_TOOL_KINDS.get(question.kind.value, types.ToolKind.OTHER),
+                status=types.ToolCallStatus.PENDING,
+                content=[types.Content(content=types.TextContent(text=_question_text(question)))],
+                locations=[
+                    types.ToolCallLocation(path=location.path, line=location.line)
+                    for location in question.locations
+                ]
+                or None,
+                raw_input=dict(question.arguments),
+            ),
+            options=[
+                types.PermissionOption(
+                    option_id=option.option_id,
+                    name=option.label,
+                    kind=_OPTION_KINDS[option.choice.value],
+                )
+                for option in question.options
+            ],
+        )
+        try:
+            response = await self._connection.request(methods.SESSION_REQUEST_PERMISSION, request)
+        except (AcpError, PeerDisconnected, ConnectionClosed) as exc:
+            logger.info("permission request for %s not answered: %s", question.call_id, exc)
+            return PermissionAnswer(None)
+        outcome = response.outcome
+        if isinstance(outcome, types.SelectedPermissionOutcome):
+            offered = {option.option_id: option.choice for option in question.options}
+            choice = offered.get(str(outcome.option_id))
+            if choice is None:
+                logger.warning("the client chose an option we did not offer; taken as reject")
+                return PermissionAnswer(PermissionChoice.REJECT_ONCE)
+            return PermissionAnswer(choice)
+        return PermissionAnswer(None)
+
+
+def _question_text(question: PermissionQuestion) -> str:
+    fence = "````" if "```" in question.target else "```"
+    lines = [f"`{question.tool}` asks for:\n{fence}\n{question.target}\n{fence}"]
+    if question.note:
+        lines.append(question.note)
+    return "\n\n".join(lines)

@@ -1,0 +1,85 @@
+"""The agent's runtime, hosted in the connection's event loop from first use to exit.
+
+The connection runs one asyncio loop until stdin ends. The first handler
+that needs the runtime starts the host task, which opens the SQLite store
+and the runtime (`open_runtime`) and keeps them open; when the loop shuts
+down it cancels the host, which closes every session (each turn still
+running is interrupted and recorded as such), then the store and the model
+source. A handler waiting for the runtime is told if it could not open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+
+from acp_agent.core import Runtime, ServiceRegistry, Store, open_runtime
+
+__all__ = ("RuntimeHost", "RuntimeUnavailable")
+
+logger = logging.getLogger(__name__)
+
+
+class RuntimeUnavailable(RuntimeError):
+    """The runtime could not be opened (the store could not be opened, or it closed)."""
+
+
+class RuntimeHost:
+    """Opens the store and the runtime once, on first use, and closes them at exit.
+
+    **Parameters:**
+
+    * `open_store`: opens the store (e.g. `SqliteStore.open(path)`).
+    * `registry`: the services every scope assembles.
+    * `on_close`: awaited after the runtime and the store closed (close the model source).
+    """
+
+    def __init__(
+        self,
+        open_store: Callable[[], Awaitable[Store]],
+        registry: ServiceRegistry,
+        *,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+        database: Path | None = None,
+    ) -> None:
+        self._open_store = open_store
+        self._registry = registry
+        self._on_close = on_close
+        self.database = database
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[Runtime] | None = None
+
+    async def runtime(self) -> Runtime:
+        """The runtime, opening it on first use; `RuntimeUnavailable` if it cannot open."""
+        if self._ready is None:
+            loop = asyncio.get_running_loop()
+            self._ready = loop.create_future()
+            # The host outlives every handler: asyncio.run cancels it last, at exit.
+            self._task = loop.create_task(self._host(self._ready), name="acp-agent runtime")
+        return await asyncio.shield(self._ready)
+
+    async def _host(self, ready: asyncio.Future[Runtime]) -> None:
+        try:
+            store = await self._open_store()
+        except Exception as exc:
+            logger.exception("the store could not be opened")
+            ready.set_exception(RuntimeUnavailable(f"the session store could not be opened: {exc}"))
+            return
+        try:
+            async with open_runtime(store, registry=self._registry) as runtime:
+                ready.set_result(runtime)
+                await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await store.aclose()
+                finally:
+                    if self._on_close is not None:
+                        await self._on_close()
+                if not ready.done():
+                    ready.set_exception(RuntimeUnavailable("the runtime closed"))
+            logger.info("runtime closed")

@@ -1,0 +1,282 @@
+"""Timeline events as ACP `session/update`s, live and in a `session/load` replay.
+
+`UpdateTranslator.translate(event)` returns the updates one event makes:
+
+==============================  ==========================================================
+`UserInputAdopted`              replay only: a `user_message_chunk` per content block
+`ModelTextDelta`                `agent_message_chunk`
+`ModelReasoningDelta`           `agent_thought_chunk`
+`ModelRequestFailed`            `agent_message_chunk` saying why the reply stopped
+`ModelRequestFinished`          live only: `usage_update` (context used and window size,
+                                cumulative cost when the model has prices)
+`ToolCallRequested`             `tool_call` (pending; title, kind, locations, `rawInput`)
+`ToolCallStarted`               `tool_call_update` in_progress
+`ToolCallProgressed`            live only: `tool_call_update` with the content so far
+`ToolCallOutputDelta`           live only, for clients that render Zed's terminal `_meta`:
+                                `tool_call_update` with `_meta.terminal_output`
+`ToolResultRecorded`            `tool_call_update` completed or failed, with content,
+                                `rawOutput` and locations (a plan part becomes a `plan`)
+==============================  ==========================================================
+
+Everything else (permission facts, lifecycle, state) makes no update. The
+same translator class serves the live stream and the replay, so a loaded
+session shows what the live one showed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Final, cast
+
+import attrs
+
+from acp_agent.core import (
+    Event,
+    ModelReasoningDelta,
+    ModelRequestFailed,
+    ModelRequestFinished,
+    ModelRequestStarted,
+    ModelTextDelta,
+    ToolCallOutputDelta,
+    ToolCallProgressed,
+    ToolCallRequested,
+    ToolCallStarted,
+    ToolResultRecorded,
+    UserInputAdopted,
+)
+from protocol import types
+from protocol.converter import get_converter
+
+__all__ = ("ModelFacts", "UpdateTranslator", "failure_text")
+
+logger = logging.getLogger(__name__)
+
+_KINDS: Final = {kind.value: kind for kind in types.ToolKind}
+_PRIORITIES: Final = {p.value: p for p in types.PlanEntryPriority}
+_STATUSES: Final = {s.value: s for s in types.PlanEntryStatus}
+
+
+@attrs.frozen
+class ModelFacts:
+    """What a model's usage updates need: its window and, when known, its prices."""
+
+    context_window: int
+    #: Prices in USD per million tokens: (input, output, cache read, cache write).
+    cost_usd: Callable[[int, int, int, int], float] | None = None
+
+
+def failure_text(error: str, message: str) -> str:
+    """What the person reads when a model request failed."""
+    if error == "not_configured":
+        return message
+    return f"The model request failed: {message}"
+
+
+class UpdateTranslator:
+    """Turns one session's events into `session/update`s (see the module docstring).
+
+    **Parameters:**
+
+    * `replay`: for `session/load`: user messages are included, progress and usage are not.
+    * `terminal_output`: the client renders Zed's `_meta.terminal_*` extension.
+    * `model_facts`: a model id's window and prices (for `usage_update`).
+    """
+
+    def __init__(
+        self,
+        *,
+        replay: bool = False,
+        terminal_output: bool = False,
+        model_facts: Callable[[str], ModelFacts] | None = None,
+    ) -> None:
+        self.replay = replay
+        self.terminal_output = terminal_output
+        self._model_facts = model_facts
+        self._model: str | None = None
+        self._cost = 0.0
+        #: Requests that streamed visible text (a failure message starts a new paragraph).
+        self._texted: set[str] = set()
+        #: Calls shown with a locally run terminal: call id -> terminal id.
+        self._local_terminals: dict[str, str] = {}
+        self._converter = get_converter()
+
+    def translate(self, event: Event) -> list[types.SessionUpdate]:
+        payload = event.payload
+        if isinstance(payload, ModelTextDelta):
+            self._texted.add(payload.request_id)
+            return [types.AgentMessageChunk(content=types.TextContent(text=payload.text))]
+        if isinstance(payload, ModelReasoningDelta):
+            return [types.AgentThoughtChunk(content=types.TextContent(text=payload.text))]
+        if isinstance(payload, ToolCallRequested):
+            return [self._tool_call(payload)]
+        if isinstance(payload, ToolCallStarted):
+            return [
+                types.ToolCallProgress(
+                    tool_call_id=payload.call_id, status=types.ToolCallStatus.IN_PROGRESS
+                )
+            ]
+        if isinstance(payload, ToolResultRecorded):
+            return self._result(payload)
+        if isinstance(payload, ToolCallProgressed):
+            return [] if self.replay else self._progress(payload.call_id, payload.content)
+        if isinstance(payload, ToolCallOutputDelta):
+            if self.replay or not self.terminal_output:
+                return []
+            output = {"terminal_id": payload.terminal_id, "data": payload.data}
+            return [
+                types.ToolCallProgress(
+                    tool_call_id=payload.call_id, meta={"terminal_output": output}
+                )
+            ]
+        if isinstance(payload, ModelRequestStarted):
+            self._model = payload.model
+            return []
+        if isinstance(payload, ModelRequestFinished):
+            return self._usage(payload)
+        if isinstance(payload, ModelRequestFailed):
+            text = failure_text(payload.error, payload.message)
+            if payload.request_id in self._texted:
+                text = f"\n\n{text}"
+            return [types.AgentMessageChunk(content=types.TextContent(text=text))]
+        if isinstance(payload, UserInputAdopted):
+            return self._user_input(payload.content) if self.replay else []
+        return []
+
+    # --- parts ------------------------------------------------------------------------
+
+    def _tool_call(self, payload: ToolCallRequested) -> types.ToolCall:
+        return types.ToolCall(
+            tool_call_id=payload.call_id,
+            title=payload.title or payload.tool,
+            name=payload.tool,
+            kind=_KINDS.get(payload.tool_kind or "", types.ToolKind.OTHER),
+            status=types.ToolCallStatus.PENDING,
+            locations=_locations(payload.locations) or None,
+            raw_input=payload.arguments,
+        )
+
+    def _progress(self, call_id: str, content: list[dict[str, Any]]) -> list[types.SessionUpdate]:
+        updates: list[types.SessionUpdate] = []
+        parts, meta = self._content(call_id, content, updates)
+        updates.append(types.ToolCallProgress(tool_call_id=call_id, content=parts, meta=meta))
+        return updates
+
+    def _result(self, payload: ToolResultRecorded) -> list[types.SessionUpdate]:
+        updates: list[types.SessionUpdate] = []
+        parts, meta = self._content(payload.call_id, payload.content, updates)
+        terminal_id = self._local_terminals.pop(payload.call_id, None)
+        if terminal_id is not None:
+            raw = payload.raw_output if isinstance(payload.raw_output, Mapping) else {}
+            exit_code = raw.get("exit_code")
+            meta = {
+                **(meta or {}),
+                "terminal_exit": {
+                    "terminal_id": terminal_id,
+                    "exit_code": exit_code if isinstance(exit_code, int) else None,
+                    "signal": raw.get("signal") if isinstance(raw.get("signal"), str) else None,
+                },
+            }
+        updates.append(
+            types.ToolCallProgress(
+                tool_call_id=payload.call_id,
+                status=(
+                    types.ToolCallStatus.FAILED
+                    if payload.is_error
+                    else types.ToolCallStatus.COMPLETED
+                ),
+                content=parts,
+                locations=(None if payload.locations is None else _locations(payload.locations)),
+                raw_output=payload.raw_output,
+                meta=meta,
+            )
+        )
+        return updates
+
+    def _content(
+        self, call_id: str, stored: list[dict[str, Any]], updates: list[types.SessionUpdate]
+    ) -> tuple[list[types.ToolCallContent], dict[str, Any] | None]:
+        """The ACP content of stored parts; a plan part goes to `updates` as a `plan`."""
+        parts: list[types.ToolCallContent] = []
+        meta: dict[str, Any] | None = None
+        for part in stored:
+            kind = part.get("type")
+            if kind == "text":
+                parts.append(types.Content(content=types.TextContent(text=str(part["text"]))))
+            elif kind == "diff":
+                parts.append(
+                    types.Diff(
+                        path=str(part["path"]),
+                        old_text=part.get("old_text"),
+                        new_text=str(part["new_text"]),
+                    )
+                )
+            elif kind == "image":
+                image = types.ImageContent(data=str(part["data"]), mime_type=str(part["mime_type"]))
+                parts.append(types.Content(content=image))
+            elif kind == "plan":
+                updates.append(types.Plan(entries=_plan_entries(part.get("entries") or [])))
+            elif kind == "terminal":
+                terminal_id = str(part["terminal_id"])
+                local_cwd = part.get("local_cwd")
+                if local_cwd is None:
+                    parts.append(types.Terminal(terminal_id=terminal_id))
+                elif self.terminal_output and not self.replay:
+                    parts.append(types.Terminal(terminal_id=terminal_id))
+                    if call_id not in self._local_terminals:
+                        self._local_terminals[call_id] = terminal_id
+                        info = {"terminal_id": terminal_id, "cwd": local_cwd}
+                        meta = {**(meta or {}), "terminal_info": info}
+        return parts, meta
+
+    def _usage(self, payload: ModelRequestFinished) -> list[types.SessionUpdate]:
+        usage = payload.usage
+        used = usage.input_tokens + usage.output_tokens
+        if self._model_facts is None or self._model is None or used == 0:
+            return []
+        facts = self._model_facts(self._model)
+        cost = None
+        if facts.cost_usd is not None:
+            self._cost += facts.cost_usd(
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+            )
+            cost = types.Cost(amount=round(self._cost, 6), currency="USD")
+        if self.replay:
+            return []
+        return [types.UsageUpdate(used=used, size=max(facts.context_window, used), cost=cost)]
+
+    def _user_input(self, content: list[dict[str, Any]]) -> list[types.SessionUpdate]:
+        updates: list[types.SessionUpdate] = []
+        for block in content:
+            try:
+                structured: types.ContentBlock = self._converter.structure(
+                    block, cast(Any, types.ContentBlock)
+                )
+            except Exception:
+                logger.warning("a stored prompt block could not be replayed; skipped")
+                continue
+            updates.append(types.UserMessageChunk(content=structured))
+        return updates
+
+
+def _locations(stored: list[dict[str, Any]]) -> list[types.ToolCallLocation]:
+    locations = []
+    for item in stored:
+        path, line = item.get("path"), item.get("line")
+        if isinstance(path, str) and (line is None or (isinstance(line, int) and line >= 1)):
+            locations.append(types.ToolCallLocation(path=path, line=line))
+    return locations
+
+
+def _plan_entries(entries: list[dict[str, Any]]) -> list[types.PlanEntry]:
+    return [
+        types.PlanEntry(
+            content=str(entry.get("content", "")),
+            priority=_PRIORITIES.get(str(entry.get("priority")), types.PlanEntryPriority.MEDIUM),
+            status=_STATUSES.get(str(entry.get("status")), types.PlanEntryStatus.PENDING),
+        )
+        for entry in entries
+    ]
