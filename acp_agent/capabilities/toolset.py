@@ -5,8 +5,11 @@ to every model request made while it is current. Loading or reloading tools
 (an MCP server restarts, a configuration changes) makes a new generation;
 `reload` first retires the old one (no new call of it starts), cancels the
 calls of it still running, waits for them to settle, and only then hands
-over. So a call is always run by the generation its request was made with,
-and "today's tool of the same name" never runs for yesterday's request.
+over. `supersede` hands over at once and cancels nothing: for changes that
+leave calls already proposed valid (MCP tools appearing, an MCP server's
+list changing), the old generation keeps running calls for its requests.
+So a call is always run by the generation its request was made with, and
+"today's tool of the same name" never runs for yesterday's request.
 
 `ToolBindings` remembers, per model request id, the generation that request
 offered. The tool executor looks a call's handler up there; a request it has
@@ -35,10 +38,18 @@ class GenerationState(enum.Enum):
 
     #: Current: offered to new requests; its calls run.
     CURRENT = "current"
+    #: No longer offered, but its calls still run for the requests bound to it: tools
+    #: were added or changed (an MCP server became ready, its list changed), which
+    #: withdraws nothing from calls already proposed.
+    SUPERSEDED = "superseded"
     #: Being replaced: no new call starts; running calls are cancelled and awaited.
     RETIRING = "retiring"
     #: Replaced, and none of its calls runs any more.
     RETIRED = "retired"
+
+
+#: The states whose calls may start.
+_RUNNABLE = frozenset({GenerationState.CURRENT, GenerationState.SUPERSEDED})
 
 
 class UnboundCall(LookupError):
@@ -80,7 +91,7 @@ class ToolGeneration:
 
     def tool(self, name: str) -> Tool:
         """The tool to run for a call named `name`; `UnboundCall` if there is none to run."""
-        if self._state is not GenerationState.CURRENT:
+        if self._state not in _RUNNABLE:
             raise UnboundCall(
                 f"Not run: the tools were reloaded after this call was proposed, and {name!r} "
                 "of the earlier set is no longer available. Call it again if it is still needed."
@@ -101,7 +112,7 @@ class ToolGeneration:
 
         Raises `UnboundCall` once the generation is retiring.
         """
-        if self._state is not GenerationState.CURRENT:
+        if self._state not in _RUNNABLE:
             raise UnboundCall(
                 "Not run: the tools were reloaded before this call could start. "
                 "Call it again if it is still needed."
@@ -120,7 +131,7 @@ class ToolGeneration:
 
     async def retire(self) -> None:
         """Stop the generation: cancel its running calls and wait until they are settled."""
-        if self._state is GenerationState.CURRENT:
+        if self._state in _RUNNABLE:
             self._state = GenerationState.RETIRING
             for scope in list(self._running):
                 scope.cancel()
@@ -154,6 +165,19 @@ class ToolSet:
     def current(self) -> ToolGeneration:
         """The generation new requests are offered."""
         return self._current
+
+    async def supersede(self, tools: Iterable[Tool]) -> ToolGeneration:
+        """Offer `tools` to new requests from now on, cancelling nothing: the requests
+        already bound to the current generation keep running its calls (it is
+        superseded, not retired). Returns the new generation."""
+        async with self._reloading:
+            old = self._current
+            new = ToolGeneration(old.number + 1, tools)
+            if old.state is GenerationState.CURRENT:
+                old._state = GenerationState.SUPERSEDED
+            self._current = new
+            logger.info("tools changed: generation %d supersedes %d", new.number, old.number)
+            return new
 
     async def reload(self, tools: Iterable[Tool]) -> ToolGeneration:
         """Replace the tools: retire the current generation (cancel and await its calls),
