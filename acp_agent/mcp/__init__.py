@@ -11,7 +11,8 @@ are documented in `acp_agent.mcp._settings`).
 delaying the session), reports their statuses, offers their tools as
 `McpTool`s (the `Tool` contract of `acp_agent.capabilities.tool`) named
 `mcp__<server>__<tool>` in numbered generations, and reconnects crashed
-servers with bounded backoff.
+servers with bounded backoff. `register_mcp` makes them part of every
+session: its tool generations, its guide and its notifications.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ from acp_agent.mcp._manager import (
 )
 from acp_agent.mcp._names import TOOL_NAME_PATTERN, assign_tool_names
 from acp_agent.mcp._results import to_tool_result
+from acp_agent.mcp._session import (
+    MCP_BRANCH,
+    MCP_GUIDE_ENTRY,
+    MCP_SESSION,
+    McpSessionTools,
+    McpSettings,
+    register_mcp,
+    status_report,
+)
 from acp_agent.mcp._settings import (
     CONFIG_FILE_NAME,
     PROJECT_CONFIG_PATH,
@@ -53,6 +63,9 @@ from acp_agent.mcp._settings import (
 __all__ = (
     "CONFIG_FILE_NAME",
     "DEFAULT_STARTUP_TIMEOUT_S",
+    "MCP_BRANCH",
+    "MCP_GUIDE_ENTRY",
+    "MCP_SESSION",
     "PROJECT_CONFIG_PATH",
     "SUPPORTED_TRANSPORTS",
     "TOOL_NAME_PATTERN",
@@ -64,6 +77,8 @@ __all__ = (
     "McpOrigin",
     "McpServerConfig",
     "McpServerManager",
+    "McpSessionTools",
+    "McpSettings",
     "McpTool",
     "McpToolSet",
     "ReconnectPolicy",
@@ -78,6 +93,8 @@ __all__ = (
     "declaration_hash",
     "enablement_entry",
     "load_configured_servers",
+    "register_mcp",
+    "status_report",
     "to_tool_result",
     "with_editor_servers",
 )
