@@ -35,6 +35,7 @@ async def test_initialize_describes_the_agent_and_only_what_it_implements(agent:
         image=False, audio=False, embedded_context=True
     )
     assert capabilities.mcp_capabilities is not None
-    assert capabilities.mcp_capabilities.http is False
-    assert capabilities.mcp_capabilities.sse is False
+    # MCP servers over stdio, streamable HTTP and SSE are connected (acp_agent.mcp).
+    assert capabilities.mcp_capabilities.http is True
+    assert capabilities.mcp_capabilities.sse is True
     assert capabilities.session_capabilities in (None, types.SessionCapabilities())

@@ -15,6 +15,9 @@
 - `session/load` opens a stored session (a restart rebuilds it: a call that
   was running is settled as interrupted, never run again), replays its
   conversation as `session/update`s, and answers `{}` after the replay.
+- The editor's `mcpServers` (new and load) start in the background with the
+  user's and the project's (`acp_agent.mcp`); neither answer waits for them.
+  A prompt waits a few seconds at most for servers still connecting.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import anyio
 import acp_agent
 from acp_agent.adapters.acp.client_side import AcpClientBridge, AcpPermissionPrompter
 from acp_agent.adapters.acp.host import RuntimeHost, RuntimeUnavailable
+from acp_agent.adapters.acp.mcp_servers import editor_mcp_servers
 from acp_agent.adapters.acp.session import AcpSession, PendingPrompt, SessionStream
 from acp_agent.adapters.acp.updates import ModelFacts, UpdateTranslator
 from acp_agent.capabilities.assembly import MODEL_LOOP, SESSION_CONTROLS
@@ -37,6 +41,7 @@ from acp_agent.capabilities.permissions import PermissionMode
 from acp_agent.capabilities.session_controls import MODE_KEY, MODEL_KEY
 from acp_agent.core import (
     AlreadyStarted,
+    ServiceNotFound,
     Session,
     SessionHeld,
     SessionId,
@@ -46,6 +51,7 @@ from acp_agent.core import (
     TurnId,
     new_id,
 )
+from acp_agent.mcp import MCP_SESSION, McpSessionTools
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.converter import get_converter
@@ -98,7 +104,8 @@ class AcpAgent:
                 prompt_capabilities=types.PromptCapabilities(
                     image=False, audio=False, embedded_context=True
                 ),
-                mcp_capabilities=types.McpCapabilities(http=False, sse=False),
+                # stdio, streamable HTTP and SSE servers are all connected (acp_agent.mcp).
+                mcp_capabilities=types.McpCapabilities(http=True, sse=True),
             ),
             auth_methods=[],
             agent_info=types.Implementation(
@@ -120,11 +127,8 @@ class AcpAgent:
             session.main, {MODEL_KEY: controls.model_id, MODE_KEY: PermissionMode.ASK.value}
         )
         self._subscribe(acp_session)
-        logger.info(
-            "Session %s started (%d MCP servers stored)",
-            session.id,
-            len(params.mcp_servers),
-        )
+        await _connect_mcp(session, params.mcp_servers)
+        logger.info("Session %s started", session.id)
         return types.NewSessionResponse(session_id=session.id)
 
     async def load_session(self, params: types.LoadSessionRequest) -> types.LoadSessionResponse:
@@ -160,6 +164,7 @@ class AcpAgent:
                 stream.translator.translate(event)  # the live translator learns the history
         if fresh:
             main.dispatcher.subscribe(stream, after=covered)
+        await _connect_mcp(acp_session.session, params.mcp_servers)
         logger.info("Session %s loaded (%d events replayed)", session_id, covered)
         return types.LoadSessionResponse()
 
@@ -226,6 +231,9 @@ class AcpAgent:
     ) -> types.PromptResponse:
         cancelled = types.PromptResponse(stop_reason=types.StopReason.CANCELLED)
         with pending.wait_scope:
+            mcp = _mcp(acp_session.session)
+            if mcp is not None:
+                await mcp.wait_for_startup()  # bounded: servers still making a first connection
             await acp_session.turn_lock.acquire()
         if pending.wait_scope.cancelled_caught:
             return cancelled
@@ -280,6 +288,20 @@ class AcpAgent:
                 f"Resource not found: no session {session_id}", {"sessionId": session_id}
             )
         return acp_session
+
+
+def _mcp(session: Session) -> McpSessionTools | None:
+    try:
+        return session.scope.get(MCP_SESSION)
+    except ServiceNotFound:
+        return None  # assembled without MCP
+
+
+async def _connect_mcp(session: Session, servers: list[types.McpServer] | None) -> None:
+    """Start the session's MCP servers in the background (this never waits for them)."""
+    mcp = _mcp(session)
+    if mcp is not None:
+        await mcp.connect(editor_mcp_servers(servers))
 
 
 async def _store_call(awaitable: Any) -> Any:
