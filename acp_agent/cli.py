@@ -10,7 +10,8 @@ new sessions is the script's (`scripted/<file name>`) with `--script`, else
 key variables make available (see `acp_agent.models.config`).
 
 Assembly: the models (`<config dir>/config.toml` and the environment), the
-built-in tools, the capabilities registered for every session and branch,
+built-in tools, the capabilities and MCP servers registered for every
+session and branch,
 the runtime over the SQLite store in the data directory (opened in the
 connection's event loop on first use), and the ACP adapter. Heavy imports
 wait until after argument parsing: editors and the startup benchmark time
@@ -122,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from acp_agent.capabilities.loop import DEFAULT_MAX_TURN_REQUESTS, LoopSettings
     from acp_agent.capabilities.model_source import ConfiguredModels
     from acp_agent.core import ServiceRegistry
+    from acp_agent.mcp import McpSettings, register_mcp
     from acp_agent.store import SqliteStore, default_database_path
     from acp_agent.tools import builtin_tools
     from protocol.connection import AgentConnection
@@ -139,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config_dir=paths.config_dir,
         ),
     )
+    register_mcp(registry, McpSettings(config_dir=paths.config_dir))
     database = default_database_path(paths.data_dir)
     host = RuntimeHost(
         lambda: SqliteStore.open(database), registry, on_close=models.aclose, database=database
