@@ -13,7 +13,10 @@ the writer. We supply what ACP needs and pygls 2.1.1 gets wrong for it:
 - our outgoing requests kept apart from the peer's incoming ones, so equal
   ids from the two sides never collide, and late replies to abandoned
   requests are dropped (pygls #621, W6);
-- `$/cancel_request` answered with -32800 by cancelling the handler task (W7).
+- `$/cancel_request` answered with -32800 by cancelling the handler task (W7);
+- `after_response(callback)`: a request handler schedules work for right after
+  its successful response is written (notifications about a session the peer
+  learns of from that very response).
 
 Logs name methods and ids only: params and results carry file contents and
 possibly credentials.
@@ -76,6 +79,11 @@ logger = logging.getLogger(__name__)
 Handler = Callable[[Any], Any]
 
 _EXTENSION_PREFIX: Final = "_"
+
+#: The callbacks the running request handler scheduled for after its response.
+_AFTER_RESPONSE: contextvars.ContextVar[list[Callable[[], None]]] = contextvars.ContextVar(
+    "acp_after_response"
+)
 
 
 @attrs.frozen
@@ -184,10 +192,14 @@ class AcpProtocol(JsonRPCProtocol):
         if msg_id in self._request_futures:
             logger.warning("The peer reused id %r while that request is still running", msg_id)
         self._ctx_msg_id.set(msg_id)
+        # Each request runs in its own copied context (see `receive_line`), so the
+        # handler's task, and only it, sees this list.
+        after: list[Callable[[], None]] = []
+        _AFTER_RESPONSE.set(after)
         self._execute_handler(
             msg_id,  # type: ignore[arg-type]  # pygls' MsgId omits the null id
             self._wrap(route),
-            callback=partial(self._answer, msg_id=msg_id, method=method),
+            callback=partial(self._answer, msg_id=msg_id, method=method, after=after),
             args=(params,),
         )
 
@@ -252,7 +264,26 @@ class AcpProtocol(JsonRPCProtocol):
             )
         return self._converter.unstructure(result)
 
-    def _answer(self, future: Future[Any], *, msg_id: RequestId, method: str) -> None:
+    def after_response(self, callback: Callable[[], None]) -> None:
+        """Call `callback` right after the running request's successful response is written.
+
+        Only from within a request handler (`RuntimeError` otherwise). Callbacks
+        run in the order given, in the event loop's thread, before any other
+        message is handled; none runs when the request fails or is cancelled.
+        """
+        after = _AFTER_RESPONSE.get(None)
+        if after is None:
+            raise RuntimeError("after_response() is only for request handlers")
+        after.append(callback)
+
+    def _answer(
+        self,
+        future: Future[Any],
+        *,
+        msg_id: RequestId,
+        method: str,
+        after: list[Callable[[], None]] | None = None,
+    ) -> None:
         """Send the handler's outcome as the response to request `msg_id`."""
         if self._request_futures.get(msg_id) is future:  # type: ignore[arg-type]
             del self._request_futures[msg_id]  # type: ignore[arg-type]
@@ -261,10 +292,18 @@ class AcpProtocol(JsonRPCProtocol):
             self._send_error(msg_id, RequestCancelled())
             return
         exc = future.exception()
-        if exc is None:
-            self._send_result(msg_id, future.result())
+        if exc is not None:
+            self._send_error(msg_id, self._to_wire_error(exc, method, msg_id))
             return
-        self._send_error(msg_id, self._to_wire_error(exc, method, msg_id))
+        if not self._send_result(msg_id, future.result()):
+            return
+        for callback in after or ():
+            try:
+                callback()
+            except Exception:
+                logger.exception(
+                    "A callback after the response to %r (id %r) failed", method, msg_id
+                )
 
     def _notification_done(
         self, future: Future[Any], *, key: _NotificationKey, method: str
@@ -437,14 +476,15 @@ class AcpProtocol(JsonRPCProtocol):
 
     # -- writing ------------------------------------------------------------------
 
-    def _send_result(self, msg_id: RequestId, result: Any) -> None:
+    def _send_result(self, msg_id: RequestId, result: Any) -> bool:
+        """Write the result; False if it could not be (an error went instead, or none)."""
         try:
             body = _encode({"jsonrpc": "2.0", "id": msg_id, "result": result})
         except (TypeError, ValueError) as exc:
             logger.error("The result for id %r is not JSON", msg_id, exc_info=exc)
             self._send_error(msg_id, InternalError("Internal error; see the agent log for details"))
-            return
-        self._write(body)
+            return False
+        return self._write(body)
 
     def _send_error(self, msg_id: RequestId, error: AcpError) -> None:
         try:

@@ -86,6 +86,15 @@ class _Endpoint:
         """
         return await self.protocol.request(method, params)
 
+    def after_response(self, callback: Callable[[], None]) -> None:
+        """From a request handler: call `callback` right after its successful response.
+
+        For notifications the peer can act on only once it has the response,
+        such as updates about the session a `session/new` answer creates.
+        `RuntimeError` outside a request handler.
+        """
+        self.protocol.after_response(callback)
+
 
 async def _run_ndjson(
     source: LineSource,
