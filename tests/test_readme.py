@@ -23,7 +23,17 @@ from typing import Any
 import jsonschema
 import pytest
 
-from acp_agent.models.scripted import Sleep, TextDelta, ThoughtDelta, parse_script
+from acp_agent.models import StopReason, UsageReported
+from acp_agent.models.scripted import (
+    Fail,
+    Sleep,
+    Stop,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallStep,
+    UsageStep,
+    parse_script,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -143,6 +153,23 @@ def test_readme_script_example_is_a_valid_script() -> None:
         == script.reply_for(5)
         == (TextDelta("The second prompt, and every later one, gets this."),)
     )
+
+
+def test_readme_tool_script_example_is_a_valid_script() -> None:
+    language, body = readme_block("script-tools-example")
+    assert language == "json"
+    script = parse_script(json.loads(body))
+    assert script.replies == (
+        (
+            TextDelta("Let me look."),
+            ToolCallStep("read", '{"path":"README.md"}'),
+            ToolCallStep("shell", '{"command":"git status"}', "call_git"),
+            UsageStep(UsageReported(input_tokens=1200, output_tokens=40)),
+        ),
+        (TextDelta("Half an answer"), Fail("stream_broken", "the line dropped")),
+        (TextDelta("I won't do that."), Stop(StopReason.REFUSAL)),
+    )
+    assert script.context_window == 32000
 
 
 def read_line(fd: int, deadline: float) -> tuple[bytes, bytes]:
