@@ -28,6 +28,7 @@ from acp_agent.core.session import Session
 from acp_agent.core.store import (
     BranchRecord,
     ForkOrigin,
+    SessionPosition,
     SessionRecord,
     Store,
     StoreCorrupt,
@@ -54,10 +55,19 @@ class Runtime:
         return MappingProxyType(self._sessions)
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100
+        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
     ) -> list[SessionRecord]:
-        """Stored sessions, most recently updated first, optionally only those in `cwd`."""
-        return await self.store.list_sessions(cwd=cwd, limit=limit)
+        """Stored sessions, most recently updated first, optionally only those in `cwd`
+        and only those after position `after` (the next page)."""
+        return await self.store.list_sessions(cwd=cwd, limit=limit, after=after)
+
+    async def delete_session(self, session_id: SessionId) -> None:
+        """Close the session if it is open here, then delete it from the store.
+
+        An unknown session is nothing to do; `SessionHeld` if another live process has it.
+        """
+        await self.close_session(session_id)
+        await self.store.delete_session(session_id)
 
     async def create_session(self, cwd: str, *, title: str | None = None) -> Session:
         """A new session in `cwd` with an empty main branch, leased to this process."""

@@ -50,6 +50,7 @@ __all__ = (
     "PermissionRule",
     "SeqTaken",
     "SessionHeld",
+    "SessionPosition",
     "SessionRecord",
     "Snapshot",
     "Store",
@@ -147,6 +148,22 @@ class SessionRecord:
     updated_at: float
     title: str | None = None
     fork_origin: ForkOrigin | None = None
+
+
+@attrs.frozen(order=True)
+class SessionPosition:
+    """Where a session stands in the session list: most recent first, then by id, descending.
+
+    A page of `list_sessions` continues `after` the position of the last session
+    of the page before.
+    """
+
+    updated_at: float
+    session_id: SessionId
+
+    @classmethod
+    def of(cls, session: SessionRecord) -> SessionPosition:
+        return cls(session.updated_at, session.session_id)
 
 
 @attrs.frozen
@@ -284,9 +301,21 @@ class Store(Protocol):
         ...
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100
+        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
     ) -> list[SessionRecord]:
-        """Sessions, most recently updated first, optionally only those in `cwd`."""
+        """Sessions, most recently updated first (ties by id, descending), at most `limit`.
+
+        Optionally only those in `cwd`, and only those listed after position `after`.
+        """
+        ...
+
+    async def delete_session(self, session_id: SessionId) -> None:
+        """Delete the session with its branches, events, results, snapshots and lease.
+
+        An unknown session is nothing to do. `SessionHeld` if another live process
+        holds its lease (a lease of our own is dropped with it). Permission rules
+        belong to the workspace and stay.
+        """
         ...
 
     async def list_branches(self, session_id: SessionId) -> list[BranchRecord]:

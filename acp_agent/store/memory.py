@@ -28,6 +28,7 @@ from acp_agent.core import (
     SeqTaken,
     SessionHeld,
     SessionId,
+    SessionPosition,
     SessionRecord,
     Snapshot,
     StoreConflict,
@@ -106,12 +107,32 @@ class MemoryStore:
             raise StoreNotFound(f"no session {session_id}") from None
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100
+        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
     ) -> list[SessionRecord]:
         db = await self._enter()
-        found = [s for s in db.sessions.values() if cwd is None or s.cwd == cwd]
-        found.sort(key=lambda s: s.updated_at, reverse=True)
+        found = [
+            s
+            for s in db.sessions.values()
+            if (cwd is None or s.cwd == cwd) and (after is None or SessionPosition.of(s) < after)
+        ]
+        found.sort(key=SessionPosition.of, reverse=True)
         return found[:limit]
+
+    async def delete_session(self, session_id: SessionId) -> None:
+        db = await self._enter()
+        if session_id not in db.sessions:
+            return
+        lease = db.leases.get(session_id)
+        if lease is not None and lease[0] != self._token:
+            raise SessionHeld(session_id, lease[1])
+        branches = {b for b, record in db.branches.items() if record.session_id == session_id}
+        for branch_id in branches:
+            del db.branches[branch_id]
+            db.events.pop(branch_id, None)
+        db.results = {k: v for k, v in db.results.items() if k[0] not in branches}
+        db.snapshots = {k: v for k, v in db.snapshots.items() if k[0] not in branches}
+        db.leases.pop(session_id, None)
+        del db.sessions[session_id]
 
     async def list_branches(self, session_id: SessionId) -> list[BranchRecord]:
         db = await self._enter()

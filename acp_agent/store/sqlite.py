@@ -42,6 +42,7 @@ from acp_agent.core import (
     SeqTaken,
     SessionHeld,
     SessionId,
+    SessionPosition,
     SessionRecord,
     Snapshot,
     StoreConflict,
@@ -173,23 +174,44 @@ class SqliteStore:
         return await self._run(fetch, f"get session {session_id}")
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100
+        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
     ) -> list[SessionRecord]:
         def fetch(db: sqlite3.Connection) -> list[SessionRecord]:
-            if cwd is None:
-                rows = db.execute(
-                    f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC LIMIT ?",
-                    (limit,),
-                )
-            else:
-                rows = db.execute(
-                    f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE cwd = ?"
-                    " ORDER BY updated_at DESC LIMIT ?",
-                    (cwd, limit),
-                )
+            where: list[str] = []
+            values: list[Any] = []
+            if cwd is not None:
+                where.append("cwd = ?")
+                values.append(cwd)
+            if after is not None:
+                where.append("(updated_at, session_id) < (?, ?)")
+                values += [after.updated_at, after.session_id]
+            clause = f" WHERE {' AND '.join(where)}" if where else ""
+            rows = db.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions{clause}"
+                " ORDER BY updated_at DESC, session_id DESC LIMIT ?",
+                (*values, limit),
+            )
             return [_session_record(row) for row in rows]
 
         return await self._run(fetch, "list sessions")
+
+    async def delete_session(self, session_id: SessionId) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                holder = _lease_owner(db, session_id)
+                if holder is not None and holder.token != self._owner.token and is_running(holder):
+                    raise SessionHeld(session_id, holder.holder)
+                branches = "SELECT branch_id FROM branches WHERE session_id = ?"
+                for table in ("events", "tool_results", "snapshots"):
+                    db.execute(
+                        f"DELETE FROM {table} WHERE branch_id IN ({branches})", (session_id,)
+                    )
+                db.execute("DELETE FROM branches WHERE session_id = ?", (session_id,))
+                db.execute("DELETE FROM session_leases WHERE session_id = ?", (session_id,))
+                db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+            self._recency.pop(session_id, None)
+
+        await self._run(write, f"delete session {session_id}")
 
     async def list_branches(self, session_id: SessionId) -> list[BranchRecord]:
         def fetch(db: sqlite3.Connection) -> list[BranchRecord]:

@@ -34,6 +34,7 @@ from acp_agent.core import (
     SessionHeld,
     SessionId,
     SessionMetadataChanged,
+    SessionPosition,
     SessionRecord,
     Snapshot,
     Store,
@@ -176,6 +177,55 @@ class StoreContract:
             assert [s.session_id for s in listed] == [old.session_id, new.session_id]
             assert listed[0].updated_at == 9.0
             assert len(await store.list_sessions(limit=1)) == 1
+
+    async def test_sessions_page_after_a_position_without_gaps_or_repeats(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            # Equal times are ordered by id, so a page boundary inside a tie loses nothing.
+            created = [await new_session(store, at=float(i // 2)) for i in range(5)]
+            expected = sorted(created, key=SessionPosition.of, reverse=True)
+            pages: list[list[SessionRecord]] = []
+            after: SessionPosition | None = None
+            while page := await store.list_sessions(limit=2, after=after):
+                pages.append(page)
+                after = SessionPosition.of(page[-1])
+            assert [len(page) for page in pages] == [2, 2, 1]
+            assert [s.session_id for page in pages for s in page] == [
+                s.session_id for s in expected
+            ]
+            listed = await store.list_sessions(cwd="/work/elsewhere", after=after)
+            assert listed == []
+
+    async def test_a_deleted_session_is_gone_with_its_history(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            kept = await new_session(store)
+            gone = await new_session(store)
+            await store.append_batch(batch_of(gone, 1, note("x"), result("call_1")))
+            child = BranchId(new_id("br"))
+            created = BranchCreated(child, gone.main_branch_id, Seq(2), "child")
+            await store.append_batch(batch_of(gone, 3, created, branch=child))
+            await store.put_snapshot(snapshot(gone.main_branch_id, 1))
+            await store.delete_session(gone.session_id)
+            assert [s.session_id for s in await store.list_sessions()] == [kept.session_id]
+            with pytest.raises(StoreNotFound):
+                await store.get_session(gone.session_id)
+            for branch_id in (gone.main_branch_id, child):
+                with pytest.raises(StoreNotFound):
+                    await store.read(branch_id)
+            assert not await store.has_result(gone.main_branch_id, CallId("call_1"))
+            assert await store.get_snapshots(gone.main_branch_id, "context") == []
+            await store.delete_session(gone.session_id)  # unknown now: nothing to do
+            await store.delete_session(SessionId("sess_never"))
+
+    async def test_a_session_another_writer_holds_is_not_deleted(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store, stores.open_other_writer() as other:
+            session = await new_session(store)
+            with pytest.raises(SessionHeld):
+                await other.delete_session(session.session_id)
+            assert await other.get_session(session.session_id) == session
 
     async def test_a_title_change_updates_the_session_row_in_the_same_batch(
         self, stores: StoreFactory
