@@ -21,7 +21,8 @@ A turn goes through these states::
   result is published (AWAITING_TOOLS). Otherwise the turn ends (ENDING).
 
 Stop reasons (`TurnEnded.stop_reason`): `end_turn`, `max_tokens` (the reply
-hit its cap, or the context window was exceeded), `max_turn_requests` (more
+hit its cap, or the context window was exceeded even after compacting older
+history once in the turn), `max_turn_requests` (more
 model requests in the turn than allowed), `refusal`; a cancelled turn ends
 with `TurnInterrupted` instead. A provider failure keeps what was streamed,
 records `ModelRequestFailed` (the person sees why) and ends the turn; a
@@ -30,8 +31,10 @@ stream is closed at once in both cases.
 
 A turn's steps run as the turn's work (`Turn.start_soon`), so cancelling the
 turn cancels them, and the turn is over only once they have settled.
-`start_turn()` submits the `Prompt` and pairs the `Turn` it returns with the
-published `UserInputAdopted`; whichever comes second starts the first step.
+`start_turn()` has the context engine record what changed in state and rules
+(so they precede the person's words), submits the `Prompt`, and pairs the
+`Turn` it returns with the published `UserInputAdopted`; whichever comes
+second starts the first step.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from typing import Any, Final, Protocol
 import anyio
 import attrs
 
+from acp_agent.capabilities.compaction import CompactionError, CompactionTrigger
 from acp_agent.capabilities.content import encode_locations
 from acp_agent.capabilities.model_source import ModelHandle, ModelSource
 from acp_agent.capabilities.recorder import CoalescingRecorder
@@ -195,6 +199,21 @@ class ContextPreparer(Protocol):
         """The provider reported usage for the last prepared request."""
         ...
 
+    async def start_turn(self, turn_id: TurnId | None = None) -> Sequence[Any]:
+        """Record state and rule changes before the turn's input is adopted."""
+        ...
+
+    async def compact(
+        self,
+        *,
+        model: str,
+        provider: Any,
+        tools: Sequence[ToolSpec] = (),
+        trigger: CompactionTrigger = CompactionTrigger.ON_DEMAND,
+    ) -> Any:
+        """Replace older history with a summary (raises `CompactionError` when it cannot)."""
+        ...
+
 
 @attrs.frozen
 class LoopSettings:
@@ -213,6 +232,8 @@ class _TurnRun:
     requests: int = 0
     #: The calls of the batch with the executor that have no published result yet.
     pending: set[CallId] = attrs.field(factory=set)
+    #: Whether the turn already compacted history after the context window overflowed.
+    compacted_for_overflow: bool = False
 
 
 class ModelLoop:
@@ -308,6 +329,9 @@ class ModelLoop:
 
     async def start_turn(self, turn_id: TurnId, content: list[dict[str, Any]]) -> Turn:
         """Submit a `Prompt` and run its turn; `AlreadyStarted` while another turn runs."""
+        if self.branch.turn is None:
+            # Today's state and rules go on record before the person's words.
+            await self.context.start_turn(turn_id)
         turn = await self.branch.submit(Prompt(turn_id, content))
         assert turn is not None  # a Prompt always answers with its turn
         self._submitted[turn_id] = turn
@@ -422,7 +446,7 @@ class ModelLoop:
                 recorder.close()
         await recorder.flush()
         if failure is not None:
-            await self._failed(run, request_id, failure)
+            await self._failed(run, request_id, failure, handle, request)
             return
         reply = builder.reply()
         usage = _usage(reply.usage)
@@ -449,12 +473,34 @@ class ModelLoop:
             await self.branch.append([finished, *(EventDraft(r, PRODUCER) for r in requests)])
             await self.executor.accept(run.turn, requests)
 
-    async def _failed(self, run: _TurnRun, request_id: str, failure: ProviderError) -> None:
+    async def _failed(
+        self,
+        run: _TurnRun,
+        request_id: str,
+        failure: ProviderError,
+        handle: ModelHandle,
+        request: ModelRequest,
+    ) -> None:
         kind = error_kind(failure)
         logger.warning("model request %s failed (%s): %s", request_id, kind, failure)
         await self.branch.append(
             [EventDraft(ModelRequestFailed(request_id, kind, str(failure)), PRODUCER)]
         )
+        if kind == "context_window" and not run.compacted_for_overflow:
+            # Once per turn: summarise older history, then try the step again.
+            run.compacted_for_overflow = True
+            try:
+                await self.context.compact(
+                    model=handle.model,
+                    provider=handle.provider,
+                    tools=request.tools,
+                    trigger=CompactionTrigger.OVERFLOW,
+                )
+            except (CompactionError, ProviderError) as exc:
+                logger.warning("could not compact after %s overflowed: %s", request_id, exc)
+            else:
+                await self._step(run)
+                return
         await self._end(run, "max_tokens" if kind == "context_window" else "end_turn")
 
     async def _end(self, run: _TurnRun, stop_reason: str) -> None:

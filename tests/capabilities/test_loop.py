@@ -10,6 +10,8 @@ import pytest
 from acp_agent.capabilities.loop import LoopSettings, LoopState
 from acp_agent.capabilities.permissions import PermissionMode
 from acp_agent.core import (
+    CompactionRecorded,
+    CompactionStarted,
     ModelReasoningDelta,
     ModelRequestFailed,
     ModelRequestFinished,
@@ -146,14 +148,34 @@ async def test_a_provider_failure_keeps_the_partial_reply_and_ends_the_turn(tmp_
     assert payloads_of(history, ModelRequestFinished) == []
 
 
-async def test_an_exceeded_context_window_ends_the_turn_with_max_tokens(tmp_path: Path):
+async def test_an_exceeded_context_window_is_compacted_and_the_step_retried(tmp_path: Path):
+    script = {"replies": [[{"error": "context_window"}], [{"text": "It fits now."}]]}
+    async with open_agent(script, tmp_path) as agent:
+        turn_id = await agent.prompt()
+        ended = await agent.wait_turn_over(turn_id)
+        history = await agent.history()
+
+    assert ended == TurnEnded(turn_id, "end_turn")
+    [failed] = payloads_of(history, ModelRequestFailed)
+    assert failed.error == "context_window"
+    [started] = payloads_of(history, CompactionStarted)
+    assert started.trigger == "context_window_exceeded"
+    assert len(payloads_of(history, CompactionRecorded)) == 1
+    assert [d.text for d in payloads_of(history, ModelTextDelta)] == ["It fits now."]
+
+
+async def test_a_context_window_exceeded_again_after_compacting_ends_the_turn_with_max_tokens(
+    tmp_path: Path,
+):
     async with open_agent({"replies": [[{"error": "context_window"}]]}, tmp_path) as agent:
         turn_id = await agent.prompt()
         ended = await agent.wait_turn_over(turn_id)
-        [failed] = payloads_of(await agent.history(), ModelRequestFailed)
+        history = await agent.history()
 
     assert ended == TurnEnded(turn_id, "max_tokens")
-    assert failed.error == "context_window"
+    failed = payloads_of(history, ModelRequestFailed)
+    assert [f.error for f in failed] == ["context_window", "context_window"]
+    assert len(payloads_of(history, CompactionStarted)) == 1  # compacted once, not again
 
 
 async def test_without_a_model_the_turn_says_how_to_configure_one(tmp_path: Path):
