@@ -242,6 +242,17 @@ class McpServerManager:
 
         return unsubscribe
 
+    async def wait_started(self) -> None:
+        """Wait until every server's first connection attempt is over (ready or failed).
+
+        Reconnects after a loss are not waited for. Bound it with `anyio.move_on_after`.
+        """
+        while True:
+            changed = self._changed
+            if self._closed.is_set() or all(runner.first_attempt_over for runner in self._runners):
+                return
+            await changed.wait()
+
     async def wait_settled(self) -> None:
         """Wait until no server is connecting or waiting to reconnect.
 
@@ -340,6 +351,10 @@ class McpServerManager:
     @property
     def close_requested(self) -> anyio.Event:
         return self._close_requested
+
+    def status_unchanged(self) -> None:
+        """Wake waiters for something other than a status change (a runner's flags)."""
+        self._notify_changed()
 
     def _notify_changed(self) -> None:
         changed, self._changed = self._changed, anyio.Event()
@@ -446,6 +461,8 @@ class _ServerRunner:
         self.connection: Connection | None = None
         self.listing: tuple[mcp_types.Tool, ...] = ()
         self.tool_names: tuple[str, ...] = ()
+        #: The first connection attempt ended (ready or failed).
+        self.first_attempt_over = False
         self._state = ServerState.CONNECTING
         self._error: str | None = None
         self._server_info: str | None = None
@@ -480,7 +497,9 @@ class _ServerRunner:
             if self.manager.closing:
                 return
             if not end.was_ready and not ever_ready:
+                self.first_attempt_over = True
                 self._set(ServerState.FAILED, end.error)
+                self.manager.status_unchanged()
                 return
             if end.was_ready:
                 ever_ready = True
@@ -522,6 +541,7 @@ class _ServerRunner:
             timed_out = True
             if initial:
                 # Failed now, not after the process is gone (stopping it takes a moment).
+                self.first_attempt_over = True
                 self._set(ServerState.FAILED, timeout_error)
             attempt.cancel()
 
@@ -565,6 +585,7 @@ class _ServerRunner:
         self.connection = connection
         self.listing = tuple(listing)
         self._server_info = connection.server_info
+        self.first_attempt_over = True
         self.manager.tools_changed()
         self._set(ServerState.READY)
 

@@ -18,8 +18,8 @@
   servers come and go.
 
 A prompt may wait for servers still making their first connection, up to
-`McpSettings.first_prompt_wait_s` (`wait_for_startup`); `session/new` never
-waits.
+`McpSettings.startup_wait_s` (`wait_for_startup`); `session/new` never
+waits, and nothing waits for a reconnect.
 """
 
 from __future__ import annotations
@@ -88,13 +88,13 @@ class McpSettings:
 
     * `config_dir`: holds the user's `config.toml` (servers and enablements); None: none.
     * `reconnect`: when a lost server is tried again.
-    * `first_prompt_wait_s`: how long a prompt waits for servers still making their
+    * `startup_wait_s`: how long a prompt waits for servers still making their
       first connection (0: never).
     """
 
     config_dir: Path | None = None
     reconnect: ReconnectPolicy = attrs.field(factory=ReconnectPolicy)
-    first_prompt_wait_s: float = 5.0
+    startup_wait_s: float = 5.0
 
 
 #: Where a session's MCP servers live.
@@ -183,12 +183,12 @@ class McpSessionTools:
         )
 
     async def wait_for_startup(self) -> None:
-        """Wait for servers still making their first connection, at most `first_prompt_wait_s`."""
+        """Wait for servers still making their first connection, at most `startup_wait_s`."""
         manager = self._manager
-        if manager is None or self._settings.first_prompt_wait_s <= 0:
+        if manager is None or self._settings.startup_wait_s <= 0:
             return
-        with anyio.move_on_after(self._settings.first_prompt_wait_s):
-            await manager.wait_settled()
+        with anyio.move_on_after(self._settings.startup_wait_s):
+            await manager.wait_started()
 
     async def aclose(self) -> None:
         """Close the servers (when the session closes); idempotent."""

@@ -25,6 +25,7 @@ from acp_agent.mcp import (
 )
 from tests.mcp.servers.sample_png import PNG
 from tests.mcp.support import (
+    WAIT_S,
     EventLog,
     RecordingProgress,
     http_server,
@@ -354,3 +355,20 @@ async def test_an_http_server_that_goes_away_fails_the_call_clearly_and_ends_fai
     assert failed.status.error is not None
     assert failed.status.error.startswith("gave up after 2 reconnect attempt(s)")
     assert manager.tool_set.tools == ()
+
+
+async def test_waiting_for_startup_covers_first_connections_not_reconnects(tmp_path: Path) -> None:
+    slow_retry = ReconnectPolicy(delays_s=(60.0,))
+    silent = stdio_server("silent", "silent_server.py", startup_timeout_s=1)
+    servers = [stdio_server("fragile"), silent]
+    async with McpServerManager(servers, cwd=tmp_path, reconnect=slow_retry) as manager:
+        await manager.wait_started()
+        assert manager.status("fragile").state is ServerState.READY
+        assert manager.status("silent").state is ServerState.FAILED
+
+        log = EventLog(manager)
+        await manager.tool_set.by_name()["mcp__fragile__crash"].run({}, tool_context(tmp_path))
+        await log.wait_for_state("fragile", ServerState.DISCONNECTED)
+        with anyio.fail_after(WAIT_S):
+            await manager.wait_started()  # the reconnect, a minute away, is not waited for
+        assert manager.status("fragile").state is ServerState.DISCONNECTED
