@@ -8,9 +8,11 @@
         loop = session.main.scope.get(MODEL_LOOP)
         turn = await loop.start_turn(turn_id, content)
 
-Per session: `SessionControls` (model, mode, the editor's side) and the
-`ToolSet`. Per branch, in this order: the context engine, the tool executor
-and the model loop; the executor and the loop subscribe to the branch's
+Per session: `SessionControls` (model, mode, the editor's side), the
+`ToolSet` and the `GuideRegistry` (tools and MCP servers register guide
+entries for their inputs there; every branch's next request adopts them).
+Per branch, in this order: the context engine, the tool executor and the
+model loop; the executor and the loop subscribe to the branch's
 timeline after rebuilding from it (the executor first: results it
 synthesizes for calls a restart cut short precede the loop's record that
 the open turn was interrupted).
@@ -18,6 +20,7 @@ the open turn was interrupted).
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,6 +34,7 @@ from acp_agent.capabilities.context import (
     build_context_engine,
     default_guide_registry,
 )
+from acp_agent.capabilities.guide import GuideRegistry
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
 from acp_agent.capabilities.model_source import ModelSource
 from acp_agent.capabilities.session_controls import SessionControls
@@ -51,6 +55,7 @@ from acp_agent.core import (
 
 __all__ = (
     "CONTEXT",
+    "GUIDE",
     "MODEL_LOOP",
     "SESSION_CONTROLS",
     "TOOLSET",
@@ -63,6 +68,7 @@ SESSION_CONTROLS: Final[ServiceKey[SessionControls]] = ServiceKey(
     "session_controls", ScopeKind.SESSION
 )
 TOOLSET: Final[ServiceKey[ToolSet]] = ServiceKey("toolset", ScopeKind.SESSION)
+GUIDE: Final[ServiceKey[GuideRegistry]] = ServiceKey("guide", ScopeKind.SESSION)
 CONTEXT: Final[ServiceKey[ContextEngine]] = ServiceKey("context", ScopeKind.BRANCH)
 TOOL_EXECUTOR: Final[ServiceKey[ToolExecutor]] = ServiceKey("tool_executor", ScopeKind.BRANCH)
 MODEL_LOOP: Final[ServiceKey[ModelLoop]] = ServiceKey("model_loop", ScopeKind.BRANCH)
@@ -83,7 +89,7 @@ class CapabilitySettings:
     * `loop`: the loop's limits.
     * `config_dir`: where the person's own rules live (None: none).
     * `environment`: the process environment state sources describe (None: detected).
-    * `clock`: wall time for recorded rules.
+    * `clock`: wall time for recorded rules, and the date state sources report.
     """
 
     models: ModelSource
@@ -106,6 +112,12 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
     async def toolset(scope: Scope) -> ToolSet:
         return ToolSet(settings.tools())
 
+    async def guide(scope: Scope) -> GuideRegistry:
+        return default_guide_registry()
+
+    def local_now() -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(settings.clock()).astimezone()
+
     async def context(scope: Scope) -> ContextEngine:
         branch = scope.get(BRANCH)
         controls = scope.get(SESSION_CONTROLS)
@@ -115,9 +127,10 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         window = settings.models.context_window(controls.model_id)
         return build_context_engine(
             branch,
-            guide=default_guide_registry(),
+            guide=scope.get(GUIDE),
             config_dir=settings.config_dir,
             environment=settings.environment,
+            clock=local_now,
             settings=ContextSettings(context_window_tokens=window),
         )
 
@@ -143,6 +156,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
 
     registry.register(SESSION_CONTROLS, session_controls)
     registry.register(TOOLSET, toolset)
+    registry.register(GUIDE, guide)
     registry.register(CONTEXT, context)
     registry.register(TOOL_EXECUTOR, tool_executor)
     registry.register(MODEL_LOOP, model_loop)
