@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -49,6 +49,7 @@ def test_each_schema_is_valid_json_schema_for_an_object(tool: Tool) -> None:
 
 
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda tool: tool.definition.name)
+@settings(deadline=None)  # resolving paths touches the file system; a busy machine is slow
 @given(
     arguments=st.dictionaries(
         st.sampled_from(["path", "command", "pattern", "url", "entries", "offset", "source"]),
