@@ -216,7 +216,8 @@ class _Reply:
     text: list[str] = attrs.Factory(list)
     reasoning: list[str] = attrs.Factory(list)
     calls: list[str] = attrs.Factory(list)
-    ended: bool = False
+    #: The batch that ended the reply (its tool calls may still follow in it), or None.
+    ended_batch: int | None = None
 
     def flush_text(self) -> None:
         if self.text:
@@ -273,7 +274,7 @@ class _MessageBuilder:
     def at_rest(self) -> bool:
         """No reply is open with tool calls and no call waits for its result."""
         reply = self._reply
-        open_reply = reply is not None and (not reply.ended or bool(reply.calls))
+        open_reply = reply is not None and (reply.ended_batch is None or bool(reply.calls))
         return not open_reply and not self._pending
 
     def feed(self, event: Event) -> None:
@@ -310,7 +311,7 @@ class _MessageBuilder:
             payload, ModelRequestFinished | ModelRequestFailed | ModelRequestInterrupted
         ):
             if mine and reply is not None:
-                reply.ended = True
+                reply.ended_batch = int(event.batch_id)
                 reply.last_seq = seq
         elif isinstance(payload, ToolResultRecorded):
             self._close_reply()
@@ -330,6 +331,8 @@ class _MessageBuilder:
             text = render_context_fact(payload)
             if text is None:
                 return
+            if reply is not None and reply.ended_batch not in (None, int(event.batch_id)):
+                self._close_reply()  # the reply ended in an earlier batch: nothing joins it
             if self._reply is not None or self._pending:
                 self._deferred.append((text, seq))
             else:

@@ -299,3 +299,16 @@ def test_no_cut_separates_a_tool_call_from_its_result() -> None:
     # Keeping less history always means a later cut.
     kept = [k for _, k in projection.cut_points()]
     assert kept == sorted(kept, reverse=True)
+
+
+def test_facts_after_a_finished_reply_keep_a_message_per_batch() -> None:
+    history = History()
+    reply(history, "req_1", "Done.")
+    history.batch(NotificationReceived("tools/bash", "job 1 exited 0"))
+    history.batch(StateSet("environment/date", "2026-11-03"))
+    history.batch(said("next"))
+    assert project(history.events)[1:] == [
+        Message("user", [Text('<notification source="tools/bash">job 1 exited 0</notification>')]),
+        Message("user", [Text('<state source="environment/date">2026-11-03</state>')]),
+        Message("user", [Text("next")]),
+    ]
