@@ -1,7 +1,9 @@
 """Helpers for context tests: a clock, ids, a real branch, wire formats, a minimal loop.
 
-`drive_turn` plays the agent loop's part (until the real loop drives these
-tests): it starts a turn, asks the engine for each request, streams it from
+`drive_turn` plays the agent loop's part (`acp_agent.capabilities.loop`, in
+the order it records facts, without its executor and permissions, so every
+id is deterministic): it refreshes state and rules, starts a turn, asks the
+engine for each request, streams it from
 a real provider over HTTP to the fake server, and records what the loop
 records (`ModelRequestStarted` with the guide version, the reply's text and
 tool calls, `ModelRequestFinished`, the tool results).
@@ -302,6 +304,7 @@ async def drive_turn(
     """Run one turn like the agent loop: prepare, stream, record, run tools, repeat."""
     turn_id = TurnId(new_id("turn"))
     blocks = content if content is not None else [{"type": "text", "text": text or ""}]
+    await engine.start_turn(turn_id)  # as the loop does: state first, then the person's words
     await branch.begin_turn(turn_id, blocks)
     request_ids: list[str] = []
     while True:
