@@ -7,6 +7,12 @@ message saying how to configure one. `ConfiguredModels` is the real one:
 `<provider>/<model>` names resolved by `acp_agent.models.config` (built-in
 providers, `config.toml`, environment), plus `scripted/<name>` for the
 script given with `--script`.
+
+It also tells the session controls what a picker offers (`available_models`),
+what a model accepts (`traits`: images, a reasoning effort; known model
+families by name prefix, and the scripted model accepts everything, since it
+plays its replies whatever it is sent), and which providers read an API key
+from the environment and whether it is set (`provider_keys`).
 """
 
 from __future__ import annotations
@@ -32,7 +38,10 @@ __all__ = (
     "ConfiguredModels",
     "ModelHandle",
     "ModelSource",
+    "ModelTraits",
+    "ProviderKey",
     "context_window_for",
+    "traits_for",
 )
 
 logger = logging.getLogger(__name__)
@@ -51,6 +60,32 @@ _KNOWN_WINDOWS: Final[Mapping[str, int]] = {
     "qwen3": 40_960,
     "llama3": 128_000,
 }
+#: Model families that take images in the person's messages, by name prefix.
+_IMAGE_FAMILIES: Final = (
+    "claude",
+    "gpt-4o",
+    "gpt-4.1",
+    "gpt-5",
+    "o1",
+    "o3",
+    "o4",
+    "gemini",
+    "llava",
+    "qwen2.5-vl",
+    "llama3.2-vision",
+)
+#: Model families that take a reasoning effort (OpenAI `reasoning_effort`, Anthropic
+#: extended thinking), by name prefix.
+_REASONING_FAMILIES: Final = (
+    "claude-3-7",
+    "claude-sonnet-4",
+    "claude-opus-4",
+    "claude-haiku-4",
+    "gpt-5",
+    "o1",
+    "o3",
+    "o4",
+)
 #: Appended to "no model is configured": the way to run without any provider.
 SCRIPT_HINT: Final = (
     " To try acp-agent without a provider, start it with --script FILE "
@@ -63,6 +98,34 @@ def context_window_for(model: str) -> int:
     name = model.rsplit("/", 1)[-1].lower()
     matches = [prefix for prefix in _KNOWN_WINDOWS if name.startswith(prefix)]
     return _KNOWN_WINDOWS[max(matches, key=len)] if matches else DEFAULT_CONTEXT_WINDOW
+
+
+@attrs.frozen
+class ModelTraits:
+    """What a model accepts besides text."""
+
+    #: Images in the person's messages.
+    images: bool = False
+    #: A reasoning effort (`ModelRequest.reasoning_effort`).
+    reasoning: bool = False
+
+
+def traits_for(model: str) -> ModelTraits:
+    """What `model` (the provider's name for it, or `<provider>/<model>`) accepts."""
+    name = model.rsplit("/", 1)[-1].lower()
+    return ModelTraits(
+        images=name.startswith(_IMAGE_FAMILIES), reasoning=name.startswith(_REASONING_FAMILIES)
+    )
+
+
+@attrs.frozen
+class ProviderKey:
+    """A provider that reads its API key from an environment variable."""
+
+    provider: str
+    env_var: str
+    #: Whether the variable was set (non-empty) when acp-agent started.
+    present: bool
 
 
 @attrs.frozen
@@ -99,6 +162,18 @@ class ModelSource(Protocol):
 
     def pricing(self, model_id: str | None) -> Pricing | None:
         """What `model_id` costs, when configured."""
+        ...
+
+    def available_models(self) -> list[str]:
+        """The models a picker offers: usable now (keys present), in configuration order."""
+        ...
+
+    def traits(self, model_id: str | None) -> ModelTraits:
+        """What `model_id` (None: the default) accepts besides text."""
+        ...
+
+    def provider_keys(self) -> list[ProviderKey]:
+        """The providers that read an API key from the environment, in configuration order."""
         ...
 
 
@@ -191,6 +266,31 @@ class ConfiguredModels:
             return resolve_model(self._config, self._env, chosen).pricing
         except ProviderNotConfigured:
             return None
+
+    def available_models(self) -> list[str]:
+        models = [] if self._script is None else [self._script.model_id]
+        if self._config_error is None:
+            from acp_agent.models.config import available_models
+
+            models += available_models(self._config, self._env)
+        return list(dict.fromkeys(models))
+
+    def traits(self, model_id: str | None) -> ModelTraits:
+        chosen = model_id or self.default_model()
+        if chosen is None:
+            return ModelTraits()
+        if chosen.startswith(f"{SCRIPTED_PROVIDER}/"):
+            return ModelTraits(images=True, reasoning=True)
+        return traits_for(chosen)
+
+    def provider_keys(self) -> list[ProviderKey]:
+        return [
+            ProviderKey(
+                provider.name, provider.api_key_env, bool(self._env.get(provider.api_key_env))
+            )
+            for provider in self._config.providers.values()
+            if provider.api_key_env
+        ]
 
     def _open_script(self, model_id: str, requests_made: int) -> ModelHandle:
         script = self._script

@@ -1,0 +1,57 @@
+"""A session's title, derived from its first prompt (the same prompt, the same title).
+
+The first line of the prompt's first text, with runs of white space made one
+space and a leading Markdown heading or list mark dropped, cut at a word
+boundary to `MAX_TITLE_CHARS` (an ellipsis marks the cut). A prompt without
+text is titled after its first attachment's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+__all__ = ("MAX_TITLE_CHARS", "title_from_prompt")
+
+#: The longest derived title, ellipsis included.
+MAX_TITLE_CHARS: Final = 60
+
+
+def title_from_prompt(content: Sequence[Mapping[str, Any]]) -> str | None:
+    """The title for a session whose first prompt is `content` (ACP content blocks)."""
+    for block in content:
+        if block.get("type") == "text":
+            title = _first_line(str(block.get("text") or ""))
+            if title:
+                return _shorten(title)
+    for block in content:
+        name = _attachment_name(block)
+        if name:
+            return _shorten(name)
+    return None
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = " ".join(line.split()).lstrip("#>*-+ ").strip()
+        if line:
+            return line
+    return ""
+
+
+def _attachment_name(block: Mapping[str, Any]) -> str:
+    if block.get("type") == "resource_link":
+        return str(block.get("title") or block.get("name") or "")
+    if block.get("type") == "resource":
+        uri = str((block.get("resource") or {}).get("uri") or "")
+        return uri.rstrip("/").rsplit("/", 1)[-1]
+    return ""
+
+
+def _shorten(title: str) -> str:
+    if len(title) <= MAX_TITLE_CHARS:
+        return title
+    cut = title[: MAX_TITLE_CHARS - 1]
+    if " " in cut[MAX_TITLE_CHARS // 2 :]:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,.;:") + "…"
