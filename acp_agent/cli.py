@@ -26,8 +26,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import acp_agent
+
+if TYPE_CHECKING:
+    from acp_agent.core import Store
 
 __all__ = ("main",)
 
@@ -119,33 +123,39 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from acp_agent.adapters.acp.agent import AcpAgent
     from acp_agent.adapters.acp.host import RuntimeHost
-    from acp_agent.capabilities.assembly import CapabilitySettings, register_capabilities
-    from acp_agent.capabilities.loop import DEFAULT_MAX_TURN_REQUESTS, LoopSettings
     from acp_agent.capabilities.model_source import ConfiguredModels
     from acp_agent.core import ServiceRegistry
-    from acp_agent.mcp import McpSettings, register_mcp
-    from acp_agent.store import SqliteStore, default_database_path
-    from acp_agent.tools import builtin_tools
     from protocol.connection import AgentConnection
 
     models = ConfiguredModels.load(paths.config_dir / "config.toml", os.environ, script=script)
-    registry = ServiceRegistry()
-    register_capabilities(
-        registry,
-        CapabilitySettings(
-            models=models,
-            tools=builtin_tools,
-            loop=LoopSettings(
-                max_turn_requests=args.max_turn_requests or DEFAULT_MAX_TURN_REQUESTS
+    max_turn_requests = args.max_turn_requests
+
+    def assemble() -> ServiceRegistry:
+        """The services of every session and branch (imported on first use)."""
+        from acp_agent.capabilities.assembly import CapabilitySettings, register_capabilities
+        from acp_agent.capabilities.loop import DEFAULT_MAX_TURN_REQUESTS, LoopSettings
+        from acp_agent.mcp import McpSettings, register_mcp
+        from acp_agent.tools import builtin_tools
+
+        registry = ServiceRegistry()
+        register_capabilities(
+            registry,
+            CapabilitySettings(
+                models=models,
+                tools=builtin_tools,
+                loop=LoopSettings(max_turn_requests or DEFAULT_MAX_TURN_REQUESTS),
+                config_dir=paths.config_dir,
             ),
-            config_dir=paths.config_dir,
-        ),
-    )
-    register_mcp(registry, McpSettings(config_dir=paths.config_dir))
-    database = default_database_path(paths.data_dir)
-    host = RuntimeHost(
-        lambda: SqliteStore.open(database), registry, on_close=models.aclose, database=database
-    )
+        )
+        register_mcp(registry, McpSettings(config_dir=paths.config_dir))
+        return registry
+
+    async def open_store() -> Store:
+        from acp_agent.store import SqliteStore, default_database_path
+
+        return await SqliteStore.open(default_database_path(paths.data_dir))
+
+    host = RuntimeHost(open_store, assemble, on_close=models.aclose)
     connection = AgentConnection(unstable=args.unstable)
     AcpAgent(connection, host, models).register()
 
@@ -153,4 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logger.info("acp-agent %s serving ACP on stdio (pid %d)", acp_agent.__version__, os.getpid())
     connection.start_io(stdin=sys.stdin.buffer, stdout=protocol_stdout)
     logger.info("stdin closed; exiting")
-    return 0
+    # Everything is closed and recorded by now (the runtime, the store, the MCP servers).
+    # Tearing down the interpreter's ~900 modules would take half a second of the one
+    # an editor waits, so the process ends here, once the logs are flushed.
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)

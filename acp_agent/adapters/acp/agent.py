@@ -25,20 +25,15 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 import acp_agent
 from acp_agent.adapters.acp.client_side import AcpClientBridge, AcpPermissionPrompter
 from acp_agent.adapters.acp.host import RuntimeHost, RuntimeUnavailable
-from acp_agent.adapters.acp.mcp_servers import editor_mcp_servers
 from acp_agent.adapters.acp.session import AcpSession, PendingPrompt, SessionStream
 from acp_agent.adapters.acp.updates import ModelFacts, UpdateTranslator
-from acp_agent.capabilities.assembly import MODEL_LOOP, SESSION_CONTROLS
-from acp_agent.capabilities.model_source import ModelSource
-from acp_agent.capabilities.permissions import PermissionMode
-from acp_agent.capabilities.session_controls import MODE_KEY, MODEL_KEY
 from acp_agent.core import (
     AlreadyStarted,
     ServiceNotFound,
@@ -51,11 +46,16 @@ from acp_agent.core import (
     TurnId,
     new_id,
 )
-from acp_agent.mcp import MCP_SESSION, McpSessionTools
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.converter import get_converter
 from protocol.errors import InternalError, InvalidParams, InvalidRequest, ResourceNotFound
+
+if TYPE_CHECKING:
+    # The capabilities and MCP load with the first session, not before `initialize`:
+    # an editor times spawn -> initialize.
+    from acp_agent.capabilities.model_source import ModelSource
+    from acp_agent.mcp import McpSessionTools
 
 __all__ = ("AGENT_NAME", "AGENT_TITLE", "AcpAgent")
 
@@ -123,6 +123,9 @@ class AcpAgent:
         session = await _store_call(runtime.create_session(params.cwd))
         acp_session = self._attach(session)
         controls = acp_session.controls
+        from acp_agent.capabilities.permissions import PermissionMode
+        from acp_agent.capabilities.session_controls import MODE_KEY, MODEL_KEY
+
         await controls.adopt(
             session.main, {MODEL_KEY: controls.model_id, MODE_KEY: PermissionMode.ASK.value}
         )
@@ -169,6 +172,8 @@ class AcpAgent:
         return types.LoadSessionResponse()
 
     def _attach(self, session: Session) -> AcpSession:
+        from acp_agent.capabilities.assembly import MODEL_LOOP, SESSION_CONTROLS
+
         controls = session.scope.get(SESSION_CONTROLS)
         controls.client = AcpClientBridge(self._connection, session.id, self._client_capabilities)
         controls.prompter = AcpPermissionPrompter(self._connection, session.id)
@@ -291,6 +296,8 @@ class AcpAgent:
 
 
 def _mcp(session: Session) -> McpSessionTools | None:
+    from acp_agent.mcp import MCP_SESSION
+
     try:
         return session.scope.get(MCP_SESSION)
     except ServiceNotFound:
@@ -301,6 +308,8 @@ async def _connect_mcp(session: Session, servers: list[types.McpServer] | None) 
     """Start the session's MCP servers in the background (this never waits for them)."""
     mcp = _mcp(session)
     if mcp is not None:
+        from acp_agent.adapters.acp.mcp_servers import editor_mcp_servers
+
         await mcp.connect(editor_mcp_servers(servers))
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 import anyio
 
@@ -34,22 +33,21 @@ class RuntimeHost:
     **Parameters:**
 
     * `open_store`: opens the store (e.g. `SqliteStore.open(path)`).
-    * `registry`: the services every scope assembles.
+    * `assemble`: builds the registry of the services every scope assembles; called
+      once, on first use (it imports the capabilities: start-up does not pay for them).
     * `on_close`: awaited after the runtime and the store closed (close the model source).
     """
 
     def __init__(
         self,
         open_store: Callable[[], Awaitable[Store]],
-        registry: ServiceRegistry,
+        assemble: Callable[[], ServiceRegistry],
         *,
         on_close: Callable[[], Awaitable[None]] | None = None,
-        database: Path | None = None,
     ) -> None:
         self._open_store = open_store
-        self._registry = registry
+        self._assemble = assemble
         self._on_close = on_close
-        self.database = database
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[Runtime] | None = None
 
@@ -64,13 +62,14 @@ class RuntimeHost:
 
     async def _host(self, ready: asyncio.Future[Runtime]) -> None:
         try:
+            registry = self._assemble()
             store = await self._open_store()
         except Exception as exc:
             logger.exception("the store could not be opened")
             ready.set_exception(RuntimeUnavailable(f"the session store could not be opened: {exc}"))
             return
         try:
-            async with open_runtime(store, registry=self._registry) as runtime:
+            async with open_runtime(store, registry=registry) as runtime:
                 ready.set_result(runtime)
                 await anyio.sleep_forever()
         finally:

@@ -12,13 +12,12 @@ response.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import anyio
 import attrs
 
 from acp_agent.adapters.acp.updates import UpdateTranslator
-from acp_agent.capabilities.loop import ModelLoop
-from acp_agent.capabilities.session_controls import SessionControls
 from acp_agent.core import (
     Event,
     ModelRequestFailed,
@@ -32,6 +31,10 @@ from acp_agent.core import (
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import ConnectionClosed
+
+if TYPE_CHECKING:
+    from acp_agent.capabilities.loop import ModelLoop
+    from acp_agent.capabilities.session_controls import SessionControls
 
 __all__ = ("AcpSession", "PendingPrompt", "SessionStream", "TurnOutcome")
 
