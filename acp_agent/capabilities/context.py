@@ -4,7 +4,8 @@ It keeps apart how to read the input (the guide, the system prompt) and
 what the input currently is (sourced, ordered messages), and keeps that
 true across compaction. Per branch::
 
-    engine = ContextEngine(branch, guide=registry, state_sources=sources, workspace=root)
+    engine = build_context_engine(branch, guide=registry, config_dir=config_dir)
+    await engine.start_turn(turn_id)  # before the input is adopted: state first
     prepared = await engine.prepare(turn_id=turn_id, model=model, provider=provider, tools=specs)
     # record ModelRequestStarted(..., guide_version=prepared.guide_version), then stream
     # prepared.request; on UsageReported: engine.note_usage(usage.input_tokens, ...)
@@ -12,9 +13,10 @@ true across compaction. Per branch::
 
 What `prepare` does, in order:
 
-1. On the first request of a turn, reads every state source and scans the
-   rule files, and records what changed as one batch (`StateSet`,
-   `StateCleared`, `RuleSet`, `RuleReplaced`, `RuleRevoked`).
+1. On the first request of a turn (unless `start_turn` already did for that
+   turn), reads every state source and scans the rule files, and records
+   what changed as one batch (`StateSet`, `StateCleared`, `RuleSet`,
+   `RuleReplaced`, `RuleRevoked`).
 2. If the registered guide entries make a guide other than the one last
    adopted on the branch, records `GuideAdopted` (the timeline then tells
    which guide any request had).
