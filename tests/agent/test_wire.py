@@ -201,7 +201,10 @@ def test_a_twenty_megabyte_prompt_line_is_handled(raw: RawAgent):
 
 def test_request_right_before_stdin_closes_is_answered_or_dropped_cleanly_within_one_second():
     agent = RawAgent(agent_command(script="greeting.json"))
+    # The bound is about shutting down, not starting: wait until the agent serves.
     agent.send(_initialize_line(1))
+    agent.read_message()
+    agent.send(_initialize_line(2))
     agent.close_stdin()
 
     returncode, waited_s = agent.wait_for_exit()
