@@ -110,6 +110,7 @@ from acp_agent.models import (
 
 __all__ = (
     "DEFAULT_MAX_TURN_REQUESTS",
+    "MAX_PIECES",
     "PRODUCER",
     "ContextPreparer",
     "LoopSettings",
@@ -117,12 +118,15 @@ __all__ = (
     "ModelLoop",
     "PreparedContext",
     "error_kind",
+    "merge_deltas",
 )
 
 logger = logging.getLogger(__name__)
 
 #: The producer of the loop's facts.
 PRODUCER: Final = "capabilities.loop"
+#: The most streamed deltas folded into one recorded event (see `merge_deltas`).
+MAX_PIECES: Final = 256
 #: Model requests one turn may make before it ends with `max_turn_requests`.
 DEFAULT_MAX_TURN_REQUESTS: Final = 50
 
@@ -410,7 +414,7 @@ class ModelLoop:
     ) -> None:
         builder = ReplyBuilder()
         failure: ProviderError | None = None
-        recorder = CoalescingRecorder(self.branch.append)
+        recorder = CoalescingRecorder(self.branch.append, merge=merge_deltas)
         async with anyio.create_task_group() as group:
             group.start_soon(recorder.run, name=f"deltas of {request_id}")
             try:
@@ -542,6 +546,40 @@ class ModelLoop:
             call_id = f"{call_id}_{n}"
         self._call_ids.add(call_id)
         return call_id
+
+
+def merge_deltas(before: EventDraft, draft: EventDraft) -> EventDraft | None:
+    """Fold a text (or reasoning) delta into the waiting one of the same request before it.
+
+    The merged event keeps every delta as a piece, so each is still shown as it came;
+    at most `MAX_PIECES` pieces go in one event.
+    """
+    first, second = before.payload, draft.payload
+    merged: ModelTextDelta | ModelReasoningDelta
+    if isinstance(first, ModelTextDelta) and isinstance(second, ModelTextDelta):
+        pieces = _pieces(first.request_id, first.text, first.pieces, second)
+        if pieces is None:
+            return None
+        merged = ModelTextDelta(first.request_id, first.text + second.text, pieces)
+    elif isinstance(first, ModelReasoningDelta) and isinstance(second, ModelReasoningDelta):
+        pieces = _pieces(first.request_id, first.text, first.pieces, second)
+        if pieces is None:
+            return None
+        merged = ModelReasoningDelta(first.request_id, first.text + second.text, pieces)
+    else:
+        return None
+    return EventDraft(merged, before.producer)
+
+
+def _pieces(
+    request_id: str,
+    text: str,
+    pieces: list[str] | None,
+    second: ModelTextDelta | ModelReasoningDelta,
+) -> list[str] | None:
+    if second.request_id != request_id or (pieces is not None and len(pieces) >= MAX_PIECES):
+        return None
+    return [*(pieces or [text]), *(second.pieces or [second.text])]
 
 
 def _usage(reported: UsageReported | None) -> Usage:

@@ -19,21 +19,29 @@ Each append is shielded: once a batch is taken from the buffer it is
 recorded whole, even if the recorder's task is cancelled meanwhile, and
 drafts still buffered at cancellation are recorded by `flush()` (call it
 shielded from the cancelled task's cleanup).
+
+A `merge` function may fold a draft into the one buffered before it (still
+waiting, not in flight), so that many small facts recorded together become
+one event: the model loop folds consecutive text deltas of a request into one
+`ModelTextDelta` that keeps each delta as a piece.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import anyio
 
 from acp_agent.core import EventDraft
 
-__all__ = ("MAX_BATCH_EVENTS", "CoalescingRecorder")
+__all__ = ("MAX_BATCH_EVENTS", "CoalescingRecorder", "Merge")
 
 #: The most drafts one batch takes; a longer backlog is split in batches of this size.
 MAX_BATCH_EVENTS: Final = 2048
+
+#: Folds a draft into the waiting one before it: the draft standing for both, or None.
+Merge: TypeAlias = Callable[[EventDraft, EventDraft], EventDraft | None]
 
 
 class CoalescingRecorder:
@@ -44,10 +52,14 @@ class CoalescingRecorder:
         append: Callable[[Sequence[EventDraft]], Awaitable[Any]],
         *,
         max_batch_events: int = MAX_BATCH_EVENTS,
+        merge: Merge | None = None,
     ) -> None:
         self._append = append
         self._max_batch = max_batch_events
+        self._merge = merge
         self._buffer: list[EventDraft] = []
+        #: How many drafts at the front of the buffer an append has taken (in flight).
+        self._taken = 0
         self._wakeup = anyio.Event()
         self._drained = anyio.Event()
         self._drained.set()
@@ -65,7 +77,13 @@ class CoalescingRecorder:
         """Queue a draft; it is recorded after every draft added before it."""
         if self._closed:
             raise RuntimeError("the recorder is closed")
-        self._buffer.append(draft)
+        buffer = self._buffer
+        if self._merge is not None and len(buffer) > self._taken:
+            merged = self._merge(buffer[-1], draft)
+            if merged is not None:
+                buffer[-1] = merged
+                return
+        buffer.append(draft)
         if self._drained.is_set():
             self._drained = anyio.Event()
         self._wakeup.set()
@@ -97,7 +115,11 @@ class CoalescingRecorder:
                 drafts = self._buffer[: self._max_batch]
                 if not drafts:
                     return
-                await self._append(drafts)
+                self._taken = len(drafts)
+                try:
+                    await self._append(drafts)
+                finally:
+                    self._taken = 0
                 del self._buffer[: len(drafts)]
                 self.batches += 1
                 if not self._buffer:

@@ -142,20 +142,27 @@ class ModelRequestStarted(Payload):
 
 @attrs.frozen
 class ModelTextDelta(Payload):
-    """A chunk of text the model streamed for a request."""
+    """Text the model streamed for a request.
+
+    Deltas recorded together (one group commit) may share one event: `text` is
+    then their concatenation and `pieces` the deltas as they came, in order, so
+    each can still be shown as its own chunk. None means one piece, `text`.
+    """
 
     KIND: ClassVar[str] = "model_request.text_delta"
     request_id: str
     text: str
+    pieces: list[str] | None = None
 
 
 @attrs.frozen
 class ModelReasoningDelta(Payload):
-    """A chunk of reasoning the model streamed for a request."""
+    """Reasoning the model streamed for a request (`pieces` as for `ModelTextDelta`)."""
 
     KIND: ClassVar[str] = "model_request.reasoning_delta"
     request_id: str
     text: str
+    pieces: list[str] | None = None
 
 
 @attrs.frozen

@@ -7,11 +7,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.capabilities.loop import LoopSettings, LoopState
+from acp_agent.capabilities.loop import LoopSettings, LoopState, merge_deltas
 from acp_agent.capabilities.permissions import PermissionMode
 from acp_agent.core import (
     CompactionRecorded,
     CompactionStarted,
+    EventDraft,
     ModelReasoningDelta,
     ModelRequestFailed,
     ModelRequestFinished,
@@ -33,6 +34,7 @@ GREETING = {"replies": [[{"thought": "Hi?"}, {"text": "Hel"}, {"text": "lo."}]]}
 
 
 async def test_a_reply_is_recorded_delta_by_delta_and_ends_the_turn(tmp_path: Path):
+    """Every delta is kept, in order (deltas recorded together share an event, as pieces)."""
     async with open_agent(GREETING, tmp_path) as agent:
         turn_id = await agent.prompt()
         ended = await agent.wait_turn_over(turn_id)
@@ -42,11 +44,14 @@ async def test_a_reply_is_recorded_delta_by_delta_and_ends_the_turn(tmp_path: Pa
     started = payloads_of(history, ModelRequestStarted)
     assert [(s.turn_id, s.model) for s in started] == [(turn_id, "scripted/test")]
     request_id = started[0].request_id
-    assert payloads_of(history, ModelReasoningDelta, ModelTextDelta) == [
-        ModelReasoningDelta(request_id, "Hi?"),
-        ModelTextDelta(request_id, "Hel"),
-        ModelTextDelta(request_id, "lo."),
+    deltas = payloads_of(history, ModelReasoningDelta, ModelTextDelta)
+    assert {d.request_id for d in deltas} == {request_id}
+    assert [(type(d).__name__, piece) for d in deltas for piece in d.pieces or [d.text]] == [
+        ("ModelReasoningDelta", "Hi?"),
+        ("ModelTextDelta", "Hel"),
+        ("ModelTextDelta", "lo."),
     ]
+    assert all(d.text == "".join(d.pieces or [d.text]) for d in deltas)
     finished = payloads_of(history, ModelRequestFinished)
     assert [(f.request_id, f.stop_reason) for f in finished] == [(request_id, "end_turn")]
     assert finished[0].usage != Usage()  # the scripted estimate
@@ -221,3 +226,19 @@ async def test_the_next_prompt_gets_the_next_reply(tmp_path: Path):
         texts = [d.text for d in payloads_of(await agent.history(), ModelTextDelta)]
 
     assert texts == ["one", "two"]
+
+
+def test_deltas_recorded_together_fold_into_one_event_that_keeps_each_piece():
+    text = EventDraft(ModelTextDelta("req_1", "Hel"), "loop")
+    more = merge_deltas(text, EventDraft(ModelTextDelta("req_1", "lo"), "loop"))
+    assert more is not None
+    most = merge_deltas(more, EventDraft(ModelTextDelta("req_1", "!"), "loop"))
+
+    assert most == EventDraft(ModelTextDelta("req_1", "Hello!", ["Hel", "lo", "!"]), "loop")
+    thought = EventDraft(ModelReasoningDelta("req_1", "hm"), "loop")
+    other_request = EventDraft(ModelTextDelta("req_2", "x"), "loop")
+    assert merge_deltas(text, thought) is None
+    assert merge_deltas(text, other_request) is None
+    assert merge_deltas(thought, thought) == EventDraft(
+        ModelReasoningDelta("req_1", "hmhm", ["hm", "hm"]), "loop"
+    )

@@ -70,3 +70,25 @@ async def test_flush_after_the_runner_was_cancelled_records_what_was_left():
 
     assert appends.batches == [["0"], ["1"]]
     assert recorder.pending == 0
+
+
+def concat(before: EventDraft, draft: EventDraft) -> EventDraft | None:
+    """Folds notes into the one before, joined by '+'."""
+    text = f"{before.payload.text}+{draft.payload.text}"  # type: ignore[attr-defined]
+    return EventDraft(NotificationReceived("test", text), "test")
+
+
+async def test_a_merge_folds_waiting_drafts_but_never_one_already_in_flight():
+    appends = SlowAppends()
+    recorder = CoalescingRecorder(appends, merge=concat)
+    async with anyio.create_task_group() as group:
+        group.start_soon(recorder.run)
+        recorder.add(draft(0))
+        await appends.in_flight.wait()
+        for n in range(1, 4):
+            recorder.add(draft(n))
+        appends.gate.set()
+        await recorder.flush()
+        recorder.close()
+
+    assert appends.batches == [["0"], ["1+2+3"]]

@@ -155,7 +155,9 @@ def sample_payloads() -> list[Payload]:
         UserInputAdopted("turn_1", [{"type": "text", "text": "fix the bug in ünïcode"}]),
         ModelRequestStarted("req_1", turn, "scripted", "g_0123456789ab"),
         ModelTextDelta("req_1", "Looking…"),
-        ModelReasoningDelta("req_1", "The parser drops the last line."),
+        ModelReasoningDelta(
+            "req_1", "The parser drops the last line.", ["The parser", " drops the last line."]
+        ),
         ModelReasoningEnded("req_1", "sig_abc", redacted=False),
         ModelRequestFinished("req_1", "tool_use", Usage(120, 30, 100, 20)),
         ModelRequestFailed("req_2", "rate_limited", "openai answered 429"),

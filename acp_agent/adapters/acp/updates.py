@@ -4,8 +4,8 @@
 
 ==============================  ==========================================================
 `UserInputAdopted`              replay only: a `user_message_chunk` per content block
-`ModelTextDelta`                `agent_message_chunk`
-`ModelReasoningDelta`           `agent_thought_chunk`
+`ModelTextDelta`                `agent_message_chunk` (one per piece of a merged delta)
+`ModelReasoningDelta`           `agent_thought_chunk` (one per piece)
 `ModelRequestFailed`            `agent_message_chunk` saying why the reply stopped
 `ModelRequestFinished`          live only: `usage_update` (context used and window size,
                                 cumulative cost when the model has prices)
@@ -105,9 +105,15 @@ class UpdateTranslator:
         payload = event.payload
         if isinstance(payload, ModelTextDelta):
             self._texted.add(payload.request_id)
-            return [types.AgentMessageChunk(content=types.TextContent(text=payload.text))]
+            return [
+                types.AgentMessageChunk(content=types.TextContent(text=piece))
+                for piece in payload.pieces or (payload.text,)
+            ]
         if isinstance(payload, ModelReasoningDelta):
-            return [types.AgentThoughtChunk(content=types.TextContent(text=payload.text))]
+            return [
+                types.AgentThoughtChunk(content=types.TextContent(text=piece))
+                for piece in payload.pieces or (payload.text,)
+            ]
         if isinstance(payload, ToolCallRequested):
             return [self._tool_call(payload)]
         if isinstance(payload, ToolCallStarted):
