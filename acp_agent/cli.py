@@ -157,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     host = RuntimeHost(open_store, assemble, on_close=models.aclose)
     connection = AgentConnection(unstable=args.unstable)
-    AcpAgent(connection, host, models).register()
+    AcpAgent(connection, host, models, config_dir=paths.config_dir).register()
 
     logger = logging.getLogger("acp_agent")
     logger.info("acp-agent %s serving ACP on stdio (pid %d)", acp_agent.__version__, os.getpid())

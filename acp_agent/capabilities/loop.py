@@ -382,7 +382,8 @@ class ModelLoop:
             provider=handle.provider,
             tools=specs,
             max_output_tokens=self.settings.max_output_tokens,
-            reasoning_effort=self.settings.reasoning_effort,
+            # The session's thinking effort (its `thought_level` option), else the default.
+            reasoning_effort=self.controls.reasoning_effort or self.settings.reasoning_effort,
         )
         bindings = self.executor.bindings
 

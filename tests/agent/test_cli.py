@@ -96,6 +96,8 @@ def test_environment_variables_configure_the_agent_like_the_flags(tmp_path: Path
         }
     )
     first_update = agent.read_message()
+    while first_update["params"]["update"]["sessionUpdate"] == "available_commands_update":
+        first_update = agent.read_message()  # the session's commands, sent after session/new
 
     assert agent.stop() == 0
     assert first_update["params"]["update"]["content"]["text"] == "The user says hello."
@@ -104,7 +106,8 @@ def test_environment_variables_configure_the_agent_like_the_flags(tmp_path: Path
 
 def test_message_bodies_never_reach_the_logs_even_at_debug(tmp_path: Path):
     secret = "sk-test-0123456789abcdef"
-    agent = RawAgent([*AGENT, "--home", str(tmp_path), "--log-level", "DEBUG"])
+    script = str(SCRIPTS / "greeting.json")  # a session needs a model
+    agent = RawAgent([*AGENT, "--home", str(tmp_path), "--log-level", "DEBUG", "--script", script])
     agent.send_json(
         {
             "jsonrpc": "2.0",

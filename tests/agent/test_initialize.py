@@ -27,15 +27,28 @@ async def test_initialize_describes_the_agent_and_only_what_it_implements(agent:
     assert response.agent_info == types.Implementation(
         name="acp-agent", title="acp-agent", version=acp_agent.__version__
     )
-    assert response.auth_methods == []
+    # How to configure a model: one method per provider key variable, and naming one.
+    assert [(m.id, m.name) for m in response.auth_methods] == [  # type: ignore[union-attr]
+        ("openai-api-key", "OpenAI API key"),
+        ("anthropic-api-key", "Anthropic API key"),
+        ("model", "Another model"),
+    ]
+    assert "Set OPENAI_API_KEY" in str(response.auth_methods[0].description)  # type: ignore[union-attr]
     capabilities = response.agent_capabilities
     assert capabilities is not None
     assert capabilities.load_session is True
+    # The scripted model takes images (it plays its replies whatever it is sent).
     assert capabilities.prompt_capabilities == types.PromptCapabilities(
-        image=False, audio=False, embedded_context=True
+        image=True, audio=False, embedded_context=True
     )
     assert capabilities.mcp_capabilities is not None
     # MCP servers over stdio, streamable HTTP and SSE are connected (acp_agent.mcp).
     assert capabilities.mcp_capabilities.http is True
     assert capabilities.mcp_capabilities.sse is True
-    assert capabilities.session_capabilities in (None, types.SessionCapabilities())
+    # Every stable session method works; fork is unstable, so not without --unstable.
+    assert capabilities.session_capabilities == types.SessionCapabilities(
+        list=types.SessionListCapabilities(),
+        resume=types.SessionResumeCapabilities(),
+        close=types.SessionCloseCapabilities(),
+        delete=types.SessionDeleteCapabilities(),
+    )

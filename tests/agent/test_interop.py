@@ -54,10 +54,12 @@ async def test_official_sdk_client_initializes_opens_a_session_and_gets_the_scri
     assert init.agent_info.name == "acp-agent"
     assert response.stop_reason == "end_turn"
     kinds = [type(update) for _, update in client.updates]
-    assert kinds == [schema.AgentThoughtChunk] + [schema.AgentMessageChunk] * 3 + [
-        schema.UsageUpdate
-    ]
-    assert "".join(u.content.text for _, u in client.updates[1:4]) == "Hello, world."
+    # The session's commands follow its creation; its title follows the first exchange.
+    assert kinds == [schema.AvailableCommandsUpdate, schema.AgentThoughtChunk] + [
+        schema.AgentMessageChunk
+    ] * 3 + [schema.UsageUpdate, schema.SessionInfoUpdate]
+    assert "".join(u.content.text for _, u in client.updates[2:5]) == "Hello, world."
+    assert client.updates[-1][1].title == "Hello agent"
     assert process.returncode == 0
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from protocol import methods, types
-from protocol.errors import InvalidParams, ResourceNotFound
-from tests.support import AGENT_HOME, AcpTestClient
+from protocol.errors import AuthRequired, InvalidParams, ResourceNotFound
+from tests.agent.support import running_agent
+from tests.support import AGENT_HOME, AcpTestClient, agent_env
 from tests.support.steps import initialize, new_session, prompt_request, text_of
 
 pytestmark = pytest.mark.e2e
@@ -63,20 +65,18 @@ async def test_each_prompt_of_a_session_gets_the_next_reply_and_the_last_one_rep
     assert chunks(agent.updates_for(second)) == GREETING
 
 
-async def test_prompt_without_a_provider_is_answered_with_how_to_configure_one(
+async def test_a_session_without_a_provider_is_auth_required_saying_how_to_configure_one(
     unscripted_agent: AcpTestClient,
 ):
     await initialize(unscripted_agent)
-    session_id = await new_session(unscripted_agent)
 
-    response = await unscripted_agent.request(methods.SESSION_PROMPT, prompt_request(session_id))
+    with pytest.raises(AuthRequired) as caught:
+        await new_session(unscripted_agent)
 
-    assert response.stop_reason == types.StopReason.END_TURN
-    [update] = unscripted_agent.updates_for(session_id)
-    assert isinstance(update, types.AgentMessageChunk)
-    message = text_of(update)
-    assert message.startswith("No model is configured.")
-    for hint in (
+    assert caught.value.message == "Authentication required: no model is configured"
+    hint = caught.value.data["hint"]  # type: ignore[index]
+    assert hint.startswith("No model is configured.")
+    for variable in (
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
@@ -84,8 +84,7 @@ async def test_prompt_without_a_provider_is_answered_with_how_to_configure_one(
         f"{AGENT_HOME}/config/config.toml",
         "--script",
     ):
-        assert hint in message
-    assert response.meta == {"acp-agent": {"error": {"kind": "not_configured", "message": message}}}
+        assert variable in hint
 
 
 async def test_prompt_to_an_unknown_session_is_resource_not_found_naming_the_session(
@@ -115,17 +114,22 @@ async def test_prompt_accepts_resource_links_and_embedded_resources(agent: AcpTe
     assert response.stop_reason == types.StopReason.END_TURN
 
 
-async def test_prompt_with_an_image_is_invalid_params_naming_the_block(agent: AcpTestClient):
-    await initialize(agent)
-    session_id = await new_session(agent)
-    image = types.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")
-    text = types.TextContent(text="What is this?")
+async def test_prompt_with_an_image_for_a_model_without_images_is_invalid_params(
+    tmp_path: Path,
+):
+    env = agent_env(ACP_AGENT_MODEL="ollama/qwen3")  # a local model, without images
+    async with running_agent(tmp_path / "home", env=env) as client:
+        session_id = await client.new_session(tmp_path)
+        image = types.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")
+        text = types.TextContent(text="What is this?")
 
-    with pytest.raises(InvalidParams) as caught:
-        await agent.request(methods.SESSION_PROMPT, prompt_request(session_id, text, image))
+        with pytest.raises(InvalidParams) as caught:
+            await client.request(methods.SESSION_PROMPT, prompt_request(session_id, text, image))
 
-    assert caught.value.message == "Invalid params: prompt[1]: image content is not supported"
-    assert agent.updates_for(session_id) == []
+    assert caught.value.message == (
+        "Invalid params: prompt[1]: the session's model ollama/qwen3 does not take images"
+    )
+    assert client.updates_for(session_id) == []
 
 
 async def test_prompt_with_missing_session_id_is_invalid_params_naming_the_field(

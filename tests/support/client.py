@@ -2,7 +2,9 @@
 
 It keeps every line both ways (to check the wire against the schema and
 to assert on exact bytes), the agent's stderr, and every `session/update`,
-with `wait_for_update` to await one.
+with `wait_for_update` to await one. `updates_for` gives a session's
+conversation (what its turns showed); the updates about the session itself
+(its commands, title, mode and options) are in `session_updates_for`.
 """
 
 from __future__ import annotations
@@ -16,11 +18,19 @@ from protocol import methods, types
 from protocol.connection import ClientConnection
 from tests.support.schema_validation import WireValidator
 
-__all__ = ("UPDATE_TIMEOUT_S", "AcpTestClient")
+__all__ = ("SESSION_LEVEL_UPDATES", "UPDATE_TIMEOUT_S", "AcpTestClient")
 
 #: How long a test waits for an update that should come; generous on purpose,
 #: only a failing test ever waits this long.
 UPDATE_TIMEOUT_S = 10.0
+
+#: Updates about a session rather than its conversation.
+SESSION_LEVEL_UPDATES = (
+    types.AvailableCommandsUpdate,
+    types.SessionInfoUpdate,
+    types.CurrentModeUpdate,
+    types.ConfigOptionUpdate,
+)
 
 
 class _RecordingWriter:
@@ -120,12 +130,17 @@ class AcpTestClient(ClientConnection):
     async def wait_for_update(
         self,
         session_id: str,
-        matches: Callable[[types.SessionUpdate], bool] = lambda _: True,
+        matches: Callable[[types.SessionUpdate], bool] | None = None,
         *,
         after: int = 0,
         timeout_s: float = UPDATE_TIMEOUT_S,
     ) -> types.SessionUpdate:
-        """The first update for `session_id` at index >= `after` that `matches`."""
+        """The first update for `session_id` at index >= `after` that `matches`.
+
+        By default the first conversation update (session-level ones do not count).
+        """
+        if matches is None:
+            matches = _conversation
         async with asyncio.timeout(timeout_s):
             while True:
                 for notification in self.updates[after:]:
@@ -135,9 +150,21 @@ class AcpTestClient(ClientConnection):
                 await self._update_arrived.wait()
 
     def updates_for(self, session_id: str) -> list[types.SessionUpdate]:
-        """The updates received so far for `session_id`."""
+        """The conversation updates received so far for `session_id` (no session-level ones)."""
+        return [
+            update
+            for update in self.session_updates_for(session_id)
+            if not isinstance(update, SESSION_LEVEL_UPDATES)
+        ]
+
+    def session_updates_for(self, session_id: str) -> list[types.SessionUpdate]:
+        """Every update received so far for `session_id`, session-level ones included."""
         return [n.update for n in self.updates if n.session_id == session_id]
 
     def wire_problems(self) -> list[str]:
         """Every way the agent's lines break the schema (empty when all are valid)."""
         return WireValidator(unstable=self.unstable).problems(self.sent, self.received)
+
+
+def _conversation(update: types.SessionUpdate) -> bool:
+    return not isinstance(update, SESSION_LEVEL_UPDATES)

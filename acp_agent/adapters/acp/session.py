@@ -1,8 +1,9 @@
 """One ACP session: its core session, its `session/update` stream, its prompts in turn.
 
 The ACP session id is the core session id. Prompts run one turn at a time
-on the main branch, in the order they arrive; `session/cancel` cancels the
-turn running and every prompt still waiting. `SessionStream` is the
+on the main branch, in the order they arrive (a slash command takes its turn
+like a prompt); `session/cancel` cancels the turn or command running and
+every prompt still waiting. `SessionStream` is the
 session's subscriber on the main branch's timeline: it sends each published
 event's updates as they are delivered, and a prompt answers only once the
 stream has delivered its turn's end, so no update of a turn follows its
@@ -33,6 +34,7 @@ from protocol.connection import AgentConnection
 from protocol.errors import ConnectionClosed
 
 if TYPE_CHECKING:
+    from acp_agent.capabilities.commands import CommandRunner, CommandSpec
     from acp_agent.capabilities.loop import ModelLoop
     from acp_agent.capabilities.session_controls import SessionControls
 
@@ -96,6 +98,10 @@ class SessionStream:
             self._gone = True
             logger.info("the client is gone; updates of session %s are dropped", self._session_id)
 
+    def close(self) -> None:
+        """Send nothing more (the session was closed)."""
+        self._gone = True
+
     async def wait_turn_over(self, turn_id: TurnId) -> TurnOutcome:
         """Wait until the turn's end (and so every update before it) has been sent."""
         while turn_id not in self._outcomes:
@@ -113,6 +119,8 @@ class PendingPrompt:
     cancelled: bool = False
     #: Set once its turn was started.
     turn_id: TurnId | None = None
+    #: The slash command it runs, if it runs one: cancelling the prompt cancels it.
+    command_scope: anyio.CancelScope | None = None
 
 
 @attrs.define(eq=False)
@@ -123,21 +131,43 @@ class AcpSession:
     controls: SessionControls
     loop: ModelLoop
     stream: SessionStream
+    #: The session's slash commands.
+    commands: CommandRunner
     #: Turns run one at a time; later prompts wait their turn, in order.
     turn_lock: anyio.Lock = attrs.field(factory=anyio.Lock)
     #: Prompts waiting or running; `session/cancel` cancels them all.
     prompts: list[PendingPrompt] = attrs.field(factory=list)
+    #: The commands the editor was last sent (`available_commands_update`).
+    listed_commands: list[CommandSpec] | None = None
+    _answered: anyio.Event = attrs.field(factory=anyio.Event)
 
     @property
     def session_id(self) -> str:
         return str(self.session.id)
 
+    def add_prompt(self, prompt: PendingPrompt) -> None:
+        self.prompts.append(prompt)
+
+    def remove_prompt(self, prompt: PendingPrompt) -> None:
+        """The prompt is answered (or about to be: its handler is returning)."""
+        self.prompts.remove(prompt)
+        if not self.prompts:
+            self._answered.set()
+            self._answered = anyio.Event()
+
+    async def wait_prompts_answered(self) -> None:
+        """Wait until no prompt is waiting or running."""
+        while self.prompts:
+            await self._answered.wait()
+
     async def cancel(self) -> int:
-        """Cancel the running turn and every waiting prompt; returns how many prompts."""
+        """Cancel the running turn or command and every waiting prompt; returns how many."""
         prompts = list(self.prompts)
         for prompt in prompts:
             prompt.cancelled = True
             prompt.wait_scope.cancel()
+            if prompt.command_scope is not None:
+                prompt.command_scope.cancel()
         for prompt in prompts:
             if prompt.turn_id is not None:
                 await self.session.main.cancel_turn(prompt.turn_id)

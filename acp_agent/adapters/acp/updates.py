@@ -3,12 +3,15 @@
 `UpdateTranslator.translate(event)` returns the updates one event makes:
 
 ==============================  ==========================================================
-`UserInputAdopted`              replay only: a `user_message_chunk` per content block
+`UserInputAdopted`              replay only: a `user_message_chunk` per content block,
+                                as the person sent it (a link, not the file read)
 `ModelTextDelta`                `agent_message_chunk` (one per piece of a merged delta)
 `ModelReasoningDelta`           `agent_thought_chunk` (one per piece)
 `ModelRequestFailed`            `agent_message_chunk` saying why the reply stopped
-`ModelRequestFinished`          live only: `usage_update` (context used and window size,
+`ModelRequestFinished`          `usage_update` (context used and window size,
                                 cumulative cost when the model has prices)
+`SessionMetadataChanged`        replay only: `session_info_update` with the title (live,
+                                the adapter sends it as the title is set)
 `ToolCallRequested`             `tool_call` (pending; title, kind, locations, `rawInput`)
 `ToolCallStarted`               `tool_call_update` in_progress
 `ToolCallProgressed`            live only: `tool_call_update` with the content so far
@@ -18,9 +21,9 @@
                                 `rawOutput` and locations (a plan part becomes a `plan`)
 ==============================  ==========================================================
 
-Everything else (permission facts, lifecycle, state) makes no update. The
-same translator class serves the live stream and the replay, so a loaded
-session shows what the live one showed.
+Everything else (permission facts, lifecycle, state, configuration) makes no
+update. The same translator class serves the live stream and the replay, so
+a loaded session shows what the live one showed.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any, Final, cast
 
 import attrs
 
+from acp_agent.adapters.acp.prompt_content import sent_block
 from acp_agent.core import (
     Event,
     ModelReasoningDelta,
@@ -38,6 +42,7 @@ from acp_agent.core import (
     ModelRequestFinished,
     ModelRequestStarted,
     ModelTextDelta,
+    SessionMetadataChanged,
     ToolCallOutputDelta,
     ToolCallProgressed,
     ToolCallRequested,
@@ -78,7 +83,7 @@ class UpdateTranslator:
 
     **Parameters:**
 
-    * `replay`: for `session/load`: user messages are included, progress and usage are not.
+    * `replay`: for `session/load`: user messages and titles are included, progress is not.
     * `terminal_output`: the client renders Zed's `_meta.terminal_*` extension.
     * `model_facts`: a model id's window and prices (for `usage_update`).
     """
@@ -147,6 +152,9 @@ class UpdateTranslator:
             return [types.AgentMessageChunk(content=types.TextContent(text=text))]
         if isinstance(payload, UserInputAdopted):
             return self._user_input(payload.content) if self.replay else []
+        if isinstance(payload, SessionMetadataChanged) and self.replay:
+            title = types.JSON_NULL if payload.title is None else payload.title
+            return [types.SessionInfoUpdate(title=title)]
         return []
 
     # --- parts ------------------------------------------------------------------------
@@ -250,8 +258,6 @@ class UpdateTranslator:
                 usage.cache_write_tokens,
             )
             cost = types.Cost(amount=round(self._cost, 6), currency="USD")
-        if self.replay:
-            return []
         return [types.UsageUpdate(used=used, size=max(facts.context_window, used), cost=cost)]
 
     def _user_input(self, content: list[dict[str, Any]]) -> list[types.SessionUpdate]:
@@ -259,7 +265,7 @@ class UpdateTranslator:
         for block in content:
             try:
                 structured: types.ContentBlock = self._converter.structure(
-                    block, cast(Any, types.ContentBlock)
+                    sent_block(block), cast(Any, types.ContentBlock)
                 )
             except Exception:
                 logger.warning("a stored prompt block could not be replayed; skipped")

@@ -1,0 +1,61 @@
+"""A session's settings on the wire: `modes` and `configOptions`, always complete.
+
+The permission mode is offered twice, kept in step: as the legacy `modes`
+(`session/set_mode`, `current_mode_update`) and as the `mode` config option;
+the model and the thinking effort are config options only (see
+`acp_agent.capabilities.session_controls` for which options exist when).
+"""
+
+from __future__ import annotations
+
+from acp_agent.capabilities.model_source import ModelSource
+from acp_agent.capabilities.session_controls import MODES, SessionControls, SessionOption
+from protocol import types
+
+__all__ = ("config_option_update", "config_options", "mode_state", "mode_update")
+
+_CATEGORIES = {category.value: category for category in types.SessionConfigOptionCategory}
+
+
+def mode_state(controls: SessionControls) -> types.SessionModeState:
+    """The legacy modes: every permission mode, and the current one."""
+    return types.SessionModeState(
+        current_mode_id=controls.mode.value,
+        available_modes=[
+            types.SessionMode(id=choice.value, name=choice.name, description=choice.description)
+            for choice in MODES
+        ],
+    )
+
+
+def config_options(
+    controls: SessionControls, models: ModelSource
+) -> list[types.SessionConfigOption]:
+    """Every config option with its current value, in priority order."""
+    return [_option(option) for option in controls.options(models)]
+
+
+def _option(option: SessionOption) -> types.SessionConfigOption:
+    return types.SessionConfigOptionSelect(
+        id=option.id,
+        name=option.name,
+        description=option.description,
+        category=_CATEGORIES.get(option.category),
+        current_value=option.current,
+        options=[
+            types.SessionConfigSelectOption(
+                value=choice.value, name=choice.name, description=choice.description
+            )
+            for choice in option.choices
+        ],
+    )
+
+
+def mode_update(controls: SessionControls) -> types.CurrentModeUpdate:
+    return types.CurrentModeUpdate(current_mode_id=controls.mode.value)
+
+
+def config_option_update(
+    controls: SessionControls, models: ModelSource
+) -> types.ConfigOptionUpdate:
+    return types.ConfigOptionUpdate(config_options=config_options(controls, models))

@@ -1,0 +1,191 @@
+"""A prompt's content blocks as the session records them: links read, blobs decoded.
+
+What each block becomes (the model reads the recorded blocks):
+
+- `text`: as is.
+- `resource_link` to a `file:` URI inside the workspace (its resolved path,
+  symlinks followed, under one of the session's roots): read through the
+  editor's `fs/read_text_file` when it offers it (unsaved changes included),
+  else from disk, and recorded as an embedded text `resource`. A link outside
+  the workspace, to another scheme, to a binary file or to a file that
+  cannot be read stays a link: the model sees its name and may read it with
+  its tools, which ask before reaching outside the workspace.
+- `resource` with `text`: as is; with a `blob` whose bytes are UTF-8 text:
+  recorded with that text instead; any other blob stays as it is.
+- `image`: as is, when the session's model takes images
+  (`ModelSource.traits`); otherwise the prompt is refused (invalid params).
+- `audio`: refused (not advertised).
+
+Files are cut at `MAX_ATTACHMENT_CHARS`, with a note saying so. A block that
+was changed keeps what the person sent in `_meta["acp-agent"]["sent"]`, and
+`session/load` replays that, so a reloaded thread shows the link, not the file.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import os
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+
+from acp_agent.capabilities.client_bridge import ClientBridge
+from protocol import types
+from protocol.converter import get_converter
+from protocol.errors import AcpError, ConnectionClosed, InvalidParams, PeerError
+
+__all__ = ("MAX_ATTACHMENT_CHARS", "META_KEY", "PromptContent", "sent_block")
+
+logger = logging.getLogger(__name__)
+
+#: The longest file text attached to a prompt.
+MAX_ATTACHMENT_CHARS: Final = 100_000
+#: Our key in a recorded block's `_meta`.
+META_KEY: Final = "acp-agent"
+
+
+def sent_block(block: dict[str, Any]) -> dict[str, Any]:
+    """What the person sent for a recorded block (itself, unless it was changed)."""
+    meta = block.get("_meta")
+    if isinstance(meta, dict):
+        ours = meta.get(META_KEY)
+        if isinstance(ours, dict) and isinstance(ours.get("sent"), dict):
+            return dict(ours["sent"])
+    return block
+
+
+def with_sent(recorded: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
+    """`recorded`, remembering that the person sent `sent`."""
+    return {**recorded, "_meta": {META_KEY: {"sent": sent}}}
+
+
+class PromptContent:
+    """Turns one prompt's blocks into what the session records.
+
+    **Parameters:**
+
+    * `client`: the editor's file system (used when it offers reading).
+    * `roots`: the session's workspace roots (absolute, resolved).
+    * `images`: whether the session's model takes images (and which model, for the error).
+    """
+
+    def __init__(
+        self, client: ClientBridge, roots: Sequence[Path], *, images: bool, model: str | None
+    ) -> None:
+        self._client = client
+        self._roots = tuple(roots)
+        self._images = images
+        self._model = model
+        self._converter = get_converter()
+
+    def check(self, blocks: Sequence[types.ContentBlock]) -> None:
+        """Refuse kinds the session cannot take (before anything is recorded)."""
+        for index, block in enumerate(blocks):
+            if isinstance(block, types.ImageContent) and not self._images:
+                model = f"model {self._model}" if self._model else "model"
+                raise InvalidParams(
+                    f"Invalid params: prompt[{index}]: the session's {model} does not take images"
+                )
+            if not isinstance(
+                block,
+                types.TextContent
+                | types.ResourceLink
+                | types.EmbeddedResource
+                | types.ImageContent,
+            ):
+                kind = getattr(block, "type", type(block).__name__)
+                raise InvalidParams(
+                    f"Invalid params: prompt[{index}]: {kind} content is not supported"
+                )
+
+    async def record(self, blocks: Sequence[types.ContentBlock]) -> list[dict[str, Any]]:
+        """The blocks as recorded (see the module docstring)."""
+        recorded = []
+        for block in blocks:
+            sent: dict[str, Any] = self._converter.unstructure(block)
+            if isinstance(block, types.ResourceLink):
+                recorded.append(await self._link(block, sent))
+            elif isinstance(block, types.EmbeddedResource) and isinstance(
+                block.resource, types.BlobResourceContents
+            ):
+                recorded.append(_decoded_blob(block.resource, sent))
+            else:
+                recorded.append(sent)
+        return recorded
+
+    async def _link(self, link: types.ResourceLink, sent: dict[str, Any]) -> dict[str, Any]:
+        path = _file_path(link.uri)
+        if path is None:
+            return sent
+        resolved = Path(await anyio.to_thread.run_sync(os.path.realpath, path))
+        if not any(resolved == root or resolved.is_relative_to(root) for root in self._roots):
+            logger.info("a prompt links to %s, outside the workspace; not read", resolved)
+            return sent
+        text = await self._read(resolved)
+        if text is None:
+            return sent
+        if len(text) > MAX_ATTACHMENT_CHARS:
+            total = len(text)
+            text = (
+                f"{text[:MAX_ATTACHMENT_CHARS]}\n[acp-agent: the file is cut here, after "
+                f"{MAX_ATTACHMENT_CHARS} of {total} characters]"
+            )
+        resource: dict[str, Any] = {"uri": link.uri, "text": text}
+        if link.mime_type:
+            resource["mimeType"] = link.mime_type
+        return with_sent({"type": "resource", "resource": resource}, sent)
+
+    async def _read(self, path: Path) -> str | None:
+        if self._client.can_read_files:
+            try:
+                return await self._client.read_text_file(str(path))
+            except (AcpError, PeerError, ConnectionClosed, NotImplementedError) as exc:
+                logger.info("the editor could not read %s (%s); reading the disk", path, exc)
+
+        def read_disk() -> str | None:
+            try:
+                with path.open("rb") as file:
+                    data = file.read(MAX_ATTACHMENT_CHARS * 4 + 4)
+            except OSError as exc:
+                logger.info("a linked file cannot be read: %s", exc)
+                return None
+            if b"\x00" in data:
+                return None  # binary
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                # Cut inside a character at the read limit: keep the whole characters.
+                if exc.start >= len(data) - 4:
+                    return data[: exc.start].decode("utf-8")
+                return None
+
+        return await anyio.to_thread.run_sync(read_disk)
+
+
+def _file_path(uri: str) -> str | None:
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        return None
+    path = urllib.request.url2pathname(parsed.path)
+    return path if os.path.isabs(path) else None
+
+
+def _decoded_blob(resource: types.BlobResourceContents, sent: dict[str, Any]) -> dict[str, Any]:
+    try:
+        data = base64.b64decode(resource.blob, validate=True)
+        text = data.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return sent
+    if "\x00" in text:
+        return sent
+    decoded: dict[str, Any] = {"uri": resource.uri, "text": text}
+    if resource.mime_type:
+        decoded["mimeType"] = resource.mime_type
+    return {**sent, "resource": decoded}

@@ -1,0 +1,84 @@
+"""Slash commands on the wire: the session's runner, and `available_commands_update`.
+
+The commands themselves are `acp_agent.capabilities.commands`; here they get
+the session's services, `/mcp` when the session has MCP servers, and their
+ACP shape. The list is sent after the `session/new`, `session/resume` and
+`session/fork` responses, before the `session/load` response, and again
+whenever it changes (a template added or removed), before a prompt's response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from acp_agent.core import ServiceNotFound, Session
+from protocol import types
+
+if TYPE_CHECKING:
+    from acp_agent.capabilities.commands import CommandRunner, CommandSpec
+    from acp_agent.capabilities.model_source import ModelSource
+    from acp_agent.capabilities.session_controls import SessionControls
+    from acp_agent.mcp import McpSessionTools
+
+__all__ = ("build_runner", "commands_update")
+
+
+def build_runner(
+    session: Session,
+    controls: SessionControls,
+    models: ModelSource,
+    *,
+    config_dir: Path | None,
+    clock: Callable[[], float],
+) -> CommandRunner:
+    """The command runner of `session` (its main branch's context engine, its tools)."""
+    from acp_agent.capabilities.assembly import CONTEXT, TOOLSET
+    from acp_agent.capabilities.commands import CommandRunner, CommandSpec, ExtraCommand
+
+    extra: dict[str, ExtraCommand] = {}
+    mcp = _mcp(session)
+    if mcp is not None:
+
+        async def mcp_status(arguments: str) -> str:
+            return mcp.status_report()
+
+        extra["mcp"] = ExtraCommand(
+            CommandSpec("mcp", "Show the MCP servers, their state and their tools"), mcp_status
+        )
+    return CommandRunner(
+        session=session,
+        controls=controls,
+        models=models,
+        store=session.runtime.store,
+        context=session.main.scope.get(CONTEXT),
+        toolset=session.scope.get(TOOLSET),
+        config_dir=config_dir,
+        extra=extra,
+        clock=clock,
+    )
+
+
+def commands_update(specs: Sequence[CommandSpec]) -> types.AvailableCommandsUpdate:
+    return types.AvailableCommandsUpdate(
+        available_commands=[
+            types.AvailableCommand(
+                name=spec.name,
+                description=spec.description,
+                input=(
+                    None if spec.hint is None else types.UnstructuredCommandInput(hint=spec.hint)
+                ),
+            )
+            for spec in specs
+        ]
+    )
+
+
+def _mcp(session: Session) -> McpSessionTools | None:
+    from acp_agent.mcp import MCP_SESSION
+
+    try:
+        return session.scope.get(MCP_SESSION)
+    except ServiceNotFound:
+        return None
