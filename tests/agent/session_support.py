@@ -17,6 +17,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from protocol import methods, types
 from tests.support import AcpTestClient, agent_env
 
@@ -77,7 +79,8 @@ class EditorClient(AcpTestClient):
         self.reads.append(params.path)
         if params.path in self.buffers:
             return types.ReadTextFileResponse(content=self.buffers[params.path])
-        return types.ReadTextFileResponse(content=Path(params.path).read_text())
+        text = await anyio.Path(params.path).read_text()
+        return types.ReadTextFileResponse(content=text)
 
     async def prompt_blocks(
         self, session_id: str, *blocks: types.ContentBlock

@@ -139,7 +139,8 @@ async def test_a_session_created_and_never_prompted_loads_and_resumes_after_a_re
         again = await client.prompt(session_id, "Hi again")
 
     assert kinds(replayed) == ["available_commands_update"]
-    assert loaded.modes is not None and resumed.modes is not None
+    assert loaded.modes is not None
+    assert resumed.modes is not None
     assert (response.stop_reason, again.stop_reason) == (types.StopReason.END_TURN,) * 2
 
 
