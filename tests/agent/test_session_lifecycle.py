@@ -17,6 +17,7 @@ from acp_agent.adapters.acp.listing import PAGE_SIZE
 from protocol import methods, types
 from protocol.errors import InvalidParams, ResourceNotFound
 from tests.agent.session_support import after, before, kinds, open_agent, write_script
+from tests.support import agent_env
 
 pytestmark = pytest.mark.e2e
 
@@ -172,3 +173,54 @@ async def test_list_with_a_relative_cwd_is_invalid_params(tmp_path: Path, script
         "code": InvalidParams.CODE,
         "message": "Invalid params: cwd: must be an absolute path",
     }
+
+
+async def test_the_title_comes_after_the_first_exchange_before_its_answer_and_nothing_after(
+    tmp_path: Path, script: Path
+):
+    async with open_agent(tmp_path / "home", script=script) as client:
+        session_id = await client.new_session(tmp_path)
+        first = await client.request_raw(
+            methods.SESSION_PROMPT,
+            {
+                "sessionId": session_id,
+                "prompt": [{"type": "text", "text": "  Sort the imports\nin every module"}],
+            },
+        )
+        second = await client.request_raw(
+            methods.SESSION_PROMPT,
+            {"sessionId": session_id, "prompt": [{"type": "text", "text": "Another"}]},
+        )
+        await client.stop()  # everything the agent will ever write is on the wire now
+        messages = client.messages
+
+    assert before(messages, first["id"])[-2:] == [
+        "update:usage_update",
+        "update:session_info_update",
+    ]
+    assert after(messages, first["id"])[0] == "update:agent_message_chunk"  # the next turn's
+    assert "update:session_info_update" not in before(messages, second["id"])[-3:]
+    assert after(messages, second["id"]) == []
+    titles = [
+        u for u in client.session_updates_for(session_id) if isinstance(u, types.SessionInfoUpdate)
+    ]
+    assert titles == [types.SessionInfoUpdate(title="Sort the imports")]
+
+
+async def test_a_loaded_session_whose_model_is_gone_says_so_when_prompted(
+    tmp_path: Path, script: Path
+):
+    home = tmp_path / "home"
+    async with open_agent(home, script=script) as client:
+        session_id = await client.new_session(tmp_path)
+    env = agent_env(ACP_AGENT_MODEL="ollama/qwen3")  # another model; the script is not loaded
+    async with open_agent(home, env=env) as client:
+        await client.load(session_id, tmp_path)
+        response = await client.prompt(session_id, "Still there?")
+        [update] = client.updates_for(session_id)
+
+    assert response.stop_reason == types.StopReason.END_TURN
+    assert isinstance(update, types.AgentMessageChunk)
+    message = update.content.text  # type: ignore[union-attr]
+    assert message.startswith("model 'scripted/s' is a script that is not loaded")
+    assert response.meta == {"acp-agent": {"error": {"kind": "not_configured", "message": message}}}
