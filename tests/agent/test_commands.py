@@ -67,6 +67,7 @@ async def test_help_lists_built_ins_mcp_and_the_workspace_and_user_templates(tmp
             session_id, lambda u: isinstance(u, types.AvailableCommandsUpdate)
         )
         reply, updates = await run(client, session_id, "/help")
+        mcp, _ = await run(client, session_id, "/mcp")
 
     assert command_names(commands) == [
         "help",
@@ -83,6 +84,7 @@ async def test_help_lists_built_ins_mcp_and_the_workspace_and_user_templates(tmp
     review = commands.available_commands[-1]  # type: ignore[union-attr]
     assert review.input == types.UnstructuredCommandInput(hint="arguments")
     assert reply.startswith("Commands:")
+    assert mcp == "No MCP servers are configured for this session."
     assert "- `/mode <ask | plan | ...>`: Show the permission modes" in reply
     assert "- `/explain`: Explain code (from user" in reply
     assert "- `/review <arguments>`: Review $ARGUMENTS carefully. (from workspace" in reply

@@ -652,12 +652,13 @@ class AcpAgent:
     async def _title_after_exchange(
         self, acp_session: AcpSession, content: list[dict[str, Any]]
     ) -> None:
-        """Give an untitled session the title of its first prompt (best effort)."""
+        """Give an untitled session the title of its first prompt, as sent (best effort)."""
         if acp_session.session.record.title:
             return
+        from acp_agent.adapters.acp.prompt_content import sent_block
         from acp_agent.capabilities.titles import title_from_prompt
 
-        title = title_from_prompt(content)
+        title = title_from_prompt([sent_block(block) for block in content])
         if title is None:
             return
         try:

@@ -28,7 +28,6 @@ import binascii
 import logging
 import os
 import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -173,7 +172,10 @@ def _file_path(uri: str) -> str | None:
     parsed = urllib.parse.urlparse(uri)
     if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
         return None
-    path = urllib.request.url2pathname(parsed.path)
+    # Imported here: it costs start-up time the agent need not pay early.
+    from urllib.request import url2pathname
+
+    path = url2pathname(parsed.path)
     return path if os.path.isabs(path) else None
 
 
