@@ -7,6 +7,8 @@ template is the person's text, expanded: it changes nothing by itself.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -263,3 +265,42 @@ async def test_a_template_is_sent_expanded_replayed_as_typed_and_changes_nothing
     # The replay shows what the person typed.
     typed = [u.content.text for u in replayed if isinstance(u, types.UserMessageChunk)]
     assert typed == ["/review src/a.py", "/yolo"]
+
+
+async def test_cancel_during_compact_answers_cancelled_and_the_session_goes_on(
+    tmp_path: Path, server: FakeProviderServer
+):
+    from tests.support.fake_provider import Exchange, openai_chunk, openai_stream
+
+    held = Exchange(chunks=[openai_stream(openai_chunk({"role": "assistant"}), done=False)])
+    server.add(
+        openai_text("One."),
+        openai_text("Two."),
+        Exchange(chunks=held.chunks, hold=True),  # the summary request never answers
+        openai_text("Three."),
+    )
+    env = agent_env(
+        OPENAI_BASE_URL=f"{server.base_url}/v1",
+        OPENAI_API_KEY="sk-test",
+        ACP_AGENT_MODEL="openai/gpt-fake",
+    )
+    async with open_agent(tmp_path / "home", env=env) as client:
+        session_id = await client.new_session(tmp_path)
+        await run(client, session_id, "First")
+        await run(client, session_id, "Second")
+        compact = asyncio.create_task(client.prompt(session_id, "/compact"))
+        for _ in range(500):
+            if len(server.requests) == 3:
+                break
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        client.cancel(session_id)
+        response = await asyncio.wait_for(compact, timeout=10)
+        waited_s = time.monotonic() - started
+        _, after = await run(client, session_id, "Third")
+
+    assert len(server.requests) == 4
+    assert response.stop_reason == types.StopReason.CANCELLED
+    assert waited_s < 1.0
+    assert server.disconnected.wait(timeout=5)  # the summary request was closed
+    assert reply_text(after) == "Three."
