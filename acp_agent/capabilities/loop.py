@@ -113,19 +113,20 @@ __all__ = (
     "MAX_PIECES",
     "PRODUCER",
     "ContextPreparer",
+    "DeltaPieces",
     "LoopSettings",
     "LoopState",
     "ModelLoop",
     "PreparedContext",
     "error_kind",
-    "merge_deltas",
+    "record_delta",
 )
 
 logger = logging.getLogger(__name__)
 
 #: The producer of the loop's facts.
 PRODUCER: Final = "capabilities.loop"
-#: The most streamed deltas folded into one recorded event (see `merge_deltas`).
+#: The most streamed deltas folded into one recorded event (see `DeltaPieces`).
 MAX_PIECES: Final = 256
 #: Model requests one turn may make before it ends with `max_turn_requests`.
 DEFAULT_MAX_TURN_REQUESTS: Final = 50
@@ -415,22 +416,22 @@ class ModelLoop:
     ) -> None:
         builder = ReplyBuilder()
         failure: ProviderError | None = None
-        recorder = CoalescingRecorder(self.branch.append, merge=merge_deltas)
+        recorder = CoalescingRecorder(self.branch.append)
         async with anyio.create_task_group() as group:
             group.start_soon(recorder.run, name=f"deltas of {request_id}")
             try:
                 async with handle.provider.stream(request) as events:
                     async for event in events:
-                        builder.add(event)
+                        # The deltas' text is recorded here; the reply builder keeps the
+                        # rest (tool calls, usage, how the reply ended).
                         if isinstance(event, TextDelta):
-                            recorder.add(
-                                EventDraft(ModelTextDelta(request_id, event.text), PRODUCER)
-                            )
-                        elif isinstance(event, ReasoningDelta):
-                            recorder.add(
-                                EventDraft(ModelReasoningDelta(request_id, event.text), PRODUCER)
-                            )
-                        elif isinstance(event, ReasoningEnded):
+                            record_delta(recorder, ModelTextDelta, request_id, event.text)
+                            continue
+                        if isinstance(event, ReasoningDelta):
+                            record_delta(recorder, ModelReasoningDelta, request_id, event.text)
+                            continue
+                        builder.add(event)
+                        if isinstance(event, ReasoningEnded):
                             reasoning = event.reasoning
                             ended = ModelReasoningEnded(
                                 request_id, reasoning.signature, reasoning.redacted
@@ -549,38 +550,47 @@ class ModelLoop:
         return call_id
 
 
-def merge_deltas(before: EventDraft, draft: EventDraft) -> EventDraft | None:
-    """Fold a text (or reasoning) delta into the waiting one of the same request before it.
+class DeltaPieces:
+    """Streamed deltas of one kind and request, waiting in the recorder as one event.
 
-    The merged event keeps every delta as a piece, so each is still shown as it came;
-    at most `MAX_PIECES` pieces go in one event.
+    `add` grows it while no append has taken it; it becomes a `ModelTextDelta` (or
+    `ModelReasoningDelta`) whose `text` is the deltas joined and whose `pieces`
+    are the deltas as they came, at most `MAX_PIECES`.
     """
-    first, second = before.payload, draft.payload
-    merged: ModelTextDelta | ModelReasoningDelta
-    if isinstance(first, ModelTextDelta) and isinstance(second, ModelTextDelta):
-        pieces = _pieces(first.request_id, first.text, first.pieces, second)
-        if pieces is None:
-            return None
-        merged = ModelTextDelta(first.request_id, first.text + second.text, pieces)
-    elif isinstance(first, ModelReasoningDelta) and isinstance(second, ModelReasoningDelta):
-        pieces = _pieces(first.request_id, first.text, first.pieces, second)
-        if pieces is None:
-            return None
-        merged = ModelReasoningDelta(first.request_id, first.text + second.text, pieces)
-    else:
-        return None
-    return EventDraft(merged, before.producer)
+
+    __slots__ = ("kind", "pieces", "request_id")
+
+    def __init__(
+        self, kind: type[ModelTextDelta | ModelReasoningDelta], request_id: str, text: str
+    ) -> None:
+        self.kind = kind
+        self.request_id = request_id
+        self.pieces = [text]
+
+    def draft(self) -> EventDraft:
+        pieces = self.pieces
+        if len(pieces) == 1:
+            return EventDraft(self.kind(self.request_id, pieces[0]), PRODUCER)
+        return EventDraft(self.kind(self.request_id, "".join(pieces), list(pieces)), PRODUCER)
 
 
-def _pieces(
+def record_delta(
+    recorder: CoalescingRecorder,
+    kind: type[ModelTextDelta | ModelReasoningDelta],
     request_id: str,
     text: str,
-    pieces: list[str] | None,
-    second: ModelTextDelta | ModelReasoningDelta,
-) -> list[str] | None:
-    if second.request_id != request_id or (pieces is not None and len(pieces) >= MAX_PIECES):
-        return None
-    return [*(pieces or [text]), *(second.pieces or [second.text])]
+) -> None:
+    """Queue a delta: into the waiting event of its kind and request, or as a new one."""
+    waiting = recorder.waiting()
+    if (
+        type(waiting) is DeltaPieces
+        and waiting.kind is kind
+        and waiting.request_id == request_id
+        and len(waiting.pieces) < MAX_PIECES
+    ):
+        waiting.pieces.append(text)
+    else:
+        recorder.add(DeltaPieces(kind, request_id, text))
 
 
 def _usage(reported: UsageReported | None) -> Usage:

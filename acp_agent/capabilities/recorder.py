@@ -20,28 +20,32 @@ recorded whole, even if the recorder's task is cancelled meanwhile, and
 drafts still buffered at cancellation are recorded by `flush()` (call it
 shielded from the cancelled task's cleanup).
 
-A `merge` function may fold a draft into the one buffered before it (still
-waiting, not in flight), so that many small facts recorded together become
-one event: the model loop folds consecutive text deltas of a request into one
-`ModelTextDelta` that keeps each delta as a piece.
+What is queued is an `EventDraft` or a `PendingDraft`, an item that becomes
+its draft only when its batch is taken, so a producer may still grow the
+last item while it waits (`waiting()`): many small facts recorded together
+become one event. The model loop grows the waiting text delta of a request
+piece by piece, one `ModelTextDelta` that keeps each delta as a piece.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Protocol
 
 import anyio
 
 from acp_agent.core import EventDraft
 
-__all__ = ("MAX_BATCH_EVENTS", "CoalescingRecorder", "Merge")
+__all__ = ("MAX_BATCH_EVENTS", "CoalescingRecorder", "PendingDraft")
 
 #: The most drafts one batch takes; a longer backlog is split in batches of this size.
 MAX_BATCH_EVENTS: Final = 2048
 
-#: Folds a draft into the waiting one before it: the draft standing for both, or None.
-Merge: TypeAlias = Callable[[EventDraft, EventDraft], EventDraft | None]
+
+class PendingDraft(Protocol):
+    """A queued item that becomes its draft when its batch is taken (it may grow till then)."""
+
+    def draft(self) -> EventDraft: ...
 
 
 class CoalescingRecorder:
@@ -52,12 +56,10 @@ class CoalescingRecorder:
         append: Callable[[Sequence[EventDraft]], Awaitable[Any]],
         *,
         max_batch_events: int = MAX_BATCH_EVENTS,
-        merge: Merge | None = None,
     ) -> None:
         self._append = append
         self._max_batch = max_batch_events
-        self._merge = merge
-        self._buffer: list[EventDraft] = []
+        self._buffer: list[EventDraft | PendingDraft] = []
         #: How many drafts at the front of the buffer an append has taken (in flight).
         self._taken = 0
         self._wakeup = anyio.Event()
@@ -73,20 +75,19 @@ class CoalescingRecorder:
         """Drafts added and not yet recorded."""
         return len(self._buffer)
 
-    def add(self, draft: EventDraft) -> None:
+    def add(self, draft: EventDraft | PendingDraft) -> None:
         """Queue a draft; it is recorded after every draft added before it."""
         if self._closed:
             raise RuntimeError("the recorder is closed")
-        buffer = self._buffer
-        if self._merge is not None and len(buffer) > self._taken:
-            merged = self._merge(buffer[-1], draft)
-            if merged is not None:
-                buffer[-1] = merged
-                return
-        buffer.append(draft)
+        self._buffer.append(draft)
         if self._drained.is_set():
             self._drained = anyio.Event()
         self._wakeup.set()
+
+    def waiting(self) -> EventDraft | PendingDraft | None:
+        """The last item queued if no append has taken it yet (it may still grow), else None."""
+        buffer = self._buffer
+        return buffer[-1] if len(buffer) > self._taken else None
 
     async def run(self) -> None:
         """Append what is buffered, batch after batch, until closed (a task of its owner)."""
@@ -112,15 +113,16 @@ class CoalescingRecorder:
     async def _append_some(self) -> None:
         with anyio.CancelScope(shield=True):
             async with self._lock:
-                drafts = self._buffer[: self._max_batch]
-                if not drafts:
+                items = self._buffer[: self._max_batch]
+                if not items:
                     return
-                self._taken = len(drafts)
+                self._taken = len(items)
+                drafts = [item if isinstance(item, EventDraft) else item.draft() for item in items]
                 try:
                     await self._append(drafts)
                 finally:
                     self._taken = 0
-                del self._buffer[: len(drafts)]
+                del self._buffer[: len(items)]
                 self.batches += 1
                 if not self._buffer:
                     self._drained.set()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 import pytest
 
-from acp_agent.capabilities.loop import LoopSettings, LoopState, merge_deltas
+from acp_agent.capabilities.loop import LoopSettings, LoopState, record_delta
 from acp_agent.capabilities.permissions import PermissionMode
+from acp_agent.capabilities.recorder import CoalescingRecorder
 from acp_agent.core import (
     CompactionRecorded,
     CompactionStarted,
@@ -228,17 +230,26 @@ async def test_the_next_prompt_gets_the_next_reply(tmp_path: Path):
     assert texts == ["one", "two"]
 
 
-def test_deltas_recorded_together_fold_into_one_event_that_keeps_each_piece():
-    text = EventDraft(ModelTextDelta("req_1", "Hel"), "loop")
-    more = merge_deltas(text, EventDraft(ModelTextDelta("req_1", "lo"), "loop"))
-    assert more is not None
-    most = merge_deltas(more, EventDraft(ModelTextDelta("req_1", "!"), "loop"))
+async def test_deltas_recorded_together_fold_into_one_event_that_keeps_each_piece():
+    appended: list[list[EventDraft]] = []
 
-    assert most == EventDraft(ModelTextDelta("req_1", "Hello!", ["Hel", "lo", "!"]), "loop")
-    thought = EventDraft(ModelReasoningDelta("req_1", "hm"), "loop")
-    other_request = EventDraft(ModelTextDelta("req_2", "x"), "loop")
-    assert merge_deltas(text, thought) is None
-    assert merge_deltas(text, other_request) is None
-    assert merge_deltas(thought, thought) == EventDraft(
-        ModelReasoningDelta("req_1", "hmhm", ["hm", "hm"]), "loop"
-    )
+    async def append(drafts: Sequence[EventDraft]) -> None:
+        appended.append(list(drafts))
+
+    recorder = CoalescingRecorder(append)
+    for kind, request_id, text in [
+        (ModelTextDelta, "req_1", "Hel"),
+        (ModelTextDelta, "req_1", "lo"),
+        (ModelTextDelta, "req_1", "!"),
+        (ModelReasoningDelta, "req_1", "hm"),
+        (ModelReasoningDelta, "req_1", "m"),
+        (ModelTextDelta, "req_2", "x"),
+    ]:
+        record_delta(recorder, kind, request_id, text)
+    await recorder.flush()
+
+    assert [d.payload for d in appended[0]] == [
+        ModelTextDelta("req_1", "Hello!", ["Hel", "lo", "!"]),
+        ModelReasoningDelta("req_1", "hmm", ["hm", "m"]),
+        ModelTextDelta("req_2", "x"),
+    ]

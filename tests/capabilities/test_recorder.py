@@ -72,21 +72,30 @@ async def test_flush_after_the_runner_was_cancelled_records_what_was_left():
     assert recorder.pending == 0
 
 
-def concat(before: EventDraft, draft: EventDraft) -> EventDraft | None:
-    """Folds notes into the one before, joined by '+'."""
-    text = f"{before.payload.text}+{draft.payload.text}"  # type: ignore[attr-defined]
-    return EventDraft(NotificationReceived("test", text), "test")
+class Growing:
+    """A queued item that grows until its batch is taken."""
+
+    def __init__(self, text: str) -> None:
+        self.texts = [text]
+
+    def draft(self) -> EventDraft:
+        return EventDraft(NotificationReceived("test", "+".join(self.texts)), "test")
 
 
-async def test_a_merge_folds_waiting_drafts_but_never_one_already_in_flight():
+async def test_the_waiting_item_may_grow_until_an_append_takes_it():
     appends = SlowAppends()
-    recorder = CoalescingRecorder(appends, merge=concat)
+    recorder = CoalescingRecorder(appends)
     async with anyio.create_task_group() as group:
         group.start_soon(recorder.run)
-        recorder.add(draft(0))
+        first = Growing("0")
+        recorder.add(first)
         await appends.in_flight.wait()
-        for n in range(1, 4):
-            recorder.add(draft(n))
+        assert recorder.waiting() is None  # taken: in flight, it cannot grow
+        second = Growing("1")
+        recorder.add(second)
+        waiting = recorder.waiting()
+        assert waiting is second
+        second.texts += ["2", "3"]
         appends.gate.set()
         await recorder.flush()
         recorder.close()
