@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from protocol import methods, types
-from protocol.errors import AuthRequired, InvalidParams, ResourceNotFound
+from protocol.errors import InvalidParams, ResourceNotFound
 from tests.agent.support import running_agent
 from tests.support import AGENT_HOME, AcpTestClient, agent_env
 from tests.support.steps import initialize, new_session, prompt_request, text_of
@@ -65,18 +65,20 @@ async def test_each_prompt_of_a_session_gets_the_next_reply_and_the_last_one_rep
     assert chunks(agent.updates_for(second)) == GREETING
 
 
-async def test_a_session_without_a_provider_is_auth_required_saying_how_to_configure_one(
+async def test_prompt_without_a_provider_is_answered_with_how_to_configure_one(
     unscripted_agent: AcpTestClient,
 ):
     await initialize(unscripted_agent)
+    session_id = await new_session(unscripted_agent)
 
-    with pytest.raises(AuthRequired) as caught:
-        await new_session(unscripted_agent)
+    response = await unscripted_agent.request(methods.SESSION_PROMPT, prompt_request(session_id))
 
-    assert caught.value.message == "Authentication required: no model is configured"
-    hint = caught.value.data["hint"]  # type: ignore[index]
-    assert hint.startswith("No model is configured.")
-    for variable in (
+    assert response.stop_reason == types.StopReason.END_TURN
+    [update] = unscripted_agent.updates_for(session_id)
+    assert isinstance(update, types.AgentMessageChunk)
+    message = text_of(update)
+    assert message.startswith("No model is configured.")
+    for hint in (
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
@@ -84,7 +86,7 @@ async def test_a_session_without_a_provider_is_auth_required_saying_how_to_confi
         f"{AGENT_HOME}/config/config.toml",
         "--script",
     ):
-        assert variable in hint
+        assert hint in message
 
 
 async def test_prompt_to_an_unknown_session_is_resource_not_found_naming_the_session(

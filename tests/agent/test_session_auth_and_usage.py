@@ -43,18 +43,19 @@ async def test_authenticate_succeeds_only_for_a_provider_configured_now(tmp_path
     assert unknown["error"]["code"] == InvalidParams.CODE
 
 
-async def test_without_any_model_a_session_needs_authentication_which_says_what_to_set(
+async def test_without_any_model_a_session_opens_and_authenticate_says_what_to_set(
     tmp_path: Path,
 ):
     async with open_agent(tmp_path / "home") as client:
         new = await client.request_raw(methods.SESSION_NEW, {"cwd": "/tmp", "mcpServers": []})
         model = await authenticate(client, "model")
-        # Listing and loading need no model.
         listed = await client.list_sessions()
 
-    assert new["error"]["code"] == AuthRequired.CODE
+    # The session opens (a prompt then explains how to configure a model);
+    # only `authenticate` reports what is missing.
+    assert "sessionId" in new["result"]
     assert model["error"]["code"] == AuthRequired.CODE
-    assert listed.sessions == []
+    assert [s.session_id for s in listed.sessions] == [new["result"]["sessionId"]]
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@
 
 - `initialize` answers version 1 and what works (see `initialize()`).
 - `authenticate` checks that the method's model provider is configured now
-  (`acp_agent.adapters.acp.auth`); `session/new` answers `auth_required`
-  while no model at all can be used.
+  (`acp_agent.adapters.acp.auth`). Without any model a session still opens,
+  and each prompt is answered with how to configure one.
 - `session/new` creates a core session (its id is the ACP session id) in the
   store, records the session's model and the default permission mode
   (`ConfigurationAdopted`), and attaches the editor's side: its files and
@@ -85,7 +85,6 @@ from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.converter import get_converter
 from protocol.errors import (
-    AuthRequired,
     InternalError,
     InvalidParams,
     InvalidRequest,
@@ -213,11 +212,6 @@ class AcpAgent:
     async def new_session(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
         """Start a session rooted at the absolute `cwd`; its commands follow the answer."""
         cwd = _absolute(params.cwd, "cwd")
-        if self._models.default_model() is None:
-            raise AuthRequired(
-                "Authentication required: no model is configured",
-                {"hint": self._not_configured()},
-            )
         from acp_agent.capabilities.permissions import PermissionMode
         from acp_agent.capabilities.session_controls import MODE_KEY, MODEL_KEY
 

@@ -4,8 +4,8 @@ There is no login. Each provider that reads an API key from an environment
 variable is an `authMethods` entry saying which variable to set (editors
 pass it in the agent's `env`), and one more entry says how to name any
 other model. `authenticate` checks that what the method asks for is there
-now; `session/new` answers `auth_required` (-32000) only while no model at
-all can be used, and never when there are no methods.
+now. Sessions open without a model (a prompt then says how to configure
+one), so `auth_required` (-32000) comes only from `authenticate` itself.
 """
 
 from __future__ import annotations
