@@ -133,6 +133,7 @@ async def open_agent(
     env: Mapping[str, str] | None = None,
     reads_files: bool = False,
     unstable: bool = False,
+    shows_compaction: bool = False,
 ) -> AsyncIterator[EditorClient]:
     """The real agent with `home`, initialized; stopped and its wire checked on exit."""
     command = [sys.executable, "-m", "acp_agent", "--home", str(home), *args]
@@ -143,7 +144,12 @@ async def open_agent(
     client = EditorClient(unstable=unstable)
     await client.start_io(*command, env=dict(env) if env is not None else agent_env())
     capabilities = types.ClientCapabilities(
-        fs=types.FileSystemCapabilities(read_text_file=reads_files, write_text_file=False)
+        fs=types.FileSystemCapabilities(read_text_file=reads_files, write_text_file=False),
+        session=(
+            types.ClientSessionCapabilities(compaction=types.CompactionCapabilities())
+            if shows_compaction
+            else None
+        ),
     )
     try:
         await client.request(

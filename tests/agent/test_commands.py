@@ -224,6 +224,45 @@ async def test_compact_summarises_the_conversation_and_says_when_there_is_nothin
     assert reply_text(after) == "Two."  # the conversation goes on
 
 
+@pytest.mark.parametrize("shows_compaction", [False, True], ids=["as-tool-call", "as-update"])
+async def test_a_compaction_is_shown_to_the_editor_as_it_can_show_it(
+    tmp_path: Path, shows_compaction: bool
+):
+    script = write_script(tmp_path / "s.json", [{"text": "One."}], [{"text": "Two."}])
+    home = tmp_path / "home"
+    async with open_agent(home, script=script, shows_compaction=shows_compaction) as client:
+        session_id = await client.new_session(tmp_path)
+        await run(client, session_id, "First")
+        await run(client, session_id, "Second")
+        _, updates = await run(client, session_id, "/compact")
+
+    if shows_compaction:
+        shown = [u for u in updates if isinstance(u, types.CompactionUpdate)]
+        assert [u.status for u in shown] == [
+            types.CompactionStatus.IN_PROGRESS,
+            types.CompactionStatus.COMPLETED,
+        ]
+        assert shown[0].compaction_id == shown[1].compaction_id
+        assert shown[1].summary
+        assert shown[1].summary[0].text
+        assert not any(isinstance(u, types.ToolCall) for u in updates)
+    else:
+        [started] = [u for u in updates if isinstance(u, types.ToolCall)]
+        [finished] = [
+            u
+            for u in updates
+            if isinstance(u, types.ToolCallProgress) and u.tool_call_id == started.tool_call_id
+        ]
+        assert (started.kind, started.status) == (
+            types.ToolKind.THINK,
+            types.ToolCallStatus.IN_PROGRESS,
+        )
+        assert finished.status == types.ToolCallStatus.COMPLETED
+        assert finished.content
+        assert finished.content[0].content.text
+        assert not any(isinstance(u, types.CompactionUpdate) for u in updates)
+
+
 @pytest.fixture
 def server() -> Iterator[FakeProviderServer]:
     with FakeProviderServer() as fake:

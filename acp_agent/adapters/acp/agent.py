@@ -350,8 +350,14 @@ class AcpAgent:
     def _translator(self, *, replay: bool) -> UpdateTranslator:
         capabilities = self._client_capabilities or types.ClientCapabilities()
         streams = bool((capabilities.meta or {}).get("terminal_output") is True)
+        session_capabilities = capabilities.session
         return UpdateTranslator(
-            replay=replay, terminal_output=streams, model_facts=self._model_facts
+            replay=replay,
+            terminal_output=streams,
+            model_facts=self._model_facts,
+            compaction_updates=(
+                session_capabilities is not None and session_capabilities.compaction is not None
+            ),
         )
 
     def _model_facts(self, model_id: str) -> ModelFacts:

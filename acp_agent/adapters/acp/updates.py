@@ -19,6 +19,10 @@
                                 `tool_call_update` with `_meta.terminal_output`
 `ToolResultRecorded`            `tool_call_update` completed or failed, with content,
                                 `rawOutput` and locations (a plan part becomes a `plan`)
+`Compaction*` facts             `compaction_update` for clients that advertised
+                                `session.compaction`; otherwise a `think` tool call
+                                (in progress, then completed with the summary, or
+                                failed with the error; a cancelled one is failed)
 ==============================  ==========================================================
 
 Everything else (permission facts, lifecycle, state, configuration) makes no
@@ -35,6 +39,7 @@ from typing import Any, Final, cast
 import attrs
 
 from acp_agent.adapters.acp.prompt_content import sent_block
+from acp_agent.capabilities.compaction import CompactionView, compaction_view
 from acp_agent.core import (
     Event,
     ModelReasoningDelta,
@@ -86,6 +91,7 @@ class UpdateTranslator:
     * `replay`: for `session/load`: user messages and titles are included, progress is not.
     * `terminal_output`: the client renders Zed's `_meta.terminal_*` extension.
     * `model_facts`: a model id's window and prices (for `usage_update`).
+    * `compaction_updates`: the client advertised `session.compaction`.
     """
 
     def __init__(
@@ -94,9 +100,11 @@ class UpdateTranslator:
         replay: bool = False,
         terminal_output: bool = False,
         model_facts: Callable[[str], ModelFacts] | None = None,
+        compaction_updates: bool = False,
     ) -> None:
         self.replay = replay
         self.terminal_output = terminal_output
+        self.compaction_updates = compaction_updates
         self._model_facts = model_facts
         self._model: str | None = None
         self._cost = 0.0
@@ -155,7 +163,40 @@ class UpdateTranslator:
         if isinstance(payload, SessionMetadataChanged) and self.replay:
             title = types.JSON_NULL if payload.title is None else payload.title
             return [types.SessionInfoUpdate(title=title)]
+        view = compaction_view(payload)
+        if view is not None:
+            return [self._compaction(view)]
         return []
+
+    def _compaction(self, view: CompactionView) -> types.SessionUpdate:
+        summary: list[types.ContentBlock] | None = (
+            [types.TextContent(text=view.summary)] if view.summary else None
+        )
+        if self.compaction_updates:
+            return types.CompactionUpdate(
+                compaction_id=view.compaction_id,
+                status=types.CompactionStatus(view.status),
+                summary=summary,
+                error=view.error,
+            )
+        if view.status == "in_progress":
+            return types.ToolCall(
+                tool_call_id=view.compaction_id,
+                title=view.title,
+                kind=types.ToolKind.THINK,
+                status=types.ToolCallStatus.IN_PROGRESS,
+            )
+        text = view.summary if view.status == "completed" else (view.error or view.title)
+        return types.ToolCallProgress(
+            tool_call_id=view.compaction_id,
+            title=view.title,
+            status=(
+                types.ToolCallStatus.COMPLETED
+                if view.status == "completed"
+                else types.ToolCallStatus.FAILED
+            ),
+            content=[types.Content(content=types.TextContent(text=text))] if text else None,
+        )
 
     # --- parts ------------------------------------------------------------------------
 
