@@ -28,6 +28,7 @@ from typing import Final
 
 import attrs
 
+from acp_agent.capabilities.commands import available_commands, load_templates
 from acp_agent.capabilities.context import (
     ContextEngine,
     ContextSettings,
@@ -38,7 +39,7 @@ from acp_agent.capabilities.guide import GuideRegistry
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
 from acp_agent.capabilities.model_source import ModelSource
 from acp_agent.capabilities.session_controls import SessionControls
-from acp_agent.capabilities.state_sources import Environment
+from acp_agent.capabilities.state_sources import Environment, ValueSource
 from acp_agent.capabilities.tool import Tool
 from acp_agent.capabilities.tool_executor import ToolExecutor
 from acp_agent.capabilities.toolset import ToolSet
@@ -125,12 +126,20 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             # The session's model and mode as last recorded (a loaded session keeps them).
             controls.restore(await branch.read())
         window = settings.models.context_window(controls.model_id)
+        workspace = Path(scope.get(SESSION).cwd)
+
+        def commands() -> str | None:
+            # Read at each turn start: a template added to the workspace shows up.
+            templates = load_templates(workspace, settings.config_dir)
+            return ", ".join(f"/{spec.name}" for spec in available_commands(templates))
+
         return build_context_engine(
             branch,
             guide=scope.get(GUIDE),
             config_dir=settings.config_dir,
             environment=settings.environment,
             clock=local_now,
+            extra_sources=[ValueSource("session/commands", commands)],
             settings=ContextSettings(context_window_tokens=window),
         )
 

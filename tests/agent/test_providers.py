@@ -100,6 +100,9 @@ async def test_an_openai_compatible_model_streams_through_the_agent(
     assert body["messages"][0]["role"] == "system"
     assert "Say hello." in body["messages"][-1]["content"]
     assert {tool["function"]["name"] for tool in body["tools"]} >= {"read", "write", "shell"}
+    # The model reads which commands the person has, as sourced state.
+    texts = " ".join(m["content"] for m in body["messages"] if isinstance(m["content"], str))
+    assert '<state source="session/commands">/help, /compact,' in texts
 
 
 async def test_an_anthropic_model_streams_through_the_agent(
