@@ -17,6 +17,9 @@ session: its tool generations, its guide and its notifications.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
 from acp_agent.mcp._config import (
     DEFAULT_STARTUP_TIMEOUT_S,
     HttpServerConfig,
@@ -27,20 +30,7 @@ from acp_agent.mcp._config import (
     Transport,
     declaration_hash,
 )
-from acp_agent.mcp._connection import McpTool
-from acp_agent.mcp._manager import (
-    McpEvent,
-    McpListener,
-    McpServerManager,
-    McpToolSet,
-    ReconnectPolicy,
-    ServerState,
-    ServerStatus,
-    ServerStatusChanged,
-    ToolSetChanged,
-)
 from acp_agent.mcp._names import TOOL_NAME_PATTERN, assign_tool_names
-from acp_agent.mcp._results import to_tool_result
 from acp_agent.mcp._session import (
     MCP_BRANCH,
     MCP_GUIDE_ENTRY,
@@ -101,3 +91,42 @@ __all__ = (
 
 #: The transports `McpServerManager` connects (what `mcpCapabilities` may advertise).
 SUPPORTED_TRANSPORTS: frozenset[Transport] = frozenset({"stdio", "http", "sse"})
+
+if TYPE_CHECKING:
+    from acp_agent.mcp._connection import McpTool
+    from acp_agent.mcp._manager import (
+        McpEvent,
+        McpListener,
+        McpServerManager,
+        McpToolSet,
+        ReconnectPolicy,
+        ServerState,
+        ServerStatus,
+        ServerStatusChanged,
+        ToolSetChanged,
+    )
+    from acp_agent.mcp._results import to_tool_result
+
+#: Names whose modules import the MCP SDK (about half a second): loaded on first use.
+_SDK_NAMES: Final = {
+    "McpTool": "_connection",
+    "McpEvent": "_manager",
+    "McpListener": "_manager",
+    "McpServerManager": "_manager",
+    "McpToolSet": "_manager",
+    "ReconnectPolicy": "_manager",
+    "ServerState": "_manager",
+    "ServerStatus": "_manager",
+    "ServerStatusChanged": "_manager",
+    "ToolSetChanged": "_manager",
+    "to_tool_result": "_results",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _SDK_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

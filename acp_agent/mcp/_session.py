@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import attrs
@@ -39,17 +39,19 @@ from acp_agent.capabilities.notifications import record_notification
 from acp_agent.capabilities.toolset import ToolSet
 from acp_agent.core import SESSION, Scope, ScopeKind, ServiceKey, ServiceRegistry, Session
 from acp_agent.mcp._config import McpServerConfig
-from acp_agent.mcp._connection import McpTool
-from acp_agent.mcp._manager import (
-    McpEvent,
-    McpServerManager,
-    ReconnectPolicy,
-    ServerState,
-    ServerStatus,
-    ServerStatusChanged,
-    ToolSetChanged,
-)
 from acp_agent.mcp._settings import load_configured_servers, with_editor_servers
+
+if TYPE_CHECKING:
+    # The MCP SDK costs about half a second to import: it loads only when a
+    # session has servers (see `McpSessionTools.connect`).
+    from acp_agent.mcp._connection import McpTool
+    from acp_agent.mcp._manager import (
+        McpEvent,
+        McpServerManager,
+        ReconnectPolicy,
+        ServerStatus,
+        ServerStatusChanged,
+    )
 
 __all__ = (
     "MCP_BRANCH",
@@ -93,7 +95,8 @@ class McpSettings:
     """
 
     config_dir: Path | None = None
-    reconnect: ReconnectPolicy = attrs.field(factory=ReconnectPolicy)
+    #: None: the manager's default policy.
+    reconnect: ReconnectPolicy | None = None
     startup_wait_s: float = 5.0
 
 
@@ -138,7 +141,7 @@ class McpSessionTools:
         self._guides: list[GuideRegistry] = []
         self._lost: set[str] = set()
         self._events: tuple[MemoryObjectSendStream[McpEvent], MemoryObjectReceiveStream[McpEvent]]
-        self._events = anyio.create_memory_object_stream[McpEvent](1000)
+        self._events = anyio.create_memory_object_stream[Any](1000)
 
     @property
     def manager(self) -> McpServerManager | None:
@@ -162,11 +165,17 @@ class McpSessionTools:
             if merged.servers == self._servers:
                 return
             await self._manager.aclose()
+            self._manager = None
+        if not merged.servers and not merged.disabled:
+            self._servers = merged.servers
+            return  # nothing to connect or report: the MCP SDK is not even loaded
+        from acp_agent.mcp._manager import McpServerManager, ReconnectPolicy
+
         manager = McpServerManager(
             merged.servers,
             disabled=merged.disabled,
             cwd=Path(self._session.cwd),
-            reconnect=self._settings.reconnect,
+            reconnect=self._settings.reconnect or ReconnectPolicy(),
         )
         send = self._events[0]
         manager.subscribe(send.send_nowait)
@@ -211,6 +220,8 @@ class McpSessionTools:
         receive = self._events[1]
         async with receive:
             async for event in receive:
+                from acp_agent.mcp._manager import ToolSetChanged
+
                 try:
                     if isinstance(event, ToolSetChanged):
                         await self._adopt_tools(event.tool_set.tools)
@@ -220,6 +231,8 @@ class McpSessionTools:
                     logger.exception("MCP event %r could not be applied", event)
 
     async def _adopt_tools(self, mcp_tools: Sequence[McpTool]) -> None:
+        from acp_agent.mcp._connection import McpTool
+
         current = self._toolset.current.tools.values()
         others = [tool for tool in current if not isinstance(tool, McpTool)]
         generation = await self._toolset.supersede([*others, *mcp_tools])
@@ -231,6 +244,8 @@ class McpSessionTools:
         )
 
     async def _notify(self, event: ServerStatusChanged) -> None:
+        from acp_agent.mcp._manager import ServerState
+
         status = event.status
         text: str | None = None
         if status.state is ServerState.FAILED:
