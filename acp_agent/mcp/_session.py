@@ -24,7 +24,9 @@ waits, and nothing waits for a reconnect.
 
 from __future__ import annotations
 
+import importlib
 import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -39,7 +41,11 @@ from acp_agent.capabilities.notifications import record_notification
 from acp_agent.capabilities.toolset import ToolSet
 from acp_agent.core import SESSION, Scope, ScopeKind, ServiceKey, ServiceRegistry, Session
 from acp_agent.mcp._config import McpServerConfig
-from acp_agent.mcp._settings import load_configured_servers, with_editor_servers
+from acp_agent.mcp._settings import (
+    ConfiguredServers,
+    load_configured_servers,
+    with_editor_servers,
+)
 
 if TYPE_CHECKING:
     # The MCP SDK costs about half a second to import: it loads only when a
@@ -106,6 +112,7 @@ MCP_SESSION: Final[ServiceKey[McpSessionTools]] = ServiceKey("mcp", ScopeKind.SE
 MCP_BRANCH: Final[ServiceKey[GuideRegistry]] = ServiceKey("mcp_guide", ScopeKind.BRANCH)
 
 _SOURCE_PREFIX: Final = "mcp/"
+_MANAGER_MODULE: Final = "acp_agent.mcp._manager"
 
 
 def register_mcp(registry: ServiceRegistry, settings: McpSettings) -> None:
@@ -137,6 +144,8 @@ class McpSessionTools:
         self._toolset = toolset
         self._settings = settings
         self._manager: McpServerManager | None = None
+        #: Set once a manager being started in the background exists (or failed to).
+        self._starting: anyio.Event | None = None
         self._servers: tuple[McpServerConfig, ...] | None = None
         self._guides: list[GuideRegistry] = []
         self._lost: set[str] = set()
@@ -155,35 +164,32 @@ class McpSessionTools:
         """Start the session's servers in the background; returns at once.
 
         Called again (a `session/load` of an open session) with the same servers
-        it changes nothing; with others, the old servers are closed first.
+        it changes nothing; with others, the old servers are closed first. The
+        MCP SDK is imported (in a worker thread) and the manager started by a
+        task of the session's scope, so no answer waits for either.
         """
         configured = load_configured_servers(self._settings.config_dir, Path(self._session.cwd))
         merged = with_editor_servers(editor_servers, configured)
         for problem in merged.problems:
             logger.warning("MCP config: %s", problem)
-        if self._manager is not None:
+        if self._starting is not None:
             if merged.servers == self._servers:
                 return
-            await self._manager.aclose()
-            self._manager = None
+            await self._starting.wait()
+            if self._manager is not None:
+                await self._manager.aclose()
+            self._manager, self._starting = None, None
+        self._servers = merged.servers
         if not merged.servers and not merged.disabled:
-            self._servers = merged.servers
             return  # nothing to connect or report: the MCP SDK is not even loaded
-        from acp_agent.mcp._manager import McpServerManager, ReconnectPolicy
-
-        manager = McpServerManager(
-            merged.servers,
-            disabled=merged.disabled,
-            cwd=Path(self._session.cwd),
-            reconnect=self._settings.reconnect or ReconnectPolicy(),
-        )
-        send = self._events[0]
-        manager.subscribe(send.send_nowait)
-        self._manager, self._servers = manager, merged.servers
         if merged.servers:
             for guide in self._guides:
                 _register_entry(guide)
-        await self._scope.start(manager.run, name=f"mcp servers of {self._session.id}")
+        starting = self._starting = anyio.Event()
+        self._scope.start_soon(
+            lambda: self._start_manager(merged, starting),
+            name=f"start mcp servers of {self._session.id}",
+        )
         logger.info(
             "Session %s: %d MCP server(s) starting, %d disabled",
             self._session.id,
@@ -191,13 +197,41 @@ class McpSessionTools:
             len(merged.disabled),
         )
 
+    async def _start_manager(self, merged: ConfiguredServers, starting: anyio.Event) -> None:
+        # A failure here must not take the session down with it: it is logged,
+        # and the session goes on without MCP tools.
+        try:
+            if _MANAGER_MODULE not in sys.modules:
+                # About half a second of imports: keep them off the event loop.
+                await anyio.to_thread.run_sync(importlib.import_module, _MANAGER_MODULE)
+            from acp_agent.mcp._manager import McpServerManager, ReconnectPolicy
+
+            manager = McpServerManager(
+                merged.servers,
+                disabled=merged.disabled,
+                cwd=Path(self._session.cwd),
+                reconnect=self._settings.reconnect or ReconnectPolicy(),
+            )
+            manager.subscribe(self._events[0].send_nowait)
+            self._manager = manager
+        except Exception:
+            logger.exception("Session %s: the MCP servers could not be started", self._session.id)
+            return
+        finally:
+            starting.set()
+        try:
+            await self._scope.start(manager.run, name=f"mcp servers of {self._session.id}")
+        except Exception:
+            logger.exception("Session %s: the MCP servers could not be started", self._session.id)
+
     async def wait_for_startup(self) -> None:
         """Wait for servers still making their first connection, at most `startup_wait_s`."""
-        manager = self._manager
-        if manager is None or self._settings.startup_wait_s <= 0:
+        if self._starting is None or self._settings.startup_wait_s <= 0:
             return
         with anyio.move_on_after(self._settings.startup_wait_s):
-            await manager.wait_started()
+            await self._starting.wait()
+            if self._manager is not None:
+                await self._manager.wait_started()
 
     async def aclose(self) -> None:
         """Close the servers (when the session closes); idempotent."""
@@ -213,6 +247,9 @@ class McpSessionTools:
 
     def status_report(self) -> str:
         """The servers, their states, errors and tools, as Markdown (what `/mcp` shows)."""
+        if self._manager is None and self._servers:
+            names = ", ".join(f"**{server.name}**" for server in self._servers)
+            return f"MCP servers starting: {names}."
         return status_report(self.statuses())
 
     async def apply_events(self) -> None:
