@@ -184,8 +184,6 @@ def _register_union_hooks(converter: cattrs.Converter) -> None:
             return None
         members, optional = found
         union = tagged.get(members) or untagged.get(members)
-        if union is None and None in typing.get_args(t):
-            union = untagged.get(members)
         return (union, optional) if union is not None else None
 
     def is_acp_union(t: Any) -> bool:
@@ -221,6 +219,8 @@ def _tagged_structure(converter: cattrs.Converter, union: TaggedUnion) -> Struct
             if tag is not None and union.fallback is not None:
                 member = union.fallback
             elif union.default is not None:
+                # Absent or unknown: the untagged member (lenient clients send
+                # `"type": "stdio"` although stdio MCP servers have no tag).
                 member = union.default
             elif tag is None:
                 raise KeyError(f"missing discriminator {union.tag!r}")

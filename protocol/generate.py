@@ -31,7 +31,6 @@ STABLE_SCHEMA = SCHEMA_DIR / "schema.json"
 UNSTABLE_SCHEMA = SCHEMA_DIR / "schema.unstable.json"
 OUTPUT_DIR = Path(__file__).parent
 SCHEMA_VERSION = "1 (npm @agentclientprotocol/sdk 2.4.0, about schema-v1.25)"
-LEFTOVER_KEYS = ("description", "title")
 
 # --------------------------------------------------------------------------
 # Stage 3's intermediate model
@@ -162,8 +161,6 @@ class Customizations:
     skipped: frozenset[str]
     #: (union, tag value) -> class name, where the derived name would collide.
     variant_names: Mapping[tuple[str, str], str]
-    #: Tag values accepted as aliases of the default (untagged) member.
-    default_tag_aliases: Mapping[str, tuple[str, ...]]
 
 
 def customizations() -> Customizations:
@@ -188,8 +185,6 @@ def customizations() -> Customizations:
             ("SessionUpdate", "tool_call_update"): "ToolCallProgress",
             ("RequestPermissionOutcome", "cancelled"): "CancelledPermissionOutcome",
         },
-        # Lenient clients send `"type": "stdio"` although stdio has no tag.
-        default_tag_aliases={"McpServer": ("stdio",)},
     )
 
 
@@ -294,8 +289,6 @@ class Builder:
         self.custom = customizations()
         self.model = Model()
         self.ref_counts = Counter(r.split("/")[-1] for r in _refs(unstable["$defs"]))
-        #: Definitions consumed as a union member (given a tag); not emitted alone.
-        self.absorbed: dict[str, tuple[str, str, str]] = {}
         self.emitted: set[str] = set()
 
     # -- helpers ---------------------------------------------------------
@@ -614,7 +607,7 @@ class Builder:
                     else f"{name}{pascal(v.get('title', 'Default'))}"
                 )
                 if base is None and ref is not None and self.ref_counts[ref] == 1:
-                    self.absorb(ref, name, None, variant_description)
+                    self.emitted.add(ref)  # emitted as this union's member
                     ref_node = self.defs[ref]
                     description = str(ref_node.get("description") or variant_description)
                     fields = self.fields_of(ref, ref_node)
@@ -633,7 +626,7 @@ class Builder:
             custom = self.custom.variant_names.get((name, value))
             if base is None and ref is not None and self.ref_counts[ref] == 1 and custom is None:
                 cls_name = ref
-                self.absorb(ref, name, value, variant_description)
+                self.emitted.add(ref)  # emitted as this union's member, with its tag
                 ref_node = self.defs[ref]
                 if variants_of(ref_node) is not None and ref_node.get("properties") is not None:
                     # A member that is itself a union with a shared base.
@@ -674,10 +667,6 @@ class Builder:
             )
         )
         self.emitted.add(name)
-
-    def absorb(self, ref: str, union: str, value: str | None, description: str) -> None:
-        self.absorbed[ref] = (union, value or "", description)
-        self.emitted.add(ref)
 
     def build_based_union(
         self,
@@ -802,8 +791,6 @@ class Emitter:
 
     def __init__(self, model: Model) -> None:
         self.model = model
-        self.classes = {s.name for s in model.structs}
-        self.enums = {e.name for e in model.enums}
 
     def types_module(self) -> str:
         out: list[str] = [
