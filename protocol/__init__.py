@@ -6,10 +6,11 @@ It knows nothing about agents; use it to build either end of ACP:
 - `protocol.methods`: the method table (`REQUESTS`, `NOTIFICATIONS`);
 - `protocol.converter`: `get_converter()` for the wire form of those types;
 - `protocol.connection`: `AgentConnection` and `ClientConnection` on stdio;
-- `protocol.errors`: the error tree (wire codes, peer errors, misuse).
+- `protocol.errors`: the error tree (wire codes, peer errors, misuse);
+- `protocol.limits`: what a peer may send (how deep its JSON may nest).
 
 Submodules are imported on demand so that using only the types does not
 load pygls.
 """
 
-__all__ = ("connection", "converter", "errors", "methods", "types")
+__all__ = ("connection", "converter", "errors", "limits", "methods", "types")

@@ -42,6 +42,7 @@ from pygls.protocol.json_rpc import JsonRPCProtocol
 from protocol import methods
 from protocol._envelope import (
     ABSENT,
+    Dropped,
     ErrorResponse,
     Notification,
     Rejected,
@@ -57,6 +58,7 @@ from protocol.errors import (
     ConnectionNotStarted,
     InternalError,
     InvalidParams,
+    MessageTooDeep,
     MethodNotFound,
     PeerDisconnected,
     RemoteProtocolError,
@@ -64,6 +66,7 @@ from protocol.errors import (
     UnstableNotEnabled,
     WrongMethod,
 )
+from protocol.limits import MAX_JSON_DEPTH, nesting_exceeds
 from protocol.methods import MessageKind, MethodSpec, Side
 
 if TYPE_CHECKING:
@@ -79,6 +82,7 @@ logger = logging.getLogger(__name__)
 Handler = Callable[[Any], Any]
 
 _EXTENSION_PREFIX: Final = "_"
+_TOO_DEEP: Final = f"nested deeper than {MAX_JSON_DEPTH} levels (the limit)"
 
 #: The callbacks the running request handler scheduled for after its response.
 _AFTER_RESPONSE: contextvars.ContextVar[list[Callable[[], None]]] = contextvars.ContextVar(
@@ -182,6 +186,8 @@ class AcpProtocol(JsonRPCProtocol):
             case Rejected(msg_id, error):
                 logger.warning("Rejected a line from the peer: %s", error.message)
                 self._send_error(msg_id, error)
+            case Dropped(method, reason):
+                logger.warning("Dropped notification %r from the peer: %s", method, reason)
 
     def _receive_request(self, msg_id: RequestId, method: str, params: Any) -> None:
         route = self._routes.get((MessageKind.REQUEST, method))
@@ -262,7 +268,13 @@ class AcpProtocol(JsonRPCProtocol):
                 f"the handler for {route.method} returned {type(result).__name__}, "
                 f"not {getattr(expected, '__name__', expected)}"
             )
-        return self._converter.unstructure(result)
+        try:
+            wire = self._converter.unstructure(result)
+        except RecursionError:
+            raise MessageTooDeep(f"the result of {route.method} is {_TOO_DEEP}") from None
+        if nesting_exceeds(wire, MAX_JSON_DEPTH - 2):
+            raise MessageTooDeep(f"the result of {route.method} is {_TOO_DEEP}")
+        return wire
 
     def after_response(self, callback: Callable[[], None]) -> None:
         """Call `callback` right after the running request's successful response is written.
@@ -466,13 +478,22 @@ class AcpProtocol(JsonRPCProtocol):
 
     def _params_to_wire(self, spec: MethodSpec | None, params: Any) -> Any:
         if spec is None:
-            return params
-        if not _isinstance(params, spec.params_type):
-            raise TypeError(
-                f"{spec.name} takes {getattr(spec.params_type, '__name__', spec.params_type)}, "
-                f"not {type(params).__name__}"
-            )
-        return self._converter.unstructure(params)
+            wire = params
+        else:
+            if not _isinstance(params, spec.params_type):
+                raise TypeError(
+                    f"{spec.name} takes "
+                    f"{getattr(spec.params_type, '__name__', spec.params_type)}, "
+                    f"not {type(params).__name__}"
+                )
+            try:
+                wire = self._converter.unstructure(params)
+            except RecursionError:
+                raise MessageTooDeep(f"{spec.name}: params {_TOO_DEEP}") from None
+        # The envelope and params add two levels to what the params nest.
+        if nesting_exceeds(wire, MAX_JSON_DEPTH - 2):
+            raise MessageTooDeep(f"params {_TOO_DEEP}")
+        return wire
 
     # -- writing ------------------------------------------------------------------
 

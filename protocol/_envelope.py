@@ -3,7 +3,10 @@
 Only the top-level object is examined here (pygls' `object_hook` would also
 turn nested dicts that happen to carry `"jsonrpc"` into messages, W5); the
 params stay plain JSON until the dispatcher structures them for their method.
-ACP v1 has no batches, so a JSON array is an invalid request.
+ACP v1 has no batches, so a JSON array is an invalid request. A message
+nested deeper than `protocol.limits.MAX_JSON_DEPTH` is refused here, before
+any recursive code walks it: a request is answered -32602, a response fails
+the request it answers, and a notification is dropped (it is never answered).
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 
-from protocol.errors import AcpError, InvalidRequest, ParseError
+from protocol.errors import AcpError, InvalidParams, InvalidRequest, ParseError
+from protocol.limits import MAX_JSON_DEPTH, nesting_exceeds
 
 __all__ = (
     "ABSENT",
+    "Dropped",
     "ErrorResponse",
     "Message",
     "Notification",
@@ -83,10 +88,21 @@ class Rejected:
     error: AcpError
 
 
+@attrs.frozen
+class Dropped:
+    """A notification that cannot be taken (too deep); it is logged, never answered."""
+
+    method: str
+    reason: str
+
+
 Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
+#: What a message nested too deeply is told, wherever it enters.
+_TOO_DEEP: Final = f"nested deeper than {MAX_JSON_DEPTH} levels (the limit)"
 
-def parse_line(line: bytes) -> Message | Rejected:
+
+def parse_line(line: bytes) -> Message | Rejected | Dropped:
     """Classify one line (without its newline) as a message, or as a rejection to answer."""
     try:
         text = line.decode("utf-8")
@@ -94,7 +110,9 @@ def parse_line(line: bytes) -> Message | Rejected:
         return Rejected(None, ParseError(f"Parse error: invalid UTF-8 at byte {exc.start}"))
     try:
         value = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        return Rejected(None, InvalidRequest(f"Invalid request: the message is {_TOO_DEEP}"))
+    except ValueError as exc:
         return Rejected(None, ParseError(f"Parse error: {_first_line(exc)}"))
     if isinstance(value, list):
         return Rejected(
@@ -102,7 +120,22 @@ def parse_line(line: bytes) -> Message | Rejected:
         )
     if not isinstance(value, dict):
         return Rejected(None, InvalidRequest("Invalid request: a message must be a JSON object"))
-    return _classify(value)
+    message = _classify(value)
+    if not isinstance(message, Rejected) and nesting_exceeds(value, MAX_JSON_DEPTH):
+        return _too_deep(message)
+    return message
+
+
+def _too_deep(message: Message) -> Rejected | Dropped | ErrorResponse:
+    match message:
+        case Request(msg_id, method, _):
+            return Rejected(msg_id, InvalidParams(f"Invalid params: {method}: {_TOO_DEEP}"))
+        case Notification(method, _):
+            return Dropped(method, f"the notification is {_TOO_DEEP}")
+        case Response(msg_id, _) | ErrorResponse(msg_id, _):
+            return ErrorResponse(
+                msg_id, InvalidRequest(f"Invalid request: the answer is {_TOO_DEEP}")
+            )
 
 
 def request_id_or_none(value: Any) -> tuple[bool, RequestId]:

@@ -20,7 +20,8 @@ The tree (``code`` is the JSON-RPC error code on the wire)::
     ├── ConnectionNotStarted      sending before the connection has started
     ├── ConnectionClosed          sending on a connection that has closed
     ├── UnstableNotEnabled        an unstable method without `unstable=True`
-    └── WrongMethod               a method this connection cannot send or serve
+    ├── WrongMethod               a method this connection cannot send or serve
+    └── MessageTooDeep            a message nested deeper than the peer may take
 
 Raise an `AcpError` subclass in a handler to answer with that error; a request
 to the peer raises the `AcpError` subclass matching the code it answered with.
@@ -41,6 +42,7 @@ __all__ = (
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
+    "MessageTooDeep",
     "MethodNotFound",
     "ParseError",
     "PeerDisconnected",
@@ -204,3 +206,8 @@ class UnstableNotEnabled(ConnectionMisuse):
 
 class WrongMethod(ConnectionMisuse):
     """A method this connection cannot send or serve (wrong side, kind or name)."""
+
+
+class MessageTooDeep(ConnectionMisuse):
+    """A message nested deeper than `protocol.limits.MAX_JSON_DEPTH`: the peer would refuse it,
+    so it is never written (send a plainer form instead)."""
