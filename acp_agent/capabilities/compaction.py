@@ -32,9 +32,9 @@ from typing import Final, Literal, TypeAlias
 import anyio
 import attrs
 
-from acp_agent.capabilities._tags import tag
 from acp_agent.capabilities.guide import GuideEntry
 from acp_agent.capabilities.projection import ProjectedMessage, Projection
+from acp_agent.capabilities.tags import tag
 from acp_agent.capabilities.token_budget import TokenAccount, estimate_request_tokens
 from acp_agent.core import (
     Branch,

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities.tool import (
     ContentPart,
     DiffContent,
@@ -93,10 +94,14 @@ def decode_locations(stored: Sequence[Mapping[str, Any]] | None) -> tuple[Locati
 
 
 def json_safe(value: Any) -> Any:
-    """`value` if JSON can hold it, else its `repr` (a tool's raw output must not break a batch)."""
+    """`value` if JSON can hold it, else a short note (a tool's raw output must not break a
+    batch, nor, nested too deep, every later update and replay that shows it)."""
+    if nesting_exceeds(value):
+        logger.warning("a tool's raw output is %s; recording a note instead", TOO_DEEP)
+        return f"(the raw output is {TOO_DEEP}; not kept)"
     try:
         json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         logger.warning("a tool's raw output is not JSON; recording its repr")
-        return repr(value)
+        return repr(value)[:10_000]
     return value

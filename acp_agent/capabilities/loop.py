@@ -52,9 +52,14 @@ import attrs
 from acp_agent.capabilities.compaction import CompactionError, CompactionTrigger
 from acp_agent.capabilities.content import encode_locations
 from acp_agent.capabilities.model_source import ModelHandle, ModelSource
+from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities.recorder import CoalescingRecorder
 from acp_agent.capabilities.session_controls import SessionControls
-from acp_agent.capabilities.tool_executor import INVALID_ARGUMENTS_KEY, ToolExecutor
+from acp_agent.capabilities.tool_executor import (
+    INVALID_ARGUMENTS_KEY,
+    INVALID_REASON_KEY,
+    ToolExecutor,
+)
 from acp_agent.capabilities.toolset import ToolGeneration, ToolSet
 from acp_agent.core import (
     Branch,
@@ -517,12 +522,7 @@ class ModelLoop:
         self, request_id: str, call: ToolCall, generation: ToolGeneration
     ) -> ToolCallRequested:
         call_id = self._unique_call_id(call.call_id)
-        try:
-            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-        except ValueError:
-            arguments = None
-        if not isinstance(arguments, dict):
-            arguments = {INVALID_ARGUMENTS_KEY: call.arguments}
+        arguments = _arguments(call.arguments)
         title, kind, locations = call.name, "other", []
         tool = generation.tools.get(call.name)
         if tool is not None and INVALID_ARGUMENTS_KEY not in arguments:
@@ -591,6 +591,21 @@ def record_delta(
         waiting.pieces.append(text)
     else:
         recorder.add(DeltaPieces(kind, request_id, text))
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    """A call's arguments as recorded: the JSON object, or the raw text and why it is not one."""
+    try:
+        arguments = json.loads(text) if text.strip() else {}
+    except RecursionError:
+        return {INVALID_ARGUMENTS_KEY: text, INVALID_REASON_KEY: f"the arguments are {TOO_DEEP}"}
+    except ValueError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        return {INVALID_ARGUMENTS_KEY: text}
+    if nesting_exceeds(arguments):
+        return {INVALID_ARGUMENTS_KEY: text, INVALID_REASON_KEY: f"the arguments are {TOO_DEEP}"}
+    return arguments
 
 
 def _usage(reported: UsageReported | None) -> Usage:

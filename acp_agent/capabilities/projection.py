@@ -12,7 +12,8 @@ events                          message
 `ModelRequestStarted` ...       assistant: reasoning, text and tool calls of one
 (deltas, `ToolCallRequested`)   reply, in order
 `ToolResultRecorded`            user: the results for every call of the reply
-                                before it, in call order (once all are in)
+                                before it, in call order (once all are in); their
+                                runtime tag names neutralized (`tags`)
 state, rule, notification,      user: one tagged text part each, a message per
 branch message facts            batch; facts recorded while a reply or its tool
                                 calls are open join the results message after
@@ -36,8 +37,8 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities._tags import tag, wrap
 from acp_agent.capabilities.guide import GuideEntry
+from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities.notifications import render_notification
 from acp_agent.capabilities.rules import RuleLedger, render_rule_payload
 from acp_agent.capabilities.state_sources import (
@@ -45,6 +46,7 @@ from acp_agent.capabilities.state_sources import (
     render_state,
     render_state_cleared,
 )
+from acp_agent.capabilities.tags import neutralize_runtime_tags, tag, wrap
 from acp_agent.capabilities.token_budget import MESSAGE_OVERHEAD_TOKENS, estimate_text_tokens
 from acp_agent.core import (
     BranchMessageReceived,
@@ -92,6 +94,9 @@ MISSING_RESULT_TEXT: Final = (
     "No result was recorded for this call: it may not have run, or may have been cut "
     "off. Check the state before trying again."
 )
+#: What an event nested too deeply to encode is taken to cost (a rough guess: see
+#: `_event_tokens`).
+_DEEP_EVENT_TOKENS: Final = 1000
 #: The first line of every restatement.
 RESTATEMENT_PREAMBLE: Final = (
     "This confirms the rules and state that still hold where the summary ends. "
@@ -184,6 +189,11 @@ def user_input_parts(content: Sequence[dict[str, Any]]) -> list[Part]:
 
 
 def _result_text(payload: ToolResultRecorded) -> str:
+    """What the model reads of a result: outside content, so no runtime tag survives in it."""
+    return neutralize_runtime_tags(_raw_result_text(payload))
+
+
+def _raw_result_text(payload: ToolResultRecorded) -> str:
     if payload.model_text is not None:
         return payload.model_text
     pieces = []
@@ -203,6 +213,9 @@ def _result_text(payload: ToolResultRecorded) -> str:
 
 
 def _arguments_text(arguments: dict[str, Any]) -> str:
+    if nesting_exceeds(arguments):
+        # Only a store written before arguments were bounded at the edge holds these.
+        arguments = {"__invalid_arguments__": f"(arguments {TOO_DEEP}; not shown)"}
     return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -396,7 +409,11 @@ def _event_tokens(event: Event) -> int:
         overhead = MESSAGE_OVERHEAD_TOKENS
     else:
         overhead = 0
-    return overhead + estimate_text_tokens(encode_payload(event.payload))
+    try:
+        return overhead + estimate_text_tokens(encode_payload(event.payload))
+    except RecursionError:
+        # Only a store written before input was bounded at the edges holds such an event.
+        return overhead + _DEEP_EVENT_TOKENS
 
 
 class Projection:

@@ -102,6 +102,7 @@ from acp_agent.core import (
 __all__ = (
     "CANCELLED_ANSWER",
     "INVALID_ARGUMENTS_KEY",
+    "INVALID_REASON_KEY",
     "PRODUCER",
     "RESTART_NOT_STARTED",
     "RESTART_RUNNING",
@@ -115,6 +116,8 @@ logger = logging.getLogger(__name__)
 PRODUCER: Final = "capabilities.tools"
 #: The only key of recorded arguments that were not a JSON object; its value is the raw text.
 INVALID_ARGUMENTS_KEY: Final = "__invalid_arguments__"
+#: Beside `INVALID_ARGUMENTS_KEY`, when it is not simply "not a JSON object": why they were refused.
+INVALID_REASON_KEY: Final = "__invalid_reason__"
 #: `PermissionAnswered.outcome` for a question withdrawn unanswered.
 CANCELLED_ANSWER: Final = "cancelled"
 #: What the model reads for a call found running after a restart.
@@ -323,6 +326,10 @@ class ToolExecutor:
             return
         arguments = request.arguments
         if INVALID_ARGUMENTS_KEY in arguments:
+            reason = arguments.get(INVALID_REASON_KEY)
+            if isinstance(reason, str):
+                await self._record_unrun(call, f"Not run: {reason}.")
+                return
             raw = str(arguments[INVALID_ARGUMENTS_KEY])[:200]
             await self._record_unrun(call, f"Not run: the arguments are not a JSON object: {raw}")
             return

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import mcp.types as mcp_types
 
+from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities.tool import ContentPart, ImageContent, TextContent, ToolResult
 
 __all__ = ("MODEL_TEXT_LIMIT", "error_result", "to_tool_result")
@@ -78,6 +79,8 @@ def to_tool_result(result: mcp_types.CallToolResult) -> ToolResult:
         parts.append(part)
         texts.append(text)
     structured = result.structured_content
+    if nesting_exceeds(structured):
+        return error_result(f"The tool's structured result is {TOO_DEEP}; it was not used.")
     model_text = "\n".join(texts)
     if structured is not None and not any(
         isinstance(block, mcp_types.TextContent) for block in result.content

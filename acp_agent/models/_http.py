@@ -126,10 +126,10 @@ async def read_error_body(response: httpx.Response) -> bytes:
 
 
 def decode_json(body: bytes) -> Any:
-    """`body` as JSON, or None when it is not JSON."""
+    """`body` as JSON, or None when it is not JSON (or nests too deep to read)."""
     try:
         return json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -278,7 +278,7 @@ def _input(call: ToolCall) -> dict[str, Any]:
     """The call's arguments as the object Anthropic requires; {} when they are not one."""
     try:
         value = json.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         value = None
     if not isinstance(value, dict):
         logger.debug("tool call %s has arguments that are not a JSON object", call.call_id)
@@ -318,7 +318,7 @@ class _EventParser:
     def feed(self, sse: ServerSentEvent) -> list[ModelEvent]:
         try:
             data = json.loads(sse.data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ProviderResponseInvalid(
                 f"{self._provider} sent an event that is not JSON: "
                 f"{body_snippet(sse.data.encode())}",

@@ -297,7 +297,7 @@ class _ChunkParser:
             return self._end()
         try:
             chunk = json.loads(sse.data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             snippet = body_snippet(sse.data.encode())
             raise ProviderResponseInvalid(
                 f"{self._provider} sent a chunk that is not JSON: {snippet}",

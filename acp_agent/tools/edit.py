@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import attrs
 
+from acp_agent.capabilities.tags import restore_runtime_tags
 from acp_agent.capabilities.tool import (
     DiffContent,
     Effect,
@@ -161,6 +162,10 @@ def apply_replacements(
         if not found and not crlf and "\r\n" in work and "\r\n" not in old:
             # A file with mixed endings: try the model's lines with CRLF.
             old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+            found = work.count(old)
+        if not found and restore_runtime_tags(old) != old:
+            # Copied from a result, where `<state` reads `&lt;state` (see capabilities.tags).
+            old, new = restore_runtime_tags(old), restore_runtime_tags(new)
             found = work.count(old)
         if not found:
             hint = ""

@@ -2,7 +2,8 @@
 
 Tools: `add`, `echo`, `picture` (a PNG), `forecast` (structured content),
 `document` (an embedded resource), `crash` (exits mid-call, code 3),
-`grow_and_wait` (adds the tool `grown`, announces the list change, then
+`deep` (structured content nested 150 levels), `grow_and_wait` (adds the tool
+`grown`, announces the list change, then
 waits for `release`), `count` (reports progress), `pid`, `spawn_child`
 (starts a long `sleep` in the server's process group; returns its pid).
 
@@ -59,6 +60,15 @@ def picture() -> Image:
 def forecast(city: str) -> dict[str, Any]:
     """Tomorrow's weather, as structured content."""
     return {"city": city, "temperature_c": 21, "sky": "clear"}
+
+
+@server.tool()
+def deep() -> dict[str, Any]:
+    """Structured content nested 150 levels deep (deeper than the agent takes)."""
+    value: dict[str, Any] = {"leaf": True}
+    for _ in range(149):
+        value = {"next": value}
+    return value
 
 
 @server.tool()
