@@ -175,11 +175,24 @@ class Branch:
         async with self._turn_lock:
             if self.turn is not None:
                 raise AlreadyStarted(f"branch {self.id} is running turn {self.turn.turn_id}")
+            await self._record_owed_ending()
             turn = Turn(turn_id, self._record_payload)
             await self.record_fact(UserInputAdopted(turn_id, content))
             await self.scope.start(turn.host, name=f"turn {turn_id}")
             self._turn = turn
             return turn
+
+    async def _record_owed_ending(self) -> None:
+        """Record the ending the last turn could not (the store failed then); raises if it
+        still cannot, so no new turn begins on top of an open one."""
+        previous = self._turn
+        if previous is None:
+            return
+        await previous.wait_settled()
+        ending = previous.unrecorded_ending
+        if ending is not None:
+            await self.record_fact(ending)
+            previous.unrecorded_ending = None
 
     async def end_turn(self, turn_id: TurnId, stop_reason: str) -> None:
         """Record that the turn finished; its leftover work is cancelled. Idempotent."""

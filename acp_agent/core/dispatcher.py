@@ -56,8 +56,10 @@ class RebuildingSubscriber(Subscriber, Protocol):
 class Subscription:
     """One subscriber's delivery: its position, and how to end it."""
 
-    def __init__(self, subscriber: Subscriber, after: Seq) -> None:
+    def __init__(self, subscriber: Subscriber, after: Seq, timeline: Timeline) -> None:
         self.subscriber = subscriber
+        #: The timeline delivered from.
+        self.timeline = timeline
         #: The error `handle` raised, which ended delivery.
         self.error: Exception | None = None
         self._last_delivered_seq = after
@@ -115,7 +117,7 @@ class Dispatcher:
         """Deliver every published event after `after` (a batch end) to `subscriber`."""
         if after > self.timeline.last_published_seq:
             raise IllegalCut(f"cannot deliver after {after}: not published yet")
-        subscription = Subscription(subscriber, after)
+        subscription = Subscription(subscriber, after, self.timeline)
         self._subscriptions = [s for s in self._subscriptions if s.active]
         self._subscriptions.append(subscription)
         self._owner.start_soon(

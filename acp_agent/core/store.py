@@ -57,6 +57,7 @@ __all__ = (
     "StoreConflict",
     "StoreCorrupt",
     "StoreError",
+    "StoreFull",
     "StoreNotFound",
     "StoreUnavailable",
     "project_batch",
@@ -117,6 +118,15 @@ class StoreNotFound(StoreError, LookupError):
 
 class StoreUnavailable(StoreError):
     """The store cannot be used now (locked, I/O error, disk full, newer schema)."""
+
+
+class StoreFull(StoreUnavailable):
+    """The disk (or quota) is full: nothing more can be recorded until there is room."""
+
+    def __init__(self, message: str, *, location: str | None = None) -> None:
+        super().__init__(message)
+        #: Where the store keeps its data (for the person to free space there).
+        self.location = location
 
 
 class StoreCorrupt(StoreError):

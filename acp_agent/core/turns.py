@@ -6,6 +6,11 @@ recorded way: `TurnEnded` (its loop finished, or its work failed with
 `stop_reason="error"`) or `TurnInterrupted` (cancelled, or its branch closed
 under it; recorded once the work has settled). Ending a turn closes nothing
 else: the branch stays open for the next prompt.
+
+If the store cannot take the ending (a full disk), the turn still settles:
+`unrecorded_ending` holds the fact it owes and `record_error` why it is not
+on record, so whoever waits for the turn can answer anyway, and the branch
+records the owed ending before its next turn begins.
 """
 
 from __future__ import annotations
@@ -46,6 +51,10 @@ class Turn:
         self.turn_id = turn_id
         #: The error that ended the turn's work, if it failed.
         self.failure: Exception | None = None
+        #: The ending the turn could not record (the store failed), owed to the timeline.
+        self.unrecorded_ending: Payload | None = None
+        #: Why it could not be recorded.
+        self.record_error: Exception | None = None
         self._record = record
         self._state = TurnState.RUNNING
         self._cancel_scope = anyio.CancelScope()
@@ -81,9 +90,13 @@ class Turn:
         if self._state is not TurnState.RUNNING:
             return
         self._state = TurnState.ENDED
+        ending = TurnEnded(self.turn_id, stop_reason)
         try:
             with anyio.CancelScope(shield=True):  # once ENDED, the fact must land
-                await self._record(TurnEnded(self.turn_id, stop_reason))
+                await self._record(ending)
+        except Exception as exc:
+            self.unrecorded_ending, self.record_error = ending, exc
+            raise
         finally:
             self._cancel_scope.cancel()
 
@@ -98,6 +111,9 @@ class Turn:
             try:
                 with anyio.CancelScope(shield=True):
                     await self._record(TurnCancelRequested(self.turn_id))
+            except Exception as exc:
+                # Off the record (the store failed), the work is cancelled all the same.
+                logger.error("could not record the cancel of turn %s: %s", self.turn_id, exc)
             finally:
                 self._cancel_recorded.set()
                 self._cancel_scope.cancel()
@@ -133,5 +149,6 @@ class Turn:
         self._state = TurnState.ENDED
         try:
             await self._record(ending)
-        except Exception:
-            logger.exception("could not record the end of turn %s", self.turn_id)
+        except Exception as exc:
+            self.unrecorded_ending, self.record_error = ending, exc
+            logger.error("could not record the end of turn %s: %s", self.turn_id, exc)

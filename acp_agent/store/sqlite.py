@@ -16,7 +16,10 @@ of a process that is gone is taken over.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -48,6 +51,7 @@ from acp_agent.core import (
     StoreConflict,
     StoreCorrupt,
     StoreError,
+    StoreFull,
     StoreNotFound,
     StoreUnavailable,
     decode_event,
@@ -67,6 +71,8 @@ __all__ = (
 )
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 #: The database's file name inside the data directory.
 DATABASE_FILE_NAME: Final = "sessions.sqlite3"
@@ -130,7 +136,7 @@ class SqliteStore:
             connection = self._connection
             if connection is None:
                 raise StoreUnavailable(f"{what}: the store is closed")
-            with _translated(what):
+            with _translated(what, self.path):
                 return func(connection)
 
         return await anyio.to_thread.run_sync(guarded, limiter=self._limiter)
@@ -457,10 +463,14 @@ class SqliteStore:
                 return
             self._connection = None
             try:
-                with _translated("close"):
+                with _translated("close", self.path):
                     connection.execute(
                         "DELETE FROM session_leases WHERE owner_token = ?", (self._owner.token,)
                     )
+            except StoreError as exc:
+                # The leases stay behind (a full disk, say); the next process takes them
+                # over once this one has exited, so closing goes on.
+                logger.warning("leases not released at close: %s", exc)
             finally:
                 connection.close()
 
@@ -472,7 +482,7 @@ class SqliteStore:
 
 
 def _connect(path: Path, synchronous: Synchronous, busy_timeout_s: float) -> sqlite3.Connection:
-    with _translated(f"open {path}"):
+    with _translated(f"open {path}", path):
         path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(
             path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
@@ -499,12 +509,15 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:
-            db.execute("ROLLBACK")
+            # A rollback that fails too (the disk full again) must not hide the first error;
+            # SQLite rolls the transaction back itself when the connection is next used.
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
         raise
 
 
 @contextmanager
-def _translated(what: str) -> Iterator[None]:
+def _translated(what: str, path: Path) -> Iterator[None]:
     """Raise sqlite3's errors as the store error tree: who broke what."""
     try:
         yield
@@ -517,10 +530,14 @@ def _translated(what: str) -> Iterator[None]:
             error = StoreCorrupt(f"{what}: {exc}")
         elif name.startswith("SQLITE_CONSTRAINT"):
             error = StoreConflict(f"{what}: {exc}")
+        elif name == "SQLITE_FULL":
+            error = StoreFull(f"{what}: {exc}", location=str(path))
         else:
             error = StoreUnavailable(f"{what}: {exc}")
         raise error from exc
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StoreFull(f"{what}: {exc}", location=str(path)) from exc
         raise StoreUnavailable(f"{what}: {exc}") from exc
 
 

@@ -61,7 +61,12 @@ from acp_agent.adapters.acp.listing import (
     encode_cursor,
     session_info,
 )
-from acp_agent.adapters.acp.session import AcpSession, PendingPrompt, SessionStream
+from acp_agent.adapters.acp.session import (
+    AcpSession,
+    DeliveryStopped,
+    PendingPrompt,
+    SessionStream,
+)
 from acp_agent.adapters.acp.updates import ModelFacts, UpdateTranslator
 from acp_agent.core import (
     NO_SEQ,
@@ -74,6 +79,7 @@ from acp_agent.core import (
     SessionId,
     SessionPosition,
     StoreError,
+    StoreFull,
     StoreNotFound,
     TurnEnded,
     TurnId,
@@ -231,7 +237,7 @@ class AcpAgent:
     async def load_session(self, params: types.LoadSessionRequest) -> types.LoadSessionResponse:
         """Replay a stored session's conversation and commands, then answer; nothing follows."""
         _absolute(params.cwd, "cwd")
-        session_id = str(params.session_id)
+        session_id = _stored_id(params.session_id)
         acp_session = self._sessions.get(session_id)
         fresh = acp_session is None
         if acp_session is None:
@@ -241,12 +247,11 @@ class AcpAgent:
         replay = self._translator(replay=True)
         stream = acp_session.stream
         for event in await main.read(lte=covered):
-            for update in replay.translate(event):
-                stream.send(update)
+            stream.show(event, replay)
             if fresh:
-                stream.translator.translate(event)  # the live translator learns the history
+                stream.learn(event)  # the live translator learns the history
         if fresh:
-            main.dispatcher.subscribe(stream, after=covered)
+            stream.attach(main.dispatcher.subscribe(stream, after=covered))
         await _connect_mcp(acp_session.session, params.mcp_servers)
         commands = await self._commands(acp_session)
         stream.send(_commands_update(commands))
@@ -259,7 +264,7 @@ class AcpAgent:
     ) -> types.ResumeSessionResponse:
         """Re-attach a stored session without replaying it; commands and title follow."""
         _absolute(params.cwd, "cwd")
-        session_id = str(params.session_id)
+        session_id = _stored_id(params.session_id)
         acp_session = self._sessions.get(session_id)
         if acp_session is None:
             acp_session = self._attach(await self._open_stored(session_id))
@@ -280,7 +285,7 @@ class AcpAgent:
         """
         _absolute(params.cwd, "cwd")
         through = _through_prompt(params.meta)
-        source_id = str(params.session_id)
+        source_id = _stored_id(params.session_id)
         attached = self._sessions.get(source_id)
         source = attached.session if attached is not None else await self._open_stored(source_id)
         try:
@@ -336,16 +341,16 @@ class AcpAgent:
         return acp_session
 
     def _subscribe(self, acp_session: AcpSession) -> None:
-        main = acp_session.session.main
-        main.dispatcher.subscribe(acp_session.stream, after=main.timeline.last_published_seq)
+        main, stream = acp_session.session.main, acp_session.stream
+        stream.attach(main.dispatcher.subscribe(stream, after=main.timeline.last_published_seq))
 
     async def _learn_and_subscribe(self, acp_session: AcpSession) -> None:
         """Subscribe the live stream after what is published, having it learn the history."""
-        main = acp_session.session.main
+        main, stream = acp_session.session.main, acp_session.stream
         covered = main.timeline.last_published_seq
         for event in await main.read(lte=covered):
-            acp_session.stream.translator.translate(event)
-        main.dispatcher.subscribe(acp_session.stream, after=covered)
+            stream.learn(event)
+        stream.attach(main.dispatcher.subscribe(stream, after=covered))
 
     def _translator(self, *, replay: bool) -> UpdateTranslator:
         capabilities = self._client_capabilities or types.ClientCapabilities()
@@ -474,7 +479,7 @@ class AcpAgent:
         self, params: types.DeleteSessionRequest
     ) -> types.DeleteSessionResponse:
         """Close the session if open, then delete it; an unknown id is nothing to delete."""
-        session_id = str(params.session_id)
+        session_id = _stored_id(params.session_id)
         acp_session = self._sessions.pop(session_id, None)
         if acp_session is not None:
             await self._close(acp_session)
@@ -569,6 +574,7 @@ class AcpAgent:
         if pending.wait_scope.cancelled_caught:
             return cancelled
         turn_id: TurnId | None = None
+        storage: StoreError | None = None
         try:
             if pending.cancelled:
                 return cancelled
@@ -582,27 +588,40 @@ class AcpAgent:
             turn_id = TurnId(new_id("turn"))
             pending.turn_id = turn_id
             try:
-                await acp_session.loop.start_turn(turn_id, content)
+                turn = await acp_session.loop.start_turn(turn_id, content)
                 if pending.cancelled:  # a cancel came while the turn was starting
                     await acp_session.session.main.cancel_turn(turn_id)
-                outcome = await acp_session.stream.wait_turn_over(turn_id)
+                outcome = await acp_session.stream.wait_turn_over(turn_id, turn)
             except AlreadyStarted as exc:
                 raise InternalError(f"Internal error: {exc}") from None
+            except DeliveryStopped:
+                logger.exception("turn %s cannot be answered", turn_id)
+                raise InternalError(
+                    "Internal error: the session's updates stopped; see the agent log"
+                ) from None
             except anyio.get_cancelled_exc_class():
                 # The request itself was cancelled ($/cancel_request, or input ended):
                 # the turn is cancelled too, and gets a moment to record how it ended.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_SETTLE_BUDGET_S):
                     await acp_session.session.main.cancel_turn(turn_id)
                 raise
+            storage = _store_error_in(outcome.unrecorded) or _store_error_in(turn.failure)
             ended = isinstance(outcome.ending, TurnEnded)
-            if ended or (pending.cancelled and isinstance(outcome.ending, TurnInterrupted)):
+            if storage is None and (
+                ended or (pending.cancelled and isinstance(outcome.ending, TurnInterrupted))
+            ):
                 await self._title_after_exchange(acp_session, content)
+        except StoreError as exc:
+            # Nothing of the turn could be recorded (a full disk, most likely).
+            storage = exc
         finally:
             acp_session.turn_lock.release()
         if pending.cancelled:
             # Cancelled, even if the turn happened to finish at the same moment.
             logger.info("Turn %s in session %s cancelled", turn_id, acp_session.session_id)
             return cancelled
+        if storage is not None:
+            return _storage_failed(acp_session, storage)
         if not isinstance(outcome.ending, TurnEnded):
             return cancelled  # interrupted without our cancel: the session is closing
         stop = _STOP_REASONS.get(outcome.ending.stop_reason)
@@ -698,7 +717,68 @@ class _CommandHost:
         await self._agent._set_title(self._acp_session, title)
 
 
+def _storage_failed(acp_session: AcpSession, error: StoreError) -> types.PromptResponse:
+    """The answer to a prompt the store could not record: the person is told directly
+    (nothing can be recorded), and the turn ends normally so the editor is not stuck."""
+    kind = "storage_full" if isinstance(error, StoreFull) else "storage_unavailable"
+    where = getattr(error, "location", None)
+    if isinstance(error, StoreFull):
+        text = (
+            "The disk is full, so this turn could not be recorded and stopped"
+            + (f" (the session store is {where})" if where else "")
+            + ". Free some space and send your message again; the session goes on."
+        )
+    else:
+        text = f"The session store failed, so this turn stopped: {error}"
+    logger.error("turn in session %s stopped: %s", acp_session.session_id, error)
+    acp_session.stream.send(types.AgentMessageChunk(content=types.TextContent(text=text)))
+    meta = {"acp-agent": {"error": {"kind": kind, "message": str(error)}}}
+    return types.PromptResponse(stop_reason=types.StopReason.END_TURN, meta=meta)
+
+
+def _store_error_in(error: BaseException | None) -> StoreError | None:
+    """The store error `error` is or holds (a turn's task group wraps what it raised)."""
+    if isinstance(error, StoreError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _store_error_in(inner)
+            if found is not None:
+                return found
+    return None
+
+
+#: The longest session id a client may name (ours are 37 characters).
+_MAX_ID_CHARS = 256
+#: The longest path a client may name (Linux's PATH_MAX).
+_MAX_PATH_CHARS = 4096
+
+
+def _stored_id(value: str) -> str:
+    """A session id that may be looked up in the store; -32602 for one that cannot be
+    stored at all (the store would fail on it, not answer "not found")."""
+    if "\x00" in value or len(value) > _MAX_ID_CHARS:
+        raise InvalidParams("Invalid params: sessionId: not a session id")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidParams("Invalid params: sessionId: not valid Unicode") from None
+    return value
+
+
 def _absolute(path: str, field: str) -> str:
+    """`path` normalised, if it is one the file system can take; -32602 before anything is
+    stored if not (a NUL or a lone surrogate would make a session no one can open)."""
+    if "\x00" in path:
+        raise InvalidParams(f"Invalid params: {field}: must not contain a NUL character")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidParams(
+            f"Invalid params: {field}: must be valid Unicode (it holds a lone surrogate)"
+        ) from None
+    if len(path) > _MAX_PATH_CHARS:
+        raise InvalidParams(f"Invalid params: {field}: longer than {_MAX_PATH_CHARS} characters")
     if not os.path.isabs(path):
         raise InvalidParams(f"Invalid params: {field}: must be an absolute path")
     return os.path.normpath(path)
