@@ -1,0 +1,153 @@
+"""A full disk during a turn: the prompt is still answered, and the session goes on after.
+
+The agent's home is a small tmpfs of its own, filled to the last byte while a
+session is open. The next prompt streams more than fits: it is answered
+`end_turn` with `_meta["acp-agent"].error.kind == "storage_full"`, after one
+message telling the person the disk is full and where the store is. Once
+space is freed the session works again, and after a restart it loads, with
+the cut-short turn ended and nothing torn.
+
+Mounting needs root (CI runs as root); elsewhere the test says why it skips.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from protocol import methods, types
+from tests.agent.support import running_agent, text_of_updates, write_script
+from tests.support.steps import text_of
+
+pytestmark = pytest.mark.e2e
+
+#: The tmpfs: room for the store and logs, not for a long reply on a full disk.
+DISK_SIZE = "8m"
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs for the agent's home needs root")
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write a file until the disk is full; returns it (delete it to free the space)."""
+    filler = disk / "filler"
+    # Unbuffered: every write reaches the disk, and closing has nothing left to flush.
+    with filler.open("wb", buffering=0) as file:
+        for size in (65536, 4096, 512, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    file.write(b"\0" * size)
+    return filler
+
+
+def store_problems(database: Path) -> list[str]:
+    """What is torn in the store: integrity, gaps in seqs, prompts without one ending."""
+    problems = []
+    with sqlite3.connect(database) as db:
+        if db.execute("PRAGMA integrity_check").fetchone() != ("ok",):
+            problems.append("integrity_check failed")
+        rows = db.execute("SELECT seq, kind FROM events ORDER BY seq").fetchall()
+    if [seq for seq, _ in rows] != list(range(1, len(rows) + 1)):
+        problems.append("seqs are not dense")
+    open_turn = False
+    for _, kind in rows:
+        if kind == "user_input.adopted":
+            if open_turn:
+                problems.append("a prompt began before the last one ended")
+            open_turn = True
+        elif kind in ("turn.ended", "turn.interrupted"):
+            open_turn = False
+    if open_turn:
+        problems.append("the last prompt never ended")
+    return problems
+
+
+def texts(updates: list[types.SessionUpdate], kind: type) -> list[str]:
+    return [
+        u.content.text
+        for u in updates
+        if isinstance(u, kind) and isinstance(u.content, types.TextContent)
+    ]
+
+
+@pytest.mark.parametrize("when", ["mid-turn", "before the prompt"])
+async def test_a_full_disk_answers_the_prompt_and_the_session_recovers_once_freed(
+    small_disk: Path, tmp_path: Path, when: str
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    home = small_disk / "home"
+    # A first piece, a pause (where the test fills the disk), then 400 KB: far more than
+    # a full disk takes. Then, in a reply of its own, what the session says once healed.
+    script = write_script(
+        tmp_path / "s.json",
+        [{"text": "Starting. "}, {"sleep_ms": 300}, *[{"text": "x" * 4096}] * 100],
+        [{"text": "Back."}],
+    )
+    database = home / "data" / "sessions.sqlite3"
+
+    async with running_agent(home, script=script) as client:
+        session_id = await client.new_session(workspace)
+        if when == "mid-turn":
+            prompt = asyncio.create_task(client.prompt(session_id, "Write a lot."))
+            await client.wait_for_update(session_id, lambda u: "Starting" in text_of(u))
+            filler = fill(small_disk)
+            full = await prompt
+        else:
+            filler = fill(small_disk)
+            full = await client.prompt(session_id, "Write a lot.")
+        answered_at = len(client.updates_for(session_id))
+        filler.unlink()
+        again = await client.prompt(session_id, "And now?")
+        after = client.updates_for(session_id)[answered_at:]
+
+    assert full.stop_reason == types.StopReason.END_TURN
+    assert full.meta is not None
+    assert full.meta["acp-agent"]["error"]["kind"] == "storage_full"
+    told = texts(client.updates_for(session_id)[:answered_at], types.AgentMessageChunk)
+    assert told[-1].startswith("The disk is full")
+    assert str(database) in told[-1]
+    assert again.stop_reason == types.StopReason.END_TURN
+    assert again.meta is None
+    assert text_of_updates(after)  # the healed session answered
+    assert store_problems(database) == []
+
+    async with running_agent(home, script=script) as client:
+        await client.request(
+            methods.SESSION_LOAD,
+            types.LoadSessionRequest(session_id=session_id, cwd=str(workspace), mcp_servers=[]),
+        )
+        replay = client.updates_for(session_id)
+    prompts = texts(replay, types.UserMessageChunk)
+    if when == "mid-turn":
+        # The cut-short turn is on record up to where the disk filled, then ended.
+        assert prompts == ["Write a lot.", "And now?"]
+        assert text_of_updates(replay).startswith("Starting. ")
+        assert text_of_updates(replay).endswith("Back.")
+    else:
+        # Nothing of the first prompt could be recorded.
+        assert prompts == ["And now?"]
+    assert store_problems(database) == []
