@@ -4,7 +4,9 @@ stdout belongs to the protocol, so no handler ever writes there. The file
 takes records at the chosen level (default INFO); stderr, which editors
 show to users, takes WARNING and above (or the chosen level if stricter).
 Records name methods and ids, never message bodies: those carry file
-contents and possibly credentials.
+contents and possibly credentials. Every formatted record, ours and the
+libraries' (httpx and the MCP SDK log URLs), has the userinfo of its URLs
+shown as `***` (`acp_agent.url_credentials`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import logging
 import logging.handlers
 import sys
 from pathlib import Path
+
+from acp_agent.url_credentials import redact_url_credentials
 
 __all__ = ("DEFAULT_LEVEL", "configure_logging", "parse_level")
 
@@ -33,7 +37,7 @@ def configure_logging(level: int, log_file: Path | None) -> None:
     """Send records to stderr and, when it can be opened, to `log_file`."""
     root = logging.getLogger()
     root.setLevel(level)
-    formatter = logging.Formatter(_FORMAT)
+    formatter = _RedactingFormatter(_FORMAT)
 
     to_stderr = logging.StreamHandler(sys.stderr)
     to_stderr.setLevel(max(level, logging.WARNING))
@@ -56,3 +60,10 @@ def configure_logging(level: int, log_file: Path | None) -> None:
     to_file.setLevel(level)
     to_file.setFormatter(formatter)
     root.addHandler(to_file)
+
+
+class _RedactingFormatter(logging.Formatter):
+    """Formats as usual, then hides URL credentials in the whole text (traceback included)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_url_credentials(super().format(record))

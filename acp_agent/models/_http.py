@@ -8,7 +8,9 @@ event are retried as `RetryPolicy` allows; after it they become
 `StreamBroken`. httpx's exceptions are translated here, once, by
 `map_httpx_errors()`.
 
-Nothing here logs or raises request headers: they carry the API key.
+Nothing here logs or raises request headers: they carry the API key. The
+request goes to `UrlTarget.url` (no userinfo), and messages and log lines
+name `UrlTarget.shown` (userinfo as `***`, see `acp_agent.url_credentials`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from acp_agent.models.errors import (
 )
 from acp_agent.models.events import ModelEvent
 from acp_agent.models.retry import RetryPolicy
+from acp_agent.url_credentials import UrlTarget, redact_url_credentials
 
 __all__ = (
     "DEFAULT_TIMEOUT",
@@ -84,7 +87,12 @@ class ReplyParser(Protocol):
 
 @contextlib.contextmanager
 def map_httpx_errors(provider: str, url: str) -> Iterator[None]:
-    """Translate any httpx exception raised inside into the `ProviderError` tree."""
+    """Translate any httpx exception raised inside into the `ProviderError` tree.
+
+    The messages name `url` and quote httpx's own; any userinfo in either is
+    shown as `***`.
+    """
+    url = redact_url_credentials(url)
     try:
         yield
     except httpx.TimeoutException as exc:
@@ -93,26 +101,30 @@ def map_httpx_errors(provider: str, url: str) -> Iterator[None]:
         ) from exc
     except httpx.ConnectError as exc:
         raise ProviderConnectError(
-            f"{provider}: cannot connect to {url}: {exc}", provider=provider
+            f"{provider}: cannot connect to {url}: {_detail(exc)}", provider=provider
         ) from exc
     except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError) as exc:
         raise ProviderConnectionLost(
-            f"{provider}: the connection to {url} broke: {exc}", provider=provider
+            f"{provider}: the connection to {url} broke: {_detail(exc)}", provider=provider
         ) from exc
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         raise ProviderNotConfigured(
-            f"{provider}: {url} is not a usable http(s) URL ({exc}); check its base_url",
+            f"{provider}: {url} is not a usable http(s) URL ({_detail(exc)}); check its base_url",
             provider=provider,
         ) from exc
     except httpx.DecodingError as exc:
         raise ProviderResponseInvalid(
-            f"{provider}: cannot decode the reply from {url}: {exc}", provider=provider
+            f"{provider}: cannot decode the reply from {url}: {_detail(exc)}", provider=provider
         ) from exc
     except httpx.HTTPError as exc:
         raise ProviderTransportError(
-            f"{provider}: request to {url} failed: {type(exc).__name__}: {exc}",
+            f"{provider}: request to {url} failed: {type(exc).__name__}: {_detail(exc)}",
             provider=provider,
         ) from exc
+
+
+def _detail(exc: Exception) -> str:
+    return redact_url_credentials(str(exc))
 
 
 async def read_error_body(response: httpx.Response) -> bytes:
@@ -148,22 +160,26 @@ async def stream_reply(
     client: httpx.AsyncClient,
     *,
     provider: str,
-    url: str,
+    target: UrlTarget,
     headers: Mapping[str, str],
     body: Mapping[str, Any],
     retry: RetryPolicy,
     read_error: Callable[[httpx.Response, bytes], ProviderError],
     new_parser: Callable[[], ReplyParser],
 ) -> AsyncGenerator[ModelEvent, None]:
-    """Stream the reply to one POST of `body` to `url`; see the module docstring."""
+    """Stream the reply to one POST of `body` to `target`; see the module docstring.
+
+    `target.headers` (Basic auth from the URL's userinfo) are sent too; `headers` win.
+    """
     content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    headers = {**target.headers, **headers}
     attempts = 0
     while True:
         attempts += 1
         received = 0
         try:
             async with contextlib.aclosing(
-                _attempt(client, provider, url, headers, content, read_error, new_parser())
+                _attempt(client, provider, target, headers, content, read_error, new_parser())
             ) as events:
                 async for event in events:
                     received += 1
@@ -190,15 +206,15 @@ async def stream_reply(
 async def _attempt(
     client: httpx.AsyncClient,
     provider: str,
-    url: str,
+    target: UrlTarget,
     headers: Mapping[str, str],
     content: bytes,
     read_error: Callable[[httpx.Response, bytes], ProviderError],
     parser: ReplyParser,
 ) -> AsyncGenerator[ModelEvent, None]:
-    logger.debug("POST %s (%d bytes)", url, len(content))
-    with map_httpx_errors(provider, url):
-        async with client.stream("POST", url, headers=headers, content=content) as response:
+    logger.debug("POST %s (%d bytes)", target.shown, len(content))
+    with map_httpx_errors(provider, target.shown):
+        async with client.stream("POST", target.url, headers=headers, content=content) as response:
             if not response.is_success:
                 raise read_error(response, await read_error_body(response))
             if response.headers.get("content-type", "").startswith("application/json"):
@@ -219,7 +235,7 @@ async def _attempt(
                 tail = decoder.end()
             except SSETruncated as exc:
                 raise ProviderConnectionLost(
-                    f"{provider}: the stream from {url} ended in the middle of an event",
+                    f"{provider}: the stream from {target.shown} ended in the middle of an event",
                     provider=provider,
                 ) from exc
             for event in _parse(parser, tail):

@@ -30,6 +30,11 @@ How the stream is read: `message_start` (input and cache usage),
 Stop reasons: `end_turn`, `stop_sequence` and `pause_turn` (only server tools
 pause, and none are sent) → end_turn; `tool_use` → tool_use; `max_tokens` and
 `model_context_window_exceeded` → max_tokens; `refusal` → refusal.
+
+Authentication: the API key goes in `x-api-key`, so userinfo in the base URL
+(`https://user:pass@gateway`) does not compete with it: it is sent as
+`Authorization: Basic …` (see `acp_agent.url_credentials`). Messages show the
+URL with its userinfo as `***`.
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ from acp_agent.models.request import (
     ToolResult,
 )
 from acp_agent.models.retry import RetryPolicy, parse_retry_after
+from acp_agent.url_credentials import url_target
 
 __all__ = (
     "ANTHROPIC_BASE_URL",
@@ -111,7 +117,8 @@ class AnthropicProvider:
 
     * `client`: the `httpx.AsyncClient` to send with (its timeouts apply).
     * `name`: the configured provider name, used in messages.
-    * `base_url`: without the version path, e.g. `https://api.anthropic.com`.
+    * `base_url`: without the version path, e.g. `https://api.anthropic.com`; its
+      userinfo, if any, is sent as Basic auth (module docstring).
     * `api_key`: sent as `x-api-key`; None sends none.
     * `api_key_env`: where the key came from, named in authentication errors.
     * `retry`: when and how to retry before the first event.
@@ -129,7 +136,9 @@ class AnthropicProvider:
     ):
         self._client = client
         self._name = name
-        self._url = base_url.rstrip("/") + "/v1/messages"
+        self._target = url_target(
+            base_url.rstrip("/") + "/v1/messages", authorization=None, owner=name
+        )
         self._api_key = api_key
         self._key_hint = KeyHint(api_key_env, key_present=api_key is not None)
         self._retry = retry if retry is not None else RetryPolicy()
@@ -139,7 +148,7 @@ class AnthropicProvider:
         return self._name
 
     def __repr__(self) -> str:
-        return f"AnthropicProvider(name={self._name!r}, url={self._url!r})"
+        return f"AnthropicProvider(name={self._name!r}, url={self._target.shown!r})"
 
     def stream(self, request: ModelRequest) -> ModelStream:
         headers = {
@@ -153,7 +162,7 @@ class AnthropicProvider:
             stream_reply(
                 self._client,
                 provider=self._name,
-                url=self._url,
+                target=self._target,
                 headers=headers,
                 body=request_body(request),
                 retry=self._retry,

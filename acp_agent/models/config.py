@@ -51,6 +51,11 @@ The config file, `config.toml` in the config directory::
 
 Keys are never written in the file, only the names of variables that hold
 them. Unknown keys are errors, so a typo does not silently do nothing.
+
+A `base_url` (or `OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) may carry userinfo
+for a proxy, `http://user:pass@proxy/v1`: it is shown as `http://***@proxy/v1`
+everywhere, and authenticates only where the provider's key does not already
+fill the `Authorization` header (see `acp_agent.url_credentials`).
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ import attrs
 
 from acp_agent.models.errors import ConfigFileInvalid, ProviderNotConfigured
 from acp_agent.models.events import UsageReported
+from acp_agent.url_credentials import redact_url_credentials
 
 if TYPE_CHECKING:
     import httpx
@@ -129,7 +135,8 @@ class ProviderSettings:
 
     name: str
     kind: ProviderKind
-    base_url: str
+    #: May carry userinfo (`http://user:pass@proxy/v1`): shown as `***`, even in the repr.
+    base_url: str = attrs.field(repr=redact_url_credentials)
     api_key_env: str | None = None
     models: tuple[str, ...] = ()
     max_tokens_field: MaxTokensField = "max_tokens"

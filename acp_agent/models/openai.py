@@ -25,6 +25,12 @@ How the stream is read: `choices[0].delta.content` is text; `reasoning_content`
 max_tokens, `content_filter` → refusal (a `stop` after tool calls, as some
 servers send, is tool_use); the chunk with `usage` reports tokens; `data: [DONE]`
 ends the reply. A chunk with an `error` object (OpenRouter, vLLM) is an error event.
+
+Authentication: the API key is `Authorization: Bearer <key>`. Userinfo in the
+base URL (`http://user:pass@proxy/v1`) becomes `Authorization: Basic …` only
+when no key is configured; with a key the key wins and the userinfo is ignored,
+with one warning (see `acp_agent.url_credentials`). Messages show the URL with
+its userinfo as `***`.
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ from acp_agent.models.request import (
     ToolResult,
 )
 from acp_agent.models.retry import RetryPolicy, parse_retry_after
+from acp_agent.url_credentials import url_target
 
 __all__ = ("OPENAI_BASE_URL", "MaxTokensField", "OpenAIProvider")
 
@@ -93,8 +100,9 @@ class OpenAIProvider:
 
     * `client`: the `httpx.AsyncClient` to send with (its timeouts apply).
     * `name`: the configured provider name, used in messages (`openai`, `ollama`).
-    * `base_url`: up to and including the version, e.g. `http://127.0.0.1:11434/v1`.
-    * `api_key`: sent as a bearer token; None sends no `Authorization` header.
+    * `base_url`: up to and including the version, e.g. `http://127.0.0.1:11434/v1`;
+      its userinfo, if any, authenticates only without `api_key` (module docstring).
+    * `api_key`: sent as a bearer token; None sends no bearer token.
     * `api_key_env`: where the key came from, named in authentication errors.
     * `max_tokens_field`: which field carries `max_output_tokens`.
     * `retry`: when and how to retry before the first event.
@@ -113,7 +121,11 @@ class OpenAIProvider:
     ):
         self._client = client
         self._name = name
-        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._target = url_target(
+            base_url.rstrip("/") + "/chat/completions",
+            authorization=None if api_key is None else (api_key_env or "the API key"),
+            owner=name,
+        )
         self._api_key = api_key
         self._key_hint = KeyHint(api_key_env, key_present=api_key is not None)
         self._max_tokens_field = max_tokens_field
@@ -124,7 +136,7 @@ class OpenAIProvider:
         return self._name
 
     def __repr__(self) -> str:
-        return f"OpenAIProvider(name={self._name!r}, url={self._url!r})"
+        return f"OpenAIProvider(name={self._name!r}, url={self._target.shown!r})"
 
     def stream(self, request: ModelRequest) -> ModelStream:
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
@@ -134,7 +146,7 @@ class OpenAIProvider:
             stream_reply(
                 self._client,
                 provider=self._name,
-                url=self._url,
+                target=self._target,
                 headers=headers,
                 body=request_body(request, max_tokens_field=self._max_tokens_field),
                 retry=self._retry,

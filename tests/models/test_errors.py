@@ -153,3 +153,16 @@ def test_keys_are_redacted_from_provider_messages() -> None:
     assert redact_secrets(message, ["s3cr3t", None]) == (
         "Incorrect API key provided: [redacted]. Also [redacted] and [redacted]."
     )
+
+
+def test_translated_httpx_errors_show_url_userinfo_as_stars() -> None:
+    url = "http://user:s3cr3t@proxy.example/v1/chat/completions"
+    raised = httpx.InvalidURL(f"Invalid port in {url}")
+
+    with pytest.raises(ProviderError) as caught, map_httpx_errors("openai", url):
+        raise raised
+
+    assert str(caught.value) == (
+        "openai: http://***@proxy.example/v1/chat/completions is not a usable http(s) URL "
+        "(Invalid port in http://***@proxy.example/v1/chat/completions); check its base_url"
+    )
