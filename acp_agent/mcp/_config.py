@@ -18,6 +18,8 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
+from acp_agent.url_credentials import redact_url_credentials
+
 __all__ = (
     "DEFAULT_STARTUP_TIMEOUT_S",
     "HttpServerConfig",
@@ -88,7 +90,8 @@ class StdioServerConfig(_ServerConfig):
 class HttpServerConfig(_ServerConfig):
     """A server reached over streamable HTTP (MCP's current remote transport)."""
 
-    url: str
+    #: May carry userinfo (`https://user:token@host/mcp`): shown as `***`, even in the repr.
+    url: str = attrs.field(repr=redact_url_credentials)
     headers: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_pairs)
 
     @property
@@ -100,7 +103,8 @@ class HttpServerConfig(_ServerConfig):
 class SseServerConfig(_ServerConfig):
     """A server reached over HTTP with server-sent events (deprecated by MCP, still common)."""
 
-    url: str
+    #: May carry userinfo, like `HttpServerConfig.url`.
+    url: str = attrs.field(repr=redact_url_credentials)
     headers: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_pairs)
 
     @property

@@ -6,6 +6,11 @@ transport's read side reaching end of stream, or the transport failing) and
 never outlives it: a call on an ended connection fails at once with a
 result saying why. A reconnect is a new connection with new tools; tools of
 the old one keep failing clearly rather than quietly running on the new one.
+
+An HTTP or SSE server's URL may carry userinfo: the server's own
+`Authorization` header wins over it (the userinfo is then ignored, with one
+warning), otherwise it is sent as Basic auth; the SDK gets the URL without
+it, and error texts show it as `***` (`acp_agent.url_credentials`).
 """
 
 from __future__ import annotations
@@ -39,9 +44,16 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
-from acp_agent.mcp._config import HttpServerConfig, McpOrigin, McpServerConfig, StdioServerConfig
+from acp_agent.mcp._config import (
+    HttpServerConfig,
+    McpOrigin,
+    McpServerConfig,
+    SseServerConfig,
+    StdioServerConfig,
+)
 from acp_agent.mcp._results import error_result, to_tool_result
 from acp_agent.mcp._stdio import ServerProcess, stdio_transport
+from acp_agent.url_credentials import redact_url_credentials, url_target
 
 __all__ = ("Connection", "ConnectionFailed", "McpTool", "describe_error", "open_connection")
 
@@ -59,9 +71,16 @@ _MAX_LIST_PAGES: Final = 100
 
 
 def describe_error(exc: BaseException) -> str:
-    """One line for an error, looking inside exception groups for the real causes."""
+    """One line for an error, looking inside exception groups for the real causes.
+
+    URLs in it (httpx quotes the URL of a failed request) show userinfo as `***`.
+    """
+    return redact_url_credentials(_describe(exc))
+
+
+def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
-        leaves = [describe_error(inner) for inner in exc.exceptions]
+        leaves = [_describe(inner) for inner in exc.exceptions]
         return "; ".join(dict.fromkeys(leaves))
     if isinstance(exc, ConnectionFailed):
         return str(exc)
@@ -132,15 +151,29 @@ async def _transport(
         ) as (read, write):
             yield _WatchedReadStream(read, ended), write
     elif isinstance(config, HttpServerConfig):
+        url, headers = _http_target(config)
         async with (
-            httpx2.AsyncClient(headers=dict(config.headers), timeout=_HTTP_TIMEOUT) as http,
+            httpx2.AsyncClient(headers=headers, timeout=_HTTP_TIMEOUT) as http,
             # Leaving it sends DELETE for the server's session: HTTP sessions are closed too.
-            streamable_http_client(config.url, http_client=http) as (read, write),
+            streamable_http_client(url, http_client=http) as (read, write),
         ):
             yield _WatchedReadStream(read, ended), write
     else:
-        async with sse_client(config.url, headers=dict(config.headers)) as (read, write):
+        url, headers = _http_target(config)
+        async with sse_client(url, headers=headers) as (read, write):
             yield _WatchedReadStream(read, ended), write
+
+
+def _http_target(config: HttpServerConfig | SseServerConfig) -> tuple[str, dict[str, str]]:
+    """The URL without userinfo, and the headers to send (see the module docstring)."""
+    headers = dict(config.headers)
+    has_authorization = any(name.lower() == "authorization" for name in headers)
+    target = url_target(
+        config.url,
+        authorization="its Authorization header" if has_authorization else None,
+        owner=f"MCP server {config.name!r}",
+    )
+    return target.url, {**target.headers, **headers}
 
 
 @attrs.define(eq=False)

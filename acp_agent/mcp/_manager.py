@@ -72,6 +72,7 @@ from acp_agent.mcp._connection import (
 )
 from acp_agent.mcp._names import assign_tool_names
 from acp_agent.mcp._settings import DisabledServer
+from acp_agent.url_credentials import redact_url_credentials
 
 __all__ = (
     "McpEvent",
@@ -480,6 +481,8 @@ class _ServerRunner:
         )
 
     def _set(self, state: ServerState, error: str | None = None) -> None:
+        # Every status text (`/mcp`, notifications, logs) comes from here: no URL credentials.
+        error = redact_url_credentials(error) if error is not None else None
         if (state, error) == (self._state, self._error):
             return
         previous = self._state

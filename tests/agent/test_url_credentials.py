@@ -1,13 +1,14 @@
 """Credentials in URLs never reach logs, stderr, the chat or the store.
 
 `OPENAI_BASE_URL=http://user:secret@host/v1` is a real way to reach a server
-behind a proxy; the password must not show wherever the URL is shown. Each
-test runs the real agent at DEBUG against the fake provider failing one way
-(a refused key, rate limits and overload after retries, a refused connection,
-a stream broken off) and then reads every place the secret could have gone:
-stderr, the log file, the SQLite file's bytes (and its write-ahead log) and
-every line on the wire, both ways. How userinfo authenticates is checked on
-the headers the fake server received.
+behind a proxy, and so is an MCP server's URL; the password must not show
+wherever the URL is shown. Each test runs the real agent at DEBUG against
+the fake provider failing one way (a refused key, rate limits and overload
+after retries, a refused connection, a stream broken off, MCP servers that
+fail) and then reads every place the secret could have gone: stderr, the log
+file, the SQLite file's bytes (and its write-ahead log) and every line the
+agent wrote. How userinfo authenticates is checked on the headers the fake
+server received.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from acp_agent.store import DATABASE_FILE_NAME
-from protocol import types
-from tests.agent.support import AnsweringClient, running_agent, text_of_updates
-from tests.support import agent_env
+from protocol import methods, types
+from tests.agent.support import AnsweringClient, running_agent, text_of_updates, write_script
+from tests.support import UPDATE_TIMEOUT_S, agent_env
 from tests.support.fake_provider import (
     Exchange,
     FakeProviderServer,
@@ -220,3 +222,55 @@ async def test_anthropic_sends_url_userinfo_as_basic_auth_beside_its_key(
     places = places_the_secret_could_be(home, client)
     assert [where for where, data in places.items() if SECRET.encode() in data] == []
     assert "userinfo" not in "".join(client.stderr_lines)
+
+
+async def stored_bytes_contain(home: Path, text: str) -> None:
+    """Wait until `text` is in the SQLite file or its write-ahead log (recorded, not shown)."""
+    # A file has no change event to wait for, and nothing on the wire says the
+    # notification was recorded: re-read it until it holds the text.
+    with anyio.fail_after(UPDATE_TIMEOUT_S):
+        while not any(  # noqa: ASYNC110
+            text.encode() in path.read_bytes()
+            for path in (home / "data").glob(f"{DATABASE_FILE_NAME}*")
+        ):
+            await anyio.sleep(0.05)
+
+
+async def test_mcp_server_urls_never_show_their_password_and_their_headers_win(
+    tmp_path: Path, server: FakeProviderServer
+):
+    port = int(server.base_url.rsplit(":", 1)[1])
+    userinfo_url = f"http://{USER}:{SECRET}@127.0.0.1:{port}"
+    servers: list[types.McpServer] = [
+        # The fake server answers GET with 501, and httpx's error quotes the URL.
+        types.McpServerSse(name="docs", url=f"{userinfo_url}/sse", headers=[]),
+        types.McpServerHttp(
+            name="api",
+            url=f"{userinfo_url}/api",
+            headers=[types.HttpHeader(name="Authorization", value="Bearer mcp-token")],
+        ),
+        types.McpServerHttp(name="wiki", url=f"{userinfo_url}/wiki", headers=[]),
+    ]
+    home = tmp_path / "home"
+    script = write_script(tmp_path / "script.json", [{"text": "."}])
+
+    async with running_agent(home, script=script, args=DEBUG) as client:
+        response = await client.request(
+            methods.SESSION_NEW, types.NewSessionRequest(cwd=str(tmp_path), mcp_servers=servers)
+        )
+        session_id = str(response.session_id)
+        await client.prompt(session_id, "/mcp")
+        status = text_of_updates(client.updates_for(session_id))
+        await stored_bytes_contain(home, "MCP server `docs` failed")
+    client.sent.clear()  # the editor's own session/new holds the URLs it was given
+
+    assert "**docs** (sse, editor): failed" in status
+    assert "501" in status
+    places = places_the_secret_could_be(home, client)
+    assert [where for where, data in places.items() if SECRET.encode() in data] == []
+    authorizations = {request.path: request.headers["authorization"] for request in server.requests}
+    basic = base64.b64encode(f"{USER}:{SECRET}".encode()).decode()
+    assert authorizations == {"/api": "Bearer mcp-token", "/wiki": f"Basic {basic}"}
+    warnings = [line for line in "".join(client.stderr_lines).splitlines() if "userinfo" in line]
+    assert len(warnings) == 1
+    assert f"http://***@127.0.0.1:{port}/api" in warnings[0]
