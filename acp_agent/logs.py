@@ -3,6 +3,9 @@
 stdout belongs to the protocol, so no handler ever writes there. The file
 takes records at the chosen level (default INFO); stderr, which editors
 show to users, takes WARNING and above (or the chosen level if stricter).
+A log file that cannot be written (a full disk, a lost mount) is reported
+once on stderr, in one line, and then no longer written until the agent
+restarts; stderr logging goes on.
 Records name methods and ids, never message bodies: those carry file
 contents and possibly credentials. Every formatted record, ours and the
 libraries' (httpx and the MCP SDK log URLs), has the userinfo of its URLs
@@ -11,6 +14,7 @@ shown as `***` (`acp_agent.url_credentials`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import logging.handlers
 import sys
@@ -51,9 +55,7 @@ def configure_logging(level: int, log_file: Path | None) -> None:
         return
     try:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        to_file = logging.handlers.RotatingFileHandler(
-            log_file, maxBytes=5 * 1024 * 1024, backupCount=3, encoding="utf-8"
-        )
+        to_file = _LogFile(log_file, maxBytes=5 * 1024 * 1024, backupCount=3, encoding="utf-8")
     except OSError as exc:
         root.warning("Cannot write the log file %s: %s", log_file, exc)
         return
@@ -67,3 +69,36 @@ class _RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return redact_url_credentials(super().format(record))
+
+
+class _LogFile(logging.handlers.RotatingFileHandler):
+    """The rotating log file, given up for good on the first record it cannot write.
+
+    `logging.Handler.handleError` prints a full traceback to stderr for every
+    failing record: on a full disk that is a traceback per record, burying what
+    the editor shows. Instead the first failure is one warning (through the
+    other handlers, so on stderr) and the file is closed. It stays closed until
+    restart rather than retrying after a while: a disk rarely frees itself
+    during an editor session, each retry would cost an exception per record,
+    and a file with holes in it misleads more than one that stops where it says.
+    """
+
+    failed = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.failed:
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if self.failed:
+            return
+        self.failed = True
+        error = sys.exc_info()[1]
+        with contextlib.suppress(OSError, ValueError):
+            self.close()  # its buffer cannot be flushed either
+        logging.getLogger(__name__).warning(
+            "Cannot write the log file %s (%s); it is no longer written until acp-agent "
+            "restarts, stderr still is",
+            self.baseFilename,
+            error,
+        )

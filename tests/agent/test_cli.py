@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 import acp_agent
+from protocol import types
+from tests.agent.support import running_agent, text_of_updates
 from tests.support import SCRIPTS
 from tests.support.raw_agent import RawAgent
 
@@ -134,3 +136,28 @@ def test_message_bodies_never_reach_the_logs_even_at_debug(tmp_path: Path):
     assert agent.stop() == 0
     assert secret not in (tmp_path / "logs" / "acp-agent.log").read_text()
     assert secret.encode() not in bytes(agent.stderr)
+
+
+async def test_a_log_file_on_a_full_disk_is_reported_once_and_the_agent_goes_on(tmp_path: Path):
+    home = tmp_path / "home"
+    (home / "logs").mkdir(parents=True)
+    (home / "logs" / "acp-agent.log").symlink_to("/dev/full")  # every write: ENOSPC
+    script = SCRIPTS / "greeting.json"
+
+    async with running_agent(home, script=script, args=("--log-level", "DEBUG")) as client:
+        session_id = await client.new_session(tmp_path)
+        responses = [await client.prompt(session_id, "Hello")]
+        # A template named like a built-in command: each later prompt warns about it.
+        (tmp_path / ".acp-agent" / "commands").mkdir(parents=True)
+        (tmp_path / ".acp-agent" / "commands" / "help.md").write_text("Not the real help.")
+        responses += [await client.prompt(session_id, f"Hello {n}") for n in range(2)]
+        texts = text_of_updates(client.updates_for(session_id))
+    lines = "".join(client.stderr_lines).splitlines()
+
+    assert [response.stop_reason for response in responses] == [types.StopReason.END_TURN] * 3
+    assert texts == "Hello, world." + "Second reply." * 2
+    assert not [line for line in lines if "Traceback" in line or "Logging error" in line]
+    [problem] = [n for n, line in enumerate(lines) if "acp-agent.log" in line]
+    assert "No space left on device" in lines[problem]
+    # stderr logging goes on after the file stopped.
+    assert any("/help is a built-in command" in line for line in lines[problem + 1 :])
