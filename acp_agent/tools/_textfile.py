@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
+import secrets
 import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -213,12 +213,17 @@ async def load_snapshot(path: Path, client: ClientBridge) -> FileSnapshot:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` through a temporary file beside it and a rename.
+
+    An existing file keeps its mode; a new one gets the mode any new file gets
+    (`0o666` less the umask, or the directory's default ACL).
+    """
     try:
         mode: int | None = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = None
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, temp_name = _create_temporary_beside(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -231,6 +236,36 @@ def _write_atomically(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp_name)
         raise
+
+
+#: How the temporary file is opened: like `tempfile.mkstemp`, never following a symlink.
+_TEMPORARY_FLAGS: Final = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _create_temporary_beside(path: Path) -> tuple[int, str]:
+    """A new, empty `.<name>.<random>.tmp` next to `path`: its descriptor and its path.
+
+    Not `tempfile.mkstemp`: that creates the file 0o600, so a new file written
+    through it would end up private. Correcting the mode afterwards would need
+    the umask, and reading it (`os.umask`) means setting it, which races with
+    every other thread creating a file meanwhile. Opening with mode 0o666 lets
+    the kernel apply the umask (or the directory's default ACL) itself, exactly
+    as for any program creating a file, with nothing read or set.
+    """
+    for _ in range(100):
+        candidate = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(candidate, _TEMPORARY_FLAGS, 0o666), str(candidate)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 async def store_text(

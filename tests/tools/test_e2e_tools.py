@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import http.server
 import json
+import stat
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -113,14 +114,18 @@ async def running_agent(
     *,
     decide: Decision = allow_all,
     terminals: bool = True,
+    umask: int = -1,
 ) -> AsyncIterator[Agent]:
-    """The real agent playing `replies`, with a session open in `workspace`."""
+    """The real agent playing `replies`, with a session open in `workspace`.
+
+    `umask`: the agent's umask (-1 leaves this process's).
+    """
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"replies": [*replies, [{"text": "Done."}]]}))
     async with contextlib.AsyncExitStack() as stack:
         editor = await stack.enter_async_context(EditorBridge()) if mode == "editor" else None
         client = EditorAcpClient(editor, decide=decide, terminals=terminals)
-        await client.start_io(*agent_with_script(script))
+        await client.start_io(*agent_with_script(script), umask=umask)
         try:
             await client.initialize_editor()
             agent = Agent(client, editor, workspace)
@@ -177,6 +182,31 @@ async def test_an_edit_conflict_is_refused_and_succeeds_after_a_fresh_read(
     assert file.read_text() == "x = 10\ny = 3\n"
     if agent.editor is not None:
         assert ("fs/write_text_file", str(file)) in agent.editor.calls
+
+
+@pytest.mark.parametrize("umask", [0o027, 0o002], ids=oct)
+async def test_a_new_file_written_on_disk_gets_the_umask_mode_and_an_existing_one_keeps_its_own(
+    tmp_path: Path, workspace: Path, umask: int
+) -> None:
+    script = workspace / "run.sh"
+    script.write_text("echo hi\n")
+    script.chmod(0o751)
+    replies = [
+        [
+            call("w1", "write", path="notes/new.txt", content="new\n"),
+            call("r1", "read", path="run.sh"),
+        ],
+        [call("e1", "edit", path="run.sh", old_text="hi", new_text="there")],
+    ]
+    async with running_agent(tmp_path, workspace, "no-client", replies, umask=umask) as agent:
+        await agent.prompt()
+    assert [agent.final(call_id)["status"] for call_id in ("w1", "e1")] == ["completed"] * 2
+    new = workspace / "notes" / "new.txt"
+    assert new.read_text() == "new\n"
+    assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE(new.parent.stat().st_mode) == 0o777 & ~umask
+    assert script.read_text() == "echo there\n"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o751
 
 
 async def test_crlf_and_non_utf8_files_round_trip_and_their_diffs_match_exactly(
