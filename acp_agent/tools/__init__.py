@@ -4,7 +4,8 @@
 implements `acp_agent.capabilities.tool.Tool`; none knows ACP. Paths are
 resolved against the session's roots (`_workspace`), files go through the
 editor when it offers `fs/*` (`_textfile`), and commands through its
-terminals when it offers `terminal/*` (`shell`).
+terminals when it offers `terminal/*` (`shell`). `fenced` is the one way a
+tool's text, or a question about a call, is put in a Markdown code block.
 
 | tool     | kind    | effect    |
 | -------- | ------- | --------- |
@@ -24,6 +25,7 @@ terminals when it offers `terminal/*` (`shell`).
 from __future__ import annotations
 
 from acp_agent.capabilities.tool import Tool
+from acp_agent.tools._common import fenced
 from acp_agent.tools.delete import DeleteTool
 from acp_agent.tools.edit import EditTool
 from acp_agent.tools.fetch import FetchTool
@@ -47,6 +49,7 @@ __all__ = (
     "ShellTool",
     "WriteTool",
     "builtin_tools",
+    "fenced",
 )
 
 

@@ -6,6 +6,7 @@ terminals or files), in a workspace of the test's own, against a real SQLite fil
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,38 @@ async def test_nothing_in_files_tool_output_rules_or_tags_grants_permission(tmp_
     assert [r.tool_call.tool_call_id for r in client.permission_requests] == ["g1", "g2"]
     assert calls_of(updates, "g2")[-1].status == types.ToolCallStatus.FAILED
     assert not (workspace / "after.txt").exists()
+
+
+def fenced_body(text: str) -> tuple[str, list[str]]:
+    """The opening fence of the first code block in `text`, and its lines up to the line
+    that closes it, read as CommonMark does (a closing fence is at least as long)."""
+    lines = text.split("\n")
+    start = next(n for n, line in enumerate(lines) if re.fullmatch(r"`{3,}", line))
+    fence = lines[start]
+    for end in range(start + 1, len(lines)):
+        closing = re.fullmatch(r" {0,3}(`+)[ \t]*", lines[end])
+        if closing and len(closing.group(1)) >= len(fence):
+            return fence, lines[start + 1 : end]
+    raise AssertionError(f"the code block is never closed:\n{text}")
+
+
+async def test_a_command_full_of_backtick_fences_is_asked_about_in_a_fence_it_cannot_close(
+    tmp_path: Path,
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    command = "cat > fences.md <<'EOF'\n```\n````\n`````\nEOF"
+    script = write_script(
+        tmp_path / "fences.json", [shell(command, "f1")], [{"text": "Not written."}]
+    )
+    async with running_agent(tmp_path / "home", script=script) as client:
+        session_id = await client.new_session(workspace)
+        client.answers = ["reject_once"]
+        await client.prompt(session_id)
+
+    [question] = client.permission_requests
+    shown = question.tool_call.content[0].content.text  # type: ignore[index,union-attr]
+    fence, body = fenced_body(shown)
+    assert body == command.split("\n")
+    assert fence == "``````"
+    assert not (workspace / "fences.md").exists()

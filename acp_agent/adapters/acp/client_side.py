@@ -4,8 +4,9 @@
 `fs/read_text_file`, `fs/write_text_file` and `terminal/*`, each offered
 only when the client advertised it. `AcpPermissionPrompter` asks permission
 questions with `session/request_permission`, showing the call and the full
-command or path, with the four answers; a question the client cancels (it
-must, once it sent `session/cancel`) or cannot answer counts as cancelled.
+command or path (in a code fence no line of it can close, `fenced`), with the
+four answers; a question the client cancels (it must, once it sent
+`session/cancel`) or cannot answer counts as cancelled.
 """
 
 from __future__ import annotations
@@ -205,8 +206,11 @@ class AcpPermissionPrompter:
 
 
 def _question_text(question: PermissionQuestion) -> str:
-    fence = "````" if "```" in question.target else "```"
-    lines = [f"`{question.tool}` asks for:\n{fence}\n{question.target}\n{fence}"]
+    # Imported here: acp_agent.tools loads every tool, which the first `initialize` need
+    # not wait for; a question comes from a tool, so they are loaded by now.
+    from acp_agent.tools import fenced
+
+    lines = [f"`{question.tool}` asks for:\n{fenced(question.target)}"]
     if question.note:
         lines.append(question.note)
     return "\n\n".join(lines)
