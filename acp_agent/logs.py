@@ -6,6 +6,7 @@ show to users, takes WARNING and above (or the chosen level if stricter).
 A log file that cannot be written (a full disk, a lost mount) is reported
 once on stderr, in one line, and then no longer written until the agent
 restarts; stderr logging goes on.
+
 Records name methods and ids, never message bodies: those carry file
 contents and possibly credentials. Every formatted record, ours and the
 libraries' (httpx and the MCP SDK log URLs), has the userinfo of its URLs
@@ -72,7 +73,7 @@ class _RedactingFormatter(logging.Formatter):
 
 
 class _LogFile(logging.handlers.RotatingFileHandler):
-    """The rotating log file, given up for good on the first record it cannot write.
+    """The rotating log file, given up for good on the first write that fails (`OSError`).
 
     `logging.Handler.handleError` prints a full traceback to stderr for every
     failing record: on a full disk that is a traceback per record, burying what
@@ -90,10 +91,14 @@ class _LogFile(logging.handlers.RotatingFileHandler):
             super().emit(record)
 
     def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            # A record that cannot be formatted is a bug in its call, not the file's fault.
+            super().handleError(record)
+            return
         if self.failed:
             return
         self.failed = True
-        error = sys.exc_info()[1]
         with contextlib.suppress(OSError, ValueError):
             self.close()  # its buffer cannot be flushed either
         logging.getLogger(__name__).warning(

@@ -161,3 +161,25 @@ async def test_a_log_file_on_a_full_disk_is_reported_once_and_the_agent_goes_on(
     assert "No space left on device" in lines[problem]
     # stderr logging goes on after the file stopped.
     assert any("/help is a built-in command" in line for line in lines[problem + 1 :])
+
+
+def test_a_record_that_cannot_be_formatted_does_not_stop_the_log_file(tmp_path: Path):
+    log_file = tmp_path / "logs" / "acp-agent.log"
+    program = (
+        "import logging, sys, pathlib\n"
+        "from acp_agent.logs import configure_logging\n"
+        "configure_logging(logging.INFO, pathlib.Path(sys.argv[1]))\n"
+        "logging.getLogger('probe').info('%d', 'not a number')\n"
+        "logging.getLogger('probe').info('still written')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program, str(log_file)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+    assert result.returncode == 0
+    assert "still written" in log_file.read_text()
+    assert "no longer written" not in result.stderr
