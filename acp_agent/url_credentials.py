@@ -81,13 +81,15 @@ def url_target(url: str, *, authorization: str | None, owner: str) -> UrlTarget:
 
     `authorization` names what already fills the `Authorization` header (for
     the warning: "OPENAI_API_KEY"), or is None when nothing does. `owner`
-    names who uses the URL in that warning ("openai", "MCP server docs").
+    names who uses the URL in that warning ("openai", "MCP server 'docs'").
     """
     match = _USERINFO.match(url)
     shown = redact_url_credentials(url)
     if match is None:
         return UrlTarget(url, shown)
     bare = match.group(1) + url[match.end() :]
+    if not match.group(2):  # `http://@host`: nothing to authenticate with
+        return UrlTarget(bare, shown)
     if authorization is not None:
         _warn_once(
             f"{owner} {shown}",

@@ -59,3 +59,9 @@ def test_userinfo_is_ignored_with_one_warning_when_authorization_is_taken(
         "openai: the userinfo of http://***@warned-once.example/v1 is ignored: OPENAI_API_KEY "
         "fills the Authorization header instead; remove the userinfo from the URL to silence this"
     ]
+
+
+def test_empty_userinfo_adds_no_header() -> None:
+    assert url_target("http://@host/v1", authorization=None, owner="openai") == UrlTarget(
+        "http://host/v1", "http://***@host/v1"
+    )
