@@ -9,7 +9,9 @@ that hand whole lines, of any length, to the dispatcher.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import select
 import threading
 from collections.abc import AsyncIterator
 from typing import BinaryIO, Final, Protocol
@@ -26,6 +28,8 @@ __all__ = (
 #: The largest line the client side reads from an agent. Lines carry whole
 #: files and base64 images; asyncio's 64 KiB default is far too small (W8).
 MAX_CLIENT_LINE_BYTES: Final = 256 * 1024 * 1024
+#: How much the agent side reads from its stdin at a time (a pipe holds 64 KiB).
+_READ_CHUNK_BYTES: Final = 64 * 1024
 
 
 class LineSource(Protocol):
@@ -46,44 +50,159 @@ async def iter_lines(source: LineSource) -> AsyncIterator[bytes]:
 
 
 class ThreadedLineReader:
-    """Read lines from a blocking binary stream (stdin) on a daemon thread.
+    """Read lines from a blocking binary stream (stdin) on a thread of its own.
 
-    A thread copes with every kind of stdin (pipe, file, tty) and with lines
-    of any length. It is a daemon so a reader blocked in `readline()` never
-    holds the process open; the bounded queue keeps a flooding peer from
-    buffering without limit.
+    A thread copes with every kind of stdin (pipe, file, tty). It reads the
+    stream's file descriptor in chunks and splits the lines itself, so no
+    lock of the stream object is held while it waits (interpreter exit would
+    abort on it), and it waits in `poll` beside a wake-up pipe, so `stop()`
+    ends it at once. A stream without a descriptor is read with `read1`.
+    The bounded queue keeps a flooding peer from buffering without limit;
+    the thread is a daemon, so it never holds the process open.
     """
 
-    def __init__(self, stream: BinaryIO, *, max_queued_lines: int = 64):
+    def __init__(
+        self,
+        stream: BinaryIO,
+        *,
+        max_queued_lines: int = 64,
+        read_chunk_bytes: int = _READ_CHUNK_BYTES,
+    ):
         self._stream = stream
+        self._fd = _fileno(stream)
+        self._chunk_bytes = read_chunk_bytes
         self._room = threading.Semaphore(max_queued_lines)
         self._queue: asyncio.Queue[bytes] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped = False
+        # The read chunk lines are cut from, and where the next line starts in it.
+        self._chunk = b""
+        self._pos = 0
+        self._at_end = False
+        # The wake-up pipe, open while the thread runs; the lock keeps `stop()`
+        # from writing to it as the thread closes it.
+        self._wake_lock = threading.RLock()
+        self._wake: tuple[int, int] | None = None
 
     async def readline(self) -> bytes:
+        if self._stopped:
+            return b""
         if self._queue is None:
             self._queue = asyncio.Queue()
-            loop = asyncio.get_running_loop()
+            self._loop = asyncio.get_running_loop()
+            if self._fd is not None and hasattr(select, "poll"):
+                self._wake = os.pipe()
             thread = threading.Thread(
-                target=self._pump, args=(loop, self._queue), name="acp-stdin", daemon=True
+                target=self._pump, args=(self._loop, self._queue), name="acp-stdin", daemon=True
             )
             thread.start()
         line = await self._queue.get()
         self._room.release()
-        return line
+        return b"" if self._stopped else line
+
+    def stop(self) -> None:
+        """End the stream now: `readline()` returns b"" from here on, as at its end.
+
+        Lines read but not yet returned are dropped, and the reading thread
+        ends without reading further. Safe from any thread.
+        """
+        self._stopped = True
+        with self._wake_lock:
+            if self._wake is not None:
+                with contextlib.suppress(OSError):
+                    os.write(self._wake[1], b"x")
+        self._room.release()  # a thread waiting for room in the queue sees the stop
+        loop, queue = self._loop, self._queue
+        if loop is not None and queue is not None:
+            # Wake a `readline()` waiting for a line.
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+                loop.call_soon_threadsafe(queue.put_nowait, b"")
 
     def _pump(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes]) -> None:
+        try:
+            while True:
+                self._room.acquire()
+                if self._stopped:
+                    return
+                line = self._next_line()
+                if self._stopped:
+                    return
+                try:
+                    loop.call_soon_threadsafe(queue.put_nowait, line)
+                except RuntimeError:
+                    return  # the loop has closed: nobody is listening any more
+                if not line:
+                    return
+        finally:
+            with self._wake_lock:
+                if self._wake is not None:
+                    for fd in self._wake:
+                        os.close(fd)
+                    self._wake = None
+
+    def _next_line(self) -> bytes:
+        """The next line with its newline (the last one may have none); b"" at the end."""
+        parts: list[bytes] = []
         while True:
-            self._room.acquire()
+            if self._pos >= len(self._chunk):
+                self._chunk, self._pos = self._read_chunk(), 0
+                if not self._chunk:
+                    return b"".join(parts)
+            newline = self._chunk.find(b"\n", self._pos)
+            end = len(self._chunk) if newline < 0 else newline + 1
+            piece = self._chunk[self._pos : end]
+            self._pos = end
+            if newline >= 0 and not parts:
+                return piece
+            parts.append(piece)
+            if newline >= 0:
+                return b"".join(parts)
+
+    def _read_chunk(self) -> bytes:
+        """The next bytes of the stream, as many as are there up to a chunk; b"" at its end."""
+        if self._at_end or self._stopped:
+            return b""
+        chunk = self._read_fd() if self._fd is not None else self._read_stream()
+        if not chunk:
+            self._at_end = True
+        return chunk
+
+    def _read_fd(self) -> bytes:
+        assert self._fd is not None
+        poller = None
+        wake = self._wake
+        if wake is not None:
+            poller = select.poll()
+            poller.register(self._fd, select.POLLIN)
+            poller.register(wake[0], select.POLLIN)
+        while not self._stopped:
+            if poller is not None and wake is not None:
+                ready = poller.poll()
+                if any(fd == wake[0] for fd, _ in ready):
+                    return b""  # stopped
             try:
-                line = self._stream.readline()
-            except (OSError, ValueError):
-                line = b""  # a closed or broken stdin is the end of the stream
-            try:
-                loop.call_soon_threadsafe(queue.put_nowait, line)
-            except RuntimeError:
-                return  # the loop has closed: nobody is listening any more
-            if not line:
-                return
+                return os.read(self._fd, self._chunk_bytes)
+            except BlockingIOError:
+                continue  # a non-blocking descriptor with nothing to read yet
+            except OSError:
+                return b""  # a closed or broken stdin is the end of the stream
+        return b""
+
+    def _read_stream(self) -> bytes:
+        read = getattr(self._stream, "read1", self._stream.read)
+        try:
+            chunk: bytes = read(self._chunk_bytes)
+        except (OSError, ValueError):
+            return b""  # a closed or broken stream is its end
+        return chunk
+
+
+def _fileno(stream: BinaryIO) -> int | None:
+    """The stream's file descriptor, or None when it has none (an in-memory stream)."""
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 class FdWriter:

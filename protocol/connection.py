@@ -8,7 +8,7 @@ client_factory=ClientConnection)`).
 
     conn = AgentConnection()
     conn.register(methods.INITIALIZE, initialize)  # typed params in, typed result out
-    conn.start_io()                                # blocks until stdin ends
+    conn.start_io(stop_signals=(signal.SIGTERM,))  # blocks until stdin ends or SIGTERM
 
 Handlers receive params structured into `protocol.types` classes (plain JSON
 for `_` extension methods) and return result objects; raise an `AcpError`
@@ -17,6 +17,12 @@ may await a request to the peer while other messages are served. Each
 handler is started, and runs to its first `await`, before the next message
 is read: state a handler registers before awaiting is visible to the next
 message's handler (a `session/cancel` right behind a `session/prompt`).
+
+The agent's end stops serving when its input ends, when `stop()` is called,
+or on one of the `stop_signals` given to `start_io`; all three take the same
+path: pending requests to the client fail, running handlers are cancelled
+and get a short grace to unwind (requests are still answered, -32800), and
+`start_io` returns once the event loop has finished every task.
 """
 
 from __future__ import annotations
@@ -24,9 +30,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, BinaryIO, Final
 
 from pygls.client import JsonRPCClient
@@ -101,8 +108,12 @@ async def _run_ndjson(
     protocol: AcpProtocol,
     *,
     on_line: Callable[[bytes], None] | None = None,
+    on_end: Callable[[], None] | None = None,
 ) -> None:
-    """Feed each line to `protocol` until the stream ends, then wind it down (W1)."""
+    """Feed each line to `protocol` until the stream ends, then wind it down (W1).
+
+    `on_end` is called once the stream has ended, before the handlers are.
+    """
     try:
         async for line in iter_lines(source):
             if on_line is not None:
@@ -112,6 +123,8 @@ async def _run_ndjson(
             # next message is dispatched (see the module docstring).
             await asyncio.sleep(0)
     finally:
+        if on_end is not None:
+            on_end()
         await protocol.input_ended(grace_s=_SHUTDOWN_GRACE_S)
 
 
@@ -132,25 +145,79 @@ class AgentConnection(_Endpoint, JsonRPCServer):
             protocol_cls=AgentSideProtocol, converter_factory=_make_converter_factory(unstable)
         )
         self.protocol.unstable = unstable
+        self._source: ThreadedLineReader | None = None
 
-    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+    def start_io(
+        self,
+        stdin: BinaryIO | None = None,
+        stdout: BinaryIO | None = None,
+        *,
+        stop_signals: Collection[signal.Signals] = (),
+    ) -> None:
         """Serve until `stdin` ends (blocking); then cancel what runs and return.
 
         `stdout` must be backed by a file descriptor: messages are written
         with `os.write`, one line each, nothing else.
+
+        `stop_signals` (e.g. `(signal.SIGTERM, signal.SIGHUP)`; Unix, main
+        thread only) end the input while serving, as `stop()` does. Once the
+        input has ended, whatever ended it, they are back to their default
+        action: another one during the wind-down ends the process at once,
+        killed by that signal. A signal ignored when serving starts (`SIG_IGN`,
+        as under `nohup`) stays ignored. SIGINT is best left out: `asyncio.run`
+        already turns it into the same wind-down.
         """
         source = ThreadedLineReader(stdin if stdin is not None else sys.stdin.buffer)
         out = stdout if stdout is not None else sys.stdout.buffer
         out.flush()
         self.protocol.set_writer(FdWriter(out.fileno()), include_headers=False)
         self._stop_event = threading.Event()
+        self._source = source
         try:
-            asyncio.run(_run_ndjson(source, self.protocol))
+            asyncio.run(self._serve(source, stop_signals))
         except KeyboardInterrupt:
             logger.info("Interrupted; stopping")
         finally:
+            self._source = None
             self.protocol.close()
             self._stop_event.set()
+
+    def stop(self) -> None:
+        """End the input now, as the end of stdin would; `start_io` then winds down and returns.
+
+        Safe from any thread; lines read but not yet handled are dropped. No
+        effect unless `start_io` is serving.
+        """
+        source = self._source
+        if source is not None:
+            source.stop()
+
+    async def _serve(
+        self, source: ThreadedLineReader, stop_signals: Collection[signal.Signals]
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        handled = [s for s in stop_signals if signal.getsignal(s) is not signal.SIG_IGN]
+
+        def restore_defaults() -> None:
+            # Removing the handler puts back the signal's default action.
+            for signum in handled:
+                loop.remove_signal_handler(signum)
+
+        def stop_on(signum: signal.Signals) -> None:
+            logger.info(
+                "Received %s: ending the input, as its end would; another one ends the "
+                "process at once",
+                signum.name,
+            )
+            restore_defaults()
+            self.stop()
+
+        try:
+            for signum in handled:
+                loop.add_signal_handler(signum, stop_on, signum)
+            await _run_ndjson(source, self.protocol, on_end=restore_defaults)
+        finally:
+            restore_defaults()
 
 
 class ClientConnection(_Endpoint, JsonRPCClient):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 
 import pytest
@@ -19,6 +20,9 @@ from protocol.errors import InternalError, MethodNotFound, RequestCancelled, Uns
 from tests.support import PROTOCOL_AGENT, AcpTestClient
 
 pytestmark = pytest.mark.e2e
+
+#: How long a test waits for the agent to exit at all; only a failing test waits this long.
+EXIT_WAIT_S = 10.0
 
 
 @pytest_lsp.fixture(
@@ -139,6 +143,33 @@ async def test_cancel_request_answers_the_running_request_with_request_cancelled
     with pytest.raises(RequestCancelled):
         await prompt
     assert time.monotonic() - started < 1.0
+
+
+async def test_a_stop_signal_ends_the_input_as_its_end_would_and_running_requests_are_answered(
+    agent: AcpTestClient,
+):
+    session_id = await _new_session(agent)
+    prompt = asyncio.create_task(
+        agent.request(methods.SESSION_PROMPT, _prompt(session_id, "sleep"))
+    )
+    await _wait_for_sent(agent, methods.SESSION_PROMPT)
+    assert agent.process is not None
+
+    agent.process.send_signal(signal.SIGTERM)
+
+    with pytest.raises(RequestCancelled):
+        await prompt
+    assert await asyncio.wait_for(agent.process.wait(), EXIT_WAIT_S) == 0
+
+
+async def test_stop_from_another_thread_ends_serving_while_stdin_stays_open(
+    agent: AcpTestClient,
+):
+    assert await agent.request("_test/stop", None) is None
+    assert agent.process is not None
+
+    # The test never closes the agent's stdin: `stop()` alone ends it.
+    assert await asyncio.wait_for(agent.process.wait(), EXIT_WAIT_S) == 0
 
 
 async def test_internal_error_keeps_the_traceback_in_the_log_and_off_the_wire(

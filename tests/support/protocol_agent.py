@@ -11,6 +11,8 @@ What it does on purpose, so tests can watch the connection do its part:
   the stdout guard must keep both off the protocol stream;
 - `_test/notified` is a notification it remembers; `_test/notified_count`
   tells how many arrived;
+- `_test/stop` calls `stop()` from another thread: the agent ends as if its
+  stdin had; SIGTERM does the same (`stop_signals`);
 - with `--unstable`, it serves the unstable `session/fork`; its prompt
   results always carry the unstable `usage`, which only then goes out.
 """
@@ -18,8 +20,10 @@ What it does on purpose, so tests can watch the connection do its part:
 from __future__ import annotations
 
 import logging
+import signal
 import subprocess
 import sys
+import threading
 
 import anyio
 
@@ -82,13 +86,14 @@ def main() -> None:
     conn.register("_test/print", stray_print)
     conn.register("_test/notified", notified.append, kind=methods.MessageKind.NOTIFICATION)
     conn.register("_test/notified_count", lambda _: len(notified))
+    conn.register("_test/stop", lambda _: threading.Thread(target=conn.stop).start())
     if unstable:
 
         def fork(params: types.ForkSessionRequest) -> types.ForkSessionResponse:
             return types.ForkSessionResponse(session_id=f"{params.session_id}-fork")
 
         conn.register(methods.SESSION_FORK, fork)
-    conn.start_io(stdin=sys.stdin.buffer, stdout=protocol_stdout)
+    conn.start_io(stdin=sys.stdin.buffer, stdout=protocol_stdout, stop_signals=(signal.SIGTERM,))
 
 
 if __name__ == "__main__":
