@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -94,7 +95,15 @@ def _positive_int(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve ACP on stdin/stdout until stdin ends; returns the exit status."""
+    """Serve ACP on stdin/stdout until stdin ends; returns the exit status.
+
+    SIGTERM, SIGHUP and SIGINT stop the agent the way the end of stdin does:
+    running turns are interrupted and recorded, the commands it started and
+    its MCP servers are ended, the store is closed, and the process exits
+    with status 0. Another SIGTERM or SIGHUP during that shutdown kills the
+    process at once (it dies by that signal; what was still being stopped
+    may be left running).
+    """
     args = _parser().parse_args(argv)
 
     # From here on only protocol messages may reach fd 1.
@@ -161,9 +170,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     logger = logging.getLogger("acp_agent")
     logger.info("acp-agent %s serving ACP on stdio (pid %d)", acp_agent.__version__, os.getpid())
-    connection.start_io(stdin=sys.stdin.buffer, stdout=protocol_stdout)
-    logger.info("stdin closed; exiting")
-    # Everything is closed and recorded by now (the runtime, the store, the MCP servers).
+    # SIGTERM and SIGHUP end the input as the end of stdin does (SIGINT: asyncio.run does).
+    connection.start_io(
+        stdin=sys.stdin.buffer,
+        stdout=protocol_stdout,
+        stop_signals=(signal.SIGTERM, signal.SIGHUP),
+    )
+    logger.info("input ended; exiting")
+    # Everything is closed and recorded by now (the runtime, the store, the MCP servers),
+    # however the input ended, so the status is 0 for a signal too.
     # Tearing down the interpreter's ~900 modules would take half a second of the one
     # an editor waits, so the process ends here, once the logs are flushed.
     logging.shutdown()

@@ -69,7 +69,7 @@ def test_home_holds_the_log_file(tmp_path: Path):
     assert agent.stop() == 0
     log = (tmp_path / "logs" / "acp-agent.log").read_text()
     assert "serving ACP on stdio" in log
-    assert "stdin closed; exiting" in log
+    assert "input ended; exiting" in log
 
 
 def test_environment_variables_configure_the_agent_like_the_flags(tmp_path: Path):

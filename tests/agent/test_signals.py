@@ -1,0 +1,288 @@
+"""SIGTERM and SIGHUP end the agent the way closing its stdin does.
+
+A turn runs the `shell` tool (a `sleep` in a process group of its own) in a
+session with a real MCP stdio server, and then the agent is told to stop:
+its stdin is closed, or it gets SIGTERM, SIGHUP or SIGINT. Whichever way, it
+answers the running prompt, exits with status 0, leaves neither the
+command's process group nor the MCP server behind, and a new agent on the
+same home loads the session with the call failed as interrupted, never run
+again. Once shutdown is under way, another stop signal ends the process at
+once, by that signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from protocol import methods, types
+from protocol.errors import RequestCancelled
+from tests.agent.support import AnsweringClient, calls_of, running_agent, write_script
+from tests.mcp.support import SERVERS
+from tests.support import WireValidator, agent_env
+from tests.support.processes import alive, children_of, group_members
+from tests.support.raw_agent import RawAgent
+
+pytestmark = pytest.mark.e2e
+
+COMMAND = "echo $$ > pid.txt; echo ran >> counter.txt; sleep 300"
+#: How long the test waits for the agent to exit at all; only a failing test waits this long.
+EXIT_WAIT_S = 10.0
+#: How long it waits for something the agent or its children should do soon.
+WAIT_S = 10.0
+
+#: How the agent is told to stop: None closes its stdin.
+STOPS: dict[str, signal.Signals | None] = {
+    "stdin_closed": None,
+    "SIGTERM": signal.SIGTERM,
+    "SIGHUP": signal.SIGHUP,
+    "SIGINT": signal.SIGINT,
+}
+
+
+async def wait_for(condition: Callable[[], object], *, timeout_s: float = WAIT_S) -> None:
+    """Poll `condition` until it holds (nothing else tells us about files and processes)."""
+    async with asyncio.timeout(timeout_s):
+        while not condition():  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+
+def mcp_server(name: str, script: str = "tools_server.py") -> types.McpServerStdio:
+    return types.McpServerStdio(
+        name=name, command=sys.executable, args=[str(SERVERS / script)], env=[]
+    )
+
+
+def shell_script(tmp_path: Path) -> Path:
+    return write_script(
+        tmp_path / "script.json",
+        [
+            {"text": "Sleeping."},
+            {"tool_call": {"name": "shell", "arguments": {"command": COMMAND}, "id": "k1"}},
+        ],
+        [{"text": "After the restart."}],
+    )
+
+
+def kill_leftovers(pid_file: Path, pids: list[int]) -> None:
+    """Stop what a failing test left running (the command's group, MCP servers)."""
+    if pid_file.exists() and pid_file.read_text().strip():
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("stop", list(STOPS))
+async def test_stopping_the_agent_mid_tool_run_ends_its_children_and_records_the_call(
+    tmp_path: Path, stop: str
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    counter, pid_file = workspace / "counter.txt", workspace / "pid.txt"
+    home = tmp_path / "home"
+    script = shell_script(tmp_path)
+    mcp_pids: list[int] = []
+    try:
+        async with running_agent(home, script=script) as client:
+            response = await client.request(
+                methods.SESSION_NEW,
+                types.NewSessionRequest(cwd=str(workspace), mcp_servers=[mcp_server("tools")]),
+            )
+            session_id = str(response.session_id)
+            agent = client.process
+            assert agent is not None
+            await wait_for(lambda: children_of(agent.pid, command_contains="tools_server.py"))
+            mcp_pids = children_of(agent.pid, command_contains="tools_server.py")
+            client.answers = ["allow_once"]
+            turn = asyncio.create_task(client.prompt(session_id))
+            await wait_for(lambda: counter.exists() and pid_file.read_text().endswith("\n"))
+            await client.wait_for_update(
+                session_id,
+                lambda u: getattr(u, "status", None) == types.ToolCallStatus.IN_PROGRESS,
+            )
+            pgid = int(pid_file.read_text())
+            assert group_members(pgid) != []
+
+            signum = STOPS[stop]
+            if signum is None:
+                assert agent.stdin is not None
+                agent.stdin.close()
+            else:
+                agent.send_signal(signum)
+            returncode = await asyncio.wait_for(agent.wait(), EXIT_WAIT_S)
+
+            # Still there right after the exit: the agent reaped what it ended.
+            leftovers = (group_members(pgid), [pid for pid in mcp_pids if alive(pid)])
+            [answer] = await asyncio.gather(turn, return_exceptions=True)
+
+        async with running_agent(home, script=script) as client:
+            await client.request(
+                methods.SESSION_LOAD,
+                types.LoadSessionRequest(session_id=session_id, cwd=str(workspace), mcp_servers=[]),
+            )
+            replayed = list(client.updates_for(session_id))
+            after_load = await client.prompt(session_id)
+            later = client.updates_for(session_id)[len(replayed) :]
+    finally:
+        kill_leftovers(pid_file, mcp_pids)
+
+    assert mcp_pids != []
+    assert leftovers == ([], [])
+    assert returncode == 0
+    assert isinstance(answer, RequestCancelled)
+    call = calls_of(replayed, "k1")
+    assert [u.status for u in call] == [
+        types.ToolCallStatus.PENDING,
+        types.ToolCallStatus.IN_PROGRESS,
+        types.ToolCallStatus.FAILED,
+    ]
+    # Recorded by the shutdown itself, not settled by the next load ("by restart").
+    text = call[-1].content[0].content.text  # type: ignore[index,union-attr]
+    assert text.startswith("Interrupted: the turn was cancelled while this call was running")
+    assert after_load.stop_reason == types.StopReason.END_TURN
+    assert types.AgentMessageChunk(content=types.TextContent(text="After the restart.")) in later
+    assert calls_of(later, "k1") == []
+    assert counter.read_text() == "ran\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_only_protocol_lines_reach_stdout_while_a_signal_shuts_the_agent_down(
+    tmp_path: Path, signum: signal.Signals
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    pid_file = workspace / "pid.txt"
+    command = [
+        sys.executable,
+        "-m",
+        "acp_agent",
+        "--home",
+        str(tmp_path / "home"),
+        "--script",
+        str(shell_script(tmp_path)),
+    ]
+    agent = RawAgent(command, env=agent_env())
+    try:
+        agent.send_json(
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+        )
+        agent.read_message()
+        agent.send_json(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": methods.SESSION_NEW,
+                "params": {"cwd": str(workspace), "mcpServers": []},
+            }
+        )
+        session_id = next_with_id(agent, 2)["result"]["sessionId"]
+        agent.send_json(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": methods.SESSION_SET_MODE,
+                "params": {"sessionId": session_id, "modeId": "bypass"},
+            }
+        )
+        next_with_id(agent, 3)
+        agent.send_json(
+            {
+                "jsonrpc": "2.0",
+                "id": "prompt",
+                "method": methods.SESSION_PROMPT,
+                "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "Go"}]},
+            }
+        )
+        while True:  # bypass mode: the call runs without a question
+            message = agent.read_message()
+            assert "id" not in message, message
+            update = message["params"]["update"]  # type: ignore[index]
+            if update.get("status") == "in_progress":
+                break
+        for _ in range(1000):
+            if pid_file.exists() and pid_file.read_text().endswith("\n"):
+                break
+            time.sleep(0.01)
+
+        agent.process.send_signal(signum)
+        returncode, _ = agent.wait_for_exit(EXIT_WAIT_S)
+    finally:
+        agent.stop()
+        kill_leftovers(pid_file, [])
+
+    assert returncode == 0
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in agent.received)
+    assert WireValidator().problems(agent.sent, agent.received) == []
+    answer = json.loads(agent.received[-1])
+    assert answer["id"] == "prompt"
+    assert answer["error"]["code"] == RequestCancelled.CODE
+    assert b"Traceback" not in agent.stderr
+
+
+def next_with_id(agent: RawAgent, msg_id: object) -> dict[str, object]:
+    """Read until the answer to `msg_id` (notifications before it are skipped)."""
+    while True:
+        message = agent.read_message()
+        if message.get("id") == msg_id and "method" not in message:
+            return message
+
+
+async def test_a_second_signal_during_shutdown_ends_the_agent_at_once_by_that_signal(
+    tmp_path: Path,
+):
+    # A server that never answers and ignores SIGTERM and the end of its stdin:
+    # stopping it takes the agent seconds, time enough for a second signal.
+    stubborn = tmp_path / "stubborn_server.py"
+    stubborn.write_text(
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "for _line in sys.stdin:\n"
+        "    pass\n"
+        "time.sleep(300)\n"
+    )
+    script = write_script(tmp_path / "slow.json", [{"text": "Thinking."}, {"sleep_ms": 300000}])
+    server = types.McpServerStdio(
+        name="stubborn", command=sys.executable, args=[str(stubborn)], env=[]
+    )
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    client = AnsweringClient()
+    command = [sys.executable, "-m", "acp_agent", "--home", str(tmp_path / "home")]
+    await client.start_io(*command, "--script", str(script), env=agent_env())
+    server_pids: list[int] = []
+    try:
+        agent = client.process
+        assert agent is not None
+        await client.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
+        response = await client.request(
+            methods.SESSION_NEW,
+            types.NewSessionRequest(cwd=str(workspace), mcp_servers=[server]),
+        )
+        await wait_for(lambda: children_of(agent.pid, command_contains="stubborn_server.py"))
+        server_pids = children_of(agent.pid, command_contains="stubborn_server.py")
+        turn = asyncio.create_task(client.prompt(str(response.session_id)))
+        await client.wait_for_update(str(response.session_id))
+
+        agent.send_signal(signal.SIGTERM)
+        # The prompt's answer says shutdown is under way; the stubborn server holds it up.
+        with pytest.raises(RequestCancelled):
+            await turn
+        agent.send_signal(signal.SIGTERM)
+        returncode = await asyncio.wait_for(agent.wait(), EXIT_WAIT_S)
+    finally:
+        await client.stop()
+        kill_leftovers(tmp_path / "none", server_pids)
+
+    assert returncode == -signal.SIGTERM
+    assert client.wire_problems() == []

@@ -1,0 +1,56 @@
+"""What runs on this machine, read from /proc: a process, its process group, its children."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ("alive", "children_of", "group_members")
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, parent pid, process group) of `pid`, or None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # The command name in parentheses may hold spaces; the fields after it do not.
+    state, ppid, pgrp = text.rsplit(")", 1)[1].split()[:3]
+    return state, int(ppid), int(pgrp)
+
+
+def _living() -> dict[int, tuple[int, int]]:
+    """Every live process (zombies count as ended): pid -> (parent pid, process group)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        stat = _stat(int(entry.name))
+        if stat is not None and stat[0] not in ("Z", "X"):
+            found[int(entry.name)] = (stat[1], stat[2])
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie awaiting its reaper counts as ended)."""
+    stat = _stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X")
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes of process group `pgid`."""
+    return sorted(pid for pid, (_, pgrp) in _living().items() if pgrp == pgid)
+
+
+def children_of(ppid: int, *, command_contains: str = "") -> list[int]:
+    """The live children of `ppid` whose command line contains `command_contains`."""
+    children = []
+    for pid, (parent, _) in _living().items():
+        if parent != ppid:
+            continue
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if command_contains in command:
+            children.append(pid)
+    return sorted(children)
