@@ -7,7 +7,7 @@ It knows nothing about agents; use it to build either end of ACP:
 - `protocol.converter`: `get_converter()` for the wire form of those types;
 - `protocol.connection`: `AgentConnection` and `ClientConnection` on stdio;
 - `protocol.errors`: the error tree (wire codes, peer errors, misuse);
-- `protocol.limits`: what a peer may send (how deep its JSON may nest).
+- `protocol.limits`: what a peer may send (how long a line, how deep its JSON).
 
 Submodules are imported on demand so that using only the types does not
 load pygls.

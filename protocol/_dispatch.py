@@ -44,13 +44,16 @@ from protocol._envelope import (
     ABSENT,
     Dropped,
     ErrorResponse,
+    Message,
     Notification,
     Rejected,
     Request,
     RequestId,
     Response,
+    oversized_line,
     parse_line,
 )
+from protocol._ndjson import OversizedLine
 from protocol.converter import structure_error_message
 from protocol.errors import (
     AcpError,
@@ -170,9 +173,16 @@ class AcpProtocol(JsonRPCProtocol):
 
     # -- incoming ------------------------------------------------------------
 
-    def receive_line(self, line: bytes) -> None:
-        """Handle one line from the peer: dispatch it, or answer why it is no message."""
-        message = parse_line(line)
+    def receive_line(self, line: bytes | OversizedLine) -> None:
+        """Handle one line from the peer: dispatch it, or answer why it is no message.
+
+        An `OversizedLine` (a line the reader skipped as too long) is answered
+        as an invalid request with a null id.
+        """
+        if isinstance(line, OversizedLine):
+            message: Message | Rejected = oversized_line(line.size_bytes, line.limit_bytes)
+        else:
+            message = parse_line(line)
         context = contextvars.copy_context()
         match message:
             case Request(msg_id, method, params):

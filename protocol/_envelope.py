@@ -29,6 +29,7 @@ __all__ = (
     "Request",
     "RequestId",
     "Response",
+    "oversized_line",
     "parse_line",
     "request_id_or_none",
 )
@@ -136,6 +137,17 @@ def _too_deep(message: Message) -> Rejected | Dropped | ErrorResponse:
             return ErrorResponse(
                 msg_id, InvalidRequest(f"Invalid request: the answer is {_TOO_DEEP}")
             )
+
+
+def oversized_line(size_bytes: int, limit_bytes: int) -> Rejected:
+    """The rejection of a line too long to read (it was skipped unread, so no id is known)."""
+    return Rejected(
+        None,
+        InvalidRequest(
+            f"Invalid request: the line is {size_bytes} bytes long, "
+            f"over the limit of {limit_bytes} bytes"
+        ),
+    )
 
 
 def request_id_or_none(value: Any) -> tuple[bool, RequestId]:

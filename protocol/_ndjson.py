@@ -3,7 +3,9 @@
 pygls frames with Content-Length headers in module functions that offer no
 hook (W1), so both directions live here: writers that append the newline
 (W2, used with `set_writer(..., include_headers=False)`) and line sources
-that hand whole lines, of any length, to the dispatcher.
+that hand whole lines to the dispatcher. The agent side reads lines of up to
+`MAX_AGENT_LINE_BYTES`; a longer one is skipped to its newline without being
+kept, and the source hands on an `OversizedLine` in its place.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ import threading
 from collections.abc import AsyncIterator
 from typing import BinaryIO, Final, Protocol
 
+import attrs
+
 __all__ = (
+    "MAX_AGENT_LINE_BYTES",
     "MAX_CLIENT_LINE_BYTES",
     "FdWriter",
     "LineSource",
+    "OversizedLine",
     "StreamWriterAdapter",
     "ThreadedLineReader",
     "iter_lines",
@@ -28,20 +34,40 @@ __all__ = (
 #: The largest line the client side reads from an agent. Lines carry whole
 #: files and base64 images; asyncio's 64 KiB default is far too small (W8).
 MAX_CLIENT_LINE_BYTES: Final = 256 * 1024 * 1024
+#: The largest line the agent side reads from its client, newline excluded.
+#: Generous (a prompt carries whole files and base64 images), and what one
+#: line may cost in memory: a longer line is skipped without being kept.
+MAX_AGENT_LINE_BYTES: Final = 64 * 1024 * 1024
 #: How much the agent side reads from its stdin at a time (a pipe holds 64 KiB).
 _READ_CHUNK_BYTES: Final = 64 * 1024
 
 
+@attrs.frozen
+class OversizedLine:
+    """A line longer than the reader's limit: skipped up to its newline, never kept."""
+
+    #: Its length, newline excluded.
+    size_bytes: int
+    #: The limit it is over.
+    limit_bytes: int
+
+
 class LineSource(Protocol):
-    """Anything with an awaitable `readline()` that returns b"" at end of stream."""
+    """Anything with an awaitable `readline()` that returns b"" at end of stream.
 
-    async def readline(self) -> bytes: ...
+    A source with a line limit returns an `OversizedLine` for a line over it.
+    """
+
+    async def readline(self) -> bytes | OversizedLine: ...
 
 
-async def iter_lines(source: LineSource) -> AsyncIterator[bytes]:
+async def iter_lines(source: LineSource) -> AsyncIterator[bytes | OversizedLine]:
     """Yield each non-blank line without its line ending, until end of stream."""
     while True:
         line = await source.readline()
+        if isinstance(line, OversizedLine):
+            yield line
+            continue
         if not line:
             return
         line = line.rstrip(b"\r\n")
@@ -57,22 +83,30 @@ class ThreadedLineReader:
     lock of the stream object is held while it waits (interpreter exit would
     abort on it), and it waits in `poll` beside a wake-up pipe, so `stop()`
     ends it at once. A stream without a descriptor is read with `read1`.
-    The bounded queue keeps a flooding peer from buffering without limit;
-    the thread is a daemon, so it never holds the process open.
+
+    A line is kept only up to `max_line_bytes` (newline excluded): past that
+    what was kept is dropped and the rest of the line is read and dropped
+    chunk by chunk up to its newline, so an over-long line costs at most the
+    limit and one chunk of memory, whatever its length; `readline()` returns
+    an `OversizedLine` for it and goes on with the next line. The bounded queue
+    keeps a flooding peer from buffering without limit; the thread is a
+    daemon, so it never holds the process open.
     """
 
     def __init__(
         self,
         stream: BinaryIO,
         *,
+        max_line_bytes: int = MAX_AGENT_LINE_BYTES,
         max_queued_lines: int = 64,
         read_chunk_bytes: int = _READ_CHUNK_BYTES,
     ):
         self._stream = stream
         self._fd = _fileno(stream)
+        self._max_line_bytes = max_line_bytes
         self._chunk_bytes = read_chunk_bytes
         self._room = threading.Semaphore(max_queued_lines)
-        self._queue: asyncio.Queue[bytes] | None = None
+        self._queue: asyncio.Queue[bytes | OversizedLine] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped = False
         # The read chunk lines are cut from, and where the next line starts in it.
@@ -84,7 +118,7 @@ class ThreadedLineReader:
         self._wake_lock = threading.RLock()
         self._wake: tuple[int, int] | None = None
 
-    async def readline(self) -> bytes:
+    async def readline(self) -> bytes | OversizedLine:
         if self._stopped:
             return b""
         if self._queue is None:
@@ -118,7 +152,9 @@ class ThreadedLineReader:
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
                 loop.call_soon_threadsafe(queue.put_nowait, b"")
 
-    def _pump(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes]) -> None:
+    def _pump(
+        self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | OversizedLine]
+    ) -> None:
         try:
             while True:
                 self._room.acquire()
@@ -140,23 +176,35 @@ class ThreadedLineReader:
                         os.close(fd)
                     self._wake = None
 
-    def _next_line(self) -> bytes:
-        """The next line with its newline (the last one may have none); b"" at the end."""
-        parts: list[bytes] = []
+    def _next_line(self) -> bytes | OversizedLine:
+        """The next line with its newline (the last one may have none); b"" at the end.
+
+        An `OversizedLine` instead of a line over the limit.
+        """
+        kept = bytearray()
+        size = 0  # the line's length so far, newline excluded
         while True:
             if self._pos >= len(self._chunk):
                 self._chunk, self._pos = self._read_chunk(), 0
                 if not self._chunk:
-                    return b"".join(parts)
+                    break  # the end of the stream ends the line too
             newline = self._chunk.find(b"\n", self._pos)
             end = len(self._chunk) if newline < 0 else newline + 1
-            piece = self._chunk[self._pos : end]
+            size += end - self._pos - (newline >= 0)
+            if size > self._max_line_bytes:
+                kept = bytearray()  # over the limit: drop it, and skip to the newline
+            elif newline >= 0 and not kept:
+                line = self._chunk[self._pos : end]  # the whole line is in this chunk
+                self._pos = end
+                return line
+            else:
+                kept += memoryview(self._chunk)[self._pos : end]
             self._pos = end
-            if newline >= 0 and not parts:
-                return piece
-            parts.append(piece)
             if newline >= 0:
-                return b"".join(parts)
+                break
+        if size > self._max_line_bytes:
+            return OversizedLine(size, self._max_line_bytes)
+        return bytes(kept)
 
     def _read_chunk(self) -> bytes:
         """The next bytes of the stream, as many as are there up to a chunk; b"" at its end."""

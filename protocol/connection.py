@@ -41,9 +41,11 @@ from pygls.server import JsonRPCServer
 
 from protocol._dispatch import AcpProtocol, AgentSideProtocol, ClientSideProtocol, Handler
 from protocol._ndjson import (
+    MAX_AGENT_LINE_BYTES,
     MAX_CLIENT_LINE_BYTES,
     FdWriter,
     LineSource,
+    OversizedLine,
     StreamWriterAdapter,
     ThreadedLineReader,
     iter_lines,
@@ -51,7 +53,7 @@ from protocol._ndjson import (
 from protocol.converter import get_converter
 from protocol.methods import MessageKind
 
-__all__ = ("AgentConnection", "ClientConnection", "Handler")
+__all__ = ("MAX_AGENT_LINE_BYTES", "AgentConnection", "ClientConnection", "Handler")
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +118,7 @@ async def _run_ndjson(
     """
     try:
         async for line in iter_lines(source):
-            if on_line is not None:
+            if on_line is not None and not isinstance(line, OversizedLine):
                 on_line(line)
             protocol.receive_line(line)
             # Let a handler just started run to its first await before the
@@ -153,11 +155,16 @@ class AgentConnection(_Endpoint, JsonRPCServer):
         stdout: BinaryIO | None = None,
         *,
         stop_signals: Collection[signal.Signals] = (),
+        max_line_bytes: int = MAX_AGENT_LINE_BYTES,
     ) -> None:
         """Serve until `stdin` ends (blocking); then cancel what runs and return.
 
         `stdout` must be backed by a file descriptor: messages are written
         with `os.write`, one line each, nothing else.
+
+        A line longer than `max_line_bytes` (newline excluded) is skipped
+        without being kept and answered with one Invalid Request error (-32600,
+        id null, naming the limit); the lines after it are served as usual.
 
         `stop_signals` (e.g. `(signal.SIGTERM, signal.SIGHUP)`; Unix, main
         thread only) end the input while serving, as `stop()` does. Once the
@@ -167,7 +174,9 @@ class AgentConnection(_Endpoint, JsonRPCServer):
         as under `nohup`) stays ignored. SIGINT is best left out: `asyncio.run`
         already turns it into the same wind-down.
         """
-        source = ThreadedLineReader(stdin if stdin is not None else sys.stdin.buffer)
+        source = ThreadedLineReader(
+            stdin if stdin is not None else sys.stdin.buffer, max_line_bytes=max_line_bytes
+        )
         out = stdout if stdout is not None else sys.stdout.buffer
         out.flush()
         self.protocol.set_writer(FdWriter(out.fileno()), include_headers=False)

@@ -10,11 +10,13 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from protocol import methods
+from protocol.connection import MAX_AGENT_LINE_BYTES
 from tests.support import WireValidator, agent_command
 from tests.support.raw_agent import RawAgent
 
@@ -22,6 +24,10 @@ pytestmark = pytest.mark.e2e
 
 #: The promptness bound for exiting once stdin closes (stated by the issue).
 EXIT_BOUND_S = 1.0
+#: An over-long line, and the agent's peak RSS while it skips one: far below what
+#: reading it whole would take (several times its size).
+BIG_LINE_BYTES = 100 * 1024 * 1024
+PEAK_RSS_BOUND_BYTES = 200 * 1024 * 1024
 
 _ids = itertools.count(1)
 
@@ -214,6 +220,47 @@ def test_request_right_before_stdin_closes_is_answered_or_dropped_cleanly_within
     assert waited_s < EXIT_BOUND_S
     assert all(json.loads(line)["jsonrpc"] == "2.0" for line in agent.received)
     assert WireValidator().problems(agent.sent, agent.received) == []
+
+
+def test_a_line_over_the_limit_is_answered_invalid_request_without_being_kept_in_memory():
+    agent = RawAgent(agent_command(script="greeting.json"))
+    try:
+        agent.send(_initialize_line(1))
+        agent.read_message()
+        # A valid request, were it not for its size: the agent must not read it.
+        big = b"x" * BIG_LINE_BYTES
+        head = b'{"jsonrpc":"2.0","id":"big","method":"initialize","params":{"protocolVersion":1,'
+        line = head + b'"_meta":{"padding":"' + big + b'"}}}'
+        agent.send(line + b"\n" + _initialize_line("after"))
+
+        rejection = agent.read_message(timeout_s=60)
+        answer = agent.read_message()
+        peak_rss_bytes = _peak_rss_bytes(agent.process.pid)
+    finally:
+        returncode = agent.stop()
+
+    assert rejection == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": f"Invalid request: the line is {len(line)} bytes long, "
+            f"over the limit of {MAX_AGENT_LINE_BYTES} bytes",
+        },
+    }
+    assert answer["id"] == "after"
+    assert answer["result"]["protocolVersion"] == 1
+    # Keeping the line, let alone parsing it, would cost several times its size.
+    assert peak_rss_bytes < PEAK_RSS_BOUND_BYTES
+    assert returncode == 0
+
+
+def _peak_rss_bytes(pid: int) -> int:
+    """The process's peak resident set so far (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc/<pid>/status")
 
 
 def _error(message: dict[str, Any]) -> tuple[Any, int]:

@@ -1,4 +1,4 @@
-"""The agent side's line reader, on a real pipe: lines in, whatever the reads, and `stop()`.
+"""The agent side's line reader, on a real pipe: lines in whatever the reads, the limit, `stop()`.
 
 A writer thread feeds the pipe the way a peer would (in pieces, with pauses
 the reader cannot see); the reader runs its own thread and hands lines to
@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from protocol._ndjson import ThreadedLineReader
+from protocol._ndjson import OversizedLine, ThreadedLineReader
 
 #: How long a test waits for a line or a thread that should come; only failing tests wait.
 WAIT_S = 10.0
@@ -33,15 +34,16 @@ def write_in_pieces(stream: BinaryIO, data: bytes, piece_bytes: int) -> threadin
 
     def run() -> None:
         with stream:
+            view = memoryview(data)
             for start in range(0, len(data), piece_bytes):
-                stream.write(data[start : start + piece_bytes])
+                stream.write(view[start : start + piece_bytes])
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
 
 
-async def read_all(reader: ThreadedLineReader) -> list[bytes]:
+async def read_all(reader: ThreadedLineReader) -> list[bytes | OversizedLine]:
     lines = []
     async with asyncio.timeout(WAIT_S):
         while line := await reader.readline():
@@ -96,3 +98,47 @@ async def test_stop_ends_a_reader_waiting_on_an_idle_pipe_and_its_thread():
         # The pipe is still open, and what comes after the stop is left unread in it.
         writing.write(b"after the stop\n")
         assert reading.readline() == b"after the stop\n"
+
+
+async def test_lines_up_to_the_limit_are_read_and_a_longer_one_is_skipped_to_its_newline():
+    limit = 100
+    under, at, over = b"u" * (limit - 1), b"a" * limit, b"o" * (limit + 1)
+    data = under + b"\n" + at + b"\n" + over + b"\n" + b"next\n" + over
+    with pipe() as (reading, writing):
+        reader = ThreadedLineReader(reading, max_line_bytes=limit, read_chunk_bytes=16)
+        writer = write_in_pieces(writing, data, piece_bytes=len(data))
+
+        lines = await read_all(reader)
+        writer.join(WAIT_S)
+
+    assert lines == [
+        under + b"\n",
+        at + b"\n",
+        OversizedLine(size_bytes=limit + 1, limit_bytes=limit),
+        b"next\n",
+        # The last line, cut off by the end of the stream, is over the limit too.
+        OversizedLine(size_bytes=limit + 1, limit_bytes=limit),
+    ]
+
+
+async def test_a_very_long_line_over_many_reads_costs_no_more_than_the_limit():
+    limit = 1024 * 1024
+    long_line = b"x" * (32 * 1024 * 1024)
+    data = long_line + b"\n" + b"the next line\n"
+    with pipe() as (reading, writing):
+        reader = ThreadedLineReader(reading, max_line_bytes=limit)
+        tracemalloc.start()
+        try:
+            writer = write_in_pieces(writing, data, piece_bytes=4096)
+            lines = await read_all(reader)
+            writer.join(WAIT_S)
+            _, peak_bytes = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+
+    assert lines == [
+        OversizedLine(size_bytes=len(long_line), limit_bytes=limit),
+        b"the next line\n",
+    ]
+    # What was kept of the line (up to the limit) and a chunk or two, never the line.
+    assert peak_bytes < 3 * limit
