@@ -82,7 +82,9 @@ class ThreadedLineReader:
     stream's file descriptor in chunks and splits the lines itself, so no
     lock of the stream object is held while it waits (interpreter exit would
     abort on it), and it waits in `poll` beside a wake-up pipe, so `stop()`
-    ends it at once. A stream without a descriptor is read with `read1`.
+    ends it at once. Bytes the stream object buffered before are not seen
+    (nothing reads stdin before serving); a stream without a descriptor is
+    read with `read1`.
 
     A line is kept only up to `max_line_bytes` (newline excluded): past that
     what was kept is dropped and the rest of the line is read and dropped
