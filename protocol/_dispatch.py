@@ -180,7 +180,9 @@ class AcpProtocol(JsonRPCProtocol):
         as an invalid request with a null id.
         """
         if isinstance(line, OversizedLine):
-            message: Message | Rejected = oversized_line(line.size_bytes, line.limit_bytes)
+            message: Message | Rejected | Dropped = oversized_line(
+                line.size_bytes, line.limit_bytes
+            )
         else:
             message = parse_line(line)
         context = contextvars.copy_context()

@@ -20,8 +20,9 @@ from typing import BinaryIO, Final, Protocol
 
 import attrs
 
+from protocol.limits import MAX_AGENT_LINE_BYTES
+
 __all__ = (
-    "MAX_AGENT_LINE_BYTES",
     "MAX_CLIENT_LINE_BYTES",
     "FdWriter",
     "LineSource",
@@ -34,10 +35,6 @@ __all__ = (
 #: The largest line the client side reads from an agent. Lines carry whole
 #: files and base64 images; asyncio's 64 KiB default is far too small (W8).
 MAX_CLIENT_LINE_BYTES: Final = 256 * 1024 * 1024
-#: The largest line the agent side reads from its client, newline excluded.
-#: Generous (a prompt carries whole files and base64 images), and what one
-#: line may cost in memory: a longer line is skipped without being kept.
-MAX_AGENT_LINE_BYTES: Final = 64 * 1024 * 1024
 #: How much the agent side reads from its stdin at a time (a pipe holds 64 KiB).
 _READ_CHUNK_BYTES: Final = 64 * 1024
 

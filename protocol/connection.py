@@ -41,7 +41,6 @@ from pygls.server import JsonRPCServer
 
 from protocol._dispatch import AcpProtocol, AgentSideProtocol, ClientSideProtocol, Handler
 from protocol._ndjson import (
-    MAX_AGENT_LINE_BYTES,
     MAX_CLIENT_LINE_BYTES,
     FdWriter,
     LineSource,
@@ -51,9 +50,10 @@ from protocol._ndjson import (
     iter_lines,
 )
 from protocol.converter import get_converter
+from protocol.limits import MAX_AGENT_LINE_BYTES
 from protocol.methods import MessageKind
 
-__all__ = ("MAX_AGENT_LINE_BYTES", "AgentConnection", "ClientConnection", "Handler")
+__all__ = ("AgentConnection", "ClientConnection", "Handler")
 
 logger = logging.getLogger(__name__)
 

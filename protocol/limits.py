@@ -1,5 +1,9 @@
 """Limits on what a peer may send, enforced where its messages enter.
 
+A line the agent reads may be at most `MAX_AGENT_LINE_BYTES` long: a longer
+one is skipped to its newline without being kept (so one line costs at most
+that much memory) and answered -32600.
+
 Everything a peer sends is walked by recursive code sooner or later (cattrs
 structuring and unstructuring, JSON encoding, the agent's own projections),
 so a message nested a few hundred levels deep would raise `RecursionError`
@@ -13,7 +17,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ("MAX_JSON_DEPTH", "nesting_exceeds")
+__all__ = ("MAX_AGENT_LINE_BYTES", "MAX_JSON_DEPTH", "nesting_exceeds")
+
+#: The largest line the agent side reads from its client, newline excluded.
+#: Generous (a prompt carries whole files and base64 images), and what one
+#: line may cost in memory: a longer line is skipped without being kept.
+MAX_AGENT_LINE_BYTES: Final = 64 * 1024 * 1024
 
 #: The deepest a message may nest (objects and arrays); the message itself is level 1.
 MAX_JSON_DEPTH: Final = 100

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from protocol import methods
-from protocol.connection import MAX_AGENT_LINE_BYTES
+from protocol.limits import MAX_AGENT_LINE_BYTES
 from tests.support import WireValidator, agent_command
 from tests.support.raw_agent import RawAgent
 
