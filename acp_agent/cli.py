@@ -166,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     host = RuntimeHost(open_store, assemble, on_close=models.aclose)
     connection = AgentConnection(unstable=args.unstable)
+    connection.on_shutdown(host.aclose)
     AcpAgent(connection, host, models, config_dir=paths.config_dir).register()
 
     logger = logging.getLogger("acp_agent")

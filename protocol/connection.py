@@ -33,7 +33,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, BinaryIO, Final
 
 from pygls.client import JsonRPCClient
@@ -148,6 +148,12 @@ class AgentConnection(_Endpoint, JsonRPCServer):
         )
         self.protocol.unstable = unstable
         self._source: ThreadedLineReader | None = None
+        self._shutdown: list[Callable[[], Awaitable[None]]] = []
+
+    def on_shutdown(self, callback: Callable[[], Awaitable[None]]) -> None:
+        """Await `callback` once the input has ended and the handlers are done, while the
+        event loop still runs (closing what the handlers used, in registration order)."""
+        self._shutdown.append(callback)
 
     def start_io(
         self,
@@ -227,6 +233,11 @@ class AgentConnection(_Endpoint, JsonRPCServer):
             await _run_ndjson(source, self.protocol, on_end=restore_defaults)
         finally:
             restore_defaults()
+            for callback in self._shutdown:
+                try:
+                    await callback()
+                except Exception:
+                    logger.exception("A shutdown callback failed")
 
 
 class ClientConnection(_Endpoint, JsonRPCClient):

@@ -215,6 +215,10 @@ class Branch:
         """Unload the branch: cancel its work, wait for it and its cleanups. Idempotent."""
         await self._closer.close(self.session.scope)
 
+    async def _close_here(self) -> None:
+        """`aclose` run in the calling task: only for its session's close body."""
+        await self._closer.close_here()
+
     async def _end(self, reason: str) -> None:
         """Close the branch and record that its line of work ended."""
         if not self._closer.started:

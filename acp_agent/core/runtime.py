@@ -132,11 +132,19 @@ class Runtime:
             await session.aclose()
 
     async def aclose(self) -> None:
-        """Close every open session, then the process scope. Idempotent."""
-        async with anyio.create_task_group() as task_group:
-            for session in list(self._sessions.values()):
-                task_group.start_soon(session.aclose)
-        await self.scope.aclose()
+        """Close every open session, give their leases back in one write, then close the
+        process scope. Idempotent."""
+        sessions = list(self._sessions.values())
+        try:
+            async with anyio.create_task_group() as task_group:
+                for session in sessions:
+                    task_group.start_soon(session._close_at_exit)
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.store.release_sessions([session.id for session in sessions])
+                finally:
+                    await self.scope.aclose()
 
     async def _open(self, record: SessionRecord) -> Session:
         """Assemble a leased session's scope and open its branches, parents first."""

@@ -54,6 +54,7 @@ class Session:
         self._state = SessionState.OPEN
         self._branches: dict[BranchId, Branch] = {}
         self._closer = CloseOnce(self._close, name=f"session {record.session_id}")
+        self._release_lease = True
 
     def __repr__(self) -> str:
         return f"<Session {self.id} {self._state.value}>"
@@ -157,16 +158,28 @@ class Session:
         """
         await self._closer.close(self.runtime.scope)
 
+    async def _close_at_exit(self) -> None:
+        """Close from the runtime's own close (shielded, to the end), leaving the lease
+        for the runtime to give back with all the others, in one write."""
+        if not self._closer.started:
+            self._release_lease = False
+        await self._closer.close_here()
+
     async def _close(self) -> None:
         self._state = SessionState.CLOSING
         try:
-            async with anyio.create_task_group() as task_group:
-                for branch in list(self._branches.values()):
-                    task_group.start_soon(branch.aclose)
+            branches = list(self._branches.values())
+            if len(branches) == 1:  # most sessions: no task group needed to wait for one
+                await branches[0]._close_here()
+            else:
+                async with anyio.create_task_group() as task_group:
+                    for branch in branches:
+                        task_group.start_soon(branch._close_here)
             await self.scope.aclose()
         finally:
             self._state = SessionState.CLOSED
             try:
-                await self.runtime.store.release_session(self.id)
+                if self._release_lease:
+                    await self.runtime.store.release_session(self.id)
             finally:
                 self.runtime._forget_session(self)

@@ -343,6 +343,10 @@ class Store(Protocol):
         """Give the writer lease back, if we hold it. Idempotent."""
         ...
 
+    async def release_sessions(self, session_ids: Sequence[SessionId]) -> None:
+        """`release_session` for many sessions, in one write (closing a whole runtime)."""
+        ...
+
     # events
 
     async def append_batch(self, batch: Batch) -> None:

@@ -155,6 +155,10 @@ class MemoryStore:
         if lease is not None and lease[0] == self._token:
             del db.leases[session_id]
 
+    async def release_sessions(self, session_ids: Sequence[SessionId]) -> None:
+        for session_id in session_ids:
+            await self.release_session(session_id)
+
     # --- events -----------------------------------------------------------------------
 
     async def append_batch(self, batch: Batch) -> None:

@@ -250,6 +250,19 @@ class SqliteStore:
 
         await self._run(write, f"release session {session_id}")
 
+    async def release_sessions(self, session_ids: Sequence[SessionId]) -> None:
+        if not session_ids:
+            return
+
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                db.executemany(
+                    "DELETE FROM session_leases WHERE session_id = ? AND owner_token = ?",
+                    [(session_id, self._owner.token) for session_id in session_ids],
+                )
+
+        await self._run(write, f"release {len(session_ids)} sessions")
+
     def _write_lease(self, db: sqlite3.Connection, session_id: SessionId) -> None:
         owner = self._owner
         db.execute(

@@ -293,3 +293,32 @@ def _last_sent(client: AcpTestClient, method: str) -> dict[str, object]:
 
 async def _wait_for_stderr(client: AcpTestClient, text: str) -> None:
     await client.wait_until(lambda: any(text in line for line in client.stderr_lines))
+
+
+def test_shutdown_callbacks_run_in_order_after_the_input_ends_while_the_loop_runs():
+    import os
+
+    from protocol.connection import AgentConnection
+
+    read_end, write_end = os.pipe()
+    os.close(write_end)  # the input ends at once
+    out_read, out_write = os.pipe()
+    ran: list[str] = []
+
+    async def first() -> None:
+        await asyncio.sleep(0)  # the loop still runs: callbacks may await
+        ran.append(f"first in {asyncio.get_running_loop().is_running()}")
+
+    async def failing() -> None:
+        raise RuntimeError("a broken callback does not stop the next")
+
+    async def last() -> None:
+        ran.append("last")
+
+    connection = AgentConnection()
+    for callback in (first, failing, last):
+        connection.on_shutdown(callback)
+    with os.fdopen(read_end, "rb") as stdin, os.fdopen(out_write, "wb") as stdout:
+        connection.start_io(stdin, stdout)
+    os.close(out_read)
+    assert ran == ["first in True", "last"]

@@ -420,6 +420,19 @@ class StoreContract:
             await store.acquire_session(session.session_id)  # idempotent
             await store.append_batch(batch_of(session, 1, note("x")))
 
+    async def test_releasing_many_sessions_at_once_frees_only_ours(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store, stores.open_other_writer() as other:
+            mine = [await new_session(store) for _ in range(3)]
+            theirs = await new_session(other)
+            await store.release_sessions([s.session_id for s in mine] + [theirs.session_id])
+            for session in mine:
+                await other.acquire_session(session.session_id)  # free now
+            with pytest.raises(SessionHeld):
+                await store.acquire_session(theirs.session_id)  # still theirs
+            await store.release_sessions([])
+
     async def test_closing_a_store_releases_its_leases(self, stores: StoreFactory) -> None:
         async with stores.open_other_writer() as other:
             async with stores.open() as store:

@@ -3,9 +3,10 @@
 The connection runs one asyncio loop until stdin ends. The first handler
 that needs the runtime starts the host task, which opens the SQLite store
 and the runtime (`open_runtime`) and keeps them open; when the loop shuts
-down it cancels the host, which closes every session (each turn still
-running is interrupted and recorded as such), then the store and the model
-source. A handler waiting for the runtime is told if it could not open.
+down (`aclose`, from the connection's shutdown) it cancels the host, which
+closes every session (each turn still running is interrupted and recorded as
+such), then the store and the model source. A handler waiting for the runtime
+is told if it could not open.
 Once the runtime is open, the objects of the process so far are frozen out
 of the garbage collector's generations (`gc.freeze`): they live as long as
 the process, and walking them in a full collection paused streamed replies.
@@ -14,6 +15,7 @@ the process, and walking them in a full collection paused streamed replies.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 from collections.abc import Awaitable, Callable
@@ -64,6 +66,23 @@ class RuntimeHost:
             self._task = loop.create_task(self._host(self._ready), name="acp-agent runtime")
         return await asyncio.shield(self._ready)
 
+    async def aclose(self) -> None:
+        """Close the runtime, then the store and the model source, if they were opened.
+
+        Call it while the loop still runs (`AgentConnection.on_shutdown`): closing
+        inside the loop's own teardown, after the main task ended, makes every
+        worker-thread call walk all tasks, which turned a large shutdown quadratic.
+        """
+        task = self._task
+        if task is None or task.done():
+            return
+        # Closing makes garbage faster than the collector's thresholds expect, and each
+        # full collection walks every session still open; nothing here needs one.
+        gc.disable()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
     async def _host(self, ready: asyncio.Future[Runtime]) -> None:
         try:
             registry = self._assemble()
@@ -84,6 +103,8 @@ class RuntimeHost:
             with anyio.CancelScope(shield=True):
                 try:
                     await store.aclose()
+                except Exception:
+                    logger.exception("the store did not close cleanly")
                 finally:
                     if self._on_close is not None:
                         await self._on_close()
