@@ -3,12 +3,16 @@
 Hypothesis runs derandomized under CI (the `CI` variable is set there), so a
 landing never depends on luck; locally it explores new examples each run.
 `HYPOTHESIS_PROFILE=thorough` multiplies the examples for a deeper search.
+
+Tests marked `slow` (the thorough part of the fault matrices) run only with
+`ACP_AGENT_SLOW_TESTS=1`; by default each matrix runs a bounded sample.
 """
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", max_examples=40, derandomize=True, print_blob=True)
@@ -17,3 +21,14 @@ settings.register_profile("thorough", max_examples=1000, print_blob=True)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("ACP_AGENT_SLOW_TESTS") == "1":
+        return
+    skip = pytest.mark.skip(
+        reason="slow: the thorough sample; set ACP_AGENT_SLOW_TESTS=1 to run it"
+    )
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -64,6 +64,10 @@ from acp_agent.capabilities.toolset import ToolGeneration, ToolSet
 from acp_agent.core import (
     Branch,
     CallId,
+    CompactionCancelled,
+    CompactionFailed,
+    CompactionRecorded,
+    CompactionStarted,
     Event,
     EventDraft,
     ModelReasoningDelta,
@@ -133,6 +137,8 @@ logger = logging.getLogger(__name__)
 PRODUCER: Final = "capabilities.loop"
 #: The most streamed deltas folded into one recorded event (see `DeltaPieces`).
 MAX_PIECES: Final = 256
+#: Why a compaction the agent was making when it stopped has no summary.
+_COMPACTION_RESTARTED: Final = "interrupted by a restart; history stays as it was"
 #: Model requests one turn may make before it ends with `max_turn_requests`.
 DEFAULT_MAX_TURN_REQUESTS: Final = 50
 
@@ -287,12 +293,18 @@ class ModelLoop:
     # --- rebuild and live events --------------------------------------------------------
 
     async def rebuild(self, timeline: Timeline) -> Seq:
-        """Learn the history; end a turn and a request left open by a restart."""
+        """Learn the history; end a turn, a request and a compaction left open by a restart."""
         open_turn: TurnId | None = None
         open_requests: list[str] = []
+        open_compactions: list[str] = []
         for event in await timeline.read():
             payload = event.payload
-            if isinstance(payload, UserInputAdopted):
+            if isinstance(payload, CompactionStarted):
+                open_compactions.append(payload.compaction_id)
+            elif isinstance(payload, CompactionRecorded | CompactionFailed | CompactionCancelled):
+                if payload.compaction_id in open_compactions:
+                    open_compactions.remove(payload.compaction_id)
+            elif isinstance(payload, UserInputAdopted):
                 open_turn = TurnId(payload.input_id)
             elif isinstance(payload, TurnEnded | TurnInterrupted):
                 open_turn = None
@@ -309,6 +321,10 @@ class ModelLoop:
         drafts = [
             EventDraft(ModelRequestInterrupted(request_id, "restart"), PRODUCER)
             for request_id in open_requests
+        ]
+        drafts += [
+            EventDraft(CompactionFailed(compaction_id, _COMPACTION_RESTARTED), PRODUCER)
+            for compaction_id in open_compactions
         ]
         if open_turn is not None:
             drafts.append(EventDraft(TurnInterrupted(open_turn), PRODUCER))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 
 from protocol import methods, types
 from tests.agent.support import running_agent, text_of_updates, write_script
+from tests.faults.support import store_problems
 from tests.support.steps import text_of
 
 pytestmark = pytest.mark.e2e
@@ -61,28 +61,6 @@ def fill(disk: Path) -> Path:
                 while True:
                     file.write(b"\0" * size)
     return filler
-
-
-def store_problems(database: Path) -> list[str]:
-    """What is torn in the store: integrity, gaps in seqs, prompts without one ending."""
-    problems = []
-    with sqlite3.connect(database) as db:
-        if db.execute("PRAGMA integrity_check").fetchone() != ("ok",):
-            problems.append("integrity_check failed")
-        rows = db.execute("SELECT seq, kind FROM events ORDER BY seq").fetchall()
-    if [seq for seq, _ in rows] != list(range(1, len(rows) + 1)):
-        problems.append("seqs are not dense")
-    open_turn = False
-    for _, kind in rows:
-        if kind == "user_input.adopted":
-            if open_turn:
-                problems.append("a prompt began before the last one ended")
-            open_turn = True
-        elif kind in ("turn.ended", "turn.interrupted"):
-            open_turn = False
-    if open_turn:
-        problems.append("the last prompt never ended")
-    return problems
 
 
 def texts(updates: list[types.SessionUpdate], kind: type) -> list[str]:
