@@ -29,6 +29,8 @@ from anyio.abc import Process
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
+from acp_agent.mcp._lines import MAX_MESSAGE_BYTES, LineSplitter, OverLongLine, message_id
+
 __all__ = ("EXIT_GRACE_S", "KILL_AFTER_S", "ServerProcess", "stdio_transport")
 
 logger = logging.getLogger(__name__)
@@ -40,6 +42,8 @@ KILL_AFTER_S: Final = 2.0
 _POLL_S: Final = 0.01
 _STDERR_LINES: Final = 20
 _STDERR_LINE_CHARS: Final = 500
+#: A stderr line is kept whole up to this (only its start is ever shown).
+_STDERR_LINE_BYTES: Final = 64 * 1024
 
 
 class ServerProcess:
@@ -78,7 +82,32 @@ class ServerProcess:
         return self.exit_description()
 
 
-def _parse(line: bytes) -> SessionMessage | Exception:
+def _over_long(server: str, line: OverLongLine) -> SessionMessage | Exception:
+    """What the session gets for a message over the limit: an error answer to the request
+    it answered (so the call ends at once, saying why), else an error to log."""
+    reason = (
+        f"MCP server {server!r} sent a message of {line.size_bytes} bytes, over the limit of "
+        f"{MAX_MESSAGE_BYTES} bytes; it was dropped"
+    )
+    logger.warning("%s", reason)
+    msg_id = message_id(line.head)
+    if msg_id is None or b'"method"' in line.head:
+        return ValueError(reason)
+    error = mcp_types.JSONRPCError(
+        jsonrpc="2.0",
+        id=msg_id,
+        error=mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=reason),
+    )
+    return SessionMessage(error)
+
+
+def _stderr_text(line: bytes | bytearray | OverLongLine) -> str:
+    if isinstance(line, OverLongLine):
+        return line.head.decode("utf-8", "replace") + f" [... {line.size_bytes} bytes in all]"
+    return line.decode("utf-8", "replace")
+
+
+def _parse(line: bytes | bytearray) -> SessionMessage | Exception:
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError as exc:
@@ -156,16 +185,15 @@ async def stdio_transport(
 
     async def read_stdout() -> None:
         assert process.stdout is not None
-        pending = bytearray()
+        lines = LineSplitter(MAX_MESSAGE_BYTES)
         async with read_send:
             with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 async for chunk in process.stdout:
-                    pending += chunk
-                    *lines, rest = pending.split(b"\n")
-                    pending = bytearray(rest)
-                    for line in lines:
-                        if line.strip():
-                            await read_send.send(_parse(bytes(line)))
+                    for line in lines.feed(chunk):
+                        if isinstance(line, OverLongLine):
+                            await read_send.send(_over_long(info.name, line))
+                        elif line.strip():
+                            await read_send.send(_parse(line))
 
     async def write_stdin() -> None:
         assert process.stdin is not None
@@ -180,15 +208,14 @@ async def stdio_transport(
 
     async def read_stderr() -> None:
         assert process.stderr is not None
-        pending = bytearray()
+        lines = LineSplitter(_STDERR_LINE_BYTES)
         with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             async for chunk in process.stderr:
-                pending += chunk
-                *lines, rest = pending.split(b"\n")
-                pending = bytearray(rest)
-                for line in lines:
-                    info.add_stderr(line.decode("utf-8", "replace"))
-        info.add_stderr(pending.decode("utf-8", "replace"))
+                for line in lines.feed(chunk):
+                    info.add_stderr(_stderr_text(line))
+        last = lines.end()
+        if last is not None:
+            info.add_stderr(_stderr_text(last))
 
     async with anyio.create_task_group() as group:
         group.start_soon(read_stdout)
