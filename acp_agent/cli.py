@@ -154,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tools=builtin_tools,
                 loop=LoopSettings(max_turn_requests or DEFAULT_MAX_TURN_REQUESTS),
                 config_dir=paths.config_dir,
+                results_dir=paths.data_dir / "tool-results",
             ),
         )
         register_mcp(registry, McpSettings(config_dir=paths.config_dir))

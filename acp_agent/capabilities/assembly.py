@@ -8,6 +8,7 @@
         loop = session.main.scope.get(MODEL_LOOP)
         turn = await loop.start_turn(turn_id, content)
 
+Per process: the `ResultBudget` every call's result passes (`RESULT_BUDGET`).
 Per session: `SessionControls` (model, mode, the editor's side), the
 `ToolSet` and the `GuideRegistry` (tools and MCP servers register guide
 entries for their inputs there; every branch's next request adopts them).
@@ -38,6 +39,7 @@ from acp_agent.capabilities.context import (
 from acp_agent.capabilities.guide import GuideRegistry
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
 from acp_agent.capabilities.model_source import ModelSource
+from acp_agent.capabilities.result_budget import ResultBudget, ResultLimits
 from acp_agent.capabilities.session_controls import SessionControls
 from acp_agent.capabilities.state_sources import Environment, ValueSource
 from acp_agent.capabilities.tool import Tool
@@ -58,6 +60,7 @@ __all__ = (
     "CONTEXT",
     "GUIDE",
     "MODEL_LOOP",
+    "RESULT_BUDGET",
     "SESSION_CONTROLS",
     "TOOLSET",
     "TOOL_EXECUTOR",
@@ -65,6 +68,7 @@ __all__ = (
     "register_capabilities",
 )
 
+RESULT_BUDGET: Final[ServiceKey[ResultBudget]] = ServiceKey("result_budget", ScopeKind.PROCESS)
 SESSION_CONTROLS: Final[ServiceKey[SessionControls]] = ServiceKey(
     "session_controls", ScopeKind.SESSION
 )
@@ -91,6 +95,9 @@ class CapabilitySettings:
     * `config_dir`: where the person's own rules live (None: none).
     * `environment`: the process environment state sources describe (None: detected).
     * `clock`: wall time for recorded rules, and the date state sources report.
+    * `results_dir`: where the full text of a result cut to its budget is kept
+      (None: not kept).
+    * `result_limits`: the caps of each copy of a tool result.
     """
 
     models: ModelSource
@@ -99,10 +106,15 @@ class CapabilitySettings:
     config_dir: Path | None = None
     environment: Environment | None = None
     clock: Callable[[], float] = time.time
+    results_dir: Path | None = None
+    result_limits: ResultLimits = attrs.field(factory=ResultLimits)
 
 
 def register_capabilities(registry: ServiceRegistry, settings: CapabilitySettings) -> None:
     """Register the session and branch services of the capabilities in `registry`."""
+
+    async def result_budget(scope: Scope) -> ResultBudget:
+        return ResultBudget(settings.results_dir, settings.result_limits)
 
     async def session_controls(scope: Scope) -> SessionControls:
         session = scope.get(SESSION)
@@ -145,7 +157,11 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
 
     async def tool_executor(scope: Scope) -> ToolExecutor:
         executor = ToolExecutor(
-            scope.get(BRANCH), scope.get(SESSION_CONTROLS), scope.get(STORE), clock=settings.clock
+            scope.get(BRANCH),
+            scope.get(SESSION_CONTROLS),
+            scope.get(STORE),
+            clock=settings.clock,
+            budget=scope.get(RESULT_BUDGET),
         )
         await scope.get(DISPATCHER).subscribe_rebuilt(executor)
         return executor
@@ -163,6 +179,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         await scope.get(DISPATCHER).subscribe_rebuilt(loop)
         return loop
 
+    registry.register(RESULT_BUDGET, result_budget)
     registry.register(SESSION_CONTROLS, session_controls)
     registry.register(TOOLSET, toolset)
     registry.register(GUIDE, guide)

@@ -11,8 +11,10 @@ call, in order, the executor:
    `PermissionAnswered`; "always" answers become rules);
 3. runs it as a task of the turn, tracked by the executor (`ToolCallAdmitted`,
    `ToolCallStarted`, progress as `ToolCallProgressed`/`ToolCallOutputDelta`);
-4. records `ToolCallCompleted` and the `ToolResultRecorded` the model sees, in
-   one batch, tied to the request and call ids. A failure is a result too.
+4. caps each copy of the result (`ResultBudget`: the model's text, the editor's
+   content, the raw output), then records `ToolCallCompleted` and the
+   `ToolResultRecorded` the model sees, in one batch, tied to the request and
+   call ids. A failure is a result too.
 
 Calls go through their stages: proposed -> (asking) -> admitted -> running ->
 finished -> recorded. An interrupt (the turn cancelled, the executor told by
@@ -45,6 +47,7 @@ from acp_agent.capabilities.content import (
     json_safe,
     text_part,
 )
+from acp_agent.capabilities.cuts import cut_middle
 from acp_agent.capabilities.permissions import (
     Ask,
     PermissionAnswer,
@@ -55,6 +58,7 @@ from acp_agent.capabilities.permissions import (
     remember,
 )
 from acp_agent.capabilities.recorder import CoalescingRecorder
+from acp_agent.capabilities.result_budget import ResultBudget
 from acp_agent.capabilities.session_controls import SessionControls
 from acp_agent.capabilities.tool import (
     ContentPart,
@@ -104,6 +108,7 @@ __all__ = (
     "INVALID_ARGUMENTS_KEY",
     "INVALID_REASON_KEY",
     "PRODUCER",
+    "PROGRESS_CHARS",
     "RESTART_NOT_STARTED",
     "RESTART_RUNNING",
     "CallStage",
@@ -112,6 +117,8 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
+#: What a progress report of a running call may show (it is replaced by the next).
+PROGRESS_CHARS: Final = 64_000
 #: The producer of the executor's facts.
 PRODUCER: Final = "capabilities.tools"
 #: The only key of recorded arguments that were not a JSON object; its value is the raw text.
@@ -187,8 +194,14 @@ class _Progress:
         self._recorder = recorder
 
     async def content(self, parts: Sequence[ContentPart]) -> None:
+        shown = [
+            TextContent(cut_middle(part.text, PROGRESS_CHARS, "{omitted} characters left out"))
+            if isinstance(part, TextContent)
+            else part
+            for part in parts
+        ]
         self._recorder.add(
-            EventDraft(ToolCallProgressed(self._call_id, encode_parts(parts)), PRODUCER)
+            EventDraft(ToolCallProgressed(self._call_id, encode_parts(shown)), PRODUCER)
         )
 
     async def terminal_output(self, terminal_id: str, data: str) -> None:
@@ -207,6 +220,7 @@ class ToolExecutor:
     * `controls`: the session's mode, roots, editor and prompter.
     * `store`: where "always" answers are kept as permission rules.
     * `clock`: wall time for rules (seconds since the epoch).
+    * `budget`: caps each copy of a result before it is recorded (`result_budget`).
     """
 
     name = "tool executor"
@@ -218,8 +232,10 @@ class ToolExecutor:
         store: Store,
         *,
         clock: Callable[[], float],
+        budget: ResultBudget | None = None,
     ) -> None:
         self.branch = branch
+        self.budget = budget if budget is not None else ResultBudget(None)
         self.controls = controls
         self.store = store
         self.clock = clock
@@ -462,8 +478,10 @@ class ToolExecutor:
         call.stage = CallStage.RECORDED
 
     async def _record_finished(self, call: _Call) -> None:
-        result = call.result
-        assert result is not None
+        assert call.result is not None
+        result = await self.budget.apply(
+            call.result, session_id=self.branch.session_id, call_id=call.call_id
+        )
         locations = None if result.locations is None else encode_locations(result.locations)
         await self.branch.append(
             [

@@ -4,6 +4,8 @@ Text stays text; images stay images for the editor (the model reads a line
 naming each one); embedded text resources become their text, binary ones
 and audio a line naming them; resource links a Markdown link. Structured
 content is the raw output, and the model's text when nothing else says it.
+What each copy may cost is capped later, for every tool alike
+(`capabilities.result_budget`).
 """
 
 from __future__ import annotations
@@ -11,17 +13,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any, Final
+from typing import Any
 
 import mcp.types as mcp_types
 
 from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities.tool import ContentPart, ImageContent, TextContent, ToolResult
 
-__all__ = ("MODEL_TEXT_LIMIT", "error_result", "to_tool_result")
-
-#: The model reads at most this many characters of one result.
-MODEL_TEXT_LIMIT: Final = 100_000
+__all__ = ("error_result", "to_tool_result")
 
 
 def error_result(text: str, raw_output: Any = None) -> ToolResult:
@@ -92,9 +91,6 @@ def to_tool_result(result: mcp_types.CallToolResult) -> ToolResult:
         empty = "(the tool returned an error and no content)" if result.is_error else "(no output)"
         parts.append(TextContent(empty))
         model_text = empty
-    if len(model_text) > MODEL_TEXT_LIMIT:
-        omitted = len(model_text) - MODEL_TEXT_LIMIT
-        model_text = model_text[:MODEL_TEXT_LIMIT] + f"\n[... {omitted} more characters omitted]"
     return ToolResult(
         content=tuple(parts), model_text=model_text, is_error=result.is_error, raw_output=structured
     )

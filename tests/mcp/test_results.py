@@ -8,7 +8,6 @@ import mcp.types as mcp_types
 
 from acp_agent.capabilities.tool import ImageContent, TextContent, ToolResult
 from acp_agent.mcp import to_tool_result
-from acp_agent.mcp._results import MODEL_TEXT_LIMIT
 
 DATA = base64.b64encode(b"0123456789").decode()
 
@@ -77,10 +76,3 @@ def test_a_server_side_error_stays_an_error_result() -> None:
 
 def test_an_empty_result_says_so() -> None:
     assert to_tool_result(mcp_types.CallToolResult(content=[])).model_text == "(no output)"
-
-
-def test_the_model_reads_at_most_the_limit() -> None:
-    long = "x" * (MODEL_TEXT_LIMIT + 5)
-    converted = to_tool_result(mcp_types.CallToolResult(content=[mcp_types.TextContent(text=long)]))
-    assert converted.model_text == "x" * MODEL_TEXT_LIMIT + "\n[... 5 more characters omitted]"
-    assert converted.content == (TextContent(long),)
