@@ -18,7 +18,10 @@ How the summary is made: the session's model gets the same guide, tools and
 messages as a normal request for the history up to the cut (so the
 provider's cache still serves them), then a `<compaction-request>` asking
 for a summary. History too long for the window is trimmed from its oldest
-end first. The summary is a fact: a reloaded session reads it, and never
+end first; a message too long by itself (even the newest) is cut to its head
+and tail, so a compaction can always be made. A refusal as too long teaches
+the branch's token account a smaller window (`TokenAccount.note_overflow`)
+and the request is fitted again. The summary is a fact: a reloaded session reads it, and never
 summarises the same range again.
 """
 
@@ -32,10 +35,15 @@ from typing import Final, Literal, TypeAlias
 import anyio
 import attrs
 
+from acp_agent.capabilities.cuts import cut_middle
 from acp_agent.capabilities.guide import GuideEntry
 from acp_agent.capabilities.projection import ProjectedMessage, Projection
 from acp_agent.capabilities.tags import tag
-from acp_agent.capabilities.token_budget import TokenAccount, estimate_request_tokens
+from acp_agent.capabilities.token_budget import (
+    CHARS_PER_TOKEN,
+    TokenAccount,
+    estimate_request_tokens,
+)
 from acp_agent.core import (
     Branch,
     CompactionCancelled,
@@ -77,7 +85,9 @@ logger = logging.getLogger(__name__)
 
 COMPACTION_PRODUCER: Final = "capabilities.compaction"
 #: How many times a summary request that does not fit is retried with less history.
-MAX_SUMMARY_ATTEMPTS: Final = 3
+MAX_SUMMARY_ATTEMPTS: Final = 5
+#: A text part is never cut below this many characters to fit a summary request.
+_MIN_CUT_CHARS: Final = 2000
 
 COMPACTION_GUIDE_ENTRY: Final = GuideEntry(
     "context/compaction",
@@ -239,6 +249,74 @@ def _trim_oldest(messages: list[ProjectedMessage], drop: int, keep_first: int) -
     return before - len(messages)
 
 
+def _fitted(
+    messages: list[ProjectedMessage],
+    *,
+    model: str,
+    guide: str,
+    tools: Sequence[ToolSpec],
+    cacheable_prefix: int,
+    keep_first: int,
+    tokens: TokenAccount,
+    max_output_tokens: int | None,
+    omitted: int,
+) -> tuple[ModelRequest, int]:
+    """The summary request, made to fit the window: the oldest history dropped first,
+    then the largest messages cut to their head and tail (the newest included, so a
+    message larger than the window can still be summarised). Returns it and how many
+    messages were dropped."""
+    while True:
+        request = summary_request(
+            messages,
+            model=model,
+            guide=guide,
+            tools=tools,
+            cacheable_prefix=cacheable_prefix if not omitted else 0,
+            omitted=omitted,
+            max_output_tokens=max_output_tokens,
+        )
+        budget = tokens.window_tokens - (max_output_tokens or 0)
+        over = tokens.calibrated(estimate_request_tokens(request)) - budget
+        if over <= 0:
+            return request, omitted
+        movable = len(messages) - keep_first
+        if movable > 1:
+            omitted += _trim_oldest(messages, max(1, movable // 4), keep_first)
+        elif not _shrink_largest(messages, over):
+            return request, omitted  # nothing left to cut: let the provider judge
+
+
+def _shrink_largest(messages: list[ProjectedMessage], over_tokens: int) -> bool:
+    """Cut the longest text of the largest message by about `over_tokens`; False if no
+    text is long enough to cut."""
+    best: tuple[int, int, int] | None = None  # (chars, message index, part index)
+    for m, projected in enumerate(messages):
+        for p, part in enumerate(projected.message.parts):
+            chars = len(_part_text(part))
+            if chars > _MIN_CUT_CHARS and (best is None or chars > best[0]):
+                best = (chars, m, p)
+    if best is None:
+        return False
+    chars, m, p = best
+    limit = max(_MIN_CUT_CHARS, chars - (over_tokens + 64) * CHARS_PER_TOKEN * 5 // 4)
+    note = "{omitted} characters of this message left out to fit the summary request"
+    projected = messages[m]
+    parts = list(projected.message.parts)
+    part = parts[p]
+    cut = cut_middle(_part_text(part), limit, note)
+    parts[p] = attrs.evolve(part, content=cut) if isinstance(part, ToolResult) else Text(cut)
+    messages[m] = attrs.evolve(projected, message=attrs.evolve(projected.message, parts=parts))
+    return True
+
+
+def _part_text(part: object) -> str:
+    if isinstance(part, Text):
+        return part.text
+    if isinstance(part, ToolResult):
+        return part.content
+    return ""
+
+
 async def _summarise(
     provider: ModelProvider,
     messages: list[ProjectedMessage],
@@ -251,44 +329,31 @@ async def _summarise(
     tokens: TokenAccount,
     max_output_tokens: int | None,
 ) -> str:
-    """Ask the model for a summary, trimming the oldest history until the request fits."""
+    """Ask the model for a summary of a request that fits; a refusal as too long teaches
+    the account a smaller window, and the request is fitted again."""
     omitted = 0
-    budget = tokens.context_window_tokens - (max_output_tokens or 0)
-    while True:
-        request = summary_request(
+    for attempt in range(MAX_SUMMARY_ATTEMPTS):
+        request, omitted = _fitted(
             messages,
             model=model,
             guide=guide,
             tools=tools,
-            cacheable_prefix=cacheable_prefix if not omitted else 0,
-            omitted=omitted,
+            cacheable_prefix=cacheable_prefix,
+            keep_first=keep_first,
+            tokens=tokens,
             max_output_tokens=max_output_tokens,
+            omitted=omitted,
         )
-        estimate = tokens.calibrated(estimate_request_tokens(request))
-        movable = len(messages) - keep_first
-        if estimate <= budget or movable <= 1:
-            break
-        omitted += _trim_oldest(messages, max(1, movable // 4), keep_first)
-    for attempt in range(MAX_SUMMARY_ATTEMPTS):
         builder = ReplyBuilder()
         try:
             async with provider.stream(request) as events:
                 async for event in events:
                     builder.add(event)
         except ContextWindowExceeded:
-            movable = len(messages) - keep_first
-            if attempt + 1 == MAX_SUMMARY_ATTEMPTS or movable <= 1:
+            if attempt + 1 == MAX_SUMMARY_ATTEMPTS:
                 raise
-            omitted += _trim_oldest(messages, max(1, movable // 2), keep_first)
-            request = summary_request(
-                messages,
-                model=model,
-                guide=guide,
-                tools=tools,
-                cacheable_prefix=0,
-                omitted=omitted,
-                max_output_tokens=max_output_tokens,
-            )
+            tokens.note_overflow(tokens.calibrated(estimate_request_tokens(request)))
+            cacheable_prefix = 0
             continue
         reply = builder.reply()
         text = "".join(part.text for part in reply.message.parts if isinstance(part, Text))

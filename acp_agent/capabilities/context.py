@@ -49,7 +49,11 @@ from acp_agent.capabilities.compaction import (
 )
 from acp_agent.capabilities.guide import CORE_GUIDE_ENTRIES, GuideEntry, GuideRegistry
 from acp_agent.capabilities.notifications import NOTIFICATIONS_GUIDE_ENTRY
-from acp_agent.capabilities.projection import BRANCH_MESSAGES_GUIDE_ENTRY, Projection
+from acp_agent.capabilities.projection import (
+    BRANCH_MESSAGES_GUIDE_ENTRY,
+    Projection,
+    user_input_parts,
+)
 from acp_agent.capabilities.rules import (
     RULES_GUIDE_ENTRY,
     RuleLedger,
@@ -67,6 +71,7 @@ from acp_agent.capabilities.state_sources import (
 from acp_agent.capabilities.token_budget import (
     ContextUsage,
     TokenAccount,
+    estimate_message_tokens,
     estimate_request_tokens,
 )
 from acp_agent.core import (
@@ -83,7 +88,14 @@ from acp_agent.core import (
     TurnId,
     new_id,
 )
-from acp_agent.models import ModelProvider, ModelRequest, ProviderError, ReasoningEffort, ToolSpec
+from acp_agent.models import (
+    Message,
+    ModelProvider,
+    ModelRequest,
+    ProviderError,
+    ReasoningEffort,
+    ToolSpec,
+)
 
 __all__ = (
     "CONTEXT_GUIDE_ENTRIES",
@@ -282,8 +294,13 @@ class ContextEngine:
             if self._refreshed_turn != turn_id:
                 await self._start_turn(turn_id)
             prepared = await self._build(model, tools, max_output_tokens, reasoning_effort)
-            threshold = self.settings.compact_at_fraction * self.settings.context_window_tokens
-            if prepared.estimated_tokens >= threshold and self.projection.cut_points():
+            window = self.tokens.window_tokens
+            threshold = self.settings.compact_at_fraction * window
+            history = prepared.estimated_tokens - self._overhead_tokens(prepared.request)
+            # An automatic compaction keeps the newest `keep_recent_fraction` of the window:
+            # with no more history than that it would free nothing.
+            worth_it = history > self.settings.keep_recent_fraction * window
+            if prepared.estimated_tokens >= threshold and worth_it and self.projection.cut_points():
                 try:
                     await self._compact(model, provider, tools, CompactionTrigger.AUTO)
                 except (CompactionError, ProviderError) as exc:
@@ -300,13 +317,17 @@ class ContextEngine:
         provider: ModelProvider,
         tools: Sequence[ToolSpec] = (),
         trigger: CompactionTrigger = CompactionTrigger.ON_DEMAND,
+        keep_everything: bool = False,
     ) -> CompactionRecorded:
         """Compact now (`/compact`, or after `ContextWindowExceeded`); see `compaction`.
 
-        Cancel by cancelling the calling task: `CompactionCancelled` is recorded.
+        An overflow compaction keeps the newest history that fits a fraction of the
+        window; with `keep_everything` it summarises all of it (a second overflow in
+        the turn: what was kept did not fit either). Cancel by cancelling the calling
+        task: `CompactionCancelled` is recorded.
         """
         async with self._lock:
-            return await self._compact(model, provider, tools, trigger)
+            return await self._compact(model, provider, tools, trigger, keep_everything)
 
     async def _compact(
         self,
@@ -314,6 +335,7 @@ class ContextEngine:
         provider: ModelProvider,
         tools: Sequence[ToolSpec],
         trigger: CompactionTrigger,
+        keep_everything: bool = False,
     ) -> CompactionRecorded:
         await self._adopt_guide()
         projection = await self.sync()
@@ -322,7 +344,9 @@ class ContextEngine:
         keep_fraction = (
             0.0 if trigger is CompactionTrigger.ON_DEMAND else self.settings.keep_recent_fraction
         )
-        keep_tokens = int(keep_fraction * self.settings.context_window_tokens / self.tokens.ratio)
+        if keep_everything:
+            keep_fraction = 0.0
+        keep_tokens = int(keep_fraction * self.tokens.window_tokens / self.tokens.ratio)
         recorded = await run_compaction(
             self.branch,
             projection,
@@ -335,7 +359,7 @@ class ContextEngine:
             tokens=self.tokens,
             new_id=self._new_id,
             max_output_tokens=min(
-                self.settings.summary_max_output_tokens, self.settings.context_window_tokens // 4
+                self.settings.summary_max_output_tokens, self.tokens.window_tokens // 4
             ),
         )
         await self.sync()
@@ -388,6 +412,31 @@ class ContextEngine:
     def note_usage(self, input_tokens: int, output_tokens: int) -> None:
         """The provider reported usage for the last prepared request."""
         self.tokens.note_usage(input_tokens, output_tokens)
+
+    def note_overflow(self) -> int:
+        """The provider refused the last prepared request as too long: learn a smaller
+        window (`TokenAccount.note_overflow`); returns the window now."""
+        return self.tokens.note_overflow()
+
+    def _overhead_tokens(self, request: ModelRequest) -> int:
+        """What `request` costs before any message: the guide and the tools, calibrated."""
+        bare = ModelRequest(model="", guide=request.guide, messages=[], tools=request.tools)
+        return self.tokens.calibrated(estimate_request_tokens(bare))
+
+    def window(self) -> int:
+        """The context window requests must fit (configured, or learned smaller)."""
+        return self.tokens.window_tokens
+
+    def input_limit(self, tools: Sequence[ToolSpec] = ()) -> int:
+        """The most tokens the person's message may cost: the window, less the guide and
+        the tools (history can be compacted away; the message and those cannot)."""
+        bare = ModelRequest(model="", guide=self.guide.guide().text, messages=[], tools=tools)
+        return max(0, self.tokens.window_tokens - self._overhead_tokens(bare))
+
+    def input_tokens(self, content: Sequence[dict[str, object]]) -> int:
+        """What the person's content blocks cost as a message, calibrated."""
+        message = Message("user", user_input_parts(content))
+        return self.tokens.calibrated(estimate_message_tokens(message))
 
     def usage(self) -> ContextUsage:
         """How full the context is, for `usage_update`."""

@@ -21,8 +21,8 @@ A turn goes through these states::
   result is published (AWAITING_TOOLS). Otherwise the turn ends (ENDING).
 
 Stop reasons (`TurnEnded.stop_reason`): `end_turn`, `max_tokens` (the reply
-hit its cap, or the context window was exceeded even after compacting older
-history once in the turn), `max_turn_requests` (more
+hit its cap, or the context window was exceeded even after compacting twice
+in the turn: the older history, then all of it, long messages cut), `max_turn_requests` (more
 model requests in the turn than allowed), `refusal`; a cancelled turn ends
 with `TurnInterrupted` instead. A provider failure keeps what was streamed,
 records `ModelRequestFailed` (the person sees why) and ends the turn; a
@@ -55,6 +55,7 @@ from acp_agent.capabilities.model_source import ModelHandle, ModelSource
 from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities.recorder import CoalescingRecorder
 from acp_agent.capabilities.session_controls import SessionControls
+from acp_agent.capabilities.tool import ToolDefinition
 from acp_agent.capabilities.tool_executor import (
     INVALID_ARGUMENTS_KEY,
     INVALID_REASON_KEY,
@@ -127,6 +128,7 @@ __all__ = (
     "LoopState",
     "ModelLoop",
     "PreparedContext",
+    "PromptTooLarge",
     "error_kind",
     "record_delta",
 )
@@ -139,6 +141,19 @@ PRODUCER: Final = "capabilities.loop"
 MAX_PIECES: Final = 256
 #: Why a compaction the agent was making when it stopped has no summary.
 _COMPACTION_RESTARTED: Final = "interrupted by a restart; history stays as it was"
+#: Compactions a turn makes after overflows: the older history, then all of it.
+_OVERFLOW_COMPACTIONS: Final = 2
+#: What the person reads after an overflow's message, when the agent compacts and retries.
+_COMPACTING: Final = (
+    ". The conversation is longer than the model takes (about {window} tokens, it seems), "
+    "so it is being summarised, the longest messages cut to their beginning and end, "
+    "and the request sent again."
+)
+#: ... and when it compacted twice in the turn already.
+_GAVE_UP: Final = (
+    ". It did not fit even after summarising the conversation twice; send a shorter "
+    "message, or start a new session."
+)
 #: Model requests one turn may make before it ends with `max_turn_requests`.
 DEFAULT_MAX_TURN_REQUESTS: Final = 50
 
@@ -170,6 +185,23 @@ def error_kind(error: ProviderError) -> str:
         if isinstance(error, cls):
             return kind
     return "provider_error"
+
+
+class PromptTooLarge(Exception):
+    """The person's message alone is larger than the model takes; it was not recorded.
+
+    Cutting it would have the model act on something the person did not send,
+    so it is refused whole, saying how large a message may be.
+    """
+
+    def __init__(self, tokens: int, limit: int, window: int) -> None:
+        super().__init__(
+            f"the message is about {tokens} tokens, and this model takes at most about "
+            f"{limit} in one message (its context window is {window} tokens)"
+        )
+        self.tokens = tokens
+        self.limit = limit
+        self.window = window
 
 
 class LoopState(enum.Enum):
@@ -215,6 +247,22 @@ class ContextPreparer(Protocol):
         """The provider reported usage for the last prepared request."""
         ...
 
+    def note_overflow(self) -> int:
+        """The provider refused the last prepared request as too long; returns the window."""
+        ...
+
+    def input_limit(self, tools: Sequence[ToolSpec] = ()) -> int:
+        """The most tokens the person's message may cost."""
+        ...
+
+    def window(self) -> int:
+        """The context window requests must fit (configured, or learned smaller)."""
+        ...
+
+    def input_tokens(self, content: Sequence[dict[str, Any]]) -> int:
+        """What the person's content costs as a message."""
+        ...
+
     async def start_turn(self, turn_id: TurnId | None = None) -> Sequence[Any]:
         """Record state and rule changes before the turn's input is adopted."""
         ...
@@ -226,6 +274,7 @@ class ContextPreparer(Protocol):
         provider: Any,
         tools: Sequence[ToolSpec] = (),
         trigger: CompactionTrigger = CompactionTrigger.ON_DEMAND,
+        keep_everything: bool = False,
     ) -> Any:
         """Replace older history with a summary (raises `CompactionError` when it cannot)."""
         ...
@@ -248,8 +297,8 @@ class _TurnRun:
     requests: int = 0
     #: The calls of the batch with the executor that have no published result yet.
     pending: set[CallId] = attrs.field(factory=set)
-    #: Whether the turn already compacted history after the context window overflowed.
-    compacted_for_overflow: bool = False
+    #: How often the turn compacted history after the context window overflowed.
+    overflow_compactions: int = 0
 
 
 class ModelLoop:
@@ -354,7 +403,15 @@ class ModelLoop:
     # --- turns ----------------------------------------------------------------------------
 
     async def start_turn(self, turn_id: TurnId, content: list[dict[str, Any]]) -> Turn:
-        """Submit a `Prompt` and run its turn; `AlreadyStarted` while another turn runs."""
+        """Submit a `Prompt` and run its turn; `AlreadyStarted` while another turn runs.
+
+        `PromptTooLarge`, with nothing recorded, for a message the model cannot take
+        even with all history compacted away.
+        """
+        specs = [_spec(d) for d in self.toolset.current.definitions]
+        tokens, limit = self.context.input_tokens(content), self.context.input_limit(specs)
+        if tokens > limit:
+            raise PromptTooLarge(tokens, limit, self.context.window())
         if self.branch.turn is None:
             # Today's state and rules go on record before the person's words.
             await self.context.start_turn(turn_id)
@@ -397,7 +454,7 @@ class ModelLoop:
             await self._end(run, "end_turn")
             return
         generation = self.toolset.current
-        specs = [ToolSpec(d.name, d.description, d.input_schema) for d in generation.definitions]
+        specs = [_spec(d) for d in generation.definitions]
         prepared = await self.context.prepare(
             turn_id=turn_id,
             model=handle.model,
@@ -510,18 +567,26 @@ class ModelLoop:
     ) -> None:
         kind = error_kind(failure)
         logger.warning("model request %s failed (%s): %s", request_id, kind, failure)
+        compacting = kind == "context_window" and run.overflow_compactions < _OVERFLOW_COMPACTIONS
+        message = str(failure)
+        if compacting:
+            window = self.context.note_overflow()
+            message = message.rstrip(". ") + _COMPACTING.format(window=window)
+        elif kind == "context_window":
+            message = message.rstrip(". ") + _GAVE_UP
         await self.branch.append(
-            [EventDraft(ModelRequestFailed(request_id, kind, str(failure)), PRODUCER)]
+            [EventDraft(ModelRequestFailed(request_id, kind, message), PRODUCER)]
         )
-        if kind == "context_window" and not run.compacted_for_overflow:
-            # Once per turn: summarise older history, then try the step again.
-            run.compacted_for_overflow = True
+        if compacting:
+            # Summarise older history (the second time: all of it), then try again.
+            run.overflow_compactions += 1
             try:
                 await self.context.compact(
                     model=handle.model,
                     provider=handle.provider,
                     tools=request.tools,
                     trigger=CompactionTrigger.OVERFLOW,
+                    keep_everything=run.overflow_compactions == _OVERFLOW_COMPACTIONS,
                 )
             except (CompactionError, ProviderError) as exc:
                 logger.warning("could not compact after %s overflowed: %s", request_id, exc)
@@ -607,6 +672,10 @@ def record_delta(
         waiting.pieces.append(text)
     else:
         recorder.add(DeltaPieces(kind, request_id, text))
+
+
+def _spec(definition: ToolDefinition) -> ToolSpec:
+    return ToolSpec(definition.name, definition.description, definition.input_schema)
 
 
 def _arguments(text: str) -> dict[str, Any]:

@@ -17,6 +17,10 @@ __all__ = ("MAX_TITLE_CHARS", "title_from_prompt")
 MAX_TITLE_CHARS: Final = 60
 
 
+#: How much of a prompt's text is looked at for its first line.
+_SCAN_CHARS = 64 * 1024
+
+
 def title_from_prompt(content: Sequence[Mapping[str, Any]]) -> str | None:
     """The title for a session whose first prompt is `content` (ACP content blocks)."""
     for block in content:
@@ -32,7 +36,8 @@ def title_from_prompt(content: Sequence[Mapping[str, Any]]) -> str | None:
 
 
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
+    # A bounded slice: a prompt may be megabytes, a title is one short line of its start.
+    for line in text[:_SCAN_CHARS].splitlines():
         line = " ".join(line.split()).lstrip("#>*-+ ").strip()
         if line:
             return line

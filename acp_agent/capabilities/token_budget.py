@@ -6,6 +6,12 @@ for every provider. After each reply the provider reports the input tokens
 it actually counted; `TokenAccount` keeps a smoothed ratio of reported to
 estimated and applies it to later estimates. The account also says how
 full the context is, for the editor's `usage_update` (`used`, `size`).
+
+The configured window can be wrong (a local server started with a small
+context, a model name the table does not know). When the provider refuses a
+request as too long, `note_overflow` learns a smaller window: half the
+refused request, so a few refusals find any real limit; every later request,
+compaction and check uses `window_tokens`, the smaller of the two.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ IMAGE_TOKENS: Final = 1600
 #: The calibration ratio stays within these bounds, so one odd report cannot run away.
 MIN_RATIO: Final = 0.25
 MAX_RATIO: Final = 4.0
+#: A window learned from refusals is never taken to be smaller than this.
+MIN_LEARNED_WINDOW_TOKENS: Final = 1024
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -90,11 +98,37 @@ class TokenAccount:
         if not 0 < smoothing <= 1:
             raise ValueError("smoothing is a fraction in (0, 1]")
         self.context_window_tokens = context_window_tokens
+        self._learned_window: int | None = None
         self._smoothing = smoothing
         self._ratio = 1.0
         self._calibrated = False
         self._last_estimate: int | None = None
         self._used_tokens = 0
+
+    @property
+    def window_tokens(self) -> int:
+        """The window requests must fit: the configured one, or a smaller one learned."""
+        if self._learned_window is None:
+            return self.context_window_tokens
+        return min(self.context_window_tokens, self._learned_window)
+
+    def note_overflow(self, estimate: int | None = None) -> int:
+        """The provider refused a request (calibrated estimate `estimate`, default: the
+        last one) as larger than its window: learn a smaller window. Returns it.
+
+        The first refusal of a request larger than the window we knew teaches 90% of
+        it; one that still fails within what we knew halves that, so a few refusals
+        find any real limit.
+        """
+        refused = estimate if estimate is not None else self._used_tokens
+        if refused <= 0:
+            return self.window_tokens
+        known = self.window_tokens
+        if refused > known:
+            return known  # larger than the window we knew: nothing new
+        learned = refused * 9 // 10 if self._learned_window is None else refused // 2
+        self._learned_window = max(MIN_LEARNED_WINDOW_TOKENS, learned)
+        return self.window_tokens
 
     @property
     def ratio(self) -> float:
@@ -126,4 +160,4 @@ class TokenAccount:
 
     def usage(self) -> ContextUsage:
         """What to show as `usage_update`."""
-        return ContextUsage(self._used_tokens, self.context_window_tokens)
+        return ContextUsage(self._used_tokens, self.window_tokens)

@@ -118,8 +118,7 @@ def _kind_and_hint(
     ):
         return (
             ContextWindowExceeded,
-            "The conversation no longer fits the model's context window; "
-            "compact it or start a new session.",
+            "The conversation no longer fits the model's context window.",
         )
     if status == 404 or error_code == "model_not_found" or error_type == "not_found_error":
         return ModelNotFound, "Check the model name, and that this provider serves it."

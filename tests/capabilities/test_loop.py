@@ -165,13 +165,14 @@ async def test_an_exceeded_context_window_is_compacted_and_the_step_retried(tmp_
     assert ended == TurnEnded(turn_id, "end_turn")
     [failed] = payloads_of(history, ModelRequestFailed)
     assert failed.error == "context_window"
+    assert "it is being summarised" in failed.message  # the person reads what happens
     [started] = payloads_of(history, CompactionStarted)
     assert started.trigger == "context_window_exceeded"
     assert len(payloads_of(history, CompactionRecorded)) == 1
     assert [d.text for d in payloads_of(history, ModelTextDelta)] == ["It fits now."]
 
 
-async def test_a_context_window_exceeded_again_after_compacting_ends_the_turn_with_max_tokens(
+async def test_a_context_window_exceeded_after_compacting_twice_ends_the_turn_with_max_tokens(
     tmp_path: Path,
 ):
     async with open_agent({"replies": [[{"error": "context_window"}]]}, tmp_path) as agent:
@@ -181,8 +182,9 @@ async def test_a_context_window_exceeded_again_after_compacting_ends_the_turn_wi
 
     assert ended == TurnEnded(turn_id, "max_tokens")
     failed = payloads_of(history, ModelRequestFailed)
-    assert [f.error for f in failed] == ["context_window", "context_window"]
-    assert len(payloads_of(history, CompactionStarted)) == 1  # compacted once, not again
+    assert [f.error for f in failed] == ["context_window"] * 3
+    # Compacted twice (the older history, then all of it), then no more.
+    assert len(payloads_of(history, CompactionStarted)) == 2
 
 
 async def test_without_a_model_the_turn_says_how_to_configure_one(tmp_path: Path):

@@ -615,3 +615,28 @@ def test_each_compaction_fact_has_a_view_for_the_editor() -> None:
         CompactionView("cmp_3", "cancelled", "Compaction cancelled"),
         None,
     ]
+
+
+async def test_a_message_larger_than_the_window_is_cut_so_its_compaction_fits(
+    server: FakeProviderServer, client: httpx.AsyncClient
+) -> None:
+    """Even the newest message may be cut (head and tail) for a summary request to fit."""
+    wire, clock, ids = WIRES["openai"], Clock(at("2026-11-02T10:00:00")), sequential_ids()
+    huge = "begin " + "filler " * 20_000 + " end"
+    server.add(wire.text("A long paste, summarised."), wire.text("Noted."))
+    provider = wire.provider(client, server.base_url)
+    settings = ContextSettings(context_window_tokens=8_000)
+    async with open_main_branch() as (_, branch):
+        engine = make_engine(branch, clock, settings=settings)
+        # The request would not fit: the engine compacts first, the huge message included.
+        await drive_turn(branch, engine, provider, huge, new_id=ids)
+        events = await branch.read()
+    [recorded] = [e.payload for e in events if isinstance(e.payload, CompactionRecorded)]
+    summary_body, reply_body = (request.json() for request in server.requests)
+    sent = json.dumps(summary_body["messages"])
+    assert recorded.summary == "A long paste, summarised."
+    assert len(sent) < 8_000 * 4  # it fits the window
+    assert "begin filler" in sent
+    assert "filler  end" in sent
+    assert "characters of this message left out to fit the summary request" in sent
+    assert len(json.dumps(reply_body["messages"])) < 8_000 * 4  # and so does the next request

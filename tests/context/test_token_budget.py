@@ -65,3 +65,12 @@ def test_a_window_and_smoothing_must_make_sense() -> None:
         TokenAccount(0)
     with pytest.raises(ValueError, match="fraction"):
         TokenAccount(10, smoothing=0)
+
+
+def test_a_refusal_within_the_known_window_teaches_a_smaller_one_and_repeats_halve_it() -> None:
+    account = TokenAccount(128_000)
+    assert account.note_overflow(200_000) == 128_000  # larger than we knew: nothing new
+    assert account.note_overflow(40_000) == 36_000  # the window was wrong: 90% of it
+    assert account.note_overflow(30_000) == 15_000  # refused again within it: half
+    assert account.note_overflow(100) == 1024  # never below the floor
+    assert account.usage().size_tokens == 1024

@@ -41,6 +41,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -101,6 +102,7 @@ if TYPE_CHECKING:
     # The capabilities and MCP load with the first session, not before `initialize`:
     # an editor times spawn -> initialize.
     from acp_agent.capabilities.commands import CommandInvocation
+    from acp_agent.capabilities.loop import PromptTooLarge
     from acp_agent.capabilities.model_source import ModelSource
     from acp_agent.mcp import McpSessionTools
 
@@ -490,6 +492,10 @@ class AcpAgent:
             raise InvalidRequest(f"Invalid request: {exc}") from None
         except StoreError as exc:
             raise InternalError(f"Internal error: {exc}") from None
+        from acp_agent.capabilities.assembly import RESULT_BUDGET
+
+        with contextlib.suppress(ServiceNotFound):  # assembled without the capabilities
+            await runtime.scope.get(RESULT_BUDGET).forget_session(session_id)
         logger.info("Session %s deleted", session_id)
         return types.DeleteSessionResponse()
 
@@ -565,6 +571,8 @@ class AcpAgent:
         blocks: Sequence[types.ContentBlock],
         reader: Any,
     ) -> types.PromptResponse:
+        from acp_agent.capabilities.loop import PromptTooLarge
+
         cancelled = types.PromptResponse(stop_reason=types.StopReason.CANCELLED)
         with pending.wait_scope:
             mcp = _mcp(acp_session.session)
@@ -592,6 +600,8 @@ class AcpAgent:
                 if pending.cancelled:  # a cancel came while the turn was starting
                     await acp_session.session.main.cancel_turn(turn_id)
                 outcome = await acp_session.stream.wait_turn_over(turn_id, turn)
+            except PromptTooLarge as exc:
+                return _too_large(acp_session, exc)
             except AlreadyStarted as exc:
                 raise InternalError(f"Internal error: {exc}") from None
             except DeliveryStopped:
@@ -733,6 +743,28 @@ def _storage_failed(acp_session: AcpSession, error: StoreError) -> types.PromptR
     logger.error("turn in session %s stopped: %s", acp_session.session_id, error)
     acp_session.stream.send(types.AgentMessageChunk(content=types.TextContent(text=text)))
     meta = {"acp-agent": {"error": {"kind": kind, "message": str(error)}}}
+    return types.PromptResponse(stop_reason=types.StopReason.END_TURN, meta=meta)
+
+
+def _too_large(acp_session: AcpSession, error: PromptTooLarge) -> types.PromptResponse:
+    """The answer to a message the model cannot take: refused whole, before it is recorded,
+    saying how large one may be (the person's words are never cut behind their back)."""
+    text = (
+        f"This message was not sent: {error}. Send it in smaller parts, or attach large "
+        "files as links (the agent reads them with its tools, a part at a time)."
+    )
+    logger.info("prompt in session %s refused: %s", acp_session.session_id, error)
+    acp_session.stream.send(types.AgentMessageChunk(content=types.TextContent(text=text)))
+    meta = {
+        "acp-agent": {
+            "error": {
+                "kind": "prompt_too_large",
+                "message": str(error),
+                "tokens": error.tokens,
+                "limit": error.limit,
+            }
+        }
+    }
     return types.PromptResponse(stop_reason=types.StopReason.END_TURN, meta=meta)
 
 
