@@ -6,7 +6,10 @@ split, and how long to pause between them). A streaming exchange can end
 three ways: properly, by closing the socket mid-body (`truncate`), or by
 holding the response open until the client goes away (`hold`), which is
 how a test sees that cancelling the consumer closed the connection. Every
-request is recorded (method, path, headers, body) for golden tests.
+request is recorded (method, path, headers, body) for golden tests. With
+`body_limit` set, a request whose body is longer is refused the way OpenAI
+refuses a prompt over the model's context window (400,
+`context_length_exceeded`), without taking an exchange.
 
 The wire builders below write the OpenAI and Anthropic streaming formats
 byte for byte as those APIs do: compact JSON, `data: ` lines, a blank line
@@ -108,6 +111,10 @@ class FakeProviderServer:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.requests: list[RecordedRequest] = []
+        #: Refuse request bodies longer than this as over the context window (None: never).
+        self.body_limit: int | None = None
+        #: How many requests `body_limit` refused.
+        self.refused = 0
         #: Set when the client closed a connection the server was still writing or holding.
         self.disconnected = threading.Event()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -170,6 +177,11 @@ class FakeProviderServer:
                     )
                 )
                 try:
+                    limit = server.body_limit
+                    if limit is not None and len(body) > limit:
+                        server.refused += 1
+                        server._respond(self, _context_length_exceeded(len(body), limit))
+                        return
                     server._respond(self, server._next_exchange())
                 except (BrokenPipeError, ConnectionResetError):
                     server.disconnected.set()
@@ -219,6 +231,22 @@ class FakeProviderServer:
             if readable and not connection.recv(1, socket.MSG_PEEK):
                 self.disconnected.set()
                 return
+
+
+def _context_length_exceeded(size: int, limit: int) -> Exchange:
+    message = (
+        f"This model's maximum context length is {limit // 4} tokens. However, your messages "
+        f"resulted in {size // 4} tokens. Please reduce the length of the messages."
+    )
+    body = {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+            "param": "messages",
+        }
+    }
+    return json_error(400, body)
 
 
 def split_at(data: bytes, *offsets: int, delay_s: float = 0.0) -> list[bytes | Chunk]:

@@ -2,8 +2,9 @@
 
 Tools: `add`, `echo`, `picture` (a PNG), `forecast` (structured content),
 `document` (an embedded resource), `crash` (exits mid-call, code 3),
-`deep` (structured content nested 150 levels), `grow_and_wait` (adds the tool
-`grown`, announces the list change, then
+`deep` (structured content nested 150 levels), `dump` (megabytes of log
+lines, as text and as structured content, as SDK servers send a string),
+`grow_and_wait` (adds the tool `grown`, announces the list change, then
 waits for `release`), `count` (reports progress), `pid`, `spawn_child`
 (starts a long `sleep` in the server's process group; returns its pid).
 
@@ -69,6 +70,13 @@ def deep() -> dict[str, Any]:
     for _ in range(149):
         value = {"next": value}
     return value
+
+
+@server.tool()
+def dump(megabytes: float) -> str:
+    """About `megabytes` MB of log lines (a log or database dump tool)."""
+    line = "2026-12-01T10:00:00Z INFO worker[7]: request served in 3 ms, all is well\n"
+    return line * max(1, int(megabytes * 1_000_000 / len(line)))
 
 
 @server.tool()

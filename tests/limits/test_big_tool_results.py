@@ -1,0 +1,174 @@
+"""A big tool result costs time linear in its size, and every copy of it is capped.
+
+A real SDK server's `dump` tool returns megabytes of log lines (as SDK servers
+send a string: as text and again as structured content). The agent reads it
+in time linear in its size, the editor's update, the stored event and the
+model's text are each capped (`capabilities.result_budget`), the same text is
+never sent twice, the whole result is kept in a file the notes name, and a
+cancel mid-read leaves nothing burning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from protocol import methods, types
+from tests.agent.support import AnsweringClient, calls_of, running_agent, write_script
+from tests.mcp.support import SERVERS
+
+pytestmark = pytest.mark.e2e
+
+#: The editor's copy: 200,000 characters of text, plus the update's own JSON.
+UPDATE_LINE_CAP = 260_000
+#: What one capped result may add to the store: its copies, well under a megabyte.
+STORE_GROWTH_CAP = 1_000_000
+
+
+def mcp_server() -> types.McpServerStdio:
+    return types.McpServerStdio(
+        name="tools", command=sys.executable, args=[str(SERVERS / "tools_server.py")], env=[]
+    )
+
+
+def dump(call_id: str, megabytes: float) -> dict[str, object]:
+    return {
+        "tool_call": {
+            "name": "mcp__tools__dump",
+            "arguments": {"megabytes": megabytes},
+            "id": call_id,
+        }
+    }
+
+
+def store_bytes(home: Path) -> int:
+    database = home / "data" / "sessions.sqlite3"
+    return sum(p.stat().st_size for p in (database, Path(f"{database}-wal")) if p.exists())
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def open_with_server(client: AnsweringClient, cwd: Path) -> str:
+    created = await client.request(
+        methods.SESSION_NEW, types.NewSessionRequest(cwd=str(cwd), mcp_servers=[mcp_server()])
+    )
+    return str(created.session_id)
+
+
+async def one_big_result(tmp_path: Path, megabytes: float, run: int) -> dict[str, object]:
+    """A warm-up call, then one of `megabytes`: what it cost and what each copy kept."""
+    home = tmp_path / f"home-{megabytes}-{run}"
+    script = write_script(
+        tmp_path / f"s-{megabytes}.json",
+        [dump("warm", 0.01)],
+        [{"text": "Warm."}],
+        [dump("big", megabytes)],
+        [{"text": "Read it."}],
+    )
+    async with running_agent(home, script=script) as client:
+        session_id = await open_with_server(client, tmp_path)
+        client.answers = ["allow_always"]
+        await client.prompt(session_id, "Warm up.")
+        before, lines_before = store_bytes(home), len(client.received)
+        started = time.monotonic()
+        response = await client.prompt(session_id, "Dump the log.")
+        took = time.monotonic() - started
+        updates = client.updates_for(session_id)
+        lines = client.received[lines_before:]
+    with sqlite3.connect(home / "data" / "sessions.sqlite3") as db:
+        (payload,) = db.execute(
+            "SELECT payload FROM events WHERE kind = 'tool_call.result' ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+    return {
+        "took": took,
+        "response": response,
+        "call": calls_of(updates, "big"),
+        "longest_line": max(len(line) for line in lines),
+        "store_growth": store_bytes(home) - before,
+        "recorded": json.loads(payload),
+        "saved": list((home / "data" / "tool-results").rglob("big.txt")),
+    }
+
+
+async def test_big_mcp_results_cost_time_linear_in_size_and_every_copy_is_capped(tmp_path: Path):
+    # Four times the size costs at most five times the time (quadratic reading cost 17x).
+    # Memory effects make one pair noisy now and then: the best of up to three pairs counts.
+    ratios = []
+    for run in range(3):
+        small = await one_big_result(tmp_path, 5, run)
+        large = await one_big_result(tmp_path, 20, run)
+        ratios.append(large["took"] / small["took"])  # type: ignore[operator]
+        if ratios[-1] <= 5:
+            break
+    assert min(ratios) <= 5, ratios
+    for run, megabytes in ((small, 5), (large, 20)):
+        assert run["response"].stop_reason == types.StopReason.END_TURN  # type: ignore[attr-defined]
+        assert run["longest_line"] < UPDATE_LINE_CAP
+        assert run["store_growth"] < STORE_GROWTH_CAP
+        final = run["call"][-1]  # type: ignore[index]
+        assert final.status == types.ToolCallStatus.COMPLETED
+        assert final.raw_output is None  # the structured copy only repeated the text
+        [saved] = run["saved"]  # type: ignore[misc]
+        assert saved.stat().st_size >= megabytes * 990_000
+        shown = final.content[0].content.text
+        assert str(saved) in shown
+        assert "characters left out" in shown
+        model_text = run["recorded"]["model_text"]  # type: ignore[index]
+        assert len(model_text) <= 100_000
+        assert str(saved) in model_text
+        assert model_text.startswith("2026-12-01T10:00:00Z INFO worker[7]")
+
+
+async def test_cancelling_mid_read_answers_and_leaves_no_work_burning(tmp_path: Path):
+    script = write_script(
+        tmp_path / "s.json", [dump("warm", 0.01)], [{"text": "Warm."}], [dump("big", 40)]
+    )
+    async with running_agent(tmp_path / "home", script=script) as client:
+        session_id = await open_with_server(client, tmp_path)
+        client.answers = ["allow_always"]
+        await client.prompt(session_id, "Warm up.")
+        turn = asyncio.create_task(client.prompt(session_id, "Dump a lot."))
+        await client.wait_for_update(
+            session_id,
+            lambda u: (
+                isinstance(u, types.ToolCallProgress)
+                and u.tool_call_id == "big"
+                and u.status == types.ToolCallStatus.IN_PROGRESS
+            ),
+        )
+        client.cancel(session_id)
+        response = await asyncio.wait_for(turn, 10)
+        assert client.process is not None
+        pid = client.process.pid
+        await asyncio.sleep(0.5)  # the rest of the line may still be read off the pipe
+        before = cpu_seconds(pid)
+        await asyncio.sleep(2.0)
+        burnt = cpu_seconds(pid) - before
+    assert response.stop_reason == types.StopReason.CANCELLED
+    assert burnt < 0.5  # idle: the reading did not go on at full CPU
+
+
+async def test_an_mcp_message_over_the_limit_fails_its_call_at_once_naming_the_limit(
+    tmp_path: Path,
+):
+    # 40 MB of text is sent twice (text and structured content): an 80 MB message.
+    script = write_script(tmp_path / "s.json", [dump("huge", 40)], [{"text": "Noted."}])
+    async with running_agent(tmp_path / "home", script=script) as client:
+        session_id = await open_with_server(client, tmp_path)
+        client.answers = ["allow_once"]
+        response = await client.prompt(session_id, "Dump far too much.")
+        call = calls_of(client.updates_for(session_id), "huge")
+    assert response.stop_reason == types.StopReason.END_TURN
+    assert call[-1].status == types.ToolCallStatus.FAILED
+    text = call[-1].content[0].content.text  # type: ignore[index,union-attr]
+    assert "over the limit of 67108864 bytes" in text
