@@ -29,7 +29,6 @@ from typing import Final
 
 import attrs
 
-from acp_agent.capabilities.commands import available_commands, load_templates
 from acp_agent.capabilities.context import (
     ContextEngine,
     ContextSettings,
@@ -41,6 +40,7 @@ from acp_agent.capabilities.loop import LoopSettings, ModelLoop
 from acp_agent.capabilities.model_source import ModelSource
 from acp_agent.capabilities.result_budget import ResultBudget, ResultLimits
 from acp_agent.capabilities.session_controls import SessionControls
+from acp_agent.capabilities.slash_commands import available_commands, load_templates
 from acp_agent.capabilities.state_sources import Environment, ValueSource
 from acp_agent.capabilities.tool import Tool
 from acp_agent.capabilities.tool_executor import ToolExecutor

@@ -17,9 +17,18 @@ __all__ = (
     "ClientBridge",
     "ClientTerminal",
     "NoClient",
+    "NotOffered",
     "TerminalExit",
     "TerminalOutput",
 )
+
+
+class NotOffered(NotImplementedError):
+    """The client does not offer what a tool asked of it (it should have checked first)."""
+
+    def __init__(self, feature: str) -> None:
+        super().__init__(f"the client does not offer {feature}")
+        self.feature = feature
 
 
 @attrs.frozen
@@ -103,10 +112,10 @@ class NoClient:
     async def read_text_file(
         self, path: str, *, line: int | None = None, limit: int | None = None
     ) -> str:
-        raise NotImplementedError("the client does not offer fs/read_text_file")
+        raise NotOffered("fs/read_text_file")
 
     async def write_text_file(self, path: str, content: str) -> None:
-        raise NotImplementedError("the client does not offer fs/write_text_file")
+        raise NotOffered("fs/write_text_file")
 
     async def create_terminal(
         self,
@@ -117,7 +126,7 @@ class NoClient:
         cwd: str | None = None,
         output_byte_limit: int | None = None,
     ) -> ClientTerminal:
-        raise NotImplementedError("the client does not offer terminals")
+        raise NotOffered("terminals")
 
 
 NO_CLIENT = NoClient()

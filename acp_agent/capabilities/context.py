@@ -459,7 +459,7 @@ def build_context_engine(
     or its label and where it started); `extra_sources` add values other
     components know (`session/commands`, `session/skills`).
     """
-    cwd = branch.session.cwd
+    cwd = branch.cwd
     record = branch.record
     identity = BranchIdentitySource(
         record.label,

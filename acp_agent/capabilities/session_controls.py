@@ -151,6 +151,14 @@ class SessionControls:
             ConfigurationAdopted(new_id("cfg"), dict(values)), producer=PRODUCER
         )
 
+    def values(self) -> dict[str, Any]:
+        """The current settings as `adopt` takes them (a fork keeps its source's)."""
+        return {
+            MODEL_KEY: self.model_id,
+            MODE_KEY: self.mode.value,
+            THOUGHT_KEY: self.thought_level,
+        }
+
     def restore(self, events: Iterable[Event]) -> dict[str, Any]:
         """Apply the configuration `events` last recorded; returns it."""
         values = recorded_configuration(events)

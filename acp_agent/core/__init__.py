@@ -5,10 +5,17 @@ MCP, LSP, capabilities, tools, store implementations); an import-linter
 contract checks that. Concurrency is anyio only.
 """
 
-from acp_agent.core.branch import CORE_PRODUCER, Branch, BranchState
+from acp_agent.core.branch import BRANCH, CORE_PRODUCER, Branch, BranchContext, BranchState
 from acp_agent.core.codec import EventRow, decode_event, encode_event, encode_payload
 from acp_agent.core.commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
-from acp_agent.core.dispatcher import Dispatcher, RebuildingSubscriber, Subscriber, Subscription
+from acp_agent.core.cuts import prompt_cut
+from acp_agent.core.dispatcher import (
+    DISPATCHER,
+    Dispatcher,
+    RebuildingSubscriber,
+    Subscriber,
+    Subscription,
+)
 from acp_agent.core.errors import (
     AlreadyStarted,
     BranchClosed,
@@ -80,7 +87,7 @@ from acp_agent.core.ids import (
 )
 from acp_agent.core.lifecycle import CloseOnce, TaskSpawner
 from acp_agent.core.lineage import Lineage, LineagePart
-from acp_agent.core.runtime import Runtime, open_runtime
+from acp_agent.core.runtime import RUNTIME, Runtime, open_runtime
 from acp_agent.core.scopes import (
     Assembler,
     Cleanup,
@@ -92,8 +99,7 @@ from acp_agent.core.scopes import (
     ServiceRegistry,
     TaskFunc,
 )
-from acp_agent.core.services import BRANCH, DISPATCHER, RUNTIME, SESSION, STORE, TIMELINE
-from acp_agent.core.session import Session, SessionState
+from acp_agent.core.session import SESSION, Session, SessionContext, SessionState
 from acp_agent.core.snapshots import (
     Interpreter,
     Restored,
@@ -103,6 +109,7 @@ from acp_agent.core.snapshots import (
     save_snapshot,
 )
 from acp_agent.core.store import (
+    STORE,
     BatchProjection,
     BranchRecord,
     ForkOrigin,
@@ -122,7 +129,7 @@ from acp_agent.core.store import (
     StoreUnavailable,
     project_batch,
 )
-from acp_agent.core.timeline import DEFAULT_PAGE_EVENTS, DEFAULT_TAIL_EVENTS, Timeline
+from acp_agent.core.timeline import DEFAULT_PAGE_EVENTS, DEFAULT_TAIL_EVENTS, TIMELINE, Timeline
 from acp_agent.core.turns import Turn, TurnState
 
 __all__ = (
@@ -145,6 +152,7 @@ __all__ = (
     "BatchProjection",
     "Branch",
     "BranchClosed",
+    "BranchContext",
     "BranchCreated",
     "BranchEnded",
     "BranchId",
@@ -208,6 +216,7 @@ __all__ = (
     "ServiceRegistry",
     "Session",
     "SessionClosed",
+    "SessionContext",
     "SessionHeld",
     "SessionId",
     "SessionMetadataChanged",
@@ -255,6 +264,7 @@ __all__ = (
     "new_id",
     "open_runtime",
     "project_batch",
+    "prompt_cut",
     "restore_state",
     "save_snapshot",
 )

@@ -3,20 +3,25 @@
 A branch inherits its parent's history up to a cut (a batch end) and then
 records its own events. Its scope owns its services and their work. Two
 ways to close it, both waiting for its own work and leaving siblings alone:
-`Session.close_branch` ends the line of work (records `BranchEnded`; it is
-not reopened on load), `aclose()` only unloads it (the session is closing).
+`end()` ends the line of work (records `BranchEnded`; it is not reopened on
+load), `aclose()` only unloads it (the session is closing).
+
+A branch never reaches up to its session: what it needs of it (the store,
+the clock, the scope that hosts its own, who to tell when it closed) is
+handed in as a `BranchContext`.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final
 
 import anyio
+import attrs
 
 from acp_agent.core.commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
-from acp_agent.core.dispatcher import Dispatcher
+from acp_agent.core.dispatcher import DISPATCHER, Dispatcher
 from acp_agent.core.errors import AlreadyStarted
 from acp_agent.core.events import (
     Batch,
@@ -30,19 +35,29 @@ from acp_agent.core.events import (
 from acp_agent.core.ids import NO_SEQ, BranchId, CallId, Seq, SessionId, TurnId
 from acp_agent.core.lifecycle import CloseOnce
 from acp_agent.core.lineage import Lineage
-from acp_agent.core.scopes import Scope, ScopeKind
-from acp_agent.core.services import BRANCH, DISPATCHER, TIMELINE
-from acp_agent.core.store import BranchRecord
-from acp_agent.core.timeline import Timeline
+from acp_agent.core.scopes import Scope, ScopeKind, ServiceKey
+from acp_agent.core.store import BranchRecord, Store
+from acp_agent.core.timeline import TIMELINE, Timeline
 from acp_agent.core.turns import Turn, TurnState
 
-if TYPE_CHECKING:
-    from acp_agent.core.session import Session
-
-__all__ = ("CORE_PRODUCER", "Branch", "BranchState")
+__all__ = ("BRANCH", "CORE_PRODUCER", "Branch", "BranchContext", "BranchState")
 
 #: The producer of the facts the runtime records itself.
 CORE_PRODUCER: Final = "core"
+
+
+@attrs.frozen
+class BranchContext:
+    """What a branch is given by its session, so it never reaches up to it."""
+
+    store: Store
+    clock: Callable[[], float]
+    #: The session's workspace.
+    cwd: str
+    #: The session's scope: it hosts the branch's scope and its close.
+    host: Scope
+    #: Called once the branch is closed (the session forgets it).
+    on_closed: Callable[[Branch], None]
 
 
 class BranchState(enum.Enum):
@@ -64,10 +79,10 @@ class Branch:
     timeline: Timeline
     dispatcher: Dispatcher
 
-    def __init__(self, record: BranchRecord, lineage: Lineage, session: Session) -> None:
+    def __init__(self, record: BranchRecord, lineage: Lineage, context: BranchContext) -> None:
         self.record = record
         self.lineage = lineage
-        self.session = session
+        self._context = context
         self._state = BranchState.OPEN
         self._turn: Turn | None = None
         self._turn_lock = anyio.Lock()
@@ -84,6 +99,11 @@ class Branch:
     @property
     def session_id(self) -> SessionId:
         return self.record.session_id
+
+    @property
+    def cwd(self) -> str:
+        """The session's workspace, which every branch of it shares."""
+        return self._context.cwd
 
     @property
     def parent_id(self) -> BranchId | None:
@@ -108,7 +128,7 @@ class Branch:
 
     async def _open(self) -> None:
         """Build the branch scope: timeline, dispatcher, then the registry's services."""
-        store = self.session.runtime.store
+        store = self._context.store
         last_durable_seq = await store.last_durable_seq(self.id)
 
         async def assemble(scope: Scope) -> None:
@@ -118,7 +138,7 @@ class Branch:
                 lineage=self.lineage,
                 store=store,
                 last_durable_seq=last_durable_seq,
-                clock=self.session.runtime.clock,
+                clock=self._context.clock,
             )
             self.dispatcher = Dispatcher(self.timeline, scope)
             scope.provide(BRANCH, self)
@@ -127,7 +147,7 @@ class Branch:
             # Registered first, so it runs last, after every service's cleanup.
             scope.add_cleanup(self._after_scope_closed)
 
-        await self.session.scope.open_child(ScopeKind.BRANCH, self.id, assemble=assemble)
+        await self._context.host.open_child(ScopeKind.BRANCH, self.id, assemble=assemble)
 
     # --- events -----------------------------------------------------------------------
 
@@ -146,7 +166,7 @@ class Branch:
 
     async def has_result(self, call_id: CallId) -> bool:
         """Whether this branch's history records a result for the call."""
-        store = self.session.runtime.store
+        store = self._context.store
         for part in self.lineage.parts:
             if await store.has_result(part.branch_id, call_id, lte=part.lte):
                 return True
@@ -167,7 +187,7 @@ class Branch:
             case ResolvePermission(permission_id=permission_id, call_id=call_id, outcome=outcome):
                 await self.record_fact(PermissionAnswered(permission_id, call_id, outcome))
             case CloseBranch(reason=reason):
-                await self.session.close_branch(self, reason=reason)
+                await self.end(reason)
         return None
 
     async def begin_turn(self, turn_id: TurnId, content: list[dict[str, Any]]) -> Turn:
@@ -213,17 +233,21 @@ class Branch:
 
     async def aclose(self) -> None:
         """Unload the branch: cancel its work, wait for it and its cleanups. Idempotent."""
-        await self._closer.close(self.session.scope)
+        await self._closer.close(self._context.host)
+
+    async def end(self, reason: str = "closed") -> None:
+        """End the line of work: cancel and await its work, record `BranchEnded`.
+
+        Its siblings and the session keep running; it is not reopened on load.
+        Idempotent (a branch already closing just closes).
+        """
+        if not self._closer.started:
+            self._ending_reason = reason
+        await self.aclose()
 
     async def _close_here(self) -> None:
         """`aclose` run in the calling task: only for its session's close body."""
         await self._closer.close_here()
-
-    async def _end(self, reason: str) -> None:
-        """Close the branch and record that its line of work ended."""
-        if not self._closer.started:
-            self._ending_reason = reason
-        await self.aclose()
 
     async def _close(self) -> None:
         self._state = BranchState.CLOSING
@@ -234,7 +258,7 @@ class Branch:
         finally:
             self.timeline.close()
             self._state = BranchState.CLOSED
-            self.session._forget_branch(self)
+            self._context.on_closed(self)
 
     async def _after_scope_closed(self) -> None:
         # The scope ended without our close (its work failed, or the process is tearing
@@ -242,4 +266,8 @@ class Branch:
         if not self._closer.started:
             self.timeline.close()
             self._state = BranchState.CLOSED
-            self.session._forget_branch(self)
+            self._context.on_closed(self)
+
+
+#: The branch a branch-scope service belongs to.
+BRANCH: Final[ServiceKey[Branch]] = ServiceKey("branch", ScopeKind.BRANCH)

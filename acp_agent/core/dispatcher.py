@@ -16,7 +16,7 @@ every event after the covered seq exactly once, none before it.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Final, Protocol
 
 import anyio
 
@@ -24,9 +24,10 @@ from acp_agent.core.errors import BranchClosed, IllegalCut
 from acp_agent.core.events import Event
 from acp_agent.core.ids import Seq
 from acp_agent.core.lifecycle import TaskSpawner
+from acp_agent.core.scopes import ScopeKind, ServiceKey
 from acp_agent.core.timeline import Timeline
 
-__all__ = ("Dispatcher", "RebuildingSubscriber", "Subscriber", "Subscription")
+__all__ = ("DISPATCHER", "Dispatcher", "RebuildingSubscriber", "Subscriber", "Subscription")
 
 logger = logging.getLogger(__name__)
 
@@ -159,3 +160,7 @@ class Dispatcher:
             )
         finally:
             subscription._ended.set()
+
+
+#: A branch's dispatcher, as a branch-scope service.
+DISPATCHER: Final[ServiceKey[Dispatcher]] = ServiceKey("dispatcher", ScopeKind.BRANCH)

@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
+from typing import Final
 
 import anyio
 import attrs
@@ -21,20 +22,18 @@ import attrs
 from acp_agent.core.branch import Branch
 from acp_agent.core.errors import IllegalCut, ScopeClosed
 from acp_agent.core.ids import NO_SEQ, BranchId, Seq, SessionId, new_id
-from acp_agent.core.lineage import Lineage
-from acp_agent.core.scopes import Scope, ScopeKind, ScopeState, ServiceRegistry
-from acp_agent.core.services import RUNTIME, SESSION, STORE
-from acp_agent.core.session import Session
+from acp_agent.core.scopes import Scope, ScopeKind, ScopeState, ServiceKey, ServiceRegistry
+from acp_agent.core.session import SESSION, Session, SessionContext
 from acp_agent.core.store import (
+    STORE,
     BranchRecord,
     ForkOrigin,
     SessionPosition,
     SessionRecord,
     Store,
-    StoreCorrupt,
 )
 
-__all__ = ("Runtime", "open_runtime")
+__all__ = ("RUNTIME", "Runtime", "open_runtime")
 
 
 class Runtime:
@@ -107,7 +106,7 @@ class Runtime:
         cut = branch.timeline.last_published_seq if at is None else at
         if not await branch.timeline.is_batch_end(cut):
             raise IllegalCut(f"cannot fork {branch.id} at {cut}: not a published batch end")
-        source = branch.session.record
+        source = self._sessions[branch.session_id].record
         now = self.clock()
         record = SessionRecord(
             session_id=SessionId(new_id("sess")),
@@ -150,7 +149,10 @@ class Runtime:
         """Assemble a leased session's scope and open its branches, parents first."""
         if self.scope.state is not ScopeState.READY:
             raise ScopeClosed("the runtime is closing")
-        session = Session(record, self)
+        context = SessionContext(
+            store=self.store, clock=self.clock, host=self.scope, on_closed=self._forget_session
+        )
+        session = Session(record, context)
 
         async def assemble(scope: Scope) -> None:
             session.scope = scope
@@ -164,19 +166,7 @@ class Runtime:
             raise
         self._sessions[record.session_id] = session
         try:
-            lineages: dict[BranchId, Lineage] = {}
-            for branch in await self.store.list_branches(record.session_id):
-                if branch.parent_id is None:
-                    lineage = Lineage.root(branch.branch_id)
-                elif branch.parent_id in lineages:
-                    lineage = lineages[branch.parent_id].child(branch.branch_id, branch.cut_seq)
-                else:
-                    raise StoreCorrupt(
-                        f"branch {branch.branch_id}: parent {branch.parent_id} is unknown"
-                    )
-                lineages[branch.branch_id] = lineage
-                if branch.closed_at is None:
-                    await session._open_branch(branch, lineage)
+            await session.open_branches(await self.store.list_branches(record.session_id))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await session.aclose()
@@ -224,3 +214,7 @@ async def open_runtime(
         finally:
             with anyio.CancelScope(shield=True):
                 await runtime.aclose()
+
+
+#: The runtime, as a process-scope service.
+RUNTIME: Final[ServiceKey[Runtime]] = ServiceKey("runtime", ScopeKind.PROCESS)

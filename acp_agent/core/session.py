@@ -4,31 +4,44 @@ Opening a session (create, load, fork) takes its writer lease in the store,
 so one process at a time writes it. Closing it unloads every open branch
 (each waits for its own work), runs the session's cleanups and gives the
 lease back; the session stays in the store and can be loaded again.
+
+Imports run one way, runtime -> session -> branch: a session is handed what
+it needs of the runtime as a `SessionContext`, and hands its branches a
+`BranchContext`.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Final
 
 import anyio
 import attrs
 
-from acp_agent.core.branch import CORE_PRODUCER, Branch
+from acp_agent.core.branch import CORE_PRODUCER, Branch, BranchContext
 from acp_agent.core.errors import BranchClosed, IllegalCut, SessionClosed
 from acp_agent.core.events import Batch, BranchCreated, Event, SessionMetadataChanged
 from acp_agent.core.ids import BatchId, BranchId, Seq, SessionId, new_id
 from acp_agent.core.lifecycle import CloseOnce
 from acp_agent.core.lineage import Lineage
-from acp_agent.core.scopes import Scope
-from acp_agent.core.store import BranchRecord, SessionRecord
+from acp_agent.core.scopes import Scope, ScopeKind, ServiceKey
+from acp_agent.core.store import BranchRecord, SessionRecord, Store, StoreCorrupt
 
-if TYPE_CHECKING:
-    from acp_agent.core.runtime import Runtime
+__all__ = ("SESSION", "Session", "SessionContext", "SessionState")
 
-__all__ = ("Session", "SessionState")
+
+@attrs.frozen
+class SessionContext:
+    """What a session is given by the runtime, so it never reaches up to it."""
+
+    store: Store
+    clock: Callable[[], float]
+    #: The process scope: it hosts the session's scope and its close.
+    host: Scope
+    #: Called once the session is closed (the runtime forgets it).
+    on_closed: Callable[[Session], None]
 
 
 class SessionState(enum.Enum):
@@ -48,9 +61,9 @@ class Session:
     #: Set while the session opens, before anyone else can see it.
     scope: Scope
 
-    def __init__(self, record: SessionRecord, runtime: Runtime) -> None:
+    def __init__(self, record: SessionRecord, context: SessionContext) -> None:
         self.record = record
-        self.runtime = runtime
+        self._context = context
         self._state = SessionState.OPEN
         self._branches: dict[BranchId, Branch] = {}
         self._closer = CloseOnce(self._close, name=f"session {record.session_id}")
@@ -109,34 +122,47 @@ class Session:
             batch_id=BatchId(cut + 1),
             payload=BranchCreated(branch_id, parent.id, cut, label),
             producer=CORE_PRODUCER,
-            recorded_at=self.runtime.clock(),
+            recorded_at=self._context.clock(),
         )
-        await self.runtime.store.append_batch(Batch(self.id, branch_id, (first,)))
+        await self._context.store.append_batch(Batch(self.id, branch_id, (first,)))
         record = BranchRecord(branch_id, self.id, parent.id, cut, label, first.recorded_at)
         return await self._open_branch(record, parent.lineage.child(branch_id, cut))
 
     async def close_branch(self, branch: Branch, *, reason: str = "closed") -> None:
-        """End `branch`'s line of work: cancel and await its work, record `BranchEnded`.
-
-        Its siblings and the session keep running. Idempotent.
-        """
-        await branch._end(reason)
-
-    async def fork(
-        self, branch: Branch, *, at: Seq | None = None, title: str | None = None
-    ) -> Session:
-        """A new session whose main branch starts with `branch`'s history up to `at`."""
-        self._require_open()
-        return await self.runtime.fork_session(branch, at=at, title=title)
+        """End `branch`'s line of work (`Branch.end`); its siblings keep running."""
+        await branch.end(reason)
 
     async def set_title(self, title: str | None) -> None:
         """Record the new title on the main branch; the stored session row follows."""
         await self.main.record_fact(SessionMetadataChanged(title))
         self.record = attrs.evolve(self.record, title=title)
 
+    async def open_branches(self, records: Sequence[BranchRecord]) -> None:
+        """Open the stored branches that have not ended, parents first (a load)."""
+        lineages: dict[BranchId, Lineage] = {}
+        for branch in records:
+            if branch.parent_id is None:
+                lineage = Lineage.root(branch.branch_id)
+            elif branch.parent_id in lineages:
+                lineage = lineages[branch.parent_id].child(branch.branch_id, branch.cut_seq)
+            else:
+                raise StoreCorrupt(
+                    f"branch {branch.branch_id}: parent {branch.parent_id} is unknown"
+                )
+            lineages[branch.branch_id] = lineage
+            if branch.closed_at is None:
+                await self._open_branch(branch, lineage)
+
     async def _open_branch(self, record: BranchRecord, lineage: Lineage) -> Branch:
         self._require_open()
-        branch = Branch(record, lineage, self)
+        context = BranchContext(
+            store=self._context.store,
+            clock=self._context.clock,
+            cwd=self.cwd,
+            host=self.scope,
+            on_closed=self._forget_branch,
+        )
+        branch = Branch(record, lineage, context)
         self._branches[record.branch_id] = branch
         try:
             await branch._open()
@@ -156,7 +182,7 @@ class Session:
 
         Idempotent; a caller that stops waiting cancels nothing.
         """
-        await self._closer.close(self.runtime.scope)
+        await self._closer.close(self._context.host)
 
     async def _close_at_exit(self) -> None:
         """Close from the runtime's own close (shielded, to the end), leaving the lease
@@ -180,6 +206,10 @@ class Session:
             self._state = SessionState.CLOSED
             try:
                 if self._release_lease:
-                    await self.runtime.store.release_session(self.id)
+                    await self._context.store.release_session(self.id)
             finally:
-                self.runtime._forget_session(self)
+                self._context.on_closed(self)
+
+
+#: The session a session-scope service belongs to.
+SESSION: Final[ServiceKey[Session]] = ServiceKey("session", ScopeKind.SESSION)

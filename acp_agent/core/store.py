@@ -28,7 +28,7 @@ closes it, `ToolResultRecorded` is tracked for `has_result`, and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 import attrs
 
@@ -41,8 +41,10 @@ from acp_agent.core.events import (
     ToolResultRecorded,
 )
 from acp_agent.core.ids import NO_SEQ, BranchId, CallId, Seq, SessionId
+from acp_agent.core.scopes import ScopeKind, ServiceKey
 
 __all__ = (
+    "STORE",
     "BatchProjection",
     "BranchRecord",
     "ForkOrigin",
@@ -411,3 +413,7 @@ class Store(Protocol):
     async def aclose(self) -> None:
         """Release leases and close; idempotent."""
         ...
+
+
+#: The store, as a process-scope service.
+STORE: Final[ServiceKey[Store]] = ServiceKey("store", ScopeKind.PROCESS)

@@ -32,9 +32,10 @@ from acp_agent.core.errors import BranchClosed, IllegalCut
 from acp_agent.core.events import Batch, Event, EventDraft
 from acp_agent.core.ids import NO_SEQ, BatchId, BranchId, Seq, SessionId
 from acp_agent.core.lineage import Lineage
+from acp_agent.core.scopes import ScopeKind, ServiceKey
 from acp_agent.core.store import Store
 
-__all__ = ("DEFAULT_PAGE_EVENTS", "DEFAULT_TAIL_EVENTS", "Timeline")
+__all__ = ("DEFAULT_PAGE_EVENTS", "DEFAULT_TAIL_EVENTS", "TIMELINE", "Timeline")
 
 #: How many of the newest published events a timeline keeps in memory for readers.
 DEFAULT_TAIL_EVENTS: Final = 4096
@@ -242,3 +243,7 @@ class Timeline:
         for part in self.lineage.split(gt, lte):
             events.extend(await self._store.read(part.branch_id, gt=part.gt, lte=part.lte))
         return events
+
+
+#: A branch's timeline, as a branch-scope service.
+TIMELINE: Final[ServiceKey[Timeline]] = ServiceKey("timeline", ScopeKind.BRANCH)

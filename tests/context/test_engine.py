@@ -576,7 +576,7 @@ async def test_an_assembled_engine_names_the_branch_and_reads_the_session_worksp
 ) -> None:
     (tmp_path / "AGENTS.md").write_text("Be careful.")
     clock = Clock(at("2026-11-02T10:00:00"))
-    async with open_main_branch(cwd=str(tmp_path)) as (_, branch):
+    async with open_main_branch(cwd=str(tmp_path)) as (runtime, branch):
         engine = build_context_engine(
             branch,
             guide=default_guide_registry(),
@@ -584,7 +584,8 @@ async def test_an_assembled_engine_names_the_branch_and_reads_the_session_worksp
             environment=ENVIRONMENT,
             clock=clock,
         )
-        child = await branch.session.create_branch(branch, label="read-tests")
+        session = runtime.sessions[branch.session_id]
+        child = await session.create_branch(branch, label="read-tests")
         child_engine = build_context_engine(
             child, guide=default_guide_registry(), config_dir=None, environment=ENVIRONMENT
         )

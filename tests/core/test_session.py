@@ -197,7 +197,7 @@ async def test_a_fork_copies_history_up_to_a_legal_point_into_an_independent_ses
         source = await rt.create_session("/work/a", title="Parser")
         await source.main.append(notes("a", "b"))
         await source.main.append(notes("c"))
-        fork = await source.fork(source.main, at=Seq(2))
+        fork = await rt.fork_session(source.main, at=Seq(2))
         assert fork.id != source.id
         assert fork.record.fork_origin is not None
         assert fork.record.fork_origin.seq == 2
@@ -208,7 +208,7 @@ async def test_a_fork_copies_history_up_to_a_legal_point_into_an_independent_ses
         assert texts_of(await fork.main.read()) == ["a", "b", "only in the fork"]
         assert texts_of(await source.main.read()) == ["a", "b", "c", "only in the source"]
         with pytest.raises(IllegalCut):
-            await source.fork(source.main, at=Seq(1))
+            await rt.fork_session(source.main, at=Seq(1))
 
 
 async def test_setting_the_title_records_it_and_updates_the_session_row() -> None:

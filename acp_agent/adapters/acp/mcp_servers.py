@@ -1,8 +1,10 @@
-"""The editor's `mcpServers` (ACP `McpServer*`) as `acp_agent.mcp` server configs.
+"""The editor's `mcpServers` (ACP `McpServer*`) and a session's MCP servers.
 
-stdio, HTTP and SSE servers are converted (all three are advertised in
-`mcpCapabilities`); an `acp`-transport server (unstable, MCP over the ACP
-connection) is not supported and is left out with a warning.
+stdio, HTTP and SSE servers are converted to `acp_agent.mcp` server configs
+(all three are advertised in `mcpCapabilities`); an `acp`-transport server
+(unstable, MCP over the ACP connection) is not supported and is left out with
+a warning. `connect_mcp` starts a session's servers in the background: no
+answer waits for them.
 """
 
 from __future__ import annotations
@@ -10,16 +12,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from acp_agent.core import ServiceNotFound, Session
 from acp_agent.mcp import (
+    MCP_SESSION,
     HttpServerConfig,
     McpOrigin,
     McpServerConfig,
+    McpSessionTools,
     SseServerConfig,
     StdioServerConfig,
 )
 from protocol import types
 
-__all__ = ("editor_mcp_servers",)
+__all__ = ("connect_mcp", "editor_mcp_servers", "session_mcp")
 
 logger = logging.getLogger(__name__)
 
@@ -59,3 +64,18 @@ def editor_mcp_servers(servers: Sequence[types.McpServer] | None) -> list[McpSer
         else:
             logger.warning("MCP server %r: the %r transport is not supported", server.name, "acp")
     return configs
+
+
+def session_mcp(session: Session) -> McpSessionTools | None:
+    """The session's MCP servers, or None when it was assembled without MCP."""
+    try:
+        return session.scope.get(MCP_SESSION)
+    except ServiceNotFound:
+        return None
+
+
+async def connect_mcp(session: Session, servers: Sequence[types.McpServer] | None) -> None:
+    """Start the session's MCP servers in the background (this never waits for them)."""
+    mcp = session_mcp(session)
+    if mcp is not None:
+        await mcp.connect(editor_mcp_servers(servers))

@@ -1,279 +1,44 @@
-"""One ACP session: its core session, its `session/update` stream, its prompts in turn.
+"""One ACP session: a core session, its `session/update` stream, its prompts in turn.
 
-The ACP session id is the core session id. Prompts run one turn at a time
-on the main branch, in the order they arrive (a slash command takes its turn
-like a prompt); `session/cancel` cancels the turn or command running and
-every prompt still waiting. `SessionStream` is the
-session's subscriber on the main branch's timeline: it sends each published
-event's updates as they are delivered, and a prompt answers only once the
-stream has delivered its turn's end, so no update of a turn follows its
-response.
+The ACP session id is the core session id. `AcpSession` owns what the editor
+sees of the session outside a turn: the stream's subscription (live, after a
+replay, or after learning the history without one), the slash commands it
+was sent, the settings (`modes`, `configOptions`) and the title, and the
+prompts waiting or running, which `session/cancel` cancels. It is also the
+slash commands' host (`CommandHost`): a command that changes a setting or
+the title does it through here, so the editor hears of it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.to_thread
 import attrs
 
+from acp_agent.adapters.acp.stream import SessionStream
 from acp_agent.adapters.acp.updates import UpdateTranslator
-from acp_agent.core import (
-    Event,
-    ModelRequestFailed,
-    Payload,
-    Session,
-    Subscription,
-    Turn,
-    TurnEnded,
-    TurnId,
-    TurnInterrupted,
-    UserInputAdopted,
-)
-from protocol import methods, types
+from acp_agent.core import Seq, Session, TurnId
+from protocol import types
 from protocol.connection import AgentConnection
-from protocol.errors import ConnectionClosed, MessageTooDeep
+from protocol.errors import InvalidParams
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities.commands import CommandRunner, CommandSpec
     from acp_agent.capabilities.loop import ModelLoop
+    from acp_agent.capabilities.model_source import ModelSource
     from acp_agent.capabilities.session_controls import SessionControls
+    from acp_agent.capabilities.slash_commands import CommandRunner, CommandSpec
 
-__all__ = ("AcpSession", "DeliveryStopped", "PendingPrompt", "SessionStream", "TurnOutcome")
+__all__ = ("AcpSession", "PendingPrompt")
 
 logger = logging.getLogger(__name__)
 
-
-@attrs.define
-class TurnOutcome:
-    """How a turn ended, as its prompt answers: the ending fact, and a failure if any."""
-
-    ending: Payload
-    failure: ModelRequestFailed | None = None
-    #: The store error that kept `ending` off the record (it was never published).
-    unrecorded: Exception | None = None
-
-
-class DeliveryStopped(RuntimeError):
-    """The session's stream stopped taking events, so a turn's end will never be shown."""
-
-
-class SessionStream:
-    """Sends a session's updates in timeline order; tells prompts when their turn is over.
-
-    Nothing an event holds can stop the stream: an event that cannot be shown
-    (its translation or its encoding fails) is logged with its seq and shown as
-    a short notice instead, and the stream goes on, so its turn still ends.
-    """
-
-    def __init__(
-        self, connection: AgentConnection, session_id: str, translator: UpdateTranslator
-    ) -> None:
-        self._connection = connection
-        self._session_id = session_id
-        self.translator = translator
-        self._turn: TurnId | None = None
-        self._failure: ModelRequestFailed | None = None
-        self._outcomes: dict[TurnId, TurnOutcome] = {}
-        self._changed = anyio.Event()
-        self._gone = False
-        self._subscription: Subscription | None = None
-        #: Prompts waiting for every published event to be sent (see `_caught_up`).
-        self._catching_up = 0
-
-    @property
-    def name(self) -> str:
-        return f"acp session/update {self._session_id}"
-
-    def attach(self, subscription: Subscription) -> None:
-        """The dispatcher's subscription that feeds this stream (watched by `wait_turn_over`)."""
-        self._subscription = subscription
-
-    async def handle(self, event: Event) -> None:
-        self.show(event, self.translator)
-        if self._catching_up:
-            self._wake()
-        payload = event.payload
-        if isinstance(payload, UserInputAdopted):
-            self._turn, self._failure = TurnId(payload.input_id), None
-            # An ending recorded late (owed after a store failure) has nobody waiting for it.
-            self._outcomes.clear()
-        elif isinstance(payload, ModelRequestFailed):
-            self._failure = payload
-        elif isinstance(payload, TurnEnded | TurnInterrupted):
-            failure = self._failure if self._turn == payload.turn_id else None
-            self._outcomes[payload.turn_id] = TurnOutcome(payload, failure)
-            self._wake()
-
-    def show(self, event: Event, translator: UpdateTranslator) -> None:
-        """Send the updates `translator` makes of `event`; never raises."""
-        try:
-            updates = translator.translate(event)
-        except Exception:
-            logger.exception(
-                "event %d (%s) of session %s could not be translated; a notice is shown instead",
-                event.seq,
-                type(event.payload).__name__,
-                self._session_id,
-            )
-            updates = [_notice(event.seq)]
-        for update in updates:
-            self.send(update, seq=event.seq)
-
-    def learn(self, event: Event) -> None:
-        """Let the live translator learn an event of the history, sending nothing."""
-        try:
-            self.translator.translate(event)
-        except Exception:
-            logger.exception(
-                "event %d of session %s could not be learnt from", event.seq, self._session_id
-            )
-
-    def send(self, update: types.SessionUpdate, *, seq: int | None = None) -> None:
-        """Send one update now; a client that went away gets no more (and no error).
-
-        An update that cannot be encoded is replaced by a plainer form of it (a
-        tool call without its raw input and output), or by a notice.
-        """
-        if self._gone:
-            return
-        for attempt in (update, _plainer(update), _notice(seq)):
-            if attempt is None:
-                continue
-            try:
-                self._notify(attempt)
-            except ConnectionClosed:
-                self._gone = True
-                logger.info(
-                    "the client is gone; updates of session %s are dropped", self._session_id
-                )
-                return
-            except MessageTooDeep as exc:
-                logger.warning(
-                    "an update (%s) of session %s is sent plainer (event %s): %s",
-                    attempt.session_update,
-                    self._session_id,
-                    "?" if seq is None else seq,
-                    exc,
-                )
-                continue
-            except Exception:
-                logger.exception(
-                    "an update (%s) of session %s could not be sent (event %s)",
-                    attempt.session_update,
-                    self._session_id,
-                    "?" if seq is None else seq,
-                )
-                continue
-            return
-
-    def _notify(self, update: types.SessionUpdate) -> None:
-        self._connection.notify(
-            methods.SESSION_UPDATE,
-            types.SessionNotification(session_id=self._session_id, update=update),
-        )
-
-    def close(self) -> None:
-        """Send nothing more (the session was closed)."""
-        self._gone = True
-
-    def _wake(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def wait_turn_over(self, turn_id: TurnId, turn: Turn | None = None) -> TurnOutcome:
-        """Wait until the turn's end (and so every update before it) has been sent.
-
-        With `turn`, a turn that settled without its end on record (the store
-        failed) answers at once, with `TurnOutcome.unrecorded` set. Raises
-        `DeliveryStopped` if the stream's subscription ended first.
-        """
-        async with anyio.create_task_group() as watchers:
-            if turn is not None:
-                watchers.start_soon(self._wake_after, turn.wait_settled)
-            if self._subscription is not None:
-                watchers.start_soon(self._wake_after, self._subscription.wait_ended)
-            try:
-                outcome = await self._turn_outcome(turn_id, turn)
-            finally:
-                watchers.cancel_scope.cancel()
-        return outcome
-
-    async def _turn_outcome(self, turn_id: TurnId, turn: Turn | None) -> TurnOutcome:
-        while True:
-            outcome = self._outcomes.pop(turn_id, None)
-            if outcome is not None:
-                return outcome
-            if turn is not None and turn.settled and turn.unrecorded_ending is not None:
-                await self._caught_up()
-                return TurnOutcome(turn.unrecorded_ending, unrecorded=turn.record_error)
-            subscription = self._subscription
-            if subscription is not None and not subscription.active:
-                raise DeliveryStopped(
-                    f"the updates of session {self._session_id} stopped: {subscription.error!r}"
-                )
-            await self._changed.wait()
-
-    async def _caught_up(self) -> None:
-        """Wait (briefly) until every published event has been sent: nothing may follow
-        the answer. Only a turn whose end is off the record needs this."""
-        subscription = self._subscription
-        if subscription is None:
-            return
-        timeline = subscription.timeline
-        self._catching_up += 1
-        try:
-            with anyio.move_on_after(_CATCH_UP_BUDGET_S):
-                while subscription.active and (
-                    subscription.last_delivered_seq < timeline.last_published_seq
-                ):
-                    await self._changed.wait()
-        finally:
-            self._catching_up -= 1
-
-    async def _wake_after(self, wait: Callable[[], Awaitable[None]]) -> None:
-        await wait()
-        self._wake()
-
-
-def _plainer(update: types.SessionUpdate) -> types.SessionUpdate | None:
-    """The update without what is most likely to fail: free-form JSON (a tool call's raw
-    input and output, a content block's `_meta`)."""
-    if isinstance(update, types.UserMessageChunk | types.AgentMessageChunk):
-        content = update.content
-        if getattr(content, "meta", None) is None:
-            return None
-        return attrs.evolve(update, content=attrs.evolve(content, meta=None), meta=None)
-    if isinstance(update, types.ToolCall):
-        return types.ToolCall(
-            tool_call_id=update.tool_call_id,
-            title=update.title,
-            kind=update.kind,
-            status=update.status,
-            content=[_notice_content()],
-        )
-    if isinstance(update, types.ToolCallProgress):
-        return types.ToolCallProgress(
-            tool_call_id=update.tool_call_id, status=update.status, content=[_notice_content()]
-        )
-    return None
-
-
-def _notice_content() -> types.ToolCallContent:
-    return types.Content(content=types.TextContent(text=_NOTICE))
-
-
-def _notice(seq: int | None) -> types.SessionUpdate:
-    where = "" if seq is None else f" (event {seq})"
-    return types.AgentMessageChunk(content=types.TextContent(text=f"\n\n[{_NOTICE}{where}]\n\n"))
-
-
-#: How long a turn whose end is off the record waits for its published updates to be sent.
-_CATCH_UP_BUDGET_S = 2.0
-#: What the person reads in place of something that could not be shown.
-_NOTICE = "acp-agent: part of this could not be shown; the agent log has the details"
+#: How long closing a session waits for its prompts to answer `cancelled`.
+_CLOSE_BUDGET_S = 5.0
 
 
 @attrs.define(eq=False)
@@ -290,27 +55,200 @@ class PendingPrompt:
     command_scope: anyio.CancelScope | None = None
 
 
-@attrs.define(eq=False)
 class AcpSession:
-    """An open ACP session over a core session."""
+    """An open ACP session over a core session (see the module docstring).
 
-    session: Session
-    controls: SessionControls
-    loop: ModelLoop
-    stream: SessionStream
-    #: The session's slash commands.
-    commands: CommandRunner
-    #: Turns run one at a time; later prompts wait their turn, in order.
-    turn_lock: anyio.Lock = attrs.field(factory=anyio.Lock)
-    #: Prompts waiting or running; `session/cancel` cancels them all.
-    prompts: list[PendingPrompt] = attrs.field(factory=list)
-    #: The commands the editor was last sent (`available_commands_update`).
-    listed_commands: list[CommandSpec] | None = None
-    _answered: anyio.Event = attrs.field(factory=anyio.Event)
+    **Parameters:**
+
+    * `session`: the core session.
+    * `connection`: the connection to the editor.
+    * `models`: the models the session's options offer.
+    * `controls`, `loop`, `commands`: the session's services it works through.
+    * `stream`: the session's update stream.
+    * `replay_translator`: makes the translator a `session/load` replay uses.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        connection: AgentConnection,
+        models: ModelSource,
+        controls: SessionControls,
+        loop: ModelLoop,
+        commands: CommandRunner,
+        stream: SessionStream,
+        replay_translator: Callable[[], UpdateTranslator],
+    ) -> None:
+        self.session = session
+        self.controls = controls
+        self.loop = loop
+        self.commands = commands
+        self.stream = stream
+        #: Turns run one at a time; later prompts wait their turn, in order.
+        self.turn_lock = anyio.Lock()
+        #: Prompts waiting or running; `session/cancel` cancels them all.
+        self.prompts: list[PendingPrompt] = []
+        self._connection = connection
+        self._models = models
+        self._replay_translator = replay_translator
+        self._subscribed = False
+        #: The commands the editor was last sent (`available_commands_update`).
+        self._listed_commands: list[CommandSpec] | None = None
+        self._answered = anyio.Event()
+
+    @classmethod
+    def attach(
+        cls,
+        session: Session,
+        *,
+        connection: AgentConnection,
+        models: ModelSource,
+        client_capabilities: types.ClientCapabilities | None,
+        translator: Callable[..., UpdateTranslator],
+        config_dir: Path | None,
+        clock: Callable[[], float],
+    ) -> AcpSession:
+        """The editor's side of an open core session: its files, terminals and person
+        (`client_bridge`), its stream, its slash commands."""
+        from acp_agent.adapters.acp.client_bridge import AcpClientBridge, AcpPermissionPrompter
+        from acp_agent.adapters.acp.slash_commands import build_runner
+        from acp_agent.capabilities.assembly import MODEL_LOOP, SESSION_CONTROLS
+
+        controls = session.scope.get(SESSION_CONTROLS)
+        controls.client = AcpClientBridge(connection, session.id, client_capabilities)
+        controls.prompter = AcpPermissionPrompter(connection, session.id)
+        return cls(
+            session,
+            connection=connection,
+            models=models,
+            controls=controls,
+            loop=session.main.scope.get(MODEL_LOOP),
+            commands=build_runner(session, controls, models, config_dir=config_dir, clock=clock),
+            stream=SessionStream(connection, session.id, translator(replay=False)),
+            replay_translator=lambda: translator(replay=True),
+        )
 
     @property
     def session_id(self) -> str:
         return str(self.session.id)
+
+    # --- the stream ---------------------------------------------------------------------
+
+    def subscribe(self) -> None:
+        """Stream everything published from now on (a new session: nothing came before)."""
+        main = self.session.main
+        self._subscribe_after(main.timeline.last_published_seq)
+
+    async def learn_and_subscribe(self) -> None:
+        """Have the live stream learn the history without sending it, then stream what
+        follows (resume, fork)."""
+        if self._subscribed:
+            return
+        main = self.session.main
+        covered = main.timeline.last_published_seq
+        for event in await main.read(lte=covered):
+            self.stream.learn(event)
+        self._subscribe_after(covered)
+
+    async def replay(self) -> Seq:
+        """Send the conversation as `session/update`s (a load), then stream what follows.
+
+        Returns how many events were replayed.
+        """
+        main = self.session.main
+        covered = main.timeline.last_published_seq
+        replay = self._replay_translator()
+        fresh = not self._subscribed
+        for event in await main.read(lte=covered):
+            self.stream.show(event, replay)
+            if fresh:
+                self.stream.learn(event)  # the live translator learns the history
+        if fresh:
+            self._subscribe_after(covered)
+        return covered
+
+    def _subscribe_after(self, seq: Seq) -> None:
+        main = self.session.main
+        self.stream.attach(main.dispatcher.subscribe(self.stream, after=seq))
+        self._subscribed = True
+
+    # --- what the editor is told about the session --------------------------------------
+
+    async def listed_commands(self) -> list[CommandSpec]:
+        """The session's commands, read now (the templates are files)."""
+        return await anyio.to_thread.run_sync(self.commands.commands)
+
+    async def send_commands(self) -> None:
+        """Send the commands now (before a `session/load` answer)."""
+        commands = await self.listed_commands()
+        self.stream.send(_commands_update(commands))
+        self._listed_commands = commands
+
+    async def send_session_updates_after_response(self) -> None:
+        """Send the commands and the title once the answer to this request is written.
+
+        An editor drops updates about a session it does not know yet: after
+        `session/new`, `session/resume` and `session/fork`, it learns of the
+        session from the answer.
+        """
+        commands = await self.listed_commands()
+        updates: list[types.SessionUpdate] = [_commands_update(commands)]
+        title = self.session.record.title
+        if title:
+            updates.append(types.SessionInfoUpdate(title=title))
+        self._listed_commands = commands
+
+        def send() -> None:
+            for update in updates:
+                self.stream.send(update)
+
+        self._connection.after_response(send)
+
+    async def refresh_commands(self) -> None:
+        """Send the commands again if they changed since they were last sent."""
+        commands = await self.listed_commands()
+        if commands != self._listed_commands:
+            self.stream.send(_commands_update(commands))
+            self._listed_commands = commands
+
+    def settings(self) -> dict[str, Any]:
+        """The `modes` and `configOptions` every session response carries, complete."""
+        from acp_agent.adapters.acp.options import config_options, mode_state
+
+        return {
+            "modes": mode_state(self.controls),
+            "config_options": config_options(self.controls, self._models),
+        }
+
+    def change(self, option_id: str, value: str, field: str) -> dict[str, Any]:
+        """The settings one option change makes; -32602 naming `field` if it is not one."""
+        from acp_agent.capabilities.session_controls import InvalidSetting
+
+        try:
+            return self.controls.change(option_id, value, self._models)
+        except InvalidSetting as exc:
+            raise InvalidParams(f"Invalid params: {field}: {exc}") from None
+
+    # --- the slash commands' host -------------------------------------------------------
+
+    async def adopt(self, values: Mapping[str, Any], *, config_update: bool = True) -> None:
+        """Record new settings and tell the editor: the mode, and the complete option set."""
+        from acp_agent.adapters.acp.options import config_option_update, mode_update
+        from acp_agent.capabilities.session_controls import MODE_KEY
+
+        await self.controls.adopt(self.session.main, values)
+        if MODE_KEY in values:
+            self.stream.send(mode_update(self.controls))
+        if config_update:
+            self.stream.send(config_option_update(self.controls, self._models))
+
+    async def set_title(self, title: str) -> None:
+        """Record the title and tell the editor."""
+        await self.session.set_title(title)
+        self.stream.send(types.SessionInfoUpdate(title=title))
+
+    # --- prompts --------------------------------------------------------------------------
 
     def add_prompt(self, prompt: PendingPrompt) -> None:
         self.prompts.append(prompt)
@@ -339,3 +277,21 @@ class AcpSession:
             if prompt.turn_id is not None:
                 await self.session.main.cancel_turn(prompt.turn_id)
         return len(prompts)
+
+    # --- closing ------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Cancel the prompts (they answer `cancelled` first), then unload the session."""
+        with anyio.CancelScope(shield=True):
+            await self.cancel()
+            with anyio.move_on_after(_CLOSE_BUDGET_S):
+                await self.wait_prompts_answered()
+            self.stream.close()
+            await self.session.aclose()
+        logger.info("Session %s closed", self.session_id)
+
+
+def _commands_update(commands: list[CommandSpec]) -> types.AvailableCommandsUpdate:
+    from acp_agent.adapters.acp.slash_commands import commands_update
+
+    return commands_update(commands)

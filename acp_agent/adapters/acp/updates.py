@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
 
@@ -58,7 +58,10 @@ from acp_agent.core import (
 from protocol import types
 from protocol.converter import get_converter
 
-__all__ = ("ModelFacts", "UpdateTranslator", "failure_text")
+if TYPE_CHECKING:
+    from acp_agent.capabilities.model_source import ModelSource
+
+__all__ = ("ModelFacts", "UpdateTranslator", "failure_text", "translator_for")
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +77,35 @@ class ModelFacts:
     context_window: int
     #: Prices in USD per million tokens: (input, output, cache read, cache write).
     cost_usd: Callable[[int, int, int, int], float] | None = None
+
+
+def translator_for(
+    capabilities: types.ClientCapabilities | None, models: ModelSource, *, replay: bool
+) -> UpdateTranslator:
+    """The translator for a client with `capabilities`: live, or for a `session/load` replay."""
+    capabilities = capabilities or types.ClientCapabilities()
+    session_capabilities = capabilities.session
+
+    def model_facts(model_id: str) -> ModelFacts:
+        pricing = models.pricing(model_id)
+        cost: Callable[[int, int, int, int], float] | None = None
+        if pricing is not None:
+            from acp_agent.models import UsageReported
+
+            def cost(inputs: int, outputs: int, cache_read: int, cache_write: int) -> float:
+                usage = UsageReported(inputs, outputs, cache_read, cache_write)
+                return pricing.cost_usd(usage)
+
+        return ModelFacts(models.context_window(model_id), cost)
+
+    return UpdateTranslator(
+        replay=replay,
+        terminal_output=(capabilities.meta or {}).get("terminal_output") is True,
+        model_facts=model_facts,
+        compaction_updates=(
+            session_capabilities is not None and session_capabilities.compaction is not None
+        ),
+    )
 
 
 def failure_text(error: str, message: str) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from acp_agent.capabilities.client_bridge import TerminalExit, TerminalOutput
+from acp_agent.capabilities.client_bridge import NotOffered, TerminalExit, TerminalOutput
 from acp_agent.capabilities.permissions import (
     PermissionAnswer,
     PermissionChoice,
@@ -70,7 +70,7 @@ class AcpClientBridge:
         self, path: str, *, line: int | None = None, limit: int | None = None
     ) -> str:
         if not self._reads:
-            raise NotImplementedError("the client does not offer fs/read_text_file")
+            raise NotOffered("fs/read_text_file")
         response = await self._connection.request(
             methods.FS_READ_TEXT_FILE,
             types.ReadTextFileRequest(
@@ -81,7 +81,7 @@ class AcpClientBridge:
 
     async def write_text_file(self, path: str, content: str) -> None:
         if not self._writes:
-            raise NotImplementedError("the client does not offer fs/write_text_file")
+            raise NotOffered("fs/write_text_file")
         await self._connection.request(
             methods.FS_WRITE_TEXT_FILE,
             types.WriteTextFileRequest(session_id=self._session_id, path=path, content=content),
@@ -97,7 +97,7 @@ class AcpClientBridge:
         output_byte_limit: int | None = None,
     ) -> AcpTerminal:
         if not self._terminals:
-            raise NotImplementedError("the client does not offer terminals")
+            raise NotOffered("terminals")
         response = await self._connection.request(
             methods.TERMINAL_CREATE,
             types.CreateTerminalRequest(

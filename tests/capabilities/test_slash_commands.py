@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities.commands import (
+from acp_agent.capabilities.slash_commands import (
     BUILTIN_COMMANDS,
     CommandInvocation,
     CommandSpec,

@@ -1,6 +1,6 @@
 """Slash commands on the wire: the session's runner, and `available_commands_update`.
 
-The commands themselves are `acp_agent.capabilities.commands`; here they get
+The commands themselves are `acp_agent.capabilities.slash_commands`; here they get
 the session's services, `/mcp` when the session has MCP servers, and their
 ACP shape. The list is sent after the `session/new`, `session/resume` and
 `session/fork` responses, before the `session/load` response, and again
@@ -13,14 +13,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acp_agent.core import ServiceNotFound, Session
+from acp_agent.adapters.acp.mcp_servers import session_mcp
+from acp_agent.core import STORE, Session
 from protocol import types
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities.commands import CommandRunner, CommandSpec
     from acp_agent.capabilities.model_source import ModelSource
     from acp_agent.capabilities.session_controls import SessionControls
-    from acp_agent.mcp import McpSessionTools
+    from acp_agent.capabilities.slash_commands import CommandRunner, CommandSpec
 
 __all__ = ("build_runner", "commands_update")
 
@@ -35,10 +35,10 @@ def build_runner(
 ) -> CommandRunner:
     """The command runner of `session` (its main branch's context engine, its tools)."""
     from acp_agent.capabilities.assembly import CONTEXT, TOOLSET
-    from acp_agent.capabilities.commands import CommandRunner, CommandSpec, ExtraCommand
+    from acp_agent.capabilities.slash_commands import CommandRunner, CommandSpec, ExtraCommand
 
     extra: dict[str, ExtraCommand] = {}
-    mcp = _mcp(session)
+    mcp = session_mcp(session)
     if mcp is not None:
 
         async def mcp_status(arguments: str) -> str:
@@ -51,7 +51,7 @@ def build_runner(
         session=session,
         controls=controls,
         models=models,
-        store=session.runtime.store,
+        store=session.scope.get(STORE),
         context=session.main.scope.get(CONTEXT),
         toolset=session.scope.get(TOOLSET),
         config_dir=config_dir,
@@ -73,12 +73,3 @@ def commands_update(specs: Sequence[CommandSpec]) -> types.AvailableCommandsUpda
             for spec in specs
         ]
     )
-
-
-def _mcp(session: Session) -> McpSessionTools | None:
-    from acp_agent.mcp import MCP_SESSION
-
-    try:
-        return session.scope.get(MCP_SESSION)
-    except ServiceNotFound:
-        return None

@@ -1,0 +1,270 @@
+"""One `session/prompt`: its turn (or slash command), from the request to its answer.
+
+    response = await run_prompt(acp_session, params.prompt, models)
+
+In order: the prompt's content is checked (-32602 before anything waits);
+it registers itself, so a `session/cancel` right behind it sees it; it waits
+(bounded) for MCP servers still connecting and for the turn before it; the
+commands are refreshed if they changed; the content is read (links through
+the editor or the disk) and recorded. A built-in slash command then runs in
+place of a turn; a template is expanded and sent as the person's message.
+Otherwise the model loop starts the turn, and the prompt waits until the
+stream has sent the turn's end, so nothing of the turn follows the answer.
+After the first exchange the session gets a title, before the answer.
+
+Whatever fails underneath, the prompt is answered: cancelled (`cancelled`,
+even if the turn finished at that moment), a provider failure (`end_turn`
+with `_meta["acp-agent"].error`), a message too large for the model
+(`prompt_too_large`, not recorded), a store that cannot record the turn
+(`storage_full` / `storage_unavailable`, told directly).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+
+from acp_agent.adapters.acp.mcp_servers import session_mcp
+from acp_agent.adapters.acp.session import AcpSession, PendingPrompt
+from acp_agent.adapters.acp.stream import DeliveryStopped
+from acp_agent.core import (
+    AlreadyStarted,
+    StoreError,
+    StoreFull,
+    TurnEnded,
+    TurnId,
+    TurnInterrupted,
+    new_id,
+)
+from protocol import types
+from protocol.errors import InternalError
+
+if TYPE_CHECKING:
+    from acp_agent.capabilities.loop import PromptTooLarge
+    from acp_agent.capabilities.model_source import ModelSource
+    from acp_agent.capabilities.slash_commands import CommandInvocation
+
+__all__ = ("run_prompt",)
+
+logger = logging.getLogger(__name__)
+
+#: How long a prompt whose handler is cancelled waits for its turn to settle.
+_SETTLE_BUDGET_S: Final = 0.5
+_STOP_REASONS: Final = {reason.value: reason for reason in types.StopReason}
+_CANCELLED: Final = types.PromptResponse(stop_reason=types.StopReason.CANCELLED)
+
+
+async def run_prompt(
+    acp_session: AcpSession, blocks: Sequence[types.ContentBlock], models: ModelSource
+) -> types.PromptResponse:
+    """Run one prompt of `acp_session` (see the module docstring) and answer it."""
+    from acp_agent.adapters.acp.prompt_content import PromptContent
+
+    controls = acp_session.controls
+    content = PromptContent(
+        controls.client,
+        controls.roots,
+        images=models.traits(controls.model_id).images,
+        model=controls.model_id,
+    )
+    content.check(blocks)
+    # Registered before the first await, so a cancel right behind us sees it.
+    pending = PendingPrompt()
+    acp_session.add_prompt(pending)
+    try:
+        return await _run(acp_session, pending, blocks, content)
+    finally:
+        acp_session.remove_prompt(pending)
+
+
+async def _run(
+    acp_session: AcpSession,
+    pending: PendingPrompt,
+    blocks: Sequence[types.ContentBlock],
+    reader: Any,
+) -> types.PromptResponse:
+    from acp_agent.capabilities.loop import PromptTooLarge
+
+    with pending.wait_scope:
+        mcp = session_mcp(acp_session.session)
+        if mcp is not None:
+            await mcp.wait_for_startup()  # bounded: servers still making a first connection
+        await acp_session.turn_lock.acquire()
+    if pending.wait_scope.cancelled_caught:
+        return _CANCELLED
+    turn_id: TurnId | None = None
+    storage: StoreError | None = None
+    try:
+        if pending.cancelled:
+            return _CANCELLED
+        await acp_session.refresh_commands()
+        content: list[dict[str, Any]] = await reader.record(blocks)
+        if pending.cancelled:
+            return _CANCELLED
+        invocation, content = _command_in(acp_session, content)
+        if invocation is not None:
+            return await _run_command(acp_session, pending, invocation)
+        turn_id = TurnId(new_id("turn"))
+        pending.turn_id = turn_id
+        main = acp_session.session.main
+        try:
+            turn = await acp_session.loop.start_turn(turn_id, content)
+            if pending.cancelled:  # a cancel came while the turn was starting
+                await main.cancel_turn(turn_id)
+            outcome = await acp_session.stream.wait_turn_over(turn_id, turn)
+        except PromptTooLarge as exc:
+            return _too_large(acp_session, exc)
+        except AlreadyStarted as exc:
+            raise InternalError(f"Internal error: {exc}") from None
+        except DeliveryStopped:
+            logger.exception("turn %s cannot be answered", turn_id)
+            raise InternalError(
+                "Internal error: the session's updates stopped; see the agent log"
+            ) from None
+        except anyio.get_cancelled_exc_class():
+            # The request itself was cancelled ($/cancel_request, or input ended):
+            # the turn is cancelled too, and gets a moment to record how it ended.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_SETTLE_BUDGET_S):
+                await main.cancel_turn(turn_id)
+            raise
+        storage = _store_error_in(outcome.unrecorded) or _store_error_in(turn.failure)
+        ended = isinstance(outcome.ending, TurnEnded)
+        if storage is None and (
+            ended or (pending.cancelled and isinstance(outcome.ending, TurnInterrupted))
+        ):
+            await _title_after_exchange(acp_session, content)
+    except StoreError as exc:
+        # Nothing of the turn could be recorded (a full disk, most likely).
+        storage = exc
+    finally:
+        acp_session.turn_lock.release()
+    if pending.cancelled:
+        # Cancelled, even if the turn happened to finish at the same moment.
+        logger.info("Turn %s in session %s cancelled", turn_id, acp_session.session_id)
+        return _CANCELLED
+    if storage is not None:
+        return _storage_failed(acp_session, storage)
+    if not isinstance(outcome.ending, TurnEnded):
+        return _CANCELLED  # interrupted without our cancel: the session is closing
+    stop = _STOP_REASONS.get(outcome.ending.stop_reason)
+    if stop is None:
+        raise InternalError("Internal error: the turn failed; see the agent log for details")
+    meta = None
+    if outcome.failure is not None:
+        failure = outcome.failure
+        meta = {"acp-agent": {"error": {"kind": failure.error, "message": failure.message}}}
+    return types.PromptResponse(stop_reason=stop, meta=meta)
+
+
+# --- slash commands -------------------------------------------------------------------
+
+
+def _command_in(
+    acp_session: AcpSession, content: list[dict[str, Any]]
+) -> tuple[CommandInvocation | None, list[dict[str, Any]]]:
+    """A built-in command to run, or the content to send (a template expanded)."""
+    from acp_agent.adapters.acp.prompt_content import with_sent
+    from acp_agent.capabilities.slash_commands import parse_invocation
+
+    runner = acp_session.commands
+    templates = {template.spec.name: template for template in runner.templates()}
+    builtins = runner.builtin_names()
+    invocation = parse_invocation(content, builtins | frozenset(templates))
+    if invocation is None:
+        return None, content
+    if invocation.name in builtins:
+        return invocation, content
+    # A template is the person's text: recorded expanded, replayed as typed.
+    expanded = {"type": "text", "text": templates[invocation.name].expand(invocation.arguments)}
+    return None, [with_sent(expanded, content[0]), *content[1:]]
+
+
+async def _run_command(
+    acp_session: AcpSession, pending: PendingPrompt, invocation: CommandInvocation
+) -> types.PromptResponse:
+    """Run a built-in command; its answer is shown, and the prompt ends its turn."""
+    reply: str | None = None
+    with anyio.CancelScope() as scope:
+        pending.command_scope = scope
+        if not pending.cancelled:
+            reply = await acp_session.commands.run(invocation, acp_session)
+    if pending.cancelled or reply is None:
+        return _CANCELLED
+    acp_session.stream.send(types.AgentMessageChunk(content=types.TextContent(text=reply)))
+    logger.info("Session %s ran /%s", acp_session.session_id, invocation.name)
+    return types.PromptResponse(stop_reason=types.StopReason.END_TURN)
+
+
+# --- after the exchange ---------------------------------------------------------------
+
+
+async def _title_after_exchange(acp_session: AcpSession, content: list[dict[str, Any]]) -> None:
+    """Give an untitled session the title of its first prompt, as sent (best effort)."""
+    if acp_session.session.record.title:
+        return
+    from acp_agent.adapters.acp.prompt_content import sent_block
+    from acp_agent.capabilities.titles import title_from_prompt
+
+    title = title_from_prompt([sent_block(block) for block in content])
+    if title is None:
+        return
+    try:
+        await acp_session.set_title(title)
+    except Exception:
+        logger.warning("session %s could not be titled", acp_session.session_id, exc_info=True)
+
+
+def _too_large(acp_session: AcpSession, error: PromptTooLarge) -> types.PromptResponse:
+    """The answer to a message the model cannot take: refused whole, before it is recorded,
+    saying how large one may be (the person's words are never cut behind their back)."""
+    text = (
+        f"This message was not sent: {error}. Send it in smaller parts, or attach large "
+        "files as links (the agent reads them with its tools, a part at a time)."
+    )
+    logger.info("prompt in session %s refused: %s", acp_session.session_id, error)
+    acp_session.stream.send(types.AgentMessageChunk(content=types.TextContent(text=text)))
+    meta = {
+        "acp-agent": {
+            "error": {
+                "kind": "prompt_too_large",
+                "message": str(error),
+                "tokens": error.tokens,
+                "limit": error.limit,
+            }
+        }
+    }
+    return types.PromptResponse(stop_reason=types.StopReason.END_TURN, meta=meta)
+
+
+def _storage_failed(acp_session: AcpSession, error: StoreError) -> types.PromptResponse:
+    """The answer to a prompt the store could not record: the person is told directly
+    (nothing can be recorded), and the turn ends normally so the editor is not stuck."""
+    kind = "storage_full" if isinstance(error, StoreFull) else "storage_unavailable"
+    where = getattr(error, "location", None)
+    if isinstance(error, StoreFull):
+        text = (
+            "The disk is full, so this turn could not be recorded and stopped"
+            + (f" (the session store is {where})" if where else "")
+            + ". Free some space and send your message again; the session goes on."
+        )
+    else:
+        text = f"The session store failed, so this turn stopped: {error}"
+    logger.error("turn in session %s stopped: %s", acp_session.session_id, error)
+    acp_session.stream.send(types.AgentMessageChunk(content=types.TextContent(text=text)))
+    meta = {"acp-agent": {"error": {"kind": kind, "message": str(error)}}}
+    return types.PromptResponse(stop_reason=types.StopReason.END_TURN, meta=meta)
+
+
+def _store_error_in(error: BaseException | None) -> StoreError | None:
+    """The store error `error` is or holds (a turn's task group wraps what it raised)."""
+    if isinstance(error, StoreError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _store_error_in(inner)
+            if found is not None:
+                return found
+    return None

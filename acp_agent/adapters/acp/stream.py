@@ -1,0 +1,266 @@
+"""A session's `session/update` stream: every published event, in timeline order.
+
+`SessionStream` is the session's subscriber on its main branch's timeline: it
+sends each published event's updates as they are delivered, and tells a
+prompt once its turn's end has been sent (`wait_turn_over`), so no update of
+a turn follows its response. Nothing an event holds can stop it: an event it
+cannot show is logged with its seq and shown plainer, or as a notice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import anyio
+import attrs
+
+from acp_agent.adapters.acp.updates import UpdateTranslator
+from acp_agent.core import (
+    Event,
+    ModelRequestFailed,
+    Payload,
+    Subscription,
+    Turn,
+    TurnEnded,
+    TurnId,
+    TurnInterrupted,
+    UserInputAdopted,
+)
+from protocol import methods, types
+from protocol.connection import AgentConnection
+from protocol.errors import ConnectionClosed, MessageTooDeep
+
+__all__ = ("DeliveryStopped", "SessionStream", "TurnOutcome")
+
+logger = logging.getLogger(__name__)
+
+
+@attrs.define
+class TurnOutcome:
+    """How a turn ended, as its prompt answers: the ending fact, and a failure if any."""
+
+    ending: Payload
+    failure: ModelRequestFailed | None = None
+    #: The store error that kept `ending` off the record (it was never published).
+    unrecorded: Exception | None = None
+
+
+class DeliveryStopped(RuntimeError):
+    """The session's stream stopped taking events, so a turn's end will never be shown."""
+
+
+class SessionStream:
+    """Sends a session's updates in timeline order; tells prompts when their turn is over.
+
+    An event that cannot be shown (its translation or its encoding fails) is
+    logged with its seq and shown plainer, or as a short notice, and the stream
+    goes on, so its turn still ends.
+    """
+
+    def __init__(
+        self, connection: AgentConnection, session_id: str, translator: UpdateTranslator
+    ) -> None:
+        self._connection = connection
+        self._session_id = session_id
+        self.translator = translator
+        self._turn: TurnId | None = None
+        self._failure: ModelRequestFailed | None = None
+        self._outcomes: dict[TurnId, TurnOutcome] = {}
+        self._changed = anyio.Event()
+        self._gone = False
+        self._subscription: Subscription | None = None
+        #: Prompts waiting for every published event to be sent (see `_caught_up`).
+        self._catching_up = 0
+
+    @property
+    def name(self) -> str:
+        return f"acp session/update {self._session_id}"
+
+    def attach(self, subscription: Subscription) -> None:
+        """The dispatcher's subscription that feeds this stream (watched by `wait_turn_over`)."""
+        self._subscription = subscription
+
+    async def handle(self, event: Event) -> None:
+        self.show(event, self.translator)
+        if self._catching_up:
+            self._wake()
+        payload = event.payload
+        if isinstance(payload, UserInputAdopted):
+            self._turn, self._failure = TurnId(payload.input_id), None
+            # An ending recorded late (owed after a store failure) has nobody waiting for it.
+            self._outcomes.clear()
+        elif isinstance(payload, ModelRequestFailed):
+            self._failure = payload
+        elif isinstance(payload, TurnEnded | TurnInterrupted):
+            failure = self._failure if self._turn == payload.turn_id else None
+            self._outcomes[payload.turn_id] = TurnOutcome(payload, failure)
+            self._wake()
+
+    def show(self, event: Event, translator: UpdateTranslator) -> None:
+        """Send the updates `translator` makes of `event`; never raises."""
+        try:
+            updates = translator.translate(event)
+        except Exception:
+            logger.exception(
+                "event %d (%s) of session %s could not be translated; a notice is shown instead",
+                event.seq,
+                type(event.payload).__name__,
+                self._session_id,
+            )
+            updates = [_notice(event.seq)]
+        for update in updates:
+            self.send(update, seq=event.seq)
+
+    def learn(self, event: Event) -> None:
+        """Let the live translator learn an event of the history, sending nothing."""
+        try:
+            self.translator.translate(event)
+        except Exception:
+            logger.exception(
+                "event %d of session %s could not be learnt from", event.seq, self._session_id
+            )
+
+    def send(self, update: types.SessionUpdate, *, seq: int | None = None) -> None:
+        """Send one update now; a client that went away gets no more (and no error).
+
+        An update that cannot be encoded is replaced by a plainer form of it (a
+        tool call without its raw input and output), or by a notice.
+        """
+        if self._gone:
+            return
+        for attempt in (update, _plainer(update), _notice(seq)):
+            if attempt is None:
+                continue
+            try:
+                self._notify(attempt)
+            except ConnectionClosed:
+                self._gone = True
+                logger.info(
+                    "the client is gone; updates of session %s are dropped", self._session_id
+                )
+                return
+            except MessageTooDeep as exc:
+                logger.warning(
+                    "an update (%s) of session %s is sent plainer (event %s): %s",
+                    attempt.session_update,
+                    self._session_id,
+                    "?" if seq is None else seq,
+                    exc,
+                )
+                continue
+            except Exception:
+                logger.exception(
+                    "an update (%s) of session %s could not be sent (event %s)",
+                    attempt.session_update,
+                    self._session_id,
+                    "?" if seq is None else seq,
+                )
+                continue
+            return
+
+    def _notify(self, update: types.SessionUpdate) -> None:
+        self._connection.notify(
+            methods.SESSION_UPDATE,
+            types.SessionNotification(session_id=self._session_id, update=update),
+        )
+
+    def close(self) -> None:
+        """Send nothing more (the session was closed)."""
+        self._gone = True
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_turn_over(self, turn_id: TurnId, turn: Turn | None = None) -> TurnOutcome:
+        """Wait until the turn's end (and so every update before it) has been sent.
+
+        With `turn`, a turn that settled without its end on record (the store
+        failed) answers at once, with `TurnOutcome.unrecorded` set. Raises
+        `DeliveryStopped` if the stream's subscription ended first.
+        """
+        async with anyio.create_task_group() as watchers:
+            if turn is not None:
+                watchers.start_soon(self._wake_after, turn.wait_settled)
+            if self._subscription is not None:
+                watchers.start_soon(self._wake_after, self._subscription.wait_ended)
+            try:
+                outcome = await self._turn_outcome(turn_id, turn)
+            finally:
+                watchers.cancel_scope.cancel()
+        return outcome
+
+    async def _turn_outcome(self, turn_id: TurnId, turn: Turn | None) -> TurnOutcome:
+        while True:
+            outcome = self._outcomes.pop(turn_id, None)
+            if outcome is not None:
+                return outcome
+            if turn is not None and turn.settled and turn.unrecorded_ending is not None:
+                await self._caught_up()
+                return TurnOutcome(turn.unrecorded_ending, unrecorded=turn.record_error)
+            subscription = self._subscription
+            if subscription is not None and not subscription.active:
+                raise DeliveryStopped(
+                    f"the updates of session {self._session_id} stopped: {subscription.error!r}"
+                )
+            await self._changed.wait()
+
+    async def _caught_up(self) -> None:
+        """Wait (briefly) until every published event has been sent: nothing may follow
+        the answer. Only a turn whose end is off the record needs this."""
+        subscription = self._subscription
+        if subscription is None:
+            return
+        timeline = subscription.timeline
+        self._catching_up += 1
+        try:
+            with anyio.move_on_after(_CATCH_UP_BUDGET_S):
+                while subscription.active and (
+                    subscription.last_delivered_seq < timeline.last_published_seq
+                ):
+                    await self._changed.wait()
+        finally:
+            self._catching_up -= 1
+
+    async def _wake_after(self, wait: Callable[[], Awaitable[None]]) -> None:
+        await wait()
+        self._wake()
+
+
+def _plainer(update: types.SessionUpdate) -> types.SessionUpdate | None:
+    """The update without what is most likely to fail: free-form JSON (a tool call's raw
+    input and output, a content block's `_meta`)."""
+    if isinstance(update, types.UserMessageChunk | types.AgentMessageChunk):
+        content = update.content
+        if getattr(content, "meta", None) is None:
+            return None
+        return attrs.evolve(update, content=attrs.evolve(content, meta=None), meta=None)
+    if isinstance(update, types.ToolCall):
+        return types.ToolCall(
+            tool_call_id=update.tool_call_id,
+            title=update.title,
+            kind=update.kind,
+            status=update.status,
+            content=[_notice_content()],
+        )
+    if isinstance(update, types.ToolCallProgress):
+        return types.ToolCallProgress(
+            tool_call_id=update.tool_call_id, status=update.status, content=[_notice_content()]
+        )
+    return None
+
+
+def _notice_content() -> types.ToolCallContent:
+    return types.Content(content=types.TextContent(text=_NOTICE))
+
+
+def _notice(seq: int | None) -> types.SessionUpdate:
+    where = "" if seq is None else f" (event {seq})"
+    return types.AgentMessageChunk(content=types.TextContent(text=f"\n\n[{_NOTICE}{where}]\n\n"))
+
+
+#: How long a turn whose end is off the record waits for its published updates to be sent.
+_CATCH_UP_BUDGET_S = 2.0
+#: What the person reads in place of something that could not be shown.
+_NOTICE = "acp-agent: part of this could not be shown; the agent log has the details"
