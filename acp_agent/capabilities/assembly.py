@@ -32,16 +32,17 @@ import attrs
 from acp_agent.capabilities.context import (
     ContextEngine,
     ContextSettings,
+    Environment,
+    GuideRegistry,
+    ValueSource,
     build_context_engine,
     default_guide_registry,
 )
-from acp_agent.capabilities.guide import GuideRegistry
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
 from acp_agent.capabilities.model_source import ModelSource
 from acp_agent.capabilities.result_budget import ResultBudget, ResultLimits
 from acp_agent.capabilities.session_controls import SessionControls
 from acp_agent.capabilities.slash_commands import available_commands, load_templates
-from acp_agent.capabilities.state_sources import Environment, ValueSource
 from acp_agent.capabilities.tool import Tool
 from acp_agent.capabilities.tool_executor import ToolExecutor
 from acp_agent.capabilities.toolset import ToolSet

@@ -49,8 +49,8 @@ from typing import Any, Final, Protocol
 import anyio
 import attrs
 
-from acp_agent.capabilities.compaction import CompactionError, CompactionTrigger
 from acp_agent.capabilities.content import encode_locations
+from acp_agent.capabilities.context import CompactionError, CompactionTrigger
 from acp_agent.capabilities.model_source import ModelHandle, ModelSource
 from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities.recorder import CoalescingRecorder

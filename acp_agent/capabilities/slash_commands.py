@@ -44,11 +44,14 @@ from typing import Any, Final, Literal, Protocol
 
 import attrs
 
-from acp_agent.capabilities.compaction import CompactionError, CompactionTrigger
-from acp_agent.capabilities.context import ContextEngine
+from acp_agent.capabilities.context import (
+    CompactionError,
+    CompactionTrigger,
+    ContextEngine,
+    scan_rule_files,
+)
 from acp_agent.capabilities.model_source import ModelSource
 from acp_agent.capabilities.permissions import list_rules, revoke_rule
-from acp_agent.capabilities.rules import scan_rule_files
 from acp_agent.capabilities.session_controls import (
     MODE_KEY,
     MODEL_KEY,

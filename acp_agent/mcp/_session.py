@@ -36,8 +36,7 @@ import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from acp_agent.capabilities.assembly import CONTEXT, TOOLSET
-from acp_agent.capabilities.guide import GuideEntry, GuideRegistry
-from acp_agent.capabilities.notifications import record_notification
+from acp_agent.capabilities.context import GuideEntry, GuideRegistry, record_notification
 from acp_agent.capabilities.toolset import ToolSet
 from acp_agent.core import SESSION, Scope, ScopeKind, ServiceKey, ServiceRegistry, Session
 from acp_agent.mcp._config import McpServerConfig

@@ -118,7 +118,7 @@ SCRIPTED_PROVIDER: Final = "scripted"
 DEFAULT_CONTEXT_WINDOW: Final = 200_000
 #: What a scripted model answers when asked to summarise the conversation.
 SUMMARY: Final = "A scripted conversation; nothing to summarise."
-#: How a summary request's last message starts (see `acp_agent.capabilities.compaction`).
+#: How a summary request's last message starts (see `acp_agent.capabilities.context`).
 _SUMMARY_REQUEST: Final = "<compaction-request"
 #: About this many characters make a token in the usage estimate.
 _CHARS_PER_TOKEN: Final = 4

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities.tags import restore_runtime_tags
+from acp_agent.capabilities.context import restore_runtime_tags
 from acp_agent.capabilities.tool import (
     DiffContent,
     Effect,

@@ -23,6 +23,7 @@ from acp_agent.capabilities.assembly import (
     CapabilitySettings,
     register_capabilities,
 )
+from acp_agent.capabilities.context import Environment
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
 from acp_agent.capabilities.model_source import ConfiguredModels
 from acp_agent.capabilities.permissions import (
@@ -31,7 +32,6 @@ from acp_agent.capabilities.permissions import (
     PermissionQuestion,
 )
 from acp_agent.capabilities.session_controls import SessionControls
-from acp_agent.capabilities.state_sources import Environment
 from acp_agent.capabilities.tool import (
     Effect,
     PermissionNeed,

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_agent.capabilities.guide import TOOL_RESULTS_ENTRY
-from acp_agent.capabilities.tags import (
+from acp_agent.capabilities.context import (
     RUNTIME_TAGS,
+    TOOL_RESULTS_ENTRY,
     neutralize_runtime_tags,
     restore_runtime_tags,
     tag,

@@ -22,14 +22,16 @@ from typing import Any, Protocol
 import attrs
 import httpx
 
-from acp_agent.capabilities.context import ContextEngine, ContextSettings, default_guide_registry
-from acp_agent.capabilities.guide import GuideRegistry
-from acp_agent.capabilities.state_sources import (
+from acp_agent.capabilities.context import (
+    ContextEngine,
+    ContextSettings,
     DateSource,
     Environment,
+    GuideRegistry,
     PlatformSource,
     StateSource,
     WorkingDirectorySource,
+    default_guide_registry,
 )
 from acp_agent.core import (
     Branch,

@@ -17,7 +17,7 @@ from acp_agent.capabilities.assembly import (
     CapabilitySettings,
     register_capabilities,
 )
-from acp_agent.capabilities.guide import GuideEntry
+from acp_agent.capabilities.context import GuideEntry
 from acp_agent.capabilities.model_source import ConfiguredModels
 from acp_agent.core import (
     Event,

@@ -16,20 +16,18 @@ import anyio
 import httpx
 import pytest
 
-from acp_agent.capabilities.compaction import (
+from acp_agent.capabilities.context import (
     CompactionTrigger,
     CompactionView,
+    ContextSettings,
+    GuideEntry,
     NothingToCompact,
     SummaryFailed,
-    compaction_view,
-)
-from acp_agent.capabilities.context import (
-    ContextSettings,
     build_context_engine,
+    compaction_view,
     default_guide_registry,
+    record_notification,
 )
-from acp_agent.capabilities.guide import GuideEntry
-from acp_agent.capabilities.notifications import record_notification
 from acp_agent.core import (
     CompactionCancelled,
     CompactionFailed,

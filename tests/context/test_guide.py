@@ -6,12 +6,13 @@ import re
 
 import pytest
 
-from acp_agent.capabilities.context import DEFAULT_GUIDE_ENTRIES, default_guide_registry
-from acp_agent.capabilities.guide import (
+from acp_agent.capabilities.context import (
+    DEFAULT_GUIDE_ENTRIES,
     Guide,
     GuideEntry,
     GuideEntryConflict,
     GuideRegistry,
+    default_guide_registry,
     guide_version,
 )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from acp_agent.capabilities.projection import (
+from acp_agent.capabilities.context import (
     MISSING_RESULT_TEXT,
     RESTATEMENT_PREAMBLE,
     Projection,

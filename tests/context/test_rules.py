@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acp_agent.capabilities.rules import (
+from acp_agent.capabilities.context import (
     MAX_RULE_CHARS,
     RuleFile,
     RuleLedger,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities.state_sources import (
+from acp_agent.capabilities.context import (
     BranchIdentitySource,
     DateSource,
     Environment,

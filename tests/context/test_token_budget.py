@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from acp_agent.capabilities.token_budget import (
+from acp_agent.capabilities.context import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
     ContextUsage,

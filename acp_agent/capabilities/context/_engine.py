@@ -41,26 +41,26 @@ from typing import Final
 import anyio
 import attrs
 
-from acp_agent.capabilities.compaction import (
+from acp_agent.capabilities.context._compaction import (
     COMPACTION_GUIDE_ENTRY,
     CompactionError,
     CompactionTrigger,
     run_compaction,
 )
-from acp_agent.capabilities.guide import CORE_GUIDE_ENTRIES, GuideEntry, GuideRegistry
-from acp_agent.capabilities.notifications import NOTIFICATIONS_GUIDE_ENTRY
-from acp_agent.capabilities.projection import (
+from acp_agent.capabilities.context._guide import CORE_GUIDE_ENTRIES, GuideEntry, GuideRegistry
+from acp_agent.capabilities.context._notifications import NOTIFICATIONS_GUIDE_ENTRY
+from acp_agent.capabilities.context._projection import (
     BRANCH_MESSAGES_GUIDE_ENTRY,
     Projection,
     user_input_parts,
 )
-from acp_agent.capabilities.rules import (
+from acp_agent.capabilities.context._rules import (
     RULES_GUIDE_ENTRY,
     RuleLedger,
     command_rule_id,
     scan_rule_files,
 )
-from acp_agent.capabilities.state_sources import (
+from acp_agent.capabilities.context._state_sources import (
     STATE_GUIDE_ENTRY,
     BranchIdentitySource,
     Environment,
@@ -68,7 +68,7 @@ from acp_agent.capabilities.state_sources import (
     default_state_sources,
     read_all,
 )
-from acp_agent.capabilities.token_budget import (
+from acp_agent.capabilities.context._token_budget import (
     ContextUsage,
     TokenAccount,
     estimate_message_tokens,

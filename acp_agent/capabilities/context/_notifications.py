@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Final, Protocol
 
-from acp_agent.capabilities.guide import GuideEntry
-from acp_agent.capabilities.tags import tag
+from acp_agent.capabilities.context._guide import GuideEntry
+from acp_agent.capabilities.context._tags import tag
 from acp_agent.core import Event, NotificationReceived, Payload
 
 __all__ = (

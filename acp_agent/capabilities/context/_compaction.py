@@ -35,15 +35,15 @@ from typing import Final, Literal, TypeAlias
 import anyio
 import attrs
 
-from acp_agent.capabilities.cuts import cut_middle
-from acp_agent.capabilities.guide import GuideEntry
-from acp_agent.capabilities.projection import ProjectedMessage, Projection
-from acp_agent.capabilities.tags import tag
-from acp_agent.capabilities.token_budget import (
+from acp_agent.capabilities.context._guide import GuideEntry
+from acp_agent.capabilities.context._projection import ProjectedMessage, Projection
+from acp_agent.capabilities.context._tags import tag
+from acp_agent.capabilities.context._token_budget import (
     CHARS_PER_TOKEN,
     TokenAccount,
     estimate_request_tokens,
 )
+from acp_agent.capabilities.cuts import cut_middle
 from acp_agent.core import (
     Branch,
     CompactionCancelled,

@@ -35,8 +35,8 @@ from typing import Final, Literal, TypeAlias
 
 import attrs
 
-from acp_agent.capabilities.guide import GuideEntry
-from acp_agent.capabilities.tags import tag
+from acp_agent.capabilities.context._guide import GuideEntry
+from acp_agent.capabilities.context._tags import tag
 from acp_agent.core import Payload, RuleExpired, RuleReplaced, RuleRevoked, RuleSet
 
 __all__ = (

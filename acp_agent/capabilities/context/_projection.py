@@ -37,17 +37,20 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities.guide import GuideEntry
-from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
-from acp_agent.capabilities.notifications import render_notification
-from acp_agent.capabilities.rules import RuleLedger, render_rule_payload
-from acp_agent.capabilities.state_sources import (
+from acp_agent.capabilities.context._guide import GuideEntry
+from acp_agent.capabilities.context._notifications import render_notification
+from acp_agent.capabilities.context._rules import RuleLedger, render_rule_payload
+from acp_agent.capabilities.context._state_sources import (
     StateLedger,
     render_state,
     render_state_cleared,
 )
-from acp_agent.capabilities.tags import neutralize_runtime_tags, tag, wrap
-from acp_agent.capabilities.token_budget import MESSAGE_OVERHEAD_TOKENS, estimate_text_tokens
+from acp_agent.capabilities.context._tags import neutralize_runtime_tags, tag, wrap
+from acp_agent.capabilities.context._token_budget import (
+    MESSAGE_OVERHEAD_TOKENS,
+    estimate_text_tokens,
+)
+from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.core import (
     BranchMessageReceived,
     CompactionRecorded,

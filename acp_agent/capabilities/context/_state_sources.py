@@ -24,8 +24,8 @@ from typing import Final, Protocol
 import anyio
 import attrs
 
-from acp_agent.capabilities.guide import GuideEntry
-from acp_agent.capabilities.tags import tag
+from acp_agent.capabilities.context._guide import GuideEntry
+from acp_agent.capabilities.context._tags import tag
 from acp_agent.core import Payload, StateCleared, StateSet
 
 __all__ = (
