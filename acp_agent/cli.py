@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from acp_agent.adapters.acp.agent import AcpAgent
     from acp_agent.adapters.acp.host import RuntimeHost
-    from acp_agent.capabilities.model_source import ConfiguredModels
+    from acp_agent.capabilities import ConfiguredModels
     from acp_agent.core import ServiceRegistry
     from protocol.connection import AgentConnection
 
@@ -141,8 +141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def assemble() -> ServiceRegistry:
         """The services of every session and branch (imported on first use)."""
-        from acp_agent.capabilities.assembly import CapabilitySettings, register_capabilities
-        from acp_agent.capabilities.loop import DEFAULT_MAX_TURN_REQUESTS, LoopSettings
+        from acp_agent.capabilities import (
+            DEFAULT_MAX_TURN_REQUESTS,
+            CapabilitySettings,
+            LoopSettings,
+            register_capabilities,
+        )
         from acp_agent.mcp import McpSettings, register_mcp
         from acp_agent.tools import builtin_tools
 

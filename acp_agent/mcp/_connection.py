@@ -33,7 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from acp_agent import __version__
-from acp_agent.capabilities.tool import (
+from acp_agent.capabilities import (
     Effect,
     PermissionNeed,
     ProgressSink,

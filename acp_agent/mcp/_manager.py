@@ -61,7 +61,7 @@ import mcp.types as mcp_types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.shared.exceptions import MCPError
 
-from acp_agent.capabilities.tool import ToolDefinition
+from acp_agent.capabilities import ToolDefinition
 from acp_agent.mcp._config import McpOrigin, McpServerConfig, Transport
 from acp_agent.mcp._connection import (
     Connection,

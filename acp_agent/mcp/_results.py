@@ -17,8 +17,14 @@ from typing import Any
 
 import mcp.types as mcp_types
 
-from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
-from acp_agent.capabilities.tool import ContentPart, ImageContent, TextContent, ToolResult
+from acp_agent.capabilities import (
+    TOO_DEEP,
+    ContentPart,
+    ImageContent,
+    TextContent,
+    ToolResult,
+    nesting_exceeds,
+)
 
 __all__ = ("error_result", "to_tool_result")
 

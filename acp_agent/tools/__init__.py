@@ -1,7 +1,7 @@
 """The built-in tools: files, search, edits with diffs, commands, the web, the plan.
 
 `builtin_tools()` is what the tool executor offers the model. Each tool
-implements `acp_agent.capabilities.tool.Tool`; none knows ACP. Paths are
+implements `acp_agent.capabilities.Tool`; none knows ACP. Paths are
 resolved against the session's roots (`_workspace`), files go through the
 editor when it offers `fs/*` (`_textfile`), and commands through its
 terminals when it offers `terminal/*` (`shell`). `fenced` is the one way a
@@ -24,7 +24,7 @@ tool's text, or a question about a call, is put in a Markdown code block.
 
 from __future__ import annotations
 
-from acp_agent.capabilities.tool import Tool
+from acp_agent.capabilities import Tool
 from acp_agent.tools._common import fenced
 from acp_agent.tools.delete import DeleteTool
 from acp_agent.tools.edit import EditTool

@@ -23,8 +23,7 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities.context import restore_runtime_tags
-from acp_agent.capabilities.tool import (
+from acp_agent.capabilities import (
     DiffContent,
     Effect,
     Location,
@@ -36,6 +35,7 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
+from acp_agent.capabilities.context import restore_runtime_tags
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import (
     FileRefusal,

@@ -20,7 +20,7 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.capabilities.tool import (
+from acp_agent.capabilities import (
     ContentPart,
     DiffContent,
     Effect,

@@ -29,12 +29,13 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.capabilities.client_bridge import ClientTerminal, TerminalExit
-from acp_agent.capabilities.tool import (
+from acp_agent.capabilities import (
+    ClientTerminal,
     ContentPart,
     Effect,
     PermissionNeed,
     TerminalContent,
+    TerminalExit,
     TextContent,
     ToolContext,
     ToolDefinition,

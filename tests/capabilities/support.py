@@ -15,37 +15,34 @@ from typing import Any
 import anyio
 import attrs
 
-from acp_agent.capabilities.assembly import (
+from acp_agent.capabilities import (
     MODEL_LOOP,
     SESSION_CONTROLS,
     TOOL_EXECUTOR,
     TOOLSET,
     CapabilitySettings,
-    register_capabilities,
-)
-from acp_agent.capabilities.context import Environment
-from acp_agent.capabilities.loop import LoopSettings, ModelLoop
-from acp_agent.capabilities.model_source import ConfiguredModels
-from acp_agent.capabilities.permissions import (
+    ConfiguredModels,
+    Effect,
+    LoopSettings,
+    ModelLoop,
     PermissionAnswer,
     PermissionChoice,
-    PermissionQuestion,
-)
-from acp_agent.capabilities.session_controls import SessionControls
-from acp_agent.capabilities.tool import (
-    Effect,
     PermissionNeed,
+    PermissionQuestion,
+    SessionControls,
     TextContent,
     Tool,
     ToolContext,
     ToolDefinition,
+    ToolExecutor,
     ToolInputError,
     ToolKind,
     ToolPresentation,
     ToolResult,
+    ToolSet,
+    register_capabilities,
 )
-from acp_agent.capabilities.tool_executor import ToolExecutor
-from acp_agent.capabilities.toolset import ToolSet
+from acp_agent.capabilities.context import Environment
 from acp_agent.core import (
     Event,
     Runtime,

@@ -8,9 +8,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.capabilities.loop import LoopSettings, LoopState, record_delta
-from acp_agent.capabilities.permissions import PermissionMode
-from acp_agent.capabilities.recorder import CoalescingRecorder
+from acp_agent.capabilities import (
+    CoalescingRecorder,
+    LoopSettings,
+    LoopState,
+    PermissionMode,
+    record_delta,
+)
 from acp_agent.core import (
     CompactionRecorded,
     CompactionStarted,
@@ -247,7 +251,7 @@ async def test_deltas_recorded_together_fold_into_one_event_that_keeps_each_piec
         (ModelReasoningDelta, "req_1", "m"),
         (ModelTextDelta, "req_2", "x"),
     ]:
-        record_delta(recorder, kind, request_id, text)
+        record_delta(recorder, kind, request_id, text, "test")
     await recorder.flush()
 
     assert [d.payload for d in appended[0]] == [

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from acp_agent.capabilities.permissions import (
+from acp_agent.capabilities import (
     Allow,
     Ask,
+    Effect,
     PermissionChoice,
     PermissionMode,
+    PermissionNeed,
     Refuse,
     RuleScope,
     command_prefix,
@@ -17,7 +19,6 @@ from acp_agent.capabilities.permissions import (
     rule_for,
     rule_matches,
 )
-from acp_agent.capabilities.tool import Effect, PermissionNeed
 from acp_agent.core import PermissionRule
 
 WORKSPACE = "/work/project"

@@ -6,9 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities.cuts import cut_middle
-from acp_agent.capabilities.result_budget import ResultBudget, ResultLimits
-from acp_agent.capabilities.tool import DiffContent, ImageContent, TextContent, ToolResult
+from acp_agent.capabilities import (
+    DiffContent,
+    ImageContent,
+    ResultBudget,
+    ResultLimits,
+    TextContent,
+    ToolResult,
+    cut_middle,
+)
 
 LIMITS = ResultLimits(model_chars=1000, editor_chars=2000, raw_output_bytes=500, image_bytes=100)
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities.slash_commands import (
+from acp_agent.capabilities import (
     BUILTIN_COMMANDS,
     CommandInvocation,
     CommandSpec,
     available_commands,
     load_templates,
     parse_invocation,
+    title_from_prompt,
 )
-from acp_agent.capabilities.titles import title_from_prompt
 
 NAMES = frozenset({"model", "review"})
 

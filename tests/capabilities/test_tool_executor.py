@@ -7,10 +7,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.capabilities.permissions import PermissionChoice, PermissionMode
-from acp_agent.capabilities.tool_executor import (
+from acp_agent.capabilities import (
     RESTART_NOT_STARTED,
     RESTART_RUNNING,
+    PermissionChoice,
+    PermissionMode,
 )
 from acp_agent.core import (
     CallId,

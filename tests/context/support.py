@@ -1,6 +1,6 @@
 """Helpers for context tests: a clock, ids, a real branch, wire formats, a minimal loop.
 
-`drive_turn` plays the agent loop's part (`acp_agent.capabilities.loop`, in
+`drive_turn` plays the agent loop's part (`acp_agent.capabilities`, in
 the order it records facts, without its executor and permissions, so every
 id is deterministic): it refreshes state and rules, starts a turn, asks the
 engine for each request, streams it from

@@ -10,15 +10,15 @@ from typing import Any
 
 import anyio
 
-from acp_agent.capabilities.assembly import (
+from acp_agent.capabilities import (
     CONTEXT,
     GUIDE,
     MODEL_LOOP,
     CapabilitySettings,
+    ConfiguredModels,
     register_capabilities,
 )
 from acp_agent.capabilities.context import GuideEntry
-from acp_agent.capabilities.model_source import ConfiguredModels
 from acp_agent.core import (
     Event,
     GuideAdopted,

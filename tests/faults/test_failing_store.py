@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from acp_agent.capabilities.permissions import PermissionMode
+from acp_agent.capabilities import PermissionMode
 from acp_agent.core import (
     Batch,
     StoreFull,

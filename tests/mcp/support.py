@@ -13,8 +13,7 @@ from typing import Any
 import anyio
 import attrs
 
-from acp_agent.capabilities.client_bridge import NO_CLIENT
-from acp_agent.capabilities.tool import ContentPart, ToolContext
+from acp_agent.capabilities import NO_CLIENT, ContentPart, ToolContext
 from acp_agent.mcp import (
     McpEvent,
     McpServerManager,

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.capabilities.tool import Effect, ImageContent, PermissionNeed, TextContent
+from acp_agent.capabilities import Effect, ImageContent, PermissionNeed, TextContent
 from acp_agent.mcp import (
     TOOL_NAME_PATTERN,
     HttpServerConfig,

@@ -6,7 +6,7 @@ import base64
 
 import mcp.types as mcp_types
 
-from acp_agent.capabilities.tool import ImageContent, TextContent, ToolResult
+from acp_agent.capabilities import ImageContent, TextContent, ToolResult
 from acp_agent.mcp import to_tool_result
 
 DATA = base64.b64encode(b"0123456789").decode()

@@ -15,11 +15,13 @@ import anyio
 import attrs
 import pytest
 
-from acp_agent.capabilities.assembly import CONTEXT, CapabilitySettings, register_capabilities
-from acp_agent.capabilities.model_source import ConfiguredModels
-from acp_agent.capabilities.permissions import PermissionChoice, PermissionMode
-from acp_agent.capabilities.tool import (
+from acp_agent.capabilities import (
+    CONTEXT,
+    CapabilitySettings,
+    ConfiguredModels,
     Effect,
+    PermissionChoice,
+    PermissionMode,
     PermissionNeed,
     TextContent,
     ToolContext,
@@ -27,6 +29,7 @@ from acp_agent.capabilities.tool import (
     ToolKind,
     ToolPresentation,
     ToolResult,
+    register_capabilities,
 )
 from acp_agent.core import (
     GuideAdopted,

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities.permissions import PermissionMode
-from acp_agent.capabilities.toolset import GenerationState
+from acp_agent.capabilities import GenerationState, PermissionMode
 from acp_agent.core import ModelRequestStarted, ToolOutcome, ToolResultRecorded
 from tests.capabilities.support import CountingTool, open_agent, payloads_of
 

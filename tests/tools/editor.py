@@ -27,8 +27,7 @@ import anyio
 import attrs
 from anyio.abc import Process, TaskGroup
 
-from acp_agent.capabilities.client_bridge import TerminalExit, TerminalOutput
-from acp_agent.capabilities.tool import ContentPart
+from acp_agent.capabilities import ContentPart, TerminalExit, TerminalOutput
 
 __all__ = ("EditorBridge", "EditorTerminal", "RecordingProgress")
 

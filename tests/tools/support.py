@@ -7,8 +7,15 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from acp_agent.capabilities.client_bridge import NO_CLIENT, ClientBridge
-from acp_agent.capabilities.tool import MemoryReadStamps, ReadStamps, Tool, ToolContext, ToolResult
+from acp_agent.capabilities import (
+    NO_CLIENT,
+    ClientBridge,
+    MemoryReadStamps,
+    ReadStamps,
+    Tool,
+    ToolContext,
+    ToolResult,
+)
 from tests.tools.editor import EditorBridge, RecordingProgress
 
 __all__ = ("CLIENTS", "Session", "open_client")

@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from acp_agent.capabilities.tool import Effect, TextContent, ToolInputError, ToolKind
+from acp_agent.capabilities import Effect, TextContent, ToolInputError, ToolKind
 from acp_agent.tools import FetchTool
 from acp_agent.tools.fetch import MAX_DOWNLOAD_BYTES
 from tests.tools.support import Session

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.capabilities.tool import TerminalContent, TextContent, ToolInputError, ToolKind
+from acp_agent.capabilities import TerminalContent, TextContent, ToolInputError, ToolKind
 from acp_agent.tools import ShellTool
 from acp_agent.tools.shell import CLIENT_OUTPUT_LIMIT, HEAD_BYTES, STREAM_LIMIT_BYTES, TAIL_BYTES
 from tests.tools.editor import EditorBridge

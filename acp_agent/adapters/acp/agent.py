@@ -48,7 +48,7 @@ from protocol.errors import InvalidParams, ResourceNotFound
 
 if TYPE_CHECKING:
     from acp_agent.adapters.acp.session import AcpSession
-    from acp_agent.capabilities.model_source import ModelSource
+    from acp_agent.capabilities import ModelSource
 
 __all__ = ("AGENT_NAME", "AGENT_TITLE", "AcpAgent")
 
@@ -156,8 +156,7 @@ class AcpAgent:
         """Start a session rooted at the absolute `cwd`; its commands follow the answer."""
         cwd = absolute_path(params.cwd, "cwd")
         from acp_agent.adapters.acp.mcp_servers import connect_mcp
-        from acp_agent.capabilities.permissions import PermissionMode
-        from acp_agent.capabilities.session_controls import MODE_KEY, MODEL_KEY
+        from acp_agent.capabilities import MODE_KEY, MODEL_KEY, PermissionMode
 
         runtime = await self._runtime()
         with wire_errors():
@@ -210,7 +209,7 @@ class AcpAgent:
         model, mode and thinking effort, and its title, marked "(fork)".
         """
         from acp_agent.adapters.acp.mcp_servers import connect_mcp
-        from acp_agent.capabilities.assembly import SESSION_CONTROLS
+        from acp_agent.capabilities import SESSION_CONTROLS
 
         absolute_path(params.cwd, "cwd")
         through = through_prompt(params.meta)
@@ -303,7 +302,7 @@ class AcpAgent:
         self, params: types.DeleteSessionRequest
     ) -> types.DeleteSessionResponse:
         """Close the session if open, then delete it; an unknown id is nothing to delete."""
-        from acp_agent.capabilities.assembly import RESULT_BUDGET
+        from acp_agent.capabilities import RESULT_BUDGET
 
         session_id = stored_id(params.session_id)
         acp_session = self._sessions.pop(session_id, None)
@@ -321,7 +320,7 @@ class AcpAgent:
 
     async def set_mode(self, params: types.SetSessionModeRequest) -> types.SetSessionModeResponse:
         """Switch the permission mode; the editor gets the mode and the option set first."""
-        from acp_agent.capabilities.session_controls import MODE_KEY
+        from acp_agent.capabilities import MODE_KEY
 
         acp_session = self._session(params.session_id)
         await acp_session.adopt(acp_session.change(MODE_KEY, str(params.mode_id), "modeId"))

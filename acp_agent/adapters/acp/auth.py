@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from acp_agent.capabilities.model_source import ModelSource, ProviderKey
+from acp_agent.capabilities import ModelSource, ProviderKey
 from protocol import types
 from protocol.errors import AuthRequired, InvalidParams
 

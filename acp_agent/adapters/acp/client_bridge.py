@@ -14,11 +14,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from acp_agent.capabilities.client_bridge import NotOffered, TerminalExit, TerminalOutput
-from acp_agent.capabilities.permissions import (
+from acp_agent.capabilities import (
+    NotOffered,
     PermissionAnswer,
     PermissionChoice,
     PermissionQuestion,
+    TerminalExit,
+    TerminalOutput,
 )
 from protocol import methods, types
 from protocol.connection import AgentConnection

@@ -3,13 +3,12 @@
 The permission mode is offered twice, kept in step: as the legacy `modes`
 (`session/set_mode`, `current_mode_update`) and as the `mode` config option;
 the model and the thinking effort are config options only (see
-`acp_agent.capabilities.session_controls` for which options exist when).
+`acp_agent.capabilities` for which options exist when).
 """
 
 from __future__ import annotations
 
-from acp_agent.capabilities.model_source import ModelSource
-from acp_agent.capabilities.session_controls import MODES, SessionControls, SessionOption
+from acp_agent.capabilities import MODES, ModelSource, SessionControls, SessionOption
 from protocol import types
 
 __all__ = ("config_option_update", "config_options", "mode_state", "mode_update")

@@ -35,7 +35,7 @@ from typing import Any, Final
 import anyio
 import anyio.to_thread
 
-from acp_agent.capabilities.client_bridge import ClientBridge
+from acp_agent.capabilities import ClientBridge
 from protocol import types
 from protocol.converter import get_converter
 from protocol.errors import AcpError, ConnectionClosed, InvalidParams, PeerError

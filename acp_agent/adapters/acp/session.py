@@ -28,10 +28,13 @@ from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities.loop import ModelLoop
-    from acp_agent.capabilities.model_source import ModelSource
-    from acp_agent.capabilities.session_controls import SessionControls
-    from acp_agent.capabilities.slash_commands import CommandRunner, CommandSpec
+    from acp_agent.capabilities import (
+        CommandRunner,
+        CommandSpec,
+        ModelLoop,
+        ModelSource,
+        SessionControls,
+    )
 
 __all__ = ("AcpSession", "PendingPrompt")
 
@@ -113,7 +116,7 @@ class AcpSession:
         (`client_bridge`), its stream, its slash commands."""
         from acp_agent.adapters.acp.client_bridge import AcpClientBridge, AcpPermissionPrompter
         from acp_agent.adapters.acp.slash_commands import build_runner
-        from acp_agent.capabilities.assembly import MODEL_LOOP, SESSION_CONTROLS
+        from acp_agent.capabilities import MODEL_LOOP, SESSION_CONTROLS
 
         controls = session.scope.get(SESSION_CONTROLS)
         controls.client = AcpClientBridge(connection, session.id, client_capabilities)
@@ -223,7 +226,7 @@ class AcpSession:
 
     def change(self, option_id: str, value: str, field: str) -> dict[str, Any]:
         """The settings one option change makes; -32602 naming `field` if it is not one."""
-        from acp_agent.capabilities.session_controls import InvalidSetting
+        from acp_agent.capabilities import InvalidSetting
 
         try:
             return self.controls.change(option_id, value, self._models)
@@ -235,7 +238,7 @@ class AcpSession:
     async def adopt(self, values: Mapping[str, Any], *, config_update: bool = True) -> None:
         """Record new settings and tell the editor: the mode, and the complete option set."""
         from acp_agent.adapters.acp.options import config_option_update, mode_update
-        from acp_agent.capabilities.session_controls import MODE_KEY
+        from acp_agent.capabilities import MODE_KEY
 
         await self.controls.adopt(self.session.main, values)
         if MODE_KEY in values:

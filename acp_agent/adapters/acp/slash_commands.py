@@ -1,6 +1,6 @@
 """Slash commands on the wire: the session's runner, and `available_commands_update`.
 
-The commands themselves are `acp_agent.capabilities.slash_commands`; here they get
+The commands themselves are `acp_agent.capabilities`; here they get
 the session's services, `/mcp` when the session has MCP servers, and their
 ACP shape. The list is sent after the `session/new`, `session/resume` and
 `session/fork` responses, before the `session/load` response, and again
@@ -18,9 +18,7 @@ from acp_agent.core import STORE, Session
 from protocol import types
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities.model_source import ModelSource
-    from acp_agent.capabilities.session_controls import SessionControls
-    from acp_agent.capabilities.slash_commands import CommandRunner, CommandSpec
+    from acp_agent.capabilities import CommandRunner, CommandSpec, ModelSource, SessionControls
 
 __all__ = ("build_runner", "commands_update")
 
@@ -34,8 +32,7 @@ def build_runner(
     clock: Callable[[], float],
 ) -> CommandRunner:
     """The command runner of `session` (its main branch's context engine, its tools)."""
-    from acp_agent.capabilities.assembly import CONTEXT, TOOLSET
-    from acp_agent.capabilities.slash_commands import CommandRunner, CommandSpec, ExtraCommand
+    from acp_agent.capabilities import CONTEXT, TOOLSET, CommandRunner, CommandSpec, ExtraCommand
 
     extra: dict[str, ExtraCommand] = {}
     mcp = session_mcp(session)

@@ -59,7 +59,7 @@ from protocol import types
 from protocol.converter import get_converter
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities.model_source import ModelSource
+    from acp_agent.capabilities import ModelSource
 
 __all__ = ("ModelFacts", "UpdateTranslator", "failure_text", "translator_for")
 

@@ -35,6 +35,7 @@ from typing import Final, Literal, TypeAlias
 import anyio
 import attrs
 
+from acp_agent.capabilities._cuts import cut_middle
 from acp_agent.capabilities.context._guide import GuideEntry
 from acp_agent.capabilities.context._projection import ProjectedMessage, Projection
 from acp_agent.capabilities.context._tags import tag
@@ -43,7 +44,6 @@ from acp_agent.capabilities.context._token_budget import (
     TokenAccount,
     estimate_request_tokens,
 )
-from acp_agent.capabilities.cuts import cut_middle
 from acp_agent.core import (
     Branch,
     CompactionCancelled,

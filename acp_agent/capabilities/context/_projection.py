@@ -37,6 +37,7 @@ from typing import Any, Final
 
 import attrs
 
+from acp_agent.capabilities._nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities.context._guide import GuideEntry
 from acp_agent.capabilities.context._notifications import render_notification
 from acp_agent.capabilities.context._rules import RuleLedger, render_rule_payload
@@ -50,7 +51,6 @@ from acp_agent.capabilities.context._token_budget import (
     MESSAGE_OVERHEAD_TOKENS,
     estimate_text_tokens,
 )
-from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.core import (
     BranchMessageReceived,
     CompactionRecorded,

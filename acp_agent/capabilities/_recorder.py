@@ -34,12 +34,21 @@ from typing import Any, Final, Protocol
 
 import anyio
 
-from acp_agent.core import EventDraft
+from acp_agent.core import EventDraft, ModelReasoningDelta, ModelTextDelta
 
-__all__ = ("MAX_BATCH_EVENTS", "CoalescingRecorder", "PendingDraft")
+__all__ = (
+    "MAX_BATCH_EVENTS",
+    "MAX_PIECES",
+    "CoalescingRecorder",
+    "DeltaPieces",
+    "PendingDraft",
+    "record_delta",
+)
 
 #: The most drafts one batch takes; a longer backlog is split in batches of this size.
 MAX_BATCH_EVENTS: Final = 2048
+#: The most streamed deltas folded into one recorded event (see `DeltaPieces`).
+MAX_PIECES: Final = 256
 
 
 class PendingDraft(Protocol):
@@ -126,3 +135,53 @@ class CoalescingRecorder:
                 self.batches += 1
                 if not self._buffer:
                     self._drained.set()
+
+
+class DeltaPieces:
+    """Streamed deltas of one kind and request, waiting in the recorder as one event.
+
+    `add` grows it while no append has taken it; it becomes a `ModelTextDelta` (or
+    `ModelReasoningDelta`) whose `text` is the deltas joined and whose `pieces`
+    are the deltas as they came, at most `MAX_PIECES`.
+    """
+
+    __slots__ = ("kind", "pieces", "producer", "request_id")
+
+    def __init__(
+        self,
+        kind: type[ModelTextDelta | ModelReasoningDelta],
+        request_id: str,
+        text: str,
+        producer: str,
+    ) -> None:
+        self.kind = kind
+        self.request_id = request_id
+        self.pieces = [text]
+        self.producer = producer
+
+    def draft(self) -> EventDraft:
+        pieces = self.pieces
+        if len(pieces) == 1:
+            return EventDraft(self.kind(self.request_id, pieces[0]), self.producer)
+        payload = self.kind(self.request_id, "".join(pieces), list(pieces))
+        return EventDraft(payload, self.producer)
+
+
+def record_delta(
+    recorder: CoalescingRecorder,
+    kind: type[ModelTextDelta | ModelReasoningDelta],
+    request_id: str,
+    text: str,
+    producer: str,
+) -> None:
+    """Queue a delta: into the waiting event of its kind and request, or as a new one."""
+    waiting = recorder.waiting()
+    if (
+        type(waiting) is DeltaPieces
+        and waiting.kind is kind
+        and waiting.request_id == request_id
+        and len(waiting.pieces) < MAX_PIECES
+    ):
+        waiting.pieces.append(text)
+    else:
+        recorder.add(DeltaPieces(kind, request_id, text, producer))

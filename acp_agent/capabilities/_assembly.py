@@ -29,6 +29,14 @@ from typing import Final
 
 import attrs
 
+from acp_agent.capabilities._loop import LoopSettings, ModelLoop
+from acp_agent.capabilities._model_source import ModelSource
+from acp_agent.capabilities._result_budget import ResultBudget, ResultLimits
+from acp_agent.capabilities._session_controls import SessionControls
+from acp_agent.capabilities._slash_commands import available_commands, load_templates
+from acp_agent.capabilities._tool import Tool
+from acp_agent.capabilities._tool_executor import ToolExecutor
+from acp_agent.capabilities._toolset import ToolSet
 from acp_agent.capabilities.context import (
     ContextEngine,
     ContextSettings,
@@ -38,14 +46,6 @@ from acp_agent.capabilities.context import (
     build_context_engine,
     default_guide_registry,
 )
-from acp_agent.capabilities.loop import LoopSettings, ModelLoop
-from acp_agent.capabilities.model_source import ModelSource
-from acp_agent.capabilities.result_budget import ResultBudget, ResultLimits
-from acp_agent.capabilities.session_controls import SessionControls
-from acp_agent.capabilities.slash_commands import available_commands, load_templates
-from acp_agent.capabilities.tool import Tool
-from acp_agent.capabilities.tool_executor import ToolExecutor
-from acp_agent.capabilities.toolset import ToolSet
 from acp_agent.core import (
     BRANCH,
     DISPATCHER,

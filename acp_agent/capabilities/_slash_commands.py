@@ -44,21 +44,21 @@ from typing import Any, Final, Literal, Protocol
 
 import attrs
 
+from acp_agent.capabilities._model_source import ModelSource
+from acp_agent.capabilities._permissions import list_rules, revoke_rule
+from acp_agent.capabilities._session_controls import (
+    MODE_KEY,
+    MODEL_KEY,
+    InvalidSetting,
+    SessionControls,
+)
+from acp_agent.capabilities._toolset import ToolSet
 from acp_agent.capabilities.context import (
     CompactionError,
     CompactionTrigger,
     ContextEngine,
     scan_rule_files,
 )
-from acp_agent.capabilities.model_source import ModelSource
-from acp_agent.capabilities.permissions import list_rules, revoke_rule
-from acp_agent.capabilities.session_controls import (
-    MODE_KEY,
-    MODEL_KEY,
-    InvalidSetting,
-    SessionControls,
-)
-from acp_agent.capabilities.toolset import ToolSet
 from acp_agent.core import Session, Store, StoreNotFound
 from acp_agent.models import ProviderError, ProviderNotConfigured, ToolSpec
 

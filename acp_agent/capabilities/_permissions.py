@@ -43,7 +43,7 @@ from typing import Any, Final, Protocol
 
 import attrs
 
-from acp_agent.capabilities.tool import Effect, Location, PermissionNeed, ToolKind
+from acp_agent.capabilities._tool import Effect, Location, PermissionNeed, ToolKind
 from acp_agent.core import CallId, PermissionRule, SessionId, Store, new_id
 
 __all__ = (

@@ -40,15 +40,15 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.capabilities.content import (
+from acp_agent.capabilities._content import (
     decode_locations,
     encode_locations,
     encode_parts,
     json_safe,
     text_part,
 )
-from acp_agent.capabilities.cuts import cut_middle
-from acp_agent.capabilities.permissions import (
+from acp_agent.capabilities._cuts import cut_middle
+from acp_agent.capabilities._permissions import (
     Ask,
     PermissionAnswer,
     PermissionChoice,
@@ -57,10 +57,10 @@ from acp_agent.capabilities.permissions import (
     decide,
     remember,
 )
-from acp_agent.capabilities.recorder import CoalescingRecorder
-from acp_agent.capabilities.result_budget import ResultBudget
-from acp_agent.capabilities.session_controls import SessionControls
-from acp_agent.capabilities.tool import (
+from acp_agent.capabilities._recorder import CoalescingRecorder
+from acp_agent.capabilities._result_budget import ResultBudget
+from acp_agent.capabilities._session_controls import SessionControls
+from acp_agent.capabilities._tool import (
     ContentPart,
     MemoryReadStamps,
     PermissionNeed,
@@ -71,7 +71,7 @@ from acp_agent.capabilities.tool import (
     ToolKind,
     ToolResult,
 )
-from acp_agent.capabilities.toolset import ToolBindings, UnboundCall
+from acp_agent.capabilities._toolset import ToolBindings, UnboundCall
 from acp_agent.core import (
     Branch,
     CallId,
@@ -107,10 +107,10 @@ __all__ = (
     "CANCELLED_ANSWER",
     "INVALID_ARGUMENTS_KEY",
     "INVALID_REASON_KEY",
-    "PRODUCER",
     "PROGRESS_CHARS",
     "RESTART_NOT_STARTED",
     "RESTART_RUNNING",
+    "TOOLS_PRODUCER",
     "CallStage",
     "ToolExecutor",
 )
@@ -120,7 +120,7 @@ logger = logging.getLogger(__name__)
 #: What a progress report of a running call may show (it is replaced by the next).
 PROGRESS_CHARS: Final = 64_000
 #: The producer of the executor's facts.
-PRODUCER: Final = "capabilities.tools"
+TOOLS_PRODUCER: Final = "capabilities.tools"
 #: The only key of recorded arguments that were not a JSON object; its value is the raw text.
 INVALID_ARGUMENTS_KEY: Final = "__invalid_arguments__"
 #: Beside `INVALID_ARGUMENTS_KEY`, when it is not simply "not a JSON object": why they were refused.
@@ -201,13 +201,13 @@ class _Progress:
             for part in parts
         ]
         self._recorder.add(
-            EventDraft(ToolCallProgressed(self._call_id, encode_parts(shown)), PRODUCER)
+            EventDraft(ToolCallProgressed(self._call_id, encode_parts(shown)), TOOLS_PRODUCER)
         )
 
     async def terminal_output(self, terminal_id: str, data: str) -> None:
         if data:
             self._recorder.add(
-                EventDraft(ToolCallOutputDelta(self._call_id, terminal_id, data), PRODUCER)
+                EventDraft(ToolCallOutputDelta(self._call_id, terminal_id, data), TOOLS_PRODUCER)
             )
 
 
@@ -264,14 +264,14 @@ class ToolExecutor:
             elif isinstance(payload, PermissionAnswered):
                 asked.pop(payload.permission_id, None)
         drafts: list[EventDraft] = [
-            EventDraft(PermissionAnswered(permission_id, call_id, CANCELLED_ANSWER), PRODUCER)
+            EventDraft(PermissionAnswered(permission_id, call_id, CANCELLED_ANSWER), TOOLS_PRODUCER)
             for permission_id, call_id in asked.items()
         ]
         for call_id, request in requested.items():
             if await self.branch.has_result(call_id):
                 continue
             if call_id in started:
-                drafts.append(EventDraft(ToolCallInterrupted(call_id, "restart"), PRODUCER))
+                drafts.append(EventDraft(ToolCallInterrupted(call_id, "restart"), TOOLS_PRODUCER))
                 outcome, text = ToolOutcome.INTERRUPTED, RESTART_RUNNING
             else:
                 outcome, text = ToolOutcome.NOT_EXECUTED, RESTART_NOT_STARTED
@@ -379,7 +379,7 @@ class ToolExecutor:
                 )
                 await self.branch.append(
                     [
-                        EventDraft(answered, PRODUCER),
+                        EventDraft(answered, TOOLS_PRODUCER),
                         self._result_draft(request, text, ToolOutcome.NOT_EXECUTED),
                     ]
                 )
@@ -388,7 +388,7 @@ class ToolExecutor:
             admitted.append(answered)
         admitted.append(ToolCallAdmitted(call.call_id, call.permission_id))
         admitted.append(ToolCallStarted(call.call_id))
-        await self.branch.append([EventDraft(payload, PRODUCER) for payload in admitted])
+        await self.branch.append([EventDraft(payload, TOOLS_PRODUCER) for payload in admitted])
         call.stage = CallStage.RUNNING
         await self._execute(call, tool)
 
@@ -412,7 +412,7 @@ class ToolExecutor:
         call.permission_id = new_id("perm")
         options = [option.option_id for option in ask.options]
         await self.branch.append(
-            [EventDraft(PermissionAsked(call.permission_id, call.call_id, options), PRODUCER)]
+            [EventDraft(PermissionAsked(call.permission_id, call.call_id, options), TOOLS_PRODUCER)]
         )
         call.stage = CallStage.ASKING
         question = PermissionQuestion(
@@ -485,7 +485,7 @@ class ToolExecutor:
         locations = None if result.locations is None else encode_locations(result.locations)
         await self.branch.append(
             [
-                EventDraft(ToolCallCompleted(call.call_id, not result.is_error), PRODUCER),
+                EventDraft(ToolCallCompleted(call.call_id, not result.is_error), TOOLS_PRODUCER),
                 EventDraft(
                     ToolResultRecorded(
                         call.call_id,
@@ -497,7 +497,7 @@ class ToolExecutor:
                         raw_output=json_safe(result.raw_output),
                         locations=locations,
                     ),
-                    PRODUCER,
+                    TOOLS_PRODUCER,
                 ),
             ]
         )
@@ -515,13 +515,13 @@ class ToolExecutor:
             request = call.request
             if call.stage is CallStage.RUNNING:
                 reason = call.cut_by
-                drafts.append(EventDraft(ToolCallInterrupted(call.call_id, reason), PRODUCER))
+                drafts.append(EventDraft(ToolCallInterrupted(call.call_id, reason), TOOLS_PRODUCER))
                 text = _RELOADED_RUNNING if reason == "reloaded" else _CANCELLED_RUNNING
                 drafts.append(self._result_draft(request, text, ToolOutcome.INTERRUPTED))
             elif call.stage is CallStage.ASKING:
                 permission_id = call.permission_id or ""
                 answered = PermissionAnswered(permission_id, call.call_id, CANCELLED_ANSWER)
-                drafts.append(EventDraft(answered, PRODUCER))
+                drafts.append(EventDraft(answered, TOOLS_PRODUCER))
                 not_run = self._result_draft(request, _CANCELLED_ASKING, ToolOutcome.NOT_EXECUTED)
                 drafts.append(not_run)
             else:
@@ -542,7 +542,7 @@ class ToolExecutor:
                 outcome=outcome,
                 model_text=text,
             ),
-            PRODUCER,
+            TOOLS_PRODUCER,
         )
 
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
-from acp_agent.capabilities.client_bridge import ClientBridge
+from acp_agent.capabilities._client_bridge import ClientBridge
 
 __all__ = (
     "ContentPart",

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol
@@ -49,19 +48,15 @@ from typing import Any, Final, Protocol
 import anyio
 import attrs
 
-from acp_agent.capabilities.content import encode_locations
-from acp_agent.capabilities.context import CompactionError, CompactionTrigger
-from acp_agent.capabilities.model_source import ModelHandle, ModelSource
-from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
-from acp_agent.capabilities.recorder import CoalescingRecorder
-from acp_agent.capabilities.session_controls import SessionControls
-from acp_agent.capabilities.tool import ToolDefinition
-from acp_agent.capabilities.tool_executor import (
-    INVALID_ARGUMENTS_KEY,
-    INVALID_REASON_KEY,
+from acp_agent.capabilities._model_source import ModelHandle, ModelSource
+from acp_agent.capabilities._proposals import CallProposals, tool_spec
+from acp_agent.capabilities._recorder import CoalescingRecorder, record_delta
+from acp_agent.capabilities._session_controls import SessionControls
+from acp_agent.capabilities._tool_executor import (
     ToolExecutor,
 )
-from acp_agent.capabilities.toolset import ToolGeneration, ToolSet
+from acp_agent.capabilities._toolset import ToolGeneration, ToolSet
+from acp_agent.capabilities.context import CompactionError, CompactionTrigger
 from acp_agent.core import (
     Branch,
     CallId,
@@ -113,32 +108,26 @@ from acp_agent.models import (
     StopReason,
     StreamBroken,
     TextDelta,
-    ToolCall,
     ToolSpec,
     UsageReported,
 )
 
 __all__ = (
     "DEFAULT_MAX_TURN_REQUESTS",
-    "MAX_PIECES",
-    "PRODUCER",
+    "LOOP_PRODUCER",
     "ContextPreparer",
-    "DeltaPieces",
     "LoopSettings",
     "LoopState",
     "ModelLoop",
     "PreparedContext",
     "PromptTooLarge",
     "error_kind",
-    "record_delta",
 )
 
 logger = logging.getLogger(__name__)
 
 #: The producer of the loop's facts.
-PRODUCER: Final = "capabilities.loop"
-#: The most streamed deltas folded into one recorded event (see `DeltaPieces`).
-MAX_PIECES: Final = 256
+LOOP_PRODUCER: Final = "capabilities.loop"
 #: Why a compaction the agent was making when it stopped has no summary.
 _COMPACTION_RESTARTED: Final = "interrupted by a restart; history stays as it was"
 #: Compactions a turn makes after overflows: the older history, then all of it.
@@ -332,7 +321,7 @@ class ModelLoop:
         self._adopted: set[TurnId] = set()
         #: Model requests the branch has recorded (a scripted model plays reply n).
         self._requests_made = 0
-        self._call_ids: set[str] = set()
+        self._proposals = CallProposals()
         self._handle: ModelHandle | None = None
 
     @property
@@ -366,17 +355,17 @@ class ModelLoop:
                 if payload.request_id in open_requests:
                     open_requests.remove(payload.request_id)
             elif isinstance(payload, ToolCallRequested):
-                self._call_ids.add(payload.call_id)
+                self._proposals.seen([payload.call_id])
         drafts = [
-            EventDraft(ModelRequestInterrupted(request_id, "restart"), PRODUCER)
+            EventDraft(ModelRequestInterrupted(request_id, "restart"), LOOP_PRODUCER)
             for request_id in open_requests
         ]
         drafts += [
-            EventDraft(CompactionFailed(compaction_id, _COMPACTION_RESTARTED), PRODUCER)
+            EventDraft(CompactionFailed(compaction_id, _COMPACTION_RESTARTED), LOOP_PRODUCER)
             for compaction_id in open_compactions
         ]
         if open_turn is not None:
-            drafts.append(EventDraft(TurnInterrupted(open_turn), PRODUCER))
+            drafts.append(EventDraft(TurnInterrupted(open_turn), LOOP_PRODUCER))
         if drafts:
             await timeline.append(drafts)
         return timeline.last_published_seq
@@ -408,7 +397,7 @@ class ModelLoop:
         `PromptTooLarge`, with nothing recorded, for a message the model cannot take
         even with all history compacted away.
         """
-        specs = [_spec(d) for d in self.toolset.current.definitions]
+        specs = [tool_spec(d) for d in self.toolset.current.definitions]
         tokens, limit = self.context.input_tokens(content), self.context.input_limit(specs)
         if tokens > limit:
             raise PromptTooLarge(tokens, limit, self.context.window())
@@ -449,12 +438,16 @@ class ModelLoop:
             handle = self._open_model()
         except ProviderNotConfigured as exc:
             await self.branch.append(
-                [EventDraft(ModelRequestFailed(request_id, "not_configured", str(exc)), PRODUCER)]
+                [
+                    EventDraft(
+                        ModelRequestFailed(request_id, "not_configured", str(exc)), LOOP_PRODUCER
+                    )
+                ]
             )
             await self._end(run, "end_turn")
             return
         generation = self.toolset.current
-        specs = [_spec(d) for d in generation.definitions]
+        specs = [tool_spec(d) for d in generation.definitions]
         prepared = await self.context.prepare(
             turn_id=turn_id,
             model=handle.model,
@@ -471,7 +464,7 @@ class ModelLoop:
             return lambda: bindings.unbind(request_id)
 
         started = ModelRequestStarted(request_id, turn_id, handle.model_id, prepared.guide_version)
-        await self.branch.append([EventDraft(started, PRODUCER, register=bind)])
+        await self.branch.append([EventDraft(started, LOOP_PRODUCER, register=bind)])
         run.requests += 1
         self._requests_made += 1
         self._state = LoopState.STREAMING
@@ -503,10 +496,14 @@ class ModelLoop:
                         # The deltas' text is recorded here; the reply builder keeps the
                         # rest (tool calls, usage, how the reply ended).
                         if isinstance(event, TextDelta):
-                            record_delta(recorder, ModelTextDelta, request_id, event.text)
+                            record_delta(
+                                recorder, ModelTextDelta, request_id, event.text, LOOP_PRODUCER
+                            )
                             continue
                         if isinstance(event, ReasoningDelta):
-                            record_delta(recorder, ModelReasoningDelta, request_id, event.text)
+                            record_delta(
+                                recorder, ModelReasoningDelta, request_id, event.text, LOOP_PRODUCER
+                            )
                             continue
                         builder.add(event)
                         if isinstance(event, ReasoningEnded):
@@ -514,7 +511,7 @@ class ModelLoop:
                             ended = ModelReasoningEnded(
                                 request_id, reasoning.signature, reasoning.redacted
                             )
-                            recorder.add(EventDraft(ended, PRODUCER))
+                            recorder.add(EventDraft(ended, LOOP_PRODUCER))
                         elif isinstance(event, UsageReported):
                             self.context.note_usage(event.input_tokens, event.output_tokens)
             except ProviderError as exc:
@@ -523,7 +520,11 @@ class ModelLoop:
                 with anyio.CancelScope(shield=True):
                     await recorder.flush()
                     await self.branch.append(
-                        [EventDraft(ModelRequestInterrupted(request_id, "cancelled"), PRODUCER)]
+                        [
+                            EventDraft(
+                                ModelRequestInterrupted(request_id, "cancelled"), LOOP_PRODUCER
+                            )
+                        ]
                     )
                 raise
             finally:
@@ -543,18 +544,20 @@ class ModelLoop:
             calls = ()
         elif stop is StopReason.TOOL_USE:
             stop = StopReason.END_TURN  # it said tool_use but proposed no complete call
-        finished = EventDraft(ModelRequestFinished(request_id, stop.value, usage), PRODUCER)
+        finished = EventDraft(ModelRequestFinished(request_id, stop.value, usage), LOOP_PRODUCER)
         if not calls:
             await self.branch.append([finished])
             await self._end(run, _STOP_REASONS.get(stop, "end_turn"))
             return
-        requests = [self._proposal(request_id, call, generation) for call in calls]
+        roots = self.controls.roots
+        propose = self._proposals.propose
+        requests = [propose(request_id, call, generation, roots) for call in calls]
         run.pending = {request.call_id for request in requests}
         self._state = LoopState.AWAITING_TOOLS
         # Recorded and handed over together: a cancel arriving now finds the batch with
         # the executor, which records "not executed" for it.
         with anyio.CancelScope(shield=True):
-            await self.branch.append([finished, *(EventDraft(r, PRODUCER) for r in requests)])
+            await self.branch.append([finished, *(EventDraft(r, LOOP_PRODUCER) for r in requests)])
             await self.executor.accept(run.turn, requests)
 
     async def _failed(
@@ -575,7 +578,7 @@ class ModelLoop:
         elif kind == "context_window":
             message = message.rstrip(". ") + _GAVE_UP
         await self.branch.append(
-            [EventDraft(ModelRequestFailed(request_id, kind, message), PRODUCER)]
+            [EventDraft(ModelRequestFailed(request_id, kind, message), LOOP_PRODUCER)]
         )
         if compacting:
             # Summarise older history (the second time: all of it), then try again.
@@ -598,99 +601,6 @@ class ModelLoop:
     async def _end(self, run: _TurnRun, stop_reason: str) -> None:
         self._state = LoopState.ENDING
         await self.branch.end_turn(run.turn.turn_id, stop_reason)
-
-    def _proposal(
-        self, request_id: str, call: ToolCall, generation: ToolGeneration
-    ) -> ToolCallRequested:
-        call_id = self._unique_call_id(call.call_id)
-        arguments = _arguments(call.arguments)
-        title, kind, locations = call.name, "other", []
-        tool = generation.tools.get(call.name)
-        if tool is not None and INVALID_ARGUMENTS_KEY not in arguments:
-            try:
-                presentation = tool.present(arguments, self.controls.roots)
-            except Exception:
-                logger.exception("tool %s could not present a call", call.name)
-            else:
-                title, kind = presentation.title, presentation.kind.value
-                locations = encode_locations(presentation.locations)
-        elif tool is not None:
-            kind = tool.definition.kind.value
-        return ToolCallRequested(
-            request_id, CallId(call_id), call.name, arguments, title, kind, locations
-        )
-
-    def _unique_call_id(self, proposed: str) -> str:
-        call_id = proposed or "call"
-        if call_id in self._call_ids:
-            n = 2
-            while f"{call_id}_{n}" in self._call_ids:
-                n += 1
-            call_id = f"{call_id}_{n}"
-        self._call_ids.add(call_id)
-        return call_id
-
-
-class DeltaPieces:
-    """Streamed deltas of one kind and request, waiting in the recorder as one event.
-
-    `add` grows it while no append has taken it; it becomes a `ModelTextDelta` (or
-    `ModelReasoningDelta`) whose `text` is the deltas joined and whose `pieces`
-    are the deltas as they came, at most `MAX_PIECES`.
-    """
-
-    __slots__ = ("kind", "pieces", "request_id")
-
-    def __init__(
-        self, kind: type[ModelTextDelta | ModelReasoningDelta], request_id: str, text: str
-    ) -> None:
-        self.kind = kind
-        self.request_id = request_id
-        self.pieces = [text]
-
-    def draft(self) -> EventDraft:
-        pieces = self.pieces
-        if len(pieces) == 1:
-            return EventDraft(self.kind(self.request_id, pieces[0]), PRODUCER)
-        return EventDraft(self.kind(self.request_id, "".join(pieces), list(pieces)), PRODUCER)
-
-
-def record_delta(
-    recorder: CoalescingRecorder,
-    kind: type[ModelTextDelta | ModelReasoningDelta],
-    request_id: str,
-    text: str,
-) -> None:
-    """Queue a delta: into the waiting event of its kind and request, or as a new one."""
-    waiting = recorder.waiting()
-    if (
-        type(waiting) is DeltaPieces
-        and waiting.kind is kind
-        and waiting.request_id == request_id
-        and len(waiting.pieces) < MAX_PIECES
-    ):
-        waiting.pieces.append(text)
-    else:
-        recorder.add(DeltaPieces(kind, request_id, text))
-
-
-def _spec(definition: ToolDefinition) -> ToolSpec:
-    return ToolSpec(definition.name, definition.description, definition.input_schema)
-
-
-def _arguments(text: str) -> dict[str, Any]:
-    """A call's arguments as recorded: the JSON object, or the raw text and why it is not one."""
-    try:
-        arguments = json.loads(text) if text.strip() else {}
-    except RecursionError:
-        return {INVALID_ARGUMENTS_KEY: text, INVALID_REASON_KEY: f"the arguments are {TOO_DEEP}"}
-    except ValueError:
-        arguments = None
-    if not isinstance(arguments, dict):
-        return {INVALID_ARGUMENTS_KEY: text}
-    if nesting_exceeds(arguments):
-        return {INVALID_ARGUMENTS_KEY: text, INVALID_REASON_KEY: f"the arguments are {TOO_DEEP}"}
-    return arguments
 
 
 def _usage(reported: UsageReported | None) -> Usage:

@@ -19,8 +19,8 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from acp_agent.capabilities.nesting import TOO_DEEP, nesting_exceeds
-from acp_agent.capabilities.tool import (
+from acp_agent.capabilities._nesting import TOO_DEEP, nesting_exceeds
+from acp_agent.capabilities._tool import (
     ContentPart,
     DiffContent,
     ImageContent,

@@ -36,8 +36,8 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from acp_agent.capabilities.cuts import cut_middle
-from acp_agent.capabilities.tool import (
+from acp_agent.capabilities._cuts import cut_middle
+from acp_agent.capabilities._tool import (
     ContentPart,
     DiffContent,
     ImageContent,

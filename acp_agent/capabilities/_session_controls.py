@@ -36,9 +36,9 @@ from typing import Any, Final, cast
 
 import attrs
 
-from acp_agent.capabilities.client_bridge import NO_CLIENT, ClientBridge
-from acp_agent.capabilities.model_source import ModelSource
-from acp_agent.capabilities.permissions import (
+from acp_agent.capabilities._client_bridge import NO_CLIENT, ClientBridge
+from acp_agent.capabilities._model_source import ModelSource
+from acp_agent.capabilities._permissions import (
     PermissionMode,
     PermissionPrompter,
     RefusingPrompter,
@@ -47,11 +47,11 @@ from acp_agent.core import Branch, ConfigurationAdopted, Event, new_id
 from acp_agent.models import ReasoningEffort
 
 __all__ = (
+    "CONTROLS_PRODUCER",
     "DEFAULT_THOUGHT_LEVEL",
     "MODEL_KEY",
     "MODES",
     "MODE_KEY",
-    "PRODUCER",
     "THOUGHT_KEY",
     "THOUGHT_LEVELS",
     "Choice",
@@ -62,7 +62,7 @@ __all__ = (
 )
 
 #: The producer of the configuration facts.
-PRODUCER: Final = "capabilities.session"
+CONTROLS_PRODUCER: Final = "capabilities.session"
 #: `ConfigurationAdopted` value keys, which are also the option ids.
 MODEL_KEY: Final = "model"
 MODE_KEY: Final = "mode"
@@ -97,7 +97,7 @@ class SessionOption:
     description: str | None = None
 
 
-#: The permission modes, as a picker offers them (see `acp_agent.capabilities.permissions`).
+#: The permission modes, as a picker offers them (see `acp_agent.capabilities._permissions`).
 MODES: Final = (
     Choice(PermissionMode.ASK.value, "Ask", "Ask before edits, commands and network access"),
     Choice(
@@ -148,7 +148,7 @@ class SessionControls:
         """Record `values` (`model`, `mode`) as adopted on `branch` and apply them."""
         self._apply(values)
         await branch.record_fact(
-            ConfigurationAdopted(new_id("cfg"), dict(values)), producer=PRODUCER
+            ConfigurationAdopted(new_id("cfg"), dict(values)), producer=CONTROLS_PRODUCER
         )
 
     def values(self) -> dict[str, Any]:
