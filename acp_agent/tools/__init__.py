@@ -20,21 +20,28 @@ tool's text, or a question about a call, is put in a Markdown code block.
 | `shell`  | execute | execute   |
 | `fetch`  | fetch   | network   |
 | `plan`   | think   | read_only |
+
+Every module under this package is private (one per tool: `_read`,
+`_search`, `_shell`, ...; helpers: `_workspace`, `_textfile`, ...): this is
+its whole public surface. Unlike `acp_agent.models` and `acp_agent.mcp` it
+loads eagerly: `builtin_tools()` needs every tool, and the CLI imports this
+package only when it assembles the runtime (on the first session request),
+never before `initialize`.
 """
 
 from __future__ import annotations
 
 from acp_agent.capabilities import Tool
 from acp_agent.tools._common import fenced
-from acp_agent.tools.delete import DeleteTool
-from acp_agent.tools.edit import EditTool
-from acp_agent.tools.fetch import FetchTool
-from acp_agent.tools.move import MoveTool
-from acp_agent.tools.plan import PlanTool
-from acp_agent.tools.read import ReadTool
-from acp_agent.tools.search import GlobTool, GrepTool, ListTool
-from acp_agent.tools.shell import ShellTool
-from acp_agent.tools.write import WriteTool
+from acp_agent.tools._delete import DeleteTool
+from acp_agent.tools._edit import EditTool
+from acp_agent.tools._fetch import FetchTool
+from acp_agent.tools._move import MoveTool
+from acp_agent.tools._plan import PlanTool
+from acp_agent.tools._read import ReadTool
+from acp_agent.tools._search import GlobTool, GrepTool, ListTool
+from acp_agent.tools._shell import ShellTool
+from acp_agent.tools._write import WriteTool
 
 __all__ = (
     "DeleteTool",

@@ -9,7 +9,7 @@ import pytest
 
 from acp_agent.capabilities import Effect, TextContent, ToolInputError, ToolKind
 from acp_agent.tools import FetchTool
-from acp_agent.tools.fetch import MAX_DOWNLOAD_BYTES
+from acp_agent.tools._fetch import MAX_DOWNLOAD_BYTES
 from tests.tools.support import Session
 
 pytestmark = pytest.mark.anyio

@@ -8,7 +8,7 @@ import pytest
 
 from acp_agent.capabilities import Location, ToolInputError, ToolKind
 from acp_agent.tools import ReadTool
-from acp_agent.tools.read import DEFAULT_LINE_LIMIT, MAX_LINE_CHARS, MAX_OUTPUT_CHARS
+from acp_agent.tools._read import DEFAULT_LINE_LIMIT, MAX_LINE_CHARS, MAX_OUTPUT_CHARS
 from tests.tools.editor import EditorBridge
 from tests.tools.support import CLIENTS, Session, open_client
 

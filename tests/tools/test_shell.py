@@ -11,7 +11,7 @@ import pytest
 
 from acp_agent.capabilities import TerminalContent, TextContent, ToolInputError, ToolKind
 from acp_agent.tools import ShellTool
-from acp_agent.tools.shell import CLIENT_OUTPUT_LIMIT, HEAD_BYTES, STREAM_LIMIT_BYTES, TAIL_BYTES
+from acp_agent.tools._shell import CLIENT_OUTPUT_LIMIT, HEAD_BYTES, STREAM_LIMIT_BYTES, TAIL_BYTES
 from tests.tools.editor import EditorBridge
 from tests.tools.processes import TREE, alive, all_dead, pids_in
 from tests.tools.support import CLIENTS, Session, open_client
