@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = resolve_paths(args.home)
     configure_logging(level, paths.log_file)
 
-    from acp_agent.models.scripted import ScriptError, load_script
+    from acp_agent.models import ScriptError, load_script
 
     try:
         script = load_script(args.script) if args.script is not None else None

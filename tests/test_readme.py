@@ -23,8 +23,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from acp_agent.models import StopReason, UsageReported
-from acp_agent.models.scripted import (
+from acp_agent.models import StopReason, UsageReported, parse_script
+from acp_agent.models._scripted import (
     Fail,
     Sleep,
     Stop,
@@ -32,7 +32,6 @@ from acp_agent.models.scripted import (
     ThoughtDelta,
     ToolCallStep,
     UsageStep,
-    parse_script,
 )
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,13 +24,19 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
 
-from acp_agent.models import ConfigFileInvalid, ModelProvider, ProviderNotConfigured
-from acp_agent.models.scripted import SCRIPTED_PROVIDER, Script, ScriptedProvider
+from acp_agent.models import (
+    SCRIPTED_PROVIDER,
+    ConfigFileInvalid,
+    ModelProvider,
+    ProviderNotConfigured,
+    Script,
+    ScriptedProvider,
+)
 
 if TYPE_CHECKING:
     import httpx
 
-    from acp_agent.models.config import ModelsConfig, Pricing
+    from acp_agent.models import ModelsConfig, Pricing
 
 __all__ = (
     "DEFAULT_CONTEXT_WINDOW",
@@ -204,7 +210,7 @@ class ConfiguredModels:
     ) -> ConfiguredModels:
         """Read `config_file` (absent is fine). A file that cannot be used does not stop the
         agent: its error is what every configured model answers with."""
-        from acp_agent.models.config import load_models_config
+        from acp_agent.models import load_models_config
 
         try:
             return cls(load_models_config(config_file, env), env, script=script)
@@ -217,7 +223,7 @@ class ConfiguredModels:
             return self._script.model_id
         if self._config_error is not None:
             return None
-        from acp_agent.models.config import resolve_model
+        from acp_agent.models import resolve_model
 
         try:
             return resolve_model(self._config, self._env).model_id
@@ -230,7 +236,7 @@ class ConfiguredModels:
             return self._open_script(chosen, requests_made)
         if self._config_error is not None:
             raise self._config_error
-        from acp_agent.models.config import build_provider, resolve_model
+        from acp_agent.models import build_provider, resolve_model
 
         try:
             resolved = resolve_model(self._config, self._env, chosen)
@@ -260,7 +266,7 @@ class ConfiguredModels:
         chosen = model_id or self.default_model()
         if chosen is None or chosen.startswith(f"{SCRIPTED_PROVIDER}/"):
             return None
-        from acp_agent.models.config import resolve_model
+        from acp_agent.models import resolve_model
 
         try:
             return resolve_model(self._config, self._env, chosen).pricing
@@ -270,7 +276,7 @@ class ConfiguredModels:
     def available_models(self) -> list[str]:
         models = [] if self._script is None else [self._script.model_id]
         if self._config_error is None:
-            from acp_agent.models.config import available_models
+            from acp_agent.models import available_models
 
             models += available_models(self._config, self._env)
         return list(dict.fromkeys(models))

@@ -1,12 +1,18 @@
 """Model providers: one streaming interface over OpenAI-compatible and Anthropic APIs.
 
 A `ModelRequest` goes in, `ModelProvider.stream()` yields `ModelEvent`s out,
-failures are the `ProviderError` tree. `config` resolves `<provider>/<model>`
-names, keys and prices; `build_provider` makes the provider to stream from.
+failures are the `ProviderError` tree. `resolve_model` resolves
+`<provider>/<model>` names, keys and prices (the config file's format is the
+docstring of `acp_agent.models._config`); `build_provider` makes the
+provider to stream from. `ScriptedProvider` plays the replies of a script
+(`parse_script`, `load_script`; the format is the docstring of
+`acp_agent.models._scripted`).
 
-The provider modules and configuration load on first use (they pull in httpx
-and tomllib), so importing this package costs the agent's start-up nothing
-it does not need yet.
+Every module under this package is private: this is its whole public
+surface. The provider modules and configuration load on first use (they
+pull in httpx and tomllib), so importing this package costs the agent's
+start-up nothing it does not need yet; the scripted provider needs neither
+and loads with the package.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from acp_agent.models.errors import (
+from acp_agent.models._errors import (
     AuthenticationFailed,
     ConfigFileInvalid,
     ContextWindowExceeded,
@@ -32,7 +38,7 @@ from acp_agent.models.errors import (
     RateLimited,
     StreamBroken,
 )
-from acp_agent.models.events import (
+from acp_agent.models._events import (
     ModelEvent,
     ReasoningDelta,
     ReasoningEnded,
@@ -44,9 +50,9 @@ from acp_agent.models.events import (
     ToolCallStarted,
     UsageReported,
 )
-from acp_agent.models.provider import ModelProvider, ModelStream
-from acp_agent.models.reply import Reply, ReplyBuilder
-from acp_agent.models.request import (
+from acp_agent.models._provider import ModelProvider, ModelStream
+from acp_agent.models._reply import Reply, ReplyBuilder
+from acp_agent.models._request import (
     Image,
     Message,
     ModelRequest,
@@ -59,12 +65,19 @@ from acp_agent.models.request import (
     ToolResult,
     ToolSpec,
 )
-from acp_agent.models.retry import NO_RETRY, RetryPolicy, Sleep
+from acp_agent.models._retry import NO_RETRY, RetryPolicy, Sleep
+from acp_agent.models._scripted import (
+    SCRIPTED_PROVIDER,
+    Script,
+    ScriptedProvider,
+    ScriptError,
+    load_script,
+    parse_script,
+)
 
 if TYPE_CHECKING:
-    from acp_agent.models._http import new_http_client
-    from acp_agent.models.anthropic import AnthropicProvider
-    from acp_agent.models.config import (
+    from acp_agent.models._anthropic import AnthropicProvider
+    from acp_agent.models._config import (
         ModelsConfig,
         Pricing,
         ProviderSettings,
@@ -74,10 +87,12 @@ if TYPE_CHECKING:
         load_models_config,
         resolve_model,
     )
-    from acp_agent.models.openai import OpenAIProvider
+    from acp_agent.models._http import new_http_client
+    from acp_agent.models._openai import OpenAIProvider
 
 __all__ = (
     "NO_RETRY",
+    "SCRIPTED_PROVIDER",
     "AnthropicProvider",
     "AuthenticationFailed",
     "ConfigFileInvalid",
@@ -115,6 +130,9 @@ __all__ = (
     "ResponseEnded",
     "RetryPolicy",
     "Role",
+    "Script",
+    "ScriptError",
+    "ScriptedProvider",
     "Sleep",
     "StopReason",
     "StreamBroken",
@@ -130,23 +148,25 @@ __all__ = (
     "available_models",
     "build_provider",
     "load_models_config",
+    "load_script",
     "new_http_client",
+    "parse_script",
     "resolve_model",
 )
 
 #: Public names loaded on first use, and the module that defines each.
 _LAZY = {
-    "AnthropicProvider": "acp_agent.models.anthropic",
-    "OpenAIProvider": "acp_agent.models.openai",
+    "AnthropicProvider": "acp_agent.models._anthropic",
+    "OpenAIProvider": "acp_agent.models._openai",
     "new_http_client": "acp_agent.models._http",
-    "ModelsConfig": "acp_agent.models.config",
-    "Pricing": "acp_agent.models.config",
-    "ProviderSettings": "acp_agent.models.config",
-    "ResolvedModel": "acp_agent.models.config",
-    "available_models": "acp_agent.models.config",
-    "build_provider": "acp_agent.models.config",
-    "load_models_config": "acp_agent.models.config",
-    "resolve_model": "acp_agent.models.config",
+    "ModelsConfig": "acp_agent.models._config",
+    "Pricing": "acp_agent.models._config",
+    "ProviderSettings": "acp_agent.models._config",
+    "ResolvedModel": "acp_agent.models._config",
+    "available_models": "acp_agent.models._config",
+    "build_provider": "acp_agent.models._config",
+    "load_models_config": "acp_agent.models._config",
+    "resolve_model": "acp_agent.models._config",
 }
 
 

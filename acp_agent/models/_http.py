@@ -24,8 +24,7 @@ from typing import Any, Final, Protocol
 import anyio
 import httpx
 
-from acp_agent.models._sse import ServerSentEvent, SSEDecoder, SSETruncated
-from acp_agent.models.errors import (
+from acp_agent.models._errors import (
     ProviderConnectError,
     ProviderConnectionLost,
     ProviderError,
@@ -35,8 +34,9 @@ from acp_agent.models.errors import (
     ProviderTransportError,
     StreamBroken,
 )
-from acp_agent.models.events import ModelEvent
-from acp_agent.models.retry import RetryPolicy
+from acp_agent.models._events import ModelEvent
+from acp_agent.models._retry import RetryPolicy
+from acp_agent.models._sse import ServerSentEvent, SSEDecoder, SSETruncated
 from acp_agent.url_credentials import UrlTarget, redact_url_credentials
 
 __all__ = (

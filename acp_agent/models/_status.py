@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from acp_agent.models.errors import (
+from acp_agent.models._errors import (
     AuthenticationFailed,
     ContextWindowExceeded,
     ModelNotFound,

@@ -55,8 +55,7 @@ from acp_agent.core import (
     new_id,
     open_runtime,
 )
-from acp_agent.models.config import load_models_config
-from acp_agent.models.scripted import parse_script
+from acp_agent.models import load_models_config, parse_script
 from acp_agent.store import MemoryStore
 
 __all__ = (

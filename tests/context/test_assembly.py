@@ -31,8 +31,7 @@ from acp_agent.core import (
     UserInputAdopted,
     open_runtime,
 )
-from acp_agent.models.config import load_models_config
-from acp_agent.models.scripted import parse_script
+from acp_agent.models import load_models_config, parse_script
 from acp_agent.store import MemoryStore
 
 from .support import ENVIRONMENT

@@ -49,8 +49,7 @@ from acp_agent.mcp import (
     StdioServerConfig,
     register_mcp,
 )
-from acp_agent.models.config import load_models_config
-from acp_agent.models.scripted import parse_script
+from acp_agent.models import load_models_config, parse_script
 from acp_agent.store import MemoryStore
 from tests.capabilities.support import ENVIRONMENT, Agent, AnsweringPrompter, payloads_of
 from tests.mcp.support import WAIT_S, process_alive, stdio_server

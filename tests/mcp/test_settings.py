@@ -272,7 +272,7 @@ def test_the_hash_covers_the_whole_declaration_but_not_its_origin() -> None:
 def test_the_user_config_file_with_mcp_tables_still_configures_models(
     config_dir: Path, workspace: Path
 ) -> None:
-    from acp_agent.models.config import load_models_config
+    from acp_agent.models import load_models_config
 
     write_user(
         config_dir,

@@ -22,8 +22,8 @@ from acp_agent.models import (
     ProviderTransportError,
     QuotaExceeded,
     RateLimited,
-    errors,
 )
+from acp_agent.models import _errors as errors
 from acp_agent.models._http import map_httpx_errors
 from acp_agent.models._status import KeyHint, classify_status_error, redact_secrets
 

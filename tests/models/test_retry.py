@@ -17,7 +17,7 @@ from acp_agent.models import (
     RetryPolicy,
     StreamBroken,
 )
-from acp_agent.models.retry import parse_retry_after
+from acp_agent.models._retry import parse_retry_after
 
 NOW = 1_790_000_000.0  # 2026-09-21T14:13:20Z
 

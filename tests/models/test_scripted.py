@@ -19,6 +19,9 @@ from acp_agent.models import (
     ReasoningDelta,
     ReplyBuilder,
     ResponseEnded,
+    Script,
+    ScriptedProvider,
+    ScriptError,
     StopReason,
     StreamBroken,
     Text,
@@ -27,23 +30,20 @@ from acp_agent.models import (
     ToolCallEnded,
     ToolCallStarted,
     UsageReported,
+    load_script,
+    parse_script,
 )
 from acp_agent.models import TextDelta as ModelTextDelta
-from acp_agent.models.scripted import (
+from acp_agent.models._scripted import (
     DEFAULT_CONTEXT_WINDOW,
     SUMMARY,
     Fail,
-    Script,
-    ScriptedProvider,
-    ScriptError,
     Sleep,
     Stop,
     TextDelta,
     ThoughtDelta,
     ToolCallStep,
     UsageStep,
-    load_script,
-    parse_script,
 )
 
 REQUEST = ModelRequest(model="greeting", guide="Guide.", messages=[Message("user", [Text("Hi")])])

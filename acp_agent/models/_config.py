@@ -67,16 +67,16 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import attrs
 
-from acp_agent.models.errors import ConfigFileInvalid, ProviderNotConfigured
-from acp_agent.models.events import UsageReported
+from acp_agent.models._errors import ConfigFileInvalid, ProviderNotConfigured
+from acp_agent.models._events import UsageReported
 from acp_agent.url_credentials import redact_url_credentials
 
 if TYPE_CHECKING:
     import httpx
 
-    from acp_agent.models.openai import MaxTokensField
-    from acp_agent.models.provider import ModelProvider
-    from acp_agent.models.retry import RetryPolicy
+    from acp_agent.models._openai import MaxTokensField
+    from acp_agent.models._provider import ModelProvider
+    from acp_agent.models._retry import RetryPolicy
 
 __all__ = (
     "MODEL_ENV",
@@ -250,8 +250,8 @@ def build_provider(
 ) -> ModelProvider:
     """The provider object for `resolved`, sending with `client`."""
     # Imported here: they need httpx, which costs start-up time the agent need not pay early.
-    from acp_agent.models.anthropic import AnthropicProvider
-    from acp_agent.models.openai import OpenAIProvider
+    from acp_agent.models._anthropic import AnthropicProvider
+    from acp_agent.models._openai import OpenAIProvider
 
     settings = resolved.provider
     if settings.kind == "anthropic":

@@ -20,7 +20,7 @@ The tree::
         └── ConfigFileInvalid        config.toml could not be read or is not in the format
 
 Errors raised before the first event of a reply are retried when it may help
-(`acp_agent.models.retry`); once an event was yielded a failure is always
+(`acp_agent.models._retry`); once an event was yielded a failure is always
 `StreamBroken`, with the original error as its `__cause__`. No `httpx`
 exception leaves this package: `_http.map_httpx_errors()` translates them.
 

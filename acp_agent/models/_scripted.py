@@ -65,7 +65,7 @@ from typing import Any, Final, TypeAlias
 import anyio
 import attrs
 
-from acp_agent.models.errors import (
+from acp_agent.models._errors import (
     AuthenticationFailed,
     ContextWindowExceeded,
     ModelNotFound,
@@ -78,7 +78,7 @@ from acp_agent.models.errors import (
     RateLimited,
     StreamBroken,
 )
-from acp_agent.models.events import (
+from acp_agent.models._events import (
     ModelEvent,
     ReasoningDelta,
     ResponseEnded,
@@ -88,9 +88,9 @@ from acp_agent.models.events import (
     ToolCallStarted,
     UsageReported,
 )
-from acp_agent.models.events import TextDelta as ModelTextDelta
-from acp_agent.models.provider import ModelStream
-from acp_agent.models.request import ModelRequest, Text, ToolCall, ToolResult
+from acp_agent.models._events import TextDelta as ModelTextDelta
+from acp_agent.models._provider import ModelStream
+from acp_agent.models._request import ModelRequest, Text, ToolCall, ToolResult
 
 __all__ = (
     "DEFAULT_CONTEXT_WINDOW",

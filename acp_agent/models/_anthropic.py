@@ -47,11 +47,8 @@ from typing import Any, Final
 import attrs
 import httpx
 
-from acp_agent.models._http import body_snippet, decode_json, json_int, stream_reply
-from acp_agent.models._sse import ServerSentEvent
-from acp_agent.models._status import KeyHint, classify_status_error, redact_secrets
-from acp_agent.models.errors import ProviderConnectionLost, ProviderError, ProviderResponseInvalid
-from acp_agent.models.events import (
+from acp_agent.models._errors import ProviderConnectionLost, ProviderError, ProviderResponseInvalid
+from acp_agent.models._events import (
     ModelEvent,
     ReasoningDelta,
     ReasoningEnded,
@@ -63,8 +60,9 @@ from acp_agent.models.events import (
     ToolCallStarted,
     UsageReported,
 )
-from acp_agent.models.provider import ModelStream
-from acp_agent.models.request import (
+from acp_agent.models._http import body_snippet, decode_json, json_int, stream_reply
+from acp_agent.models._provider import ModelStream
+from acp_agent.models._request import (
     Image,
     Message,
     ModelRequest,
@@ -74,7 +72,9 @@ from acp_agent.models.request import (
     ToolCall,
     ToolResult,
 )
-from acp_agent.models.retry import RetryPolicy, parse_retry_after
+from acp_agent.models._retry import RetryPolicy, parse_retry_after
+from acp_agent.models._sse import ServerSentEvent
+from acp_agent.models._status import KeyHint, classify_status_error, redact_secrets
 from acp_agent.url_credentials import url_target
 
 __all__ = (

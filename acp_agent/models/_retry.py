@@ -28,7 +28,7 @@ from typing import TypeAlias
 import anyio
 import attrs
 
-from acp_agent.models.errors import (
+from acp_agent.models._errors import (
     ProviderError,
     ProviderOverloaded,
     ProviderStatusError,

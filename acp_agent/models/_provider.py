@@ -18,8 +18,8 @@ from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import Protocol
 
-from acp_agent.models.events import ModelEvent
-from acp_agent.models.request import ModelRequest
+from acp_agent.models._events import ModelEvent
+from acp_agent.models._request import ModelRequest
 
 __all__ = ("ModelProvider", "ModelStream")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import attrs
 
-from acp_agent.models.events import (
+from acp_agent.models._events import (
     ModelEvent,
     ReasoningDelta,
     ReasoningEnded,
@@ -31,7 +31,7 @@ from acp_agent.models.events import (
     ToolCallEnded,
     UsageReported,
 )
-from acp_agent.models.request import Message, Part, Reasoning, Text, ToolCall
+from acp_agent.models._request import Message, Part, Reasoning, Text, ToolCall
 
 __all__ = ("Reply", "ReplyBuilder")
 

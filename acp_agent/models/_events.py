@@ -22,7 +22,7 @@ from typing import TypeAlias
 
 import attrs
 
-from acp_agent.models.request import Reasoning, ToolCall
+from acp_agent.models._request import Reasoning, ToolCall
 
 __all__ = (
     "ModelEvent",
