@@ -1,4 +1,4 @@
-"""The core and store packages declare their surface, and the core stays on anyio."""
+"""The core package declares its surface, and the core stays on anyio."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from types import ModuleType
 import pytest
 
 import acp_agent.core
-import acp_agent.store
 
 
 def modules_of(package: ModuleType) -> list[ModuleType]:
@@ -23,7 +22,7 @@ def modules_of(package: ModuleType) -> list[ModuleType]:
     ]
 
 
-PACKAGES = [acp_agent.core, acp_agent.store]
+PACKAGES = [acp_agent.core]
 MODULES = [m for p in PACKAGES for m in modules_of(p)]
 
 

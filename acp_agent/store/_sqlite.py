@@ -10,7 +10,7 @@ Every call runs on a worker thread (`anyio.to_thread`), one at a time per
 store, over one connection in autocommit mode; each write is one
 `BEGIN IMMEDIATE` transaction, so a batch, its projections and its lease
 check commit together or not at all. Sessions are leased per process (see
-`acp_agent.store.leases`): a second process gets `SessionHeld`, and a lease
+`acp_agent.store._leases`): a second process gets `SessionHeld`, and a lease
 of a process that is gone is taken over.
 """
 
@@ -58,9 +58,9 @@ from acp_agent.core import (
     encode_event,
     project_batch,
 )
+from acp_agent.store._leases import LeaseOwner, is_running, this_process
+from acp_agent.store._migrations import migrate
 from acp_agent.store._rules import check_new_session
-from acp_agent.store.leases import LeaseOwner, is_running, this_process
-from acp_agent.store.migrations import migrate
 
 __all__ = (
     "DATABASE_FILE_NAME",

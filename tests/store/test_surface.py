@@ -1,0 +1,35 @@
+"""The store package declares its surface: each module's public names, all on the face."""
+
+from __future__ import annotations
+
+import inspect
+from types import ModuleType
+
+import pytest
+
+import acp_agent.store
+from acp_agent.store import _leases, _memory, _migrations, _sqlite
+
+#: The modules whose public names are the package's surface (`_rules` is a helper of theirs).
+MODULES = (_leases, _memory, _migrations, _sqlite)
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
+def test_every_module_lists_exactly_the_public_names_it_defines(module: ModuleType) -> None:
+    exported = module.__all__
+    assert isinstance(exported, tuple)
+    assert all(hasattr(module, name) for name in exported)
+    defined = {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isclass(value) or inspect.isfunction(value))
+        and value.__module__ == module.__name__
+    }
+    assert defined <= set(exported)
+
+
+def test_the_package_reexports_its_modules_public_names() -> None:
+    from_modules = {name: getattr(module, name) for module in MODULES for name in module.__all__}
+    assert set(acp_agent.store.__all__) == set(from_modules)
+    assert all(getattr(acp_agent.store, name) is value for name, value in from_modules.items())
