@@ -7,7 +7,7 @@ Each flag has an environment twin (`ACP_AGENT_SCRIPT`, `ACP_AGENT_LOG_LEVEL`,
 `ACP_AGENT_HOME`, `ACP_AGENT_MAX_TURN_REQUESTS`); the flag wins. The model of
 new sessions is the script's (`scripted/<file name>`) with `--script`, else
 `ACP_AGENT_MODEL`, else the config file's `default_model`, else one the API
-key variables make available (see `acp_agent.models.config`).
+key variables make available (see `acp_agent.models._config`).
 
 Assembly: the models (`<config dir>/config.toml` and the environment), the
 built-in tools, the capabilities and MCP servers registered for every

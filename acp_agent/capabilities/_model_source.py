@@ -4,7 +4,7 @@
 `ModelHandle` (the provider to stream from, the provider's own model name,
 the context window and prices) or raises `ProviderNotConfigured` with a
 message saying how to configure one. `ConfiguredModels` is the real one:
-`<provider>/<model>` names resolved by `acp_agent.models.config` (built-in
+`<provider>/<model>` names resolved by `acp_agent.models.resolve_model` (built-in
 providers, `config.toml`, environment), plus `scripted/<name>` for the
 script given with `--script`.
 

@@ -8,7 +8,7 @@
     ├── StoreUnavailable       the store cannot be used now: locked, I/O, disk full, newer schema
     └── StoreCorrupt           stored data cannot be read back
 
-Every implementation (`acp_agent.store.sqlite`, `acp_agent.store.memory`)
+Every implementation (`acp_agent.store.SqliteStore`, `acp_agent.store.MemoryStore`)
 raises these classes and nothing else, and passes `tests/store/contract.py`.
 
 Layered by guarantee, like eventsourcing's recorders: a branch recorder
