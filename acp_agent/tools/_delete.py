@@ -39,9 +39,9 @@ from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import FileRefusal, load_snapshot, path_lock, require_fresh_read
 from acp_agent.tools._workspace import (
     WorkspacePath,
-    display_path,
     entry_kind,
-    outside_need,
+    path_need,
+    present_path,
     resolve_path,
 )
 
@@ -95,17 +95,13 @@ class DeleteTool:
         return DEFINITION
 
     def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
-        name = display_path(arguments.get("path"), roots)
-        try:
-            locations: tuple[Location, ...] = (_resolve(arguments, roots).location,)
-        except (ValueError, OSError):
-            locations = ()
+        name, locations = present_path(arguments.get("path"), roots, follow_final_symlink=False)
         return ToolPresentation(f"Delete {name}", ToolKind.DELETE, locations)
 
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
         target = _resolve(arguments, roots)
         optional_bool(arguments, "recursive")
-        return outside_need(PermissionNeed(Effect.EDIT, str(target.path)), [target])
+        return path_need(Effect.EDIT, target)
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         target = _resolve(arguments, context.roots)

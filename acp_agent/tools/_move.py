@@ -44,9 +44,9 @@ from acp_agent.tools._textfile import (
 )
 from acp_agent.tools._workspace import (
     WorkspacePath,
-    display_path,
     entry_kind,
     outside_need,
+    present_path,
     resolve_path,
 )
 
@@ -108,12 +108,12 @@ class MoveTool:
         return DEFINITION
 
     def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
-        source = display_path(arguments.get("source"), roots)
-        destination = display_path(arguments.get("destination"), roots)
-        try:
-            locations: tuple[Location, ...] = (_resolve(arguments, roots)[1].location,)
-        except (ValueError, OSError):
-            locations = ()
+        source, at_source = present_path(arguments.get("source"), roots, follow_final_symlink=False)
+        destination, at_destination = present_path(
+            arguments.get("destination"), roots, follow_final_symlink=False
+        )
+        # The destination is shown only when the source resolves too, as the call needs.
+        locations = at_destination if at_source else ()
         return ToolPresentation(f"Move {source} → {destination}", ToolKind.MOVE, locations)
 
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:

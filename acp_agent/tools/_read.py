@@ -33,7 +33,7 @@ from acp_agent.capabilities import (
 from acp_agent.tools._args import optional_int
 from acp_agent.tools._common import fenced, refusal_result
 from acp_agent.tools._textfile import FileRefusal, line_ending, load_snapshot
-from acp_agent.tools._workspace import WorkspacePath, display_path, outside_need, resolve_path
+from acp_agent.tools._workspace import WorkspacePath, path_need, present_path, resolve_path
 
 __all__ = (
     "DEFAULT_LINE_LIMIT",
@@ -103,19 +103,13 @@ class ReadTool:
         return DEFINITION
 
     def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
-        name = display_path(arguments.get("path"), roots)
         offset, limit = arguments.get("offset"), arguments.get("limit")
         suffix = ""
         if isinstance(offset, int) or isinstance(limit, int):
             start = offset if isinstance(offset, int) else 1
             suffix = f":{start}-{start + limit - 1}" if isinstance(limit, int) else f":{start}"
-        locations: tuple[Location, ...] = ()
-        try:
-            target = resolve_path(arguments.get("path"), roots)
-            line = offset if isinstance(offset, int) and offset >= 1 else 1
-            locations = (Location(str(target.path), line),)
-        except (ValueError, OSError):
-            pass
+        line = offset if isinstance(offset, int) and offset >= 1 else 1
+        name, locations = present_path(arguments.get("path"), roots, line=line)
         return ToolPresentation(f"Read {name}{suffix}", ToolKind.READ, locations)
 
     def _target(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> WorkspacePath:
@@ -125,7 +119,7 @@ class ReadTool:
         target = self._target(arguments, roots)
         optional_int(arguments, "offset", minimum=1)
         optional_int(arguments, "limit", minimum=1)
-        return outside_need(PermissionNeed(Effect.READ_ONLY, str(target.path)), [target])
+        return path_need(Effect.READ_ONLY, target)
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         target = self._target(arguments, context.roots)

@@ -48,7 +48,7 @@ from acp_agent.tools._args import optional_bool, optional_int, optional_str, req
 from acp_agent.tools._common import fenced, short
 from acp_agent.tools._process import kill_group
 from acp_agent.tools._walk import glob_regex, walk
-from acp_agent.tools._workspace import WorkspacePath, display_path, outside_need, resolve_path
+from acp_agent.tools._workspace import WorkspacePath, display_path, path_need, resolve_path
 
 __all__ = (
     "GLOB_DEFINITION",
@@ -90,10 +90,6 @@ def _shown(path: Path, roots: Sequence[Path]) -> str:
     return display_path(str(path), roots)
 
 
-def _read_only(target: WorkspacePath) -> PermissionNeed:
-    return outside_need(PermissionNeed(Effect.READ_ONLY, str(target.path)), [target])
-
-
 LIST_DEFINITION: Final = ToolDefinition(
     name="list",
     description="""\
@@ -126,7 +122,7 @@ class ListTool:
 
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
         optional_int(arguments, "depth", minimum=1, maximum=5)
-        return _read_only(_start(arguments, roots))
+        return path_need(Effect.READ_ONLY, _start(arguments, roots))
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         target = _start(arguments, context.roots)
@@ -207,7 +203,7 @@ class GlobTool:
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
         require_str(arguments, "pattern")
         optional_int(arguments, "max_results", minimum=1, maximum=_MAX_RESULTS)
-        return _read_only(_start(arguments, roots))
+        return path_need(Effect.READ_ONLY, _start(arguments, roots))
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         pattern = require_str(arguments, "pattern")
@@ -358,7 +354,7 @@ class GrepTool:
         )
 
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
-        return _read_only(self._query(arguments, roots).target)
+        return path_need(Effect.READ_ONLY, self._query(arguments, roots).target)
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         query = self._query(arguments, context.roots)

@@ -16,13 +16,15 @@ from pathlib import Path
 
 import attrs
 
-from acp_agent.capabilities import Location, PermissionNeed, ToolInputError
+from acp_agent.capabilities import Effect, Location, PermissionNeed, ToolInputError
 
 __all__ = (
     "WorkspacePath",
     "display_path",
     "entry_kind",
     "outside_need",
+    "path_need",
+    "present_path",
     "resolve_path",
 )
 
@@ -52,10 +54,6 @@ class WorkspacePath:
     def is_root(self) -> bool:
         """The path is one of the workspace roots itself."""
         return self.root is not None and self.path == self.root
-
-    @property
-    def location(self) -> Location:
-        return Location(str(self.path))
 
     def outside_note(self) -> str | None:
         """Why this path needs explicit permission, or None when it is inside."""
@@ -129,6 +127,32 @@ def display_path(raw: object, roots: Sequence[Path]) -> str:
         return resolve_path(raw, roots).display
     except (ToolInputError, OSError, ValueError):
         return str(raw) if raw else "?"
+
+
+def present_path(
+    raw: object,
+    roots: Sequence[Path],
+    *,
+    line: int | None = None,
+    follow_final_symlink: bool = True,
+) -> tuple[str, tuple[Location, ...]]:
+    """How a call on the path argument `raw` is presented: its name and its locations.
+
+    The name is `display_path(raw, roots)`; the locations are the one place the
+    call touches (at `line`, resolved with `follow_final_symlink` as the call
+    resolves it), or none when `raw` does not resolve. Never fails.
+    """
+    name = display_path(raw, roots)
+    try:
+        target = resolve_path(raw, roots, follow_final_symlink=follow_final_symlink)
+    except (ValueError, OSError):
+        return name, ()
+    return name, (Location(str(target.path), line),)
+
+
+def path_need(effect: Effect, target: WorkspacePath) -> PermissionNeed:
+    """What a call with `effect` on the one path `target` needs, asked about if it is outside."""
+    return outside_need(PermissionNeed(effect, str(target.path)), [target])
 
 
 def outside_need(effect_need: PermissionNeed, paths: Iterable[WorkspacePath]) -> PermissionNeed:

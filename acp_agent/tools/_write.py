@@ -42,7 +42,7 @@ from acp_agent.tools._textfile import (
     require_fresh_read,
     store_text,
 )
-from acp_agent.tools._workspace import WorkspacePath, display_path, outside_need, resolve_path
+from acp_agent.tools._workspace import WorkspacePath, path_need, present_path, resolve_path
 
 __all__ = ("DEFINITION", "WriteTool", "match_line_endings")
 
@@ -88,11 +88,7 @@ class WriteTool:
         return DEFINITION
 
     def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
-        name = display_path(arguments.get("path"), roots)
-        try:
-            locations: tuple[Location, ...] = (resolve_path(arguments.get("path"), roots).location,)
-        except (ValueError, OSError):
-            locations = ()
+        name, locations = present_path(arguments.get("path"), roots)
         return ToolPresentation(f"Write {name}", ToolKind.EDIT, locations)
 
     def _target(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> WorkspacePath:
@@ -102,7 +98,7 @@ class WriteTool:
 
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
         target = self._target(arguments, roots)
-        return outside_need(PermissionNeed(Effect.EDIT, str(target.path)), [target])
+        return path_need(Effect.EDIT, target)
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         target = self._target(arguments, context.roots)
