@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import subprocess
 import sys
 
 import pytest
 
 import acp_agent.models as models
+
+MODULES = [f"{models.__name__}.{info.name}" for info in pkgutil.iter_modules(models.__path__)]
 
 
 def test_every_name_in_all_resolves_and_others_do_not() -> None:
@@ -16,6 +20,15 @@ def test_every_name_in_all_resolves_and_others_do_not() -> None:
         assert getattr(models, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'SSEDecoder'"):
         models.SSEDecoder  # noqa: B018
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_module_declares_a_tuple_all_whose_names_exist(name: str) -> None:
+    module = importlib.import_module(name)
+    declared = module.__all__
+    assert isinstance(declared, tuple), f"{name}.__all__ must be a tuple"
+    assert all(hasattr(module, attribute) for attribute in declared)
+    assert len(set(declared)) == len(declared), f"{name}.__all__ repeats a name"
 
 
 def test_each_module_surface_is_exported_by_the_package() -> None:

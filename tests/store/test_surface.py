@@ -19,6 +19,7 @@ def test_every_module_lists_exactly_the_public_names_it_defines(module: ModuleTy
     exported = module.__all__
     assert isinstance(exported, tuple)
     assert all(hasattr(module, name) for name in exported)
+    assert len(set(exported)) == len(exported), f"{module.__name__}.__all__ repeats a name"
     defined = {
         name
         for name, value in vars(module).items()
