@@ -31,7 +31,7 @@ never before `initialize`.
 
 from __future__ import annotations
 
-from acp_agent.capabilities import Tool
+from acp_agent.capabilities.tool import Tool
 from acp_agent.tools._common import fenced
 from acp_agent.tools._delete import DeleteTool
 from acp_agent.tools._edit import EditTool

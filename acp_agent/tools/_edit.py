@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities import (
+from acp_agent.capabilities.tool import (
     DiffContent,
     Effect,
     Location,
@@ -34,8 +34,8 @@ from acp_agent.capabilities import (
     ToolKind,
     ToolPresentation,
     ToolResult,
+    restore_runtime_tags,
 )
-from acp_agent.capabilities.context import restore_runtime_tags
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import (
     FileRefusal,

@@ -21,7 +21,7 @@ import attrs
 import httpx
 
 import acp_agent
-from acp_agent.capabilities import (
+from acp_agent.capabilities.tool import (
     Effect,
     PermissionNeed,
     TextContent,

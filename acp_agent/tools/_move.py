@@ -20,7 +20,7 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.capabilities import (
+from acp_agent.capabilities.tool import (
     ContentPart,
     DiffContent,
     Effect,

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities import (
+from acp_agent.capabilities.tool import (
     Effect,
     PermissionNeed,
     PlanContent,

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities import (
+from acp_agent.capabilities.tool import (
     Effect,
     Location,
     PermissionNeed,

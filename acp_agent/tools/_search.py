@@ -32,7 +32,7 @@ from typing import Any, Final, Literal
 import anyio
 import attrs
 
-from acp_agent.capabilities import (
+from acp_agent.capabilities.tool import (
     Effect,
     Location,
     PermissionNeed,

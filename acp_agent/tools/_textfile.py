@@ -29,7 +29,7 @@ from typing import Final, Literal
 import anyio
 import attrs
 
-from acp_agent.capabilities import ClientBridge
+from acp_agent.capabilities.tool import ClientBridge
 
 __all__ = (
     "MAX_TEXT_BYTES",

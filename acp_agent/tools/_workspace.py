@@ -16,7 +16,7 @@ from pathlib import Path
 
 import attrs
 
-from acp_agent.capabilities import Effect, Location, PermissionNeed, ToolInputError
+from acp_agent.capabilities.tool import Effect, Location, PermissionNeed, ToolInputError
 
 __all__ = (
     "WorkspacePath",

@@ -1,0 +1,80 @@
+"""The contract a tool implements, and everything a tool may use: a public sub-API.
+
+A tool (`acp_agent.tools`, an MCP server's `McpTool`) is a `Tool`: a
+definition, a presentation, a permission need and a run with a `ToolContext`
+(its roots, the editor's side as a `ClientBridge`, progress, read stamps),
+ending in a `ToolResult`. `restore_runtime_tags` undoes what the model reads
+of a result, for text the model copied from one. Tools import this module
+only, never the package face: it loads nothing of the runtime (an
+import-linter contract checks that tools never reach the core).
+"""
+
+from __future__ import annotations
+
+from acp_agent.capabilities._client_bridge import (
+    NO_CLIENT,
+    ClientBridge,
+    ClientTerminal,
+    NoClient,
+    NotOffered,
+    TerminalExit,
+    TerminalOutput,
+)
+from acp_agent.capabilities._tool import (
+    ContentPart,
+    DiffContent,
+    Effect,
+    ImageContent,
+    Location,
+    MemoryReadStamps,
+    PermissionNeed,
+    PlanContent,
+    PlanEntry,
+    PlanPriority,
+    PlanStatus,
+    ProgressSink,
+    ReadStamps,
+    TerminalContent,
+    TextContent,
+    Tool,
+    ToolContext,
+    ToolDefinition,
+    ToolInputError,
+    ToolKind,
+    ToolPresentation,
+    ToolResult,
+)
+from acp_agent.capabilities.context._tags import restore_runtime_tags
+
+__all__ = (
+    "NO_CLIENT",
+    "ClientBridge",
+    "ClientTerminal",
+    "ContentPart",
+    "DiffContent",
+    "Effect",
+    "ImageContent",
+    "Location",
+    "MemoryReadStamps",
+    "NoClient",
+    "NotOffered",
+    "PermissionNeed",
+    "PlanContent",
+    "PlanEntry",
+    "PlanPriority",
+    "PlanStatus",
+    "ProgressSink",
+    "ReadStamps",
+    "TerminalContent",
+    "TerminalExit",
+    "TerminalOutput",
+    "TextContent",
+    "Tool",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolInputError",
+    "ToolKind",
+    "ToolPresentation",
+    "ToolResult",
+    "restore_runtime_tags",
+)
