@@ -130,8 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"acp-agent: {exc}", file=sys.stderr)
         return _USAGE_ERROR
 
-    from acp_agent.adapters.acp.agent import AcpAgent
-    from acp_agent.adapters.acp.host import RuntimeHost
+    from acp_agent.adapters.acp import AcpAgent, RuntimeHost
     from acp_agent.capabilities import ConfiguredModels
     from acp_agent.core import ServiceRegistry
     from protocol.connection import AgentConnection

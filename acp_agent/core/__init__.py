@@ -5,18 +5,18 @@ MCP, LSP, capabilities, tools, store implementations); an import-linter
 contract checks that. Concurrency is anyio only.
 """
 
-from acp_agent.core.branch import BRANCH, CORE_PRODUCER, Branch, BranchContext, BranchState
-from acp_agent.core.codec import EventRow, decode_event, encode_event, encode_payload
-from acp_agent.core.commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
-from acp_agent.core.cuts import prompt_cut
-from acp_agent.core.dispatcher import (
+from acp_agent.core._branch import BRANCH, CORE_PRODUCER, Branch, BranchContext, BranchState
+from acp_agent.core._codec import EventRow, decode_event, encode_event, encode_payload
+from acp_agent.core._commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
+from acp_agent.core._cuts import prompt_cut
+from acp_agent.core._dispatcher import (
     DISPATCHER,
     Dispatcher,
     RebuildingSubscriber,
     Subscriber,
     Subscription,
 )
-from acp_agent.core.errors import (
+from acp_agent.core._errors import (
     AlreadyStarted,
     BranchClosed,
     CoreMisuse,
@@ -25,7 +25,7 @@ from acp_agent.core.errors import (
     ServiceNotFound,
     SessionClosed,
 )
-from acp_agent.core.events import (
+from acp_agent.core._events import (
     EVENT_FORMAT_VERSION,
     PAYLOAD_TYPES,
     Batch,
@@ -75,7 +75,7 @@ from acp_agent.core.events import (
     Usage,
     UserInputAdopted,
 )
-from acp_agent.core.ids import (
+from acp_agent.core._ids import (
     NO_SEQ,
     BatchId,
     BranchId,
@@ -85,10 +85,10 @@ from acp_agent.core.ids import (
     TurnId,
     new_id,
 )
-from acp_agent.core.lifecycle import CloseOnce, TaskSpawner
-from acp_agent.core.lineage import Lineage, LineagePart
-from acp_agent.core.runtime import RUNTIME, Runtime, open_runtime
-from acp_agent.core.scopes import (
+from acp_agent.core._lifecycle import CloseOnce, TaskSpawner
+from acp_agent.core._lineage import Lineage, LineagePart
+from acp_agent.core._runtime import RUNTIME, Runtime, open_runtime
+from acp_agent.core._scopes import (
     Assembler,
     Cleanup,
     Scope,
@@ -99,8 +99,8 @@ from acp_agent.core.scopes import (
     ServiceRegistry,
     TaskFunc,
 )
-from acp_agent.core.session import SESSION, Session, SessionContext, SessionState
-from acp_agent.core.snapshots import (
+from acp_agent.core._session import SESSION, Session, SessionContext, SessionState
+from acp_agent.core._snapshots import (
     Interpreter,
     Restored,
     SkippedSnapshot,
@@ -108,7 +108,7 @@ from acp_agent.core.snapshots import (
     restore_state,
     save_snapshot,
 )
-from acp_agent.core.store import (
+from acp_agent.core._store import (
     STORE,
     BatchProjection,
     BranchRecord,
@@ -129,8 +129,8 @@ from acp_agent.core.store import (
     StoreUnavailable,
     project_batch,
 )
-from acp_agent.core.timeline import DEFAULT_PAGE_EVENTS, DEFAULT_TAIL_EVENTS, TIMELINE, Timeline
-from acp_agent.core.turns import Turn, TurnState
+from acp_agent.core._timeline import DEFAULT_PAGE_EVENTS, DEFAULT_TAIL_EVENTS, TIMELINE, Timeline
+from acp_agent.core._turns import Turn, TurnState
 
 __all__ = (
     "BRANCH",

@@ -28,6 +28,7 @@ __all__ = (
     "SseServerConfig",
     "StdioServerConfig",
     "Transport",
+    "canonical_declaration",
     "declaration_hash",
 )
 

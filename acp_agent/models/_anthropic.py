@@ -83,6 +83,7 @@ __all__ = (
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "THINKING_BUDGET_TOKENS",
     "AnthropicProvider",
+    "request_body",
 )
 
 logger = logging.getLogger(__name__)

@@ -72,7 +72,12 @@ from acp_agent.models._sse import ServerSentEvent
 from acp_agent.models._status import KeyHint, classify_status_error, redact_secrets
 from acp_agent.url_credentials import url_target
 
-__all__ = ("OPENAI_BASE_URL", "MaxTokensField", "OpenAIProvider")
+__all__ = (
+    "OPENAI_BASE_URL",
+    "MaxTokensField",
+    "OpenAIProvider",
+    "request_body",
+)
 
 logger = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ from acp_agent.core import (
     BranchRecord,
     CallId,
     Event,
+    EventRow,
     LeaseHolder,
     PermissionRule,
     Seq,
@@ -39,7 +40,6 @@ from acp_agent.core import (
     new_id,
     project_batch,
 )
-from acp_agent.core.codec import EventRow
 from acp_agent.store._rules import check_new_session
 
 __all__ = ("MemoryDatabase", "MemoryStore")

@@ -31,8 +31,13 @@ never before `initialize`.
 
 from __future__ import annotations
 
-from acp_agent.capabilities.tool import Tool
+from typing import TYPE_CHECKING
+
 from acp_agent.tools._common import fenced
+
+if TYPE_CHECKING:
+    from acp_agent.capabilities.tool import Tool
+
 from acp_agent.tools._delete import DeleteTool
 from acp_agent.tools._edit import EditTool
 from acp_agent.tools._fetch import FetchTool

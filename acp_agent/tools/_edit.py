@@ -48,7 +48,13 @@ from acp_agent.tools._textfile import (
 )
 from acp_agent.tools._workspace import WorkspacePath, path_need, present_path, resolve_path
 
-__all__ = ("DEFINITION", "EditTool", "Replacement", "apply_replacements")
+__all__ = (
+    "DEFINITION",
+    "EditTool",
+    "Replacement",
+    "apply_replacements",
+    "parse_replacements",
+)
 
 _EDIT_PROPERTIES: Final = {
     "old_text": {

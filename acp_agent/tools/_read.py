@@ -41,6 +41,7 @@ __all__ = (
     "MAX_LINE_CHARS",
     "MAX_OUTPUT_CHARS",
     "ReadTool",
+    "split_lines",
 )
 
 DEFAULT_LINE_LIMIT: Final = 2000

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from acp_agent.adapters.acp.prompt_content import MAX_ATTACHMENT_CHARS
+from acp_agent.adapters.acp import MAX_ATTACHMENT_CHARS
 from protocol import types
 from tests.agent.session_support import EditorClient, open_agent, openai_text
 from tests.support import agent_env

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.adapters.acp.listing import PAGE_SIZE
+from acp_agent.adapters.acp import PAGE_SIZE
 from protocol import methods, types
 from protocol.errors import InvalidParams, ResourceNotFound
 from tests.agent.session_support import after, before, kinds, open_agent, write_script

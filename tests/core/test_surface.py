@@ -15,10 +15,10 @@ import acp_agent.core
 
 
 def modules_of(package: ModuleType) -> list[ModuleType]:
+    """The package's implementation modules (private: the package face is the surface)."""
     return [
         importlib.import_module(f"{package.__name__}.{info.name}")
         for info in pkgutil.iter_modules(package.__path__)
-        if not info.name.startswith("_")
     ]
 
 

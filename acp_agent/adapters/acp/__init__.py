@@ -1,8 +1,23 @@
 """The ACP adapter: the only place that knows both the wire (`protocol`) and the agent.
 
-`AcpAgent` answers the baseline agent methods on an `AgentConnection`.
+`AcpAgent` answers the agent methods on an `AgentConnection`; `RuntimeHost`
+opens the runtime on first use and closes it at exit. Its modules are
+private: what one session is to the editor (`_session`, `_stream`,
+`_prompt_turn`), how events become updates (`_updates`), the editor's side
+as the tools see it (`_client_bridge`), wire errors (`_wire_errors`).
 """
 
-from acp_agent.adapters.acp.agent import AcpAgent
+from acp_agent.adapters.acp._agent import AGENT_NAME, AGENT_TITLE, AcpAgent
+from acp_agent.adapters.acp._host import RuntimeHost, RuntimeUnavailable
+from acp_agent.adapters.acp._listing import PAGE_SIZE
+from acp_agent.adapters.acp._prompt_content import MAX_ATTACHMENT_CHARS
 
-__all__ = ("AcpAgent",)
+__all__ = (
+    "AGENT_NAME",
+    "AGENT_TITLE",
+    "MAX_ATTACHMENT_CHARS",
+    "PAGE_SIZE",
+    "AcpAgent",
+    "RuntimeHost",
+    "RuntimeUnavailable",
+)

@@ -9,7 +9,7 @@
     └── ServiceNotFound        no service of that name in the caller's scope chain
 
 These are bugs in the caller, not failures of the world; storage failures
-are the separate `StoreError` tree in `acp_agent.core.store`.
+are the separate `StoreError` tree in `acp_agent.core._store`.
 """
 
 from __future__ import annotations

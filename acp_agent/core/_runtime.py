@@ -19,12 +19,12 @@ from typing import Final
 import anyio
 import attrs
 
-from acp_agent.core.branch import Branch
-from acp_agent.core.errors import IllegalCut, ScopeClosed
-from acp_agent.core.ids import NO_SEQ, BranchId, Seq, SessionId, new_id
-from acp_agent.core.scopes import Scope, ScopeKind, ScopeState, ServiceKey, ServiceRegistry
-from acp_agent.core.session import SESSION, Session, SessionContext
-from acp_agent.core.store import (
+from acp_agent.core._branch import Branch
+from acp_agent.core._errors import IllegalCut, ScopeClosed
+from acp_agent.core._ids import NO_SEQ, BranchId, Seq, SessionId, new_id
+from acp_agent.core._scopes import Scope, ScopeKind, ScopeState, ServiceKey, ServiceRegistry
+from acp_agent.core._session import SESSION, Session, SessionContext
+from acp_agent.core._store import (
     STORE,
     BranchRecord,
     ForkOrigin,

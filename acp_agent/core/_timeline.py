@@ -28,12 +28,12 @@ from typing import Final
 
 import anyio
 
-from acp_agent.core.errors import BranchClosed, IllegalCut
-from acp_agent.core.events import Batch, Event, EventDraft
-from acp_agent.core.ids import NO_SEQ, BatchId, BranchId, Seq, SessionId
-from acp_agent.core.lineage import Lineage
-from acp_agent.core.scopes import ScopeKind, ServiceKey
-from acp_agent.core.store import Store
+from acp_agent.core._errors import BranchClosed, IllegalCut
+from acp_agent.core._events import Batch, Event, EventDraft
+from acp_agent.core._ids import NO_SEQ, BatchId, BranchId, Seq, SessionId
+from acp_agent.core._lineage import Lineage
+from acp_agent.core._scopes import ScopeKind, ServiceKey
+from acp_agent.core._store import Store
 
 __all__ = ("DEFAULT_PAGE_EVENTS", "DEFAULT_TAIL_EVENTS", "TIMELINE", "Timeline")
 

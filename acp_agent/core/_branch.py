@@ -20,10 +20,10 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.core.commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
-from acp_agent.core.dispatcher import DISPATCHER, Dispatcher
-from acp_agent.core.errors import AlreadyStarted
-from acp_agent.core.events import (
+from acp_agent.core._commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
+from acp_agent.core._dispatcher import DISPATCHER, Dispatcher
+from acp_agent.core._errors import AlreadyStarted
+from acp_agent.core._events import (
     Batch,
     BranchEnded,
     Event,
@@ -32,13 +32,13 @@ from acp_agent.core.events import (
     PermissionAnswered,
     UserInputAdopted,
 )
-from acp_agent.core.ids import NO_SEQ, BranchId, CallId, Seq, SessionId, TurnId
-from acp_agent.core.lifecycle import CloseOnce
-from acp_agent.core.lineage import Lineage
-from acp_agent.core.scopes import Scope, ScopeKind, ServiceKey
-from acp_agent.core.store import BranchRecord, Store
-from acp_agent.core.timeline import TIMELINE, Timeline
-from acp_agent.core.turns import Turn, TurnState
+from acp_agent.core._ids import NO_SEQ, BranchId, CallId, Seq, SessionId, TurnId
+from acp_agent.core._lifecycle import CloseOnce
+from acp_agent.core._lineage import Lineage
+from acp_agent.core._scopes import Scope, ScopeKind, ServiceKey
+from acp_agent.core._store import BranchRecord, Store
+from acp_agent.core._timeline import TIMELINE, Timeline
+from acp_agent.core._turns import Turn, TurnState
 
 __all__ = ("BRANCH", "CORE_PRODUCER", "Branch", "BranchContext", "BranchState")
 

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Final
 
 import attrs
 
-from acp_agent.core.ids import BatchId, BranchId, CallId, Seq, SessionId, TurnId
+from acp_agent.core._ids import BatchId, BranchId, CallId, Seq, SessionId, TurnId
 
 __all__ = (
     "EVENT_FORMAT_VERSION",

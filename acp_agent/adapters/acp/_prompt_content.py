@@ -40,7 +40,13 @@ from protocol import types
 from protocol.converter import get_converter
 from protocol.errors import AcpError, ConnectionClosed, InvalidParams, PeerError
 
-__all__ = ("MAX_ATTACHMENT_CHARS", "META_KEY", "PromptContent", "sent_block")
+__all__ = (
+    "MAX_ATTACHMENT_CHARS",
+    "META_KEY",
+    "PromptContent",
+    "sent_block",
+    "with_sent",
+)
 
 logger = logging.getLogger(__name__)
 

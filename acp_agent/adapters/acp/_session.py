@@ -20,8 +20,8 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from acp_agent.adapters.acp.stream import SessionStream
-from acp_agent.adapters.acp.updates import UpdateTranslator
+from acp_agent.adapters.acp._stream import SessionStream
+from acp_agent.adapters.acp._updates import UpdateTranslator
 from acp_agent.core import Seq, Session, TurnId
 from protocol import types
 from protocol.connection import AgentConnection
@@ -114,8 +114,8 @@ class AcpSession:
     ) -> AcpSession:
         """The editor's side of an open core session: its files, terminals and person
         (`client_bridge`), its stream, its slash commands."""
-        from acp_agent.adapters.acp.client_bridge import AcpClientBridge, AcpPermissionPrompter
-        from acp_agent.adapters.acp.slash_commands import build_runner
+        from acp_agent.adapters.acp._client_bridge import AcpClientBridge, AcpPermissionPrompter
+        from acp_agent.adapters.acp._slash_commands import build_runner
         from acp_agent.capabilities import MODEL_LOOP, SESSION_CONTROLS
 
         controls = session.scope.get(SESSION_CONTROLS)
@@ -217,7 +217,7 @@ class AcpSession:
 
     def settings(self) -> dict[str, Any]:
         """The `modes` and `configOptions` every session response carries, complete."""
-        from acp_agent.adapters.acp.options import config_options, mode_state
+        from acp_agent.adapters.acp._options import config_options, mode_state
 
         return {
             "modes": mode_state(self.controls),
@@ -237,7 +237,7 @@ class AcpSession:
 
     async def adopt(self, values: Mapping[str, Any], *, config_update: bool = True) -> None:
         """Record new settings and tell the editor: the mode, and the complete option set."""
-        from acp_agent.adapters.acp.options import config_option_update, mode_update
+        from acp_agent.adapters.acp._options import config_option_update, mode_update
         from acp_agent.capabilities import MODE_KEY
 
         await self.controls.adopt(self.session.main, values)
@@ -295,6 +295,6 @@ class AcpSession:
 
 
 def _commands_update(commands: list[CommandSpec]) -> types.AvailableCommandsUpdate:
-    from acp_agent.adapters.acp.slash_commands import commands_update
+    from acp_agent.adapters.acp._slash_commands import commands_update
 
     return commands_update(commands)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import attrs
 
-from acp_agent.adapters.acp.updates import UpdateTranslator
+from acp_agent.adapters.acp._updates import UpdateTranslator
 from acp_agent.core import (
     Event,
     ModelRequestFailed,

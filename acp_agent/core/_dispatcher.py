@@ -20,12 +20,12 @@ from typing import Final, Protocol
 
 import anyio
 
-from acp_agent.core.errors import BranchClosed, IllegalCut
-from acp_agent.core.events import Event
-from acp_agent.core.ids import Seq
-from acp_agent.core.lifecycle import TaskSpawner
-from acp_agent.core.scopes import ScopeKind, ServiceKey
-from acp_agent.core.timeline import Timeline
+from acp_agent.core._errors import BranchClosed, IllegalCut
+from acp_agent.core._events import Event
+from acp_agent.core._ids import Seq
+from acp_agent.core._lifecycle import TaskSpawner
+from acp_agent.core._scopes import ScopeKind, ServiceKey
+from acp_agent.core._timeline import Timeline
 
 __all__ = ("DISPATCHER", "Dispatcher", "RebuildingSubscriber", "Subscriber", "Subscription")
 

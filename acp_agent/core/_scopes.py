@@ -23,7 +23,7 @@ import anyio
 import attrs
 from anyio.abc import TaskGroup, TaskStatus
 
-from acp_agent.core.errors import AlreadyStarted, CoreMisuse, ScopeClosed, ServiceNotFound
+from acp_agent.core._errors import AlreadyStarted, CoreMisuse, ScopeClosed, ServiceNotFound
 
 __all__ = (
     "Assembler",

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from acp_agent.adapters.acp.mcp_servers import session_mcp
-from acp_agent.adapters.acp.session import AcpSession, PendingPrompt
-from acp_agent.adapters.acp.stream import DeliveryStopped
+from acp_agent.adapters.acp._mcp_servers import session_mcp
+from acp_agent.adapters.acp._session import AcpSession, PendingPrompt
+from acp_agent.adapters.acp._stream import DeliveryStopped
 from acp_agent.core import (
     AlreadyStarted,
     StoreError,
@@ -59,7 +59,7 @@ async def run_prompt(
     acp_session: AcpSession, blocks: Sequence[types.ContentBlock], models: ModelSource
 ) -> types.PromptResponse:
     """Run one prompt of `acp_session` (see the module docstring) and answer it."""
-    from acp_agent.adapters.acp.prompt_content import PromptContent
+    from acp_agent.adapters.acp._prompt_content import PromptContent
 
     controls = acp_session.controls
     content = PromptContent(
@@ -164,7 +164,7 @@ def _command_in(
     acp_session: AcpSession, content: list[dict[str, Any]]
 ) -> tuple[CommandInvocation | None, list[dict[str, Any]]]:
     """A built-in command to run, or the content to send (a template expanded)."""
-    from acp_agent.adapters.acp.prompt_content import with_sent
+    from acp_agent.adapters.acp._prompt_content import with_sent
     from acp_agent.capabilities import parse_invocation
 
     runner = acp_session.commands
@@ -203,7 +203,7 @@ async def _title_after_exchange(acp_session: AcpSession, content: list[dict[str,
     """Give an untitled session the title of its first prompt, as sent (best effort)."""
     if acp_session.session.record.title:
         return
-    from acp_agent.adapters.acp.prompt_content import sent_block
+    from acp_agent.adapters.acp._prompt_content import sent_block
     from acp_agent.capabilities import title_from_prompt
 
     title = title_from_prompt([sent_block(block) for block in content])

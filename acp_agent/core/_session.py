@@ -20,14 +20,14 @@ from typing import Final
 import anyio
 import attrs
 
-from acp_agent.core.branch import CORE_PRODUCER, Branch, BranchContext
-from acp_agent.core.errors import BranchClosed, IllegalCut, SessionClosed
-from acp_agent.core.events import Batch, BranchCreated, Event, SessionMetadataChanged
-from acp_agent.core.ids import BatchId, BranchId, Seq, SessionId, new_id
-from acp_agent.core.lifecycle import CloseOnce
-from acp_agent.core.lineage import Lineage
-from acp_agent.core.scopes import Scope, ScopeKind, ServiceKey
-from acp_agent.core.store import BranchRecord, SessionRecord, Store, StoreCorrupt
+from acp_agent.core._branch import CORE_PRODUCER, Branch, BranchContext
+from acp_agent.core._errors import BranchClosed, IllegalCut, SessionClosed
+from acp_agent.core._events import Batch, BranchCreated, Event, SessionMetadataChanged
+from acp_agent.core._ids import BatchId, BranchId, Seq, SessionId, new_id
+from acp_agent.core._lifecycle import CloseOnce
+from acp_agent.core._lineage import Lineage
+from acp_agent.core._scopes import Scope, ScopeKind, ServiceKey
+from acp_agent.core._store import BranchRecord, SessionRecord, Store, StoreCorrupt
 
 __all__ = ("SESSION", "Session", "SessionContext", "SessionState")
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final
 
-from acp_agent.adapters.acp.host import RuntimeUnavailable
+from acp_agent.adapters.acp._host import RuntimeUnavailable
 from acp_agent.core import IllegalCut, SessionHeld, StoreError, StoreNotFound
 from protocol.errors import AcpError, InternalError, InvalidParams, InvalidRequest, ResourceNotFound
 

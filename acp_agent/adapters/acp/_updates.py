@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
 
-from acp_agent.adapters.acp.prompt_content import sent_block
+from acp_agent.adapters.acp._prompt_content import sent_block
 from acp_agent.capabilities.context import CompactionView, compaction_view
 from acp_agent.core import (
     Event,

@@ -30,24 +30,24 @@ from typing import TYPE_CHECKING
 import anyio
 
 import acp_agent
-from acp_agent.adapters.acp.auth import auth_methods, check_method
-from acp_agent.adapters.acp.client_input import (
+from acp_agent.adapters.acp._auth import auth_methods, check_method
+from acp_agent.adapters.acp._client_input import (
     THROUGH_PROMPT_FIELD,
     absolute_path,
     stored_id,
     through_prompt,
 )
-from acp_agent.adapters.acp.host import RuntimeHost
-from acp_agent.adapters.acp.listing import PAGE_SIZE, decode_cursor, encode_cursor, session_info
-from acp_agent.adapters.acp.updates import UpdateTranslator, translator_for
-from acp_agent.adapters.acp.wire_errors import wire_errors
+from acp_agent.adapters.acp._host import RuntimeHost
+from acp_agent.adapters.acp._listing import PAGE_SIZE, decode_cursor, encode_cursor, session_info
+from acp_agent.adapters.acp._updates import UpdateTranslator, translator_for
+from acp_agent.adapters.acp._wire_errors import wire_errors
 from acp_agent.core import Runtime, ServiceNotFound, Session, SessionId, SessionPosition, prompt_cut
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams, ResourceNotFound
 
 if TYPE_CHECKING:
-    from acp_agent.adapters.acp.session import AcpSession
+    from acp_agent.adapters.acp._session import AcpSession
     from acp_agent.capabilities import ModelSource
 
 __all__ = ("AGENT_NAME", "AGENT_TITLE", "AcpAgent")
@@ -155,7 +155,7 @@ class AcpAgent:
     async def new_session(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
         """Start a session rooted at the absolute `cwd`; its commands follow the answer."""
         cwd = absolute_path(params.cwd, "cwd")
-        from acp_agent.adapters.acp.mcp_servers import connect_mcp
+        from acp_agent.adapters.acp._mcp_servers import connect_mcp
         from acp_agent.capabilities import MODE_KEY, MODEL_KEY, PermissionMode
 
         runtime = await self._runtime()
@@ -174,7 +174,7 @@ class AcpAgent:
 
     async def load_session(self, params: types.LoadSessionRequest) -> types.LoadSessionResponse:
         """Replay a stored session's conversation and commands, then answer; nothing follows."""
-        from acp_agent.adapters.acp.mcp_servers import connect_mcp
+        from acp_agent.adapters.acp._mcp_servers import connect_mcp
 
         absolute_path(params.cwd, "cwd")
         session_id = stored_id(params.session_id)
@@ -189,7 +189,7 @@ class AcpAgent:
         self, params: types.ResumeSessionRequest
     ) -> types.ResumeSessionResponse:
         """Re-attach a stored session without replaying it; commands and title follow."""
-        from acp_agent.adapters.acp.mcp_servers import connect_mcp
+        from acp_agent.adapters.acp._mcp_servers import connect_mcp
 
         absolute_path(params.cwd, "cwd")
         acp_session = await self._open(stored_id(params.session_id))
@@ -208,7 +208,7 @@ class AcpAgent:
         before prompt `k`, fork through `k - 1`). The fork keeps the source's
         model, mode and thinking effort, and its title, marked "(fork)".
         """
-        from acp_agent.adapters.acp.mcp_servers import connect_mcp
+        from acp_agent.adapters.acp._mcp_servers import connect_mcp
         from acp_agent.capabilities import SESSION_CONTROLS
 
         absolute_path(params.cwd, "cwd")
@@ -250,7 +250,7 @@ class AcpAgent:
             return await runtime.load_session(SessionId(session_id))
 
     def _attach(self, session: Session) -> AcpSession:
-        from acp_agent.adapters.acp.session import AcpSession
+        from acp_agent.adapters.acp._session import AcpSession
 
         acp_session = AcpSession.attach(
             session,
@@ -342,7 +342,7 @@ class AcpAgent:
 
     async def prompt(self, params: types.PromptRequest) -> types.PromptResponse:
         """Run one turn (or a command); a prompt arriving mid-turn waits for the turn before."""
-        from acp_agent.adapters.acp.prompt_turn import run_prompt
+        from acp_agent.adapters.acp._prompt_turn import run_prompt
 
         return await run_prompt(self._session(params.session_id), params.prompt, self._models)
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from acp_agent.core.ids import NO_SEQ, BranchId, Seq
+from acp_agent.core._ids import NO_SEQ, BranchId, Seq
 
 __all__ = ("Lineage", "LineagePart")
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acp_agent.adapters.acp.mcp_servers import session_mcp
+from acp_agent.adapters.acp._mcp_servers import session_mcp
 from acp_agent.core import STORE, Session
 from protocol import types
 

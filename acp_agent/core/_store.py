@@ -32,7 +32,7 @@ from typing import Final, Protocol
 
 import attrs
 
-from acp_agent.core.events import (
+from acp_agent.core._events import (
     Batch,
     BranchCreated,
     BranchEnded,
@@ -40,8 +40,8 @@ from acp_agent.core.events import (
     SessionMetadataChanged,
     ToolResultRecorded,
 )
-from acp_agent.core.ids import NO_SEQ, BranchId, CallId, Seq, SessionId
-from acp_agent.core.scopes import ScopeKind, ServiceKey
+from acp_agent.core._ids import NO_SEQ, BranchId, CallId, Seq, SessionId
+from acp_agent.core._scopes import ScopeKind, ServiceKey
 
 __all__ = (
     "STORE",
@@ -222,7 +222,7 @@ class PermissionRule:
 class Snapshot:
     """A restore snapshot: an interpreter's state after `anchor_seq` of one branch.
 
-    Cache, never a fact: see `acp_agent.core.snapshots`.
+    Cache, never a fact: see `acp_agent.core._snapshots`.
     """
 
     branch_id: BranchId

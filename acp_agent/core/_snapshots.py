@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import attrs
 
-from acp_agent.core.codec import encode_event
-from acp_agent.core.ids import NO_SEQ, Seq
-from acp_agent.core.store import Snapshot, Store
+from acp_agent.core._codec import encode_event
+from acp_agent.core._ids import NO_SEQ, Seq
+from acp_agent.core._store import Snapshot, Store
 
 if TYPE_CHECKING:
-    from acp_agent.core.events import Event
-    from acp_agent.core.timeline import Timeline
+    from acp_agent.core._events import Event
+    from acp_agent.core._timeline import Timeline
 
 __all__ = (
     "Interpreter",

@@ -15,15 +15,15 @@ from typing import Any, Final, TypeAlias
 
 import cattrs
 
-from acp_agent.core.events import (
+from acp_agent.core._events import (
     EVENT_FORMAT_VERSION,
     PAYLOAD_TYPES,
     Event,
     Payload,
     UnknownPayload,
 )
-from acp_agent.core.ids import BatchId, BranchId, Seq
-from acp_agent.core.store import StoreCorrupt
+from acp_agent.core._ids import BatchId, BranchId, Seq
+from acp_agent.core._store import StoreCorrupt
 
 __all__ = ("EventRow", "decode_event", "encode_event", "encode_payload")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from acp_agent.core.ids import CallId, TurnId
+from acp_agent.core._ids import CallId, TurnId
 
 __all__ = ("Cancel", "CloseBranch", "Command", "Prompt", "ResolvePermission")
 

@@ -23,9 +23,9 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from acp_agent.core.errors import ScopeClosed
-from acp_agent.core.events import Payload, TurnCancelRequested, TurnEnded, TurnInterrupted
-from acp_agent.core.ids import TurnId
+from acp_agent.core._errors import ScopeClosed
+from acp_agent.core._events import Payload, TurnCancelRequested, TurnEnded, TurnInterrupted
+from acp_agent.core._ids import TurnId
 
 __all__ = ("Turn", "TurnState")
 

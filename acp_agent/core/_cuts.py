@@ -8,10 +8,10 @@ up to the last turn that ended.
 
 from __future__ import annotations
 
-from acp_agent.core.branch import Branch
-from acp_agent.core.errors import IllegalCut
-from acp_agent.core.events import TurnEnded, TurnInterrupted, UserInputAdopted
-from acp_agent.core.ids import NO_SEQ, Seq, TurnId
+from acp_agent.core._branch import Branch
+from acp_agent.core._errors import IllegalCut
+from acp_agent.core._events import TurnEnded, TurnInterrupted, UserInputAdopted
+from acp_agent.core._ids import NO_SEQ, Seq, TurnId
 
 __all__ = ("prompt_cut",)
 
