@@ -5,10 +5,17 @@ MCP, LSP, capabilities, tools, store implementations); an import-linter
 contract checks that. Concurrency is anyio only.
 """
 
-from acp_agent.core._branch import BRANCH, CORE_PRODUCER, Branch, BranchContext, BranchState
+from acp_agent.core._branch import (
+    BRANCH,
+    CORE_PRODUCER,
+    Branch,
+    BranchContext,
+    BranchState,
+    TurnObserver,
+)
 from acp_agent.core._codec import EventRow, decode_event, encode_event, encode_payload
 from acp_agent.core._commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
-from acp_agent.core._cuts import prompt_cut
+from acp_agent.core._cuts import prompt_cut, quiet_cut
 from acp_agent.core._dispatcher import (
     DISPATCHER,
     Dispatcher,
@@ -32,6 +39,7 @@ from acp_agent.core._events import (
     BranchCreated,
     BranchEnded,
     BranchMessageReceived,
+    BranchShown,
     CompactionCancelled,
     CompactionFailed,
     CompactionRecorded,
@@ -158,6 +166,7 @@ __all__ = (
     "BranchId",
     "BranchMessageReceived",
     "BranchRecord",
+    "BranchShown",
     "BranchState",
     "CallId",
     "Cancel",
@@ -253,6 +262,7 @@ __all__ = (
     "TurnEnded",
     "TurnId",
     "TurnInterrupted",
+    "TurnObserver",
     "TurnState",
     "UnknownPayload",
     "Usage",
@@ -265,6 +275,7 @@ __all__ = (
     "open_runtime",
     "project_batch",
     "prompt_cut",
+    "quiet_cut",
     "restore_state",
     "save_snapshot",
 )

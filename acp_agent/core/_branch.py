@@ -14,8 +14,9 @@ handed in as a `BranchContext`.
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import anyio
 import attrs
@@ -40,10 +41,25 @@ from acp_agent.core._store import BranchRecord, Store
 from acp_agent.core._timeline import TIMELINE, Timeline
 from acp_agent.core._turns import Turn, TurnState
 
-__all__ = ("BRANCH", "CORE_PRODUCER", "Branch", "BranchContext", "BranchState")
+__all__ = ("BRANCH", "CORE_PRODUCER", "Branch", "BranchContext", "BranchState", "TurnObserver")
+
+logger = logging.getLogger(__name__)
 
 #: The producer of the facts the runtime records itself.
 CORE_PRODUCER: Final = "core"
+
+
+class TurnObserver(Protocol):
+    """Told when a turn of a branch starts and right before it ends (a component that
+    shows other work inside the branch's turns, and must stop before the turn ends)."""
+
+    async def turn_started(self, turn: Turn) -> None:
+        """The turn's input is on record and its work is about to start."""
+        ...
+
+    async def turn_ending(self, turn: Turn) -> None:
+        """The turn's ending is about to be recorded (whether it ended or was cut short)."""
+        ...
 
 
 @attrs.frozen
@@ -87,6 +103,7 @@ class Branch:
         self._turn: Turn | None = None
         self._turn_lock = anyio.Lock()
         self._ending_reason: str | None = None
+        self._turn_observers: list[TurnObserver] = []
         self._closer = CloseOnce(self._close, name=f"branch {record.branch_id}")
 
     def __repr__(self) -> str:
@@ -190,17 +207,34 @@ class Branch:
                 await self.end(reason)
         return None
 
+    def observe_turns(self, observer: TurnObserver) -> None:
+        """Tell `observer` when each later turn starts and right before it ends."""
+        self._turn_observers.append(observer)
+
     async def begin_turn(self, turn_id: TurnId, content: list[dict[str, Any]]) -> Turn:
-        """Adopt the input and open a turn for its work; `AlreadyStarted` if one runs."""
+        """Adopt the input and open a turn for its work; `AlreadyStarted` if one runs.
+
+        `content` may be empty: a branch's turn whose input is already on record
+        (its task, a message from another branch).
+        """
         async with self._turn_lock:
             if self.turn is not None:
                 raise AlreadyStarted(f"branch {self.id} is running turn {self.turn.turn_id}")
             await self._record_owed_ending()
-            turn = Turn(turn_id, self._record_payload)
+            turn = Turn(turn_id, self._record_payload, before_ending=self._turn_ending)
             await self.record_fact(UserInputAdopted(turn_id, content))
             await self.scope.start(turn.host, name=f"turn {turn_id}")
             self._turn = turn
+            for observer in self._turn_observers:
+                try:
+                    await observer.turn_started(turn)
+                except Exception:
+                    logger.exception("a turn observer of %s failed at its start", self.id)
             return turn
+
+    async def _turn_ending(self, turn: Turn) -> None:
+        for observer in self._turn_observers:
+            await observer.turn_ending(turn)
 
     async def _record_owed_ending(self) -> None:
         """Record the ending the last turn could not (the store failed then); raises if it

@@ -1,19 +1,37 @@
-"""Where a line of work may be cut by prompt: after the n-th prompt's turn, or the last one.
+"""Where a line of work may be cut: by prompt (a fork), or where nothing is open (a branch).
 
 A fork keeps "the first n prompts with everything they produced": that is
 history up to the end of prompt n's turn, moved forward to the next batch end.
 Without n it is the whole published history, or, while a turn runs, history
 up to the last turn that ended.
+
+A branch started while its parent works inherits history up to the latest
+batch end where no model reply, tool call or compaction is open
+(`quiet_cut`): it never inherits half of a tool batch.
 """
 
 from __future__ import annotations
 
 from acp_agent.core._branch import Branch
 from acp_agent.core._errors import IllegalCut
-from acp_agent.core._events import TurnEnded, TurnInterrupted, UserInputAdopted
+from acp_agent.core._events import (
+    CompactionCancelled,
+    CompactionFailed,
+    CompactionRecorded,
+    CompactionStarted,
+    ModelRequestFailed,
+    ModelRequestFinished,
+    ModelRequestInterrupted,
+    ModelRequestStarted,
+    ToolCallRequested,
+    ToolResultRecorded,
+    TurnEnded,
+    TurnInterrupted,
+    UserInputAdopted,
+)
 from acp_agent.core._ids import NO_SEQ, Seq, TurnId
 
-__all__ = ("prompt_cut",)
+__all__ = ("prompt_cut", "quiet_cut")
 
 
 async def prompt_cut(branch: Branch, through: int | None = None) -> Seq:
@@ -45,3 +63,29 @@ async def prompt_cut(branch: Branch, through: int | None = None) -> Seq:
     while cut < last and not await branch.timeline.is_batch_end(cut):
         cut = Seq(cut + 1)
     return cut
+
+
+async def quiet_cut(branch: Branch) -> Seq:
+    """The latest published batch end at which no reply, tool call or compaction is open."""
+    open_work: set[str] = set()
+    quiet = NO_SEQ
+    async for batch in branch.timeline.batches():
+        for event in batch:
+            payload = event.payload
+            if isinstance(payload, ModelRequestStarted):
+                open_work.add(payload.request_id)
+            elif isinstance(
+                payload, ModelRequestFinished | ModelRequestFailed | ModelRequestInterrupted
+            ):
+                open_work.discard(payload.request_id)
+            elif isinstance(payload, ToolCallRequested):
+                open_work.add(payload.call_id)
+            elif isinstance(payload, ToolResultRecorded):
+                open_work.discard(payload.call_id)
+            elif isinstance(payload, CompactionStarted):
+                open_work.add(payload.compaction_id)
+            elif isinstance(payload, CompactionRecorded | CompactionFailed | CompactionCancelled):
+                open_work.discard(payload.compaction_id)
+        if not open_work:
+            quiet = batch[-1].seq
+    return quiet

@@ -27,6 +27,7 @@ __all__ = (
     "BranchCreated",
     "BranchEnded",
     "BranchMessageReceived",
+    "BranchShown",
     "CompactionCancelled",
     "CompactionFailed",
     "CompactionRecorded",
@@ -419,6 +420,8 @@ class BranchCreated(Payload):
     parent_id: BranchId
     cut_seq: Seq
     label: str | None = None
+    #: What the line of work is for (a branch the model started has one).
+    task: str | None = None
 
 
 @attrs.frozen
@@ -429,6 +432,29 @@ class BranchMessageReceived(Payload):
     sender_branch_id: BranchId
     message_id: str
     text: str
+
+
+@attrs.frozen
+class BranchShown(Payload):
+    """How a child line of work is shown in its parent's turn, at this moment.
+
+    Recorded on the parent, only while a parent turn runs, so a replay shows
+    what the live turn showed: `display_id` names one showing (a child shown
+    again in a later turn gets a new one); `done` says the showing is over
+    (the child finished, or the parent's turn ended while it ran).
+    """
+
+    KIND: ClassVar[str] = "branch.shown"
+    branch_id: BranchId
+    display_id: str
+    title: str
+    #: `running`, `waiting` (for the person's approval), `finished`, `failed`,
+    #: `interrupted`, `closed`, or `detached` (still running after the parent's turn).
+    state: str
+    #: The child's steps so far, a line each (bounded), then its report.
+    lines: list[str] = attrs.field(factory=list)
+    report: str | None = None
+    done: bool = False
 
 
 @attrs.frozen
@@ -574,6 +600,7 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
         NotificationReceived,
         BranchCreated,
         BranchMessageReceived,
+        BranchShown,
         BranchEnded,
         CompactionStarted,
         CompactionRecorded,

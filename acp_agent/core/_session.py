@@ -104,12 +104,18 @@ class Session:
     # --- branches ---------------------------------------------------------------------
 
     async def create_branch(
-        self, parent: Branch, *, at: Seq | None = None, label: str | None = None
+        self,
+        parent: Branch,
+        *,
+        at: Seq | None = None,
+        label: str | None = None,
+        task: str | None = None,
     ) -> Branch:
         """Open a child of `parent` inheriting its history up to `at` (a batch end).
 
         `at` defaults to the parent's published end. The child's first event,
-        `BranchCreated`, and its stored row are written in one transaction.
+        `BranchCreated` (with its `label` and `task`), and its stored row are
+        written in one transaction.
         """
         self._require_open()
         cut = parent.timeline.last_published_seq if at is None else at
@@ -120,7 +126,7 @@ class Session:
             branch_id=branch_id,
             seq=Seq(cut + 1),
             batch_id=BatchId(cut + 1),
-            payload=BranchCreated(branch_id, parent.id, cut, label),
+            payload=BranchCreated(branch_id, parent.id, cut, label, task),
             producer=CORE_PRODUCER,
             recorded_at=self._context.clock(),
         )

@@ -46,9 +46,17 @@ class TurnState(enum.Enum):
 class Turn:
     """One prompt's work: a task group the branch hosts, and how the turn ended."""
 
-    def __init__(self, turn_id: TurnId, record: Callable[[Payload], Awaitable[None]]) -> None:
-        """`record` appends a fact to the branch's timeline."""
+    def __init__(
+        self,
+        turn_id: TurnId,
+        record: Callable[[Payload], Awaitable[None]],
+        *,
+        before_ending: Callable[[Turn], Awaitable[None]] | None = None,
+    ) -> None:
+        """`record` appends a fact to the branch's timeline; `before_ending` runs (shielded,
+        its failures logged) right before the ending is recorded, whichever way it ends."""
         self.turn_id = turn_id
+        self._before_ending = before_ending
         #: The error that ended the turn's work, if it failed.
         self.failure: Exception | None = None
         #: The ending the turn could not record (the store failed), owed to the timeline.
@@ -93,6 +101,7 @@ class Turn:
         ending = TurnEnded(self.turn_id, stop_reason)
         try:
             with anyio.CancelScope(shield=True):  # once ENDED, the fact must land
+                await self._ending_soon()
                 await self._record(ending)
         except Exception as exc:
             self.unrecorded_ending, self.record_error = ending, exc
@@ -148,7 +157,16 @@ class Turn:
             ending = TurnInterrupted(self.turn_id)  # cancelled, or the branch closed under it
         self._state = TurnState.ENDED
         try:
+            await self._ending_soon()
             await self._record(ending)
         except Exception as exc:
             self.unrecorded_ending, self.record_error = ending, exc
             logger.error("could not record the end of turn %s: %s", self.turn_id, exc)
+
+    async def _ending_soon(self) -> None:
+        if self._before_ending is None:
+            return
+        try:
+            await self._before_ending(self)
+        except Exception:
+            logger.exception("a hook before the end of turn %s failed", self.turn_id)
