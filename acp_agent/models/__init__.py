@@ -68,9 +68,11 @@ from acp_agent.models._request import (
 from acp_agent.models._retry import NO_RETRY, RetryPolicy, Sleep
 from acp_agent.models._scripted import (
     SCRIPTED_PROVIDER,
+    BranchScript,
     Script,
     ScriptedProvider,
     ScriptError,
+    ScriptLine,
     load_script,
     parse_script,
 )
@@ -95,6 +97,7 @@ __all__ = (
     "SCRIPTED_PROVIDER",
     "AnthropicProvider",
     "AuthenticationFailed",
+    "BranchScript",
     "ConfigFileInvalid",
     "ContextWindowExceeded",
     "Image",
@@ -132,6 +135,7 @@ __all__ = (
     "Role",
     "Script",
     "ScriptError",
+    "ScriptLine",
     "ScriptedProvider",
     "Sleep",
     "StopReason",

@@ -49,6 +49,22 @@ history: its last message is a ``<compaction-request>``) is answered with
 `SUMMARY` and takes no reply, so compaction never shifts which reply answers
 which request.
 
+Branches (lines of work the model starts with its `branch` tool) play
+replies of their own, so a script can drive main and its children
+deterministically. An optional top-level ``"branches"`` is a list of objects
+``{"replies": [...], "title": "..."}`` (`title` optional): the branch whose
+title matches plays that entry; any other plays the entry at its place in
+the order branches are created in the session (the first child created
+plays ``branches[0]``, and so on; past the end, the last entry). A branch's
+requests count from 0 on their own. Without ``"branches"``, a branch plays
+``"replies"`` as the main line does::
+
+    {
+      "replies": [[{"tool_call": {"name": "branch", "arguments": {"task": "Read the tests"}}}],
+                  [{"text": "Started it."}]],
+      "branches": [{"title": "tests", "replies": [[{"text": "The tests pass."}]]}]
+    }
+
 Unknown keys are errors, so a script written for a later version fails
 loudly at start-up instead of playing half. An optional top-level
 ``"context_window"`` (tokens, default `DEFAULT_CONTEXT_WINDOW`) is what the
@@ -97,9 +113,11 @@ __all__ = (
     "ERRORS",
     "SCRIPTED_PROVIDER",
     "SUMMARY",
+    "BranchScript",
     "Fail",
     "Script",
     "ScriptError",
+    "ScriptLine",
     "ScriptedProvider",
     "Sleep",
     "Step",
@@ -209,13 +227,30 @@ ERRORS: Final[Mapping[str, Callable[[str], ProviderError]]] = {
 }
 _STOPS: Final = {reason.value: reason for reason in StopReason}
 _STEP_KEYS: Final = ("text", "thought", "sleep_ms", "tool_call", "usage", "stop", "error")
-_SCRIPT_KEYS: Final = frozenset({"replies", "context_window"})
+_SCRIPT_KEYS: Final = frozenset({"replies", "context_window", "branches"})
+_BRANCH_KEYS: Final = frozenset({"replies", "title"})
 _TOOL_CALL_KEYS: Final = frozenset({"name", "arguments", "id"})
 _USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
 class ScriptError(ValueError):
     """The script file is missing, not JSON, or not in the format above."""
+
+
+@attrs.frozen
+class ScriptLine:
+    """Which line of work asks: a branch's place in the order of creation, and its title."""
+
+    ordinal: int
+    title: str | None = None
+
+
+@attrs.frozen
+class BranchScript:
+    """The replies one branch plays (see the module docstring)."""
+
+    replies: tuple[tuple[Step, ...], ...]
+    title: str | None = None
 
 
 @attrs.frozen
@@ -226,6 +261,17 @@ class Script:
     context_window: int = DEFAULT_CONTEXT_WINDOW
     #: What the script is called (its file's stem): the model is `scripted/<name>`.
     name: str = "script"
+    #: What branches play, by title or by their order of creation.
+    branches: tuple[BranchScript, ...] = ()
+
+    def for_line(self, line: ScriptLine | None) -> Script:
+        """The script a line of work plays: this one for main, a branch's entry for one."""
+        if line is None or not self.branches:
+            return self
+        chosen = next((b for b in self.branches if b.title and b.title == line.title), None)
+        if chosen is None:
+            chosen = self.branches[min(line.ordinal, len(self.branches) - 1)]
+        return attrs.evolve(self, replies=chosen.replies, branches=())
 
     @replies.validator
     def _at_least_one(self, _: Any, value: tuple[tuple[Step, ...], ...]) -> None:
@@ -257,7 +303,9 @@ def load_script(path: Path) -> Script:
 def parse_script(data: Any, *, name: str = "script") -> Script:
     """Check a decoded script and turn it into a `Script`."""
     if not isinstance(data, dict) or "replies" not in data or set(data) - _SCRIPT_KEYS:
-        raise ScriptError('a script is an object with one key, "replies" (and "context_window")')
+        raise ScriptError(
+            'a script is an object with "replies" (and optional "context_window", "branches")'
+        )
     replies = data["replies"]
     if not isinstance(replies, list) or not replies:
         raise ScriptError('"replies" must be a non-empty list')
@@ -265,7 +313,23 @@ def parse_script(data: Any, *, name: str = "script") -> Script:
     if not _is_count(window) or window == 0:
         raise ScriptError('"context_window" must be a positive integer')
     parsed = tuple(_parse_reply(reply, f"replies[{i}]") for i, reply in enumerate(replies))
-    return Script(parsed, window, name)
+    branches = data.get("branches", [])
+    if not isinstance(branches, list):
+        raise ScriptError('"branches" must be a list of {"replies": [...], "title": ...}')
+    return Script(parsed, window, name, tuple(_parse_branch(b, i) for i, b in enumerate(branches)))
+
+
+def _parse_branch(branch: Any, index: int) -> BranchScript:
+    where = f"branches[{index}]"
+    if not isinstance(branch, dict) or "replies" not in branch or set(branch) - _BRANCH_KEYS:
+        raise ScriptError(f'{where} must be an object with "replies" and an optional "title"')
+    replies, title = branch["replies"], branch.get("title")
+    if not isinstance(replies, list) or not replies:
+        raise ScriptError(f"{where}.replies must be a non-empty list")
+    if title is not None and (not isinstance(title, str) or not title):
+        raise ScriptError(f"{where}.title must be a non-empty string")
+    parsed = tuple(_parse_reply(r, f"{where}.replies[{i}]") for i, r in enumerate(replies))
+    return BranchScript(parsed, title)
 
 
 def _is_count(value: Any) -> bool:

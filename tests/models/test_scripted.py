@@ -22,6 +22,7 @@ from acp_agent.models import (
     Script,
     ScriptedProvider,
     ScriptError,
+    ScriptLine,
     StopReason,
     StreamBroken,
     Text,
@@ -109,8 +110,8 @@ def test_reply_i_answers_request_i_and_the_last_reply_repeats():
 @pytest.mark.parametrize(
     ("data", "complaint"),
     [
-        ([[{"text": "a"}]], 'one key, "replies"'),
-        ({"replies": [], "extra": 1}, 'one key, "replies"'),
+        ([[{"text": "a"}]], 'an object with "replies"'),
+        ({"replies": [], "extra": 1}, 'an object with "replies"'),
         ({"replies": []}, "non-empty list"),
         ({"replies": [[]], "context_window": 0}, "context_window"),
         ({"replies": [{"text": "a"}]}, "replies[0] must be a list"),
@@ -130,11 +131,47 @@ def test_reply_i_answers_request_i_and_the_last_reply_repeats():
         ({"replies": [[{"error": "timeout"}, {"text": "a"}]]}, '"error" step must be the last'),
         ({"replies": [[{"error": "stream_broken"}]]}, '"stream_broken" needs a text'),
         ({"replies": [[{"say": "hi"}]]}, "unknown step 'say'"),
+        ({"replies": [[]], "branches": {}}, '"branches" must be a list'),
+        ({"replies": [[]], "branches": [{"title": "x"}]}, "branches[0] must be an object"),
+        ({"replies": [[]], "branches": [{"replies": []}]}, "branches[0].replies must be"),
+        ({"replies": [[]], "branches": [{"replies": [[]], "title": 3}]}, "branches[0].title"),
+        (
+            {"replies": [[]], "branches": [{"replies": [[{"text": 5}]]}]},
+            "branches[0].replies[0][0].text must be a string",
+        ),
     ],
 )
 def test_a_malformed_script_is_refused_with_the_place_named(data: Any, complaint: str):
     with pytest.raises(ScriptError, match=re.escape(complaint)):
         parse_script(data)
+
+
+def test_each_branch_plays_its_entry_by_title_then_by_order_of_creation():
+    script = parse_script(
+        {
+            "replies": [[{"text": "main"}]],
+            "branches": [
+                {"replies": [[{"text": "first"}]]},
+                {"replies": [[{"text": "tests"}], [{"text": "tests again"}]], "title": "tests"},
+            ],
+        }
+    )
+    assert script.for_line(None) is script
+    assert script.for_line(ScriptLine(0)).reply_for(0) == (TextDelta("first"),)
+    # Matched by title wherever it was created; its requests count on their own.
+    tests = script.for_line(ScriptLine(0, "tests"))
+    assert [tests.reply_for(i) for i in range(2)] == [
+        (TextDelta("tests"),),
+        (TextDelta("tests again"),),
+    ]
+    assert tests.branches == ()
+    # Past the end of the list: the last entry.
+    assert script.for_line(ScriptLine(7, "other")).reply_for(0) == (TextDelta("tests"),)
+
+
+def test_without_branches_a_branch_plays_the_main_replies():
+    script = parse_script({"replies": [[{"text": "main"}]]})
+    assert script.for_line(ScriptLine(2, "x")) is script
 
 
 def test_loading_a_missing_or_non_json_file_is_a_script_error(tmp_path: Path):
