@@ -29,6 +29,13 @@ from typing import Final
 
 import attrs
 
+from acp_agent.capabilities._branch_tools import BRANCH_TOOL_NAMES, branch_tools
+from acp_agent.capabilities._branches import (
+    BRANCHES_GUIDE_ENTRY,
+    DEFAULT_BRANCH_LIMIT,
+    BranchManager,
+    GatedPrompter,
+)
 from acp_agent.capabilities._loop import LoopSettings, ModelLoop
 from acp_agent.capabilities._model_source import ModelSource
 from acp_agent.capabilities._result_budget import ResultBudget, ResultLimits
@@ -51,13 +58,19 @@ from acp_agent.core import (
     DISPATCHER,
     SESSION,
     STORE,
+    Branch,
+    BranchCreated,
     Scope,
     ScopeKind,
+    Seq,
     ServiceKey,
     ServiceRegistry,
+    TurnId,
 )
+from acp_agent.models import ScriptLine
 
 __all__ = (
+    "BRANCHES",
     "CONTEXT",
     "GUIDE",
     "MODEL_LOOP",
@@ -69,6 +82,7 @@ __all__ = (
     "register_capabilities",
 )
 
+BRANCHES: Final[ServiceKey[BranchManager]] = ServiceKey("branches", ScopeKind.SESSION)
 RESULT_BUDGET: Final[ServiceKey[ResultBudget]] = ServiceKey("result_budget", ScopeKind.PROCESS)
 SESSION_CONTROLS: Final[ServiceKey[SessionControls]] = ServiceKey(
     "session_controls", ScopeKind.SESSION
@@ -99,6 +113,7 @@ class CapabilitySettings:
     * `results_dir`: where the full text of a result cut to its budget is kept
       (None: not kept).
     * `result_limits`: the caps of each copy of a tool result.
+    * `branch_limit`: how many branches the model may have working at once.
     """
 
     models: ModelSource
@@ -109,6 +124,7 @@ class CapabilitySettings:
     clock: Callable[[], float] = time.time
     results_dir: Path | None = None
     result_limits: ResultLimits = attrs.field(factory=ResultLimits)
+    branch_limit: int = DEFAULT_BRANCH_LIMIT
 
 
 def register_capabilities(registry: ServiceRegistry, settings: CapabilitySettings) -> None:
@@ -123,11 +139,24 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         controls.model_id = settings.models.default_model()
         return controls
 
-    async def toolset(scope: Scope) -> ToolSet:
-        return ToolSet(settings.tools())
-
     async def guide(scope: Scope) -> GuideRegistry:
-        return default_guide_registry()
+        registry = default_guide_registry()
+        registry.register(BRANCHES_GUIDE_ENTRY)
+        return registry
+
+    async def branches(scope: Scope) -> BranchManager:
+        async def start_turn(branch: Branch, turn_id: TurnId) -> object:
+            return await branch.scope.get(MODEL_LOOP).start_turn(turn_id, [])
+
+        return BranchManager(
+            scope.get(SESSION),
+            start_turn=start_turn,
+            limit=settings.branch_limit,
+            clock=settings.clock,
+        )
+
+    async def toolset(scope: Scope) -> ToolSet:
+        return ToolSet([*settings.tools(), *branch_tools(scope.get(BRANCHES))])
 
     def local_now() -> datetime.datetime:
         return datetime.datetime.fromtimestamp(settings.clock()).astimezone()
@@ -154,36 +183,66 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             clock=local_now,
             extra_sources=[ValueSource("session/commands", commands)],
             settings=ContextSettings(context_window_tokens=window),
+            task=(await _created(branch)).task if branch.parent_id is not None else None,
         )
 
     async def tool_executor(scope: Scope) -> ToolExecutor:
+        branch, controls = scope.get(BRANCH), scope.get(SESSION_CONTROLS)
+        prompter = None
+        if branch.parent_id is not None:  # a child asks during main's turns, naming itself
+            prompter = GatedPrompter(scope.get(BRANCHES), branch.id, lambda: controls.prompter)
         executor = ToolExecutor(
-            scope.get(BRANCH),
-            scope.get(SESSION_CONTROLS),
+            branch,
+            controls,
             scope.get(STORE),
             clock=settings.clock,
             budget=scope.get(RESULT_BUDGET),
+            prompter=prompter,
         )
         await scope.get(DISPATCHER).subscribe_rebuilt(executor)
         return executor
 
     async def model_loop(scope: Scope) -> ModelLoop:
+        branch, manager = scope.get(BRANCH), scope.get(BRANCHES)
+        child = branch.parent_id is not None
+        line = None
+        if child:
+            records = await scope.get(STORE).list_branches(branch.session_id)
+            children = [r.branch_id for r in records if r.parent_id is not None]
+            line = ScriptLine(children.index(branch.id), branch.record.label)
         loop = ModelLoop(
-            scope.get(BRANCH),
+            branch,
             executor=scope.get(TOOL_EXECUTOR),
             toolset=scope.get(TOOLSET),
             models=settings.models,
             controls=scope.get(SESSION_CONTROLS),
             context=scope.get(CONTEXT),
             settings=settings.loop,
+            line=line,
+            hidden_tools=BRANCH_TOOL_NAMES if child else frozenset(),
         )
         await scope.get(DISPATCHER).subscribe_rebuilt(loop)
+        if child:
+            created = await _created(branch)
+            title = branch.record.label or branch.id
+            await manager.attach_child(branch, title=title, task=created.task or "")
+        else:
+            manager.attach_main(branch)
         return loop
 
     registry.register(RESULT_BUDGET, result_budget)
     registry.register(SESSION_CONTROLS, session_controls)
-    registry.register(TOOLSET, toolset)
     registry.register(GUIDE, guide)
+    registry.register(BRANCHES, branches)
+    registry.register(TOOLSET, toolset)
     registry.register(CONTEXT, context)
     registry.register(TOOL_EXECUTOR, tool_executor)
     registry.register(MODEL_LOOP, model_loop)
+
+
+async def _created(branch: Branch) -> BranchCreated:
+    """A child's first event: how it began (its label and task)."""
+    first = await branch.timeline.event_at(Seq(branch.cut_seq + 1))
+    if first is None or not isinstance(first.payload, BranchCreated):
+        return BranchCreated(branch.id, branch.parent_id or branch.id, branch.cut_seq)
+    return first.payload

@@ -105,6 +105,7 @@ from acp_agent.models import (
     ReasoningEffort,
     ReasoningEnded,
     ReplyBuilder,
+    ScriptLine,
     StopReason,
     StreamBroken,
     TextDelta,
@@ -306,8 +307,15 @@ class ModelLoop:
         context: ContextPreparer,
         settings: LoopSettings | None = None,
         new_request_id: Callable[[], str] = lambda: new_id("req"),
+        line: ScriptLine | None = None,
+        hidden_tools: frozenset[str] = frozenset(),
     ) -> None:
+        """`line` says which branch this is to a scripted model (None: the main line);
+        `hidden_tools` are the tools this branch is not offered (a branch never starts a
+        branch)."""
         self.branch = branch
+        self.line = line
+        self.hidden_tools = hidden_tools
         self.executor = executor
         self.toolset = toolset
         self.models = models
@@ -331,12 +339,21 @@ class ModelLoop:
     # --- rebuild and live events --------------------------------------------------------
 
     async def rebuild(self, timeline: Timeline) -> Seq:
-        """Learn the history; end a turn, a request and a compaction left open by a restart."""
+        """Learn the history; end a turn, a request and a compaction left open by a restart.
+
+        Only the branch's own events count as its turns and requests: what a child
+        inherits belongs to its parent (and never has anything open: its cut is quiet).
+        """
         open_turn: TurnId | None = None
         open_requests: list[str] = []
         open_compactions: list[str] = []
+        own = self.branch.id
         for event in await timeline.read():
             payload = event.payload
+            if isinstance(payload, ToolCallRequested):
+                self._proposals.seen([payload.call_id])
+            if event.branch_id != own:
+                continue
             if isinstance(payload, CompactionStarted):
                 open_compactions.append(payload.compaction_id)
             elif isinstance(payload, CompactionRecorded | CompactionFailed | CompactionCancelled):
@@ -349,13 +366,13 @@ class ModelLoop:
             elif isinstance(payload, ModelRequestStarted):
                 self._requests_made += 1
                 open_requests.append(payload.request_id)
-            elif isinstance(
-                payload, ModelRequestFinished | ModelRequestFailed | ModelRequestInterrupted
+            elif (
+                isinstance(
+                    payload, ModelRequestFinished | ModelRequestFailed | ModelRequestInterrupted
+                )
+                and payload.request_id in open_requests
             ):
-                if payload.request_id in open_requests:
-                    open_requests.remove(payload.request_id)
-            elif isinstance(payload, ToolCallRequested):
-                self._proposals.seen([payload.call_id])
+                open_requests.remove(payload.request_id)
         drafts = [
             EventDraft(ModelRequestInterrupted(request_id, "restart"), LOOP_PRODUCER)
             for request_id in open_requests
@@ -397,7 +414,7 @@ class ModelLoop:
         `PromptTooLarge`, with nothing recorded, for a message the model cannot take
         even with all history compacted away.
         """
-        specs = [tool_spec(d) for d in self.toolset.current.definitions]
+        specs = self._offered(self.toolset.current)
         tokens, limit = self.context.input_tokens(content), self.context.input_limit(specs)
         if tokens > limit:
             raise PromptTooLarge(tokens, limit, self.context.window())
@@ -447,7 +464,7 @@ class ModelLoop:
             await self._end(run, "end_turn")
             return
         generation = self.toolset.current
-        specs = [tool_spec(d) for d in generation.definitions]
+        specs = self._offered(generation)
         prepared = await self.context.prepare(
             turn_id=turn_id,
             model=handle.model,
@@ -470,11 +487,17 @@ class ModelLoop:
         self._state = LoopState.STREAMING
         await self._stream(run, request_id, handle, prepared.request, generation)
 
+    def _offered(self, generation: ToolGeneration) -> list[ToolSpec]:
+        hidden = self.hidden_tools
+        return [tool_spec(d) for d in generation.definitions if d.name not in hidden]
+
     def _open_model(self) -> ModelHandle:
         model_id = self.controls.model_id
         handle = self._handle
         if handle is None or handle.model_id != (model_id or handle.model_id):
-            handle = self._handle = self.models.open(model_id, requests_made=self._requests_made)
+            handle = self._handle = self.models.open(
+                model_id, requests_made=self._requests_made, line=self.line
+            )
         return handle
 
     async def _stream(

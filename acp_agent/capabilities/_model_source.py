@@ -31,6 +31,7 @@ from acp_agent.models import (
     ProviderNotConfigured,
     Script,
     ScriptedProvider,
+    ScriptLine,
 )
 
 if TYPE_CHECKING:
@@ -154,11 +155,14 @@ class ModelSource(Protocol):
         """The model new sessions use, or None when nothing is configured."""
         ...
 
-    def open(self, model_id: str | None, *, requests_made: int = 0) -> ModelHandle:
+    def open(
+        self, model_id: str | None, *, requests_made: int = 0, line: ScriptLine | None = None
+    ) -> ModelHandle:
         """A handle for `model_id` (None: the default); `ProviderNotConfigured` says why not.
 
-        `requests_made` is how many requests the conversation made before: a
-        scripted model uses it to play the next reply after a restart.
+        `requests_made` is how many requests the conversation (this line of work)
+        made before, and `line` which branch asks (None: the main line): a
+        scripted model uses them to play the right reply.
         """
         ...
 
@@ -230,10 +234,12 @@ class ConfiguredModels:
         except ProviderNotConfigured:
             return None
 
-    def open(self, model_id: str | None, *, requests_made: int = 0) -> ModelHandle:
+    def open(
+        self, model_id: str | None, *, requests_made: int = 0, line: ScriptLine | None = None
+    ) -> ModelHandle:
         chosen = model_id or self.default_model()
         if chosen is not None and chosen.startswith(f"{SCRIPTED_PROVIDER}/"):
-            return self._open_script(chosen, requests_made)
+            return self._open_script(chosen, requests_made, line)
         if self._config_error is not None:
             raise self._config_error
         from acp_agent.models import build_provider, resolve_model
@@ -298,7 +304,9 @@ class ConfiguredModels:
             if provider.api_key_env
         ]
 
-    def _open_script(self, model_id: str, requests_made: int) -> ModelHandle:
+    def _open_script(
+        self, model_id: str, requests_made: int, line: ScriptLine | None
+    ) -> ModelHandle:
         script = self._script
         if script is None or model_id != script.model_id:
             loaded = f"; this process plays {script.model_id}" if script is not None else ""
@@ -307,7 +315,7 @@ class ConfiguredModels:
                 "with --script FILE (the model is scripted/<file name without .json>).",
                 provider=SCRIPTED_PROVIDER,
             )
-        provider = ScriptedProvider(script, first_request=requests_made)
+        provider = ScriptedProvider(script.for_line(line), first_request=requests_made)
         return ModelHandle(provider, model_id, script.name, script.context_window)
 
     def _http_client(self) -> httpx.AsyncClient:

@@ -157,6 +157,8 @@ class PermissionQuestion:
     arguments: Mapping[str, Any]
     locations: tuple[Location, ...]
     options: tuple[PermissionOption, ...]
+    #: The branch whose call it is, when it is not the main line's.
+    branch_id: str | None = None
 
 
 @attrs.frozen

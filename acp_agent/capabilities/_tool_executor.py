@@ -52,6 +52,7 @@ from acp_agent.capabilities._permissions import (
     Ask,
     PermissionAnswer,
     PermissionChoice,
+    PermissionPrompter,
     PermissionQuestion,
     Refuse,
     decide,
@@ -221,6 +222,8 @@ class ToolExecutor:
     * `store`: where "always" answers are kept as permission rules.
     * `clock`: wall time for rules (seconds since the epoch).
     * `budget`: caps each copy of a result before it is recorded (`result_budget`).
+    * `prompter`: asks the person instead of the session's (a child's questions
+      wait for a turn of main).
     """
 
     name = "tool executor"
@@ -233,8 +236,11 @@ class ToolExecutor:
         *,
         clock: Callable[[], float],
         budget: ResultBudget | None = None,
+        prompter: PermissionPrompter | None = None,
     ) -> None:
         self.branch = branch
+        #: Who asks the person (None: the session's prompter, `controls.prompter`).
+        self.prompter = prompter
         self.budget = budget if budget is not None else ResultBudget(None)
         self.controls = controls
         self.store = store
@@ -426,9 +432,11 @@ class ToolExecutor:
             arguments=request.arguments,
             locations=decode_locations(request.locations),
             options=ask.options,
+            branch_id=None if self.branch.parent_id is None else self.branch.id,
         )
+        prompter = self.prompter if self.prompter is not None else self.controls.prompter
         try:
-            return await self.controls.prompter.ask(question)
+            return await prompter.ask(question)
         except Exception:
             logger.exception("asking about call %s failed; taking it as cancelled", call.call_id)
             return PermissionAnswer(None)

@@ -225,7 +225,10 @@ async def test_a_call_to_an_unknown_tool_gets_a_clear_error_result(tmp_path: Pat
 
     [(_, outcome, _, text)] = results(history)
     assert outcome is ToolOutcome.NOT_EXECUTED
-    assert text == "Not run: there is no tool named 'teleport' (available: look)."
+    assert text == (
+        "Not run: there is no tool named 'teleport' (available: branch, branch_close, "
+        "branch_message, branch_status, branch_wait, look)."
+    )
 
 
 async def test_arguments_that_are_not_json_are_not_run(tmp_path: Path):

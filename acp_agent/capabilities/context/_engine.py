@@ -452,12 +452,13 @@ def build_context_engine(
     clock: Callable[[], datetime.datetime] | None = None,
     extra_sources: Sequence[StateSource] = (),
     settings: ContextSettings | None = None,
+    task: str | None = None,
 ) -> ContextEngine:
     """The engine for `branch` with the built-in state sources and rule files.
 
     The workspace is the session's cwd; `branch/identity` names the branch (`main`,
-    or its label and where it started); `extra_sources` add values other
-    components know (`session/commands`, `session/skills`).
+    or its label, where it started and its `task`); `extra_sources` add values
+    other components know (`session/commands`, `session/skills`).
     """
     cwd = branch.cwd
     record = branch.record
@@ -466,6 +467,7 @@ def build_context_engine(
         record.branch_id,
         parent=record.parent_id,
         cut_seq=int(record.cut_seq),
+        task=task,
     )
     sources = default_state_sources(
         cwd,

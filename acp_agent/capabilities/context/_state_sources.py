@@ -159,20 +159,28 @@ class ValueSource:
 class BranchIdentitySource:
     """`branch/identity`: which line of work the conversation is.
 
-    `main` for a session's main branch; otherwise the branch's label (or id) and
-    where it started, e.g. `read-tests: branch of main from #97`.
+    `main` for a session's main branch; otherwise the branch's label (or id),
+    where it started, and its task when it has one, e.g. `read-tests: branch
+    br_1 of br_0 from #97 (the history before belongs to br_0). Task: ...`.
     """
 
     label: str | None
     branch_id: str
     parent: str | None = None
     cut_seq: int = 0
+    task: str | None = None
 
     async def read(self) -> Mapping[str, str | None]:
         name = self.label or self.branch_id
         if self.parent is None:
             return {"branch/identity": name}
-        return {"branch/identity": f"{name}: branch of {self.parent} from #{self.cut_seq}"}
+        value = f"{name}: branch of {self.parent} from #{self.cut_seq}"
+        if self.task is not None:
+            value = (
+                f"{name}: branch {self.branch_id} of {self.parent}, from #{self.cut_seq} "
+                f"(the history before that belongs to {self.parent}). Task: {self.task}"
+            )
+        return {"branch/identity": value}
 
 
 @attrs.frozen

@@ -1,0 +1,280 @@
+"""The main line's tools for its branches, and the person's `/branches` and `/branch`.
+
+They live with the capabilities, not in `acp_agent.tools`, since they work
+the runtime (`BranchManager`). Only the main line is offered the tools, and
+each refuses to run on a branch: a branch never starts a branch.
+
+=================  ===========================================================
+`branch`           `task` (and `title`): start a child now; returns its id
+`branch_status`    `branch_id` (optional): state, steps, report of one or all
+`branch_message`   `branch_id`, `text`: a `<branch-message>` to the child
+`branch_wait`      `branch_ids`, `all`, `timeout_s`: until one (or all) stops
+`branch_close`     `branch_id`: end the child's line of work
+=================  ===========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from acp_agent.capabilities._branches import (
+    BranchLimitReached,
+    BranchManager,
+    ChildLine,
+    LineState,
+    NotABranch,
+)
+from acp_agent.capabilities._slash_commands import CommandSpec, ExtraCommand
+from acp_agent.capabilities._tool import (
+    Effect,
+    PermissionNeed,
+    TextContent,
+    ToolContext,
+    ToolDefinition,
+    ToolInputError,
+    ToolKind,
+    ToolPresentation,
+    ToolResult,
+)
+
+__all__ = ("BRANCH_TOOL_NAMES", "branch_commands", "branch_tools")
+
+#: The most a `branch_wait` waits, whatever it asks for.
+_MAX_WAIT_S: Final = 600.0
+_DEFAULT_WAIT_S: Final = 60.0
+
+
+def _text(text: str, *, error: bool = False, raw: Any = None) -> ToolResult:
+    return ToolResult((TextContent(text),), text, is_error=error, raw_output=raw)
+
+
+def _describe(line: ChildLine) -> dict[str, Any]:
+    return {
+        "branch_id": line.branch_id,
+        "title": line.title,
+        "state": line.state.value,
+        "steps": list(line.lines),
+        "report": line.report,
+    }
+
+
+def _render(lines: Sequence[ChildLine]) -> str:
+    if not lines:
+        return "No branches in this session."
+    blocks = []
+    for line in lines:
+        block = [line.summary()]
+        block += [f"  {step}" for step in line.lines[-8:]]
+        if line.report and not line.state.working:
+            block.append(f"  Report: {line.report}")
+        blocks.append("\n".join(block))
+    return "\n\n".join(blocks)
+
+
+def _str(arguments: Mapping[str, Any], name: str, *, required: bool = True) -> str | None:
+    value = arguments.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ToolInputError(f"`{name}` must be a non-empty string")
+    return value
+
+
+@attrs.frozen
+class _BranchTool:
+    """One of the tools (its definition, and what it does with the manager)."""
+
+    definition: ToolDefinition
+    title: Callable[[Mapping[str, Any]], str]
+    act: Callable[[BranchManager, Mapping[str, Any]], Any]
+    manager: BranchManager
+
+    def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
+        return ToolPresentation(self.title(arguments), ToolKind.OTHER)
+
+    def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
+        # Starting or steering a line of work touches nothing: its own tools ask.
+        return PermissionNeed(Effect.READ_ONLY, self.definition.name)
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        if context.branch_id != self.manager.main.id:
+            return _text("Not run: a branch cannot start or steer branches.", error=True)
+        try:
+            result: ToolResult = await self.act(self.manager, arguments)
+        except (BranchLimitReached, NotABranch) as exc:
+            return _text(f"Not run: {exc}.", error=True)
+        return result
+
+
+async def _start(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
+    task = _str(arguments, "task")
+    assert task is not None
+    line = await manager.start(task, _str(arguments, "title", required=False))
+    text = (
+        f"Started branch {line.branch_id} ({line.title!r}). It works on its own, alongside "
+        "you; its report arrives as a notification when it is done (or use branch_wait)."
+    )
+    return _text(text, raw={"branch_id": line.branch_id, "title": line.title})
+
+
+async def _status(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
+    branch_id = _str(arguments, "branch_id", required=False)
+    lines = [manager.line(branch_id)] if branch_id else manager.lines()
+    return _text(_render(lines), raw=[_describe(line) for line in lines])
+
+
+async def _message(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
+    branch_id, text = _str(arguments, "branch_id"), _str(arguments, "text")
+    assert branch_id is not None
+    assert text is not None
+    line = await manager.message(branch_id, text)
+    return _text(f"Sent to branch {line.branch_id} ({line.title!r}).")
+
+
+async def _wait(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
+    ids = arguments.get("branch_ids") or []
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ToolInputError("`branch_ids` must be a list of branch ids")
+    timeout = arguments.get("timeout_s", _DEFAULT_WAIT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
+        raise ToolInputError("`timeout_s` must be a number of seconds")
+    every = arguments.get("all", False) is True
+    lines = await manager.wait(ids, every=every, timeout_s=min(float(timeout), _MAX_WAIT_S))
+    return _text(_render(lines), raw=[_describe(line) for line in lines])
+
+
+async def _close(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
+    branch_id = _str(arguments, "branch_id")
+    assert branch_id is not None
+    line = await manager.close(branch_id)
+    return _text(f"Closed branch {line.branch_id} ({line.title!r}).")
+
+
+def _schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+_ID: Final = {"type": "string", "description": "The branch's id, as `branch` returned it."}
+
+_DEFINITIONS: Final = (
+    (
+        ToolDefinition(
+            "branch",
+            "Start a branch: another line of work in this session that works on `task` "
+            "concurrently with you, with its own tools, from the conversation so far. "
+            "Returns its id at once; its report arrives as a notification when it is done.",
+            _schema(
+                {
+                    "task": {"type": "string", "description": "What the branch is to do."},
+                    "title": {"type": "string", "description": "A short name for it."},
+                },
+                ["task"],
+            ),
+            ToolKind.OTHER,
+        ),
+        lambda a: f"Start a branch: {a.get('title') or a.get('task') or ''}".strip(),
+        _start,
+    ),
+    (
+        ToolDefinition(
+            "branch_status",
+            "The state, steps and report of one branch, or of all of them.",
+            _schema({"branch_id": _ID}),
+            ToolKind.OTHER,
+        ),
+        lambda a: f"Branch status {a.get('branch_id') or ''}".strip(),
+        _status,
+    ),
+    (
+        ToolDefinition(
+            "branch_message",
+            "Send a branch a message; an idle branch starts working on it.",
+            _schema({"branch_id": _ID, "text": {"type": "string"}}, ["branch_id", "text"]),
+            ToolKind.OTHER,
+        ),
+        lambda a: f"Message branch {a.get('branch_id') or ''}".strip(),
+        _message,
+    ),
+    (
+        ToolDefinition(
+            "branch_wait",
+            "Wait until one (or, with `all`, every) of the branches named (default: all) "
+            f"stops working, at most `timeout_s` seconds (default {_DEFAULT_WAIT_S:g}, "
+            f"at most {_MAX_WAIT_S:g}); returns their states and reports.",
+            _schema(
+                {
+                    "branch_ids": {"type": "array", "items": {"type": "string"}},
+                    "all": {"type": "boolean"},
+                    "timeout_s": {"type": "number"},
+                }
+            ),
+            ToolKind.OTHER,
+        ),
+        lambda a: "Wait for branches",
+        _wait,
+    ),
+    (
+        ToolDefinition(
+            "branch_close",
+            "End a branch's line of work (its current step is stopped); others go on.",
+            _schema({"branch_id": _ID}, ["branch_id"]),
+            ToolKind.OTHER,
+        ),
+        lambda a: f"Close branch {a.get('branch_id') or ''}".strip(),
+        _close,
+    ),
+)
+
+#: The tools only the main line is offered.
+BRANCH_TOOL_NAMES: Final = frozenset(definition.name for definition, _, _ in _DEFINITIONS)
+
+
+def branch_tools(manager: BranchManager) -> list[Any]:
+    """The tools, bound to a session's manager."""
+    return [_BranchTool(definition, title, act, manager) for definition, title, act in _DEFINITIONS]
+
+
+def branch_commands(manager: BranchManager) -> dict[str, ExtraCommand]:
+    """`/branches` (list them: state, title, last activity) and `/branch <task>` (start one)."""
+
+    async def list_branches(arguments: str) -> str:
+        lines = manager.lines()
+        if not lines:
+            return "No branches in this session. Start one with `/branch <task>`."
+        rows = ["| Branch | Title | State | Last activity |", "|---|---|---|---|"]
+        for line in lines:
+            state = line.state.value
+            if line.state is LineState.WAITING:
+                state = "waiting for your approval (asked in your next prompt)"
+            title = line.title.replace("|", "\\|")
+            rows.append(f"| `{line.branch_id}` | {title} | {state} | {line.last_active()} |")
+        return "\n".join(rows)
+
+    async def start_branch(arguments: str) -> str:
+        task = arguments.strip()
+        if not task:
+            return "Usage: `/branch <task>`: starts a branch working on the task."
+        try:
+            line = await manager.start(task)
+        except BranchLimitReached as exc:
+            return f"Not started: {exc}."
+        return (
+            f"Started branch `{line.branch_id}` ({line.title}). It works alongside the "
+            "main line; its report reaches the main line when it is done (`/branches` "
+            "shows where it is)."
+        )
+
+    return {
+        "branches": ExtraCommand(
+            CommandSpec("branches", "List the branches: state, title, last activity"),
+            list_branches,
+        ),
+        "branch": ExtraCommand(
+            CommandSpec("branch", "Start a branch: another line of work on a task", "task"),
+            start_branch,
+        ),
+    }

@@ -1,0 +1,593 @@
+"""Lines of work in one session: the children the main line starts, followed and shown.
+
+A child is a core `Branch` of main: it inherits main's history up to the
+latest quiet cut (`quiet_cut`: no reply, tool call or compaction open), gets
+its task in its `branch/identity` state, and runs its own model loop, context
+and tools, concurrently with main and its siblings (one workspace, each with
+its own read stamps). `BranchManager` (a session service) starts, follows and
+steers them:
+
+- **following**: a watcher on each child's timeline keeps its state
+  (running, waiting for approval, finished, failed, interrupted, closed), its
+  steps as short lines, and the text of its last reply: its report;
+- **reporting**: when a child's turn ends, main gets a `<notification
+  source="branch/ID">` with the report; it reaches main's next request;
+- **showing**: while a turn of main runs, each child is shown in it as a
+  `BranchShown` fact on main (the adapter shows it as a tool call): updated as
+  the child works, completed when it ends, or, when main's turn ends first,
+  closed with "still running; reports in a later turn". Outside main's turns
+  nothing is recorded on main but notifications (no update reaches the editor
+  between turns); changes are shown at the start of main's next turn;
+- **asking**: a child's permission question waits for a turn of main, and is
+  then asked naming the branch (`GatedPrompter`);
+- **steering**: a message (`BranchMessageReceived`, a `<branch-message>` to
+  the child) starts a turn of a child that is not working; cancel stops every child's
+  current step; close ends a child's line of work, never a sibling's.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Final
+
+import anyio
+import attrs
+
+from acp_agent.capabilities._cuts import cut_middle
+from acp_agent.capabilities._permissions import (
+    PermissionAnswer,
+    PermissionPrompter,
+    PermissionQuestion,
+)
+from acp_agent.capabilities.context import GuideEntry, record_notification
+from acp_agent.core import (
+    Branch,
+    BranchClosed,
+    BranchEnded,
+    BranchId,
+    BranchMessageReceived,
+    BranchShown,
+    CoreMisuse,
+    Event,
+    ModelRequestStarted,
+    ModelTextDelta,
+    NotificationReceived,
+    PermissionAnswered,
+    PermissionAsked,
+    ScopeClosed,
+    Seq,
+    Session,
+    Timeline,
+    ToolCallRequested,
+    ToolResultRecorded,
+    Turn,
+    TurnCancelRequested,
+    TurnEnded,
+    TurnId,
+    TurnInterrupted,
+    UserInputAdopted,
+    new_id,
+    quiet_cut,
+)
+
+__all__ = (
+    "BRANCHES_GUIDE_ENTRY",
+    "BRANCHES_PRODUCER",
+    "DEFAULT_BRANCH_LIMIT",
+    "BranchLimitReached",
+    "BranchManager",
+    "ChildLine",
+    "GatedPrompter",
+    "LineState",
+    "NotABranch",
+)
+
+logger = logging.getLogger(__name__)
+
+#: The producer of the facts the manager records.
+BRANCHES_PRODUCER: Final = "capabilities.branches"
+#: How many children may work at once, unless configured.
+DEFAULT_BRANCH_LIMIT: Final = 4
+#: The most step lines a child keeps (the newest).
+_MAX_LINES: Final = 20
+#: The most of a report a notification carries (the whole is in the child's history).
+_REPORT_CHARS: Final = 20_000
+_DETACHED: Final = "Still running; it reports in a later turn."
+
+BRANCHES_GUIDE_ENTRY: Final = GuideEntry(
+    "core/branches",
+    "core",
+    order=45,
+    text="""\
+## Branches: other lines of work in this session
+
+The main line can start branches with the `branch` tool: each is another line of work \
+in the same session and workspace, working concurrently. A branch inherits the \
+conversation up to where it starts and then knows only its own work; tell it what it \
+needs in its task. Follow them with `branch_status`, steer one with `branch_message`, \
+wait for them with `branch_wait`, and end one with `branch_close`. When a branch's work \
+ends, its report arrives as `<notification source="branch/ID">`: the result of work you \
+started, not a new request from the person. Branches share the files: give each its \
+own part of the work, and re-read a file another branch may have changed.
+
+If `<state source="branch/identity">` says you are a branch, that block gives your task \
+and your parent; the history before your start belongs to your parent. Do the task \
+with your tools; you cannot start branches. Your last message when you are done is \
+your report to your parent: make it complete and self-contained. \
+`<branch-message from="ID">` is a message from your parent.""",
+)
+
+
+class LineState(enum.StrEnum):
+    """Where a child line of work is."""
+
+    RUNNING = "running"
+    #: Its tool call waits for the person's approval.
+    WAITING = "waiting"
+    #: Its last turn finished; it can be messaged again.
+    FINISHED = "finished"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    #: Its line of work ended.
+    CLOSED = "closed"
+
+    @property
+    def working(self) -> bool:
+        return self in (LineState.RUNNING, LineState.WAITING)
+
+
+class BranchLimitReached(Exception):
+    """As many children are working as allowed; the model is told, nothing queues."""
+
+
+class NotABranch(LookupError):
+    """No child line of work has that id."""
+
+
+@attrs.define(eq=False)
+class ChildLine:
+    """What the manager knows of one child."""
+
+    branch: Branch
+    title: str
+    task: str
+    state: LineState = LineState.FINISHED
+    #: Its steps, a line each (the newest `_MAX_LINES`).
+    lines: list[str] = attrs.field(factory=list)
+    #: The text of its last finished turn's last reply.
+    report: str | None = None
+    #: How its last turn ended (a stop reason; `cancelled` when the person stopped it,
+    #: `interrupted` when a restart cut it short), None while it runs.
+    stop_reason: str | None = None
+    last_activity: float = 0.0
+    #: Turns of it that ended, and how many of those main was notified of.
+    turns_ended: int = 0
+    notified: int = 0
+    #: Its current showing in a turn of main, and whether that showing is over.
+    display_id: str | None = None
+    display_done: bool = True
+    #: Something changed while main had no turn: show it at the next one.
+    unshown: bool = False
+    #: What was last recorded of it (showing, state, steps, report).
+    shown_look: tuple[object, ...] = ()
+    _reply: list[str] = attrs.field(factory=list)
+    _titles: dict[str, str] = attrs.field(factory=dict)
+    _changed: anyio.Event = attrs.field(factory=anyio.Event)
+
+    @property
+    def branch_id(self) -> BranchId:
+        return self.branch.id
+
+    def last_active(self) -> str:
+        """When it last did something, as the local time of day."""
+        return time.strftime("%H:%M:%S", time.localtime(self.last_activity))
+
+    def summary(self) -> str:
+        """One line for `branch_status`."""
+        state, when = self.state.value, self.last_active()
+        return f"{self.branch_id} {self.title!r}: {state} (last activity {when})"
+
+    async def wait_change(self) -> None:
+        await self._changed.wait()
+
+    def _note_change(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+
+class BranchManager:
+    """A session's child lines of work (see the module docstring).
+
+    **Parameters:**
+
+    * `session`: the session whose main line starts children.
+    * `start_turn`: starts a turn of a branch with input already on record
+      (its model loop's `start_turn(turn_id, [])`).
+    * `limit`: how many children may work at once.
+    * `clock`: wall time for the last activity.
+    """
+
+    name = "branch lines"
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        start_turn: Callable[[Branch, TurnId], Awaitable[object]],
+        limit: int = DEFAULT_BRANCH_LIMIT,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._session = session
+        self._start_turn = start_turn
+        self.limit = limit
+        self._clock = clock
+        self._main: Branch | None = None
+        self._lines: dict[BranchId, ChildLine] = {}
+        #: Held while deciding to record on main: no showing slips past main's turn end.
+        self._display_lock = anyio.Lock()
+        self._main_turn_open = False
+        self._main_turn_opened = anyio.Event()
+        self._displays = 0
+
+    # --- assembly -----------------------------------------------------------------------
+
+    @property
+    def main(self) -> Branch:
+        if self._main is None:
+            raise CoreMisuse("the session's main line is not open yet")
+        return self._main
+
+    def lines(self) -> list[ChildLine]:
+        """Every child line of work known here, in the order they were started."""
+        return list(self._lines.values())
+
+    def line(self, branch_id: str) -> ChildLine:
+        line = self._lines.get(BranchId(branch_id))
+        if line is None:
+            raise NotABranch(f"no branch {branch_id!r} in this session")
+        return line
+
+    def attach_main(self, main: Branch) -> None:
+        """The main line opened: show children in its turns."""
+        self._main = main
+        main.observe_turns(self)
+
+    async def attach_child(self, child: Branch, *, title: str, task: str) -> ChildLine:
+        """A child opened (started now, or loaded): follow it from its timeline."""
+        line = ChildLine(child, title, task, last_activity=self._clock())
+        self._lines[child.id] = line
+        line.notified = await self._notified(child.id)
+        await child.dispatcher.subscribe_rebuilt(_Watcher(line, self))
+        if line.turns_ended > line.notified:
+            # It ended while nothing could tell main (a restart cut it short): tell now.
+            await self._notify(line)
+        return line
+
+    # --- main's turns -------------------------------------------------------------------
+
+    async def turn_started(self, turn: Turn) -> None:
+        async with self._display_lock:
+            self._main_turn_open = True
+            for line in self._lines.values():
+                if line.unshown or line.state.working:
+                    await self._show(line, new=True)
+            # After the showings: a waiting question is asked on its branch's showing.
+            self._main_turn_opened.set()
+
+    async def turn_ending(self, turn: Turn) -> None:
+        async with self._display_lock:
+            for line in self._lines.values():
+                if line.display_id is not None and not line.display_done:
+                    state = "detached" if line.state.working else line.state.value
+                    await self._record_shown(line, state, [*line.lines, _DETACHED], done=True)
+            self._main_turn_open = False
+            self._main_turn_opened = anyio.Event()
+
+    async def wait_main_turn(self) -> None:
+        """Return once a turn of main runs (at once if one does)."""
+        while not self._main_turn_open:
+            await self._main_turn_opened.wait()
+
+    # --- what the model and the person do ------------------------------------------------
+
+    async def start(self, task: str, title: str | None = None) -> ChildLine:
+        """Start a child of main on `task`, at main's latest quiet cut; returns at once.
+
+        `BranchLimitReached` when `limit` children are working.
+        """
+        working = [line for line in self._lines.values() if line.state.working]
+        if len(working) >= self.limit:
+            raise BranchLimitReached(
+                f"{len(working)} branches are working, the most this session allows "
+                f"({self.limit}); wait for one (branch_wait) or close one (branch_close)"
+            )
+        main = self.main
+        label = (title or _title_of(task)).strip() or "branch"
+        cut = await quiet_cut(main)
+        child = await self._session.create_branch(main, at=cut, label=label, task=task)
+        line = self._lines[child.id]  # attached as its services opened
+        await self._begin(line)
+        return line
+
+    async def message(self, branch_id: str, text: str) -> ChildLine:
+        """Send a child a message from main; a child not working starts a turn for it."""
+        line = self.line(branch_id)
+        if line.state is LineState.CLOSED:
+            raise NotABranch(f"branch {branch_id!r} has ended; start a new one")
+        message = BranchMessageReceived(self.main.id, new_id("msg"), text)
+        await line.branch.record_fact(message, producer=BRANCHES_PRODUCER)
+        if line.branch.turn is None:
+            await self._begin(line)
+        return line
+
+    async def wait(
+        self, branch_ids: Sequence[str] = (), *, every: bool = False, timeout_s: float = 60.0
+    ) -> list[ChildLine]:
+        """Wait until one (or `every`) of the children named (default: all) is not working,
+        at most `timeout_s`; returns them as they are then."""
+        lines = [self.line(i) for i in branch_ids] if branch_ids else self.lines()
+        with anyio.move_on_after(timeout_s):
+            while lines:
+                idle = [line for line in lines if not line.state.working]
+                if (every and len(idle) == len(lines)) or (not every and idle):
+                    break
+                async with anyio.create_task_group() as group:
+
+                    async def woken(line: ChildLine) -> None:
+                        await line.wait_change()
+                        group.cancel_scope.cancel()
+
+                    for line in lines:
+                        if line.state.working:
+                            group.start_soon(woken, line)
+        return lines
+
+    async def close(self, branch_id: str, *, reason: str = "closed by the main line") -> ChildLine:
+        """End a child's line of work (its current step is cancelled); siblings go on."""
+        line = self.line(branch_id)
+        await line.branch.end(reason)
+        return line
+
+    async def cancel_current(self) -> int:
+        """Cancel every child's current step (`session/cancel`); they stay open."""
+        cancelled = 0
+        for line in list(self._lines.values()):
+            turn = line.branch.turn
+            if turn is not None:
+                cancelled += 1
+                await line.branch.cancel_turn(turn.turn_id)
+        return cancelled
+
+    # --- following a child ----------------------------------------------------------------
+
+    async def _begin(self, line: ChildLine) -> None:
+        """Start a turn of the child (its watcher shows it: the turn's input is adopted)."""
+        before = line.state
+        line.state = LineState.RUNNING
+        line.last_activity = self._clock()
+        try:
+            await self._start_turn(line.branch, TurnId(new_id("turn")))
+        except BaseException:
+            line.state = before
+            raise
+
+    async def _changed(self, line: ChildLine) -> None:
+        """A child changed: show it in main's turn if one runs, else show it later."""
+        line.last_activity = self._clock()
+        line._note_change()
+        async with self._display_lock:
+            if self._main_turn_open:
+                await self._show(line, new=line.display_done)
+            else:
+                line.unshown = True
+
+    async def _ended(self, line: ChildLine) -> None:
+        await self._notify(line)
+        await self._changed(line)
+
+    async def _show(self, line: ChildLine, *, new: bool) -> None:
+        """Record how the child looks now (hold the display lock, main's turn open)."""
+        if new:
+            self._displays += 1
+            line.display_id = f"branch-{line.branch_id}-{self._displays}"
+        done = not line.state.working
+        report = line.report if done else None
+        look = (line.display_id, line.state.value, tuple(line.lines), report)
+        if look != line.shown_look:  # the same look again tells the editor nothing
+            await self._record_shown(line, line.state.value, [*line.lines], done=done)
+            line.shown_look = look
+        line.unshown = False
+
+    async def _record_shown(
+        self, line: ChildLine, state: str, lines: list[str], *, done: bool
+    ) -> None:
+        assert line.display_id is not None
+        fact = BranchShown(
+            line.branch_id,
+            line.display_id,
+            line.title,
+            state,
+            lines,
+            line.report if not line.state.working else None,
+            done,
+        )
+        try:
+            await self.main.record_fact(fact, producer=BRANCHES_PRODUCER)
+        except (BranchClosed, ScopeClosed):
+            return  # the session is closing
+        line.display_done = done
+
+    async def _notify(self, line: ChildLine) -> None:
+        """Tell main the child's turn ended, with its report."""
+        if line.notified >= line.turns_ended:
+            return
+        verb = {
+            LineState.FINISHED: "finished its work",
+            LineState.FAILED: "failed",
+            LineState.INTERRUPTED: "was interrupted before it finished (it is not re-run)",
+            LineState.CLOSED: "was closed",
+        }.get(line.state, "stopped")
+        if line.stop_reason == "cancelled":
+            verb = "was stopped by the person before it finished; message it to go on"
+        elif line.state is LineState.FINISHED and line.stop_reason not in (None, "end_turn"):
+            verb = f"stopped ({line.stop_reason})"
+        report = cut_middle(
+            line.report or "(no report)", _REPORT_CHARS, "{omitted} characters left out"
+        )
+        text = f'Branch {line.branch_id} ("{line.title}") {verb}. Its report:\n{report}'
+        try:
+            await record_notification(self.main, f"branch/{line.branch_id}", text)
+        except (BranchClosed, ScopeClosed):
+            return
+        line.notified = line.turns_ended
+
+    async def _notified(self, branch_id: BranchId) -> int:
+        main = self._main
+        if main is None:
+            return 0
+        source = f"branch/{branch_id}"
+        return sum(
+            1
+            for event in await main.read()
+            if isinstance(event.payload, NotificationReceived) and event.payload.source == source
+        )
+
+
+class _Watcher:
+    """Follows one child's timeline into its `ChildLine` (a rebuilding subscriber)."""
+
+    def __init__(self, line: ChildLine, manager: BranchManager) -> None:
+        self.line = line
+        self.manager = manager
+
+    @property
+    def name(self) -> str:
+        return f"branch watcher {self.line.branch_id}"
+
+    async def rebuild(self, timeline: Timeline) -> Seq:
+        own = self.line.branch_id
+        for event in await timeline.read():
+            if event.branch_id == own:
+                self._apply(event)
+        return timeline.last_published_seq
+
+    async def handle(self, event: Event) -> None:
+        changed, ended = self._apply(event)
+        try:
+            if ended:
+                await self.manager._ended(self.line)
+            elif changed:
+                await self.manager._changed(self.line)
+        except (BranchClosed, ScopeClosed):
+            pass  # the session is closing
+        except Exception:
+            logger.exception(
+                "following branch %s failed at event %d", self.line.branch_id, event.seq
+            )
+
+    def _apply(self, event: Event) -> tuple[bool, bool]:
+        """Fold one of the child's own events; returns (changed, its turn ended)."""
+        line, payload = self.line, event.payload
+        if isinstance(payload, UserInputAdopted):
+            line.state = LineState.RUNNING
+            line.stop_reason = None
+            line._reply = []
+            return True, False
+        if isinstance(payload, BranchMessageReceived):
+            _add_line(line, "Got a message from the main line")
+            return True, False
+        if isinstance(payload, ModelRequestStarted):
+            line._reply = []
+            return False, False
+        if isinstance(payload, ModelTextDelta):
+            line._reply.append(payload.text)
+            return False, False
+        if isinstance(payload, ToolCallRequested):
+            title = payload.title or payload.tool
+            line._titles[payload.call_id] = title
+            _add_line(line, f"→ {title}")
+            return True, False
+        if isinstance(payload, ToolResultRecorded):
+            title = line._titles.get(payload.call_id, payload.call_id)
+            _settle_line(line, f"→ {title}", f"{'✗' if payload.is_error else '✓'} {title}")
+            return True, False
+        if isinstance(payload, PermissionAsked):
+            line.state = LineState.WAITING
+            _add_line(line, f"Waiting for approval: {line._titles.get(payload.call_id, '')}")
+            return True, False
+        if isinstance(payload, PermissionAnswered):
+            if line.state is LineState.WAITING:
+                line.state = LineState.RUNNING
+            return True, False
+        if isinstance(payload, TurnCancelRequested):
+            line.stop_reason = "cancelled"
+            return False, False
+        if isinstance(payload, TurnEnded | TurnInterrupted):
+            line.turns_ended += 1
+            line.report = "".join(line._reply).strip() or None
+            if isinstance(payload, TurnInterrupted):
+                line.state = LineState.INTERRUPTED
+                line.stop_reason = line.stop_reason or "interrupted"
+            else:
+                line.state = (
+                    LineState.FAILED if payload.stop_reason == "error" else LineState.FINISHED
+                )
+                line.stop_reason = payload.stop_reason
+            return True, True
+            return True, True
+        if isinstance(payload, BranchEnded):
+            line.state = LineState.CLOSED
+            return True, False
+        return False, False
+
+
+def _add_line(line: ChildLine, text: str) -> None:
+    line.lines.append(text)
+    del line.lines[:-_MAX_LINES]
+
+
+def _settle_line(line: ChildLine, running: str, settled: str) -> None:
+    """A step finished: its running line becomes its outcome (or a new line, if gone)."""
+    for index in range(len(line.lines) - 1, -1, -1):
+        if line.lines[index] == running:
+            line.lines[index] = settled
+            return
+    _add_line(line, settled)
+
+
+def _title_of(task: str) -> str:
+    first = task.strip().splitlines()[0] if task.strip() else "branch"
+    return first if len(first) <= 60 else first[:59].rstrip() + "…"
+
+
+class GatedPrompter:
+    """A child's permission questions: asked only during a turn of main, naming the branch.
+
+    Outside main's turns a child waits (its state: waiting for approval); the
+    question goes out at the start of main's next turn. It is asked on the
+    branch's showing in main's turn (the tool call the editor shows for the
+    branch), titled with the branch's title, so the person sees whose call it is.
+    """
+
+    def __init__(
+        self,
+        manager: BranchManager,
+        branch_id: BranchId,
+        prompter: Callable[[], PermissionPrompter],
+    ) -> None:
+        self._manager = manager
+        self._branch_id = branch_id
+        self._prompter = prompter
+
+    async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
+        await self._manager.wait_main_turn()
+        line = self._manager.line(self._branch_id)
+        named = attrs.evolve(
+            question,
+            call_id=line.display_id or f"{self._branch_id}/{question.call_id}",
+            title=f"Branch {line.title!r} asks: {question.title}",
+        )
+        return await self._prompter().ask(named)
