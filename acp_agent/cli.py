@@ -1,10 +1,11 @@
 """The `acp-agent` command: serve ACP on stdio for the editor that launched us.
 
     acp-agent [--script FILE] [--log-level LEVEL] [--home DIR] [--max-turn-requests N]
-              [--unstable]
+              [--max-branches N] [--unstable]
 
 Each flag has an environment twin (`ACP_AGENT_SCRIPT`, `ACP_AGENT_LOG_LEVEL`,
-`ACP_AGENT_HOME`, `ACP_AGENT_MAX_TURN_REQUESTS`); the flag wins. The model of
+`ACP_AGENT_HOME`, `ACP_AGENT_MAX_TURN_REQUESTS`, `ACP_AGENT_MAX_BRANCHES`);
+the flag wins. The model of
 new sessions is the script's (`scripted/<file name>`) with `--script`, else
 `ACP_AGENT_MODEL`, else the config file's `default_model`, else one the API
 key variables make available (see `acp_agent.models._config`).
@@ -76,6 +77,14 @@ def _parser() -> argparse.ArgumentParser:
         "(env ACP_AGENT_MAX_TURN_REQUESTS; default 50)",
     )
     parser.add_argument(
+        "--max-branches",
+        type=_positive_int,
+        default=os.environ.get("ACP_AGENT_MAX_BRANCHES") or None,
+        metavar="N",
+        help="branches the model may have working at once in a session "
+        "(env ACP_AGENT_MAX_BRANCHES; default 4)",
+    )
+    parser.add_argument(
         "--unstable",
         action="store_true",
         help="opt in to unstable ACP methods and fields",
@@ -136,11 +145,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from protocol.connection import AgentConnection
 
     models = ConfiguredModels.load(paths.config_dir / "config.toml", os.environ, script=script)
-    max_turn_requests = args.max_turn_requests
+    max_turn_requests, max_branches = args.max_turn_requests, args.max_branches
 
     def assemble() -> ServiceRegistry:
         """The services of every session and branch (imported on first use)."""
         from acp_agent.capabilities import (
+            DEFAULT_BRANCH_LIMIT,
             DEFAULT_MAX_TURN_REQUESTS,
             CapabilitySettings,
             LoopSettings,
@@ -158,6 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 loop=LoopSettings(max_turn_requests or DEFAULT_MAX_TURN_REQUESTS),
                 config_dir=paths.config_dir,
                 results_dir=paths.data_dir / "tool-results",
+                branch_limit=max_branches or DEFAULT_BRANCH_LIMIT,
             ),
         )
         register_mcp(registry, McpSettings(config_dir=paths.config_dir))

@@ -269,13 +269,18 @@ class AcpSession:
             await self._answered.wait()
 
     async def cancel(self) -> int:
-        """Cancel the running turn or command and every waiting prompt; returns how many."""
+        """Cancel the running turn or command, every waiting prompt, and every branch's
+        current step (the branches stay open); returns how many prompts."""
+        from acp_agent.capabilities import BRANCHES
+
         prompts = list(self.prompts)
         for prompt in prompts:
             prompt.cancelled = True
             prompt.wait_scope.cancel()
             if prompt.command_scope is not None:
                 prompt.command_scope.cancel()
+        # The branches first: their showings in main's turn end before the turn does.
+        await self.session.scope.get(BRANCHES).cancel_current()
         for prompt in prompts:
             if prompt.turn_id is not None:
                 await self.session.main.cancel_turn(prompt.turn_id)

@@ -1,8 +1,8 @@
 """Slash commands on the wire: the session's runner, and `available_commands_update`.
 
 The commands themselves are `acp_agent.capabilities`; here they get
-the session's services, `/mcp` when the session has MCP servers, and their
-ACP shape. The list is sent after the `session/new`, `session/resume` and
+the session's services, `/branches` and `/branch`, `/mcp` when the session
+has MCP servers, and their ACP shape. The list is sent after the `session/new`, `session/resume` and
 `session/fork` responses, before the `session/load` response, and again
 whenever it changes (a template added or removed), before a prompt's response.
 """
@@ -32,9 +32,17 @@ def build_runner(
     clock: Callable[[], float],
 ) -> CommandRunner:
     """The command runner of `session` (its main branch's context engine, its tools)."""
-    from acp_agent.capabilities import CONTEXT, TOOLSET, CommandRunner, CommandSpec, ExtraCommand
+    from acp_agent.capabilities import (
+        BRANCHES,
+        CONTEXT,
+        TOOLSET,
+        CommandRunner,
+        CommandSpec,
+        ExtraCommand,
+        branch_commands,
+    )
 
-    extra: dict[str, ExtraCommand] = {}
+    extra: dict[str, ExtraCommand] = branch_commands(session.scope.get(BRANCHES))
     mcp = session_mcp(session)
     if mcp is not None:
 

@@ -19,6 +19,11 @@
                                 `tool_call_update` with `_meta.terminal_output`
 `ToolResultRecorded`            `tool_call_update` completed or failed, with content,
                                 `rawOutput` and locations (a plan part becomes a `plan`)
+`BranchShown`                   a branch shown in its parent's turn: `tool_call` (kind
+                                `other`, titled with the branch's title) the first
+                                time a showing appears, `tool_call_update` after, in
+                                progress while the branch works, completed (failed
+                                when it failed) with its steps and report as content
 `Compaction*` facts             `compaction_update` for clients that advertised
                                 `session.compaction`; otherwise a `think` tool call
                                 (in progress, then completed with the summary, or
@@ -41,6 +46,7 @@ import attrs
 from acp_agent.adapters.acp._prompt_content import sent_block
 from acp_agent.capabilities.context import CompactionView, compaction_view
 from acp_agent.core import (
+    BranchShown,
     Event,
     ModelReasoningDelta,
     ModelRequestFailed,
@@ -68,6 +74,8 @@ logger = logging.getLogger(__name__)
 _KINDS: Final = {kind.value: kind for kind in types.ToolKind}
 _PRIORITIES: Final = {p.value: p for p in types.PlanEntryPriority}
 _STATUSES: Final = {s.value: s for s in types.PlanEntryStatus}
+#: The states of a branch whose showing ends as a failed tool call.
+_FAILED_BRANCH_STATES: Final = frozenset({"failed", "interrupted"})
 
 
 @attrs.frozen
@@ -144,6 +152,8 @@ class UpdateTranslator:
         self._texted: set[str] = set()
         #: Calls shown with a locally run terminal: call id -> terminal id.
         self._local_terminals: dict[str, str] = {}
+        #: Branch showings already sent as a `tool_call`.
+        self._showings: set[str] = set()
         self._converter = get_converter()
 
     def translate(self, event: Event) -> list[types.SessionUpdate]:
@@ -195,6 +205,8 @@ class UpdateTranslator:
         if isinstance(payload, SessionMetadataChanged) and self.replay:
             title = types.JSON_NULL if payload.title is None else payload.title
             return [types.SessionInfoUpdate(title=title)]
+        if isinstance(payload, BranchShown):
+            return [self._branch(payload)]
         view = compaction_view(payload)
         if view is not None:
             return [self._compaction(view)]
@@ -228,6 +240,36 @@ class UpdateTranslator:
                 else types.ToolCallStatus.FAILED
             ),
             content=[types.Content(content=types.TextContent(text=text))] if text else None,
+        )
+
+    def _branch(self, shown: BranchShown) -> types.SessionUpdate:
+        status = (
+            types.ToolCallStatus.IN_PROGRESS
+            if not shown.done
+            else types.ToolCallStatus.FAILED
+            if shown.state in _FAILED_BRANCH_STATES
+            else types.ToolCallStatus.COMPLETED
+        )
+        text = "\n".join(shown.lines)
+        if shown.report:
+            text = f"{text}\n\n{shown.report}" if text else shown.report
+        content: list[types.ToolCallContent] | None = (
+            [types.Content(content=types.TextContent(text=text))] if text else None
+        )
+        title = f"Branch: {shown.title}"
+        meta = {"branch": {"branch_id": shown.branch_id, "state": shown.state}}
+        if shown.display_id not in self._showings:
+            self._showings.add(shown.display_id)
+            return types.ToolCall(
+                tool_call_id=shown.display_id,
+                title=title,
+                kind=types.ToolKind.OTHER,
+                status=status,
+                content=content,
+                meta=meta,
+            )
+        return types.ToolCallProgress(
+            tool_call_id=shown.display_id, title=title, status=status, content=content, meta=meta
         )
 
     # --- parts ------------------------------------------------------------------------
