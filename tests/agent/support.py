@@ -1,111 +1,17 @@
-"""Helpers for the loop's end-to-end tests: an agent with its own home, script and answers.
+"""Helpers for the loop's end-to-end tests: what the updates of a turn show.
 
-`running_agent()` starts the real `python -m acp_agent` over real pipes with a
-home of the test's own (a real SQLite file), and checks every line it wrote
-against the schema when it stops. `AnsweringClient` answers
-`session/request_permission` as the test says, and, as ACP requires of a
-client, answers its pending questions `cancelled` once it sent `session/cancel`.
+The agent itself is started with `tests.support.running_agent`, and talked to
+through `tests.support.EditorClient`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from protocol import methods, types
-from tests.support import AcpTestClient, agent_env
-from tests.support.steps import initialize
+from protocol import types
 
-__all__ = (
-    "Answer",
-    "AnsweringClient",
-    "calls_of",
-    "kinds_of",
-    "running_agent",
-    "text_of_updates",
-    "write_script",
-)
-
-#: What the test answers a permission question with: an option id, or None to wait for
-#: `session/cancel` and answer `cancelled`.
-Answer = str | None
-
-
-class AnsweringClient(AcpTestClient):
-    """A test client that answers permission questions from a list, in order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.answers: list[Answer] = []
-        self.permission_requests: list[types.RequestPermissionRequest] = []
-        self.asked = asyncio.Event()
-        self._cancel_sent = asyncio.Event()
-        self.register(methods.SESSION_REQUEST_PERMISSION, self._answer)
-
-    async def _answer(
-        self, params: types.RequestPermissionRequest
-    ) -> types.RequestPermissionResponse:
-        self.permission_requests.append(params)
-        self.asked.set()
-        answer = self.answers.pop(0) if self.answers else None
-        if answer is None:
-            await self._cancel_sent.wait()
-            return types.RequestPermissionResponse(outcome=types.CancelledPermissionOutcome())
-        return types.RequestPermissionResponse(
-            outcome=types.SelectedPermissionOutcome(option_id=answer)
-        )
-
-    def cancel(self, session_id: str) -> None:
-        """Send `session/cancel`; pending questions are then answered `cancelled`."""
-        self.notify(methods.SESSION_CANCEL, types.CancelNotification(session_id=session_id))
-        self._cancel_sent.set()
-
-    async def new_session(self, cwd: Path) -> str:
-        response = await self.request(
-            methods.SESSION_NEW, types.NewSessionRequest(cwd=str(cwd), mcp_servers=[])
-        )
-        return str(response.session_id)
-
-    async def prompt(self, session_id: str, text: str = "Go") -> types.PromptResponse:
-        response: types.PromptResponse = await self.request(
-            methods.SESSION_PROMPT,
-            types.PromptRequest(session_id=session_id, prompt=[types.TextContent(text=text)]),
-        )
-        return response
-
-
-@asynccontextmanager
-async def running_agent(
-    home: Path,
-    *,
-    script: Path | None = None,
-    args: tuple[str, ...] = (),
-    env: Mapping[str, str] | None = None,
-) -> AsyncIterator[AnsweringClient]:
-    """The real agent with `home`, initialized; stopped and its wire checked on exit."""
-    import sys
-
-    command = [sys.executable, "-m", "acp_agent", "--home", str(home), *args]
-    if script is not None:
-        command += ["--script", str(script)]
-    client = AnsweringClient()
-    await client.start_io(*command, env=dict(env) if env is not None else agent_env())
-    try:
-        await initialize(client)
-        yield client
-    finally:
-        await client.stop()
-    assert client.wire_problems() == []
-
-
-def write_script(path: Path, *replies: list[dict[str, Any]], **extra: Any) -> Path:
-    """Write a script of `replies` to `path`; returns it."""
-    path.write_text(json.dumps({"replies": list(replies), **extra}))
-    return path
+__all__ = ("calls_of", "kinds_of", "text_of_updates")
 
 
 def kinds_of(updates: list[types.SessionUpdate]) -> list[str]:

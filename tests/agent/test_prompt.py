@@ -10,8 +10,7 @@ import pytest
 
 from protocol import methods, types
 from protocol.errors import InvalidParams, ResourceNotFound
-from tests.agent.support import running_agent
-from tests.support import AGENT_HOME, AcpTestClient, agent_env
+from tests.support import AGENT_HOME, AcpTestClient, agent_env, running_agent
 from tests.support.steps import initialize, new_session, prompt_request, text_of
 
 pytestmark = pytest.mark.e2e
