@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
-import pytest_lsp
-from pytest_lsp import ClientServerConfig
 
-from tests.support import AcpTestClient, agent_command, agent_env, remove_agent_home
+from tests.support import SCRIPTS, EditorClient, remove_agent_home, running_agent
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -17,47 +16,32 @@ def _throwaway_agent_home() -> Iterator[None]:
     remove_agent_home()
 
 
-async def _checked(client: AcpTestClient):
-    yield
-    # Stop first so the lines written while shutting down are checked too.
-    await client.stop()
-    assert client.wire_problems() == []
-    assert client.process is not None
-    assert client.process.returncode == 0
+# Not initialized: the tests send `initialize` themselves. On exit the agent is
+# stopped first, so the lines written while shutting down are checked too.
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=agent_command(script="greeting.json"),
-        client_factory=AcpTestClient,
-        server_env=agent_env(),
-    )
-)
-async def agent(client: AcpTestClient):
+@pytest.fixture
+async def agent(tmp_path: Path) -> AsyncIterator[EditorClient]:
     """acp-agent playing `scripts/greeting.json`."""
-    async for _ in _checked(client):
-        yield
+    script = SCRIPTS / "greeting.json"
+    async with running_agent(
+        tmp_path / "home", script=script, initialize=False, exit_code=0
+    ) as client:
+        yield client
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=agent_command(script="slow.json"),
-        client_factory=AcpTestClient,
-        server_env=agent_env(),
-    )
-)
-async def slow_agent(client: AcpTestClient):
+@pytest.fixture
+async def slow_agent(tmp_path: Path) -> AsyncIterator[EditorClient]:
     """acp-agent whose reply sleeps 30 s after its first chunk: a turn to cancel."""
-    async for _ in _checked(client):
-        yield
+    script = SCRIPTS / "slow.json"
+    async with running_agent(
+        tmp_path / "home", script=script, initialize=False, exit_code=0
+    ) as client:
+        yield client
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=agent_command(), client_factory=AcpTestClient, server_env=agent_env()
-    )
-)
-async def unscripted_agent(client: AcpTestClient):
+@pytest.fixture
+async def unscripted_agent(tmp_path: Path) -> AsyncIterator[EditorClient]:
     """acp-agent without a script: the default reply."""
-    async for _ in _checked(client):
-        yield
+    async with running_agent(tmp_path / "home", initialize=False, exit_code=0) as client:
+        yield client
