@@ -26,7 +26,7 @@ import pytest
 
 from protocol import methods, types
 from protocol.errors import RequestCancelled
-from tests.agent.support import calls_of
+from tests.adapters.acp.support import calls_of
 from tests.mcp.support import SERVERS
 from tests.support import WireValidator, agent_env, running_agent, write_script
 from tests.support.processes import alive, children_of, group_members

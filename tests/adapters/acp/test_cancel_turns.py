@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from protocol import methods, types
-from tests.agent.support import calls_of
+from tests.adapters.acp.support import calls_of
 from tests.support import EditorClient, running_agent, write_script
 
 pytestmark = pytest.mark.e2e

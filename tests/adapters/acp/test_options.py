@@ -15,7 +15,7 @@ import pytest
 
 from protocol import methods, types
 from protocol.errors import InvalidParams
-from tests.agent.session_support import before, kinds, openai_text
+from tests.adapters.acp.session_support import before, kinds, openai_text
 from tests.support import agent_env, running_agent, write_script
 from tests.support.fake_provider import FakeProviderServer
 

@@ -23,7 +23,7 @@ import pytest
 
 from acp_agent.store import DATABASE_FILE_NAME
 from protocol import methods, types
-from tests.agent.support import text_of_updates
+from tests.adapters.acp.support import text_of_updates
 from tests.support import UPDATE_TIMEOUT_S, EditorClient, agent_env, running_agent, write_script
 from tests.support.fake_provider import (
     Exchange,

@@ -15,7 +15,7 @@ import pytest
 
 from acp_agent.adapters.acp.prompt_content import MAX_ATTACHMENT_CHARS
 from protocol import types
-from tests.agent.session_support import openai_text
+from tests.adapters.acp.session_support import openai_text
 from tests.support import EditorClient, agent_env, running_agent
 from tests.support.fake_provider import FakeProviderServer
 

@@ -12,7 +12,7 @@ import pytest
 
 import acp_agent
 from protocol import types
-from tests.agent.support import text_of_updates
+from tests.adapters.acp.support import text_of_updates
 from tests.support import SCRIPTS, running_agent
 from tests.support.raw_agent import RawAgent
 

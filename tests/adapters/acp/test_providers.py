@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from protocol import types
-from tests.agent.support import calls_of, text_of_updates
+from tests.adapters.acp.support import calls_of, text_of_updates
 from tests.support import agent_env, running_agent
 from tests.support.fake_provider import (
     Exchange,

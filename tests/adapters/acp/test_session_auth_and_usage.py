@@ -10,7 +10,7 @@ import pytest
 
 from protocol import methods, types
 from protocol.errors import AuthRequired, InvalidParams
-from tests.agent.session_support import openai_text
+from tests.adapters.acp.session_support import openai_text
 from tests.support import EditorClient, agent_env, running_agent, write_script
 from tests.support.fake_provider import FakeProviderServer
 

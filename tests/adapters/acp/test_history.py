@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from protocol import methods, types
-from tests.agent.session_support import after, before, kinds
+from tests.adapters.acp.session_support import after, before, kinds
 from tests.support import running_agent, write_script
 
 pytestmark = pytest.mark.e2e

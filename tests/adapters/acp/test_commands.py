@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from protocol import methods, types
-from tests.agent.session_support import before, kinds, openai_text
+from tests.adapters.acp.session_support import before, kinds, openai_text
 from tests.support import EditorClient, agent_env, running_agent, write_script
 from tests.support.fake_provider import FakeProviderServer
 

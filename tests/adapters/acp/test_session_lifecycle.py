@@ -16,7 +16,7 @@ import pytest
 from acp_agent.adapters.acp.listing import PAGE_SIZE
 from protocol import methods, types
 from protocol.errors import InvalidParams, ResourceNotFound
-from tests.agent.session_support import after, before, kinds
+from tests.adapters.acp.session_support import after, before, kinds
 from tests.support import agent_env, running_agent, write_script
 
 pytestmark = pytest.mark.e2e

@@ -8,7 +8,7 @@ import pytest
 
 from protocol import methods, types
 from protocol.errors import InvalidParams
-from tests.agent.session_support import after, kinds
+from tests.adapters.acp.session_support import after, kinds
 from tests.support import AcpTestClient, EditorClient, running_agent, write_script
 from tests.support.steps import initialize
 
