@@ -6,6 +6,9 @@ landing never depends on luck; locally it explores new examples each run.
 
 Tests marked `slow` (the thorough part of the fault matrices) run only with
 `ACP_AGENT_SLOW_TESTS=1`; by default each matrix runs a bounded sample.
+
+Async tests and fixtures run on anyio's pytest plugin (`anyio_mode = "auto"`),
+on asyncio unless a package asks for more (`tests/core/anyio_backends.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ settings.register_profile("thorough", max_examples=1000, print_blob=True)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The event loop of every async test: asyncio (the adapters and the agent use it)."""
+    return "asyncio"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,5 +1,8 @@
 """Helpers for capability tests: a runtime with the capabilities, test tools, test prompters.
 
+`in_process_agent()` is the runtime in this process, with no ACP and no
+subprocess (the agent as a process is `tests.support.running_agent`).
+
 The tools here exist only for tests (the product's are in `acp_agent.tools`):
 `CountingTool` appends a line to a file each time it runs (its side effect
 is counted), `BlockingTool` runs until cancelled, `ReaderTool` only reads.
@@ -65,7 +68,7 @@ __all__ = (
     "BlockingTool",
     "CountingTool",
     "ReaderTool",
-    "open_agent",
+    "in_process_agent",
     "payloads_of",
 )
 
@@ -228,7 +231,7 @@ class Agent:
 
 
 @asynccontextmanager
-async def open_agent(
+async def in_process_agent(
     script: Mapping[str, Any] | None,
     tmp_path: Path,
     *,

@@ -34,14 +34,14 @@ from acp_agent.core import (
     Usage,
 )
 
-from .support import CountingTool, open_agent, payloads_of
+from .support import CountingTool, in_process_agent, payloads_of
 
 GREETING = {"replies": [[{"thought": "Hi?"}, {"text": "Hel"}, {"text": "lo."}]]}
 
 
 async def test_a_reply_is_recorded_delta_by_delta_and_ends_the_turn(tmp_path: Path):
     """Every delta is kept, in order (deltas recorded together share an event, as pieces)."""
-    async with open_agent(GREETING, tmp_path) as agent:
+    async with in_process_agent(GREETING, tmp_path) as agent:
         turn_id = await agent.prompt()
         ended = await agent.wait_turn_over(turn_id)
         history = await agent.history()
@@ -75,7 +75,7 @@ async def test_tool_calls_are_proposed_with_their_presentation_run_and_answered(
         ]
     }
     counter = CountingTool(tmp_path / "counter")
-    async with open_agent(script, tmp_path, tools=lambda: [counter]) as agent:
+    async with in_process_agent(script, tmp_path, tools=lambda: [counter]) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         turn_id = await agent.prompt()
         ended = await agent.wait_turn_over(turn_id)
@@ -111,7 +111,7 @@ async def test_a_reused_call_id_is_made_unique_within_the_branch(tmp_path: Path)
         ]
     }
     counter = CountingTool(tmp_path / "counter")
-    async with open_agent(script, tmp_path, tools=lambda: [counter]) as agent:
+    async with in_process_agent(script, tmp_path, tools=lambda: [counter]) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         await agent.wait_turn_over(await agent.prompt())
         history = await agent.history()
@@ -124,7 +124,7 @@ async def test_a_reused_call_id_is_made_unique_within_the_branch(tmp_path: Path)
     [({"stop": "max_tokens"}, "max_tokens"), ({"stop": "refusal"}, "refusal")],
 )
 async def test_the_reply_stop_reason_ends_the_turn(tmp_path: Path, last_step, stop_reason):
-    async with open_agent({"replies": [[{"text": "x"}, last_step]]}, tmp_path) as agent:
+    async with in_process_agent({"replies": [[{"text": "x"}, last_step]]}, tmp_path) as agent:
         turn_id = await agent.prompt()
         assert await agent.wait_turn_over(turn_id) == TurnEnded(turn_id, stop_reason)
 
@@ -133,7 +133,7 @@ async def test_too_many_requests_in_one_turn_end_it_with_max_turn_requests(tmp_p
     script = {"replies": [[{"tool_call": {"name": "count"}}]]}  # asks again and again
     counter = CountingTool(tmp_path / "counter")
     settings = LoopSettings(max_turn_requests=3)
-    async with open_agent(script, tmp_path, tools=lambda: [counter], loop=settings) as agent:
+    async with in_process_agent(script, tmp_path, tools=lambda: [counter], loop=settings) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         turn_id = await agent.prompt()
         ended = await agent.wait_turn_over(turn_id)
@@ -146,7 +146,7 @@ async def test_too_many_requests_in_one_turn_end_it_with_max_turn_requests(tmp_p
 
 async def test_a_provider_failure_keeps_the_partial_reply_and_ends_the_turn(tmp_path: Path):
     script = {"replies": [[{"text": "Half an"}, {"error": "overloaded"}]]}
-    async with open_agent(script, tmp_path) as agent:
+    async with in_process_agent(script, tmp_path) as agent:
         turn_id = await agent.prompt()
         ended = await agent.wait_turn_over(turn_id)
         history = await agent.history()
@@ -161,7 +161,7 @@ async def test_a_provider_failure_keeps_the_partial_reply_and_ends_the_turn(tmp_
 
 async def test_an_exceeded_context_window_is_compacted_and_the_step_retried(tmp_path: Path):
     script = {"replies": [[{"error": "context_window"}], [{"text": "It fits now."}]]}
-    async with open_agent(script, tmp_path) as agent:
+    async with in_process_agent(script, tmp_path) as agent:
         turn_id = await agent.prompt()
         ended = await agent.wait_turn_over(turn_id)
         history = await agent.history()
@@ -179,7 +179,7 @@ async def test_an_exceeded_context_window_is_compacted_and_the_step_retried(tmp_
 async def test_a_context_window_exceeded_after_compacting_twice_ends_the_turn_with_max_tokens(
     tmp_path: Path,
 ):
-    async with open_agent({"replies": [[{"error": "context_window"}]]}, tmp_path) as agent:
+    async with in_process_agent({"replies": [[{"error": "context_window"}]]}, tmp_path) as agent:
         turn_id = await agent.prompt()
         ended = await agent.wait_turn_over(turn_id)
         history = await agent.history()
@@ -192,7 +192,7 @@ async def test_a_context_window_exceeded_after_compacting_twice_ends_the_turn_wi
 
 
 async def test_without_a_model_the_turn_says_how_to_configure_one(tmp_path: Path):
-    async with open_agent(None, tmp_path) as agent:
+    async with in_process_agent(None, tmp_path) as agent:
         turn_id = await agent.prompt()
         ended = await agent.wait_turn_over(turn_id)
         [failed] = payloads_of(await agent.history(), ModelRequestFailed)
@@ -207,7 +207,7 @@ async def test_cancel_during_the_stream_keeps_what_arrived_and_interrupts_the_tu
     tmp_path: Path,
 ):
     script = {"replies": [[{"text": "Working"}, {"sleep_ms": 30000}, {"text": "never"}]]}
-    async with open_agent(script, tmp_path) as agent:
+    async with in_process_agent(script, tmp_path) as agent:
         turn_id = await agent.prompt()
         await agent.wait_for(ModelTextDelta)
         with anyio.fail_after(1):
@@ -228,7 +228,7 @@ async def test_cancel_during_the_stream_keeps_what_arrived_and_interrupts_the_tu
 
 async def test_the_next_prompt_gets_the_next_reply(tmp_path: Path):
     script = {"replies": [[{"text": "one"}], [{"text": "two"}]]}
-    async with open_agent(script, tmp_path) as agent:
+    async with in_process_agent(script, tmp_path) as agent:
         for _ in range(2):
             await agent.wait_turn_over(await agent.prompt())
         texts = [d.text for d in payloads_of(await agent.history(), ModelTextDelta)]

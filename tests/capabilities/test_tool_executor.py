@@ -41,7 +41,7 @@ from .support import (
     BlockingTool,
     CountingTool,
     ReaderTool,
-    open_agent,
+    in_process_agent,
     payloads_of,
 )
 
@@ -62,7 +62,7 @@ async def test_a_call_goes_admitted_started_completed_and_recorded_with_its_prog
     tmp_path: Path,
 ):
     counter = CountingTool(tmp_path / "counter")
-    async with open_agent(one_call("count"), tmp_path, tools=lambda: [counter]) as agent:
+    async with in_process_agent(one_call("count"), tmp_path, tools=lambda: [counter]) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         await agent.wait_turn_over(await agent.prompt())
         history = await agent.history()
@@ -91,7 +91,7 @@ async def test_reads_run_without_asking_in_ask_mode_and_a_failure_is_a_result(tm
         ]
     }
     prompter = AnsweringPrompter()
-    async with open_agent(script, tmp_path, tools=lambda: [ReaderTool()]) as agent:
+    async with in_process_agent(script, tmp_path, tools=lambda: [ReaderTool()]) as agent:
         agent.controls.prompter = prompter
         await agent.wait_turn_over(await agent.prompt())
         history = await agent.history()
@@ -116,7 +116,7 @@ async def test_ask_mode_asks_before_a_command_and_the_answer_decides(
     counter = CountingTool(tmp_path / "counter")
     prompter = AnsweringPrompter(choice)
     script = one_call("count", {"label": "x"})
-    async with open_agent(script, tmp_path, tools=lambda: [counter]) as agent:
+    async with in_process_agent(script, tmp_path, tools=lambda: [counter]) as agent:
         agent.controls.prompter = prompter
         await agent.wait_turn_over(await agent.prompt())
         history = await agent.history()
@@ -142,7 +142,7 @@ async def test_allow_always_is_remembered_for_the_workspace_and_asks_no_more(tmp
     prompter = AnsweringPrompter(PermissionChoice.ALLOW_ALWAYS)
     database = MemoryDatabase()
     script = one_call("count", {"label": "x"})
-    async with open_agent(
+    async with in_process_agent(
         script, tmp_path, tools=lambda: [counter], store=MemoryStore(database)
     ) as agent:
         agent.controls.prompter = prompter
@@ -151,7 +151,7 @@ async def test_allow_always_is_remembered_for_the_workspace_and_asks_no_more(tmp
         rules = await agent.store.list_permission_rules()
     # A new session in the same workspace, another process: the rule holds.
     script = one_call("count", {"label": "x"}, call_id="c9")
-    async with open_agent(
+    async with in_process_agent(
         script, tmp_path, tools=lambda: [counter], store=MemoryStore(database)
     ) as agent:
         agent.controls.prompter = prompter
@@ -174,7 +174,7 @@ async def test_reject_always_refuses_later_calls_with_an_explanation(tmp_path: P
             [{"text": "ok"}],
         ]
     }
-    async with open_agent(script, tmp_path, tools=lambda: [counter]) as agent:
+    async with in_process_agent(script, tmp_path, tools=lambda: [counter]) as agent:
         agent.controls.prompter = prompter
         agent.controls.mode = PermissionMode.ASK
         await agent.wait_turn_over(await agent.prompt())
@@ -192,7 +192,7 @@ async def test_plan_mode_refuses_side_effects_with_an_explanation_the_model_read
 ):
     counter = CountingTool(tmp_path / "counter")
     prompter = AnsweringPrompter(PermissionChoice.ALLOW_ONCE)
-    async with open_agent(one_call("count"), tmp_path, tools=lambda: [counter]) as agent:
+    async with in_process_agent(one_call("count"), tmp_path, tools=lambda: [counter]) as agent:
         agent.controls.prompter = prompter
         agent.controls.mode = PermissionMode.PLAN
         await agent.wait_turn_over(await agent.prompt())
@@ -208,7 +208,7 @@ async def test_plan_mode_refuses_side_effects_with_an_explanation_the_model_read
 async def test_paths_outside_the_workspace_are_asked_even_in_bypass(tmp_path: Path):
     prompter = AnsweringPrompter(PermissionChoice.ALLOW_ONCE)
     script = one_call("look", {"outside": ["/etc/passwd"]})
-    async with open_agent(script, tmp_path, tools=lambda: [ReaderTool()]) as agent:
+    async with in_process_agent(script, tmp_path, tools=lambda: [ReaderTool()]) as agent:
         agent.controls.prompter = prompter
         agent.controls.mode = PermissionMode.BYPASS
         await agent.wait_turn_over(await agent.prompt())
@@ -219,7 +219,9 @@ async def test_paths_outside_the_workspace_are_asked_even_in_bypass(tmp_path: Pa
 
 
 async def test_a_call_to_an_unknown_tool_gets_a_clear_error_result(tmp_path: Path):
-    async with open_agent(one_call("teleport"), tmp_path, tools=lambda: [ReaderTool()]) as agent:
+    async with in_process_agent(
+        one_call("teleport"), tmp_path, tools=lambda: [ReaderTool()]
+    ) as agent:
         await agent.wait_turn_over(await agent.prompt())
         history = await agent.history()
 
@@ -233,7 +235,7 @@ async def test_a_call_to_an_unknown_tool_gets_a_clear_error_result(tmp_path: Pat
 
 async def test_arguments_that_are_not_json_are_not_run(tmp_path: Path):
     script = {"replies": [[{"tool_call": {"name": "look", "arguments": "{oops"}}], [{"text": "."}]]}
-    async with open_agent(script, tmp_path, tools=lambda: [ReaderTool()]) as agent:
+    async with in_process_agent(script, tmp_path, tools=lambda: [ReaderTool()]) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         await agent.wait_turn_over(await agent.prompt())
         history = await agent.history()
@@ -248,7 +250,7 @@ async def test_a_tool_set_reloaded_mid_generation_never_runs_the_new_tool_for_an
 ):
     old, new = CountingTool(tmp_path / "old"), CountingTool(tmp_path / "new")
     script = {"replies": [[{"sleep_ms": 300}, {"tool_call": {"name": "count"}}], [{"text": "."}]]}
-    async with open_agent(script, tmp_path, tools=lambda: [old]) as agent:
+    async with in_process_agent(script, tmp_path, tools=lambda: [old]) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         turn_id = await agent.prompt()
         await agent.wait_for(ModelRequestStarted)  # made with the old generation
@@ -264,7 +266,7 @@ async def test_a_tool_set_reloaded_mid_generation_never_runs_the_new_tool_for_an
 
 async def test_reload_cancels_and_awaits_a_running_call_of_the_old_generation(tmp_path: Path):
     blocking = BlockingTool()
-    async with open_agent(one_call("block"), tmp_path, tools=lambda: [blocking]) as agent:
+    async with in_process_agent(one_call("block"), tmp_path, tools=lambda: [blocking]) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         turn_id = await agent.prompt()
         with anyio.fail_after(5):
@@ -294,7 +296,7 @@ async def test_cancel_during_a_tool_run_records_it_interrupted_before_the_turn_e
             ]
         ]
     }
-    async with open_agent(script, tmp_path, tools=lambda: [blocking]) as agent:
+    async with in_process_agent(script, tmp_path, tools=lambda: [blocking]) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         turn_id = await agent.prompt()
         with anyio.fail_after(5):
@@ -319,7 +321,7 @@ async def test_cancel_during_a_tool_run_records_it_interrupted_before_the_turn_e
 async def test_cancel_during_a_permission_question_settles_it_as_cancelled(tmp_path: Path):
     counter = CountingTool(tmp_path / "counter")
     prompter = AnsweringPrompter(block=True)
-    async with open_agent(one_call("count"), tmp_path, tools=lambda: [counter]) as agent:
+    async with in_process_agent(one_call("count"), tmp_path, tools=lambda: [counter]) as agent:
         agent.controls.prompter = prompter
         turn_id = await agent.prompt()
         with anyio.fail_after(5):
@@ -338,7 +340,7 @@ async def test_cancel_during_a_permission_question_settles_it_as_cancelled(tmp_p
 
 async def test_a_batch_arriving_after_the_interrupt_is_not_executed(tmp_path: Path):
     counter = CountingTool(tmp_path / "counter")
-    async with open_agent(one_call("count"), tmp_path, tools=lambda: [counter]) as agent:
+    async with in_process_agent(one_call("count"), tmp_path, tools=lambda: [counter]) as agent:
         executor = agent.executor
         turn_id = TurnId("turn_late")
         executor.interrupt(turn_id)
@@ -360,7 +362,7 @@ async def test_a_batch_arriving_after_the_interrupt_is_not_executed(tmp_path: Pa
 async def test_rebuild_settles_unfinished_calls_once_and_never_runs_them(tmp_path: Path):
     database = MemoryDatabase()
     counter = CountingTool(tmp_path / "counter")
-    async with open_agent(None, tmp_path, store=MemoryStore(database)) as agent:
+    async with in_process_agent(None, tmp_path, store=MemoryStore(database)) as agent:
         session_id = agent.session.id
         main = agent.session.main
         # What a crashed process left: one call running, one only proposed, one answered.
@@ -378,7 +380,7 @@ async def test_rebuild_settles_unfinished_calls_once_and_never_runs_them(tmp_pat
         )
         database.leases.clear()  # the process died holding its lease
     for _ in range(2):  # a second restart finds nothing left to settle
-        async with open_agent(
+        async with in_process_agent(
             None,
             tmp_path,
             tools=lambda: [counter],

@@ -1,12 +1,14 @@
-"""Async tests here run on anyio's pytest plugin, over every backend we support.
+"""The backends matrix: tests marked `anyio` here run on every backend we support.
 
-pytest-asyncio runs in auto mode for the rest of the suite and would claim
-every coroutine test, ignoring `anyio_backend`. `pytest_pycollect_makeitem`
-hands tests marked `anyio` back to anyio's plugin; the conftests of
-`tests/core` and `tests/store` re-export it with the `anyio_backend` fixture.
-Backends: asyncio in debug mode; asyncio with the eager task factory
-(Python 3.12+); trio (when installed). A backend this interpreter lacks is
-skipped once, with its reason, by `test_backends.py` (not once per test).
+Every async test of the suite runs on anyio's pytest plugin (`anyio_mode =
+"auto"`), on plain asyncio (`anyio_backend` in `tests/conftest.py`). Tests
+marked `anyio` under the conftests that re-export `pytest_generate_tests`
+(`tests/core`, `tests/store`, `tests/tools`, `tests/mcp`: code that uses anyio
+only) run once per backend instead: asyncio in debug mode; asyncio with the
+eager task factory (Python 3.12+); trio (when installed). Their unmarked tests
+(the ones driving the agent process over asyncio) stay on plain asyncio. A
+backend this interpreter lacks is skipped once, with its reason, by
+`test_backends.py` (not once per test).
 """
 
 from __future__ import annotations
@@ -14,13 +16,11 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import sys
-from collections.abc import Generator
 from typing import Any
 
 import pytest
-from pytest_asyncio.plugin import PytestAsyncioFunction
 
-__all__ = ("BACKENDS", "MISSING_BACKENDS", "anyio_backend", "pytest_pycollect_makeitem")
+__all__ = ("BACKENDS", "MISSING_BACKENDS", "pytest_generate_tests")
 
 
 def _eager_loop() -> asyncio.AbstractEventLoop:
@@ -44,36 +44,8 @@ else:
     MISSING_BACKENDS["trio"] = "trio is not installed"
 
 
-@pytest.fixture(params=list(BACKENDS.values()), ids=list(BACKENDS))
-def anyio_backend(request: pytest.FixtureRequest) -> Any:
-    """The backend (and its options) anyio runs each `anyio`-marked test on."""
-    return request.param
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_pycollect_makeitem(
-    collector: pytest.Collector, name: str, obj: object
-) -> Generator[None, Any, Any]:
-    """Give `anyio`-marked coroutine tests back to anyio after pytest-asyncio took them."""
-    result = yield
-    if result is None:
-        return None
-    items = result if isinstance(result, list) else [result]
-    return [_to_anyio(item) for item in items]
-
-
-def _to_anyio(item: Any) -> Any:
-    if not isinstance(item, PytestAsyncioFunction) or item.get_closest_marker("anyio") is None:
-        return item
-    function = pytest.Function.from_parent(
-        item.parent,
-        name=item.name,
-        callspec=getattr(item, "callspec", None),
-        callobj=item.obj,
-        fixtureinfo=item._fixtureinfo,
-        keywords=item.keywords,
-        originalname=item.originalname,
-    )
-    # pytest-asyncio's own marker would make it warn about a non-asyncio test.
-    function.own_markers = [m for m in item.own_markers if m.name != "asyncio"]
-    return function
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each `anyio`-marked test once per backend (and its options) in `BACKENDS`."""
+    marked = metafunc.definition.get_closest_marker("anyio") is not None
+    if marked and "anyio_backend" in metafunc.fixturenames:
+        metafunc.parametrize("anyio_backend", list(BACKENDS.values()), ids=list(BACKENDS))

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from protocol import methods, types
-from tests.agent.support import calls_of, running_agent, text_of_updates, write_script
+from tests.adapters.acp.support import calls_of, text_of_updates
 from tests.mcp.support import SERVERS
-from tests.support import agent_env
+from tests.support import agent_env, running_agent, write_script
 from tests.support.fake_provider import Exchange, FakeProviderServer, openai_chunk, openai_stream
 
 pytestmark = pytest.mark.e2e

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from protocol import methods, types
-from tests.agent.support import running_agent, text_of_updates, write_script
+from tests.adapters.acp.support import text_of_updates
 from tests.faults.support import store_problems
+from tests.support import running_agent, write_script
 from tests.support.steps import text_of
 
 pytestmark = pytest.mark.e2e

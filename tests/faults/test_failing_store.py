@@ -30,7 +30,7 @@ from acp_agent.core import (
     new_id,
 )
 from acp_agent.store import MemoryStore
-from tests.capabilities.support import CountingTool, open_agent
+from tests.capabilities.support import CountingTool, in_process_agent
 
 SCRIPT = {
     "replies": [
@@ -68,7 +68,7 @@ async def appends_in_a_normal_session(tmp_path: Path) -> tuple[int, int]:
     """How many appends opening a session takes, and how many one turn then takes."""
     store = FullStore(None)
     tool = CountingTool(tmp_path / "normal-counter.txt")
-    async with open_agent(SCRIPT, tmp_path, store=store, tools=lambda: [tool]) as agent:  # type: ignore[arg-type]
+    async with in_process_agent(SCRIPT, tmp_path, store=store, tools=lambda: [tool]) as agent:  # type: ignore[arg-type]
         agent.controls.mode = PermissionMode.BYPASS
         opened = store.appends
         turn_id = await agent.prompt()
@@ -84,7 +84,7 @@ async def test_a_turn_settles_whatever_write_fails_and_the_branch_goes_on_once_h
     for offset in range(1, per_turn + 1):
         store = FullStore(opened + offset)
         tool = CountingTool(tmp_path / f"counter-{offset}.txt")
-        async with open_agent(
+        async with in_process_agent(
             SCRIPT,
             tmp_path,
             store=store,

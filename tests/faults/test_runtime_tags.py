@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from protocol import types
-from tests.agent.support import running_agent
-from tests.support import agent_env
+from tests.support import agent_env, running_agent
 from tests.support.fake_provider import Exchange, FakeProviderServer, openai_chunk, openai_stream
 
 pytestmark = pytest.mark.e2e

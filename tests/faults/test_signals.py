@@ -26,9 +26,9 @@ import pytest
 
 from protocol import methods, types
 from protocol.errors import RequestCancelled
-from tests.agent.support import AnsweringClient, calls_of, running_agent, write_script
+from tests.adapters.acp.support import calls_of
 from tests.mcp.support import SERVERS
-from tests.support import WireValidator, agent_env
+from tests.support import WireValidator, agent_env, running_agent, write_script
 from tests.support.processes import alive, children_of, group_members
 from tests.support.raw_agent import RawAgent
 
@@ -257,32 +257,27 @@ async def test_a_second_signal_during_shutdown_ends_the_agent_at_once_by_that_si
     )
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    client = AnsweringClient()
-    command = [sys.executable, "-m", "acp_agent", "--home", str(tmp_path / "home")]
-    await client.start_io(*command, "--script", str(script), env=agent_env())
     server_pids: list[int] = []
     try:
-        agent = client.process
-        assert agent is not None
-        await client.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
-        response = await client.request(
-            methods.SESSION_NEW,
-            types.NewSessionRequest(cwd=str(workspace), mcp_servers=[server]),
-        )
-        await wait_for(lambda: children_of(agent.pid, command_contains="stubborn_server.py"))
-        server_pids = children_of(agent.pid, command_contains="stubborn_server.py")
-        turn = asyncio.create_task(client.prompt(str(response.session_id)))
-        await client.wait_for_update(str(response.session_id))
+        async with running_agent(tmp_path / "home", script=script) as client:
+            agent = client.process
+            assert agent is not None
+            response = await client.request(
+                methods.SESSION_NEW,
+                types.NewSessionRequest(cwd=str(workspace), mcp_servers=[server]),
+            )
+            await wait_for(lambda: children_of(agent.pid, command_contains="stubborn_server.py"))
+            server_pids = children_of(agent.pid, command_contains="stubborn_server.py")
+            turn = asyncio.create_task(client.prompt(str(response.session_id)))
+            await client.wait_for_update(str(response.session_id))
 
-        agent.send_signal(signal.SIGTERM)
-        # The prompt's answer says shutdown is under way; the stubborn server holds it up.
-        with pytest.raises(RequestCancelled):
-            await turn
-        agent.send_signal(signal.SIGTERM)
-        returncode = await asyncio.wait_for(agent.wait(), EXIT_WAIT_S)
+            agent.send_signal(signal.SIGTERM)
+            # The prompt's answer says shutdown is under way; the stubborn server holds it up.
+            with pytest.raises(RequestCancelled):
+                await turn
+            agent.send_signal(signal.SIGTERM)
+            returncode = await asyncio.wait_for(agent.wait(), EXIT_WAIT_S)
     finally:
-        await client.stop()
         kill_leftovers(tmp_path / "none", server_pids)
 
     assert returncode == -signal.SIGTERM
-    assert client.wire_problems() == []

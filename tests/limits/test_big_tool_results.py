@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from protocol import methods, types
-from tests.agent.support import AnsweringClient, calls_of, running_agent, write_script
+from tests.adapters.acp.support import calls_of
 from tests.mcp.support import SERVERS
+from tests.support import EditorClient, running_agent, write_script
 
 pytestmark = pytest.mark.e2e
 
@@ -58,7 +59,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def open_with_server(client: AnsweringClient, cwd: Path) -> str:
+async def open_with_server(client: EditorClient, cwd: Path) -> str:
     created = await client.request(
         methods.SESSION_NEW, types.NewSessionRequest(cwd=str(cwd), mcp_servers=[mcp_server()])
     )

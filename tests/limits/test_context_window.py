@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from protocol import types
-from tests.agent.support import running_agent, text_of_updates, write_script
-from tests.support import agent_env
+from tests.adapters.acp.support import text_of_updates
+from tests.support import agent_env, running_agent, write_script
 from tests.support.fake_provider import Exchange, FakeProviderServer, openai_chunk, openai_stream
 
 pytestmark = pytest.mark.e2e

@@ -7,12 +7,10 @@ A scripted model proposes the MCP tool call; the test client is the editor
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +18,9 @@ import pytest
 
 from protocol import methods, types
 from tests.mcp.support import SERVERS
-from tests.support import AcpTestClient, agent_env
-from tests.support.steps import initialize, prompt_request
+from tests.support import EditorClient, running_agent, write_script
+from tests.support.editor_client import allow_all
+from tests.support.steps import prompt_request
 
 pytestmark = pytest.mark.e2e
 
@@ -36,69 +35,26 @@ def stdio_server(name: str, script: str = "tools_server.py") -> types.McpServerS
     )
 
 
-class Editor(AcpTestClient):
-    """The test client as an editor: it allows every call once and keeps the questions."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.questions: list[types.RequestPermissionRequest] = []
-        self.register(methods.SESSION_REQUEST_PERMISSION, self._permission)
-
-    def _permission(
-        self, params: types.RequestPermissionRequest
-    ) -> types.RequestPermissionResponse:
-        self.questions.append(params)
-        [allow] = [option for option in params.options if option.kind == "allow_once"]
-        return types.RequestPermissionResponse(
-            outcome=types.SelectedPermissionOutcome(option_id=allow.option_id)
-        )
-
-
-@asynccontextmanager
-async def running_agent(
+def editor_agent(
     tmp_path: Path, replies: list[list[dict[str, Any]]]
-) -> AsyncIterator[Editor]:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"replies": replies}))
-    command = [
-        sys.executable,
-        "-m",
-        "acp_agent",
-        "--home",
-        str(tmp_path / "home"),
-        "--script",
-        str(script),
-    ]
-    editor = Editor()
-    await editor.start_io(*command, env=agent_env())
-    try:
-        await initialize(editor)
-        yield editor
-    finally:
-        await editor.stop()
-    assert editor.wire_problems() == []
-    assert editor.process is not None
-    assert editor.process.returncode == 0
-
-
-async def new_session(editor: Editor, cwd: Path, servers: list[types.McpServer]) -> str:
-    response = await editor.request(
-        methods.SESSION_NEW, types.NewSessionRequest(cwd=str(cwd), mcp_servers=servers)
-    )
-    return str(response.session_id)
+) -> AbstractAsyncContextManager[EditorClient]:
+    """The real agent playing `replies`; the client allows every call once."""
+    script = write_script(tmp_path / "script.json", *replies)
+    editor = EditorClient(decide=allow_all)
+    return running_agent(tmp_path / "home", script=script, client=editor, exit_code=0)
 
 
 async def test_an_editor_mcp_tool_is_called_end_to_end_through_the_agent(tmp_path: Path) -> None:
     call = {"name": "mcp__calc__add", "arguments": {"a": 2, "b": 40}, "id": "call_add"}
     replies = [[{"tool_call": call}], [{"text": "The sum is 42."}]]
-    async with running_agent(tmp_path, replies) as editor:
-        session_id = await new_session(editor, tmp_path, [stdio_server("calc")])
+    async with editor_agent(tmp_path, replies) as editor:
+        session_id = await editor.new_session(tmp_path, [stdio_server("calc")])
 
         response = await editor.request(methods.SESSION_PROMPT, prompt_request(session_id))
         updates = editor.updates_for(session_id)
 
     assert response == types.PromptResponse(stop_reason=types.StopReason.END_TURN)
-    [question] = editor.questions
+    [question] = editor.permission_requests
     assert question.tool_call.tool_call_id == "call_add"
     calls = [u for u in updates if isinstance(u, types.ToolCall | types.ToolCallProgress)]
     assert isinstance(calls[0], types.ToolCall)
@@ -114,12 +70,12 @@ async def test_an_editor_mcp_tool_is_called_end_to_end_through_the_agent(tmp_pat
 async def test_session_new_with_a_server_that_never_answers_is_not_held_up(
     tmp_path: Path,
 ) -> None:
-    async with running_agent(tmp_path, [[{"text": "."}]]) as editor:
-        await new_session(editor, tmp_path, [])  # opens the store: not what is measured
+    async with editor_agent(tmp_path, [[{"text": "."}]]) as editor:
+        await editor.new_session(tmp_path, [])  # opens the store: not what is measured
 
         async def timed(servers: list[types.McpServer]) -> float:
             started = time.perf_counter()
-            await new_session(editor, tmp_path, servers)
+            await editor.new_session(tmp_path, servers)
             return time.perf_counter() - started
 
         normal = statistics.median([await timed([]) for _ in range(3)])

@@ -81,7 +81,7 @@ class GateTool:
 
 
 @asynccontextmanager
-async def open_agent(
+async def in_process_agent(
     script: Mapping[str, Any], tmp_path: Path, *, tools: Sequence[Any] = ()
 ) -> AsyncIterator[Agent]:
     """A runtime with the capabilities and MCP, playing `script`, one session in `tmp_path`."""
@@ -124,7 +124,7 @@ def results(history: list[Any]) -> list[ToolResultRecorded]:
 
 async def test_mcp_tools_join_the_sessions_tools_as_a_new_generation(tmp_path: Path) -> None:
     gate = GateTool()
-    async with open_agent({"replies": [[{"text": "."}]]}, tmp_path, tools=[gate]) as agent:
+    async with in_process_agent({"replies": [[{"text": "."}]]}, tmp_path, tools=[gate]) as agent:
         first = agent.toolset.current
         assert list(first.tools) == ["gate"]
 
@@ -137,7 +137,7 @@ async def test_mcp_tools_join_the_sessions_tools_as_a_new_generation(tmp_path: P
 
 async def test_the_model_calls_an_mcp_tool_after_asking_permission(tmp_path: Path) -> None:
     script = {"replies": [[call("mcp__calc__add", a=2, b=40)], [{"text": "42 it is."}]]}
-    async with open_agent(script, tmp_path) as agent:
+    async with in_process_agent(script, tmp_path) as agent:
         prompter = AnsweringPrompter(PermissionChoice.ALLOW_ONCE)
         agent.controls.prompter = prompter
         await mcp_of(agent).connect([stdio_server("calc")])
@@ -159,7 +159,7 @@ async def test_the_model_calls_an_mcp_tool_after_asking_permission(tmp_path: Pat
 async def test_a_server_becoming_ready_mid_call_cancels_nothing(tmp_path: Path) -> None:
     gate = GateTool()
     script = {"replies": [[call("gate")], [{"text": "done"}]]}
-    async with open_agent(script, tmp_path, tools=[gate]) as agent:
+    async with in_process_agent(script, tmp_path, tools=[gate]) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         turn_id = await agent.prompt()
         with anyio.fail_after(WAIT_S):
@@ -177,7 +177,7 @@ async def test_a_server_becoming_ready_mid_call_cancels_nothing(tmp_path: Path) 
 
 async def test_the_guide_explains_mcp_tools_once_the_session_has_servers(tmp_path: Path) -> None:
     script = {"replies": [[{"text": "."}]]}
-    async with open_agent(script, tmp_path) as agent:
+    async with in_process_agent(script, tmp_path) as agent:
         guide = agent.session.main.scope.get(CONTEXT).guide
         assert MCP_GUIDE_ENTRY.entry_id not in guide.entries
 
@@ -195,7 +195,7 @@ async def test_a_lost_server_and_its_return_are_notifications_on_the_main_branch
     tmp_path: Path,
 ) -> None:
     script = {"replies": [[call("mcp__fragile__crash")], [{"text": "oh"}]]}
-    async with open_agent(script, tmp_path) as agent:
+    async with in_process_agent(script, tmp_path) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         mcp = mcp_of(agent)
         await mcp.connect([stdio_server("fragile")])
@@ -222,7 +222,7 @@ async def test_a_lost_server_and_its_return_are_notifications_on_the_main_branch
 
 
 async def test_a_server_that_fails_to_start_is_a_notification(tmp_path: Path) -> None:
-    async with open_agent({"replies": [[{"text": "."}]]}, tmp_path) as agent:
+    async with in_process_agent({"replies": [[{"text": "."}]]}, tmp_path) as agent:
         mcp = mcp_of(agent)
         await mcp.connect([StdioServerConfig(name="missing", command=str(tmp_path / "nothing"))])
         await mcp.wait_for_startup()
@@ -238,7 +238,7 @@ async def test_a_server_that_fails_to_start_is_a_notification(tmp_path: Path) ->
 
 async def test_closing_the_runtime_ends_the_sessions_stdio_servers(tmp_path: Path) -> None:
     script = {"replies": [[call("mcp__calc__pid")], [{"text": "."}]]}
-    async with open_agent(script, tmp_path) as agent:
+    async with in_process_agent(script, tmp_path) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         await mcp_of(agent).connect([stdio_server("calc")])
         await mcp_of(agent).wait_for_startup()
@@ -264,7 +264,7 @@ def project(tmp_path: Path) -> Path:
 async def test_the_status_report_shows_a_disabled_project_server_and_how_to_enable_it(
     project: Path,
 ) -> None:
-    async with open_agent({"replies": [[{"text": "."}]]}, project) as agent:
+    async with in_process_agent({"replies": [[{"text": "."}]]}, project) as agent:
         mcp = mcp_of(agent)
         await mcp.connect([stdio_server("calc")])
         await mcp.wait_for_startup()

@@ -11,7 +11,7 @@ import pytest
 
 from acp_agent.capabilities import GenerationState, PermissionMode
 from acp_agent.core import ModelRequestStarted, ToolOutcome, ToolResultRecorded
-from tests.capabilities.support import CountingTool, open_agent, payloads_of
+from tests.capabilities.support import CountingTool, in_process_agent, payloads_of
 
 pytestmark = pytest.mark.anyio
 
@@ -21,7 +21,7 @@ async def test_a_superseded_generation_still_runs_the_call_its_request_proposed(
 ) -> None:
     old, new = CountingTool(tmp_path / "old"), CountingTool(tmp_path / "new")
     script = {"replies": [[{"sleep_ms": 300}, {"tool_call": {"name": "count"}}], [{"text": "."}]]}
-    async with open_agent(script, tmp_path, tools=lambda: [old]) as agent:
+    async with in_process_agent(script, tmp_path, tools=lambda: [old]) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         first = agent.toolset.current
         turn_id = await agent.prompt()
@@ -40,7 +40,7 @@ async def test_a_superseded_generation_still_runs_the_call_its_request_proposed(
 async def test_a_reload_retires_the_current_generation_and_leaves_superseded_ones_running(
     tmp_path: Path,
 ) -> None:
-    async with open_agent({"replies": [[{"text": "."}]]}, tmp_path) as agent:
+    async with in_process_agent({"replies": [[{"text": "."}]]}, tmp_path) as agent:
         superseded = agent.toolset.current
         current = await agent.toolset.supersede([])
         await agent.toolset.reload([])

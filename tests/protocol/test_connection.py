@@ -10,14 +10,13 @@ import asyncio
 import json
 import signal
 import time
+from collections.abc import AsyncIterator
 
 import pytest
-import pytest_lsp
-from pytest_lsp import ClientServerConfig
 
 from protocol import methods, types
 from protocol.errors import InternalError, MethodNotFound, RequestCancelled, UnstableNotEnabled
-from tests.support import PROTOCOL_AGENT, AcpTestClient
+from tests.support import PROTOCOL_AGENT, AcpTestClient, connected
 
 pytestmark = pytest.mark.e2e
 
@@ -25,29 +24,17 @@ pytestmark = pytest.mark.e2e
 EXIT_WAIT_S = 10.0
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=PROTOCOL_AGENT, client_factory=AcpTestClient)
-)
-async def agent(client: AcpTestClient):
-    await client.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
-    yield
-    await client.stop()
-    assert client.wire_problems() == []
+@pytest.fixture
+async def agent() -> AsyncIterator[AcpTestClient]:
+    async with connected(AcpTestClient(), PROTOCOL_AGENT) as client:
+        await client.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
+        yield client
 
 
-def _unstable_client() -> AcpTestClient:
-    return AcpTestClient(unstable=True)
-
-
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=[*PROTOCOL_AGENT, "--unstable"], client_factory=_unstable_client
-    )
-)
-async def unstable_agent(client: AcpTestClient):
-    yield
-    await client.stop()
-    assert client.wire_problems() == []
+@pytest.fixture
+async def unstable_agent() -> AsyncIterator[AcpTestClient]:
+    async with connected(AcpTestClient(unstable=True), [*PROTOCOL_AGENT, "--unstable"]) as client:
+        yield client
 
 
 async def _new_session(client: AcpTestClient) -> str:

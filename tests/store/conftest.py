@@ -1,3 +1,3 @@
-from tests.core.anyio_backends import anyio_backend, pytest_pycollect_makeitem
+from tests.core.anyio_backends import pytest_generate_tests
 
-__all__ = ("anyio_backend", "pytest_pycollect_makeitem")
+__all__ = ("pytest_generate_tests",)

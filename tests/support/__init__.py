@@ -1,4 +1,4 @@
-"""Shared test helpers: the ACP test client, the schema checker, agent processes."""
+"""Shared test helpers: the ACP test clients, the agent launcher, the schema checker."""
 
 from tests.support.agent import (
     AGENT_HOME,
@@ -6,9 +6,13 @@ from tests.support.agent import (
     SCRIPTS,
     agent_command,
     agent_env,
+    connected,
     remove_agent_home,
+    running_agent,
+    write_script,
 )
 from tests.support.client import UPDATE_TIMEOUT_S, AcpTestClient
+from tests.support.editor_client import EditorClient
 from tests.support.schema_validation import WireValidator
 
 __all__ = (
@@ -17,8 +21,12 @@ __all__ = (
     "SCRIPTS",
     "UPDATE_TIMEOUT_S",
     "AcpTestClient",
+    "EditorClient",
     "WireValidator",
     "agent_command",
     "agent_env",
+    "connected",
     "remove_agent_home",
+    "running_agent",
+    "write_script",
 )

@@ -1,11 +1,28 @@
-"""How tests start acp-agent: the command line, a throwaway home, the scripts."""
+"""How tests start acp-agent: the command line, a throwaway home, the scripts, the launcher.
+
+`running_agent()` is the one way a test talks ACP to the real agent: `python -m
+acp_agent` over real pipes, with a home of the test's own (a real SQLite file),
+an optional script, flags and environment, initialized with the client
+capabilities the test wants; when it stops, every line the agent wrote is checked
+against the schema. `connected()` is the same for any agent command (the
+protocol tests' small agent). `agent_command()` is the command line alone, for
+tests that drive the process with another client (bare bytes, the official SDK).
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, TypeVar
+
+from protocol import methods, types
+from tests.support.client import AcpTestClient
+from tests.support.editor_client import EditorClient
 
 __all__ = (
     "AGENT_HOME",
@@ -13,18 +30,23 @@ __all__ = (
     "SCRIPTS",
     "agent_command",
     "agent_env",
+    "connected",
     "remove_agent_home",
+    "running_agent",
+    "write_script",
 )
 
 #: Variables of the developer's environment that would change which model the agent uses.
 _MODEL_VARIABLES = ("OPENAI_", "ANTHROPIC_", "ACP_AGENT_")
 
 _home = tempfile.TemporaryDirectory(prefix="acp-agent-tests-")
-#: Config, data, state and logs of every agent the tests start (never the user's).
+#: Config, data, state and logs of the agents started with `agent_command` (never the user's).
 AGENT_HOME = Path(_home.name)
 
 #: Script files for the scripted model.
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+_Client = TypeVar("_Client", bound=AcpTestClient)
 
 
 def agent_command(*extra: str, script: str | None = None) -> list[str]:
@@ -47,6 +69,89 @@ def agent_env(**overrides: str) -> dict[str, str]:
 def remove_agent_home() -> None:
     """Delete the throwaway home (at the end of the test session)."""
     _home.cleanup()
+
+
+def write_script(path: Path, *replies: list[dict[str, Any]], **extra: Any) -> Path:
+    """Write a script of `replies` to `path`; returns it."""
+    path.write_text(json.dumps({"replies": list(replies), **extra}))
+    return path
+
+
+@asynccontextmanager
+async def connected(
+    client: _Client,
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    umask: int = -1,
+    exit_code: int | None = None,
+) -> AsyncIterator[_Client]:
+    """`client` talking to a new `command` process over its stdin and stdout.
+
+    On exit the process is stopped (its stdin closed) and every line it wrote,
+    those written while stopping included, is checked against the schema; with
+    `exit_code`, so is its exit status. `env` is its whole environment (default:
+    ours), `umask` its umask (-1 keeps ours).
+    """
+    await client.start_io(*command, env=None if env is None else dict(env), umask=umask)
+    try:
+        yield client
+    finally:
+        await client.stop()
+    assert client.wire_problems() == []
+    if exit_code is not None:
+        assert client.process is not None
+        assert client.process.returncode == exit_code
+
+
+@asynccontextmanager
+async def running_agent(
+    home: Path,
+    *,
+    script: Path | None = None,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    capabilities: types.ClientCapabilities | None = None,
+    client: EditorClient | None = None,
+    unstable: bool = False,
+    initialize: bool = True,
+    umask: int = -1,
+    exit_code: int | None = None,
+) -> AsyncIterator[EditorClient]:
+    """The real agent with `home`, initialized; stopped and its wire checked on exit.
+
+    - `script`: the scripted model's replies (`--script`); `args`: more flags;
+    - `env`: the agent's whole environment (default `agent_env()`: no model keys);
+    - `unstable`: `--unstable`, and a client that opts in too;
+    - `client`: the client to talk through (default: a new `EditorClient`);
+    - `capabilities`: what the client advertises in `initialize` (default: what
+      `client.capabilities()` says); `initialize=False` leaves `initialize` to the test;
+    - `umask`: the agent's umask (-1 keeps ours);
+    - `exit_code`: when given, the status the agent must have exited with.
+    """
+    command = [sys.executable, "-m", "acp_agent", "--home", str(home), *args]
+    if script is not None:
+        command += ["--script", str(script)]
+    if unstable:
+        command.append("--unstable")
+    if client is None:
+        client = EditorClient(unstable=unstable)
+    assert client.unstable == unstable, "the client and the agent opt in to unstable together"
+    if capabilities is None:
+        capabilities = client.capabilities()
+    async with connected(
+        client,
+        command,
+        env=agent_env() if env is None else env,
+        umask=umask,
+        exit_code=exit_code,
+    ):
+        if initialize:
+            await client.request(
+                methods.INITIALIZE,
+                types.InitializeRequest(protocol_version=1, client_capabilities=capabilities),
+            )
+        yield client
 
 
 #: The protocol-level test agent (see `tests/support/protocol_agent.py`).

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.anyio_backends import anyio_backend, pytest_pycollect_makeitem
+from tests.core.anyio_backends import pytest_generate_tests
 
-__all__ = ("anyio_backend", "outside", "pytest_pycollect_makeitem", "workspace")
+__all__ = ("outside", "pytest_generate_tests", "workspace")
 
 
 @pytest.fixture

@@ -22,14 +22,9 @@ from typing import Any
 import pytest
 
 from protocol import methods, types
+from tests.support import EditorClient, running_agent
+from tests.support.editor_client import Decision, allow_all, reject_outside
 from tests.support.steps import prompt_request
-from tests.tools.acp_editor import (
-    Decision,
-    EditorAcpClient,
-    agent_with_script,
-    allow_all,
-    reject_outside,
-)
 from tests.tools.editor import EditorBridge
 from tests.tools.processes import TREE, alive, all_dead, pids_in
 
@@ -58,7 +53,7 @@ def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
 class Agent:
     """The agent process, its session in `workspace`, and the editor serving it."""
 
-    def __init__(self, client: EditorAcpClient, editor: EditorBridge | None, workspace: Path):
+    def __init__(self, client: EditorClient, editor: EditorBridge | None, workspace: Path):
         self.client = client
         self.editor = editor
         self.workspace = workspace
@@ -106,7 +101,7 @@ class Agent:
 
 
 @contextlib.asynccontextmanager
-async def running_agent(
+async def scripted_session(
     tmp_path: Path,
     workspace: Path,
     mode: str,
@@ -118,22 +113,26 @@ async def running_agent(
 ) -> AsyncIterator[Agent]:
     """The real agent playing `replies`, with a session open in `workspace`.
 
-    `umask`: the agent's umask (-1 leaves this process's).
+    In mode "editor" the client serves `fs/*` and (unless `terminals` is false)
+    `terminal/*` from an `EditorBridge`, and shows Zed's `_meta.terminal_output`;
+    in mode "no-client" it offers nothing. `umask`: the agent's umask (-1 leaves
+    this process's).
     """
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"replies": [*replies, [{"text": "Done."}]]}))
     async with contextlib.AsyncExitStack() as stack:
-        editor = await stack.enter_async_context(EditorBridge()) if mode == "editor" else None
-        client = EditorAcpClient(editor, decide=decide, terminals=terminals)
-        await client.start_io(*agent_with_script(script), umask=umask)
-        try:
-            await client.initialize_editor()
+        editor = (
+            await stack.enter_async_context(
+                EditorBridge(has_terminals=terminals, streams_terminal_output=True)
+            )
+            if mode == "editor"
+            else None
+        )
+        client = EditorClient(editor=editor, decide=decide)
+        async with running_agent(tmp_path / "home", script=script, client=client, umask=umask):
             agent = Agent(client, editor, workspace)
             await agent.open_session()
             yield agent
-        finally:
-            await client.stop()
-        assert client.wire_problems() == []
 
 
 def diff_of(update: dict[str, Any]) -> list[dict[str, Any]]:
@@ -163,7 +162,7 @@ async def test_an_edit_conflict_is_refused_and_succeeds_after_a_fresh_read(
         [call("read_2", "read", path="a.py")],
         [call("edit_2", "edit", path="a.py", old_text="x = 1", new_text="x = 10")],
     ]
-    async with running_agent(tmp_path, workspace, mode, replies) as agent:
+    async with scripted_session(tmp_path, workspace, mode, replies) as agent:
         response = await agent.prompt()
     assert response.stop_reason == types.StopReason.END_TURN
     refused = agent.final("edit_1")
@@ -198,7 +197,7 @@ async def test_a_new_file_written_on_disk_gets_the_umask_mode_and_an_existing_on
         ],
         [call("e1", "edit", path="run.sh", old_text="hi", new_text="there")],
     ]
-    async with running_agent(tmp_path, workspace, "no-client", replies, umask=umask) as agent:
+    async with scripted_session(tmp_path, workspace, "no-client", replies, umask=umask) as agent:
         await agent.prompt()
     assert [agent.final(call_id)["status"] for call_id in ("w1", "e1")] == ["completed"] * 2
     new = workspace / "notes" / "new.txt"
@@ -222,7 +221,7 @@ async def test_crlf_and_non_utf8_files_round_trip_and_their_diffs_match_exactly(
             call("e2", "edit", path="legacy.txt", old_text="caf\u00e9", new_text="th\u00e9"),
         ],
     ]
-    async with running_agent(tmp_path, workspace, mode, replies) as agent:
+    async with scripted_session(tmp_path, workspace, mode, replies) as agent:
         await agent.prompt()
     assert crlf.read_bytes() == b"one\r\ntwo\r\ngamma"
     assert legacy.read_bytes() == "prix: 5 \u20ac\nth\u00e9\n".encode("cp1252")
@@ -256,7 +255,7 @@ async def test_a_symlink_leading_out_of_the_workspace_asks_and_a_refusal_touches
         [call("peek", "read", path="notes.txt")],
         [call("clobber", "write", path="notes.txt", content="gone\n")],
     ]
-    async with running_agent(
+    async with scripted_session(
         tmp_path, workspace, mode, replies, decide=reject_outside(workspace)
     ) as agent:
         await agent.prompt()
@@ -275,7 +274,7 @@ async def test_cancel_kills_sleep_1000_and_its_grandchildren(
     tmp_path: Path, workspace: Path, mode: str
 ) -> None:
     replies = [[call("tree", "shell", command=TREE)]]
-    async with running_agent(tmp_path, workspace, mode, replies) as agent:
+    async with scripted_session(tmp_path, workspace, mode, replies) as agent:
         turn = asyncio.create_task(agent.prompt())
         pids = await pids_in(workspace, ["shell.pid", "child.pid", "grandchild.pid"])
         assert all(alive(pid) for pid in pids)
@@ -303,7 +302,7 @@ async def test_fifty_megabytes_of_output_are_capped_without_memory_blowup(
     size = 50 * 1024 * 1024
     command = f"echo FIRST; yes 0123456789abcdef | head -c {size}; echo; echo LAST"
     replies = [[call("flood", "shell", command=command)]]
-    async with running_agent(tmp_path, workspace, mode, replies) as agent:
+    async with scripted_session(tmp_path, workspace, mode, replies) as agent:
         assert agent.client.process is not None
         before = _peak_rss_kb(agent.client.process.pid)
         await agent.prompt()
@@ -331,7 +330,7 @@ async def test_gitignored_files_are_skipped_by_grep_and_glob(
         (workspace / name).parent.mkdir(parents=True, exist_ok=True)
         (workspace / name).write_text("needle = 1\n")
     replies = [[call("g", "grep", pattern="needle"), call("f", "glob", pattern="**/*.py")]]
-    async with running_agent(tmp_path, workspace, mode, replies) as agent:
+    async with scripted_session(tmp_path, workspace, mode, replies) as agent:
         await agent.prompt()
     grep, glob = agent.final("g"), agent.final("f")
     assert [m["path"] for m in grep["rawOutput"]["matches"]] == [str(workspace / "src/app.py")]
@@ -346,7 +345,7 @@ async def test_a_new_file_and_a_deletion_show_whole_file_diffs(
         [call("w", "write", path="pkg/new.py", content="print('hi')\n")],
         [call("d", "delete", path="pkg/new.py")],
     ]
-    async with running_agent(tmp_path, workspace, mode, replies) as agent:
+    async with scripted_session(tmp_path, workspace, mode, replies) as agent:
         await agent.prompt()
     path = str(workspace / "pkg/new.py")
     assert diff_of(agent.final("w")) == [
@@ -362,7 +361,7 @@ async def test_without_client_terminals_zeds_terminal_meta_streams_a_local_run(
     tmp_path: Path, workspace: Path
 ) -> None:
     replies = [[call("zed", "shell", command="echo one; sleep 0.2; echo two; exit 4")]]
-    async with running_agent(tmp_path, workspace, "editor", replies, terminals=False) as agent:
+    async with scripted_session(tmp_path, workspace, "editor", replies, terminals=False) as agent:
         await agent.prompt()
         assert agent.editor is not None
         assert agent.editor.terminals == []  # never asked for a client terminal
@@ -431,7 +430,7 @@ async def test_one_call_of_each_kind_reaches_the_editor_with_title_locations_and
             [call("think", "plan", entries=[{"content": "Fix main", "status": "in_progress"}])],
             [call("fetch", "fetch", url=url)],
         ]
-        async with running_agent(tmp_path, workspace, mode, replies) as agent:
+        async with scripted_session(tmp_path, workspace, mode, replies) as agent:
             await agent.prompt()
     app = str(workspace / "src/app.py")
     expected_titles = {

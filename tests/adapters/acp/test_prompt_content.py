@@ -15,8 +15,8 @@ import pytest
 
 from acp_agent.adapters.acp import MAX_ATTACHMENT_CHARS
 from protocol import types
-from tests.agent.session_support import EditorClient, open_agent, openai_text
-from tests.support import agent_env
+from tests.adapters.acp.session_support import openai_text
+from tests.support import EditorClient, agent_env, running_agent
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.e2e
@@ -24,6 +24,11 @@ pytestmark = pytest.mark.e2e
 IMAGE = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJ"
     "RU5ErkJggg=="
+)
+
+#: An editor that offers `fs/read_text_file` (answered from the client's buffers).
+READS_FILES = types.ClientCapabilities(
+    fs=types.FileSystemCapabilities(read_text_file=True, write_text_file=False)
 )
 
 
@@ -78,7 +83,9 @@ async def test_a_linked_workspace_file_is_read_through_the_editor_unsaved_text_i
     tmp_path: Path, workspace: Path, server: FakeProviderServer
 ):
     notes = workspace / "notes.md"
-    async with open_agent(tmp_path / "home", env=env_for(server), reads_files=True) as client:
+    async with running_agent(
+        tmp_path / "home", env=env_for(server), capabilities=READS_FILES
+    ) as client:
         client.buffers[str(notes)] = "unsaved in the editor\n"
         replayed = await prompt_and_replay(client, workspace, text("Summarise"), link(notes))
 
@@ -98,7 +105,7 @@ async def test_without_the_editors_file_system_a_linked_file_is_read_from_disk(
 ):
     big = workspace / "big.txt"
     big.write_text("x" * (MAX_ATTACHMENT_CHARS + 10))
-    async with open_agent(tmp_path / "home", env=env_for(server)) as client:
+    async with running_agent(tmp_path / "home", env=env_for(server)) as client:
         session_id = await client.new_session(workspace)
         await client.prompt_blocks(session_id, text("Read"), link(workspace / "notes.md"))
         await client.prompt_blocks(session_id, text("And"), link(big))
@@ -117,7 +124,9 @@ async def test_a_link_outside_the_workspace_is_not_read(
     secret.parent.mkdir()
     secret.write_text("do not read me")
     (workspace / "escape").symlink_to(secret)
-    async with open_agent(tmp_path / "home", env=env_for(server), reads_files=True) as client:
+    async with running_agent(
+        tmp_path / "home", env=env_for(server), capabilities=READS_FILES
+    ) as client:
         session_id = await client.new_session(workspace)
         await client.prompt_blocks(session_id, text("Look"), link(secret))
         await client.prompt_blocks(session_id, text("And"), link(workspace / "escape"))
@@ -145,7 +154,7 @@ async def test_embedded_resources_reach_the_model_text_and_utf8_blobs_as_text(
             uri="file:///w/c.bin", blob=base64.b64encode(b"\x00\xff").decode()
         )
     )
-    async with open_agent(tmp_path / "home", env=env_for(server)) as client:
+    async with running_agent(tmp_path / "home", env=env_for(server)) as client:
         replayed = await prompt_and_replay(
             client, workspace, text("These"), embedded_text, utf8_blob, binary_blob
         )
@@ -166,7 +175,7 @@ async def test_an_image_reaches_a_model_that_takes_images_and_is_advertised(
     tmp_path: Path, workspace: Path, server: FakeProviderServer
 ):
     image = types.ImageContent(data=IMAGE, mime_type="image/png")
-    async with open_agent(tmp_path / "home", env=env_for(server)) as client:
+    async with running_agent(tmp_path / "home", env=env_for(server)) as client:
         initialize = next(m for m in client.messages if m.get("id") == 1)
         replayed = await prompt_and_replay(client, workspace, text("What is this?"), image)
 
@@ -180,7 +189,7 @@ async def test_an_image_reaches_a_model_that_takes_images_and_is_advertised(
 
 async def test_a_local_model_without_images_is_advertised_without_them(tmp_path: Path):
     env = agent_env(ACP_AGENT_MODEL="ollama/qwen3")
-    async with open_agent(tmp_path / "home", env=env) as client:
+    async with running_agent(tmp_path / "home", env=env) as client:
         initialize = next(m for m in client.messages if m.get("id") == 1)
 
     prompt = initialize["result"]["agentCapabilities"]["promptCapabilities"]

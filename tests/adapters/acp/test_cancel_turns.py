@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from protocol import methods, types
-from tests.agent.support import AnsweringClient, calls_of, running_agent, write_script
+from tests.adapters.acp.support import calls_of
+from tests.support import EditorClient, running_agent, write_script
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +27,7 @@ def shell(command: str, call_id: str) -> dict[str, object]:
 
 
 async def cancel_and_time(
-    client: AnsweringClient, session_id: str, turn: asyncio.Task[types.PromptResponse]
+    client: EditorClient, session_id: str, turn: asyncio.Task[types.PromptResponse]
 ) -> tuple[types.PromptResponse, float]:
     started = time.monotonic()
     client.cancel(session_id)
@@ -34,7 +35,7 @@ async def cancel_and_time(
     return response, time.monotonic() - started
 
 
-def assert_nothing_after_the_response(client: AnsweringClient) -> None:
+def assert_nothing_after_the_response(client: EditorClient) -> None:
     messages = client.messages
     response_at = max(
         i for i, m in enumerate(messages) if m.get("result", {}).get("stopReason") == "cancelled"

@@ -15,8 +15,8 @@ import pytest
 
 from protocol import methods, types
 from protocol.errors import InvalidParams
-from tests.agent.session_support import before, kinds, open_agent, openai_text, write_script
-from tests.support import agent_env
+from tests.adapters.acp.session_support import before, kinds, openai_text
+from tests.support import agent_env, running_agent, write_script
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.e2e
@@ -36,7 +36,7 @@ async def test_set_mode_tells_the_editor_first_is_recorded_and_plan_mode_refuses
 ):
     script = write_script(tmp_path / "s.json", [write_call("w1")], [{"text": "Refused."}])
     home = tmp_path / "home"
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         session_id = await client.new_session(tmp_path)
         response = await client.request_raw(
             methods.SESSION_SET_MODE, {"sessionId": session_id, "modeId": "plan"}
@@ -45,7 +45,7 @@ async def test_set_mode_tells_the_editor_first_is_recorded_and_plan_mode_refuses
         changes = client.session_updates_for(session_id)[1:]
         prompt = await client.prompt(session_id, "Write out.txt")
         conversation = client.updates_for(session_id)
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         loaded = await client.load(session_id, tmp_path)
 
     assert response["result"] == {}
@@ -76,7 +76,7 @@ async def test_set_mode_tells_the_editor_first_is_recorded_and_plan_mode_refuses
 
 async def test_the_mode_option_and_the_legacy_modes_stay_in_step(tmp_path: Path):
     script = write_script(tmp_path / "s.json", [{"text": "."}])
-    async with open_agent(tmp_path / "home", script=script) as client:
+    async with running_agent(tmp_path / "home", script=script) as client:
         session_id = await client.new_session(tmp_path)
         response = await client.set_option(session_id, "mode", "accept-edits")
         changes = client.session_updates_for(session_id)[1:]
@@ -95,7 +95,7 @@ async def test_the_model_option_lists_usable_models_and_a_model_without_reasonin
 ):
     script = write_script(tmp_path / "s.json", [{"text": "."}])
     env = agent_env(OPENAI_API_KEY="sk-test")  # makes openai/gpt-4.1 usable
-    async with open_agent(tmp_path / "home", script=script, env=env) as client:
+    async with running_agent(tmp_path / "home", script=script, env=env) as client:
         session_id = await client.new_session(tmp_path)
         await client.set_option(session_id, "thought_level", "high")
         switched = await client.set_option(session_id, "model", "openai/gpt-4.1")
@@ -138,7 +138,7 @@ async def test_the_thought_level_reaches_the_provider_as_a_reasoning_effort(
         OPENAI_API_KEY="sk-test",
         ACP_AGENT_MODEL="openai/o3-mini",  # a reasoning model
     )
-    async with open_agent(tmp_path / "home", env=env) as client:
+    async with running_agent(tmp_path / "home", env=env) as client:
         session_id = await client.new_session(tmp_path)
         options = await client.set_option(session_id, "thought_level", "high")
         await client.prompt(session_id, "Think.")

@@ -16,8 +16,8 @@ import pytest
 from acp_agent.adapters.acp import PAGE_SIZE
 from protocol import methods, types
 from protocol.errors import InvalidParams, ResourceNotFound
-from tests.agent.session_support import after, before, kinds, open_agent, write_script
-from tests.support import agent_env
+from tests.adapters.acp.session_support import after, before, kinds
+from tests.support import agent_env, running_agent, write_script
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +30,7 @@ def script(tmp_path: Path) -> Path:
 async def test_a_new_sessions_commands_follow_its_answer_never_precede_it(
     tmp_path: Path, script: Path
 ):
-    async with open_agent(tmp_path / "home", script=script) as client:
+    async with running_agent(tmp_path / "home", script=script) as client:
         new = await client.request_raw(
             methods.SESSION_NEW, {"cwd": str(tmp_path), "mcpServers": []}
         )
@@ -67,7 +67,7 @@ async def test_sessions_list_newest_first_with_titles_iso_times_and_a_cwd_filter
     here.mkdir()
     there.mkdir()
     started = time.time()
-    async with open_agent(tmp_path / "home", script=script) as client:
+    async with running_agent(tmp_path / "home", script=script) as client:
         older = await client.new_session(here)
         elsewhere = await client.new_session(there)
         await asyncio.sleep(1.1)  # the store orders by recency in steps of about a second
@@ -91,7 +91,7 @@ async def test_sessions_list_newest_first_with_titles_iso_times_and_a_cwd_filter
 async def test_sessions_list_in_pages_whose_cursors_lose_and_repeat_nothing(
     tmp_path: Path, script: Path
 ):
-    async with open_agent(tmp_path / "home", script=script) as client:
+    async with running_agent(tmp_path / "home", script=script) as client:
         created = {await client.new_session(tmp_path) for _ in range(PAGE_SIZE + 3)}
         first = await client.list_sessions(tmp_path)
         assert first.next_cursor is not None
@@ -113,7 +113,7 @@ async def test_close_cancels_the_running_prompt_which_answers_first_then_unloads
 ):
     script = write_script(tmp_path / "slow.json", [{"text": "Working"}, {"sleep_ms": 30000}])
     home = tmp_path / "home"
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         session_id = await client.new_session(tmp_path)
         turn = asyncio.create_task(client.prompt(session_id))
         await client.wait_for_update(session_id)
@@ -144,7 +144,7 @@ async def test_a_deleted_session_is_gone_from_lists_and_loads_and_unknown_ids_de
     tmp_path: Path, script: Path
 ):
     home = tmp_path / "home"
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         kept = await client.new_session(tmp_path)
         deleted = await client.new_session(tmp_path)
         await client.prompt(deleted, "Soon gone")
@@ -153,7 +153,7 @@ async def test_a_deleted_session_is_gone_from_lists_and_loads_and_unknown_ids_de
         listed = await client.list_sessions()
         with pytest.raises(ResourceNotFound):
             await client.prompt(deleted)
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         after_restart = await client.list_sessions()
         with pytest.raises(ResourceNotFound) as caught:
             await client.load(deleted, tmp_path)
@@ -166,7 +166,7 @@ async def test_a_deleted_session_is_gone_from_lists_and_loads_and_unknown_ids_de
 
 
 async def test_list_with_a_relative_cwd_is_invalid_params(tmp_path: Path, script: Path):
-    async with open_agent(tmp_path / "home", script=script) as client:
+    async with running_agent(tmp_path / "home", script=script) as client:
         response = await client.request_raw(methods.SESSION_LIST, {"cwd": "relative"})
 
     assert response["error"] == {
@@ -178,7 +178,7 @@ async def test_list_with_a_relative_cwd_is_invalid_params(tmp_path: Path, script
 async def test_the_title_comes_after_the_first_exchange_before_its_answer_and_nothing_after(
     tmp_path: Path, script: Path
 ):
-    async with open_agent(tmp_path / "home", script=script) as client:
+    async with running_agent(tmp_path / "home", script=script) as client:
         session_id = await client.new_session(tmp_path)
         first = await client.request_raw(
             methods.SESSION_PROMPT,
@@ -211,10 +211,10 @@ async def test_a_loaded_session_whose_model_is_gone_says_so_when_prompted(
     tmp_path: Path, script: Path
 ):
     home = tmp_path / "home"
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         session_id = await client.new_session(tmp_path)
     env = agent_env(ACP_AGENT_MODEL="ollama/qwen3")  # another model; the script is not loaded
-    async with open_agent(home, env=env) as client:
+    async with running_agent(home, env=env) as client:
         await client.load(session_id, tmp_path)
         response = await client.prompt(session_id, "Still there?")
         [update] = client.updates_for(session_id)

@@ -23,8 +23,8 @@ import pytest
 
 from acp_agent.store import DATABASE_FILE_NAME
 from protocol import methods, types
-from tests.agent.support import AnsweringClient, running_agent, text_of_updates, write_script
-from tests.support import UPDATE_TIMEOUT_S, agent_env
+from tests.adapters.acp.support import text_of_updates
+from tests.support import UPDATE_TIMEOUT_S, EditorClient, agent_env, running_agent, write_script
 from tests.support.fake_provider import (
     Exchange,
     FakeProviderServer,
@@ -96,7 +96,7 @@ def openai_text(text: str) -> Exchange:
     )
 
 
-async def one_failing_turn(home: Path, env: dict[str, str], workspace: Path) -> AnsweringClient:
+async def one_failing_turn(home: Path, env: dict[str, str], workspace: Path) -> EditorClient:
     async with running_agent(home, env=env, args=DEBUG) as client:
         session_id = await client.new_session(workspace)
         response = await client.prompt(session_id, "Say hello.")
@@ -107,7 +107,7 @@ async def one_failing_turn(home: Path, env: dict[str, str], workspace: Path) -> 
     return client
 
 
-def places_the_secret_could_be(home: Path, client: AnsweringClient) -> dict[str, bytes]:
+def places_the_secret_could_be(home: Path, client: EditorClient) -> dict[str, bytes]:
     """Everything the agent wrote that a person or another program may read."""
     places = {
         "stderr": "".join(client.stderr_lines).encode(),

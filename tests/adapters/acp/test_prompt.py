@@ -10,8 +10,7 @@ import pytest
 
 from protocol import methods, types
 from protocol.errors import InvalidParams, ResourceNotFound
-from tests.agent.support import running_agent
-from tests.support import AGENT_HOME, AcpTestClient, agent_env
+from tests.support import AcpTestClient, agent_env, running_agent
 from tests.support.steps import initialize, new_session, prompt_request, text_of
 
 pytestmark = pytest.mark.e2e
@@ -66,7 +65,7 @@ async def test_each_prompt_of_a_session_gets_the_next_reply_and_the_last_one_rep
 
 
 async def test_prompt_without_a_provider_is_answered_with_how_to_configure_one(
-    unscripted_agent: AcpTestClient,
+    unscripted_agent: AcpTestClient, tmp_path: Path
 ):
     await initialize(unscripted_agent)
     session_id = await new_session(unscripted_agent)
@@ -83,7 +82,7 @@ async def test_prompt_without_a_provider_is_answered_with_how_to_configure_one(
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
         "ACP_AGENT_MODEL",
-        f"{AGENT_HOME}/config/config.toml",
+        f"{tmp_path / 'home'}/config/config.toml",  # the fixture's home
         "--script",
     ):
         assert hint in message

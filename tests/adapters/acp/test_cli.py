@@ -12,8 +12,8 @@ import pytest
 
 import acp_agent
 from protocol import types
-from tests.agent.support import running_agent, text_of_updates
-from tests.support import SCRIPTS
+from tests.adapters.acp.support import text_of_updates
+from tests.support import SCRIPTS, running_agent
 from tests.support.raw_agent import RawAgent
 
 pytestmark = pytest.mark.e2e

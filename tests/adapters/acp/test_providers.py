@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from protocol import types
-from tests.agent.support import calls_of, running_agent, text_of_updates
-from tests.support import agent_env
+from tests.adapters.acp.support import calls_of, text_of_updates
+from tests.support import agent_env, running_agent
 from tests.support.fake_provider import (
     Exchange,
     FakeProviderServer,

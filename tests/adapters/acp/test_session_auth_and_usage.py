@@ -10,8 +10,8 @@ import pytest
 
 from protocol import methods, types
 from protocol.errors import AuthRequired, InvalidParams
-from tests.agent.session_support import EditorClient, open_agent, openai_text, write_script
-from tests.support import agent_env
+from tests.adapters.acp.session_support import openai_text
+from tests.support import EditorClient, agent_env, running_agent, write_script
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.e2e
@@ -23,7 +23,7 @@ async def authenticate(client: EditorClient, method_id: str) -> dict[str, Any]:
 
 async def test_authenticate_succeeds_only_for_a_provider_configured_now(tmp_path: Path):
     env = agent_env(OPENAI_API_KEY="sk-test")
-    async with open_agent(tmp_path / "home", env=env) as client:
+    async with running_agent(tmp_path / "home", env=env) as client:
         methods_offered = next(m for m in client.messages if m.get("id") == 1)["result"][
             "authMethods"
         ]
@@ -46,7 +46,7 @@ async def test_authenticate_succeeds_only_for_a_provider_configured_now(tmp_path
 async def test_without_any_model_a_session_opens_and_authenticate_says_what_to_set(
     tmp_path: Path,
 ):
-    async with open_agent(tmp_path / "home") as client:
+    async with running_agent(tmp_path / "home") as client:
         new = await client.request_raw(methods.SESSION_NEW, {"cwd": "/tmp", "mcpServers": []})
         model = await authenticate(client, "model")
         listed = await client.list_sessions()
@@ -78,7 +78,7 @@ async def test_each_request_reports_the_context_used_and_the_cumulative_cost(
         OPENAI_API_KEY="sk-test",
         ACP_AGENT_MODEL="openai/gpt-fake",
     )
-    async with open_agent(home, env=env) as client:
+    async with running_agent(home, env=env) as client:
         session_id = await client.new_session(tmp_path)
         await client.prompt(session_id, "One")
         await client.prompt(session_id, "Two")
@@ -93,7 +93,7 @@ async def test_each_request_reports_the_context_used_and_the_cumulative_cost(
 
 async def test_the_scripted_model_reports_usage_without_a_cost(tmp_path: Path):
     script = write_script(tmp_path / "s.json", [{"text": "Hi."}], context_window=4096)
-    async with open_agent(tmp_path / "home", script=script) as client:
+    async with running_agent(tmp_path / "home", script=script) as client:
         session_id = await client.new_session(tmp_path)
         await client.prompt(session_id, "Hello")
         [usage] = [u for u in client.updates_for(session_id) if isinstance(u, types.UsageUpdate)]

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from protocol import methods, types
-from tests.agent.session_support import after, before, kinds, open_agent, write_script
+from tests.adapters.acp.session_support import after, before, kinds
+from tests.support import running_agent, write_script
 
 pytestmark = pytest.mark.e2e
 
@@ -57,14 +58,14 @@ async def test_a_restarted_agent_lists_the_session_and_its_replay_equals_the_liv
     (workspace / "notes.txt").write_text("remember the milk\n")
     script = conversation_script(tmp_path / "conversation.json")
     home = tmp_path / "home"
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         session_id = await client.new_session(workspace)
         client.answers = ["allow_once"]
         first = await client.prompt(session_id, "Summarise notes.txt\nplease")
         second = await client.prompt(session_id, "What does it say?")
         live = client.session_updates_for(session_id)
 
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         listed = await client.list_sessions(workspace)
         load = await client.request_raw(
             methods.SESSION_LOAD,
@@ -127,14 +128,14 @@ async def test_a_session_created_and_never_prompted_loads_and_resumes_after_a_re
 ):
     script = write_script(tmp_path / "s.json", [{"text": "Hello."}])
     home = tmp_path / "home"
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         session_id = await client.new_session(tmp_path)
 
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         loaded = await client.load(session_id, tmp_path)
         replayed = client.session_updates_for(session_id)
         response = await client.prompt(session_id, "Hi")
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         resumed = await client.resume(session_id, tmp_path)
         again = await client.prompt(session_id, "Hi again")
 
@@ -149,11 +150,11 @@ async def test_resume_reattaches_without_replay_and_sends_commands_and_title_aft
 ):
     script = write_script(tmp_path / "s.json", [{"text": "First."}], [{"text": "Second."}])
     home = tmp_path / "home"
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         session_id = await client.new_session(tmp_path)
         await client.prompt(session_id, "Name this session")
 
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         resume = await client.request_raw(
             methods.SESSION_RESUME, {"sessionId": session_id, "cwd": str(tmp_path)}
         )

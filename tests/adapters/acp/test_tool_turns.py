@@ -13,7 +13,8 @@ import pytest
 
 from acp_agent.store import SqliteStore, default_database_path
 from protocol import types
-from tests.agent.support import calls_of, kinds_of, running_agent, text_of_updates, write_script
+from tests.adapters.acp.support import calls_of, kinds_of, text_of_updates
+from tests.support import running_agent, write_script
 
 pytestmark = pytest.mark.e2e
 

@@ -17,15 +17,8 @@ import anyio
 import pytest
 
 from protocol import methods, types
-from tests.agent.session_support import (
-    EditorClient,
-    before,
-    kinds,
-    open_agent,
-    openai_text,
-    write_script,
-)
-from tests.support import agent_env
+from tests.adapters.acp.session_support import before, kinds, openai_text
+from tests.support import EditorClient, agent_env, running_agent, write_script
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.e2e
@@ -63,7 +56,7 @@ async def test_help_lists_built_ins_mcp_and_the_workspace_and_user_templates(tmp
     template(workspace / ".acp-agent/commands", "review", "Review $ARGUMENTS carefully.")
     template(home / "config/commands", "explain", "---\ndescription: Explain code\n---\nExplain.")
     script = write_script(tmp_path / "s.json", [{"text": "never asked"}])
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         session_id = await client.new_session(workspace)
         commands = await client.wait_for_update(
             session_id, lambda u: isinstance(u, types.AvailableCommandsUpdate)
@@ -99,7 +92,7 @@ async def test_mode_switches_tells_the_editor_before_the_answer_and_survives_a_r
 ):
     script = write_script(tmp_path / "s.json", [{"text": "."}])
     home = tmp_path / "home"
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         session_id = await client.new_session(tmp_path)
         listing, _ = await run(client, session_id, "/mode")
         wrong, _ = await run(client, session_id, "/mode yolo")
@@ -108,7 +101,7 @@ async def test_mode_switches_tells_the_editor_before_the_answer_and_survives_a_r
             {"sessionId": session_id, "prompt": [{"type": "text", "text": "/mode bypass"}]},
         )
         messages = client.messages
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         loaded = await client.load(session_id, tmp_path)
         replayed = client.updates_for(session_id)
 
@@ -131,7 +124,7 @@ async def test_mode_switches_tells_the_editor_before_the_answer_and_survives_a_r
 
 async def test_title_sets_the_title_which_the_first_exchange_then_keeps(tmp_path: Path):
     script = write_script(tmp_path / "s.json", [{"text": "Sure."}])
-    async with open_agent(tmp_path / "home", script=script) as client:
+    async with running_agent(tmp_path / "home", script=script) as client:
         session_id = await client.new_session(tmp_path)
         untitled, _ = await run(client, session_id, "/title")
         reply, updates = await run(client, session_id, "/title   Release   checklist ")
@@ -163,7 +156,7 @@ async def test_permissions_lists_remembered_rules_and_a_revoked_one_is_asked_aga
         [shell("echo hi", "c3")],
         [{"text": "Asked first."}],
     )
-    async with open_agent(tmp_path / "home", script=script) as client:
+    async with running_agent(tmp_path / "home", script=script) as client:
         session_id = await client.new_session(tmp_path)
         none, _ = await run(client, session_id, "/permissions")
         client.answers = ["allow_always"]
@@ -196,7 +189,7 @@ async def test_rules_shows_the_workspace_and_user_rules(tmp_path: Path):
     (home / "config").mkdir(parents=True)
     (home / "config" / "AGENTS.md").write_text("Answer briefly.\n")
     script = write_script(tmp_path / "s.json", [{"text": "."}])
-    async with open_agent(home, script=script) as client:
+    async with running_agent(home, script=script) as client:
         session_id = await client.new_session(workspace)
         reply, _ = await run(client, session_id, "/rules")
 
@@ -211,7 +204,7 @@ async def test_compact_summarises_the_conversation_and_says_when_there_is_nothin
     tmp_path: Path,
 ):
     script = write_script(tmp_path / "s.json", [{"text": "One."}], [{"text": "Two."}])
-    async with open_agent(tmp_path / "home", script=script) as client:
+    async with running_agent(tmp_path / "home", script=script) as client:
         session_id = await client.new_session(tmp_path)
         nothing, _ = await run(client, session_id, "/compact")
         await run(client, session_id, "First")
@@ -230,7 +223,12 @@ async def test_a_compaction_is_shown_to_the_editor_as_it_can_show_it(
 ):
     script = write_script(tmp_path / "s.json", [{"text": "One."}], [{"text": "Two."}])
     home = tmp_path / "home"
-    async with open_agent(home, script=script, shows_compaction=shows_compaction) as client:
+    capabilities = types.ClientCapabilities(
+        session=types.ClientSessionCapabilities(compaction=types.CompactionCapabilities())
+        if shows_compaction
+        else None
+    )
+    async with running_agent(home, script=script, capabilities=capabilities) as client:
         session_id = await client.new_session(tmp_path)
         await run(client, session_id, "First")
         await run(client, session_id, "Second")
@@ -282,13 +280,13 @@ async def test_a_template_is_sent_expanded_replayed_as_typed_and_changes_nothing
         OPENAI_API_KEY="sk-test",
         ACP_AGENT_MODEL="openai/gpt-fake",
     )
-    async with open_agent(home, env=env) as client:
+    async with running_agent(home, env=env) as client:
         session_id = await client.new_session(workspace)
         await run(client, session_id, "/review src/a.py")
         _, yolo = await run(client, session_id, "/yolo")
         template(folder, "later", "Added while the session ran.")
         _, refreshed = await run(client, session_id, "/help")
-    async with open_agent(home, env=env) as client:
+    async with running_agent(home, env=env) as client:
         loaded = await client.load(session_id, workspace)
         replayed = client.updates_for(session_id)
 
@@ -323,7 +321,7 @@ async def test_cancel_during_compact_answers_cancelled_and_the_session_goes_on(
         OPENAI_API_KEY="sk-test",
         ACP_AGENT_MODEL="openai/gpt-fake",
     )
-    async with open_agent(tmp_path / "home", env=env) as client:
+    async with running_agent(tmp_path / "home", env=env) as client:
         session_id = await client.new_session(tmp_path)
         await run(client, session_id, "First")
         await run(client, session_id, "Second")

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from protocol import methods, types
-from tests.agent.support import calls_of, running_agent, write_script
+from tests.adapters.acp.support import calls_of
+from tests.support import running_agent, write_script
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,8 @@ import pytest
 
 from protocol import methods, types
 from protocol.errors import InvalidParams
-from tests.agent.session_support import EditorClient, after, kinds, open_agent, write_script
-from tests.support import AcpTestClient
+from tests.adapters.acp.session_support import after, kinds
+from tests.support import AcpTestClient, EditorClient, running_agent, write_script
 from tests.support.steps import initialize
 
 pytestmark = pytest.mark.e2e
@@ -56,7 +56,7 @@ async def test_a_fork_has_the_history_and_settings_and_the_original_stays_unchan
     tmp_path: Path,
 ):
     home = tmp_path / "home"
-    async with open_agent(home, script=script_of(tmp_path), unstable=True) as client:
+    async with running_agent(home, script=script_of(tmp_path), unstable=True) as client:
         original = await client.new_session(tmp_path)
         await client.prompt(original, "Plan the release")
         await client.request(
@@ -73,7 +73,7 @@ async def test_a_fork_has_the_history_and_settings_and_the_original_stays_unchan
         messages = client.messages
         in_fork = await client.prompt(forked, "Only in the fork")
         listed = await client.list_sessions()
-    async with open_agent(home, script=script_of(tmp_path), unstable=True) as client:
+    async with running_agent(home, script=script_of(tmp_path), unstable=True) as client:
         original_after = await replay_of(client, original, tmp_path)
         fork_after = await replay_of(client, forked, tmp_path)
 
@@ -98,7 +98,9 @@ async def test_a_fork_has_the_history_and_settings_and_the_original_stays_unchan
 
 
 async def test_a_fork_through_a_prompt_keeps_only_the_exchanges_up_to_it(tmp_path: Path):
-    async with open_agent(tmp_path / "home", script=script_of(tmp_path), unstable=True) as client:
+    async with running_agent(
+        tmp_path / "home", script=script_of(tmp_path), unstable=True
+    ) as client:
         original = await client.new_session(tmp_path)
         await client.prompt(original, "One")
         await client.prompt(original, "Two")
