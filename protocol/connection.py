@@ -3,8 +3,7 @@
 `AgentConnection` is the agent's end: it serves agent methods on stdin and
 stdout and calls the client (`session/update`, `fs/*`, `terminal/*`, ...).
 `ClientConnection` is the client's end: it spawns an agent process and
-talks to it; it is also a pytest-lsp client (`ClientServerConfig(
-client_factory=ClientConnection)`).
+talks to it (the test client and the benchmarks are built on it).
 
     conn = AgentConnection()
     conn.register(methods.INITIALIZE, initialize)  # typed params in, typed result out
@@ -243,7 +242,6 @@ class AgentConnection(_Endpoint, JsonRPCServer):
 class ClientConnection(_Endpoint, JsonRPCClient):
     """The client's end of ACP: spawns an agent process and talks to it over its stdio.
 
-    Works as a pytest-lsp client (`client_factory=ClientConnection`).
     Outgoing request ids are integers; incoming ids are echoed exactly.
     Override `line_received` to watch every line the agent writes and
     `stderr_received` to route its stderr (default: our stderr).

@@ -158,7 +158,10 @@ def _schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[st
     return {"type": "object", "properties": properties, "required": list(required)}
 
 
-_ID: Final = {"type": "string", "description": "The branch's id, as `branch` returned it."}
+_ID: Final = {
+    "type": "string",
+    "description": "The branch's id, as `branch` returned it (or its title, if unique).",
+}
 
 _DEFINITIONS: Final = (
     (

@@ -44,6 +44,7 @@ from acp_agent.capabilities._permissions import (
 )
 from acp_agent.capabilities.context import GuideEntry, record_notification
 from acp_agent.core import (
+    NO_SEQ,
     Branch,
     BranchClosed,
     BranchEnded,
@@ -173,6 +174,8 @@ class ChildLine:
     unshown: bool = False
     #: What was last recorded of it (showing, state, steps, report).
     shown_look: tuple[object, ...] = ()
+    #: Follows its timeline (set once it is attached).
+    watcher: _Watcher | None = None
     _reply: list[str] = attrs.field(factory=list)
     _titles: dict[str, str] = attrs.field(factory=dict)
     _changed: anyio.Event = attrs.field(factory=anyio.Event)
@@ -230,7 +233,6 @@ class BranchManager:
         self._display_lock = anyio.Lock()
         self._main_turn_open = False
         self._main_turn_opened = anyio.Event()
-        self._displays = 0
 
     # --- assembly -----------------------------------------------------------------------
 
@@ -245,10 +247,16 @@ class BranchManager:
         return list(self._lines.values())
 
     def line(self, branch_id: str) -> ChildLine:
+        """The child with this id, or else the one child with this title."""
         line = self._lines.get(BranchId(branch_id))
-        if line is None:
-            raise NotABranch(f"no branch {branch_id!r} in this session")
-        return line
+        if line is not None:
+            return line
+        titled = [line for line in self._lines.values() if line.title == branch_id]
+        if len(titled) == 1:
+            return titled[0]
+        if titled:
+            raise NotABranch(f"several branches are titled {branch_id!r}; name one by its id")
+        raise NotABranch(f"no branch {branch_id!r} in this session")
 
     def attach_main(self, main: Branch) -> None:
         """The main line opened: show children in its turns."""
@@ -260,10 +268,12 @@ class BranchManager:
         line = ChildLine(child, title, task, last_activity=self._clock())
         self._lines[child.id] = line
         line.notified = await self._notified(child.id)
-        await child.dispatcher.subscribe_rebuilt(_Watcher(line, self))
+        line.watcher = _Watcher(line, self)
+        await child.dispatcher.subscribe_rebuilt(line.watcher)
         if line.turns_ended > line.notified:
-            # It ended while nothing could tell main (a restart cut it short): tell now.
-            await self._notify(line)
+            # It ended while nothing could tell main (a restart cut it short): tell main
+            # now, and show it in main's next turn.
+            await self._ended(line)
         return line
 
     # --- main's turns -------------------------------------------------------------------
@@ -348,7 +358,16 @@ class BranchManager:
     async def close(self, branch_id: str, *, reason: str = "closed by the main line") -> ChildLine:
         """End a child's line of work (its current step is cancelled); siblings go on."""
         line = self.line(branch_id)
+        if line.state is LineState.CLOSED:
+            return line
         await line.branch.end(reason)
+        # Its dispatcher closed with it: fold in what its watcher did not get to see.
+        if line.watcher is not None:
+            for event in await line.branch.read(gt=line.watcher.seen):
+                line.watcher.fold(event)
+        line.state = LineState.CLOSED
+        line.notified = line.turns_ended  # main closed it: nothing to tell main
+        await self._changed(line)
         return line
 
     async def cancel_current(self) -> int:
@@ -390,9 +409,8 @@ class BranchManager:
 
     async def _show(self, line: ChildLine, *, new: bool) -> None:
         """Record how the child looks now (hold the display lock, main's turn open)."""
-        if new:
-            self._displays += 1
-            line.display_id = f"branch-{line.branch_id}-{self._displays}"
+        if new:  # unique across restarts too: a replay shows every showing apart
+            line.display_id = new_id("show")
         done = not line.state.working
         report = line.report if done else None
         look = (line.display_id, line.state.value, tuple(line.lines), report)
@@ -462,6 +480,8 @@ class _Watcher:
     def __init__(self, line: ChildLine, manager: BranchManager) -> None:
         self.line = line
         self.manager = manager
+        #: The last event of the child it folded in.
+        self.seen = NO_SEQ
 
     @property
     def name(self) -> str:
@@ -471,11 +491,19 @@ class _Watcher:
         own = self.line.branch_id
         for event in await timeline.read():
             if event.branch_id == own:
-                self._apply(event)
-        return timeline.last_published_seq
+                self.fold(event)
+        self.seen = timeline.last_published_seq
+        return self.seen
+
+    def fold(self, event: Event) -> tuple[bool, bool]:
+        """Fold in one event of the child; returns (changed, its turn ended)."""
+        self.seen = max(self.seen, event.seq)
+        return self._apply(event)
 
     async def handle(self, event: Event) -> None:
-        changed, ended = self._apply(event)
+        if event.seq <= self.seen:
+            return
+        changed, ended = self.fold(event)
         try:
             if ended:
                 await self.manager._ended(self.line)
@@ -521,6 +549,9 @@ class _Watcher:
         if isinstance(payload, PermissionAnswered):
             if line.state is LineState.WAITING:
                 line.state = LineState.RUNNING
+            waiting = f"Waiting for approval: {line._titles.get(payload.call_id, '')}"
+            if waiting in line.lines:
+                line.lines.remove(waiting)
             return True, False
         if isinstance(payload, TurnCancelRequested):
             line.stop_reason = "cancelled"
