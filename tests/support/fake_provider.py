@@ -1,6 +1,8 @@
 """A fake model provider: a real HTTP server on 127.0.0.1 that plays scripted exchanges.
 
-Each request takes the next scripted `Exchange`: a status, headers and a body
+Each request takes the next scripted `Exchange` of its queue (one queue,
+unless a `route` names a queue per request body: how a test scripts lines of
+work that ask concurrently): a status, headers and a body
 sent as HTTP chunks exactly as given (so a test chooses where the bytes
 split, and how long to pause between them). A streaming exchange can end
 three ways: properly, by closing the socket mid-body (`truncate`), or by
@@ -27,7 +29,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -44,7 +46,9 @@ __all__ = (
     "anthropic_text_block",
     "json_error",
     "openai_chunk",
+    "openai_reply",
     "openai_stream",
+    "openai_tool_calls",
     "split_at",
     "sse_data",
 )
@@ -106,8 +110,10 @@ class RecordingSleep:
 class FakeProviderServer:
     """The server; use as a context manager, or `start()` and `close()`."""
 
-    def __init__(self) -> None:
-        self._exchanges: deque[Exchange] = deque()
+    def __init__(self, route: Callable[[bytes], str] | None = None) -> None:
+        """`route` names the queue a request body takes its exchange from (`add(queue=)`)."""
+        self._route = route
+        self._queues: dict[str, deque[Exchange]] = {}
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.requests: list[RecordedRequest] = []
@@ -128,10 +134,10 @@ class FakeProviderServer:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def add(self, *exchanges: Exchange) -> None:
-        """Queue responses for the next requests, in order."""
+    def add(self, *exchanges: Exchange, queue: str = "") -> None:
+        """Queue responses for the next requests (of `queue`), in order."""
         with self._lock:
-            self._exchanges.extend(exchanges)
+            self._queues.setdefault(queue, deque()).extend(exchanges)
 
     def start(self) -> FakeProviderServer:
         self._thread.start()
@@ -149,10 +155,12 @@ class FakeProviderServer:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _next_exchange(self) -> Exchange:
+    def _next_exchange(self, body: bytes) -> Exchange:
+        queue = "" if self._route is None else self._route(body)
         with self._lock:
-            if self._exchanges:
-                return self._exchanges.popleft()
+            exchanges = self._queues.get(queue)
+            if exchanges:
+                return exchanges.popleft()
         body = json.dumps({"error": {"message": "fake provider: no exchange scripted"}})
         return Exchange(
             status=418, headers={"content-type": "application/json"}, chunks=[body.encode()]
@@ -182,7 +190,7 @@ class FakeProviderServer:
                         server.refused += 1
                         server._respond(self, _context_length_exceeded(len(body), limit))
                         return
-                    server._respond(self, server._next_exchange())
+                    server._respond(self, server._next_exchange(body))
                 except (BrokenPipeError, ConnectionResetError):
                     server.disconnected.set()
                     self.close_connection = True
@@ -336,3 +344,31 @@ def anthropic_text_block(index: int, *pieces: str) -> bytes:
         for piece in pieces
     )
     return start + deltas + anthropic_event("content_block_stop", index=index)
+
+
+def openai_reply(text: str) -> Exchange:
+    """A streamed OpenAI reply of one text chunk that ends the turn."""
+    return Exchange(
+        chunks=[openai_stream(openai_chunk({"content": text}), openai_chunk({}, "stop"))]
+    )
+
+
+def openai_tool_calls(*calls: tuple[str, str, Mapping[str, Any]]) -> Exchange:
+    """A streamed OpenAI reply proposing `(call id, tool, arguments)` calls, each whole."""
+    deltas = [
+        {
+            "index": i,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        for i, (call_id, name, arguments) in enumerate(calls)
+    ]
+    return Exchange(
+        chunks=[
+            openai_stream(
+                openai_chunk({"role": "assistant", "tool_calls": deltas}),
+                openai_chunk({}, "tool_calls"),
+            )
+        ]
+    )

@@ -8,6 +8,7 @@ turn, its steps and report, and nothing between turns.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -17,8 +18,9 @@ import anyio
 import pytest
 
 from protocol import types
-from tests.support import EditorClient, running_agent, write_script
+from tests.support import EditorClient, agent_env, running_agent, write_script
 from tests.support.editor_client import allow_all
+from tests.support.fake_provider import FakeProviderServer, openai_reply, openai_tool_calls
 
 pytestmark = pytest.mark.e2e
 
@@ -421,3 +423,67 @@ async def test_a_branch_killed_mid_step_is_interrupted_never_rerun_and_the_sessi
     assert listed.stop_reason == types.StopReason.END_TURN
     table = agent_text(again.updates_for(session_id)[len(replayed) + len(turn) :])
     assert "| victim | interrupted |" in table
+
+
+def _line_of(body: bytes) -> str:
+    """Which line of work a request to the fake provider comes from: main or a branch."""
+    messages = json.loads(body)["messages"]
+    texts = " ".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+    # A branch inherits main's identity block, then gets its own, with its task.
+    return "branch" if "(the history before that belongs to" in texts else "main"
+
+
+async def test_a_branch_report_reaches_the_main_line_request_as_a_notification(tmp_path: Path):
+    workspace = workspace_in(tmp_path, **{"notes.txt": "one\ntwo\nthree\n"})
+    with FakeProviderServer(route=_line_of) as server:
+        server.add(
+            openai_tool_calls(
+                ("m1", "branch", {"task": "Count the lines of notes.txt", "title": "notes"})
+            ),
+            openai_tool_calls(("m2", "branch_wait", {"all": True, "timeout_s": 20})),
+            openai_reply("It found three lines."),
+            queue="main",
+        )
+        server.add(
+            openai_tool_calls(("c1", "read", {"path": "notes.txt"})),
+            openai_reply("notes.txt has 3 lines."),
+            queue="branch",
+        )
+        env = agent_env(
+            OPENAI_BASE_URL=f"{server.base_url}/v1",
+            OPENAI_API_KEY="sk-test-0123456789abcdefghij",
+            ACP_AGENT_MODEL="openai/gpt-fake",
+        )
+        async with running_agent(tmp_path / "home", env=env) as client:
+            session_id = await client.new_session(workspace)
+            response = await client.prompt(session_id, "How long are my notes?")
+            updates = client.updates_for(session_id)
+        requests = [(_line_of(r.body), r.json()) for r in server.requests]
+
+    assert response.stop_reason == types.StopReason.END_TURN
+    mains = [body for line, body in requests if line == "main"]
+    branches = [body for line, body in requests if line == "branch"]
+    assert (len(mains), len(branches)) == (3, 2)
+    main_tools = {t["function"]["name"] for t in mains[0]["tools"]}
+    branch_tools = {t["function"]["name"] for t in branches[0]["tools"]}
+    names = {"branch", "branch_status", "branch_message", "branch_wait", "branch_close"}
+    assert names <= main_tools
+    assert not names & branch_tools  # a branch never starts a branch
+    assert {"read", "edit", "shell"} <= branch_tools
+    # The branch starts from main's history (the person's words) and its own identity.
+    child_text = json.dumps(branches[0]["messages"])
+    assert "How long are my notes?" in child_text
+    assert "Task: Count the lines of notes.txt" in child_text
+    # The report reaches main's next request as a notification, not as the person.
+    [carrier] = [
+        m
+        for m in mains[2]["messages"]
+        if m["role"] != "system" and "<notification" in str(m.get("content"))
+    ]
+    assert carrier["role"] == "user"
+    notification = str(carrier["content"])
+    assert '<notification source="branch/br_' in notification
+    assert '("notes") finished its work. Its report:\nnotes.txt has 3 lines.' in notification
+    assert "<notification" not in json.dumps(mains[1]["messages"][1:])
+    [showing] = showings(updates, "notes")
+    assert text_of(showing[-1]) == "✓ Read notes.txt\n\nnotes.txt has 3 lines."
