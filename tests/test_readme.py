@@ -23,7 +23,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from acp_agent.models import StopReason, UsageReported, parse_script
+from acp_agent.models import ScriptLine, StopReason, UsageReported, parse_script
 from acp_agent.models._scripted import (
     Fail,
     Sleep,
@@ -169,6 +169,18 @@ def test_readme_tool_script_example_is_a_valid_script() -> None:
         (TextDelta("I won't do that."), Stop(StopReason.REFUSAL)),
     )
     assert script.context_window == 32000
+
+
+def test_readme_branches_script_example_is_a_valid_script() -> None:
+    language, body = readme_block("script-branches-example")
+    assert language == "json"
+    script = parse_script(json.loads(body))
+    [entry] = script.branches
+    assert entry.title == "tests"
+    played = script.for_line(ScriptLine(3, "tests"))
+    assert played.reply_for(0) == (ToolCallStep("shell", '{"command":"pytest -q"}'),)
+    assert played.reply_for(1) == (TextDelta("All tests pass."),)
+    assert script.reply_for(2) == (TextDelta("The tests pass."),)
 
 
 def read_line(fd: int, deadline: float) -> tuple[bytes, bytes]:
