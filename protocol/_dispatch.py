@@ -20,6 +20,10 @@ the writer. We supply what ACP needs and pygls 2.1.1 gets wrong for it:
 
 Logs name methods and ids only: params and results carry file contents and
 possibly credentials.
+
+One module past 600 lines on purpose: requests in, requests out, their
+cancellation and their ids are one bookkeeping that must not drift apart;
+the envelope checks and the line reader are their own modules.
 """
 
 from __future__ import annotations

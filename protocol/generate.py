@@ -5,6 +5,9 @@ Run `python -m protocol.generate` to regenerate, `--check` to fail on drift
 them, build an intermediate model (`Struct`, `Enum`, `Alias`, `Union`,
 `Method`), and emit Python from it. Schema quirks are handled in one place,
 `customizations()`, never by editing the output.
+
+One script on purpose, as lsprotocol's generator is: it runs once per schema
+update, reads top to bottom, and its output is what is reviewed.
 """
 
 from __future__ import annotations

@@ -72,6 +72,12 @@ if TYPE_CHECKING:
         CapabilitySettings,
         register_capabilities,
     )
+    from acp_agent.capabilities._branch_lines import (
+        MAX_STEP_LINES,
+        ChildLine,
+        LineFollower,
+        LineState,
+    )
     from acp_agent.capabilities._branch_tools import (
         BRANCH_TOOL_NAMES,
         branch_commands,
@@ -83,9 +89,7 @@ if TYPE_CHECKING:
         DEFAULT_BRANCH_LIMIT,
         BranchLimitReached,
         BranchManager,
-        ChildLine,
         GatedPrompter,
-        LineState,
         NotABranch,
     )
     from acp_agent.capabilities._content import (
@@ -226,6 +230,7 @@ __all__ = (
     "MAX_BATCH_EVENTS",
     "MAX_JSON_DEPTH",
     "MAX_PIECES",
+    "MAX_STEP_LINES",
     "MAX_TEMPLATE_BYTES",
     "MAX_TITLE_CHARS",
     "MCP_TOOL_PREFIX",
@@ -274,6 +279,7 @@ __all__ = (
     "GenerationState",
     "ImageContent",
     "InvalidSetting",
+    "LineFollower",
     "LineState",
     "Location",
     "LoopSettings",
@@ -375,7 +381,7 @@ _LAZY: Final = {
     "CONTROLS_PRODUCER": "_session_controls",
     "CallStage": "_tool_executor",
     "CapabilitySettings": "_assembly",
-    "ChildLine": "_branches",
+    "ChildLine": "_branch_lines",
     "Choice": "_session_controls",
     "CoalescingRecorder": "_recorder",
     "CommandHost": "_slash_commands",
@@ -398,11 +404,13 @@ _LAZY: Final = {
     "INVALID_REASON_KEY": "_tool_executor",
     "InvalidSetting": "_session_controls",
     "LOOP_PRODUCER": "_loop",
-    "LineState": "_branches",
+    "LineFollower": "_branch_lines",
+    "LineState": "_branch_lines",
     "LoopSettings": "_loop",
     "LoopState": "_loop",
     "MAX_BATCH_EVENTS": "_recorder",
     "MAX_PIECES": "_recorder",
+    "MAX_STEP_LINES": "_branch_lines",
     "MAX_TEMPLATE_BYTES": "_slash_commands",
     "MAX_TITLE_CHARS": "_titles",
     "MCP_TOOL_PREFIX": "_permissions",

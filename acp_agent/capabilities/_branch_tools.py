@@ -21,13 +21,8 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities._branches import (
-    BranchLimitReached,
-    BranchManager,
-    ChildLine,
-    LineState,
-    NotABranch,
-)
+from acp_agent.capabilities._branch_lines import ChildLine, LineState
+from acp_agent.capabilities._branches import BranchLimitReached, BranchManager, NotABranch
 from acp_agent.capabilities._slash_commands import CommandSpec, ExtraCommand
 from acp_agent.capabilities._tool import (
     Effect,

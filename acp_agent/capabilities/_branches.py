@@ -27,7 +27,6 @@ steers them:
 
 from __future__ import annotations
 
-import enum
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -36,6 +35,7 @@ from typing import Final
 import anyio
 import attrs
 
+from acp_agent.capabilities._branch_lines import ChildLine, LineFollower, LineState
 from acp_agent.capabilities._cuts import cut_middle
 from acp_agent.capabilities._permissions import (
     PermissionAnswer,
@@ -44,32 +44,17 @@ from acp_agent.capabilities._permissions import (
 )
 from acp_agent.capabilities.context import GuideEntry, record_notification
 from acp_agent.core import (
-    NO_SEQ,
     Branch,
     BranchClosed,
-    BranchEnded,
     BranchId,
     BranchMessageReceived,
     BranchShown,
     CoreMisuse,
-    Event,
-    ModelRequestStarted,
-    ModelTextDelta,
     NotificationReceived,
-    PermissionAnswered,
-    PermissionAsked,
     ScopeClosed,
-    Seq,
     Session,
-    Timeline,
-    ToolCallRequested,
-    ToolResultRecorded,
     Turn,
-    TurnCancelRequested,
-    TurnEnded,
     TurnId,
-    TurnInterrupted,
-    UserInputAdopted,
     new_id,
     quiet_cut,
 )
@@ -80,9 +65,7 @@ __all__ = (
     "DEFAULT_BRANCH_LIMIT",
     "BranchLimitReached",
     "BranchManager",
-    "ChildLine",
     "GatedPrompter",
-    "LineState",
     "NotABranch",
 )
 
@@ -92,8 +75,6 @@ logger = logging.getLogger(__name__)
 BRANCHES_PRODUCER: Final = "capabilities.branches"
 #: How many children may work at once, unless configured.
 DEFAULT_BRANCH_LIMIT: Final = 4
-#: The most step lines a child keeps (the newest).
-_MAX_LINES: Final = 20
 #: The most of a report a notification carries (the whole is in the child's history).
 _REPORT_CHARS: Final = 20_000
 _DETACHED: Final = "Still running; it reports in a later turn."
@@ -122,83 +103,12 @@ your report to your parent: make it complete and self-contained. \
 )
 
 
-class LineState(enum.StrEnum):
-    """Where a child line of work is."""
-
-    RUNNING = "running"
-    #: Its tool call waits for the person's approval.
-    WAITING = "waiting"
-    #: Its last turn finished; it can be messaged again.
-    FINISHED = "finished"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    #: Its line of work ended.
-    CLOSED = "closed"
-
-    @property
-    def working(self) -> bool:
-        return self in (LineState.RUNNING, LineState.WAITING)
-
-
 class BranchLimitReached(Exception):
     """As many children are working as allowed; the model is told, nothing queues."""
 
 
 class NotABranch(LookupError):
     """No child line of work has that id."""
-
-
-@attrs.define(eq=False)
-class ChildLine:
-    """What the manager knows of one child."""
-
-    branch: Branch
-    title: str
-    task: str
-    state: LineState = LineState.FINISHED
-    #: Its steps, a line each (the newest `_MAX_LINES`).
-    lines: list[str] = attrs.field(factory=list)
-    #: The text of its last finished turn's last reply.
-    report: str | None = None
-    #: How its last turn ended (a stop reason; `cancelled` when the person stopped it,
-    #: `interrupted` when a restart cut it short), None while it runs.
-    stop_reason: str | None = None
-    last_activity: float = 0.0
-    #: Turns of it that ended, and how many of those main was notified of.
-    turns_ended: int = 0
-    notified: int = 0
-    #: Its current showing in a turn of main, and whether that showing is over.
-    display_id: str | None = None
-    display_done: bool = True
-    #: Something changed while main had no turn: show it at the next one.
-    unshown: bool = False
-    #: What was last recorded of it (showing, state, steps, report).
-    shown_look: tuple[object, ...] = ()
-    #: Follows its timeline (set once it is attached).
-    watcher: _Watcher | None = None
-    _reply: list[str] = attrs.field(factory=list)
-    _titles: dict[str, str] = attrs.field(factory=dict)
-    _changed: anyio.Event = attrs.field(factory=anyio.Event)
-
-    @property
-    def branch_id(self) -> BranchId:
-        return self.branch.id
-
-    def last_active(self) -> str:
-        """When it last did something, as the local time of day."""
-        return time.strftime("%H:%M:%S", time.localtime(self.last_activity))
-
-    def summary(self) -> str:
-        """One line for `branch_status`."""
-        state, when = self.state.value, self.last_active()
-        return f"{self.branch_id} {self.title!r}: {state} (last activity {when})"
-
-    async def wait_change(self) -> None:
-        await self._changed.wait()
-
-    def _note_change(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
 
 
 class BranchManager:
@@ -268,7 +178,7 @@ class BranchManager:
         line = ChildLine(child, title, task, last_activity=self._clock())
         self._lines[child.id] = line
         line.notified = await self._notified(child.id)
-        line.watcher = _Watcher(line, self)
+        line.watcher = LineFollower(line, on_change=self._changed, on_end=self._ended)
         await child.dispatcher.subscribe_rebuilt(line.watcher)
         if line.turns_ended > line.notified:
             # It ended while nothing could tell main (a restart cut it short): tell main
@@ -472,121 +382,6 @@ class BranchManager:
             for event in await main.read()
             if isinstance(event.payload, NotificationReceived) and event.payload.source == source
         )
-
-
-class _Watcher:
-    """Follows one child's timeline into its `ChildLine` (a rebuilding subscriber)."""
-
-    def __init__(self, line: ChildLine, manager: BranchManager) -> None:
-        self.line = line
-        self.manager = manager
-        #: The last event of the child it folded in.
-        self.seen = NO_SEQ
-
-    @property
-    def name(self) -> str:
-        return f"branch watcher {self.line.branch_id}"
-
-    async def rebuild(self, timeline: Timeline) -> Seq:
-        own = self.line.branch_id
-        for event in await timeline.read():
-            if event.branch_id == own:
-                self.fold(event)
-        self.seen = timeline.last_published_seq
-        return self.seen
-
-    def fold(self, event: Event) -> tuple[bool, bool]:
-        """Fold in one event of the child; returns (changed, its turn ended)."""
-        self.seen = max(self.seen, event.seq)
-        return self._apply(event)
-
-    async def handle(self, event: Event) -> None:
-        if event.seq <= self.seen:
-            return
-        changed, ended = self.fold(event)
-        try:
-            if ended:
-                await self.manager._ended(self.line)
-            elif changed:
-                await self.manager._changed(self.line)
-        except (BranchClosed, ScopeClosed):
-            pass  # the session is closing
-        except Exception:
-            logger.exception(
-                "following branch %s failed at event %d", self.line.branch_id, event.seq
-            )
-
-    def _apply(self, event: Event) -> tuple[bool, bool]:
-        """Fold one of the child's own events; returns (changed, its turn ended)."""
-        line, payload = self.line, event.payload
-        if isinstance(payload, UserInputAdopted):
-            line.state = LineState.RUNNING
-            line.stop_reason = None
-            line._reply = []
-            return True, False
-        if isinstance(payload, BranchMessageReceived):
-            _add_line(line, "Got a message from the main line")
-            return True, False
-        if isinstance(payload, ModelRequestStarted):
-            line._reply = []
-            return False, False
-        if isinstance(payload, ModelTextDelta):
-            line._reply.append(payload.text)
-            return False, False
-        if isinstance(payload, ToolCallRequested):
-            title = payload.title or payload.tool
-            line._titles[payload.call_id] = title
-            _add_line(line, f"→ {title}")
-            return True, False
-        if isinstance(payload, ToolResultRecorded):
-            title = line._titles.get(payload.call_id, payload.call_id)
-            _settle_line(line, f"→ {title}", f"{'✗' if payload.is_error else '✓'} {title}")
-            return True, False
-        if isinstance(payload, PermissionAsked):
-            line.state = LineState.WAITING
-            _add_line(line, f"Waiting for approval: {line._titles.get(payload.call_id, '')}")
-            return True, False
-        if isinstance(payload, PermissionAnswered):
-            if line.state is LineState.WAITING:
-                line.state = LineState.RUNNING
-            waiting = f"Waiting for approval: {line._titles.get(payload.call_id, '')}"
-            if waiting in line.lines:
-                line.lines.remove(waiting)
-            return True, False
-        if isinstance(payload, TurnCancelRequested):
-            line.stop_reason = "cancelled"
-            return False, False
-        if isinstance(payload, TurnEnded | TurnInterrupted):
-            line.turns_ended += 1
-            line.report = "".join(line._reply).strip() or None
-            if isinstance(payload, TurnInterrupted):
-                line.state = LineState.INTERRUPTED
-                line.stop_reason = line.stop_reason or "interrupted"
-            else:
-                line.state = (
-                    LineState.FAILED if payload.stop_reason == "error" else LineState.FINISHED
-                )
-                line.stop_reason = payload.stop_reason
-            return True, True
-            return True, True
-        if isinstance(payload, BranchEnded):
-            line.state = LineState.CLOSED
-            return True, False
-        return False, False
-
-
-def _add_line(line: ChildLine, text: str) -> None:
-    line.lines.append(text)
-    del line.lines[:-_MAX_LINES]
-
-
-def _settle_line(line: ChildLine, running: str, settled: str) -> None:
-    """A step finished: its running line becomes its outcome (or a new line, if gone)."""
-    for index in range(len(line.lines) - 1, -1, -1):
-        if line.lines[index] == running:
-            line.lines[index] = settled
-            return
-    _add_line(line, settled)
 
 
 def _title_of(task: str) -> str:

@@ -35,6 +35,11 @@ turn cancels them, and the turn is over only once they have settled.
 (so they precede the person's words), submits the `Prompt`, and pairs the
 `Turn` it returns with the published `UserInputAdopted`; whichever comes
 second starts the first step.
+
+One module past 600 lines on purpose: the turn's steps (context, request,
+stream, proposals, compaction on overflow, the ending) share one state
+machine; the pieces with an idea of their own live beside it (`_proposals`,
+`_recorder`, `_cuts`).
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ assigns seqs and returns a `Batch`.
 
 A payload of a kind this version does not know (written by a newer
 acp-agent) is kept as `UnknownPayload` and passed through, never dropped.
+
+One module past 600 lines on purpose: it is the catalogue of every fact
+the timeline records, next to `PAYLOAD_TYPES`, so a new kind is added in one
+place and the codec and the projection read one list.
 """
 
 from __future__ import annotations

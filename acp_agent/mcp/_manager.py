@@ -43,6 +43,11 @@ Usage::
 
 or `async with McpServerManager(...) as manager:` where a task group of its
 own is fine.
+
+One module past 600 lines on purpose: a server's lifecycle (connect,
+retry, list tools, refresh, stop) is one state machine per server, and the
+manager is its only owner; settings, lines and tool wrappers are their own
+modules.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ store, over one connection in autocommit mode; each write is one
 check commit together or not at all. Sessions are leased per process (see
 `acp_agent.store._leases`): a second process gets `SessionHeld`, and a lease
 of a process that is gone is taken over.
+
+One module past 600 lines on purpose: it is the one implementation of the
+`Store` protocol over one schema, each method a transaction; leases and the
+schema's migrations are their own modules.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import pytest
 from protocol import methods, types
 from tests.adapters.acp.support import calls_of, text_of_updates
 from tests.mcp.support import SERVERS
-from tests.support import agent_env, running_agent, write_script
+from tests.support import openai_env, running_agent, write_script
 from tests.support.fake_provider import Exchange, FakeProviderServer, openai_chunk, openai_stream
 
 pytestmark = pytest.mark.e2e
@@ -148,11 +148,7 @@ async def test_provider_tool_arguments_nested_too_deep_reach_the_model_as_an_err
                 ]
             ),
         )
-        env = agent_env(
-            OPENAI_BASE_URL=f"{server.base_url}/v1",
-            OPENAI_API_KEY="sk-test-0123456789abcdefghij",
-            ACP_AGENT_MODEL="openai/gpt-fake",
-        )
+        env = openai_env(server.base_url)
         async with running_agent(tmp_path / "home", env=env) as client:
             session_id = await client.new_session(tmp_path)
             response = await client.prompt(session_id, "Read it.")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from protocol import types
-from tests.support import agent_env, running_agent
+from tests.support import openai_env, running_agent
 from tests.support.fake_provider import FakeProviderServer, openai_reply, openai_tool_calls
 
 pytestmark = pytest.mark.e2e
@@ -64,11 +64,7 @@ async def test_tool_results_neutralize_runtime_tags_and_copied_text_still_edits_
             ),
             openai_reply("Done."),
         )
-        env = agent_env(
-            OPENAI_BASE_URL=f"{server.base_url}/v1",
-            OPENAI_API_KEY="sk-test-0123456789abcdefghij",
-            ACP_AGENT_MODEL="openai/gpt-fake",
-        )
+        env = openai_env(server.base_url)
         async with running_agent(tmp_path / "home", env=env) as client:
             session_id = await client.new_session(workspace)
             client.answers = ["allow_once", "allow_once", "allow_once"]

@@ -25,7 +25,7 @@ import pytest
 
 from protocol import methods, types
 from tests.faults.support import store_problems
-from tests.support import EditorClient, agent_env, running_agent, write_script
+from tests.support import EditorClient, openai_env, running_agent, write_script
 from tests.support.fake_provider import Exchange, FakeProviderServer, openai_chunk, openai_stream
 
 pytestmark = pytest.mark.e2e
@@ -119,15 +119,7 @@ async def test_sigkill_leaves_a_whole_store_that_loads_and_goes_on(
     server = FakeProviderServer().start()
     # Compaction needs a summary request to hold: the OpenAI wire, held open.
     server.add(_reply("History."), Exchange(hold=True), _reply("Summary."), _reply("After."))
-    env = (
-        agent_env(
-            OPENAI_BASE_URL=f"{server.base_url}/v1",
-            OPENAI_API_KEY="sk-test-0123456789abcdefghij",
-            ACP_AGENT_MODEL="openai/gpt-fake",
-        )
-        if moment == "compaction"
-        else None
-    )
+    env = openai_env(server.base_url) if moment == "compaction" else None
     try:
         async with running_agent(home, script=script, env=env) as client:
             session_id = await client.new_session(workspace)

@@ -19,7 +19,7 @@ import pytest
 
 from protocol import types
 from tests.adapters.acp.support import text_of_updates
-from tests.support import agent_env, running_agent, write_script
+from tests.support import openai_env, running_agent, write_script
 from tests.support.fake_provider import Exchange, FakeProviderServer, openai_chunk, openai_stream
 
 pytestmark = pytest.mark.e2e
@@ -51,11 +51,7 @@ async def test_a_prompt_three_times_the_window_is_answered_and_the_session_goes_
             reply("A small answer."),
             reply("Summary: a log, then a small question."),
         )
-        env = agent_env(
-            OPENAI_BASE_URL=f"{server.base_url}/v1",
-            OPENAI_API_KEY="sk-test-0123456789abcdefghij",
-            ACP_AGENT_MODEL="openai/gpt-fake",
-        )
+        env = openai_env(server.base_url)
         async with running_agent(tmp_path / "home", env=env) as client:
             session_id = await client.new_session(tmp_path)
             first = await client.prompt(session_id, "Hi.")

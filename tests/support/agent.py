@@ -31,6 +31,7 @@ __all__ = (
     "agent_command",
     "agent_env",
     "connected",
+    "openai_env",
     "remove_agent_home",
     "running_agent",
     "write_script",
@@ -64,6 +65,16 @@ def agent_env(**overrides: str) -> dict[str, str]:
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(_MODEL_VARIABLES)}
     return {**env, **overrides}
+
+
+def openai_env(
+    base_url: str, *, model: str = "gpt-fake", api_key: str = "sk-test-0123456789abcdefghij"
+) -> dict[str, str]:
+    """`agent_env()` with new sessions on `openai/<model>`, served at `base_url` (a fake
+    provider's) with `api_key`."""
+    return agent_env(
+        OPENAI_BASE_URL=f"{base_url}/v1", OPENAI_API_KEY=api_key, ACP_AGENT_MODEL=f"openai/{model}"
+    )
 
 
 def remove_agent_home() -> None:

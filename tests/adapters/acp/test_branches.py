@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from protocol import types
-from tests.support import EditorClient, agent_env, running_agent, write_script
+from tests.support import EditorClient, openai_env, running_agent, write_script
 from tests.support.editor_client import allow_all
 from tests.support.fake_provider import FakeProviderServer, openai_reply, openai_tool_calls
 
@@ -449,11 +449,7 @@ async def test_a_branch_report_reaches_the_main_line_request_as_a_notification(t
             openai_reply("notes.txt has 3 lines."),
             queue="branch",
         )
-        env = agent_env(
-            OPENAI_BASE_URL=f"{server.base_url}/v1",
-            OPENAI_API_KEY="sk-test-0123456789abcdefghij",
-            ACP_AGENT_MODEL="openai/gpt-fake",
-        )
+        env = openai_env(server.base_url)
         async with running_agent(tmp_path / "home", env=env) as client:
             session_id = await client.new_session(workspace)
             response = await client.prompt(session_id, "How long are my notes?")

@@ -18,7 +18,7 @@ import pytest
 
 from protocol import methods, types
 from tests.adapters.acp.session_support import before, kinds, openai_text
-from tests.support import EditorClient, agent_env, running_agent, write_script
+from tests.support import EditorClient, openai_env, running_agent, write_script
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.e2e
@@ -72,6 +72,8 @@ async def test_help_lists_built_ins_mcp_and_the_workspace_and_user_templates(tmp
         "permissions",
         "rules",
         "title",
+        "branches",
+        "branch",
         "mcp",
         "explain",
         "review",
@@ -275,11 +277,7 @@ async def test_a_template_is_sent_expanded_replayed_as_typed_and_changes_nothing
     template(folder, "review", "Review $ARGUMENTS carefully.")
     template(folder, "yolo", "---\nmode: bypass\nallowed-tools: shell\n---\n/mode bypass")
     server.add(openai_text("Reviewed."), openai_text("No."))
-    env = agent_env(
-        OPENAI_BASE_URL=f"{server.base_url}/v1",
-        OPENAI_API_KEY="sk-test",
-        ACP_AGENT_MODEL="openai/gpt-fake",
-    )
+    env = openai_env(server.base_url, api_key="sk-test")
     async with running_agent(home, env=env) as client:
         session_id = await client.new_session(workspace)
         await run(client, session_id, "/review src/a.py")
@@ -316,11 +314,7 @@ async def test_cancel_during_compact_answers_cancelled_and_the_session_goes_on(
         Exchange(chunks=held.chunks, hold=True),  # the summary request never answers
         openai_text("Three."),
     )
-    env = agent_env(
-        OPENAI_BASE_URL=f"{server.base_url}/v1",
-        OPENAI_API_KEY="sk-test",
-        ACP_AGENT_MODEL="openai/gpt-fake",
-    )
+    env = openai_env(server.base_url, api_key="sk-test")
     async with running_agent(tmp_path / "home", env=env) as client:
         session_id = await client.new_session(tmp_path)
         await run(client, session_id, "First")

@@ -16,7 +16,7 @@ import pytest
 from protocol import methods, types
 from protocol.errors import InvalidParams
 from tests.adapters.acp.session_support import before, kinds, openai_text
-from tests.support import agent_env, running_agent, write_script
+from tests.support import agent_env, openai_env, running_agent, write_script
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.e2e
@@ -133,11 +133,7 @@ async def test_the_thought_level_reaches_the_provider_as_a_reasoning_effort(
     tmp_path: Path, server: FakeProviderServer
 ):
     server.add(openai_text("Thought hard."), openai_text("Answered."))
-    env = agent_env(
-        OPENAI_BASE_URL=f"{server.base_url}/v1",
-        OPENAI_API_KEY="sk-test",
-        ACP_AGENT_MODEL="openai/o3-mini",  # a reasoning model
-    )
+    env = openai_env(server.base_url, model="o3-mini", api_key="sk-test")  # a reasoning model
     async with running_agent(tmp_path / "home", env=env) as client:
         session_id = await client.new_session(tmp_path)
         options = await client.set_option(session_id, "thought_level", "high")

@@ -16,7 +16,7 @@ import pytest
 from acp_agent.adapters.acp import MAX_ATTACHMENT_CHARS
 from protocol import types
 from tests.adapters.acp.session_support import openai_text
-from tests.support import EditorClient, agent_env, running_agent
+from tests.support import EditorClient, agent_env, openai_env, running_agent
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.e2e
@@ -40,11 +40,7 @@ def server() -> Iterator[FakeProviderServer]:
 
 
 def env_for(server: FakeProviderServer) -> dict[str, str]:
-    return agent_env(
-        OPENAI_BASE_URL=f"{server.base_url}/v1",
-        OPENAI_API_KEY="sk-test",
-        ACP_AGENT_MODEL="openai/gpt-4.1",  # takes images
-    )
+    return openai_env(server.base_url, model="gpt-4.1", api_key="sk-test")  # takes images
 
 
 def sent_to_model(server: FakeProviderServer, index: int = -1) -> Any:

@@ -18,7 +18,7 @@ import pytest
 
 from protocol import types
 from tests.adapters.acp.support import calls_of, text_of_updates
-from tests.support import agent_env, running_agent
+from tests.support import agent_env, openai_env, running_agent
 from tests.support.fake_provider import (
     Exchange,
     FakeProviderServer,
@@ -41,14 +41,6 @@ CANCEL_BOUND_S = 1.0
 def server() -> Iterator[FakeProviderServer]:
     with FakeProviderServer() as fake:
         yield fake
-
-
-def openai_env(server: FakeProviderServer) -> dict[str, str]:
-    return agent_env(
-        OPENAI_BASE_URL=f"{server.base_url}/v1",
-        OPENAI_API_KEY=API_KEY,
-        ACP_AGENT_MODEL="openai/gpt-fake",
-    )
 
 
 def openai_text(*pieces: str, finish: str = "stop") -> Exchange:
@@ -84,7 +76,7 @@ async def test_an_openai_compatible_model_streams_through_the_agent(
 ):
     server.add(openai_text("Hel", "lo."))
 
-    response, updates = await one_turn(tmp_path / "home", openai_env(server), tmp_path)
+    response, updates = await one_turn(tmp_path / "home", openai_env(server.base_url), tmp_path)
 
     assert response.stop_reason == types.StopReason.END_TURN
     assert updates == [
@@ -176,7 +168,7 @@ async def test_a_tool_call_over_the_openai_wire_runs_and_its_result_goes_back(
     )
 
     response, updates = await one_turn(
-        tmp_path / "home", openai_env(server), tmp_path, ["allow_once"]
+        tmp_path / "home", openai_env(server.base_url), tmp_path, ["allow_once"]
     )
 
     assert response.stop_reason == types.StopReason.END_TURN
@@ -201,7 +193,7 @@ async def test_a_rate_limited_provider_is_retried_then_reported(
         * 4
     )
 
-    response, updates = await one_turn(tmp_path / "home", openai_env(server), tmp_path)
+    response, updates = await one_turn(tmp_path / "home", openai_env(server.base_url), tmp_path)
 
     assert len(server.requests) == 4
     assert response.stop_reason == types.StopReason.END_TURN
@@ -219,7 +211,7 @@ async def test_a_stream_broken_mid_reply_keeps_what_arrived_and_says_it_is_incom
     )
     server.add(Exchange(chunks=[body], truncate=True))
 
-    response, updates = await one_turn(tmp_path / "home", openai_env(server), tmp_path)
+    response, updates = await one_turn(tmp_path / "home", openai_env(server.base_url), tmp_path)
 
     assert response.stop_reason == types.StopReason.END_TURN
     assert failure_meta(response)["kind"] == "stream_broken"
@@ -234,7 +226,7 @@ async def test_an_exceeded_context_window_ends_the_turn_with_max_tokens(
     message = "This model's maximum context length is 128000 tokens."
     server.add(openai_error(400, message, "context_length_exceeded"))
 
-    response, _ = await one_turn(tmp_path / "home", openai_env(server), tmp_path)
+    response, _ = await one_turn(tmp_path / "home", openai_env(server.base_url), tmp_path)
 
     assert response.stop_reason == types.StopReason.MAX_TOKENS
     assert failure_meta(response)["kind"] == "context_window"
@@ -243,7 +235,7 @@ async def test_an_exceeded_context_window_ends_the_turn_with_max_tokens(
 async def test_a_refused_key_says_which_variable_to_fix(tmp_path: Path, server: FakeProviderServer):
     server.add(openai_error(401, "Incorrect API key provided.", "invalid_api_key"))
 
-    response, updates = await one_turn(tmp_path / "home", openai_env(server), tmp_path)
+    response, updates = await one_turn(tmp_path / "home", openai_env(server.base_url), tmp_path)
 
     assert failure_meta(response)["kind"] == "authentication"
     assert "OPENAI_API_KEY" in text_of_updates(updates)
@@ -258,7 +250,7 @@ async def test_cancel_closes_the_provider_stream_at_once(
         done=False,
     )
     server.add(Exchange(chunks=[opening], hold=True))
-    async with running_agent(tmp_path / "home", env=openai_env(server)) as client:
+    async with running_agent(tmp_path / "home", env=openai_env(server.base_url)) as client:
         session_id = await client.new_session(tmp_path)
         turn = asyncio.create_task(client.prompt(session_id))
         await client.wait_for_update(session_id)

@@ -11,7 +11,7 @@ import pytest
 from protocol import methods, types
 from protocol.errors import AuthRequired, InvalidParams
 from tests.adapters.acp.session_support import openai_text
-from tests.support import EditorClient, agent_env, running_agent, write_script
+from tests.support import EditorClient, agent_env, openai_env, running_agent, write_script
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.e2e
@@ -73,11 +73,7 @@ async def test_each_request_reports_the_context_used_and_the_cumulative_cost(
         '[providers.openai.prices."gpt-fake"]\ninput = 1.0\noutput = 2.0\n'
     )
     server.add(openai_text("One."), openai_text("Two."))
-    env = agent_env(
-        OPENAI_BASE_URL=f"{server.base_url}/v1",
-        OPENAI_API_KEY="sk-test",
-        ACP_AGENT_MODEL="openai/gpt-fake",
-    )
+    env = openai_env(server.base_url, api_key="sk-test")
     async with running_agent(home, env=env) as client:
         session_id = await client.new_session(tmp_path)
         await client.prompt(session_id, "One")

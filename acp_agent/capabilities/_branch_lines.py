@@ -1,0 +1,246 @@
+"""One child line of work as its parent sees it: its state, steps and report.
+
+`LineFollower` subscribes to a child's timeline and folds each of its events
+into a `ChildLine`: the state (running, waiting for approval, finished,
+failed, interrupted, closed), a short line per step (a tool call runs, then
+shows its outcome), and the text of its last reply, its report. The manager
+(`_branches`) decides what to show and tell from it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import anyio
+import attrs
+
+from acp_agent.core import (
+    NO_SEQ,
+    Branch,
+    BranchClosed,
+    BranchEnded,
+    BranchId,
+    BranchMessageReceived,
+    Event,
+    ModelRequestStarted,
+    ModelTextDelta,
+    PermissionAnswered,
+    PermissionAsked,
+    ScopeClosed,
+    Seq,
+    Timeline,
+    ToolCallRequested,
+    ToolResultRecorded,
+    TurnCancelRequested,
+    TurnEnded,
+    TurnInterrupted,
+    UserInputAdopted,
+)
+
+__all__ = ("MAX_STEP_LINES", "ChildLine", "LineFollower", "LineState")
+
+logger = logging.getLogger(__name__)
+
+#: The most step lines a child keeps (the newest).
+MAX_STEP_LINES: Final = 20
+
+
+class LineState(enum.StrEnum):
+    """Where a child line of work is."""
+
+    RUNNING = "running"
+    #: Its tool call waits for the person's approval.
+    WAITING = "waiting"
+    #: Its last turn finished; it can be messaged again.
+    FINISHED = "finished"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    #: Its line of work ended.
+    CLOSED = "closed"
+
+    @property
+    def working(self) -> bool:
+        return self in (LineState.RUNNING, LineState.WAITING)
+
+
+@attrs.define(eq=False)
+class ChildLine:
+    """What is known of one child: its state, steps and report, and how it is shown."""
+
+    branch: Branch
+    title: str
+    task: str
+    state: LineState = LineState.FINISHED
+    #: Its steps, a line each (the newest `MAX_STEP_LINES`).
+    lines: list[str] = attrs.field(factory=list)
+    #: The text of its last finished turn's last reply.
+    report: str | None = None
+    #: How its last turn ended (a stop reason; `cancelled` when the person stopped it,
+    #: `interrupted` when a restart cut it short), None while it runs.
+    stop_reason: str | None = None
+    last_activity: float = 0.0
+    #: Turns of it that ended, and how many of those main was notified of.
+    turns_ended: int = 0
+    notified: int = 0
+    #: Its current showing in a turn of main, and whether that showing is over.
+    display_id: str | None = None
+    display_done: bool = True
+    #: Something changed while main had no turn: show it at the next one.
+    unshown: bool = False
+    #: What was last recorded of it (showing, state, steps, report).
+    shown_look: tuple[object, ...] = ()
+    #: Follows its timeline (set once it is attached).
+    watcher: LineFollower | None = None
+    _reply: list[str] = attrs.field(factory=list)
+    _titles: dict[str, str] = attrs.field(factory=dict)
+    _changed: anyio.Event = attrs.field(factory=anyio.Event)
+
+    @property
+    def branch_id(self) -> BranchId:
+        return self.branch.id
+
+    def last_active(self) -> str:
+        """When it last did something, as the local time of day."""
+        return time.strftime("%H:%M:%S", time.localtime(self.last_activity))
+
+    def summary(self) -> str:
+        """One line for `branch_status`."""
+        state, when = self.state.value, self.last_active()
+        return f"{self.branch_id} {self.title!r}: {state} (last activity {when})"
+
+    async def wait_change(self) -> None:
+        await self._changed.wait()
+
+    def _note_change(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+
+class LineFollower:
+    """Follows one child's timeline into its `ChildLine` (a rebuilding subscriber).
+
+    `on_change` hears of a change worth showing, `on_end` of the end of one of
+    its turns; their failures are logged, never raised into the dispatcher.
+    """
+
+    def __init__(
+        self,
+        line: ChildLine,
+        *,
+        on_change: Callable[[ChildLine], Awaitable[None]],
+        on_end: Callable[[ChildLine], Awaitable[None]],
+    ) -> None:
+        self.line = line
+        self._on_change = on_change
+        self._on_end = on_end
+        #: The last event of the child it folded in.
+        self.seen = NO_SEQ
+
+    @property
+    def name(self) -> str:
+        return f"branch watcher {self.line.branch_id}"
+
+    async def rebuild(self, timeline: Timeline) -> Seq:
+        own = self.line.branch_id
+        for event in await timeline.read():
+            if event.branch_id == own:
+                self.fold(event)
+        self.seen = timeline.last_published_seq
+        return self.seen
+
+    def fold(self, event: Event) -> tuple[bool, bool]:
+        """Fold in one event of the child; returns (changed, its turn ended)."""
+        self.seen = max(self.seen, event.seq)
+        return self._apply(event)
+
+    async def handle(self, event: Event) -> None:
+        if event.seq <= self.seen:
+            return
+        changed, ended = self.fold(event)
+        try:
+            if ended:
+                await self._on_end(self.line)
+            elif changed:
+                await self._on_change(self.line)
+        except (BranchClosed, ScopeClosed):
+            pass  # the session is closing
+        except Exception:
+            logger.exception(
+                "following branch %s failed at event %d", self.line.branch_id, event.seq
+            )
+
+    def _apply(self, event: Event) -> tuple[bool, bool]:
+        """Fold one of the child's own events; returns (changed, its turn ended)."""
+        line, payload = self.line, event.payload
+        if isinstance(payload, UserInputAdopted):
+            line.state = LineState.RUNNING
+            line.stop_reason = None
+            line._reply = []
+            return True, False
+        if isinstance(payload, BranchMessageReceived):
+            _add_line(line, "Got a message from the main line")
+            return True, False
+        if isinstance(payload, ModelRequestStarted):
+            line._reply = []
+            return False, False
+        if isinstance(payload, ModelTextDelta):
+            line._reply.append(payload.text)
+            return False, False
+        if isinstance(payload, ToolCallRequested):
+            title = payload.title or payload.tool
+            line._titles[payload.call_id] = title
+            _add_line(line, f"→ {title}")
+            return True, False
+        if isinstance(payload, ToolResultRecorded):
+            title = line._titles.get(payload.call_id, payload.call_id)
+            _settle_line(line, f"→ {title}", f"{'✗' if payload.is_error else '✓'} {title}")
+            return True, False
+        if isinstance(payload, PermissionAsked):
+            line.state = LineState.WAITING
+            _add_line(line, f"Waiting for approval: {line._titles.get(payload.call_id, '')}")
+            return True, False
+        if isinstance(payload, PermissionAnswered):
+            if line.state is LineState.WAITING:
+                line.state = LineState.RUNNING
+            waiting = f"Waiting for approval: {line._titles.get(payload.call_id, '')}"
+            if waiting in line.lines:
+                line.lines.remove(waiting)
+            return True, False
+        if isinstance(payload, TurnCancelRequested):
+            line.stop_reason = "cancelled"
+            return False, False
+        if isinstance(payload, TurnEnded | TurnInterrupted):
+            line.turns_ended += 1
+            line.report = "".join(line._reply).strip() or None
+            if isinstance(payload, TurnInterrupted):
+                line.state = LineState.INTERRUPTED
+                line.stop_reason = line.stop_reason or "interrupted"
+            else:
+                line.state = (
+                    LineState.FAILED if payload.stop_reason == "error" else LineState.FINISHED
+                )
+                line.stop_reason = payload.stop_reason
+            return True, True
+            return True, True
+        if isinstance(payload, BranchEnded):
+            line.state = LineState.CLOSED
+            return True, False
+        return False, False
+
+
+def _add_line(line: ChildLine, text: str) -> None:
+    line.lines.append(text)
+    del line.lines[:-MAX_STEP_LINES]
+
+
+def _settle_line(line: ChildLine, running: str, settled: str) -> None:
+    """A step finished: its running line becomes its outcome (or a new line, if gone)."""
+    for index in range(len(line.lines) - 1, -1, -1):
+        if line.lines[index] == running:
+            line.lines[index] = settled
+            return
+    _add_line(line, settled)
