@@ -7,9 +7,9 @@ and tools, concurrently with main and its siblings (one workspace, each with
 its own read stamps). `BranchManager` (a session service) starts, follows and
 steers them:
 
-- **following**: a watcher on each child's timeline keeps its state
-  (running, waiting for approval, finished, failed, interrupted, closed), its
-  steps as short lines, and the text of its last reply: its report;
+- **following**: a `LineFollower` (`_branch_lines`) on each child's timeline
+  keeps its state, its steps as short lines, and the text of its last reply:
+  its report;
 - **reporting**: when a child's turn ends, main gets a `<notification
   source="branch/ID">` with the report; it reaches main's next request;
 - **showing**: while a turn of main runs, each child is shown in it as a
@@ -19,10 +19,10 @@ steers them:
   nothing is recorded on main but notifications (no update reaches the editor
   between turns); changes are shown at the start of main's next turn;
 - **asking**: a child's permission question waits for a turn of main, and is
-  then asked naming the branch (`GatedPrompter`);
+  then asked on the child's showing, naming it (`GatedPrompter`);
 - **steering**: a message (`BranchMessageReceived`, a `<branch-message>` to
-  the child) starts a turn of a child that is not working; cancel stops every child's
-  current step; close ends a child's line of work, never a sibling's.
+  the child) starts a turn of a child that is not working; cancel stops every
+  child's current step; close ends a child's line of work, never a sibling's.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ class BranchLimitReached(Exception):
 
 
 class NotABranch(LookupError):
-    """No child line of work has that id."""
+    """No child line of work has that id (or that title), or it has ended."""
 
 
 class BranchManager:

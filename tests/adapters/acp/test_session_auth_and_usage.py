@@ -88,11 +88,11 @@ async def test_each_request_reports_the_context_used_and_the_cumulative_cost(
 
 
 async def test_the_scripted_model_reports_usage_without_a_cost(tmp_path: Path):
-    script = write_script(tmp_path / "s.json", [{"text": "Hi."}], context_window=4096)
+    script = write_script(tmp_path / "s.json", [{"text": "Hi."}], context_window=8192)
     async with running_agent(tmp_path / "home", script=script) as client:
         session_id = await client.new_session(tmp_path)
         await client.prompt(session_id, "Hello")
         [usage] = [u for u in client.updates_for(session_id) if isinstance(u, types.UsageUpdate)]
 
-    assert (usage.size, usage.cost) == (4096, None)
-    assert 0 < usage.used < 4096
+    assert (usage.size, usage.cost) == (8192, None)
+    assert 0 < usage.used < 8192
