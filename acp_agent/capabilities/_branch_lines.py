@@ -94,7 +94,7 @@ class ChildLine:
     #: What was last recorded of it (showing, state, steps, report).
     shown_look: tuple[object, ...] = ()
     #: Follows its timeline (set once it is attached).
-    watcher: LineFollower | None = None
+    follower: LineFollower | None = None
     _reply: list[str] = attrs.field(factory=list)
     _titles: dict[str, str] = attrs.field(factory=dict)
     _changed: anyio.Event = attrs.field(factory=anyio.Event)
@@ -115,7 +115,8 @@ class ChildLine:
     async def wait_change(self) -> None:
         await self._changed.wait()
 
-    def _note_change(self) -> None:
+    def note_change(self) -> None:
+        """Wake whoever waits for it to change (`wait_change`)."""
         self._changed.set()
         self._changed = anyio.Event()
 
@@ -142,7 +143,7 @@ class LineFollower:
 
     @property
     def name(self) -> str:
-        return f"branch watcher {self.line.branch_id}"
+        return f"branch follower {self.line.branch_id}"
 
     async def rebuild(self, timeline: Timeline) -> Seq:
         own = self.line.branch_id
@@ -224,7 +225,6 @@ class LineFollower:
                     LineState.FAILED if payload.stop_reason == "error" else LineState.FINISHED
                 )
                 line.stop_reason = payload.stop_reason
-            return True, True
             return True, True
         if isinstance(payload, BranchEnded):
             line.state = LineState.CLOSED

@@ -178,8 +178,8 @@ class BranchManager:
         line = ChildLine(child, title, task, last_activity=self._clock())
         self._lines[child.id] = line
         line.notified = await self._notified(child.id)
-        line.watcher = LineFollower(line, on_change=self._changed, on_end=self._ended)
-        await child.dispatcher.subscribe_rebuilt(line.watcher)
+        line.follower = LineFollower(line, on_change=self._changed, on_end=self._ended)
+        await child.dispatcher.subscribe_rebuilt(line.follower)
         if line.turns_ended > line.notified:
             # It ended while nothing could tell main (a restart cut it short): tell main
             # now, and show it in main's next turn.
@@ -271,10 +271,10 @@ class BranchManager:
         if line.state is LineState.CLOSED:
             return line
         await line.branch.end(reason)
-        # Its dispatcher closed with it: fold in what its watcher did not get to see.
-        if line.watcher is not None:
-            for event in await line.branch.read(gt=line.watcher.seen):
-                line.watcher.fold(event)
+        # Its dispatcher closed with it: fold in what its follower did not get to see.
+        if line.follower is not None:
+            for event in await line.branch.read(gt=line.follower.seen):
+                line.follower.fold(event)
         line.state = LineState.CLOSED
         line.notified = line.turns_ended  # main closed it: nothing to tell main
         await self._changed(line)
@@ -293,7 +293,7 @@ class BranchManager:
     # --- following a child ----------------------------------------------------------------
 
     async def _begin(self, line: ChildLine) -> None:
-        """Start a turn of the child (its watcher shows it: the turn's input is adopted)."""
+        """Start a turn of the child (its follower shows it: the turn's input is adopted)."""
         before = line.state
         line.state = LineState.RUNNING
         line.last_activity = self._clock()
@@ -306,7 +306,7 @@ class BranchManager:
     async def _changed(self, line: ChildLine) -> None:
         """A child changed: show it in main's turn if one runs, else show it later."""
         line.last_activity = self._clock()
-        line._note_change()
+        line.note_change()
         async with self._display_lock:
             if self._main_turn_open:
                 await self._show(line, new=line.display_done)
