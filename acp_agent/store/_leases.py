@@ -1,23 +1,22 @@
 """Who holds a session's writer lease, and whether that process still runs.
 
 A lease names its owner by a random token (one per store handle), the pid,
-the host and the process's start mark (boot id and start time from /proc on
-Linux), so a recycled pid is not mistaken for the old owner. A lease whose
-owner is gone (exited, SIGKILLed, a zombie) may be taken over. A lease held
-from another host is assumed live: we cannot look, and SQLite on a network
-filesystem is unsupported anyway.
+the host and the process's start mark (`acp_agent.process_marks`), so a
+recycled pid is not mistaken for the old owner. A lease whose owner is gone
+(exited, SIGKILLed, a zombie) may be taken over. A lease held from another
+host is assumed live: we cannot look, and SQLite on a network filesystem is
+unsupported anyway.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from functools import cache
-from pathlib import Path
 
 import attrs
 
 from acp_agent.core import LeaseHolder, new_id
+from acp_agent.process_marks import start_mark
 
 __all__ = ("LeaseOwner", "is_running", "this_process")
 
@@ -40,7 +39,7 @@ class LeaseOwner:
 def this_process() -> LeaseOwner:
     """A new owner identity for a store handle in this process."""
     pid = os.getpid()
-    return LeaseOwner(new_id("lease"), pid, socket.gethostname(), _process_start(pid) or "")
+    return LeaseOwner(new_id("lease"), pid, socket.gethostname(), start_mark(pid) or "")
 
 
 def is_running(owner: LeaseOwner) -> bool:
@@ -48,38 +47,14 @@ def is_running(owner: LeaseOwner) -> bool:
     if owner.host != socket.gethostname():
         return True
     if owner.pid == os.getpid():
-        return owner.process_start == (_process_start(owner.pid) or "")
+        return owner.process_start == (start_mark(owner.pid) or "")
     try:
         os.kill(owner.pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass  # it exists, under another user
-    start = _process_start(owner.pid)
+    start = start_mark(owner.pid)
     if start is None:
         return True  # no /proc: the pid exists, assume it is the owner
     return start == owner.process_start
-
-
-@cache
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
-def _process_start(pid: int) -> str | None:
-    """The process's start mark, or None if /proc cannot tell; "dead" for a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return "gone" if Path("/proc/self/stat").exists() else None
-    except OSError:
-        return None
-    # Fields after the command name (which may hold spaces and parentheses).
-    fields = stat[stat.rindex(")") + 2 :].split()
-    state, start_ticks = fields[0], fields[19]
-    if state in ("Z", "X"):
-        return "dead"
-    return f"{_boot_id()}:{start_ticks}"
