@@ -40,6 +40,8 @@ __all__ = (
     "Event",
     "EventDraft",
     "GuideAdopted",
+    "JobEnded",
+    "JobStarted",
     "ModelReasoningDelta",
     "ModelReasoningEnded",
     "ModelRequestFailed",
@@ -473,6 +475,52 @@ class BranchEnded(Payload):
     reason: str
 
 
+# --- background jobs ------------------------------------------------------------------
+
+
+@attrs.frozen
+class JobStarted(Payload):
+    """A command started in the background by a tool call of this branch; it runs on.
+
+    `pgid` and `start_mark` (`acp_agent.process_marks`) identify a local job's
+    process group after a restart, so a surviving group is killed, never
+    mistaken for another; a job in a client terminal has `terminal_id` instead.
+    """
+
+    KIND: ClassVar[str] = "job.started"
+    job_id: str
+    call_id: CallId
+    command: str
+    cwd: str
+    #: `local` (a process group of ours) or `client` (an editor's terminal).
+    via: str
+    pgid: int | None = None
+    start_mark: str | None = None
+    terminal_id: str | None = None
+
+
+@attrs.frozen
+class JobEnded(Payload):
+    """A background job ended; the last fact about it.
+
+    `state`: `exited` (by itself, see `exit_code` / `signal`), `stopped` (by the
+    model or the person), `killed` (its session or the agent closed), or
+    `interrupted` (the agent died while it ran; it is never restarted).
+    """
+
+    KIND: ClassVar[str] = "job.ended"
+    job_id: str
+    state: str
+    exit_code: int | None = None
+    signal: str | None = None
+    duration_s: float | None = None
+    #: Its output, bounded (head and tail kept, the cut stated).
+    output: str = ""
+    output_bytes: int = 0
+    #: Who stopped it, for `stopped` (`model` or `person`).
+    stopped_by: str | None = None
+
+
 # --- history, configuration and the session -------------------------------------------
 
 
@@ -606,6 +654,8 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
         BranchMessageReceived,
         BranchShown,
         BranchEnded,
+        JobStarted,
+        JobEnded,
         CompactionStarted,
         CompactionRecorded,
         CompactionFailed,
