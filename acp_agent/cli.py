@@ -1,10 +1,11 @@
 """The `acp-agent` command: serve ACP on stdio for the editor that launched us.
 
     acp-agent [--script FILE] [--log-level LEVEL] [--home DIR] [--max-turn-requests N]
-              [--max-branches N] [--unstable]
+              [--max-branches N] [--max-jobs N] [--unstable]
 
 Each flag has an environment twin (`ACP_AGENT_SCRIPT`, `ACP_AGENT_LOG_LEVEL`,
-`ACP_AGENT_HOME`, `ACP_AGENT_MAX_TURN_REQUESTS`, `ACP_AGENT_MAX_BRANCHES`);
+`ACP_AGENT_HOME`, `ACP_AGENT_MAX_TURN_REQUESTS`, `ACP_AGENT_MAX_BRANCHES`,
+`ACP_AGENT_MAX_JOBS`);
 the flag wins. The model of
 new sessions is the script's (`scripted/<file name>`) with `--script`, else
 `ACP_AGENT_MODEL`, else the config file's `default_model`, else one the API
@@ -85,6 +86,14 @@ def _parser() -> argparse.ArgumentParser:
         "(env ACP_AGENT_MAX_BRANCHES; default 4)",
     )
     parser.add_argument(
+        "--max-jobs",
+        type=_positive_int,
+        default=os.environ.get("ACP_AGENT_MAX_JOBS") or None,
+        metavar="N",
+        help="background jobs (shell with background) that may run at once in a session "
+        "(env ACP_AGENT_MAX_JOBS; default 8)",
+    )
+    parser.add_argument(
         "--unstable",
         action="store_true",
         help="opt in to unstable ACP methods and fields",
@@ -146,11 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     models = ConfiguredModels.load(paths.config_dir / "config.toml", os.environ, script=script)
     max_turn_requests, max_branches = args.max_turn_requests, args.max_branches
+    max_jobs = args.max_jobs
 
     def assemble() -> ServiceRegistry:
         """The services of every session and branch (imported on first use)."""
         from acp_agent.capabilities import (
             DEFAULT_BRANCH_LIMIT,
+            DEFAULT_JOB_LIMIT,
             DEFAULT_MAX_TURN_REQUESTS,
             CapabilitySettings,
             LoopSettings,
@@ -169,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 config_dir=paths.config_dir,
                 results_dir=paths.data_dir / "tool-results",
                 branch_limit=max_branches or DEFAULT_BRANCH_LIMIT,
+                job_limit=max_jobs or DEFAULT_JOB_LIMIT,
             ),
         )
         register_mcp(registry, McpSettings(config_dir=paths.config_dir))

@@ -10,8 +10,9 @@
 
 Per process: the `ResultBudget` every call's result passes (`RESULT_BUDGET`).
 Per session: `SessionControls` (model, mode, the editor's side), the
-`ToolSet` and the `GuideRegistry` (tools and MCP servers register guide
-entries for their inputs there; every branch's next request adopts them).
+`BranchManager`, the `JobManager`, the `ToolSet` and the `GuideRegistry`
+(tools and MCP servers register guide entries for their inputs there; every
+branch's next request adopts them).
 Per branch, in this order: the context engine, the tool executor and the
 model loop; the executor and the loop subscribe to the branch's
 timeline after rebuilding from it (the executor first: results it
@@ -36,6 +37,8 @@ from acp_agent.capabilities._branches import (
     BranchManager,
     GatedPrompter,
 )
+from acp_agent.capabilities._job_tools import job_tools
+from acp_agent.capabilities._jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager
 from acp_agent.capabilities._loop import LoopSettings, ModelLoop
 from acp_agent.capabilities._model_source import ModelSource
 from acp_agent.capabilities._result_budget import ResultBudget, ResultLimits
@@ -73,6 +76,7 @@ __all__ = (
     "BRANCHES",
     "CONTEXT",
     "GUIDE",
+    "JOBS",
     "MODEL_LOOP",
     "RESULT_BUDGET",
     "SESSION_CONTROLS",
@@ -83,6 +87,7 @@ __all__ = (
 )
 
 BRANCHES: Final[ServiceKey[BranchManager]] = ServiceKey("branches", ScopeKind.SESSION)
+JOBS: Final[ServiceKey[JobManager]] = ServiceKey("jobs", ScopeKind.SESSION)
 RESULT_BUDGET: Final[ServiceKey[ResultBudget]] = ServiceKey("result_budget", ScopeKind.PROCESS)
 SESSION_CONTROLS: Final[ServiceKey[SessionControls]] = ServiceKey(
     "session_controls", ScopeKind.SESSION
@@ -114,6 +119,7 @@ class CapabilitySettings:
       (None: not kept).
     * `result_limits`: the caps of each copy of a tool result.
     * `branch_limit`: how many branches the model may have working at once.
+    * `job_limit`: how many background jobs may run at once in a session.
     """
 
     models: ModelSource
@@ -125,6 +131,7 @@ class CapabilitySettings:
     results_dir: Path | None = None
     result_limits: ResultLimits = attrs.field(factory=ResultLimits)
     branch_limit: int = DEFAULT_BRANCH_LIMIT
+    job_limit: int = DEFAULT_JOB_LIMIT
 
 
 def register_capabilities(registry: ServiceRegistry, settings: CapabilitySettings) -> None:
@@ -142,6 +149,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
     async def guide(scope: Scope) -> GuideRegistry:
         registry = default_guide_registry()
         registry.register(BRANCHES_GUIDE_ENTRY)
+        registry.register(JOBS_GUIDE_ENTRY)
         return registry
 
     async def branches(scope: Scope) -> BranchManager:
@@ -155,8 +163,13 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             clock=settings.clock,
         )
 
+    async def jobs(scope: Scope) -> JobManager:
+        return JobManager(limit=settings.job_limit, clock=settings.clock)
+
     async def toolset(scope: Scope) -> ToolSet:
-        return ToolSet([*settings.tools(), *branch_tools(scope.get(BRANCHES))])
+        return ToolSet(
+            [*settings.tools(), *branch_tools(scope.get(BRANCHES)), *job_tools(scope.get(JOBS))]
+        )
 
     def local_now() -> datetime.datetime:
         return datetime.datetime.fromtimestamp(settings.clock()).astimezone()
@@ -198,8 +211,15 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             clock=settings.clock,
             budget=scope.get(RESULT_BUDGET),
             prompter=prompter,
+            jobs=scope.get(JOBS),
         )
         await scope.get(DISPATCHER).subscribe_rebuilt(executor)
+
+        async def recover_jobs() -> None:
+            # Once the branch is ready: jobs a dead agent left running are ended.
+            await scope.get(JOBS).recover(branch)
+
+        scope.start_soon(recover_jobs, name=f"job recovery {branch.id}")
         return executor
 
     async def model_loop(scope: Scope) -> ModelLoop:
@@ -234,6 +254,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
     registry.register(SESSION_CONTROLS, session_controls)
     registry.register(GUIDE, guide)
     registry.register(BRANCHES, branches)
+    registry.register(JOBS, jobs)
     registry.register(TOOLSET, toolset)
     registry.register(CONTEXT, context)
     registry.register(TOOL_EXECUTOR, tool_executor)

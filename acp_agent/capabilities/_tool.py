@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import attrs
 
 from acp_agent.capabilities._client_bridge import ClientBridge
+from acp_agent.capabilities._job_host import JobHost
 
 __all__ = (
     "ContentPart",
@@ -273,7 +274,7 @@ class MemoryReadStamps:
 
 @attrs.frozen
 class ToolContext:
-    """What a running call may use: its session's roots, the editor, progress, its reads."""
+    """What a running call may use: its roots, the editor, progress, its reads, its jobs."""
 
     session_id: str
     branch_id: str
@@ -286,6 +287,8 @@ class ToolContext:
     #: fresh one per context, forgets every read, so edits of existing files
     #: would always be refused as unread.
     read_stamps: ReadStamps = attrs.field(factory=MemoryReadStamps)
+    #: Where background work is handed over (None: this context cannot run jobs).
+    jobs: JobHost | None = None
 
     @property
     def cwd(self) -> Path:

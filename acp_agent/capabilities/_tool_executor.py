@@ -48,6 +48,7 @@ from acp_agent.capabilities._content import (
     text_part,
 )
 from acp_agent.capabilities._cuts import cut_middle
+from acp_agent.capabilities._jobs import JobManager
 from acp_agent.capabilities._permissions import (
     Ask,
     PermissionAnswer,
@@ -224,6 +225,7 @@ class ToolExecutor:
     * `budget`: caps each copy of a result before it is recorded (`result_budget`).
     * `prompter`: asks the person instead of the session's (a child's questions
       wait for a turn of main).
+    * `jobs`: the session's background jobs, handed to calls as `ToolContext.jobs`.
     """
 
     name = "tool executor"
@@ -237,8 +239,11 @@ class ToolExecutor:
         clock: Callable[[], float],
         budget: ResultBudget | None = None,
         prompter: PermissionPrompter | None = None,
+        jobs: JobManager | None = None,
     ) -> None:
         self.branch = branch
+        #: Where calls hand over background work (None: no background jobs).
+        self.jobs = jobs
         #: Who asks the person (None: the session's prompter, `controls.prompter`).
         self.prompter = prompter
         self.budget = budget if budget is not None else ResultBudget(None)
@@ -453,6 +458,7 @@ class ToolExecutor:
             client=self.controls.client,
             progress=_Progress(call.call_id, recorder),
             read_stamps=self.read_stamps,
+            jobs=self.jobs.host(self.branch, call.call_id) if self.jobs is not None else None,
         )
         try:
             if generation is None:

@@ -2,7 +2,8 @@
 
 A tool (`acp_agent.tools`, an MCP server's `McpTool`) is a `Tool`: a
 definition, a presentation, a permission need and a run with a `ToolContext`
-(its roots, the editor's side as a `ClientBridge`, progress, read stamps),
+(its roots, the editor's side as a `ClientBridge`, progress, read stamps,
+and a `JobHost` to hand background work to),
 ending in a `ToolResult`. `restore_runtime_tags` undoes what the model reads
 of a result, for text the model copied from one. Tools import this module
 only, never the package face: it loads nothing of the runtime (an
@@ -19,6 +20,14 @@ from acp_agent.capabilities._client_bridge import (
     NotOffered,
     TerminalExit,
     TerminalOutput,
+)
+from acp_agent.capabilities._job_host import (
+    JobExit,
+    JobHost,
+    JobLimitReached,
+    JobOutput,
+    JobProcess,
+    StartedJob,
 )
 from acp_agent.capabilities._tool import (
     ContentPart,
@@ -54,6 +63,11 @@ __all__ = (
     "DiffContent",
     "Effect",
     "ImageContent",
+    "JobExit",
+    "JobHost",
+    "JobLimitReached",
+    "JobOutput",
+    "JobProcess",
     "Location",
     "MemoryReadStamps",
     "NoClient",
@@ -65,6 +79,7 @@ __all__ = (
     "PlanStatus",
     "ProgressSink",
     "ReadStamps",
+    "StartedJob",
     "TerminalContent",
     "TerminalExit",
     "TerminalOutput",

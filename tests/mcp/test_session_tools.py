@@ -18,6 +18,7 @@ import pytest
 from acp_agent.capabilities import (
     BRANCH_TOOL_NAMES,
     CONTEXT,
+    JOB_TOOL_NAMES,
     CapabilitySettings,
     ConfiguredModels,
     Effect,
@@ -127,7 +128,8 @@ async def test_mcp_tools_join_the_sessions_tools_as_a_new_generation(tmp_path: P
     gate = GateTool()
     async with in_process_agent({"replies": [[{"text": "."}]]}, tmp_path, tools=[gate]) as agent:
         first = agent.toolset.current
-        assert [name for name in first.tools if name not in BRANCH_TOOL_NAMES] == ["gate"]
+        runtime_tools = BRANCH_TOOL_NAMES | JOB_TOOL_NAMES
+        assert [name for name in first.tools if name not in runtime_tools] == ["gate"]
 
         await mcp_of(agent).connect([stdio_server("calc")])
         number = await wait_for_tool(agent, "mcp__calc__add")

@@ -35,14 +35,19 @@ def build_runner(
     from acp_agent.capabilities import (
         BRANCHES,
         CONTEXT,
+        JOBS,
         TOOLSET,
         CommandRunner,
         CommandSpec,
         ExtraCommand,
         branch_commands,
+        job_commands,
     )
 
-    extra: dict[str, ExtraCommand] = branch_commands(session.scope.get(BRANCHES))
+    extra: dict[str, ExtraCommand] = {
+        **branch_commands(session.scope.get(BRANCHES)),
+        **job_commands(session.scope.get(JOBS)),
+    }
     mcp = session_mcp(session)
     if mcp is not None:
 
