@@ -11,10 +11,16 @@ content, and a timeout or cancellation kills the whole group.
 The model gets the exit status and the output, capped: the first
 `HEAD_BYTES` and last `TAIL_BYTES` are kept and the cut is stated.
 
+With `background` the command becomes a job (`_background`): the call
+returns its job id at once, the runtime's `JobHost` owns it from there and
+tells the line when it ends. In a client terminal the call embeds the
+terminal, so the person watches the job live.
+
 `raw_output`: ``{"command", "cwd", "via": "client"|"local", "exit_code",
 "signal", "timed_out", "output_bytes" (local runs), "truncated",
 "terminal_id"}``. For a local run shown as a terminal the adapter takes
-`exit_code` and `signal` from it for `_meta.terminal_exit`.
+`exit_code` and `signal` from it for `_meta.terminal_exit`. A background
+start: ``{"command", "cwd", "via", "job_id", "terminal_id", "background": true}``.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from acp_agent.capabilities.tool import (
     ClientTerminal,
     ContentPart,
     Effect,
+    JobLimitReached,
+    JobProcess,
     PermissionNeed,
     TerminalContent,
     TerminalExit,
@@ -45,6 +53,7 @@ from acp_agent.capabilities.tool import (
     ToolResult,
 )
 from acp_agent.tools._args import optional_int, require_str
+from acp_agent.tools._background import ClientJob, LocalJob
 from acp_agent.tools._common import fenced, short
 from acp_agent.tools._process import OutputCapture, run_local
 from acp_agent.tools._workspace import WorkspacePath, outside_need, resolve_path
@@ -81,7 +90,12 @@ Non-interactive: stdin is empty, so never run anything that waits for input. Out
 beyond about 32 KB is cut in the middle (start and end kept). The command is killed, \
 with everything it started, after `timeout_s` seconds (default 120, at most 1800) or \
 when the turn is cancelled; background processes are killed when it exits. Prefer \
-the file tools (read, edit, grep, glob) over cat/sed/grep/find."""
+the file tools (read, edit, grep, glob) over cat/sed/grep/find.
+
+With `background: true` the command runs as a background job instead: the call \
+returns a job id at once and the command runs on while you work (for test suites, \
+builds, dev servers); `timeout_s` does not apply. Its end arrives later as a \
+notification; `job_output` reads its output so far, `job_stop` stops it."""
 
 
 def _shell() -> str:
@@ -122,6 +136,10 @@ DEFINITION: Final = ToolDefinition(
                 "description": f"Seconds before the command is killed (default "
                 f"{DEFAULT_TIMEOUT_S}).",
             },
+            "background": {
+                "type": "boolean",
+                "description": "Run it as a background job: returns a job id at once.",
+            },
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -135,6 +153,7 @@ class _Call:
     command: str
     cwd: WorkspacePath
     timeout_s: int
+    background: bool = False
 
 
 @attrs.frozen
@@ -152,24 +171,94 @@ class ShellTool:
             arguments, "timeout_s", default=DEFAULT_TIMEOUT_S, minimum=1, maximum=MAX_TIMEOUT_S
         )
         assert timeout_s is not None
-        return _Call(command, cwd, timeout_s)
+        background = arguments.get("background", False)
+        if not isinstance(background, bool):
+            raise ToolInputError("`background` must be true or false")
+        return _Call(command, cwd, timeout_s, background)
 
     def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
         command = arguments.get("command")
         title = f"Run `{short(command)}`" if isinstance(command, str) and command else "Run"
+        if arguments.get("background") is True:
+            title += " in the background"
         return ToolPresentation(title=title, kind=ToolKind.EXECUTE)
 
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
         call = self._parse(arguments, roots)
-        return outside_need(PermissionNeed(Effect.EXECUTE, call.command), [call.cwd])
+        note = (
+            "It runs in the background, after this turn too, until it ends or is stopped."
+            if call.background
+            else None
+        )
+        return outside_need(PermissionNeed(Effect.EXECUTE, call.command, note=note), [call.cwd])
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         call = self._parse(arguments, context.roots)
         if not call.cwd.path.is_dir():
             raise ToolInputError(f"`cwd` {call.cwd.display} is not a directory")
+        if call.background:
+            return await self._start_job(call, context)
         if context.client.has_terminals:
             return await self._run_in_client(call, context)
         return await self._run_locally(call, context)
+
+    async def _start_job(self, call: _Call, context: ToolContext) -> ToolResult:
+        jobs = context.jobs
+        if jobs is None:
+            raise ToolInputError("background jobs are not available here; run it without")
+        cwd = str(call.cwd.path)
+        try:
+            jobs.check_room()
+        except JobLimitReached as exc:
+            text = f"Not started: {exc}."
+            return ToolResult((TextContent(text),), text, is_error=True)
+        terminal: list[str] = []
+
+        async def spawn() -> JobProcess:
+            if context.client.has_terminals:
+                job: JobProcess = ClientJob(
+                    await context.client.create_terminal(
+                        _shell(),
+                        ["-c", call.command],
+                        env={"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"},
+                        cwd=cwd,
+                        output_byte_limit=CLIENT_OUTPUT_LIMIT,
+                    )
+                )
+                assert job.terminal_id is not None
+                terminal.append(job.terminal_id)
+                # Embedded at once (before any release): the person watches it live.
+                await context.progress.content([TerminalContent(job.terminal_id)])
+                return job
+            return await LocalJob.spawn(
+                [_shell(), "-c", call.command], cwd=call.cwd.path, env=_environment()
+            )
+
+        try:
+            started = await jobs.start(call.command, cwd, spawn)
+        except JobLimitReached as exc:
+            text = f"Not started: {exc}."
+            return ToolResult((TextContent(text),), text, is_error=True)
+        text = (
+            f"Started in the background as job {started.job_id}. It runs on while you work; "
+            "its end arrives as a notification. `job_output` reads its output so far, "
+            "`job_stop` stops it."
+        )
+        content: tuple[ContentPart, ...] = (TextContent(text),)
+        if terminal:
+            content = (TerminalContent(terminal[0]), TextContent(text))
+        return ToolResult(
+            content=content,
+            model_text=text,
+            raw_output={
+                "command": call.command,
+                "cwd": cwd,
+                "via": "client" if terminal else "local",
+                "job_id": started.job_id,
+                "terminal_id": terminal[0] if terminal else None,
+                "background": True,
+            },
+        )
 
     async def _run_locally(self, call: _Call, context: ToolContext) -> ToolResult:
         capture = OutputCapture(HEAD_BYTES, TAIL_BYTES)

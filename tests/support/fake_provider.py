@@ -113,7 +113,7 @@ class FakeProviderServer:
     def __init__(self, route: Callable[[bytes], str] | None = None) -> None:
         """`route` names the queue a request body takes its exchange from (`add(queue=)`)."""
         self._route = route
-        self._queues: dict[str, deque[Exchange]] = {}
+        self._queues: dict[str, deque[Exchange | Callable[[Any], Exchange]]] = {}
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.requests: list[RecordedRequest] = []
@@ -134,8 +134,12 @@ class FakeProviderServer:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def add(self, *exchanges: Exchange, queue: str = "") -> None:
-        """Queue responses for the next requests (of `queue`), in order."""
+    def add(self, *exchanges: Exchange | Callable[[Any], Exchange], queue: str = "") -> None:
+        """Queue responses for the next requests (of `queue`), in order.
+
+        A callable is called with the request's JSON body when its turn comes, for
+        a reply that depends on what the agent sent (an id a tool returned).
+        """
         with self._lock:
             self._queues.setdefault(queue, deque()).extend(exchanges)
 
@@ -159,11 +163,14 @@ class FakeProviderServer:
         queue = "" if self._route is None else self._route(body)
         with self._lock:
             exchanges = self._queues.get(queue)
-            if exchanges:
-                return exchanges.popleft()
-        body = json.dumps({"error": {"message": "fake provider: no exchange scripted"}})
+            exchange = exchanges.popleft() if exchanges else None
+        if isinstance(exchange, Exchange):
+            return exchange
+        if exchange is not None:
+            return exchange(json.loads(body))
+        refusal = json.dumps({"error": {"message": "fake provider: no exchange scripted"}})
         return Exchange(
-            status=418, headers={"content-type": "application/json"}, chunks=[body.encode()]
+            status=418, headers={"content-type": "application/json"}, chunks=[refusal.encode()]
         )
 
     def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:

@@ -1,0 +1,183 @@
+"""A command running in the background, as `shell` hands it to the runtime: a `JobProcess`.
+
+`LocalJob` runs it in a process group of its own (`start_new_session`), keeps
+the head and tail of its output in memory (`OutputCapture`), and ends the
+whole group however the job ends. `ClientJob` runs it in a terminal the
+editor owns (so the person watches it live where the job's call embeds it)
+and releases the terminal when the job ends. Either is stopped with a
+polite signal first: SIGTERM, then SIGKILL after `STOP_GRACE_S`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+import anyio
+import anyio.abc
+
+from acp_agent.capabilities.tool import ClientTerminal, JobExit, JobOutput
+from acp_agent.process_marks import start_mark
+from acp_agent.tools._process import DRAIN_AFTER_EXIT_S, OutputCapture, kill_group
+
+__all__ = ("JOB_HEAD_BYTES", "JOB_TAIL_BYTES", "STOP_GRACE_S", "ClientJob", "LocalJob")
+
+#: What a job keeps of its output: its first and last bytes.
+JOB_HEAD_BYTES: Final = 8 * 1024
+JOB_TAIL_BYTES: Final = 24 * 1024
+#: Between SIGTERM and SIGKILL when a job is stopped.
+STOP_GRACE_S: Final = 3.0
+_READ_CHUNK: Final = 65536
+_CLEANUP_WAIT_S: Final = 5.0
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+class LocalJob:
+    """A background command in a local process group of its own."""
+
+    via = "local"
+    terminal_id = None
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self._process = process
+        self.pgid: int | None = process.pid
+        self.start_mark: str | None = start_mark(process.pid)
+        self._capture = OutputCapture(JOB_HEAD_BYTES, JOB_TAIL_BYTES)
+        self._exited = anyio.Event()
+        self._released = False
+
+    @classmethod
+    async def spawn(cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> LocalJob:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+        return cls(process)
+
+    async def wait(self) -> JobExit:
+        process = self._process
+        try:
+            pipe_closed = anyio.Event()
+
+            async def pump() -> None:
+                assert process.stdout is not None
+                try:
+                    while True:
+                        try:
+                            chunk = await process.stdout.receive(_READ_CHUNK)
+                        except (anyio.EndOfStream, anyio.ClosedResourceError):
+                            return
+                        self._capture.feed(chunk)
+                finally:
+                    pipe_closed.set()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(pump)
+                await process.wait()
+                self._exited.set()
+                # Children it left behind may hold the pipe: read a moment, then end them.
+                with anyio.move_on_after(DRAIN_AFTER_EXIT_S):
+                    await pipe_closed.wait()
+                group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.release()
+        code = process.returncode
+        if code is not None and code < 0:
+            return JobExit(None, _signal_name(-code))
+        return JobExit(code, None)
+
+    async def output(self) -> JobOutput:
+        return JobOutput(self._capture.render(), self._capture.total)
+
+    async def stop(self) -> None:
+        if self.pgid is None or self._exited.is_set():
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, signal.SIGTERM)
+        with anyio.move_on_after(STOP_GRACE_S):
+            await self._exited.wait()
+        kill_group(self.pgid)
+
+    async def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        if self.pgid is not None:
+            kill_group(self.pgid)
+        with anyio.CancelScope(shield=True):
+            await self._process.aclose()
+
+
+class ClientJob:
+    """A background command in a terminal the editor owns."""
+
+    via = "client"
+    pgid = None
+    start_mark = None
+
+    def __init__(self, terminal: ClientTerminal) -> None:
+        self._terminal = terminal
+        self._exited = False
+        self._released = False
+        self._last = JobOutput("", 0)
+
+    @property
+    def terminal_id(self) -> str:
+        return self._terminal.terminal_id
+
+    async def wait(self) -> JobExit:
+        try:
+            ended = await self._terminal.wait_for_exit()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.release()
+            raise
+        self._exited = True
+        return JobExit(ended.exit_code, ended.signal)
+
+    async def output(self) -> JobOutput:
+        if self._released:
+            return self._last  # the terminal is gone: what was seen last
+        seen = await self._terminal.output()
+        capture = OutputCapture(JOB_HEAD_BYTES, JOB_TAIL_BYTES)
+        capture.feed(seen.output.encode("utf-8"))
+        text = capture.render()
+        if seen.truncated:
+            text = f"[... the terminal kept only the end of the output ...]\n{text}"
+        self._last = JobOutput(text, capture.total)
+        return self._last
+
+    async def stop(self) -> None:
+        # A client terminal has no gentler way: `terminal/kill` ends the command.
+        if not self._exited:
+            await self._terminal.kill()
+
+    async def release(self) -> None:
+        if self._released:
+            return
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(_CLEANUP_WAIT_S), contextlib.suppress(Exception):
+                await self.output()
+            self._released = True
+            if not self._exited:
+                with anyio.move_on_after(_CLEANUP_WAIT_S):
+                    await self._terminal.kill()
+            with anyio.move_on_after(_CLEANUP_WAIT_S):
+                await self._terminal.release()
