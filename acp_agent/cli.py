@@ -27,6 +27,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -181,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 results_dir=paths.data_dir / "tool-results",
                 branch_limit=max_branches or DEFAULT_BRANCH_LIMIT,
                 job_limit=max_jobs or DEFAULT_JOB_LIMIT,
+                jobs_dir=paths.data_dir / "jobs",
             ),
         )
         register_mcp(registry, McpSettings(config_dir=paths.config_dir))
@@ -198,6 +200,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     logger = logging.getLogger("acp_agent")
     logger.info("acp-agent %s serving ACP on stdio (pid %d)", acp_agent.__version__, os.getpid())
+    # Jobs a dead agent left running end now, not when their session is next opened;
+    # off the serving path, so `initialize` does not wait for it.
+    from acp_agent.capabilities import JobRegistry
+
+    sweep = JobRegistry(paths.data_dir / "jobs").sweep
+    threading.Thread(target=sweep, name="job sweep", daemon=True).start()
     # SIGTERM and SIGHUP end the input as the end of stdin does (SIGINT: asyncio.run does).
     connection.start_io(
         stdin=sys.stdin.buffer,

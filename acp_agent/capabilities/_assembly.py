@@ -8,7 +8,9 @@
         loop = session.main.scope.get(MODEL_LOOP)
         turn = await loop.start_turn(turn_id, content)
 
-Per process: the `ResultBudget` every call's result passes (`RESULT_BUDGET`).
+Per process: the `ResultBudget` every call's result passes (`RESULT_BUDGET`),
+and the `JobRegistry` where local jobs are noted (the command line sweeps it
+as the agent starts).
 Per session: `SessionControls` (model, mode, the editor's side), the
 `BranchManager`, the `JobManager`, the `ToolSet` and the `GuideRegistry`
 (tools and MCP servers register guide entries for their inputs there; every
@@ -37,6 +39,7 @@ from acp_agent.capabilities._branches import (
     BranchManager,
     GatedPrompter,
 )
+from acp_agent.capabilities._job_registry import JobRegistry
 from acp_agent.capabilities._job_tools import job_tools
 from acp_agent.capabilities._jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager
 from acp_agent.capabilities._loop import LoopSettings, ModelLoop
@@ -77,6 +80,7 @@ __all__ = (
     "CONTEXT",
     "GUIDE",
     "JOBS",
+    "JOB_REGISTRY",
     "MODEL_LOOP",
     "RESULT_BUDGET",
     "SESSION_CONTROLS",
@@ -88,6 +92,7 @@ __all__ = (
 
 BRANCHES: Final[ServiceKey[BranchManager]] = ServiceKey("branches", ScopeKind.SESSION)
 JOBS: Final[ServiceKey[JobManager]] = ServiceKey("jobs", ScopeKind.SESSION)
+JOB_REGISTRY: Final[ServiceKey[JobRegistry]] = ServiceKey("job_registry", ScopeKind.PROCESS)
 RESULT_BUDGET: Final[ServiceKey[ResultBudget]] = ServiceKey("result_budget", ScopeKind.PROCESS)
 SESSION_CONTROLS: Final[ServiceKey[SessionControls]] = ServiceKey(
     "session_controls", ScopeKind.SESSION
@@ -120,6 +125,8 @@ class CapabilitySettings:
     * `result_limits`: the caps of each copy of a tool result.
     * `branch_limit`: how many branches the model may have working at once.
     * `job_limit`: how many background jobs may run at once in a session.
+    * `jobs_dir`: where local jobs are noted, so a restart kills what a dead agent
+      left running (None: not noted).
     """
 
     models: ModelSource
@@ -132,6 +139,7 @@ class CapabilitySettings:
     result_limits: ResultLimits = attrs.field(factory=ResultLimits)
     branch_limit: int = DEFAULT_BRANCH_LIMIT
     job_limit: int = DEFAULT_JOB_LIMIT
+    jobs_dir: Path | None = None
 
 
 def register_capabilities(registry: ServiceRegistry, settings: CapabilitySettings) -> None:
@@ -163,8 +171,13 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             clock=settings.clock,
         )
 
+    async def job_registry(scope: Scope) -> JobRegistry:
+        return JobRegistry(settings.jobs_dir)
+
     async def jobs(scope: Scope) -> JobManager:
-        return JobManager(limit=settings.job_limit, clock=settings.clock)
+        return JobManager(
+            limit=settings.job_limit, clock=settings.clock, registry=scope.get(JOB_REGISTRY)
+        )
 
     async def toolset(scope: Scope) -> ToolSet:
         return ToolSet(
@@ -251,6 +264,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         return loop
 
     registry.register(RESULT_BUDGET, result_budget)
+    registry.register(JOB_REGISTRY, job_registry)
     registry.register(SESSION_CONTROLS, session_controls)
     registry.register(GUIDE, guide)
     registry.register(BRANCHES, branches)

@@ -313,9 +313,10 @@ async def test_after_sigkill_a_surviving_job_is_killed_and_shown_interrupted(tmp
             await client.process.wait()
         survived = group_members(pgid)
         async with running_agent(home, env=env, client=allowing()) as again:
+            # The new agent ends what the dead one left as it starts, before any load.
+            await wait_for(lambda: group_members(pgid) == [])
             await again.load(session_id, workspace)
             loaded = len(again.updates_for(session_id))
-            await wait_for(lambda: group_members(pgid) == [])
             await anyio.sleep(0.3)
             after_load = again.updates_for(session_id)[loaded:]
             listed = await again.prompt(session_id, "/jobs")
