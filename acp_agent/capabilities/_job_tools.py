@@ -201,10 +201,16 @@ def job_commands(manager: JobManager) -> dict[str, ExtraCommand]:
         rows = ["| Job | Command | State | Line | Ran |", "|---|---|---|---|---|"]
         for job in listed:
             command = job.command.replace("|", "\\|").replace("\n", " ")
-            ran = f"{job.duration_s:.1f} s" if job.duration_s is not None else ""
+            if job.duration_s is not None:
+                ran = f"{job.duration_s:.1f} s"
+            elif job.state is JobState.RUNNING and job.started_at:
+                ran = f"{manager.now() - job.started_at:.0f} s so far"
+            else:
+                ran = ""
+            line = job.line.replace("|", "\\|")
             rows.append(
                 f"| `{job.job_id}` | `{command}` | {job.outcome(reader='person')} "
-                f"| `{job.branch_id}` | {ran} |"
+                f"| {line} | {ran} |"
             )
         return "\n".join(rows) + "\n\nStop one with `/jobs stop <job id>`."
 

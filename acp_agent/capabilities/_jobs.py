@@ -140,6 +140,13 @@ class Job:
     def branch_id(self) -> BranchId:
         return self.branch.id
 
+    @property
+    def line(self) -> str:
+        """The line of work it belongs to, for the person: "main" or the branch's title."""
+        if self.branch.parent_id is None:
+            return "main"
+        return self.branch.record.label or self.branch.id
+
     def outcome(self, *, reader: str = "model") -> str:
         """How it ended (or that it runs), as a phrase for `reader` (`model` or `person`):
         "exited with code 0", "was stopped by you"."""
@@ -150,7 +157,7 @@ class Job:
                 return "was stopped by you"
             return f"was stopped by {'the agent' if self.stopped_by == 'model' else 'the person'}"
         if self.state is JobState.KILLED:
-            return "was killed (its session or the agent closed)"
+            return "was killed when its line of work closed (its branch, session or agent)"
         if self.state is JobState.INTERRUPTED:
             return "was interrupted: the agent stopped while it ran; it is not re-run"
         if self.exit is not None and self.exit.signal is not None:
@@ -222,6 +229,10 @@ class JobManager:
     def host(self, branch: Branch, call_id: str) -> JobHost:
         """The job host for one call of `branch`."""
         return _LineHost(self, branch, call_id)
+
+    def now(self) -> float:
+        """Wall time, by the manager's clock."""
+        return self._clock()
 
     def jobs(self) -> list[Job]:
         """Every job of the session known here, oldest first."""

@@ -77,6 +77,14 @@ def openai_env(
     )
 
 
+def line_of_request(body: bytes) -> str:
+    """Which line of work a model request comes from, `main` or `branch` (a fake
+    provider's `route`): a branch inherits main's identity block, then gets its own."""
+    messages = json.loads(body)["messages"]
+    texts = " ".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+    return "branch" if "(the history before that belongs to" in texts else "main"
+
+
 def remove_agent_home() -> None:
     """Delete the throwaway home (at the end of the test session)."""
     _home.cleanup()

@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from protocol import types
-from tests.support import EditorClient, openai_env, running_agent, write_script
+from tests.support import EditorClient, line_of_request, openai_env, running_agent, write_script
 from tests.support.editor_client import allow_all
 from tests.support.fake_provider import FakeProviderServer, openai_reply, openai_tool_calls
 
@@ -425,17 +425,9 @@ async def test_a_branch_killed_mid_step_is_interrupted_never_rerun_and_the_sessi
     assert "| victim | interrupted |" in table
 
 
-def _line_of(body: bytes) -> str:
-    """Which line of work a request to the fake provider comes from: main or a branch."""
-    messages = json.loads(body)["messages"]
-    texts = " ".join(m["content"] for m in messages if isinstance(m.get("content"), str))
-    # A branch inherits main's identity block, then gets its own, with its task.
-    return "branch" if "(the history before that belongs to" in texts else "main"
-
-
 async def test_a_branch_report_reaches_the_main_line_request_as_a_notification(tmp_path: Path):
     workspace = workspace_in(tmp_path, **{"notes.txt": "one\ntwo\nthree\n"})
-    with FakeProviderServer(route=_line_of) as server:
+    with FakeProviderServer(route=line_of_request) as server:
         server.add(
             openai_tool_calls(
                 ("m1", "branch", {"task": "Count the lines of notes.txt", "title": "notes"})
@@ -454,7 +446,7 @@ async def test_a_branch_report_reaches_the_main_line_request_as_a_notification(t
             session_id = await client.new_session(workspace)
             response = await client.prompt(session_id, "How long are my notes?")
             updates = client.updates_for(session_id)
-        requests = [(_line_of(r.body), r.json()) for r in server.requests]
+        requests = [(line_of_request(r.body), r.json()) for r in server.requests]
 
     assert response.stop_reason == types.StopReason.END_TURN
     mains = [body for line, body in requests if line == "main"]

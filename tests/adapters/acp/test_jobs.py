@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 from protocol import methods, types
-from tests.support import EditorClient, openai_env, running_agent
+from tests.support import EditorClient, line_of_request, openai_env, running_agent
 from tests.support.editor_client import allow_all
 from tests.support.fake_provider import (
     Exchange,
@@ -354,3 +354,47 @@ async def test_the_job_limit_refuses_and_names_it(tmp_path: Path):
         "Error: Not started: 1 background job is running, the most this session allows (1); "
         "stop one (job_stop) or wait for one to end."
     )
+
+
+async def test_a_branch_job_reports_to_the_branch_and_ends_when_the_branch_closes(tmp_path: Path):
+    workspace = workspace_in(tmp_path)
+
+    def close_branch(body: Any) -> Exchange:
+        [branch_id] = set(re.findall(r"br_[0-9a-f]{32}", json.dumps(tool_results(body))))
+        return openai_tool_calls(("m3", "branch_close", {"branch_id": branch_id}))
+
+    with FakeProviderServer(route=line_of_request) as server:
+        server.add(
+            openai_tool_calls(("m1", "branch", {"task": "Run the check", "title": "check"})),
+            openai_tool_calls(("m2", "branch_wait", {"all": True, "timeout_s": 20})),
+            close_branch,
+            openai_reply("Closed."),
+            queue="main",
+        )
+        server.add(
+            shell("b1", "sleep 0.5; echo checked"),
+            shell("b2", "echo $$ > server.pid; exec sleep 1000"),
+            shell("b3", "sleep 2.5", background=False),
+            openai_reply("The check printed checked; the server runs."),
+            queue="branch",
+        )
+        env = openai_env(server.base_url)
+        async with running_agent(tmp_path / "home", env=env, client=allowing()) as client:
+            session_id = await client.new_session(workspace)
+            await client.prompt(session_id, "Check it in a branch")
+            server_pid = int((workspace / "server.pid").read_text())
+            await wait_for(lambda: not alive(server_pid))
+            await client.prompt(session_id, "/jobs")
+            table = agent_text(client.updates_for(session_id))
+        requests = [(line_of_request(r.body), r.json()) for r in server.requests]
+
+    branch_bodies = [body for line, body in requests if line == "branch"]
+    main_bodies = [body for line, body in requests if line == "main"]
+    assert len(branch_bodies) == 4
+    assert [len(notifications(body)) for body in branch_bodies] == [0, 0, 0, 1]
+    [notice] = notifications(branch_bodies[3])
+    assert "(`sleep 0.5; echo checked`) exited with code 0" in notice
+    # The job reported to the line that started it, not to main.
+    assert all(notifications(body) == [] for body in main_bodies)
+    assert "| `sleep 0.5; echo checked` | exited with code 0 | check |" in table
+    assert "| `echo $$ > server.pid; exec sleep 1000` | was killed" in table
