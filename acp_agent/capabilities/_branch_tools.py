@@ -15,24 +15,18 @@ each refuses to run on a branch: a branch never starts a branch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
-
-import attrs
 
 from acp_agent.capabilities._branch_lines import ChildLine, LineState
 from acp_agent.capabilities._branches import BranchLimitReached, BranchManager, NotABranch
+from acp_agent.capabilities._runtime_tool import RuntimeTool, object_schema, text_result
 from acp_agent.capabilities._slash_commands import CommandSpec, ExtraCommand
 from acp_agent.capabilities._tool import (
-    Effect,
-    PermissionNeed,
-    TextContent,
     ToolContext,
     ToolDefinition,
     ToolInputError,
     ToolKind,
-    ToolPresentation,
     ToolResult,
 )
 
@@ -41,10 +35,6 @@ __all__ = ("BRANCH_TOOL_NAMES", "branch_commands", "branch_tools")
 #: The most a `branch_wait` waits, whatever it asks for.
 _MAX_WAIT_S: Final = 600.0
 _DEFAULT_WAIT_S: Final = 60.0
-
-
-def _text(text: str, *, error: bool = False, raw: Any = None) -> ToolResult:
-    return ToolResult((TextContent(text),), text, is_error=error, raw_output=raw)
 
 
 def _describe(line: ChildLine) -> dict[str, Any]:
@@ -79,30 +69,10 @@ def _str(arguments: Mapping[str, Any], name: str, *, required: bool = True) -> s
     return value
 
 
-@attrs.frozen
-class _BranchTool:
-    """One of the tools (its definition, and what it does with the manager)."""
-
-    definition: ToolDefinition
-    title: Callable[[Mapping[str, Any]], str]
-    act: Callable[[BranchManager, Mapping[str, Any]], Any]
-    manager: BranchManager
-
-    def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
-        return ToolPresentation(self.title(arguments), ToolKind.OTHER)
-
-    def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
-        # Starting or steering a line of work touches nothing: its own tools ask.
-        return PermissionNeed(Effect.READ_ONLY, self.definition.name)
-
-    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        if context.branch_id != self.manager.main.id:
-            return _text("Not run: a branch cannot start or steer branches.", error=True)
-        try:
-            result: ToolResult = await self.act(self.manager, arguments)
-        except (BranchLimitReached, NotABranch) as exc:
-            return _text(f"Not run: {exc}.", error=True)
-        return result
+def _not_on_a_branch(manager: BranchManager, context: ToolContext) -> str | None:
+    if context.branch_id != manager.main.id:
+        return "a branch cannot start or steer branches"
+    return None
 
 
 async def _start(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
@@ -113,13 +83,13 @@ async def _start(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolRe
         f"Started branch {line.branch_id} ({line.title!r}). It works on its own, alongside "
         "you; its report arrives as a notification when it is done (or use branch_wait)."
     )
-    return _text(text, raw={"branch_id": line.branch_id, "title": line.title})
+    return text_result(text, raw={"branch_id": line.branch_id, "title": line.title})
 
 
 async def _status(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
     branch_id = _str(arguments, "branch_id", required=False)
     lines = [manager.line(branch_id)] if branch_id else manager.lines()
-    return _text(_render(lines), raw=[_describe(line) for line in lines])
+    return text_result(_render(lines), raw=[_describe(line) for line in lines])
 
 
 async def _message(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
@@ -127,7 +97,7 @@ async def _message(manager: BranchManager, arguments: Mapping[str, Any]) -> Tool
     assert branch_id is not None
     assert text is not None
     line = await manager.message(branch_id, text)
-    return _text(f"Sent to branch {line.branch_id} ({line.title!r}).")
+    return text_result(f"Sent to branch {line.branch_id} ({line.title!r}).")
 
 
 async def _wait(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
@@ -139,18 +109,14 @@ async def _wait(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolRes
         raise ToolInputError("`timeout_s` must be a number of seconds")
     every = arguments.get("all", False) is True
     lines = await manager.wait(ids, every=every, timeout_s=min(float(timeout), _MAX_WAIT_S))
-    return _text(_render(lines), raw=[_describe(line) for line in lines])
+    return text_result(_render(lines), raw=[_describe(line) for line in lines])
 
 
 async def _close(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
     branch_id = _str(arguments, "branch_id")
     assert branch_id is not None
     line = await manager.close(branch_id)
-    return _text(f"Closed branch {line.branch_id} ({line.title!r}).")
-
-
-def _schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(required)}
+    return text_result(f"Closed branch {line.branch_id} ({line.title!r}).")
 
 
 _ID: Final = {
@@ -165,7 +131,7 @@ _DEFINITIONS: Final = (
             "Start a branch: another line of work in this session that works on `task` "
             "concurrently with you, with its own tools, from the conversation so far. "
             "Returns its id at once; its report arrives as a notification when it is done.",
-            _schema(
+            object_schema(
                 {
                     "task": {"type": "string", "description": "What the branch is to do."},
                     "title": {"type": "string", "description": "A short name for it."},
@@ -181,7 +147,7 @@ _DEFINITIONS: Final = (
         ToolDefinition(
             "branch_status",
             "The state, steps and report of one branch, or of all of them.",
-            _schema({"branch_id": _ID}),
+            object_schema({"branch_id": _ID}),
             ToolKind.OTHER,
         ),
         lambda a: f"Branch status {a.get('branch_id') or ''}".strip(),
@@ -191,7 +157,7 @@ _DEFINITIONS: Final = (
         ToolDefinition(
             "branch_message",
             "Send a branch a message; an idle branch starts working on it.",
-            _schema({"branch_id": _ID, "text": {"type": "string"}}, ["branch_id", "text"]),
+            object_schema({"branch_id": _ID, "text": {"type": "string"}}, ["branch_id", "text"]),
             ToolKind.OTHER,
         ),
         lambda a: f"Message branch {a.get('branch_id') or ''}".strip(),
@@ -203,7 +169,7 @@ _DEFINITIONS: Final = (
             "Wait until one (or, with `all`, every) of the branches named (default: all) "
             f"stops working, at most `timeout_s` seconds (default {_DEFAULT_WAIT_S:g}, "
             f"at most {_MAX_WAIT_S:g}); returns their states and reports.",
-            _schema(
+            object_schema(
                 {
                     "branch_ids": {"type": "array", "items": {"type": "string"}},
                     "all": {"type": "boolean"},
@@ -219,7 +185,7 @@ _DEFINITIONS: Final = (
         ToolDefinition(
             "branch_close",
             "End a branch's line of work (its current step is stopped); others go on.",
-            _schema({"branch_id": _ID}, ["branch_id"]),
+            object_schema({"branch_id": _ID}, ["branch_id"]),
             ToolKind.OTHER,
         ),
         lambda a: f"Close branch {a.get('branch_id') or ''}".strip(),
@@ -231,9 +197,14 @@ _DEFINITIONS: Final = (
 BRANCH_TOOL_NAMES: Final = frozenset(definition.name for definition, _, _ in _DEFINITIONS)
 
 
-def branch_tools(manager: BranchManager) -> list[Any]:
+def branch_tools(manager: BranchManager) -> list[RuntimeTool[BranchManager]]:
     """The tools, bound to a session's manager."""
-    return [_BranchTool(definition, title, act, manager) for definition, title, act in _DEFINITIONS]
+    return [
+        RuntimeTool(
+            definition, title, act, manager, _not_on_a_branch, (BranchLimitReached, NotABranch)
+        )
+        for definition, title, act in _DEFINITIONS
+    ]
 
 
 def branch_commands(manager: BranchManager) -> dict[str, ExtraCommand]:

@@ -13,35 +13,19 @@ Every line of work is offered them; a job is named by its id.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Final
 
-import attrs
-
 from acp_agent.capabilities._jobs import Job, JobManager, JobState, NoSuchJob
+from acp_agent.capabilities._runtime_tool import RuntimeTool, object_schema, text_result
 from acp_agent.capabilities._slash_commands import CommandSpec, ExtraCommand
-from acp_agent.capabilities._tool import (
-    Effect,
-    PermissionNeed,
-    TextContent,
-    ToolContext,
-    ToolDefinition,
-    ToolInputError,
-    ToolKind,
-    ToolPresentation,
-    ToolResult,
-)
+from acp_agent.capabilities._tool import ToolDefinition, ToolInputError, ToolKind, ToolResult
 
 __all__ = ("JOB_TOOL_NAMES", "job_commands", "job_tools")
 
 _DEFAULT_TAIL: Final = 4096
 _MAX_TAIL: Final = 32 * 1024
 _MAX_WAIT_S: Final = 600.0
-
-
-def _text(text: str, *, error: bool = False, raw: Any = None) -> ToolResult:
-    return ToolResult((TextContent(text),), text, is_error=error, raw_output=raw)
 
 
 def _describe(job: Job) -> dict[str, Any]:
@@ -71,29 +55,6 @@ def _tail(text: str, limit: int) -> str:
     return f"[... {len(data) - limit} earlier bytes not shown ...]\n{kept}"
 
 
-@attrs.frozen
-class _JobTool:
-    definition: ToolDefinition
-    title: Callable[[Mapping[str, Any]], str]
-    act: Callable[[JobManager, Mapping[str, Any]], Any]
-    manager: JobManager
-
-    def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
-        return ToolPresentation(self.title(arguments), ToolKind.OTHER)
-
-    def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
-        # Reading a job's output or stopping a job the person already approved changes
-        # nothing new in the world.
-        return PermissionNeed(Effect.READ_ONLY, self.definition.name)
-
-    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        try:
-            result: ToolResult = await self.act(self.manager, arguments)
-        except NoSuchJob as exc:
-            return _text(f"Not run: {exc}.", error=True)
-        return result
-
-
 def _job_id(arguments: Mapping[str, Any], *, required: bool) -> str | None:
     value = arguments.get("job_id")
     if value is None and not required:
@@ -108,8 +69,10 @@ async def _output(manager: JobManager, arguments: Mapping[str, Any]) -> ToolResu
     if job_id is None:
         jobs = manager.jobs()
         if not jobs:
-            return _text("No background jobs in this session.", raw=[])
-        return _text("\n".join(job.summary() for job in jobs), raw=[_describe(j) for j in jobs])
+            return text_result("No background jobs in this session.", raw=[])
+        return text_result(
+            "\n".join(job.summary() for job in jobs), raw=[_describe(j) for j in jobs]
+        )
     job = manager.job(job_id)
     limit = int(_number(arguments, "tail_bytes", _DEFAULT_TAIL, _MAX_TAIL))
     wait_s = _number(arguments, "wait_s", 0.0, _MAX_WAIT_S)
@@ -118,7 +81,7 @@ async def _output(manager: JobManager, arguments: Mapping[str, Any]) -> ToolResu
     output = await manager.output(job)
     shown = _tail(output.text, limit) if output.text else "(no output yet)"
     text = f"{job.summary()}\nOutput ({output.total_bytes} bytes in all):\n{shown}"
-    return _text(text, raw={**_describe(job), "output_bytes": output.total_bytes})
+    return text_result(text, raw={**_describe(job), "output_bytes": output.total_bytes})
 
 
 async def _stop(manager: JobManager, arguments: Mapping[str, Any]) -> ToolResult:
@@ -126,13 +89,9 @@ async def _stop(manager: JobManager, arguments: Mapping[str, Any]) -> ToolResult
     assert job_id is not None
     job = manager.job(job_id)
     if job.state is not JobState.RUNNING:
-        return _text(f"Nothing to stop: {job.summary()}", raw=_describe(job))
+        return text_result(f"Nothing to stop: {job.summary()}", raw=_describe(job))
     job = await manager.stop(job_id, by="model")
-    return _text(f"Stopped: {job.summary()}", raw=_describe(job))
-
-
-def _schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(required)}
+    return text_result(f"Stopped: {job.summary()}", raw=_describe(job))
 
 
 _ID: Final = {"type": "string", "description": "The job's id, as `shell` returned it."}
@@ -143,7 +102,7 @@ _DEFINITIONS: Final = (
             "job_output",
             "A background job's state and the end of its output so far (without `job_id`: "
             "every job's state). `wait_s` waits up to that many seconds for it to end first.",
-            _schema(
+            object_schema(
                 {
                     "job_id": _ID,
                     "tail_bytes": {
@@ -163,7 +122,7 @@ _DEFINITIONS: Final = (
         ToolDefinition(
             "job_stop",
             "Stop a background job and every process it started (SIGTERM, then SIGKILL).",
-            _schema({"job_id": _ID}, ["job_id"]),
+            object_schema({"job_id": _ID}, ["job_id"]),
             ToolKind.OTHER,
         ),
         lambda a: f"Stop job {a.get('job_id') or ''}".strip(),
@@ -175,9 +134,12 @@ _DEFINITIONS: Final = (
 JOB_TOOL_NAMES: Final = frozenset(definition.name for definition, _, _ in _DEFINITIONS)
 
 
-def job_tools(manager: JobManager) -> list[Any]:
+def job_tools(manager: JobManager) -> list[RuntimeTool[JobManager]]:
     """The tools, bound to a session's manager."""
-    return [_JobTool(definition, title, act, manager) for definition, title, act in _DEFINITIONS]
+    return [
+        RuntimeTool(definition, title, act, manager, expected=(NoSuchJob,))
+        for definition, title, act in _DEFINITIONS
+    ]
 
 
 def job_commands(manager: JobManager) -> dict[str, ExtraCommand]:

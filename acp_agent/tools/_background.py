@@ -23,7 +23,7 @@ import anyio.abc
 
 from acp_agent.capabilities.tool import ClientTerminal, JobExit, JobOutput
 from acp_agent.process_marks import start_mark
-from acp_agent.tools._process import DRAIN_AFTER_EXIT_S, OutputCapture, kill_group
+from acp_agent.tools._process import OutputCapture, follow_output, kill_group, signal_name
 
 __all__ = ("JOB_HEAD_BYTES", "JOB_TAIL_BYTES", "STOP_GRACE_S", "ClientJob", "LocalJob")
 
@@ -32,15 +32,7 @@ JOB_HEAD_BYTES: Final = 8 * 1024
 JOB_TAIL_BYTES: Final = 24 * 1024
 #: Between SIGTERM and SIGKILL when a job is stopped.
 STOP_GRACE_S: Final = 3.0
-_READ_CHUNK: Final = 65536
 _CLEANUP_WAIT_S: Final = 5.0
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 class LocalJob:
@@ -72,35 +64,18 @@ class LocalJob:
 
     async def wait(self) -> JobExit:
         process = self._process
+
+        async def keep(chunk: bytes) -> None:
+            self._capture.feed(chunk)
+
         try:
-            pipe_closed = anyio.Event()
-
-            async def pump() -> None:
-                assert process.stdout is not None
-                try:
-                    while True:
-                        try:
-                            chunk = await process.stdout.receive(_READ_CHUNK)
-                        except (anyio.EndOfStream, anyio.ClosedResourceError):
-                            return
-                        self._capture.feed(chunk)
-                finally:
-                    pipe_closed.set()
-
-            async with anyio.create_task_group() as group:
-                group.start_soon(pump)
-                await process.wait()
-                self._exited.set()
-                # Children it left behind may hold the pipe: read a moment, then end them.
-                with anyio.move_on_after(DRAIN_AFTER_EXIT_S):
-                    await pipe_closed.wait()
-                group.cancel_scope.cancel()
+            await follow_output(process, keep, on_exit=self._exited.set)
         finally:
             with anyio.CancelScope(shield=True):
                 await self.release()
         code = process.returncode
         if code is not None and code < 0:
-            return JobExit(None, _signal_name(-code))
+            return JobExit(None, signal_name(-code))
         return JobExit(code, None)
 
     async def output(self) -> JobOutput:

@@ -19,9 +19,18 @@ from pathlib import Path
 from typing import Final
 
 import anyio
+import anyio.abc
 import attrs
 
-__all__ = ("DRAIN_AFTER_EXIT_S", "LocalExit", "OutputCapture", "kill_group", "run_local")
+__all__ = (
+    "DRAIN_AFTER_EXIT_S",
+    "LocalExit",
+    "OutputCapture",
+    "follow_output",
+    "kill_group",
+    "run_local",
+    "signal_name",
+)
 
 #: After the command exits, how long its output pipe may stay open (held by
 #: background children) before the group is killed and reading stops.
@@ -70,6 +79,41 @@ class OutputCapture:
         )
 
 
+async def follow_output(
+    process: anyio.abc.Process,
+    on_output: Callable[[bytes], Awaitable[None]],
+    *,
+    on_exit: Callable[[], None] | None = None,
+) -> None:
+    """Pass `process`'s output to `on_output` until it exits and its pipe closes.
+
+    Children it left behind may hold the pipe open: reading stops
+    `DRAIN_AFTER_EXIT_S` after the exit (`on_exit` is called at the exit).
+    """
+    pipe_closed = anyio.Event()
+
+    async def pump() -> None:
+        assert process.stdout is not None
+        try:
+            while True:
+                try:
+                    chunk = await process.stdout.receive(_READ_CHUNK)
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    return
+                await on_output(chunk)
+        finally:
+            pipe_closed.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(pump)
+        await process.wait()
+        if on_exit is not None:
+            on_exit()
+        with anyio.move_on_after(DRAIN_AFTER_EXIT_S):
+            await pipe_closed.wait()
+        group.cancel_scope.cancel()
+
+
 @attrs.frozen
 class LocalExit:
     """How a local command ended."""
@@ -86,7 +130,8 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
+    """`SIGKILL` for 9; `signal 99` for a number with no name."""
     try:
         return signal.Signals(number).name
     except ValueError:
@@ -117,27 +162,8 @@ async def run_local(
     )
     pgid = process.pid
     try:
-        pipe_closed = anyio.Event()
-
-        async def pump() -> None:
-            assert process.stdout is not None
-            try:
-                while True:
-                    try:
-                        chunk = await process.stdout.receive(_READ_CHUNK)
-                    except (anyio.EndOfStream, anyio.ClosedResourceError):
-                        return
-                    await on_output(chunk)
-            finally:
-                pipe_closed.set()
-
         with anyio.move_on_after(timeout_s) as deadline:
-            async with anyio.create_task_group() as group:
-                group.start_soon(pump)
-                await process.wait()
-                with anyio.move_on_after(DRAIN_AFTER_EXIT_S):
-                    await pipe_closed.wait()
-                group.cancel_scope.cancel()
+            await follow_output(process, on_output)
         timed_out = deadline.cancelled_caught
     finally:
         with anyio.CancelScope(shield=True):
@@ -145,5 +171,5 @@ async def run_local(
             await process.aclose()
     code = process.returncode
     if code is not None and code < 0:
-        return LocalExit(None, _signal_name(-code), timed_out)
+        return LocalExit(None, signal_name(-code), timed_out)
     return LocalExit(code, None, timed_out)

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -398,3 +399,33 @@ async def test_a_branch_job_reports_to_the_branch_and_ends_when_the_branch_close
     assert all(notifications(body) == [] for body in main_bodies)
     assert "| `sleep 0.5; echo checked` | exited with code 0 | check |" in table
     assert "| `echo $$ > server.pid; exec sleep 1000` | was killed" in table
+
+
+async def test_a_loud_job_costs_bounded_memory_and_a_bounded_record(tmp_path: Path):
+    workspace = workspace_in(tmp_path)
+    home = tmp_path / "home"
+    command = "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo END"
+    with FakeProviderServer() as server:
+        server.add(
+            shell("c1", command),
+            with_job("c2", "job_output", wait_s=30, tail_bytes=100),
+            openai_reply("It was loud."),
+        )
+        env = openai_env(server.base_url)
+        async with running_agent(home, env=env, client=allowing()) as client:
+            session_id = await client.new_session(workspace)
+            await client.prompt(session_id, "Make noise")
+        bodies = [r.json() for r in server.requests]
+    with sqlite3.connect(home / "data" / "sessions.sqlite3") as db:
+        [(record,)] = db.execute("SELECT payload FROM events WHERE kind = 'job.ended'").fetchall()
+
+    output = tool_results(bodies[2])[-1]
+    assert "exited with code 0" in output
+    assert "Output (3000005 bytes in all):" in output
+    assert output.endswith("xxx\nEND\n")
+    ended = json.loads(record)
+    assert ended["output_bytes"] == 3000005
+    assert len(ended["output"]) < 34 * 1024  # head and tail kept, the middle counted
+    assert "bytes of output omitted" in ended["output"]
+    [notice] = notifications(bodies[2])
+    assert len(notice) < 3000

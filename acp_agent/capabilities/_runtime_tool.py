@@ -1,0 +1,74 @@
+"""A tool that works a runtime service: the branch tools and the job tools are built of it.
+
+Such a tool touches nothing itself (what it starts or steers asks for its own
+permissions), so it runs without asking; what a call does is `act(service,
+arguments)`. `refuse` may turn a call away before it runs (a branch may not
+steer branches), and the service's own refusals (`expected`) become error
+results the model reads as "Not run: …".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from acp_agent.capabilities._tool import (
+    Effect,
+    PermissionNeed,
+    TextContent,
+    ToolContext,
+    ToolDefinition,
+    ToolKind,
+    ToolPresentation,
+    ToolResult,
+)
+
+__all__ = ("RuntimeTool", "object_schema", "text_result")
+
+S = TypeVar("S")
+
+
+def text_result(text: str, *, error: bool = False, raw: Any = None) -> ToolResult:
+    """A result of one text, the same for the model and the editor."""
+    return ToolResult((TextContent(text),), text, is_error=error, raw_output=raw)
+
+
+def object_schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    """The JSON Schema of an arguments object."""
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+def _never(service: Any, context: ToolContext) -> str | None:
+    return None
+
+
+@attrs.frozen
+class RuntimeTool(Generic[S]):
+    """A tool bound to a runtime `service` (see the module docstring)."""
+
+    definition: ToolDefinition
+    title: Callable[[Mapping[str, Any]], str]
+    act: Callable[[S, Mapping[str, Any]], Awaitable[ToolResult]]
+    service: S
+    #: Why this call may not run here (None: it may).
+    refuse: Callable[[S, ToolContext], str | None] = _never
+    #: The service's refusals, shown to the model as "Not run: …".
+    expected: tuple[type[Exception], ...] = ()
+
+    def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
+        return ToolPresentation(self.title(arguments), ToolKind.OTHER)
+
+    def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
+        return PermissionNeed(Effect.READ_ONLY, self.definition.name)
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        reason = self.refuse(self.service, context)
+        if reason is not None:
+            return text_result(f"Not run: {reason}.", error=True)
+        try:
+            return await self.act(self.service, arguments)
+        except self.expected as exc:
+            return text_result(f"Not run: {exc}.", error=True)
