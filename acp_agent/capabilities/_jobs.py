@@ -447,6 +447,7 @@ def _report(job: Job) -> str:
         text += f"\nIts last output:\n{tail}"
     elif job.state is not JobState.INTERRUPTED:
         text += "\nIt printed nothing."
-    if job.output_bytes > len(tail.encode("utf-8")):
+    cut = job.output_bytes > len(job.output.encode("utf-8"))  # the middle was not kept
+    if cut or tail != job.output.rstrip("\n"):
         text += f'\n(More: job_output with job_id "{job.job_id}".)'
     return text

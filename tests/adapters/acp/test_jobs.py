@@ -137,7 +137,7 @@ async def test_a_job_reports_once_in_the_next_request_of_its_line(tmp_path: Path
     job_id = job_in({"text": started})
     assert f'<notification source="job/{job_id}">' in notice
     assert f"Background job {job_id} (`sleep 0.5; echo done`) exited with code 0 after" in notice
-    assert "Its last output:\ndone" in notice
+    assert notice.endswith("Its last output:\ndone\n</notification>")  # all of it: no "More"
     # It stays one message of the history: the next turn's request carries it once.
     assert notifications(bodies[3]) == [notice]
     # The tool call the person saw ended at once (a job, not a wait).
@@ -429,3 +429,4 @@ async def test_a_loud_job_costs_bounded_memory_and_a_bounded_record(tmp_path: Pa
     assert "bytes of output omitted" in ended["output"]
     [notice] = notifications(bodies[2])
     assert len(notice) < 3000
+    assert '(More: job_output with job_id "job_' in notice
