@@ -108,6 +108,8 @@ class JobState(enum.StrEnum):
     KILLED = "killed"
     #: The agent died while it ran; seen after the restart, never re-run.
     INTERRUPTED = "interrupted"
+    #: It could no longer be followed (its client terminal failed), so it was ended.
+    LOST = "lost"
 
 
 class NoSuchJob(LookupError):
@@ -160,6 +162,8 @@ class Job:
             return "was killed when its line of work closed (its branch, session or agent)"
         if self.state is JobState.INTERRUPTED:
             return "was interrupted: the agent stopped while it ran; it is not re-run"
+        if self.state is JobState.LOST:
+            return "was lost: the agent could no longer follow it, and ended it"
         if self.exit is not None and self.exit.signal is not None:
             return f"was killed by {self.exit.signal}"
         if self.exit is not None and self.exit.exit_code is not None:
@@ -306,7 +310,8 @@ class JobManager:
             self._jobs.pop(job.job_id, None)
             self._registry.remove(job.job_id)
             raise
-        logger.info("job %s started on %s: %s", job.job_id, branch.id, command)
+        # Not the command: it may hold a secret, and logs never do.
+        logger.info("job %s started on %s (%s)", job.job_id, branch.id, process.via)
         return job
 
     async def _watch(self, job: Job) -> None:
@@ -316,12 +321,18 @@ class JobManager:
         began = anyio.current_time()
         try:
             exited = await process.wait()
-        except BaseException:
+        except anyio.get_cancelled_exc_class():
             # The line, the session or the agent is closing: the job goes with it.
             with anyio.CancelScope(shield=True):
                 job.duration_s = anyio.current_time() - began
                 await self._end(job, JobState.KILLED, None, notify=False)
             raise
+        except Exception:
+            # Its terminal (or pipe) failed: never let that fail the line's scope.
+            logger.warning("job %s could no longer be followed", job.job_id, exc_info=True)
+            job.duration_s = anyio.current_time() - began
+            await self._end(job, JobState.LOST, None, notify=True)
+            return
         job.duration_s = anyio.current_time() - began
         state = JobState.STOPPED if job.stopped_by else JobState.EXITED
         await self._end(job, state, exited, notify=job.stopped_by != "model")
@@ -420,7 +431,10 @@ class JobManager:
             self._jobs[job_id] = job
             end = ended.get(job_id)
             if end is not None:
-                job.state = JobState(end.state)
+                try:
+                    job.state = JobState(end.state)
+                except ValueError:  # written by a newer version
+                    job.state = JobState.EXITED
                 job.exit = JobExit(end.exit_code, end.signal)
                 job.duration_s, job.stopped_by = end.duration_s, end.stopped_by
                 job.output, job.output_bytes = end.output, end.output_bytes

@@ -504,8 +504,9 @@ class JobEnded(Payload):
     """A background job ended; the last fact about it.
 
     `state`: `exited` (by itself, see `exit_code` / `signal`), `stopped` (by the
-    model or the person), `killed` (its session or the agent closed), or
-    `interrupted` (the agent died while it ran; it is never restarted).
+    model or the person), `killed` (its line, session or agent closed),
+    `interrupted` (the agent died while it ran; it is never restarted), or
+    `lost` (it could no longer be followed, so it was ended).
     """
 
     KIND: ClassVar[str] = "job.ended"
