@@ -102,10 +102,12 @@ def _shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
 
+#: What every command gets on top of its environment: no pager, no git prompt.
+_NON_INTERACTIVE: Final = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+
+
 def _environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
-    return env
+    return {**os.environ, **_NON_INTERACTIVE}
 
 
 def _status_line(exit_code: int | None, signal: str | None, timed_out: bool, timeout_s: int) -> str:
@@ -220,7 +222,7 @@ class ShellTool:
                     await context.client.create_terminal(
                         _shell(),
                         ["-c", call.command],
-                        env={"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"},
+                        env=_NON_INTERACTIVE,
                         cwd=cwd,
                         output_byte_limit=CLIENT_OUTPUT_LIMIT,
                     )
@@ -330,7 +332,7 @@ class ShellTool:
         terminal = await context.client.create_terminal(
             _shell(),
             ["-c", call.command],
-            env={"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"},
+            env=_NON_INTERACTIVE,
             cwd=str(call.cwd.path),
             output_byte_limit=CLIENT_OUTPUT_LIMIT,
         )
