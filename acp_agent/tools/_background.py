@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
@@ -23,7 +22,13 @@ import anyio.abc
 
 from acp_agent.capabilities.tool import ClientTerminal, JobExit, JobOutput
 from acp_agent.process_marks import start_mark
-from acp_agent.tools._process import OutputCapture, follow_output, kill_group, signal_name
+from acp_agent.tools._process import (
+    OutputCapture,
+    follow_output,
+    kill_group,
+    open_group,
+    signal_name,
+)
 
 __all__ = ("JOB_HEAD_BYTES", "JOB_TAIL_BYTES", "STOP_GRACE_S", "ClientJob", "LocalJob")
 
@@ -51,16 +56,7 @@ class LocalJob:
 
     @classmethod
     async def spawn(cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> LocalJob:
-        process = await anyio.open_process(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
-        return cls(process)
+        return cls(await open_group(argv, cwd=cwd, env=env))
 
     async def wait(self) -> JobExit:
         process = self._process

@@ -28,6 +28,7 @@ __all__ = (
     "OutputCapture",
     "follow_output",
     "kill_group",
+    "open_group",
     "run_local",
     "signal_name",
 )
@@ -77,6 +78,21 @@ class OutputCapture:
             f"({self.total} in all; the first {len(self.head)} and last {len(self.tail)} "
             f"are shown) ...]\n{tail}"
         )
+
+
+async def open_group(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None
+) -> anyio.abc.Process:
+    """Start `argv` leading a process group of its own: stdin empty, stdout and stderr merged."""
+    return await anyio.open_process(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
 
 
 async def follow_output(
@@ -151,15 +167,7 @@ async def run_local(
     Cancelling the caller kills the group (and re-raises); so does the
     timeout, which is reported as `timed_out`.
     """
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-    )
+    process = await open_group(argv, cwd=cwd, env=env)
     pgid = process.pid
     try:
         with anyio.move_on_after(timeout_s) as deadline:
