@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final
+from typing import Final, Protocol
 
 import anyio
 import attrs
@@ -66,6 +66,7 @@ __all__ = (
     "BranchLimitReached",
     "BranchManager",
     "GatedPrompter",
+    "LineWatcher",
     "NotABranch",
 )
 
@@ -101,6 +102,18 @@ with your tools; you cannot start branches. Your last message when you are done 
 your report to your parent: make it complete and self-contained. \
 `<branch-message from="ID">` is a message from your parent.""",
 )
+
+
+class LineWatcher(Protocol):
+    """Who else follows the children (a front end showing each as a session of its own)."""
+
+    async def line_attached(self, line: ChildLine) -> None:
+        """A child opened; called before any turn of it starts."""
+        ...
+
+    async def line_changed(self, line: ChildLine) -> None:
+        """A child's state, steps or report changed."""
+        ...
 
 
 class BranchLimitReached(Exception):
@@ -143,6 +156,10 @@ class BranchManager:
         self._display_lock = anyio.Lock()
         self._main_turn_open = False
         self._main_turn_opened = anyio.Event()
+        self._watchers: list[LineWatcher] = []
+        #: Asks a child's questions at once, on the child's own (set by a front end that
+        #: shows children as sessions); None: they wait for a turn of main.
+        self.ask_directly: Callable[[BranchId], PermissionPrompter] | None = None
 
     # --- assembly -----------------------------------------------------------------------
 
@@ -168,6 +185,14 @@ class BranchManager:
             raise NotABranch(f"several branches are titled {branch_id!r}; name one by its id")
         raise NotABranch(f"no branch {branch_id!r} in this session")
 
+    def watch(self, watcher: LineWatcher) -> None:
+        """Tell `watcher` of every child from now on (those open now: see `lines`)."""
+        self._watchers.append(watcher)
+
+    def unwatch(self, watcher: LineWatcher) -> None:
+        if watcher in self._watchers:
+            self._watchers.remove(watcher)
+
     def attach_main(self, main: Branch) -> None:
         """The main line opened: show children in its turns."""
         self._main = main
@@ -180,6 +205,8 @@ class BranchManager:
         line.notified = await self._notified(child.id)
         line.follower = LineFollower(line, on_change=self._changed, on_end=self._ended)
         await child.dispatcher.subscribe_rebuilt(line.follower)
+        for watcher in list(self._watchers):
+            await watcher.line_attached(line)
         if line.turns_ended > line.notified:
             # It ended while nothing could tell main (a restart cut it short): tell main
             # now, and show it in main's next turn.
@@ -280,6 +307,15 @@ class BranchManager:
         await self._changed(line)
         return line
 
+    async def cancel_line(self, branch_id: str) -> bool:
+        """Cancel one child's current step (it stays open); whether it had one."""
+        line = self.line(branch_id)
+        turn = line.branch.turn
+        if turn is None:
+            return False
+        await line.branch.cancel_turn(turn.turn_id)
+        return True
+
     async def cancel_current(self) -> int:
         """Cancel every child's current step (`session/cancel`); they stay open."""
         cancelled = 0
@@ -307,6 +343,11 @@ class BranchManager:
         """A child changed: show it in main's turn if one runs, else show it later."""
         line.last_activity = self._clock()
         line.note_change()
+        for watcher in list(self._watchers):
+            try:
+                await watcher.line_changed(line)
+            except Exception:
+                logger.exception("a watcher of branch %s failed", line.branch_id)
         async with self._display_lock:
             if self._main_turn_open:
                 await self._show(line, new=line.display_done)
@@ -409,6 +450,8 @@ class GatedPrompter:
         self._prompter = prompter
 
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
+        if self._manager.ask_directly is not None:  # the child is a session of its own
+            return await self._manager.ask_directly(self._branch_id).ask(question)
         await self._manager.wait_main_turn()
         line = self._manager.line(self._branch_id)
         named = attrs.evolve(

@@ -39,7 +39,7 @@ from acp_agent.adapters.acp._client_input import (
 )
 from acp_agent.adapters.acp._host import RuntimeHost
 from acp_agent.adapters.acp._listing import PAGE_SIZE, decode_cursor, encode_cursor, session_info
-from acp_agent.adapters.acp._updates import UpdateTranslator, translator_for
+from acp_agent.adapters.acp._updates import UpdateTranslator, takes_subagents, translator_for
 from acp_agent.adapters.acp._wire_errors import wire_errors
 from acp_agent.core import Runtime, ServiceNotFound, Session, SessionId, SessionPosition, prompt_cut
 from protocol import methods, types
@@ -178,6 +178,7 @@ class AcpAgent:
 
         absolute_path(params.cwd, "cwd")
         session_id = stored_id(params.session_id)
+        self._refuse_child(session_id, methods.SESSION_LOAD)
         acp_session = await self._open(session_id)
         replayed = await acp_session.replay()
         await connect_mcp(acp_session.session, params.mcp_servers)
@@ -192,6 +193,7 @@ class AcpAgent:
         from acp_agent.adapters.acp._mcp_servers import connect_mcp
 
         absolute_path(params.cwd, "cwd")
+        self._refuse_child(str(params.session_id), methods.SESSION_RESUME)
         acp_session = await self._open(stored_id(params.session_id))
         await acp_session.learn_and_subscribe()
         await connect_mcp(acp_session.session, params.mcp_servers)
@@ -214,6 +216,7 @@ class AcpAgent:
         absolute_path(params.cwd, "cwd")
         through = through_prompt(params.meta)
         source_id = stored_id(params.session_id)
+        self._refuse_child(source_id, methods.SESSION_FORK)
         runtime = await self._runtime()
         attached = self._sessions.get(source_id)
         source = attached.session if attached is not None else await self._load(source_id)
@@ -260,12 +263,20 @@ class AcpAgent:
             translator=self._translator,
             config_dir=self._config_dir,
             clock=self._clock,
+            subagents=takes_subagents(
+                self._client_capabilities, unstable=self._connection.unstable
+            ),
         )
         self._sessions[session.id] = acp_session
         return acp_session
 
     def _translator(self, *, replay: bool) -> UpdateTranslator:
-        return translator_for(self._client_capabilities, self._models, replay=replay)
+        return translator_for(
+            self._client_capabilities,
+            self._models,
+            replay=replay,
+            unstable=self._connection.unstable,
+        )
 
     async def _runtime(self) -> Runtime:
         with wire_errors():
@@ -293,6 +304,7 @@ class AcpAgent:
 
         A session that is not open here has nothing to close.
         """
+        self._refuse_child(str(params.session_id), methods.SESSION_CLOSE)
         acp_session = self._sessions.pop(str(params.session_id), None)
         if acp_session is not None:
             await acp_session.close()
@@ -305,6 +317,7 @@ class AcpAgent:
         from acp_agent.capabilities import RESULT_BUDGET
 
         session_id = stored_id(params.session_id)
+        self._refuse_child(session_id, methods.SESSION_DELETE)
         acp_session = self._sessions.pop(session_id, None)
         if acp_session is not None:
             await acp_session.close()
@@ -322,7 +335,7 @@ class AcpAgent:
         """Switch the permission mode; the editor gets the mode and the option set first."""
         from acp_agent.capabilities import MODE_KEY
 
-        acp_session = self._session(params.session_id)
+        acp_session = self._session(params.session_id, methods.SESSION_SET_MODE)
         await acp_session.adopt(acp_session.change(MODE_KEY, str(params.mode_id), "modeId"))
         return types.SetSessionModeResponse()
 
@@ -330,7 +343,7 @@ class AcpAgent:
         self, params: types.SetSessionConfigOptionRequest
     ) -> types.SetSessionConfigOptionResponse:
         """Change one option; the answer carries the complete option set."""
-        acp_session = self._session(params.session_id)
+        acp_session = self._session(params.session_id, methods.SESSION_SET_CONFIG_OPTION)
         if not isinstance(params, types.SetSessionConfigOptionRequestValueId):
             raise InvalidParams(f"Invalid params: {params.config_id}: takes a value id")
         values = acp_session.change(str(params.config_id), str(params.value), "value")
@@ -344,20 +357,45 @@ class AcpAgent:
         """Run one turn (or a command); a prompt arriving mid-turn waits for the turn before."""
         from acp_agent.adapters.acp._prompt_turn import run_prompt
 
-        return await run_prompt(self._session(params.session_id), params.prompt, self._models)
+        acp_session = self._session(params.session_id, methods.SESSION_PROMPT)
+        return await run_prompt(acp_session, params.prompt, self._models)
 
     async def cancel(self, params: types.CancelNotification) -> None:
-        """Cancel the session's running and waiting turns; ignore idle or unknown sessions."""
+        """Cancel the session's running and waiting turns; ignore idle or unknown sessions.
+
+        A subagent session's id cancels that child's current step only.
+        """
         acp_session = self._sessions.get(params.session_id)
+        parent = self._parent_of(str(params.session_id))
+        if parent is not None and parent.subagents is not None:
+            stopped = await parent.subagents.cancel(str(params.session_id))
+            logger.info("Cancel for subagent session %s: %s", params.session_id, stopped)
+            return
         if acp_session is None:
             logger.info("Cancel for unknown session %s ignored", params.session_id)
             return
         cancelled = await acp_session.cancel()
         logger.info("Cancel for session %s: %d prompt(s)", params.session_id, cancelled)
 
-    def _session(self, session_id: str) -> AcpSession:
+    def _parent_of(self, session_id: str) -> AcpSession | None:
+        """The open session whose branch `session_id` is shown as a subagent session."""
+        for acp_session in self._sessions.values():
+            if acp_session.subagents is not None and acp_session.subagents.is_child(session_id):
+                return acp_session
+        return None
+
+    def _refuse_child(self, session_id: str, method: str) -> None:
+        """Refuse `method` on a subagent session's id (-32602): it takes only cancel."""
+        parent = self._parent_of(session_id)
+        if parent is not None:
+            from acp_agent.adapters.acp._subagents import refuse
+
+            raise refuse(session_id, parent.session_id, method)
+
+    def _session(self, session_id: str, method: str) -> AcpSession:
         acp_session = self._sessions.get(session_id)
         if acp_session is None:
+            self._refuse_child(session_id, method)
             raise ResourceNotFound(
                 f"Resource not found: no session {session_id}", {"sessionId": session_id}
             )

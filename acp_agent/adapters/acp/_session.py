@@ -28,6 +28,7 @@ from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams
 
 if TYPE_CHECKING:
+    from acp_agent.adapters.acp._subagents import SubagentPresenter
     from acp_agent.capabilities import (
         CommandRunner,
         CommandSpec,
@@ -82,6 +83,7 @@ class AcpSession:
         commands: CommandRunner,
         stream: SessionStream,
         replay_translator: Callable[[], UpdateTranslator],
+        subagents: SubagentPresenter | None = None,
     ) -> None:
         self.session = session
         self.controls = controls
@@ -95,6 +97,8 @@ class AcpSession:
         self._connection = connection
         self._models = models
         self._replay_translator = replay_translator
+        #: Shows the branches as subagent sessions (None: as tool calls of main).
+        self.subagents = subagents
         self._subscribed = False
         #: The commands the editor was last sent (`available_commands_update`).
         self._listed_commands: list[CommandSpec] | None = None
@@ -111,16 +115,30 @@ class AcpSession:
         translator: Callable[..., UpdateTranslator],
         config_dir: Path | None,
         clock: Callable[[], float],
+        subagents: bool = False,
     ) -> AcpSession:
         """The editor's side of an open core session: its files, terminals and person
         (`client_bridge`), its stream, its slash commands."""
         from acp_agent.adapters.acp._client_bridge import AcpClientBridge, AcpPermissionPrompter
         from acp_agent.adapters.acp._slash_commands import build_runner
-        from acp_agent.capabilities import MODEL_LOOP, SESSION_CONTROLS
+        from acp_agent.capabilities import BRANCHES, MODEL_LOOP, SESSION_CONTROLS
 
         controls = session.scope.get(SESSION_CONTROLS)
         controls.client = AcpClientBridge(connection, session.id, client_capabilities)
         controls.prompter = AcpPermissionPrompter(connection, session.id)
+        stream = SessionStream(connection, session.id, translator(replay=False))
+        presenter = None
+        if subagents:
+            from acp_agent.adapters.acp._subagents import SubagentPresenter
+
+            presenter = SubagentPresenter(
+                connection=connection,
+                parent=stream,
+                manager=session.scope.get(BRANCHES),
+                translator=lambda: translator(replay=False),
+                prompter=lambda child_id: AcpPermissionPrompter(connection, child_id),
+            )
+            presenter.open()
         return cls(
             session,
             connection=connection,
@@ -128,8 +146,9 @@ class AcpSession:
             controls=controls,
             loop=session.main.scope.get(MODEL_LOOP),
             commands=build_runner(session, controls, models, config_dir=config_dir, clock=clock),
-            stream=SessionStream(connection, session.id, translator(replay=False)),
+            stream=stream,
             replay_translator=lambda: translator(replay=True),
+            subagents=presenter,
         )
 
     @property
@@ -295,6 +314,8 @@ class AcpSession:
             with anyio.move_on_after(_CLOSE_BUDGET_S):
                 await self.wait_prompts_answered()
             self.stream.close()
+            if self.subagents is not None:
+                self.subagents.close()
             await self.session.aclose()
         logger.info("Session %s closed", self.session_id)
 

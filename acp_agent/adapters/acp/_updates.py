@@ -67,7 +67,13 @@ from protocol.converter import get_converter
 if TYPE_CHECKING:
     from acp_agent.capabilities import ModelSource
 
-__all__ = ("ModelFacts", "UpdateTranslator", "failure_text", "translator_for")
+__all__ = (
+    "ModelFacts",
+    "UpdateTranslator",
+    "failure_text",
+    "takes_subagents",
+    "translator_for",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +94,11 @@ class ModelFacts:
 
 
 def translator_for(
-    capabilities: types.ClientCapabilities | None, models: ModelSource, *, replay: bool
+    capabilities: types.ClientCapabilities | None,
+    models: ModelSource,
+    *,
+    replay: bool,
+    unstable: bool = False,
 ) -> UpdateTranslator:
     """The translator for a client with `capabilities`: live, or for a `session/load` replay."""
     capabilities = capabilities or types.ClientCapabilities()
@@ -113,7 +123,13 @@ def translator_for(
         compaction_updates=(
             session_capabilities is not None and session_capabilities.compaction is not None
         ),
+        subagents=takes_subagents(capabilities, unstable=unstable),
     )
+
+
+def takes_subagents(capabilities: types.ClientCapabilities | None, *, unstable: bool) -> bool:
+    """Whether branches are shown to this client as subagent sessions (UNSTABLE)."""
+    return unstable and capabilities is not None and capabilities.subagents is not None
 
 
 def failure_text(error: str, message: str) -> str:
@@ -132,6 +148,7 @@ class UpdateTranslator:
     * `terminal_output`: the client renders Zed's `_meta.terminal_*` extension.
     * `model_facts`: a model id's window and prices (for `usage_update`).
     * `compaction_updates`: the client advertised `session.compaction`.
+    * `subagents`: branches are shown as subagent sessions, not as tool calls.
     """
 
     def __init__(
@@ -141,8 +158,10 @@ class UpdateTranslator:
         terminal_output: bool = False,
         model_facts: Callable[[str], ModelFacts] | None = None,
         compaction_updates: bool = False,
+        subagents: bool = False,
     ) -> None:
         self.replay = replay
+        self.subagents = subagents
         self.terminal_output = terminal_output
         self.compaction_updates = compaction_updates
         self._model_facts = model_facts
@@ -206,7 +225,7 @@ class UpdateTranslator:
             title = types.JSON_NULL if payload.title is None else payload.title
             return [types.SessionInfoUpdate(title=title)]
         if isinstance(payload, BranchShown):
-            return [self._branch(payload)]
+            return [] if self.subagents else [self._branch(payload)]
         view = compaction_view(payload)
         if view is not None:
             return [self._compaction(view)]

@@ -1,0 +1,211 @@
+"""Branches as ACP subagent sessions (UNSTABLE) end to end: the stdio agent, a scripted model.
+
+With `--unstable` and a client that advertises `clientCapabilities.subagents`,
+each branch is announced on the parent session and then talks on its own
+session id; any other client sees it as a tool call of the main line. Every
+line on the wire is checked against the unstable schema on exit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from protocol import methods, types
+from tests.support import EditorClient, running_agent
+from tests.support.editor_client import allow_all
+
+pytestmark = pytest.mark.e2e
+
+
+def tool(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_call": {"name": name, "arguments": arguments}}
+
+
+def script_in(tmp_path: Path, main: list[list[dict[str, Any]]], **branches: Any) -> Path:
+    path = tmp_path / "script.json"
+    children = [{"title": title, "replies": replies} for title, replies in branches.items()]
+    path.write_text(json.dumps({"replies": main, "branches": children}))
+    return path
+
+
+def subagents_client() -> EditorClient:
+    return EditorClient(decide=allow_all, unstable=True)
+
+
+def subagent_capabilities(client: EditorClient) -> types.ClientCapabilities:
+    capabilities = client.capabilities() or types.ClientCapabilities()
+    return types.ClientCapabilities(
+        fs=capabilities.fs, terminal=capabilities.terminal, subagents=types.SubagentCapabilities()
+    )
+
+
+def announced(client: EditorClient, parent: str) -> list[types.SubagentUpdate]:
+    return [u for u in client.session_updates_for(parent) if isinstance(u, types.SubagentUpdate)]
+
+
+def states(updates: list[types.SubagentUpdate], child: str) -> list[str]:
+    found = []
+    for update in updates:
+        if update.session_id == child and update.state is not None:
+            state = update.state
+            stop = getattr(state, "stop_reason", None)
+            found.append(f"{state.state}:{stop}" if stop else state.state)
+    return found
+
+
+def index_of(client: EditorClient, predicate: Any) -> int:
+    return next(i for i, n in enumerate(client.updates) if predicate(n))
+
+
+async def test_a_branch_is_announced_then_talks_on_its_own_session(tmp_path: Path):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("one\ntwo\n")
+    script = script_in(
+        tmp_path,
+        [
+            [tool("branch", task="Count the lines of notes.txt", title="notes")],
+            [tool("branch_wait", all=True, timeout_s=20)],
+            [{"text": "Two lines."}],
+        ],
+        notes=[
+            [tool("shell", command="wc -l < notes.txt")],
+            [{"text": "notes.txt has 2 lines."}],
+        ],
+    )
+    client = subagents_client()
+    async with running_agent(
+        tmp_path / "home",
+        script=script,
+        client=client,
+        unstable=True,
+        capabilities=subagent_capabilities(client),
+    ):
+        session_id = await client.new_session(workspace)
+        response = await client.prompt(session_id, "How long are my notes?")
+        announces = announced(client, session_id)
+        [first] = [u for u in announces if u.title is not None]
+        child = str(first.session_id)
+        child_updates = client.session_updates_for(child)
+        main_updates = client.updates_for(session_id)
+        # Anything else on a child's id is refused; cancel is not.
+        refused = await client.request_raw(
+            methods.SESSION_PROMPT,
+            {"sessionId": child, "prompt": [{"type": "text", "text": "hi"}]},
+        )
+        closed = await client.request_raw(methods.SESSION_CLOSE, {"sessionId": child})
+
+    assert response.stop_reason == types.StopReason.END_TURN
+    assert first.title == "notes"
+    assert first.description == "Count the lines of notes.txt"
+    assert first.capabilities is not None
+    assert first.capabilities.cancel is not None
+    # The announce precedes every update on the child's id.
+    announce_at = index_of(client, lambda n: isinstance(n.update, types.SubagentUpdate))
+    child_first = index_of(client, lambda n: str(n.session_id) == child)
+    assert announce_at < child_first
+    # The child's own traffic: its tool call and its reply, on its id.
+    calls = [u for u in child_updates if isinstance(u, types.ToolCall)]
+    assert [c.title for c in calls] == ["Run `wc -l < notes.txt`"]
+    text = "".join(
+        u.content.text
+        for u in child_updates
+        if isinstance(u, types.AgentMessageChunk) and isinstance(u.content, types.TextContent)
+    )
+    assert text == "notes.txt has 2 lines."
+    # Its permission question carries its id, asked at once.
+    [question] = [r for r in client.permission_requests if str(r.session_id) == child]
+    assert question.tool_call.title == "Run `wc -l < notes.txt`"
+    # The main line no longer shows the branch as a tool call of its own.
+    assert not [u for u in main_updates if isinstance(u, types.ToolCall) and "Branch:" in u.title]
+    assert states(announces, child) == ["running", "requires_action", "running", "idle:end_turn"]
+    assert refused["error"]["code"] == -32602
+    assert "is a subagent session of" in refused["error"]["message"]
+    assert closed["error"]["code"] == -32602
+
+
+async def test_cancelling_a_child_stops_only_that_child(tmp_path: Path):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    script = script_in(
+        tmp_path,
+        [
+            [tool("branch", task="Wait long", title="slow")],
+            [tool("branch", task="Wait a little", title="quick")],
+            [tool("branch_wait", all=True, timeout_s=30)],
+            [{"text": "Both stopped."}],
+        ],
+        slow=[[{"text": "Waiting"}, {"sleep_ms": 30000}], [{"text": "never"}]],
+        quick=[[{"sleep_ms": 1500}, {"text": "Quick is done."}]],
+    )
+    client = subagents_client()
+    async with running_agent(
+        tmp_path / "home",
+        script=script,
+        client=client,
+        unstable=True,
+        capabilities=subagent_capabilities(client),
+    ):
+        session_id = await client.new_session(workspace)
+        async with anyio.create_task_group() as group:
+            outcome: list[types.PromptResponse] = []
+
+            async def prompt() -> None:
+                outcome.append(await client.prompt(session_id, "Start both"))
+
+            group.start_soon(prompt)
+            await client.wait_until(
+                lambda: len([u for u in announced(client, session_id) if u.title]) == 2,
+                timeout_s=10,
+            )
+            slow = next(
+                str(u.session_id) for u in announced(client, session_id) if u.title == "slow"
+            )
+            await client.wait_for_update(slow)  # it is streaming its first words
+            client.send_raw(
+                {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": slow}}
+            )
+        announces = announced(client, session_id)
+
+    quick = next(str(u.session_id) for u in announces if u.title == "quick")
+    # The main line's turn was not cancelled, and the sibling finished its work.
+    assert outcome[0].stop_reason == types.StopReason.END_TURN
+    assert states(announces, slow)[-1] == "idle:cancelled"
+    assert states(announces, quick)[-1] == "idle:end_turn"
+
+
+@pytest.mark.parametrize("unstable", [False, True])
+async def test_a_client_without_subagents_sees_tool_calls_and_nothing_else(
+    tmp_path: Path, unstable: bool
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    script = script_in(
+        tmp_path,
+        [
+            [tool("branch", task="Say hello", title="hello")],
+            [tool("branch_wait", all=True, timeout_s=20)],
+            [{"text": "Done."}],
+        ],
+        hello=[[{"text": "Hello."}]],
+    )
+    client = EditorClient(decide=allow_all, unstable=unstable)
+    async with running_agent(tmp_path / "home", script=script, client=client, unstable=unstable):
+        session_id = await client.new_session(workspace)
+        await client.prompt(session_id, "Branch off")
+
+    session_ids = {str(n.session_id) for n in client.updates}
+    assert session_ids == {session_id}
+    kinds = {n.update.session_update for n in client.updates}
+    assert not kinds & {"subagent_update", "session_message", "session_message_chunk"}
+    shown = [
+        u
+        for u in client.updates_for(session_id)
+        if isinstance(u, types.ToolCall) and u.title == "Branch: hello"
+    ]
+    assert len(shown) == 1
