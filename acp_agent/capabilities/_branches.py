@@ -115,6 +115,10 @@ class LineWatcher(Protocol):
         """A child's state, steps or report changed."""
         ...
 
+    async def main_turn_started(self) -> None:
+        """A turn of main began (what waits for one may be shown now)."""
+        ...
+
 
 class BranchLimitReached(Exception):
     """As many children are working as allowed; the model is told, nothing queues."""
@@ -221,6 +225,8 @@ class BranchManager:
             for line in self._lines.values():
                 if line.unshown or line.state.working:
                     await self._show(line, new=True)
+            for watcher in list(self._watchers):
+                await watcher.main_turn_started()
             # After the showings: a waiting question is asked on its branch's showing.
             self._main_turn_opened.set()
 
@@ -232,6 +238,11 @@ class BranchManager:
                     await self._record_shown(line, state, [*line.lines, _DETACHED], done=True)
             self._main_turn_open = False
             self._main_turn_opened = anyio.Event()
+
+    @property
+    def main_turn_open(self) -> bool:
+        """Whether a turn of main runs now."""
+        return self._main_turn_open
 
     async def wait_main_turn(self) -> None:
         """Return once a turn of main runs (at once if one does)."""

@@ -133,6 +133,7 @@ class AcpSession:
 
             presenter = SubagentPresenter(
                 connection=connection,
+                parent_id=session.id,
                 parent=stream,
                 manager=session.scope.get(BRANCHES),
                 translator=lambda: translator(replay=False),
@@ -188,6 +189,8 @@ class AcpSession:
                 self.stream.learn(event)  # the live translator learns the history
         if fresh:
             self._subscribe_after(covered)
+        if self.subagents is not None:  # the children, as sessions of their own
+            await self.subagents.replay_children(self._replay_translator)
         return covered
 
     def _subscribe_after(self, seq: Seq) -> None:

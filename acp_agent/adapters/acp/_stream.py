@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import anyio
 import attrs
 
-from acp_agent.adapters.acp._updates import UpdateTranslator
 from acp_agent.core import (
     Event,
     ModelRequestFailed,
@@ -31,9 +31,15 @@ from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import ConnectionClosed, MessageTooDeep
 
-__all__ = ("DeliveryStopped", "SessionStream", "TurnOutcome")
+__all__ = ("DeliveryStopped", "SessionStream", "Translator", "TurnOutcome")
 
 logger = logging.getLogger(__name__)
+
+
+class Translator(Protocol):
+    """Makes the `session/update`s of one event (an `UpdateTranslator`, or one wrapping it)."""
+
+    def translate(self, event: Event) -> list[types.SessionUpdate]: ...
 
 
 @attrs.define
@@ -59,7 +65,7 @@ class SessionStream:
     """
 
     def __init__(
-        self, connection: AgentConnection, session_id: str, translator: UpdateTranslator
+        self, connection: AgentConnection, session_id: str, translator: Translator
     ) -> None:
         self._connection = connection
         self._session_id = session_id
@@ -97,7 +103,7 @@ class SessionStream:
             self._outcomes[payload.turn_id] = TurnOutcome(payload, failure)
             self._wake()
 
-    def show(self, event: Event, translator: UpdateTranslator) -> None:
+    def show(self, event: Event, translator: Translator) -> None:
         """Send the updates `translator` makes of `event`; never raises."""
         try:
             updates = translator.translate(event)

@@ -13,8 +13,17 @@ Each child line of work is a restricted session whose id is its branch id:
 - **state**: later `subagent_update` patches follow the child: running,
   requires action while a question waits, idle (with the stop reason) when
   its turn ends. Idle does not end it: main can message it again;
+- **messages**: the child's task, main's messages to it (`branch_message`) and
+  each report it ends a turn with are `session_message` upserts, an outgoing
+  view on the sender's session and an incoming view on the recipient's,
+  linked by `senderMessageId` / `recipientMessageId`. Between main's turns
+  main's session carries only `subagent_update` patches: a view for main
+  waits for main's next turn;
 - **cancel**: `session/cancel` with the child's id stops that child's current
-  step only; every other method on a child's id is refused (`refuse`).
+  step only; every other method on a child's id is refused (`refuse`);
+- **replay**: `session/load` by such a client replays each child after main's
+  conversation: its announce (with its state now), then its own history on its
+  id, messages included (`replay_children`).
 """
 
 from __future__ import annotations
@@ -28,6 +37,15 @@ import attrs
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator
 from acp_agent.capabilities import BranchManager, ChildLine, LineState
+from acp_agent.core import (
+    BranchCreated,
+    BranchMessageReceived,
+    Event,
+    ModelRequestStarted,
+    ModelTextDelta,
+    TurnEnded,
+    TurnInterrupted,
+)
 from protocol import types
 from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams
@@ -35,7 +53,7 @@ from protocol.errors import InvalidParams
 if TYPE_CHECKING:
     from acp_agent.capabilities import PermissionPrompter
 
-__all__ = ("SubagentPresenter", "refuse", "state_of")
+__all__ = ("ChildTranslator", "SubagentPresenter", "refuse", "state_of")
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +90,117 @@ def state_of(line: ChildLine) -> types.StateUpdate:
     return make()
 
 
+def _message(
+    message_id: str,
+    *,
+    sender: str,
+    recipient: str,
+    text: str,
+    sender_message_id: str | None = None,
+    recipient_message_id: str | None = None,
+) -> types.SessionMessage:
+    return types.SessionMessage(
+        message_id=message_id,
+        sender_session_id=sender,
+        recipient_session_id=recipient,
+        sender_message_id=sender_message_id,
+        recipient_message_id=recipient_message_id,
+        content=[types.TextContent(text=text)],
+    )
+
+
+class ChildTranslator:
+    """A child's translator: its own updates (`inner`'s), and the messages it sends and
+    receives.
+
+    The views on the child's session are returned in the order of its events;
+    the views on the parent's go to `to_parent`, unless `muted` (learning the
+    history, when nothing is sent).
+    """
+
+    def __init__(
+        self,
+        inner: UpdateTranslator,
+        *,
+        parent_id: str,
+        child_id: str,
+        to_parent: Callable[[types.SessionUpdate], None],
+    ) -> None:
+        self.inner = inner
+        self.muted = False
+        self.parent_id = parent_id
+        self.child_id = child_id
+        self.to_parent = to_parent
+        self._reply: list[str] = []
+        self._reports = 0
+
+    def translate(self, event: Event) -> list[types.SessionUpdate]:
+        payload = event.payload
+        if isinstance(payload, BranchCreated) and payload.branch_id == self.child_id:
+            return self.from_parent("task", payload.task or "")
+        if isinstance(payload, BranchMessageReceived):
+            return self.from_parent(payload.message_id, payload.text)
+        updates = self.inner.translate(event)
+        if isinstance(payload, ModelRequestStarted):
+            self._reply = []
+        elif isinstance(payload, ModelTextDelta):
+            self._reply.append(payload.text)
+        elif isinstance(payload, TurnEnded | TurnInterrupted):
+            updates += self._report()
+        return updates
+
+    def from_parent(self, key: str, text: str) -> list[types.SessionUpdate]:
+        """A message from the parent: its outgoing view to the parent, the incoming one here."""
+        out_id, in_id = f"{self.child_id}.{key}.out", f"{self.child_id}.{key}.in"
+        self._send_parent(
+            _message(
+                out_id,
+                sender=self.parent_id,
+                recipient=self.child_id,
+                text=text,
+                recipient_message_id=in_id,
+            )
+        )
+        return [
+            _message(
+                in_id,
+                sender=self.parent_id,
+                recipient=self.child_id,
+                text=text,
+                sender_message_id=out_id,
+            )
+        ]
+
+    def _send_parent(self, update: types.SessionUpdate) -> None:
+        if not self.muted:
+            self.to_parent(update)
+
+    def _report(self) -> list[types.SessionUpdate]:
+        """The child's last reply of the turn, sent to the parent as its report."""
+        self._reports += 1
+        text = "".join(self._reply).strip() or "(no report)"
+        key = f"report{self._reports}"
+        out_id, in_id = f"{self.child_id}.{key}.out", f"{self.child_id}.{key}.in"
+        self._send_parent(
+            _message(
+                in_id,
+                sender=self.child_id,
+                recipient=self.parent_id,
+                text=text,
+                sender_message_id=out_id,
+            )
+        )
+        return [
+            _message(
+                out_id,
+                sender=self.child_id,
+                recipient=self.parent_id,
+                text=text,
+                recipient_message_id=in_id,
+            )
+        ]
+
+
 @attrs.define(eq=False)
 class _Child:
     line: ChildLine
@@ -86,7 +215,7 @@ class SubagentPresenter:
     **Parameters:**
 
     * `connection`: the connection to the editor.
-    * `parent`: the stream of the main line's session (where children are announced).
+    * `parent_id`, `parent`: the session's id and stream (where children are announced).
     * `manager`: the session's branches.
     * `translator`: makes a live translator for a child's stream.
     * `prompter`: makes the permission prompter of a session id.
@@ -96,17 +225,21 @@ class SubagentPresenter:
         self,
         *,
         connection: AgentConnection,
+        parent_id: str,
         parent: SessionStream,
         manager: BranchManager,
         translator: Callable[[], UpdateTranslator],
         prompter: Callable[[str], PermissionPrompter],
     ) -> None:
         self._connection = connection
+        self._parent_id = parent_id
         self._parent = parent
         self._manager = manager
         self._translator = translator
         self._prompter = prompter
         self._children: dict[str, _Child] = {}
+        #: Views for main's session waiting for main's next turn.
+        self._held: list[types.SessionUpdate] = []
 
     def open(self) -> None:
         """Follow the manager's children from now on; their questions go to their sessions."""
@@ -129,14 +262,42 @@ class SubagentPresenter:
     # --- LineWatcher -----------------------------------------------------------------------
 
     async def line_attached(self, line: ChildLine) -> None:
-        child_id = str(line.branch_id)
-        branch = line.branch
-        stream = SessionStream(self._connection, child_id, self._translator())
         # A child opening to start its first turn has no state yet: "running" follows.
         fresh = line.turns_ended == 0 and not line.state.working
-        child = _Child(line, stream, None if fresh else state_of(line))
+        child = self._announce(line, None if fresh else state_of(line))
+        if fresh:  # its task is the first message it gets
+            translator = child.stream.translator
+            assert isinstance(translator, ChildTranslator)
+            for update in translator.from_parent("task", line.task):
+                child.stream.send(update)
+        branch = line.branch
+        child.stream.attach(
+            branch.dispatcher.subscribe(child.stream, after=branch.timeline.last_published_seq)
+        )
+        logger.info("branch %s is shown as a subagent session", line.branch_id)
+
+    async def main_turn_started(self) -> None:
+        held, self._held = self._held, []
+        for update in held:
+            self._parent.send(update)
+
+    def _to_main(self, update: types.SessionUpdate) -> None:
+        if self._manager.main_turn_open:
+            self._parent.send(update)
+        else:
+            self._held.append(update)
+
+    def _announce(self, line: ChildLine, state: types.StateUpdate | None) -> _Child:
+        """Send the child's first `subagent_update` (before anything of it) and keep it."""
+        child_id = str(line.branch_id)
+        translator = ChildTranslator(
+            self._translator(),
+            parent_id=self._parent_id,
+            child_id=child_id,
+            to_parent=self._to_main,
+        )
+        child = _Child(line, SessionStream(self._connection, child_id, translator), state)
         self._children[child_id] = child
-        # The announce first: the client must know the child before any of its traffic.
         self._parent.send(
             types.SubagentUpdate(
                 session_id=child_id,
@@ -145,11 +306,35 @@ class SubagentPresenter:
                 capabilities=types.SubagentSessionCapabilities(
                     cancel=types.SessionCancelCapabilities()
                 ),
-                state=child.state,
+                state=state,
             )
         )
-        stream.attach(branch.dispatcher.subscribe(stream, after=branch.timeline.last_published_seq))
-        logger.info("branch %s is shown as a subagent session", child_id)
+        return child
+
+    async def replay_children(self, replay: Callable[[], UpdateTranslator]) -> None:
+        """Replay the children open now (a load): each announced, then its own history
+        on its id, then followed live. Everything goes out before the load answers."""
+        for line in self._manager.lines():
+            child_id = str(line.branch_id)
+            if child_id in self._children:
+                continue
+            child = self._announce(line, state_of(line))
+            replaying = ChildTranslator(
+                replay(),
+                parent_id=self._parent_id,
+                child_id=child_id,
+                to_parent=self._parent.send,
+            )
+            branch = line.branch
+            covered = branch.timeline.last_published_seq
+            live = child.stream.translator
+            assert isinstance(live, ChildTranslator)
+            for event in await branch.read(gt=branch.cut_seq, lte=covered):
+                child.stream.show(event, replaying)
+                live.muted = True  # it learns the history; the replay sent it
+                child.stream.learn(event)
+                live.muted = False
+            child.stream.attach(branch.dispatcher.subscribe(child.stream, after=covered))
 
     async def line_changed(self, line: ChildLine) -> None:
         child = self._children.get(str(line.branch_id))

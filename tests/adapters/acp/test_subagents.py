@@ -58,6 +58,19 @@ def states(updates: list[types.SubagentUpdate], child: str) -> list[str]:
     return found
 
 
+def messages_by_id(client: EditorClient) -> dict[str, tuple[str, types.SessionMessage]]:
+    """Every `session_message` view by its id, with the session it was shown on."""
+    return {
+        str(n.update.message_id): (str(n.session_id), n.update)
+        for n in client.updates
+        if isinstance(n.update, types.SessionMessage)
+    }
+
+
+def text_of(message: types.SessionMessage) -> str:
+    return "".join(b.text for b in message.content or [] if isinstance(b, types.TextContent))
+
+
 def index_of(client: EditorClient, predicate: Any) -> int:
     return next(i for i, n in enumerate(client.updates) if predicate(n))
 
@@ -127,6 +140,24 @@ async def test_a_branch_is_announced_then_talks_on_its_own_session(tmp_path: Pat
     assert refused["error"]["code"] == -32602
     assert "is a subagent session of" in refused["error"]["message"]
     assert closed["error"]["code"] == -32602
+    # The task and the report are messages: an outgoing and an incoming view, linked.
+    views = messages_by_id(client)
+    task_out, task_in = views[f"{child}.task.out"], views[f"{child}.task.in"]
+    assert (task_out[0], task_in[0]) == (session_id, child)  # the session each is shown on
+    assert task_out[1].recipient_message_id == task_in[1].message_id
+    assert task_in[1].sender_message_id == task_out[1].message_id
+    assert text_of(task_in[1]) == "Count the lines of notes.txt"
+    report_out, report_in = views[f"{child}.report1.out"], views[f"{child}.report1.in"]
+    assert (report_out[0], report_in[0]) == (child, session_id)
+    assert (report_in[1].sender_session_id, report_in[1].recipient_session_id) == (
+        child,
+        session_id,
+    )
+    assert text_of(report_in[1]) == "notes.txt has 2 lines."
+    # The task reaches the child before its first tool call.
+    assert index_of(client, lambda n: isinstance(n.update, types.SessionMessage)) < index_of(
+        client, lambda n: isinstance(n.update, types.ToolCall) and str(n.session_id) == child
+    )
 
 
 async def test_cancelling_a_child_stops_only_that_child(tmp_path: Path):
@@ -209,3 +240,75 @@ async def test_a_client_without_subagents_sees_tool_calls_and_nothing_else(
         if isinstance(u, types.ToolCall) and u.title == "Branch: hello"
     ]
     assert len(shown) == 1
+
+
+async def test_load_replays_the_children_as_the_loading_client_takes_them(tmp_path: Path):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    script = script_in(
+        tmp_path,
+        [
+            [tool("branch", task="Say hello", title="hello")],
+            [tool("branch_wait", all=True, timeout_s=20)],
+            [{"text": "Done."}],
+        ],
+        hello=[[{"text": "Hello from the branch."}]],
+    )
+    live = subagents_client()
+    async with running_agent(
+        home, script=script, client=live, unstable=True, capabilities=subagent_capabilities(live)
+    ):
+        session_id = await live.new_session(workspace)
+        await live.prompt(session_id, "Branch off")
+        [child] = {str(u.session_id) for u in announced(live, session_id)}
+
+    again = subagents_client()
+    async with running_agent(
+        home, script=script, client=again, unstable=True, capabilities=subagent_capabilities(again)
+    ):
+        await again.load(session_id, workspace)
+        at_answer = len(again.updates)
+        await anyio.sleep(0.5)
+        after_answer = again.updates[at_answer:]
+        replayed = list(again.updates)
+
+    assert after_answer == []  # the children are replayed before the load answers
+    [announce] = [
+        n.update
+        for n in replayed
+        if isinstance(n.update, types.SubagentUpdate) and n.update.title == "hello"
+    ]
+    assert announce.state is not None
+    assert announce.state.state == "idle"
+    first_child = next(i for i, n in enumerate(replayed) if str(n.session_id) == child)
+    assert replayed.index(next(n for n in replayed if n.update is announce)) < first_child
+    child_texts = [
+        u.content.text
+        for u in again.session_updates_for(child)
+        if isinstance(u, types.AgentMessageChunk) and isinstance(u.content, types.TextContent)
+    ]
+    assert "".join(child_texts) == "Hello from the branch."
+    views = messages_by_id(again)
+    assert text_of(views[f"{child}.task.in"][1]) == "Say hello"
+    assert views[f"{child}.report1.in"][0] == session_id
+    assert not [
+        u
+        for u in again.updates_for(session_id)
+        if isinstance(u, types.ToolCall) and u.title.startswith("Branch:")
+    ]
+
+    plain = EditorClient(decide=allow_all)
+    async with running_agent(home, script=script, client=plain):
+        await plain.load(session_id, workspace)
+
+    assert {str(n.session_id) for n in plain.updates} == {session_id}
+    assert not {n.update.session_update for n in plain.updates} & {
+        "subagent_update",
+        "session_message",
+    }
+    assert [
+        u.title
+        for u in plain.updates_for(session_id)
+        if isinstance(u, types.ToolCall) and u.title.startswith("Branch:")
+    ] == ["Branch: hello"]
