@@ -173,6 +173,8 @@ class AcpSession:
         for event in await main.read(lte=covered):
             self.stream.learn(event)
         self._subscribe_after(covered)
+        if self.subagents is not None:  # once the client knows the parent, from the answer
+            self._connection.after_response(self.subagents.follow_children)
 
     async def replay(self) -> Seq:
         """Send the conversation as `session/update`s (a load), then stream what follows.

@@ -23,7 +23,8 @@ Each child line of work is a restricted session whose id is its branch id:
   step only; every other method on a child's id is refused (`refuse`);
 - **replay**: `session/load` by such a client replays each child after main's
   conversation: its announce (with its state now), then its own history on its
-  id, messages included (`replay_children`).
+  id, messages included (`replay_children`); `session/resume` announces the
+  open children after its answer and follows them from then on.
 """
 
 from __future__ import annotations
@@ -310,6 +311,18 @@ class SubagentPresenter:
             )
         )
         return child
+
+    def follow_children(self) -> None:
+        """Announce the children open now and follow them live, without their history
+        (a resume: send it once the answer is written, so the client knows the parent)."""
+        for line in self._manager.lines():
+            if str(line.branch_id) in self._children:
+                continue
+            child = self._announce(line, state_of(line))
+            branch = line.branch
+            child.stream.attach(
+                branch.dispatcher.subscribe(child.stream, after=branch.timeline.last_published_seq)
+            )
 
     async def replay_children(self, replay: Callable[[], UpdateTranslator]) -> None:
         """Replay the children open now (a load): each announced, then its own history

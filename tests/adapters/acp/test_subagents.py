@@ -18,6 +18,7 @@ import pytest
 from protocol import methods, types
 from tests.support import EditorClient, running_agent
 from tests.support.editor_client import allow_all
+from tests.test_readme import readme_block
 
 pytestmark = pytest.mark.e2e
 
@@ -312,3 +313,169 @@ async def test_load_replays_the_children_as_the_loading_client_takes_them(tmp_pa
         for u in plain.updates_for(session_id)
         if isinstance(u, types.ToolCall) and u.title.startswith("Branch:")
     ] == ["Branch: hello"]
+
+
+async def test_between_main_turns_main_carries_only_state_patches(tmp_path: Path):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    script = script_in(
+        tmp_path,
+        [
+            [tool("branch", task="Think a while", title="thinker")],
+            [{"text": "Started."}],
+            [tool("branch_message", branch_id="thinker", text="Now the second part")],
+            [tool("branch_wait", all=True, timeout_s=20)],
+            [{"text": "Both parts done."}],
+        ],
+        thinker=[
+            [{"sleep_ms": 1500}, {"text": "First part done."}],
+            [{"text": "Second part done."}],
+        ],
+    )
+    client = subagents_client()
+    async with running_agent(
+        tmp_path / "home",
+        script=script,
+        client=client,
+        unstable=True,
+        capabilities=subagent_capabilities(client),
+    ):
+        session_id = await client.new_session(workspace)
+        await client.prompt(session_id, "Start it")
+        at_end = len(client.updates)
+        [child] = {str(u.session_id) for u in announced(client, session_id)}
+        await client.wait_until(
+            lambda: states(announced(client, session_id), child)[-1:] == ["idle:end_turn"],
+            timeout_s=10,
+        )
+        between = [n for n in client.updates[at_end:] if str(n.session_id) == session_id]
+        await client.prompt(session_id, "Go on")
+        turn = [n.update for n in client.updates[at_end:] if str(n.session_id) == session_id]
+
+    # Main's session: only the child's state patches until main's next turn ...
+    assert between
+    assert all(isinstance(n.update, types.SubagentUpdate) for n in between)
+    # ... which opens with the report held for it, then carries main's message out.
+    views = messages_by_id(client)
+    first_report = views[f"{child}.report1.in"][1]
+    assert first_report in turn
+    assert text_of(first_report) == "First part done."
+    message_id = next(k for k in views if k.endswith(".out") and ".msg_" in k)
+    outgoing = views[message_id]
+    incoming = views[str(outgoing[1].recipient_message_id)]
+    assert (outgoing[0], incoming[0]) == (session_id, child)
+    assert text_of(incoming[1]) == "Now the second part"
+    assert incoming[1].sender_message_id == outgoing[1].message_id
+    assert text_of(views[f"{child}.report2.in"][1]) == "Second part done."
+
+
+async def test_the_readme_subagents_script_plays_the_whole_sequence(tmp_path: Path):
+    _, body = readme_block("script-subagents-example")
+    script = tmp_path / "script.json"
+    script.write_text(body)
+    workspace = tmp_path / "workspace"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "a.py").write_text("# TODO one\n# TODO two\n")
+    client = subagents_client()
+    async with running_agent(
+        tmp_path / "home",
+        script=script,
+        client=client,
+        unstable=True,
+        capabilities=subagent_capabilities(client),
+    ):
+        session_id = await client.new_session(workspace)
+        response = await client.prompt(session_id, "How many TODOs?")
+    [child] = {str(u.session_id) for u in announced(client, session_id)}
+    sequence = [sequence_line(n, session_id, child) for n in client.updates]
+    sequence = [line for line in sequence if line]
+
+    assert response.stop_reason == types.StopReason.END_TURN
+    expected = [
+        "main subagent_update announce todos",
+        "main session_message task.out",
+        "child session_message task.in",
+        "main subagent_update running",
+        "child agent_message_chunk Counting.",
+        "child tool_call Run `grep -r TODO src | wc -l`",
+        "main subagent_update requires_action",
+        "main subagent_update running",
+        "child agent_message_chunk There are 2 TODOs.",
+        "main session_message report1.in",
+        "child session_message report1.out",
+        "main subagent_update idle:end_turn",
+        "main agent_message_chunk The branch counted them.",
+    ]
+    assert [line for line in sequence if line in expected] == expected
+    [question] = client.permission_requests
+    assert str(question.session_id) == child
+
+
+def sequence_line(notification: Any, main: str, child: str) -> str | None:
+    """One line of the update sequence: whose session, which update, what it says."""
+    who = {main: "main", child: "child"}.get(str(notification.session_id), "?")
+    update = notification.update
+    kind = update.session_update
+    if isinstance(update, types.SubagentUpdate):
+        if update.title is not None:
+            return f"{who} {kind} announce {update.title}"
+        state = update.state
+        stop = getattr(state, "stop_reason", None)
+        return f"{who} {kind} {state.state}{':' + stop if stop else ''}" if state else None
+    if isinstance(update, types.SessionMessage):
+        return f"{who} {kind} {str(update.message_id).removeprefix(child + '.')}"
+    if isinstance(update, types.AgentMessageChunk) and isinstance(
+        update.content, types.TextContent
+    ):
+        return f"{who} {kind} {update.content.text}"
+    if isinstance(update, types.ToolCall):
+        return f"{who} {kind} {update.title}"
+    return None
+
+
+async def test_resume_announces_the_open_children_after_its_answer(tmp_path: Path):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    script = script_in(
+        tmp_path,
+        [
+            [tool("branch", task="Say hello", title="hello")],
+            [tool("branch_wait", all=True, timeout_s=20)],
+            [{"text": "Done."}],
+        ],
+        hello=[[{"text": "Hello."}]],
+    )
+    first = subagents_client()
+    async with running_agent(
+        home, script=script, client=first, unstable=True, capabilities=subagent_capabilities(first)
+    ):
+        session_id = await first.new_session(workspace)
+        await first.prompt(session_id, "Branch off")
+        [child] = {str(u.session_id) for u in announced(first, session_id)}
+
+    again = subagents_client()
+    async with running_agent(
+        home, script=script, client=again, unstable=True, capabilities=subagent_capabilities(again)
+    ):
+        await again.resume(session_id, workspace)
+        await again.wait_until(lambda: bool(announced(again, session_id)), timeout_s=5)
+        lines = [json.loads(line) for line in again.received]
+
+    answered = next(
+        i
+        for i, m in enumerate(lines)
+        if "result" in m and isinstance(m["result"], dict) and "modes" in m["result"]
+    )
+    announce_at = next(
+        i
+        for i, m in enumerate(lines)
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "subagent_update"
+    )
+    assert answered < announce_at  # the client knows the parent first
+    [announce] = announced(again, session_id)
+    assert str(announce.session_id) == child
+    assert announce.title == "hello"
+    assert states([announce], child) == ["idle:end_turn"]
+    assert again.session_updates_for(child) == []  # no history on a resume
