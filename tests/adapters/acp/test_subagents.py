@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import pytest
 
+from acp_agent.adapters.acp._subagents import state_of
+from acp_agent.capabilities import LineState
 from protocol import methods, types
 from tests.support import EditorClient, running_agent
 from tests.support.editor_client import allow_all
@@ -479,3 +482,25 @@ async def test_resume_announces_the_open_children_after_its_answer(tmp_path: Pat
     assert announce.title == "hello"
     assert states([announce], child) == ["idle:end_turn"]
     assert again.session_updates_for(child) == []  # no history on a resume
+
+
+@pytest.mark.parametrize(
+    ("state", "stop_reason", "expected"),
+    [
+        ("running", None, ("running", None)),
+        ("waiting", None, ("requires_action", None)),
+        ("finished", "end_turn", ("idle", "end_turn")),
+        ("finished", "max_turn_requests", ("idle", "max_turn_requests")),
+        ("finished", "storage_full", ("idle", "_storage_full")),
+        ("failed", "error", ("idle", "error")),
+        ("interrupted", "cancelled", ("idle", "cancelled")),
+        ("interrupted", "interrupted", ("idle", "error")),
+        ("closed", None, ("idle", None)),
+    ],
+)
+def test_a_line_state_maps_to_one_acp_state(
+    state: str, stop_reason: str | None, expected: tuple[str, str | None]
+):
+    line = SimpleNamespace(state=LineState(state), stop_reason=stop_reason)
+    snapshot = state_of(line)  # type: ignore[arg-type]
+    assert (snapshot.state, getattr(snapshot, "stop_reason", None)) == expected
