@@ -91,25 +91,6 @@ def state_of(line: ChildLine) -> types.StateUpdate:
     return make()
 
 
-def _message(
-    message_id: str,
-    *,
-    sender: str,
-    recipient: str,
-    text: str,
-    sender_message_id: str | None = None,
-    recipient_message_id: str | None = None,
-) -> types.SessionMessage:
-    return types.SessionMessage(
-        message_id=message_id,
-        sender_session_id=sender,
-        recipient_session_id=recipient,
-        sender_message_id=sender_message_id,
-        recipient_message_id=recipient_message_id,
-        content=[types.TextContent(text=text)],
-    )
-
-
 class ChildTranslator:
     """A child's translator: its own updates (`inner`'s), and the messages it sends and
     receives.
@@ -152,54 +133,45 @@ class ChildTranslator:
 
     def from_parent(self, key: str, text: str) -> list[types.SessionUpdate]:
         """A message from the parent: its outgoing view to the parent, the incoming one here."""
-        out_id, in_id = f"{self.child_id}.{key}.out", f"{self.child_id}.{key}.in"
-        self._send_parent(
-            _message(
-                out_id,
-                sender=self.parent_id,
-                recipient=self.child_id,
-                text=text,
-                recipient_message_id=in_id,
-            )
-        )
-        return [
-            _message(
-                in_id,
-                sender=self.parent_id,
-                recipient=self.child_id,
-                text=text,
-                sender_message_id=out_id,
-            )
-        ]
-
-    def _send_parent(self, update: types.SessionUpdate) -> None:
-        if not self.muted:
-            self.to_parent(update)
+        outgoing, incoming = self._views(key, self.parent_id, self.child_id, text)
+        self._send_parent(outgoing)
+        return [incoming]
 
     def _report(self) -> list[types.SessionUpdate]:
         """The child's last reply of the turn, sent to the parent as its report."""
         self._reports += 1
         text = "".join(self._reply).strip() or "(no report)"
-        key = f"report{self._reports}"
-        out_id, in_id = f"{self.child_id}.{key}.out", f"{self.child_id}.{key}.in"
-        self._send_parent(
-            _message(
-                in_id,
-                sender=self.child_id,
-                recipient=self.parent_id,
-                text=text,
-                sender_message_id=out_id,
-            )
+        outgoing, incoming = self._views(
+            f"report{self._reports}", self.child_id, self.parent_id, text
         )
-        return [
-            _message(
-                out_id,
-                sender=self.child_id,
-                recipient=self.parent_id,
-                text=text,
-                recipient_message_id=in_id,
-            )
-        ]
+        self._send_parent(incoming)
+        return [outgoing]
+
+    def _views(
+        self, key: str, sender: str, recipient: str, text: str
+    ) -> tuple[types.SessionMessage, types.SessionMessage]:
+        """The outgoing and the incoming view of one message, each naming the other."""
+        out_id, in_id = f"{self.child_id}.{key}.out", f"{self.child_id}.{key}.in"
+        content: list[types.ContentBlock] = [types.TextContent(text=text)]
+        outgoing = types.SessionMessage(
+            message_id=out_id,
+            sender_session_id=sender,
+            recipient_session_id=recipient,
+            recipient_message_id=in_id,
+            content=list(content),
+        )
+        incoming = types.SessionMessage(
+            message_id=in_id,
+            sender_session_id=sender,
+            recipient_session_id=recipient,
+            sender_message_id=out_id,
+            content=list(content),
+        )
+        return outgoing, incoming
+
+    def _send_parent(self, update: types.SessionUpdate) -> None:
+        if not self.muted:
+            self.to_parent(update)
 
 
 @attrs.define(eq=False)

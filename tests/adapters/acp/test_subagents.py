@@ -41,6 +41,27 @@ def subagents_client() -> EditorClient:
     return EditorClient(decide=allow_all, unstable=True)
 
 
+def subagents_agent(home: Path, script: Path, client: EditorClient) -> Any:
+    """The agent with `--unstable`, talking to `client` as a client advertising subagents."""
+    capabilities = subagent_capabilities(client)
+    return running_agent(
+        home, script=script, client=client, unstable=True, capabilities=capabilities
+    )
+
+
+def one_branch(tmp_path: Path, title: str, task: str, *replies: list[dict[str, Any]]) -> Path:
+    """Main starts one branch, waits for it, and says it is done."""
+    return script_in(
+        tmp_path,
+        [
+            [tool("branch", task=task, title=title)],
+            [tool("branch_wait", all=True, timeout_s=20)],
+            [{"text": "Done."}],
+        ],
+        **{title: list(replies)},
+    )
+
+
 def subagent_capabilities(client: EditorClient) -> types.ClientCapabilities:
     capabilities = client.capabilities() or types.ClientCapabilities()
     return types.ClientCapabilities(
@@ -83,26 +104,15 @@ async def test_a_branch_is_announced_then_talks_on_its_own_session(tmp_path: Pat
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("one\ntwo\n")
-    script = script_in(
+    script = one_branch(
         tmp_path,
-        [
-            [tool("branch", task="Count the lines of notes.txt", title="notes")],
-            [tool("branch_wait", all=True, timeout_s=20)],
-            [{"text": "Two lines."}],
-        ],
-        notes=[
-            [tool("shell", command="wc -l < notes.txt")],
-            [{"text": "notes.txt has 2 lines."}],
-        ],
+        "notes",
+        "Count the lines of notes.txt",
+        [tool("shell", command="wc -l < notes.txt")],
+        [{"text": "notes.txt has 2 lines."}],
     )
     client = subagents_client()
-    async with running_agent(
-        tmp_path / "home",
-        script=script,
-        client=client,
-        unstable=True,
-        capabilities=subagent_capabilities(client),
-    ):
+    async with subagents_agent(tmp_path / "home", script, client):
         session_id = await client.new_session(workspace)
         response = await client.prompt(session_id, "How long are my notes?")
         announces = announced(client, session_id)
@@ -179,13 +189,7 @@ async def test_cancelling_a_child_stops_only_that_child(tmp_path: Path):
         quick=[[{"sleep_ms": 1500}, {"text": "Quick is done."}]],
     )
     client = subagents_client()
-    async with running_agent(
-        tmp_path / "home",
-        script=script,
-        client=client,
-        unstable=True,
-        capabilities=subagent_capabilities(client),
-    ):
+    async with subagents_agent(tmp_path / "home", script, client):
         session_id = await client.new_session(workspace)
         async with anyio.create_task_group() as group:
             outcome: list[types.PromptResponse] = []
@@ -220,15 +224,7 @@ async def test_a_client_without_subagents_sees_tool_calls_and_nothing_else(
 ):
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    script = script_in(
-        tmp_path,
-        [
-            [tool("branch", task="Say hello", title="hello")],
-            [tool("branch_wait", all=True, timeout_s=20)],
-            [{"text": "Done."}],
-        ],
-        hello=[[{"text": "Hello."}]],
-    )
+    script = one_branch(tmp_path, "hello", "Say hello", [{"text": "Hello."}])
     client = EditorClient(decide=allow_all, unstable=unstable)
     async with running_agent(tmp_path / "home", script=script, client=client, unstable=unstable):
         session_id = await client.new_session(workspace)
@@ -250,27 +246,15 @@ async def test_load_replays_the_children_as_the_loading_client_takes_them(tmp_pa
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     home = tmp_path / "home"
-    script = script_in(
-        tmp_path,
-        [
-            [tool("branch", task="Say hello", title="hello")],
-            [tool("branch_wait", all=True, timeout_s=20)],
-            [{"text": "Done."}],
-        ],
-        hello=[[{"text": "Hello from the branch."}]],
-    )
+    script = one_branch(tmp_path, "hello", "Say hello", [{"text": "Hello from the branch."}])
     live = subagents_client()
-    async with running_agent(
-        home, script=script, client=live, unstable=True, capabilities=subagent_capabilities(live)
-    ):
+    async with subagents_agent(home, script, live):
         session_id = await live.new_session(workspace)
         await live.prompt(session_id, "Branch off")
         [child] = {str(u.session_id) for u in announced(live, session_id)}
 
     again = subagents_client()
-    async with running_agent(
-        home, script=script, client=again, unstable=True, capabilities=subagent_capabilities(again)
-    ):
+    async with subagents_agent(home, script, again):
         await again.load(session_id, workspace)
         at_answer = len(again.updates)
         await anyio.sleep(0.5)
@@ -336,13 +320,7 @@ async def test_between_main_turns_main_carries_only_state_patches(tmp_path: Path
         ],
     )
     client = subagents_client()
-    async with running_agent(
-        tmp_path / "home",
-        script=script,
-        client=client,
-        unstable=True,
-        capabilities=subagent_capabilities(client),
-    ):
+    async with subagents_agent(tmp_path / "home", script, client):
         session_id = await client.new_session(workspace)
         await client.prompt(session_id, "Start it")
         at_end = len(client.updates)
@@ -380,13 +358,7 @@ async def test_the_readme_subagents_script_plays_the_whole_sequence(tmp_path: Pa
     (workspace / "src").mkdir(parents=True)
     (workspace / "src" / "a.py").write_text("# TODO one\n# TODO two\n")
     client = subagents_client()
-    async with running_agent(
-        tmp_path / "home",
-        script=script,
-        client=client,
-        unstable=True,
-        capabilities=subagent_capabilities(client),
-    ):
+    async with subagents_agent(tmp_path / "home", script, client):
         session_id = await client.new_session(workspace)
         response = await client.prompt(session_id, "How many TODOs?")
     [child] = {str(u.session_id) for u in announced(client, session_id)}
@@ -440,27 +412,15 @@ async def test_resume_announces_the_open_children_after_its_answer(tmp_path: Pat
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     home = tmp_path / "home"
-    script = script_in(
-        tmp_path,
-        [
-            [tool("branch", task="Say hello", title="hello")],
-            [tool("branch_wait", all=True, timeout_s=20)],
-            [{"text": "Done."}],
-        ],
-        hello=[[{"text": "Hello."}]],
-    )
+    script = one_branch(tmp_path, "hello", "Say hello", [{"text": "Hello."}])
     first = subagents_client()
-    async with running_agent(
-        home, script=script, client=first, unstable=True, capabilities=subagent_capabilities(first)
-    ):
+    async with subagents_agent(home, script, first):
         session_id = await first.new_session(workspace)
         await first.prompt(session_id, "Branch off")
         [child] = {str(u.session_id) for u in announced(first, session_id)}
 
     again = subagents_client()
-    async with running_agent(
-        home, script=script, client=again, unstable=True, capabilities=subagent_capabilities(again)
-    ):
+    async with subagents_agent(home, script, again):
         await again.resume(session_id, workspace)
         await again.wait_until(lambda: bool(announced(again, session_id)), timeout_s=5)
         lines = [json.loads(line) for line in again.received]
