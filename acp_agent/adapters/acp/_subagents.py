@@ -271,9 +271,13 @@ class SubagentPresenter:
         )
         child = _Child(line, SessionStream(self._connection, child_id, translator), state)
         self._children[child_id] = child
+        self._send_announce(line, state)
+        return child
+
+    def _send_announce(self, line: ChildLine, state: types.StateUpdate | None) -> None:
         self._parent.send(
             types.SubagentUpdate(
-                session_id=child_id,
+                session_id=str(line.branch_id),
                 title=line.title,
                 description=line.task or None,
                 capabilities=types.SubagentSessionCapabilities(
@@ -282,7 +286,6 @@ class SubagentPresenter:
                 state=state,
             )
         )
-        return child
 
     def follow_children(self) -> None:
         """Announce the children open now and follow them live, without their history
@@ -301,9 +304,12 @@ class SubagentPresenter:
         on its id, then followed live. Everything goes out before the load answers."""
         for line in self._manager.lines():
             child_id = str(line.branch_id)
-            if child_id in self._children:
-                continue
-            child = self._announce(line, state_of(line))
+            followed = self._children.get(child_id)  # loaded again: replay, keep following
+            if followed is None:
+                child = self._announce(line, state_of(line))
+            else:
+                child = followed
+                self._send_announce(line, state_of(line))
             replaying = ChildTranslator(
                 replay(),
                 parent_id=self._parent_id,
@@ -316,10 +322,12 @@ class SubagentPresenter:
             assert isinstance(live, ChildTranslator)
             for event in await branch.read(gt=branch.cut_seq, lte=covered):
                 child.stream.show(event, replaying)
-                live.muted = True  # it learns the history; the replay sent it
-                child.stream.learn(event)
-                live.muted = False
-            child.stream.attach(branch.dispatcher.subscribe(child.stream, after=covered))
+                if followed is None:
+                    live.muted = True  # it learns the history; the replay sent it
+                    child.stream.learn(event)
+                    live.muted = False
+            if followed is None:
+                child.stream.attach(branch.dispatcher.subscribe(child.stream, after=covered))
 
     async def line_changed(self, line: ChildLine) -> None:
         child = self._children.get(str(line.branch_id))
