@@ -19,7 +19,11 @@ steers them:
   nothing is recorded on main but notifications (no update reaches the editor
   between turns); changes are shown at the start of main's next turn;
 - **asking**: a child's permission question waits for a turn of main, and is
-  then asked on the child's showing, naming it (`GatedPrompter`);
+  then asked on the child's showing, naming it (`GatedPrompter`); a front end
+  that shows each child as a session of its own sets `ask_directly`, and the
+  question goes at once to the child's session;
+- **watching**: such a front end `watch`es the children (`LineWatcher`): it
+  hears of each as it opens, of each change, and of each turn of main;
 - **steering**: a message (`BranchMessageReceived`, a `<branch-message>` to
   the child) starts a turn of a child that is not working; cancel stops every
   child's current step; close ends a child's line of work, never a sibling's.
@@ -445,7 +449,8 @@ class GatedPrompter:
     """A child's permission questions: asked only during a turn of main, naming the branch.
 
     Outside main's turns a child waits (its state: waiting for approval); the
-    question goes out at the start of main's next turn. It is asked on the
+    question goes out at the start of main's next turn. With the manager's
+    `ask_directly` set, it is asked at once, on the child's own session. It is asked on the
     branch's showing in main's turn (the tool call the editor shows for the
     branch), titled with the branch's title, so the person sees whose call it is.
     """
