@@ -395,11 +395,27 @@ def _glob_matches(pattern: str, relative: str) -> bool:
     return fnmatch.fnmatchcase(relative, pattern)
 
 
+#: What an "always" rule of a file tool covers, in plain words.
+_FILE_ACTIONS: Final = {
+    "edit": "edits to",
+    "write": "writes to",
+    "delete": "deleting",
+    "move": "moving",
+    "read": "reading",
+}
+
+
 def _scope_text(tool: str, scope: RuleScope, pattern: str) -> str:
+    """What a rule covers, in plain words (no markdown: option names are shown as is)."""
     if scope is RuleScope.COMMAND_PREFIX:
-        return f"`{pattern}` commands"
+        return f"commands starting with {pattern}"
     if scope is RuleScope.PATH_GLOB:
-        return f"{tool} on `{pattern}`"
+        action = _FILE_ACTIONS.get(tool, f"the {tool} tool on")
+        folder = pattern.removesuffix("**").rstrip("/")
+        return f"{action} files under {folder}/" if folder else f"{action} any file"
+    if scope is RuleScope.MCP_TOOL and tool.startswith(MCP_TOOL_PREFIX):
+        server, _, name = tool.removeprefix(MCP_TOOL_PREFIX).partition("__")
+        return f"the MCP tool {server}/{name}" if name else f"the MCP tool {server}"
     return f"the {tool} tool"
 
 

@@ -165,7 +165,27 @@ def test_the_options_say_what_always_would_remember():
 
     assert labels == [
         "Allow once",
-        "Always allow `pytest -q` commands in this workspace",
+        "Always allow commands starting with pytest -q in this workspace",
         "Reject",
-        "Always reject `pytest -q` commands in this workspace",
+        "Always reject commands starting with pytest -q in this workspace",
     ]
+
+
+@pytest.mark.parametrize(
+    ("tool", "need", "label"),
+    [
+        ("edit", PermissionNeed(Effect.EDIT, "/work/project/README.md"), "edits to any file"),
+        ("write", EDIT, "writes to files under src/"),
+        ("delete", EDIT, "deleting files under src/"),
+        ("fetch", FETCH, "the fetch tool"),
+        ("mcp__github__create_issue", FETCH, "the MCP tool github/create_issue"),
+    ],
+)
+def test_an_always_label_names_its_rule_in_plain_words(tool: str, need: PermissionNeed, label: str):
+    [always] = [
+        option.label
+        for option in options_for(tool, need, WORKSPACE)
+        if option.choice is PermissionChoice.ALLOW_ALWAYS
+    ]
+    assert always == f"Always allow {label} in this workspace"
+    assert "`" not in always  # option names are shown as they are, not as Markdown
