@@ -69,6 +69,7 @@ __all__ = (
     "revoke_rule",
     "rule_for",
     "rule_matches",
+    "rule_text",
 )
 
 #: Tools from MCP servers are named `mcp__<server>__<tool>`; their rules name the tool.
@@ -229,7 +230,7 @@ def decide(
     for rule in rules:
         if rule.decision == RuleDecision.DENY and rule_matches(rule, tool, need, workspace):
             return Refuse(
-                f"Not run: the person chose to always reject {_rule_text(rule)} in this "
+                f"Not run: the person chose to always reject {rule_text(rule)} in this "
                 "workspace. Do not try to get around it; ask the person if it is needed."
             )
     if mode is PermissionMode.PLAN and need.effect is not Effect.READ_ONLY:
@@ -419,5 +420,6 @@ def _scope_text(tool: str, scope: RuleScope, pattern: str) -> str:
     return f"the {tool} tool"
 
 
-def _rule_text(rule: PermissionRule) -> str:
+def rule_text(rule: PermissionRule) -> str:
+    """What a remembered rule covers, in plain words: "commands starting with git status"."""
     return _scope_text(rule.tool, RuleScope(rule.scope), rule.pattern)

@@ -45,7 +45,7 @@ from typing import Any, Final, Literal, Protocol
 import attrs
 
 from acp_agent.capabilities._model_source import ModelSource
-from acp_agent.capabilities._permissions import list_rules, revoke_rule
+from acp_agent.capabilities._permissions import list_rules, revoke_rule, rule_text
 from acp_agent.capabilities._session_controls import (
     MODE_KEY,
     MODEL_KEY,
@@ -467,13 +467,8 @@ class CommandRunner:
 
 def _rule_line(rule: Any) -> str:
     decision = "always allow" if rule.decision == "allow" else "always reject"
-    if rule.scope == "command_prefix":
-        what = f"`{rule.pattern}` commands ({rule.tool})"
-    elif rule.scope == "path_glob":
-        what = f"{rule.tool} on `{rule.pattern}`"
-    else:
-        what = f"the {rule.tool} tool"
-    return f"{decision} {what}"
+    tool = f" ({rule.tool})" if rule.scope == "command_prefix" else ""
+    return f"{decision} {rule_text(rule)}{tool}"
 
 
 def _summary(text: str) -> str:
