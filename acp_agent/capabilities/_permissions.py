@@ -43,7 +43,7 @@ from typing import Any, Final, Protocol
 
 import attrs
 
-from acp_agent.capabilities._tool import Effect, Location, PermissionNeed, ToolKind
+from acp_agent.capabilities._tool import ContentPart, Effect, Location, PermissionNeed, ToolKind
 from acp_agent.core import CallId, PermissionRule, SessionId, Store, new_id
 
 __all__ = (
@@ -160,6 +160,8 @@ class PermissionQuestion:
     options: tuple[PermissionOption, ...]
     #: The branch whose call it is, when it is not the main line's.
     branch_id: str | None = None
+    #: What the call would change, worked out before asking (a diff); shown with it.
+    content: tuple[ContentPart, ...] = ()
 
 
 @attrs.frozen
@@ -241,6 +243,7 @@ def decide(
         )
     if outside:
         paths = ", ".join(need.outside_workspace)
+        # The tool's note names each outside path and why (a symlink, an absolute path).
         note = need.note or f"Outside the workspace: {paths}"
         return Ask(options_for(tool, need, workspace), note)
     if mode is PermissionMode.BYPASS:
@@ -252,7 +255,12 @@ def decide(
     for rule in rules:
         if rule.decision == RuleDecision.ALLOW and rule_matches(rule, tool, need, workspace):
             return Allow(f"rule {rule.rule_id}")
-    return Ask(options_for(tool, need, workspace), need.note)
+    why = f"Asked because no rule of this workspace allows it ({mode.value} mode)."
+    return Ask(options_for(tool, need, workspace), _joined(need.note, why))
+
+
+def _joined(*notes: str | None) -> str:
+    return "\n".join(note for note in notes if note)
 
 
 def options_for(tool: str, need: PermissionNeed, workspace: str) -> tuple[PermissionOption, ...]:

@@ -31,6 +31,7 @@ __all__ = (
     "PlanEntry",
     "PlanPriority",
     "PlanStatus",
+    "PreviewingTool",
     "ProgressSink",
     "ReadStamps",
     "TerminalContent",
@@ -41,6 +42,7 @@ __all__ = (
     "ToolInputError",
     "ToolKind",
     "ToolPresentation",
+    "ToolPreview",
     "ToolResult",
 )
 
@@ -314,4 +316,27 @@ class Tool(Protocol):
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         """Do the work. Raise `ToolInputError` for bad arguments; other errors become
         error results too, but are logged as tool failures."""
+        ...
+
+
+@attrs.frozen
+class ToolPreview:
+    """What a call will do, worked out before the person is asked: a dry run.
+
+    Its `content` (a diff of exactly what would be written) goes into the
+    permission question, so the person sees the change they approve.
+    """
+
+    content: tuple[ContentPart, ...]
+
+
+@runtime_checkable
+class PreviewingTool(Protocol):
+    """A tool that can show what a call would do before it runs (edit, write, ...)."""
+
+    async def preview(
+        self, arguments: Mapping[str, Any], context: ToolContext
+    ) -> ToolPreview | ToolResult:
+        """The change the call would make, read now; a `ToolResult` (an error) when it
+        cannot be made: the call then fails without asking anyone. Changes nothing."""
         ...

@@ -66,6 +66,8 @@ from acp_agent.capabilities._tool import (
     ContentPart,
     MemoryReadStamps,
     PermissionNeed,
+    PreviewingTool,
+    ProgressSink,
     TextContent,
     Tool,
     ToolContext,
@@ -186,6 +188,19 @@ class _Call:
     @property
     def call_id(self) -> CallId:
         return self.request.call_id
+
+
+class _Silent:
+    """The progress of a preview: it reports nothing (it runs nothing)."""
+
+    async def content(self, parts: Sequence[ContentPart]) -> None:
+        return None
+
+    async def terminal_output(self, terminal_id: str, data: str) -> None:
+        return None
+
+
+_NO_PROGRESS: Final = _Silent()
 
 
 class _Progress:
@@ -378,7 +393,12 @@ class ToolExecutor:
             await self._record_unrun(call, decision.explanation)
             return
         if isinstance(decision, Ask):
-            answer = await self._ask(call, need, decision)
+            # Never a dry run outside the workspace: reading there needs the answer first.
+            preview = () if need.outside_workspace else await self._preview(call, tool)
+            if isinstance(preview, ToolResult):  # it cannot be done: nobody is asked
+                await self._record_unrun(call, preview.model_text, raw_output=preview.raw_output)
+                return
+            answer = await self._ask(call, need, decision, preview)
             answered = PermissionAnswered(call.permission_id or "", call.call_id, _outcome(answer))
             if answer.choice is not None and answer.choice.remembered:
                 await self._remember(answer.choice, call, need)
@@ -418,7 +438,9 @@ class ToolExecutor:
         except StoreError:
             logger.exception("could not keep the rule chosen for call %s", call.call_id)
 
-    async def _ask(self, call: _Call, need: PermissionNeed, ask: Ask) -> PermissionAnswer:
+    async def _ask(
+        self, call: _Call, need: PermissionNeed, ask: Ask, content: tuple[ContentPart, ...] = ()
+    ) -> PermissionAnswer:
         request = call.request
         call.permission_id = new_id("perm")
         options = [option.option_id for option in ask.options]
@@ -438,6 +460,7 @@ class ToolExecutor:
             locations=decode_locations(request.locations),
             options=ask.options,
             branch_id=None if self.branch.parent_id is None else self.branch.id,
+            content=content,
         )
         prompter = self.prompter if self.prompter is not None else self.controls.prompter
         try:
@@ -446,20 +469,39 @@ class ToolExecutor:
             logger.exception("asking about call %s failed; taking it as cancelled", call.call_id)
             return PermissionAnswer(None)
 
-    async def _execute(self, call: _Call, tool: Tool) -> None:
-        request = call.request
-        generation = self.bindings.generation(request.request_id)
-        recorder = call.progress = CoalescingRecorder(self.branch.append)
-        context = ToolContext(
+    def _context(self, call: _Call, progress: ProgressSink) -> ToolContext:
+        return ToolContext(
             session_id=self.controls.session_id,
             branch_id=self.branch.id,
             call_id=call.call_id,
             roots=self.controls.roots,
             client=self.controls.client,
-            progress=_Progress(call.call_id, recorder),
+            progress=progress,
             read_stamps=self.read_stamps,
             jobs=self.jobs.host(self.branch, call.call_id) if self.jobs is not None else None,
         )
+
+    async def _preview(self, call: _Call, tool: Tool) -> tuple[ContentPart, ...] | ToolResult:
+        """What the call would change, for its question; or why it cannot run (unasked)."""
+        if not isinstance(tool, PreviewingTool):
+            return ()
+        try:
+            preview = await tool.preview(call.request.arguments, self._context(call, _NO_PROGRESS))
+        except ToolInputError as exc:
+            text = f"Not run: invalid arguments: {exc}"
+            return ToolResult((TextContent(text),), text, is_error=True)
+        except Exception:
+            logger.exception("tool %s could not preview call %s", call.request.tool, call.call_id)
+            return ()  # asked without the change shown; the run says what happens
+        if isinstance(preview, ToolResult):
+            return preview
+        return preview.content
+
+    async def _execute(self, call: _Call, tool: Tool) -> None:
+        request = call.request
+        generation = self.bindings.generation(request.request_id)
+        recorder = call.progress = CoalescingRecorder(self.branch.append)
+        context = self._context(call, _Progress(call.call_id, recorder))
         try:
             if generation is None:
                 raise UnboundCall(_UNBOUND)
@@ -487,8 +529,9 @@ class ToolExecutor:
 
     # --- recording ------------------------------------------------------------------------
 
-    async def _record_unrun(self, call: _Call, text: str) -> None:
-        await self.branch.append([self._result_draft(call.request, text, ToolOutcome.NOT_EXECUTED)])
+    async def _record_unrun(self, call: _Call, text: str, *, raw_output: Any = None) -> None:
+        draft = self._result_draft(call.request, text, ToolOutcome.NOT_EXECUTED, raw_output)
+        await self.branch.append([draft])
         call.stage = CallStage.RECORDED
 
     async def _record_finished(self, call: _Call) -> None:
@@ -546,7 +589,9 @@ class ToolExecutor:
             await self.branch.append(drafts)
 
     @staticmethod
-    def _result_draft(request: ToolCallRequested, text: str, outcome: ToolOutcome) -> EventDraft:
+    def _result_draft(
+        request: ToolCallRequested, text: str, outcome: ToolOutcome, raw_output: Any = None
+    ) -> EventDraft:
         return EventDraft(
             ToolResultRecorded(
                 request.call_id,
@@ -555,6 +600,7 @@ class ToolExecutor:
                 is_error=True,
                 outcome=outcome,
                 model_text=text,
+                raw_output=json_safe(raw_output),
             ),
             TOOLS_PRODUCER,
         )

@@ -41,6 +41,7 @@ from acp_agent.capabilities._tool import (
     PlanEntry,
     PlanPriority,
     PlanStatus,
+    PreviewingTool,
     ProgressSink,
     ReadStamps,
     TerminalContent,
@@ -51,6 +52,7 @@ from acp_agent.capabilities._tool import (
     ToolInputError,
     ToolKind,
     ToolPresentation,
+    ToolPreview,
     ToolResult,
 )
 from acp_agent.capabilities.context._tags import restore_runtime_tags
@@ -77,6 +79,7 @@ __all__ = (
     "PlanEntry",
     "PlanPriority",
     "PlanStatus",
+    "PreviewingTool",
     "ProgressSink",
     "ReadStamps",
     "StartedJob",
@@ -90,6 +93,7 @@ __all__ = (
     "ToolInputError",
     "ToolKind",
     "ToolPresentation",
+    "ToolPreview",
     "ToolResult",
     "restore_runtime_tags",
 )

@@ -33,12 +33,14 @@ from acp_agent.capabilities.tool import (
     ToolInputError,
     ToolKind,
     ToolPresentation,
+    ToolPreview,
     ToolResult,
     restore_runtime_tags,
 )
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import (
     FileRefusal,
+    FileSnapshot,
     first_changed_line,
     line_ending,
     load_snapshot,
@@ -214,26 +216,46 @@ class EditTool:
         target = self._target(arguments, roots)
         return path_need(Effect.EDIT, target)
 
+    async def _change(
+        self, target: WorkspacePath, arguments: Mapping[str, Any], context: ToolContext
+    ) -> tuple[FileSnapshot, str, int]:
+        """The file as it is and as the edits leave it; `FileRefusal` if they cannot apply."""
+        snapshot = await load_snapshot(target.path, context.client)
+        if snapshot.text is None:
+            raise FileRefusal(
+                "not_found", f"{target.display} does not exist (use `write` to create it)"
+            )
+        require_fresh_read(snapshot, context.read_stamps.get(str(target.path)), target.display)
+        replacements = parse_replacements(arguments)
+        new_text, count = apply_replacements(snapshot.text, replacements, target.display)
+        if new_text == snapshot.text:
+            raise FileRefusal("no_change", "the edits leave the file as it was")
+        return snapshot, new_text, count
+
+    async def preview(
+        self, arguments: Mapping[str, Any], context: ToolContext
+    ) -> ToolPreview | ToolResult:
+        target = self._target(arguments, context.roots)
+        try:
+            snapshot, new_text, _ = await self._change(target, arguments, context)
+        except FileRefusal as refusal:
+            return refusal_result(refusal, path=str(target.path))
+        return ToolPreview((DiffContent(str(target.path), snapshot.text, new_text),))
+
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         target = self._target(arguments, context.roots)
-        replacements = parse_replacements(arguments)
         path = str(target.path)
         async with path_lock(target.path):
             try:
-                snapshot = await load_snapshot(target.path, context.client)
-                if snapshot.text is None:
-                    raise FileRefusal(
-                        "not_found", f"{target.display} does not exist (use `write` to create it)"
-                    )
-                require_fresh_read(snapshot, context.read_stamps.get(path), target.display)
-                new_text, count = apply_replacements(snapshot.text, replacements, target.display)
-                if new_text == snapshot.text:
-                    raise FileRefusal("no_change", "the edits leave the file as it was")
+                # Checked again against the file now: changed since the question, it fails
+                # (`file_modified_since_read`) instead of writing what was not approved.
+                snapshot, new_text, count = await self._change(target, arguments, context)
                 via = await store_text(snapshot, new_text, context.client)
             except FileRefusal as refusal:
                 return refusal_result(refusal, path=path)
             context.read_stamps.record(path, snapshot.stamp_after_write(new_text))
         old_text = snapshot.text
+        assert old_text is not None
         line = first_changed_line(old_text, new_text)
         places = "1 place" if count == 1 else f"{count} places"
         return ToolResult(

@@ -187,12 +187,12 @@ class ShellTool:
 
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
         call = self._parse(arguments, roots)
-        note = (
-            "It runs in the background, after this turn too, until it ends or is stopped."
-            if call.background
-            else None
+        note = f"In {call.cwd.path}"
+        if call.background:
+            note += "; it runs in the background, after this turn too, until it ends or is stopped"
+        return outside_need(
+            PermissionNeed(Effect.EXECUTE, call.command, note=note + "."), [call.cwd]
         )
-        return outside_need(PermissionNeed(Effect.EXECUTE, call.command, note=note), [call.cwd])
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         call = self._parse(arguments, context.roots)

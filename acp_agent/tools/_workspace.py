@@ -161,10 +161,12 @@ def outside_need(effect_need: PermissionNeed, paths: Iterable[WorkspacePath]) ->
     if not outside:
         return effect_need
     notes = [note for p in outside if (note := p.outside_note())]
+    if effect_need.note:
+        notes.insert(0, effect_need.note)
     return attrs.evolve(
         effect_need,
         outside_workspace=tuple(dict.fromkeys(str(p.path) for p in outside)),
-        note="; ".join(notes),
+        note="\n".join(notes) if notes else None,
     )
 
 

@@ -29,12 +29,14 @@ from acp_agent.capabilities.tool import (
     ToolInputError,
     ToolKind,
     ToolPresentation,
+    ToolPreview,
     ToolResult,
 )
 from acp_agent.tools._args import require_str
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import (
     FileRefusal,
+    FileSnapshot,
     first_changed_line,
     line_ending,
     load_snapshot,
@@ -100,6 +102,28 @@ class WriteTool:
         target = self._target(arguments, roots)
         return path_need(Effect.EDIT, target)
 
+    async def _change(
+        self, target: WorkspacePath, content: str, context: ToolContext
+    ) -> tuple[FileSnapshot, str]:
+        """The file as it is and as it would be written; `FileRefusal` if it may not be."""
+        snapshot = await load_snapshot(target.path, context.client)
+        require_fresh_read(snapshot, context.read_stamps.get(str(target.path)), target.display)
+        old_text = snapshot.text
+        return snapshot, content if old_text is None else match_line_endings(old_text, content)
+
+    async def preview(
+        self, arguments: Mapping[str, Any], context: ToolContext
+    ) -> ToolPreview | ToolResult:
+        target = self._target(arguments, context.roots)
+        content = require_str(arguments, "content", allow_empty=True)
+        if target.path.is_dir():
+            raise ToolInputError(f"{target.display} is a directory")
+        try:
+            snapshot, new_text = await self._change(target, content, context)
+        except FileRefusal as refusal:
+            return refusal_result(refusal, path=str(target.path))
+        return ToolPreview((DiffContent(str(target.path), snapshot.text, new_text),))
+
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         target = self._target(arguments, context.roots)
         content = require_str(arguments, "content", allow_empty=True)
@@ -108,10 +132,9 @@ class WriteTool:
         path = str(target.path)
         async with path_lock(target.path):
             try:
-                snapshot = await load_snapshot(target.path, context.client)
-                require_fresh_read(snapshot, context.read_stamps.get(path), target.display)
+                # Checked again now: a file changed since the question is not overwritten.
+                snapshot, new_text = await self._change(target, content, context)
                 old_text = snapshot.text
-                new_text = content if old_text is None else match_line_endings(old_text, content)
                 via = await store_text(snapshot, new_text, context.client)
             except FileRefusal as refusal:
                 return refusal_result(refusal, path=path)

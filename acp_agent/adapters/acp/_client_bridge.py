@@ -174,7 +174,10 @@ class AcpPermissionPrompter:
                 title=question.title,
                 kind=_TOOL_KINDS.get(question.kind.value, types.ToolKind.OTHER),
                 status=types.ToolCallStatus.PENDING,
-                content=[types.Content(content=types.TextContent(text=_question_text(question)))],
+                content=[
+                    types.Content(content=types.TextContent(text=_question_text(question))),
+                    *_change_of(question),
+                ],
                 locations=[
                     types.ToolCallLocation(path=location.path, line=location.line)
                     for location in question.locations
@@ -205,6 +208,17 @@ class AcpPermissionPrompter:
                 return PermissionAnswer(PermissionChoice.REJECT_ONCE)
             return PermissionAnswer(choice)
         return PermissionAnswer(None)
+
+
+def _change_of(question: PermissionQuestion) -> list[types.ToolCallContent]:
+    """The change the call would make, as `diff` items: what the person approves."""
+    from acp_agent.capabilities import DiffContent
+
+    return [
+        types.Diff(path=part.path, old_text=part.old_text, new_text=part.new_text)
+        for part in question.content
+        if isinstance(part, DiffContent)
+    ]
 
 
 def _question_text(question: PermissionQuestion) -> str:

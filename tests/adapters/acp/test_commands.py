@@ -179,7 +179,8 @@ async def test_permissions_lists_remembered_rules_and_a_revoked_one_is_asked_aga
     assert listing.startswith(f"Permission rules for {workspace}:")
     assert f"- `{rule_id}`: always allow commands starting with echo hi (shell)" in listing
     assert revoked == (
-        f"Revoked `{rule_id}`: always allow commands starting with echo hi (shell) will be asked about again."
+        f"Revoked `{rule_id}`: always allow commands starting with echo hi (shell) "
+        "will be asked about again."
     )
     assert unknown.startswith("No rule `rule_nope` holds in")
     assert len(client.permission_requests) == 2  # asked again after the revocation

@@ -1,0 +1,109 @@
+"""Review before it happens: a change is shown in its permission question, as it will be written.
+
+The real agent over stdio with a scripted model, with an editor serving `fs/*`
+and with none (the `mode` fixture of the e2e tool tests).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol import types
+from tests.tools.test_e2e_tools import call, mode, scripted_session, workspace
+
+__all__ = ("mode", "workspace")  # the fixtures, used by name
+
+pytestmark = pytest.mark.e2e
+
+
+def asked_diffs(request: types.RequestPermissionRequest) -> list[dict[str, Any]]:
+    return [
+        {"path": part.path, "oldText": part.old_text, "newText": part.new_text}
+        for part in request.tool_call.content or []
+        if isinstance(part, types.Diff)
+    ]
+
+
+def question_for(agent: Any, call_id: str) -> types.RequestPermissionRequest:
+    [request] = [r for r in agent.client.permission_requests if r.tool_call.tool_call_id == call_id]
+    return request
+
+
+async def test_an_edit_and_a_write_are_asked_with_the_diff_they_then_write(
+    tmp_path: Path, workspace: Path, mode: str
+) -> None:
+    (workspace / "a.py").write_text("x = 1\ny = 2\n")
+    (workspace / "b.txt").write_text("old\r\ntext\r\n")
+    replies = [
+        [call("read_a", "read", path="a.py"), call("read_b", "read", path="b.txt")],
+        [call("edit_a", "edit", path="a.py", old_text="y = 2", new_text="y = 20")],
+        [call("write_b", "write", path="b.txt", content="new\ntext\n")],
+    ]
+    async with scripted_session(tmp_path, workspace, mode, replies) as agent:
+        response = await agent.prompt()
+
+    assert response.stop_reason == types.StopReason.END_TURN
+    edit = question_for(agent, "edit_a")
+    assert asked_diffs(edit) == [
+        {"path": str(workspace / "a.py"), "oldText": "x = 1\ny = 2\n", "newText": "x = 1\ny = 20\n"}
+    ]
+    write = question_for(agent, "write_b")
+    [diff] = asked_diffs(write)
+    # Exactly what is written: byte for byte, line endings kept.
+    assert (workspace / "a.py").read_bytes() == b"x = 1\ny = 20\n"
+    assert diff["newText"].encode() == (workspace / "b.txt").read_bytes()
+    assert diff["oldText"] == "old\r\ntext\r\n"
+    # The question still says what asks, in words.
+    texts = [p for p in edit.tool_call.content or [] if isinstance(p, types.Content)]
+    assert texts
+
+
+async def test_an_edit_that_cannot_apply_fails_without_a_question(
+    tmp_path: Path, workspace: Path, mode: str
+) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    replies = [
+        [call("read", "read", path="a.py")],
+        [call("miss", "edit", path="a.py", old_text="nothing like this", new_text="z")],
+        [call("unread", "write", path="c.txt", content="fine\n")],
+    ]
+    (workspace / "c.txt").write_text("was here\n")
+    async with scripted_session(tmp_path, workspace, mode, replies) as agent:
+        await agent.prompt()
+
+    asked = {r.tool_call.tool_call_id for r in agent.client.permission_requests}
+    assert asked == set()  # nobody was asked to approve what cannot happen
+    assert agent.final("miss")["status"] == "failed"
+    assert agent.final("miss")["rawOutput"]["error"] == "no_match"
+    assert agent.final("unread")["rawOutput"]["error"] == "file_not_read"
+    assert (workspace / "a.py").read_text() == "x = 1\n"
+    assert (workspace / "c.txt").read_text() == "was here\n"
+
+
+async def test_a_file_changed_while_the_person_decides_is_not_overwritten(
+    tmp_path: Path, workspace: Path, mode: str
+) -> None:
+    file = workspace / "a.py"
+    file.write_text("x = 1\n")
+
+    def change_then_allow(request: types.RequestPermissionRequest) -> str:
+        file.write_text("x = 2  # changed meanwhile\n")
+        return "allow_once"
+
+    replies = [
+        [call("read", "read", path="a.py")],
+        [call("edit", "edit", path="a.py", old_text="x = 1", new_text="x = 10")],
+    ]
+    async with scripted_session(
+        tmp_path, workspace, mode, replies, decide=change_then_allow
+    ) as agent:
+        await agent.prompt()
+
+    assert asked_diffs(question_for(agent, "edit"))[0]["newText"] == "x = 10\n"
+    ended = agent.final("edit")
+    assert ended["status"] == "failed"
+    assert "file_modified_since_read" in str(ended)
+    assert file.read_text() == "x = 2  # changed meanwhile\n"
