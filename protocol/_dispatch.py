@@ -425,7 +425,8 @@ class AcpProtocol(JsonRPCProtocol):
 
         Raises the `AcpError` the peer answered with, `RemoteProtocolError` for
         a result that does not fit, `PeerDisconnected` if the peer goes away.
-        If the caller is cancelled, the peer is sent `$/cancel_request`.
+        If the caller is cancelled before the answer came, the peer is sent
+        `$/cancel_request` (never for a request it already answered).
         """
         msg_id, future = self._send_request(method, params, None)
         try:
@@ -433,7 +434,8 @@ class AcpProtocol(JsonRPCProtocol):
             # late answer will be delivered to (pygls #621, W6).
             raw = await asyncio.shield(asyncio.wrap_future(future))
         except asyncio.CancelledError:
-            self._tell_peer_cancelled(msg_id)
+            if not future.done():  # answered already: there is nothing left to cancel
+                self._tell_peer_cancelled(msg_id)
             raise
         spec = methods.REQUESTS.get(method)
         if spec is None:

@@ -141,3 +141,29 @@ def test_after_response_outside_a_request_handler_is_misuse():
 
     with pytest.raises(RuntimeError, match="only for request handlers"):
         connection.after_response(lambda: None)
+
+
+async def test_a_caller_cancelled_after_the_answer_came_sends_no_cancel_request() -> None:
+    connection, lines = _connection()
+    request = types.TerminalOutputRequest(session_id="sess_1", terminal_id="term_1")
+    asked = asyncio.ensure_future(connection.request(methods.TERMINAL_OUTPUT, request))
+    await _settle(lines, 1)
+    msg_id = lines.messages[0]["id"]
+    # The answer arrives, and the caller is cancelled before it could take it.
+    answer = {"jsonrpc": "2.0", "id": msg_id, "result": {"output": "", "truncated": False}}
+    connection.protocol.receive_line(json.dumps(answer).encode())
+    asked.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asked
+    await asyncio.sleep(0.05)
+    assert [m.get("method") for m in lines.messages] == [methods.TERMINAL_OUTPUT]
+
+    # Still unanswered when cancelled: the peer is told.
+    pending = asyncio.ensure_future(connection.request(methods.TERMINAL_OUTPUT, request))
+    await _settle(lines, 2)
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    await _settle(lines, 3)
+    assert lines.messages[2]["method"] == methods.CANCEL_REQUEST
+    assert lines.messages[2]["params"] == {"requestId": lines.messages[1]["id"]}
