@@ -90,6 +90,11 @@ class ClientBridge(Protocol):
 
     async def write_text_file(self, path: str, content: str) -> None: ...
 
+    async def updates_sent(self) -> None:
+        """Return once the updates recorded so far have reached the editor (bounded wait):
+        a terminal is shown before it is awaited, and released only after."""
+        ...
+
     async def create_terminal(
         self,
         command: str,
@@ -116,6 +121,9 @@ class NoClient:
 
     async def write_text_file(self, path: str, content: str) -> None:
         raise NotOffered("fs/write_text_file")
+
+    async def updates_sent(self) -> None:
+        return None
 
     async def create_terminal(
         self,

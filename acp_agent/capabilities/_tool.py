@@ -10,7 +10,7 @@ progress and results into `tool_call` / `tool_call_update` notifications.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
@@ -218,6 +218,11 @@ class ToolResult:
     raw_output: Any = None
     #: Places the call touched, if they differ from its presentation's.
     locations: tuple[Location, ...] | None = None
+    #: Run once the result is recorded (whatever happens), e.g. to release a client
+    #: terminal the result still shows: never released before the last update showing it.
+    after_recorded: Callable[[], Awaitable[None]] | None = attrs.field(
+        default=None, eq=False, repr=False
+    )
 
 
 class ToolInputError(ValueError):
@@ -232,6 +237,9 @@ class ProgressSink(Protocol):
 
     async def terminal_output(self, terminal_id: str, data: str) -> None:
         """Append output of a locally run command (Zed's `terminal_output` extension)."""
+
+    async def flush(self) -> None:
+        """Record what was reported so far now, instead of with the next batch."""
 
 
 class ReadStamps(Protocol):

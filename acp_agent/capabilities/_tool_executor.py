@@ -199,8 +199,13 @@ class _Silent:
     async def terminal_output(self, terminal_id: str, data: str) -> None:
         return None
 
+    async def flush(self) -> None:
+        return None
+
 
 _NO_PROGRESS: Final = _Silent()
+#: The most a call's cleanup after its result may take.
+_AFTER_S: Final = 10.0
 
 
 class _Progress:
@@ -226,6 +231,9 @@ class _Progress:
             self._recorder.add(
                 EventDraft(ToolCallOutputDelta(self._call_id, terminal_id, data), TOOLS_PRODUCER)
             )
+
+    async def flush(self) -> None:
+        await self._recorder.flush()
 
 
 class ToolExecutor:
@@ -525,7 +533,15 @@ class ToolExecutor:
                 return
             call.result = result
             call.stage = CallStage.FINISHED
-            await self._record_finished(call)
+            try:
+                await self._record_finished(call)
+            finally:
+                if result.after_recorded is not None:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(_AFTER_S):
+                        try:
+                            await result.after_recorded()
+                        except Exception:
+                            logger.exception("cleanup after call %s failed", call.call_id)
 
     # --- recording ------------------------------------------------------------------------
 

@@ -339,8 +339,10 @@ class ShellTool:
         exited: TerminalExit | None = None
         head = b""
         try:
-            # Embedded before anything else (and so before release): the editor shows it live.
+            # Embedded, and sent, before its exit is awaited: the editor shows it live.
             await context.progress.content([TerminalContent(terminal.terminal_id)])
+            await context.progress.flush()
+            await context.client.updates_sent()
             with anyio.move_on_after(call.timeout_s) as deadline:
                 async with anyio.create_task_group() as group:
 
@@ -368,16 +370,29 @@ class ShellTool:
             final = await terminal.output()
             if final.exit is not None:
                 exited = final.exit
-        finally:
+            result = self._client_result(
+                call, terminal, final.output, final.truncated, head, exited, timed_out
+            )
+        except BaseException:
             with anyio.CancelScope(shield=True):
                 if exited is None:
                     with anyio.move_on_after(_CLEANUP_WAIT_S):
                         await terminal.kill()
                 with anyio.move_on_after(_CLEANUP_WAIT_S):
                     await terminal.release()
-        return self._client_result(
-            call, terminal, final.output, final.truncated, head, exited, timed_out
-        )
+            raise
+        ended = exited
+
+        async def release_once_shown() -> None:
+            # The result shows the terminal too: release only after it reached the editor.
+            await context.client.updates_sent()
+            if ended is None:
+                with anyio.move_on_after(_CLEANUP_WAIT_S):
+                    await terminal.kill()
+            with anyio.move_on_after(_CLEANUP_WAIT_S):
+                await terminal.release()
+
+        return attrs.evolve(result, after_recorded=release_once_shown)
 
     def _client_result(
         self,

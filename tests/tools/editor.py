@@ -38,12 +38,16 @@ class RecordingProgress:
 
     contents: list[tuple[ContentPart, ...]] = attrs.field(factory=list)
     terminal: list[tuple[str, str]] = attrs.field(factory=list)
+    flushes: int = 0
 
     async def content(self, parts: Sequence[ContentPart]) -> None:
         self.contents.append(tuple(parts))
 
     async def terminal_output(self, terminal_id: str, data: str) -> None:
         self.terminal.append((terminal_id, data))
+
+    async def flush(self) -> None:
+        self.flushes += 1
 
     def streamed(self) -> str:
         return "".join(data for _, data in self.terminal)
@@ -182,6 +186,9 @@ class EditorBridge:
         lines = text.splitlines(keepends=True)
         start = (line or 1) - 1
         return "".join(lines[start : start + limit if limit else None])
+
+    async def updates_sent(self) -> None:
+        self.calls.append(("updates_sent", ""))
 
     async def write_text_file(self, path: str, content: str) -> None:
         self.calls.append(("fs/write_text_file", path))

@@ -65,6 +65,10 @@ class Session:
         )
 
     async def run(self, tool: Tool, arguments: Mapping[str, Any]) -> ToolResult:
-        """Check the permission need (as the executor would), then run the call."""
+        """Check the permission need, run the call, then its cleanup after the result
+        (as the executor does once the result is recorded)."""
         tool.permission(arguments, self.roots)
-        return await tool.run(arguments, self.context())
+        result = await tool.run(arguments, self.context())
+        if result.after_recorded is not None:
+            await result.after_recorded()
+        return result

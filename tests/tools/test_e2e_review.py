@@ -107,3 +107,34 @@ async def test_a_file_changed_while_the_person_decides_is_not_overwritten(
     assert ended["status"] == "failed"
     assert "file_modified_since_read" in str(ended)
     assert file.read_text() == "x = 2  # changed meanwhile\n"
+
+
+@pytest.mark.parametrize("command", ["ls -1", "sleep 1; echo tick; sleep 1; echo tock"])
+async def test_a_terminal_is_shown_before_it_is_awaited_and_never_after_release(
+    tmp_path: Path, workspace: Path, command: str
+) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    replies = [[call("run", "shell", command=command)]]
+    async with scripted_session(tmp_path, workspace, "editor", replies) as agent:
+        await agent.prompt()
+
+    assert agent.editor is not None
+    [terminal] = agent.editor.terminals
+    terminal_id = terminal.terminal_id
+    order: list[str] = []
+    for message in agent.client.messages:
+        method = message.get("method")
+        if method == "session/update":
+            content = message["params"]["update"].get("content")
+            parts = content if isinstance(content, list) else []
+            if any(part.get("terminalId") == terminal_id for part in parts):
+                order.append("embed")
+        elif (
+            method in ("terminal/wait_for_exit", "terminal/release") or method == "$/cancel_request"
+        ):
+            order.append(method)
+    assert order[0] == "embed"
+    assert order.index("embed") < order.index("terminal/wait_for_exit")
+    assert order[-1] == "terminal/release"  # no update embeds a released terminal
+    assert "$/cancel_request" not in order
+    assert agent.final("run")["status"] == "completed"

@@ -58,8 +58,12 @@ async def test_a_client_terminal_is_shown_at_once_and_always_released(workspace:
     terminal = TerminalContent("term-1")
     assert session.progress.contents[0] == (terminal,)
     assert result.content == (terminal,)
-    assert editor.methods()[0] == "terminal/create"
-    assert editor.methods()[-1] == "terminal/release"
+    methods = editor.methods()
+    assert methods[0] == "terminal/create"
+    # Shown (and sent) before its exit is awaited; released only after the result.
+    assert methods.index("updates_sent") < methods.index("terminal/wait_for_exit")
+    assert methods[-2:] == ["updates_sent", "terminal/release"]
+    assert session.progress.flushes >= 1
     assert "hi\n" in result.model_text
 
 

@@ -12,7 +12,7 @@ four answers; a question the client cancels (it must, once it sent
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from acp_agent.capabilities import (
     NotOffered,
@@ -51,10 +51,16 @@ class AcpClientBridge:
         self._writes = fs.write_text_file
         self._terminals = capabilities.terminal
         self._streams = bool((capabilities.meta or {}).get("terminal_output") is True)
+        #: Waits until the session's stream sent what is published (set by the session).
+        self.caught_up: Callable[[], Awaitable[None]] | None = None
 
     @property
     def can_read_files(self) -> bool:
         return self._reads
+
+    async def updates_sent(self) -> None:
+        if self.caught_up is not None:
+            await self.caught_up()
 
     @property
     def can_write_files(self) -> bool:

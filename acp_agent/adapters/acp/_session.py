@@ -124,9 +124,11 @@ class AcpSession:
         from acp_agent.capabilities import BRANCHES, MODEL_LOOP, SESSION_CONTROLS
 
         controls = session.scope.get(SESSION_CONTROLS)
-        controls.client = AcpClientBridge(connection, session.id, client_capabilities)
+        bridge = AcpClientBridge(connection, session.id, client_capabilities)
+        controls.client = bridge
         controls.prompter = AcpPermissionPrompter(connection, session.id)
         stream = SessionStream(connection, session.id, translator(replay=False))
+        bridge.caught_up = stream.caught_up
         presenter = None
         if subagents:
             from acp_agent.adapters.acp._subagents import SubagentPresenter

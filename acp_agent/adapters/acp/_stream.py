@@ -76,7 +76,7 @@ class SessionStream:
         self._changed = anyio.Event()
         self._gone = False
         self._subscription: Subscription | None = None
-        #: Prompts waiting for every published event to be sent (see `_caught_up`).
+        #: Prompts waiting for every published event to be sent (see `caught_up`).
         self._catching_up = 0
 
     @property
@@ -203,7 +203,7 @@ class SessionStream:
             if outcome is not None:
                 return outcome
             if turn is not None and turn.settled and turn.unrecorded_ending is not None:
-                await self._caught_up()
+                await self.caught_up()
                 return TurnOutcome(turn.unrecorded_ending, unrecorded=turn.record_error)
             subscription = self._subscription
             if subscription is not None and not subscription.active:
@@ -212,9 +212,10 @@ class SessionStream:
                 )
             await self._changed.wait()
 
-    async def _caught_up(self) -> None:
+    async def caught_up(self) -> None:
         """Wait (briefly) until every published event has been sent: nothing may follow
-        the answer. Only a turn whose end is off the record needs this."""
+        the answer (a turn whose end is off the record), and a terminal is shown before
+        it is awaited or released."""
         subscription = self._subscription
         if subscription is None:
             return
