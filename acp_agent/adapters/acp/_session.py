@@ -142,6 +142,14 @@ class AcpSession:
                 prompter=lambda child_id: AcpPermissionPrompter(connection, child_id),
             )
             presenter.open()
+            children = presenter
+
+            async def all_caught_up() -> None:
+                # A child's terminal is embedded on the child's own session: wait for it too.
+                await stream.caught_up()
+                await children.caught_up()
+
+            bridge.caught_up = all_caught_up
         return cls(
             session,
             connection=connection,

@@ -225,6 +225,11 @@ class SubagentPresenter:
         for child in self._children.values():
             child.stream.close()
 
+    async def caught_up(self) -> None:
+        """Wait (briefly) until every child's stream sent what its line published."""
+        for child in list(self._children.values()):
+            await child.stream.caught_up()
+
     def is_child(self, session_id: str) -> bool:
         return session_id in self._children
 
