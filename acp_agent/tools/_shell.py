@@ -344,24 +344,27 @@ class ShellTool:
             await context.progress.flush()
             await context.client.updates_sent()
             with anyio.move_on_after(call.timeout_s) as deadline:
+                exit_seen = anyio.Event()
                 async with anyio.create_task_group() as group:
 
                     async def keep_head() -> None:
                         # The terminal drops output from the start once over its limit:
-                        # remember the start while it is still there.
+                        # remember the start while it is still there. It stops between
+                        # requests, never cancelling one in flight.
                         nonlocal head
-                        while True:
+                        while not exit_seen.is_set():
                             seen = await terminal.output()
                             if seen.truncated:
                                 return
                             head = seen.output.encode("utf-8")[:HEAD_BYTES]
                             if seen.exit is not None or len(head) >= HEAD_BYTES:
                                 return
-                            await anyio.sleep(_REFRESH_S)
+                            with anyio.move_on_after(_REFRESH_S):
+                                await exit_seen.wait()
 
                     group.start_soon(keep_head)
                     exited = await terminal.wait_for_exit()
-                    group.cancel_scope.cancel()
+                    exit_seen.set()
             timed_out = deadline.cancelled_caught
             if timed_out:
                 await terminal.kill()
