@@ -15,7 +15,7 @@ from acp_agent.core._branch import (
 )
 from acp_agent.core._codec import EventRow, decode_event, encode_event, encode_payload
 from acp_agent.core._commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
-from acp_agent.core._cuts import prompt_cut, quiet_cut
+from acp_agent.core._cuts import message_cut, prompt_cut, quiet_cut
 from acp_agent.core._dispatcher import (
     DISPATCHER,
     Dispatcher,
@@ -275,6 +275,7 @@ __all__ = (
     "decode_event",
     "encode_event",
     "encode_payload",
+    "message_cut",
     "new_id",
     "open_runtime",
     "project_batch",

@@ -3,7 +3,9 @@
 A fork keeps "the first n prompts with everything they produced": that is
 history up to the end of prompt n's turn, moved forward to the next batch end.
 Without n it is the whole published history, or, while a turn runs, history
-up to the last turn that ended.
+up to the last turn that ended. A fork may name a message instead
+(`message_cut`): through the turn a message belongs to, or, for a person's
+message, up to just before it.
 
 A branch started while its parent works inherits history up to the latest
 batch end where no model reply, tool call or compaction is open
@@ -31,7 +33,7 @@ from acp_agent.core._events import (
 )
 from acp_agent.core._ids import NO_SEQ, Seq, TurnId
 
-__all__ = ("prompt_cut", "quiet_cut")
+__all__ = ("message_cut", "prompt_cut", "quiet_cut")
 
 
 async def prompt_cut(branch: Branch, through: int | None = None) -> Seq:
@@ -60,8 +62,52 @@ async def prompt_cut(branch: Branch, through: int | None = None) -> Seq:
         if ending is None:
             raise IllegalCut(f"prompt {through} has not finished")
         cut = ending
-    while cut < last and not await branch.timeline.is_batch_end(cut):
-        cut = Seq(cut + 1)
+    return await _batch_end_from(branch, cut)
+
+
+async def message_cut(branch: Branch, message_id: str, *, before: bool = False) -> Seq:
+    """The batch end after the turn that message `message_id` belongs to, or (`before`)
+    the last batch end before a person's message, so the fork can send it anew.
+
+    A person's message is named by its turn id, a reply by its model request's id
+    (the ids the ACP chunks carry). Raises `IllegalCut` for an id this branch does
+    not have, a reply named with `before`, or a turn that has not finished.
+    """
+    found: TurnId | None = None
+    endings: dict[TurnId, Seq] = {}
+    for event in await branch.read():
+        payload = event.payload
+        if isinstance(payload, UserInputAdopted) and payload.input_id == message_id:
+            if before:
+                return await _batch_end_before(branch, event.seq)
+            found = TurnId(payload.input_id)
+        elif isinstance(payload, ModelRequestStarted) and payload.request_id == message_id:
+            if before:
+                raise IllegalCut(f"{message_id} is a reply, not a person's message")
+            found = payload.turn_id
+        elif isinstance(payload, TurnEnded | TurnInterrupted):
+            endings[payload.turn_id] = event.seq
+    if found is None:
+        raise IllegalCut(f"the session has no message {message_id}")
+    ending = endings.get(found)
+    if ending is None:
+        raise IllegalCut(f"the turn of message {message_id} has not finished")
+    return await _batch_end_from(branch, ending)
+
+
+async def _batch_end_from(branch: Branch, seq: Seq) -> Seq:
+    """`seq`, moved forward to the batch end it is in."""
+    last = branch.timeline.last_published_seq
+    while seq < last and not await branch.timeline.is_batch_end(seq):
+        seq = Seq(seq + 1)
+    return seq
+
+
+async def _batch_end_before(branch: Branch, seq: Seq) -> Seq:
+    """The last batch end before `seq` (`NO_SEQ` when there is none)."""
+    cut = Seq(seq - 1)
+    while cut > NO_SEQ and not await branch.timeline.is_batch_end(cut):
+        cut = Seq(cut - 1)
     return cut
 
 

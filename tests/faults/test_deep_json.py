@@ -22,6 +22,7 @@ from tests.adapters.acp.support import calls_of, text_of_updates
 from tests.mcp.support import SERVERS
 from tests.support import openai_env, running_agent, write_script
 from tests.support.fake_provider import Exchange, FakeProviderServer, openai_chunk, openai_stream
+from tests.support.messages import unnamed
 
 pytestmark = pytest.mark.e2e
 
@@ -207,7 +208,7 @@ async def test_sessions_an_earlier_version_recorded_with_deep_input_load_and_go_
         assert prompts[session_id].stop_reason == types.StopReason.END_TURN
     # The prompt with the deep `_meta` is shown without it; its reply is intact.
     meta_replay = replays[LEGACY_META_SESSION]
-    assert meta_replay[0] == types.UserMessageChunk(content=types.TextContent(text="hi"))
+    assert unnamed(meta_replay)[0] == types.UserMessageChunk(content=types.TextContent(text="hi"))
     assert "Fine." in text_of_updates(meta_replay)
     # The call whose arguments could never be shown is shown without them, with its outcome.
     [requested, *_, result] = [

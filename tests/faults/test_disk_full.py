@@ -110,7 +110,8 @@ async def test_a_full_disk_answers_the_prompt_and_the_session_recovers_once_free
     assert told[-1].startswith("The disk is full")
     assert str(database) in told[-1]
     assert again.stop_reason == types.StopReason.END_TURN
-    assert again.meta is None
+    assert again.meta is not None
+    assert "error" not in again.meta["acp-agent"]
     assert text_of_updates(after)  # the healed session answered
     assert store_problems(database) == []
 

@@ -29,6 +29,7 @@ from protocol.errors import RequestCancelled
 from tests.adapters.acp.support import calls_of
 from tests.mcp.support import SERVERS
 from tests.support import WireValidator, agent_env, running_agent, write_script
+from tests.support.messages import unnamed
 from tests.support.processes import alive, children_of, group_members
 from tests.support.raw_agent import RawAgent
 
@@ -151,7 +152,9 @@ async def test_stopping_the_agent_mid_tool_run_ends_its_children_and_records_the
     text = call[-1].content[0].content.text  # type: ignore[index,union-attr]
     assert text.startswith("Interrupted: the turn was cancelled while this call was running")
     assert after_load.stop_reason == types.StopReason.END_TURN
-    assert types.AgentMessageChunk(content=types.TextContent(text="After the restart.")) in later
+    assert types.AgentMessageChunk(content=types.TextContent(text="After the restart.")) in unnamed(
+        later
+    )
     assert calls_of(later, "k1") == []
     assert counter.read_text() == "ran\n"
 

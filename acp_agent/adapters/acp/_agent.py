@@ -32,16 +32,26 @@ import anyio
 import acp_agent
 from acp_agent.adapters.acp._auth import auth_methods, check_method
 from acp_agent.adapters.acp._client_input import (
-    THROUGH_PROMPT_FIELD,
+    ForkAnchor,
     absolute_path,
+    fork_anchor,
     stored_id,
-    through_prompt,
 )
 from acp_agent.adapters.acp._host import RuntimeHost
 from acp_agent.adapters.acp._listing import PAGE_SIZE, decode_cursor, encode_cursor, session_info
 from acp_agent.adapters.acp._updates import UpdateTranslator, takes_subagents, translator_for
 from acp_agent.adapters.acp._wire_errors import wire_errors
-from acp_agent.core import Runtime, ServiceNotFound, Session, SessionId, SessionPosition, prompt_cut
+from acp_agent.core import (
+    Branch,
+    Runtime,
+    Seq,
+    ServiceNotFound,
+    Session,
+    SessionId,
+    SessionPosition,
+    message_cut,
+    prompt_cut,
+)
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams, ResourceNotFound
@@ -205,16 +215,19 @@ class AcpAgent:
         """A new session with the history of `sessionId`; the original is left as it was.
 
         Without `_meta`, the fork has the whole conversation (up to the last turn
-        that ended, if one is running). `_meta: {"acp-agent": {"throughPrompt": n}}`
-        keeps only the first `n` prompts with everything they produced (to go back
-        before prompt `k`, fork through `k - 1`). The fork keeps the source's
-        model, mode and thinking effort, and its title, marked "(fork)".
+        that ended, if one is running). `_meta: {"acp-agent": {...}}` names one
+        anchor: `throughPrompt: n` keeps only the first `n` prompts with everything
+        they produced; `throughMessage: id` keeps everything through the turn that
+        message belongs to; `beforeMessage: id` (a person's message) keeps what came
+        before it, so it can be sent anew. Message ids are those chunks and prompt
+        answers carry. The fork keeps the source's model, mode and thinking effort,
+        and its title, marked "(fork)".
         """
         from acp_agent.adapters.acp._mcp_servers import connect_mcp
         from acp_agent.capabilities import SESSION_CONTROLS
 
         absolute_path(params.cwd, "cwd")
-        through = through_prompt(params.meta)
+        anchor = fork_anchor(params.meta)
         source_id = stored_id(params.session_id)
         self._refuse_child(source_id, methods.SESSION_FORK)
         runtime = await self._runtime()
@@ -222,8 +235,8 @@ class AcpAgent:
         source = attached.session if attached is not None else await self._load(source_id)
         try:
             values = source.scope.get(SESSION_CONTROLS).values()
-            with wire_errors(source_id, field=THROUGH_PROMPT_FIELD):
-                cut = await prompt_cut(source.main, through)
+            with wire_errors(source_id, field=anchor.field if anchor else None):
+                cut = await _fork_cut(source.main, anchor)
                 fork = await runtime.fork_session(source.main, at=cut)
             title = source.record.title
         finally:
@@ -400,3 +413,12 @@ class AcpAgent:
                 f"Resource not found: no session {session_id}", {"sessionId": session_id}
             )
         return acp_session
+
+
+async def _fork_cut(branch: Branch, anchor: ForkAnchor | None) -> Seq:
+    """Where a fork of `branch` cuts its history, as `anchor` names it."""
+    if anchor is None:
+        return await prompt_cut(branch)
+    if anchor.message_id is not None:
+        return await message_cut(branch, anchor.message_id, before=anchor.before)
+    return await prompt_cut(branch, anchor.through_prompt)

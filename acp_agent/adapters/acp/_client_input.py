@@ -1,4 +1,4 @@
-"""What a client names, checked before anything is stored: paths, session ids, fork meta.
+"""What a client names, checked before anything is stored: paths, session ids, fork anchors.
 
 Each check answers -32602 naming the field, so a session that no one could
 open (a NUL in its `cwd`, a lone surrogate) is never created.
@@ -10,14 +10,16 @@ import os
 from collections.abc import Mapping
 from typing import Any, Final
 
+import attrs
+
 from protocol.errors import InvalidParams
 
-__all__ = ("FORK_META_KEY", "THROUGH_PROMPT_FIELD", "absolute_path", "stored_id", "through_prompt")
+__all__ = ("FORK_META_KEY", "ForkAnchor", "absolute_path", "fork_anchor", "stored_id")
 
-#: `session/fork` `_meta[FORK_META_KEY]["throughPrompt"]`: keep the first n prompts.
+#: `session/fork` takes its anchor in `_meta[FORK_META_KEY]`.
 FORK_META_KEY: Final = "acp-agent"
-#: How errors name that field.
-THROUGH_PROMPT_FIELD: Final = f"_meta.{FORK_META_KEY}.throughPrompt"
+#: The anchors a fork may name there; one at most.
+_ANCHORS: Final = ("throughPrompt", "throughMessage", "beforeMessage")
 #: The longest session id a client may name (ours are 37 characters).
 _MAX_ID_CHARS: Final = 256
 #: The longest path a client may name (Linux's PATH_MAX).
@@ -54,12 +56,38 @@ def absolute_path(path: str, field: str) -> str:
     return os.path.normpath(path)
 
 
-def through_prompt(meta: Mapping[str, Any] | None) -> int | None:
-    """`_meta["acp-agent"]["throughPrompt"]` of a fork: a whole number >= 1, or None."""
+@attrs.frozen
+class ForkAnchor:
+    """Where a fork cuts: after prompt n's turn, after the turn of a message, or just
+    before a person's message. `field` names it in errors (`_meta.acp-agent.…`)."""
+
+    field: str
+    through_prompt: int | None = None
+    message_id: str | None = None
+    before: bool = False
+
+
+def fork_anchor(meta: Mapping[str, Any] | None) -> ForkAnchor | None:
+    """The anchor `_meta["acp-agent"]` of a fork names, or None for the whole history.
+
+    `throughPrompt` is a whole number >= 1; `throughMessage` and `beforeMessage` are
+    message ids (as chunks and prompt answers carry them).
+    """
     ours = (meta or {}).get(FORK_META_KEY)
     if ours is None:
         return None
-    through = ours.get("throughPrompt") if isinstance(ours, Mapping) else None
-    if isinstance(through, bool) or not isinstance(through, int) or through < 1:
-        raise InvalidParams(f"Invalid params: {THROUGH_PROMPT_FIELD}: must be a whole number >= 1")
-    return through
+    named = [key for key in _ANCHORS if isinstance(ours, Mapping) and key in ours]
+    if len(named) != 1:
+        raise InvalidParams(
+            f"Invalid params: _meta.{FORK_META_KEY}: must name one of " + ", ".join(_ANCHORS)
+        )
+    key = named[0]
+    field = f"_meta.{FORK_META_KEY}.{key}"
+    value = ours[key]
+    if key == "throughPrompt":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidParams(f"Invalid params: {field}: must be a whole number >= 1")
+        return ForkAnchor(field, through_prompt=value)
+    if not isinstance(value, str) or not 0 < len(value) <= _MAX_ID_CHARS:
+        raise InvalidParams(f"Invalid params: {field}: must be a message id")
+    return ForkAnchor(field, message_id=value, before=key == "beforeMessage")

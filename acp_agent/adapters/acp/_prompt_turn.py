@@ -16,7 +16,9 @@ Whatever fails underneath, the prompt is answered: cancelled (`cancelled`,
 even if the turn finished at that moment), a provider failure (`end_turn`
 with `_meta["acp-agent"].error`), a message too large for the model
 (`prompt_too_large`, not recorded), a store that cannot record the turn
-(`storage_full` / `storage_unavailable`, told directly).
+(`storage_full` / `storage_unavailable`, told directly). An answer to a
+message that was recorded names it: `_meta["acp-agent"].messageId`, the id
+its replayed `user_message_chunk`s carry and `session/fork` takes.
 """
 
 from __future__ import annotations
@@ -94,6 +96,8 @@ async def _run(
     if pending.wait_scope.cancelled_caught:
         return _CANCELLED
     turn_id: TurnId | None = None
+    #: The person's message, once recorded (the answer names it).
+    message_id: TurnId | None = None
     storage: StoreError | None = None
     try:
         if pending.cancelled:
@@ -110,6 +114,7 @@ async def _run(
         main = acp_session.session.main
         try:
             turn = await acp_session.loop.start_turn(turn_id, content)
+            message_id = turn_id
             if pending.cancelled:  # a cancel came while the turn was starting
                 await main.cancel_turn(turn_id)
             outcome = await acp_session.stream.wait_turn_over(turn_id, turn)
@@ -142,19 +147,28 @@ async def _run(
     if pending.cancelled:
         # Cancelled, even if the turn happened to finish at the same moment.
         logger.info("Turn %s in session %s cancelled", turn_id, acp_session.session_id)
-        return _CANCELLED
+        return _cancelled(message_id)
     if storage is not None:
-        return _storage_failed(acp_session, storage)
+        return _storage_failed(acp_session, storage, message_id)
     if not isinstance(outcome.ending, TurnEnded):
-        return _CANCELLED  # interrupted without our cancel: the session is closing
+        return _cancelled(message_id)  # interrupted without our cancel: the session is closing
     stop = _STOP_REASONS.get(outcome.ending.stop_reason)
     if stop is None:
         raise InternalError("Internal error: the turn failed; see the agent log for details")
-    meta = None
+    ours: dict[str, Any] = {"messageId": message_id}
     if outcome.failure is not None:
         failure = outcome.failure
-        meta = {"acp-agent": {"error": {"kind": failure.error, "message": failure.message}}}
-    return types.PromptResponse(stop_reason=stop, meta=meta)
+        ours["error"] = {"kind": failure.error, "message": failure.message}
+    return types.PromptResponse(stop_reason=stop, meta={"acp-agent": ours})
+
+
+def _cancelled(turn_id: TurnId | None) -> types.PromptResponse:
+    """A cancelled answer; it names the person's message when that was recorded."""
+    if turn_id is None:
+        return _CANCELLED
+    return types.PromptResponse(
+        stop_reason=types.StopReason.CANCELLED, meta={"acp-agent": {"messageId": turn_id}}
+    )
 
 
 # --- slash commands -------------------------------------------------------------------
@@ -191,7 +205,7 @@ async def _run_command(
             reply = await acp_session.commands.run(invocation, acp_session)
     if pending.cancelled or reply is None:
         return _CANCELLED
-    acp_session.stream.send(types.AgentMessageChunk(content=types.TextContent(text=reply)))
+    _say(acp_session, reply)
     logger.info("Session %s ran /%s", acp_session.session_id, invocation.name)
     return types.PromptResponse(stop_reason=types.StopReason.END_TURN)
 
@@ -223,7 +237,7 @@ def _too_large(acp_session: AcpSession, error: PromptTooLarge) -> types.PromptRe
         "files as links (the agent reads them with its tools, a part at a time)."
     )
     logger.info("prompt in session %s refused: %s", acp_session.session_id, error)
-    acp_session.stream.send(types.AgentMessageChunk(content=types.TextContent(text=text)))
+    _say(acp_session, text)
     meta = {
         "acp-agent": {
             "error": {
@@ -237,7 +251,9 @@ def _too_large(acp_session: AcpSession, error: PromptTooLarge) -> types.PromptRe
     return types.PromptResponse(stop_reason=types.StopReason.END_TURN, meta=meta)
 
 
-def _storage_failed(acp_session: AcpSession, error: StoreError) -> types.PromptResponse:
+def _storage_failed(
+    acp_session: AcpSession, error: StoreError, message_id: TurnId | None
+) -> types.PromptResponse:
     """The answer to a prompt the store could not record: the person is told directly
     (nothing can be recorded), and the turn ends normally so the editor is not stuck."""
     kind = "storage_full" if isinstance(error, StoreFull) else "storage_unavailable"
@@ -251,9 +267,17 @@ def _storage_failed(acp_session: AcpSession, error: StoreError) -> types.PromptR
     else:
         text = f"The session store failed, so this turn stopped: {error}"
     logger.error("turn in session %s stopped: %s", acp_session.session_id, error)
-    acp_session.stream.send(types.AgentMessageChunk(content=types.TextContent(text=text)))
-    meta = {"acp-agent": {"error": {"kind": kind, "message": str(error)}}}
-    return types.PromptResponse(stop_reason=types.StopReason.END_TURN, meta=meta)
+    _say(acp_session, text)
+    ours: dict[str, Any] = {"error": {"kind": kind, "message": str(error)}}
+    if message_id is not None:
+        ours["messageId"] = message_id
+    return types.PromptResponse(stop_reason=types.StopReason.END_TURN, meta={"acp-agent": ours})
+
+
+def _say(acp_session: AcpSession, text: str) -> None:
+    """Tell the person `text` directly, as a message of its own (not a recorded reply)."""
+    chunk = types.AgentMessageChunk(content=types.TextContent(text=text), message_id=new_id("msg"))
+    acp_session.stream.send(chunk)
 
 
 def _store_error_in(error: BaseException | None) -> StoreError | None:

@@ -26,6 +26,7 @@ from acp_agent.core import (
     TurnId,
     TurnInterrupted,
     UserInputAdopted,
+    new_id,
 )
 from protocol import methods, types
 from protocol.connection import AgentConnection
@@ -264,7 +265,11 @@ def _notice_content() -> types.ToolCallContent:
 
 def _notice(seq: int | None) -> types.SessionUpdate:
     where = "" if seq is None else f" (event {seq})"
-    return types.AgentMessageChunk(content=types.TextContent(text=f"\n\n[{_NOTICE}{where}]\n\n"))
+    # A message of its own, named the same each time the event is shown.
+    message_id = new_id("msg") if seq is None else f"notice_{seq}"
+    return types.AgentMessageChunk(
+        content=types.TextContent(text=f"\n\n[{_NOTICE}{where}]\n\n"), message_id=message_id
+    )
 
 
 #: How long a turn whose end is off the record waits for its published updates to be sent.

@@ -30,6 +30,11 @@
                                 failed with the error; a cancelled one is failed)
 ==============================  ==========================================================
 
+Chunks carry a `messageId` that is the same live and on replay: a person's
+message is named by its turn id (what the prompt's answer returns in
+`_meta["acp-agent"].messageId`), a reply by its model request's id (its
+thought and text are one message).
+
 Everything else (permission facts, lifecycle, state, configuration) makes no
 update. The same translator class serves the live stream and the replay, so
 a loaded session shows what the live one showed.
@@ -180,12 +185,16 @@ class UpdateTranslator:
         if isinstance(payload, ModelTextDelta):
             self._texted.add(payload.request_id)
             return [
-                types.AgentMessageChunk(content=types.TextContent(text=piece))
+                types.AgentMessageChunk(
+                    content=types.TextContent(text=piece), message_id=payload.request_id
+                )
                 for piece in payload.pieces or (payload.text,)
             ]
         if isinstance(payload, ModelReasoningDelta):
             return [
-                types.AgentThoughtChunk(content=types.TextContent(text=piece))
+                types.AgentThoughtChunk(
+                    content=types.TextContent(text=piece), message_id=payload.request_id
+                )
                 for piece in payload.pieces or (payload.text,)
             ]
         if isinstance(payload, ToolCallRequested):
@@ -218,9 +227,13 @@ class UpdateTranslator:
             text = failure_text(payload.error, payload.message)
             if payload.request_id in self._texted:
                 text = f"\n\n{text}"
-            return [types.AgentMessageChunk(content=types.TextContent(text=text))]
+            return [
+                types.AgentMessageChunk(
+                    content=types.TextContent(text=text), message_id=payload.request_id
+                )
+            ]
         if isinstance(payload, UserInputAdopted):
-            return self._user_input(payload.content) if self.replay else []
+            return self._user_input(payload) if self.replay else []
         if isinstance(payload, SessionMetadataChanged) and self.replay:
             title = types.JSON_NULL if payload.title is None else payload.title
             return [types.SessionInfoUpdate(title=title)]
@@ -394,9 +407,9 @@ class UpdateTranslator:
             cost = types.Cost(amount=round(self._cost, 6), currency="USD")
         return [types.UsageUpdate(used=used, size=max(facts.context_window, used), cost=cost)]
 
-    def _user_input(self, content: list[dict[str, Any]]) -> list[types.SessionUpdate]:
+    def _user_input(self, adopted: UserInputAdopted) -> list[types.SessionUpdate]:
         updates: list[types.SessionUpdate] = []
-        for block in content:
+        for block in adopted.content:
             try:
                 structured: types.ContentBlock = self._converter.structure(
                     sent_block(block), cast(Any, types.ContentBlock)
@@ -404,7 +417,7 @@ class UpdateTranslator:
             except Exception:
                 logger.warning("a stored prompt block could not be replayed; skipped")
                 continue
-            updates.append(types.UserMessageChunk(content=structured))
+            updates.append(types.UserMessageChunk(content=structured, message_id=adopted.input_id))
         return updates
 
 

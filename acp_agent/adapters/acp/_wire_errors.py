@@ -57,7 +57,7 @@ def wire_error(
     """The error response for `exc`, or None if the table has no row for it.
 
     `session_id` names the session a "not found" is about; `field` the request
-    field an illegal cut came from (`_meta.acp-agent.throughPrompt`).
+    field an illegal cut came from (`_meta.acp-agent.throughPrompt`, ...).
     """
     for cls, make in _TABLE:
         if isinstance(exc, cls):

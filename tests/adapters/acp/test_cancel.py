@@ -37,7 +37,7 @@ async def test_cancel_during_scripted_sleep_returns_cancelled_within_one_second(
     response = await asyncio.wait_for(turn, timeout=10)
 
     assert time.monotonic() - started < CANCEL_BOUND_S
-    assert response == types.PromptResponse(stop_reason=types.StopReason.CANCELLED)
+    assert response.stop_reason == types.StopReason.CANCELLED
 
 
 async def test_no_update_for_a_cancelled_turn_follows_its_response(slow_agent: AcpTestClient):
@@ -49,7 +49,7 @@ async def test_no_update_for_a_cancelled_turn_follows_its_response(slow_agent: A
     await slow_agent.stop()
     messages = [json.loads(line) for line in slow_agent.received]
     response_at = max(i for i, m in enumerate(messages) if "result" in m)
-    assert messages[response_at]["result"] == {"stopReason": "cancelled"}
+    assert messages[response_at]["result"]["stopReason"] == "cancelled"
     assert all(m.get("method") != methods.SESSION_UPDATE for m in messages[response_at:])
     assert [u.content.text for u in slow_agent.updates_for(session_id)] == ["Working on it"]
 

@@ -15,6 +15,7 @@ import pytest
 from protocol import methods, types
 from tests.adapters.acp.support import calls_of
 from tests.support import EditorClient, running_agent, write_script
+from tests.support.messages import unnamed
 
 pytestmark = pytest.mark.e2e
 
@@ -68,7 +69,7 @@ async def test_cancel_during_the_model_stream_answers_cancelled_and_keeps_what_a
 
     assert response.stop_reason == types.StopReason.CANCELLED
     assert waited_s < CANCEL_BOUND_S
-    assert replayed == [
+    assert unnamed(replayed) == [
         types.UserMessageChunk(content=types.TextContent(text="Go")),
         types.AgentMessageChunk(content=types.TextContent(text="Working on it")),
     ]
@@ -133,4 +134,6 @@ async def test_after_a_cancelled_turn_the_next_prompt_runs_normally(tmp_path: Pa
         after = client.updates_for(session_id)[before:]
 
     assert response.stop_reason == types.StopReason.END_TURN
-    assert after[0] == types.AgentMessageChunk(content=types.TextContent(text="The next turn."))
+    assert unnamed(after)[0] == types.AgentMessageChunk(
+        content=types.TextContent(text="The next turn.")
+    )

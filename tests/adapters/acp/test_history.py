@@ -46,8 +46,11 @@ def conversation_script(path: Path) -> Path:
     )
 
 
-def user(text: str) -> types.UserMessageChunk:
-    return types.UserMessageChunk(content=types.TextContent(text=text))
+def user(text: str, answer: types.PromptResponse) -> types.UserMessageChunk:
+    """The replayed chunk of a person's message: named as the prompt's answer named it."""
+    assert answer.meta is not None
+    message_id = answer.meta["acp-agent"]["messageId"]
+    return types.UserMessageChunk(content=types.TextContent(text=text), message_id=message_id)
 
 
 async def test_a_restarted_agent_lists_the_session_and_its_replay_equals_the_live_stream(
@@ -108,12 +111,12 @@ async def test_a_restarted_agent_lists_the_session_and_its_replay_equals_the_liv
         "usage_update",
         "session_info_update",
     ]
-    # The replay: the same stream, the person's messages in front of their turns, and the
-    # commands again at the end (they never vanish after a reload).
+    # The replay: the same stream (the same message ids), the person's messages in front of
+    # their turns, and the commands again at the end (they never vanish after a reload).
     assert replayed == [
-        user("Summarise notes.txt\nplease"),
+        user("Summarise notes.txt\nplease", first),
         *first_turn,
-        user("What does it say?"),
+        user("What does it say?", second),
         *second_turn,
         commands,
     ]

@@ -11,6 +11,7 @@ import pytest
 from protocol import methods, types
 from protocol.errors import InvalidParams, ResourceNotFound
 from tests.support import AcpTestClient, agent_env, running_agent
+from tests.support.messages import message_ids, unnamed
 from tests.support.steps import initialize, new_session, prompt_request, text_of
 
 pytestmark = pytest.mark.e2e
@@ -24,8 +25,9 @@ GREETING = [
 
 
 def chunks(updates: list[types.SessionUpdate]) -> list[types.SessionUpdate]:
-    """The message and thought chunks among `updates` (usage updates left out)."""
-    return [u for u in updates if not isinstance(u, types.UsageUpdate)]
+    """The message and thought chunks among `updates` (usage updates left out), without
+    their message ids."""
+    return unnamed([u for u in updates if not isinstance(u, types.UsageUpdate)])
 
 
 async def test_prompt_streams_the_scripted_reply_in_order_before_ending_the_turn(
@@ -36,9 +38,14 @@ async def test_prompt_streams_the_scripted_reply_in_order_before_ending_the_turn
 
     response = await agent.request(methods.SESSION_PROMPT, prompt_request(session_id))
 
-    assert response == types.PromptResponse(stop_reason=types.StopReason.END_TURN)
+    assert response.stop_reason == types.StopReason.END_TURN
+    # The answer names the person's message; the reply's thought and text are one message.
+    assert response.meta is not None
+    assert response.meta["acp-agent"]["messageId"].startswith("turn_")
     updates = agent.updates_for(session_id)
-    assert updates[:-1] == GREETING
+    assert unnamed(updates[:-1]) == GREETING
+    [reply_id] = {message_id for _, message_id in message_ids(updates)}
+    assert str(reply_id).startswith("req_")
     # The reply's usage closes it: the context used, in the script's window.
     usage = updates[-1]
     assert isinstance(usage, types.UsageUpdate)
@@ -61,6 +68,11 @@ async def test_each_prompt_of_a_session_gets_the_next_reply_and_the_last_one_rep
 
     texts = [text_of(u) for u in chunks(agent.updates_for(first))]
     assert texts == [u.content.text for u in GREETING] + ["Second reply."] * 2
+    # Each reply is a message of its own.
+    replies = [
+        i for kind, i in message_ids(agent.updates_for(first)) if kind == "agent_message_chunk"
+    ]
+    assert len(set(replies)) == 3
     assert chunks(agent.updates_for(second)) == GREETING
 
 

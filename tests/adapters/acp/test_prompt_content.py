@@ -18,6 +18,7 @@ from protocol import types
 from tests.adapters.acp.session_support import openai_text
 from tests.support import EditorClient, agent_env, openai_env, running_agent
 from tests.support.fake_provider import FakeProviderServer
+from tests.support.messages import unnamed
 
 pytestmark = pytest.mark.e2e
 
@@ -90,7 +91,7 @@ async def test_a_linked_workspace_file_is_read_through_the_editor_unsaved_text_i
     assert "unsaved in the editor" in content
     assert "saved on disk" not in content
     # The thread shows what the person sent: the link, not the file.
-    assert replayed[:2] == [
+    assert unnamed(replayed)[:2] == [
         types.UserMessageChunk(content=text("Summarise")),
         types.UserMessageChunk(content=link(notes)),
     ]
@@ -180,7 +181,7 @@ async def test_an_image_reaches_a_model_that_takes_images_and_is_advertised(
     parts = sent_to_model(server)
     assert isinstance(parts, list)
     assert {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{IMAGE}"}} in parts
-    assert replayed[1] == types.UserMessageChunk(content=image)
+    assert unnamed(replayed)[1] == types.UserMessageChunk(content=image)
 
 
 async def test_a_local_model_without_images_is_advertised_without_them(tmp_path: Path):

@@ -29,6 +29,7 @@ from tests.support.fake_provider import (
     openai_chunk,
     openai_stream,
 )
+from tests.support.messages import unnamed
 
 pytestmark = pytest.mark.e2e
 
@@ -79,7 +80,7 @@ async def test_an_openai_compatible_model_streams_through_the_agent(
     response, updates = await one_turn(tmp_path / "home", openai_env(server.base_url), tmp_path)
 
     assert response.stop_reason == types.StopReason.END_TURN
-    assert updates == [
+    assert unnamed(updates) == [
         types.AgentMessageChunk(content=types.TextContent(text="Hel")),
         types.AgentMessageChunk(content=types.TextContent(text="lo.")),
         types.UsageUpdate(used=912, size=128_000),  # an unknown model: the default window

@@ -19,6 +19,7 @@ import pytest
 from protocol import methods, types
 from tests.adapters.acp.support import calls_of
 from tests.support import running_agent, write_script
+from tests.support.messages import unnamed
 
 pytestmark = pytest.mark.e2e
 
@@ -82,8 +83,10 @@ async def test_sigkill_during_a_tool_run_then_load_shows_it_interrupted_and_neve
     # The load answers with the session's settings (its mode as recorded before the kill).
     assert response.modes is not None
     assert response.modes.current_mode_id == "ask"
-    assert replayed[0] == types.UserMessageChunk(content=types.TextContent(text="Go"))
-    assert replayed[1] == types.AgentMessageChunk(content=types.TextContent(text="Counting."))
+    assert unnamed(replayed)[0] == types.UserMessageChunk(content=types.TextContent(text="Go"))
+    assert unnamed(replayed)[1] == types.AgentMessageChunk(
+        content=types.TextContent(text="Counting.")
+    )
     call = calls_of(replayed, "k1")
     assert [u.status for u in call] == [
         types.ToolCallStatus.PENDING,
@@ -95,6 +98,8 @@ async def test_sigkill_during_a_tool_run_then_load_shows_it_interrupted_and_neve
     assert text.startswith("Interrupted by restart; not re-run")
     # The loaded session goes on with the next reply; the call never ran again.
     assert after_load.stop_reason == types.StopReason.END_TURN
-    assert types.AgentMessageChunk(content=types.TextContent(text="After the restart.")) in later
+    assert types.AgentMessageChunk(content=types.TextContent(text="After the restart.")) in unnamed(
+        later
+    )
     assert calls_of(later, "k1") == []
     assert counter.read_text() == "ran\n"

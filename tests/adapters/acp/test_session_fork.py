@@ -10,6 +10,7 @@ from protocol import methods, types
 from protocol.errors import InvalidParams
 from tests.adapters.acp.session_support import after, kinds
 from tests.support import AcpTestClient, EditorClient, running_agent, write_script
+from tests.support.messages import unnamed
 from tests.support.steps import initialize
 
 pytestmark = pytest.mark.e2e
@@ -112,10 +113,90 @@ async def test_a_fork_through_a_prompt_keeps_only_the_exchanges_up_to_it(tmp_pat
             await fork(client, original, tmp_path, throughPrompt="one")
 
     assert kinds(replayed) == ["user_message_chunk", "agent_message_chunk", "usage_update"]
-    assert replayed[0] == types.UserMessageChunk(content=types.TextContent(text="One"))
+    assert unnamed(replayed)[0] == types.UserMessageChunk(content=types.TextContent(text="One"))
     assert too_far.value.message == (
         "Invalid params: _meta.acp-agent.throughPrompt: the session has 2 prompt(s)"
     )
     assert not_a_count.value.message == (
         "Invalid params: _meta.acp-agent.throughPrompt: must be a whole number >= 1"
     )
+
+
+def message_id_of(answer: types.PromptResponse) -> str:
+    """The person's message a prompt's answer names."""
+    assert answer.meta is not None
+    return str(answer.meta["acp-agent"]["messageId"])
+
+
+def user_texts(updates: list[types.SessionUpdate]) -> list[str]:
+    return [
+        u.content.text
+        for u in updates
+        if isinstance(u, types.UserMessageChunk) and isinstance(u.content, types.TextContent)
+    ]
+
+
+async def test_a_fork_at_a_message_id_keeps_its_turn_or_what_came_before_it(tmp_path: Path):
+    async with running_agent(
+        tmp_path / "home", script=script_of(tmp_path), unstable=True
+    ) as client:
+        original = await client.new_session(tmp_path)
+        one = await client.prompt(original, "One")
+        first_turn = client.updates_for(original)
+        two = await client.prompt(original, "Two")
+        [reply_two] = {
+            u.message_id
+            for u in client.updates_for(original)[len(first_turn) :]
+            if isinstance(u, types.AgentMessageChunk)
+        }
+        await client.prompt(original, "Three")
+        assert reply_two is not None
+        through_reply = await fork(client, original, tmp_path, throughMessage=reply_two)
+        through_one = await fork(client, original, tmp_path, throughMessage=message_id_of(one))
+        before_two = await fork(client, original, tmp_path, beforeMessage=message_id_of(two))
+        before_one = await fork(client, original, tmp_path, beforeMessage=message_id_of(one))
+        replays = {
+            name: await replay_of(client, session_id, tmp_path)
+            for name, session_id in [
+                ("through_reply", through_reply),
+                ("through_one", through_one),
+                ("before_two", before_two),
+                ("before_one", before_one),
+            ]
+        }
+        # The message is sent anew in the fork that stopped before it.
+        again = await client.prompt(before_two, "Two, said differently")
+        errors: dict[str, InvalidParams] = {}
+        for name, anchor in [
+            ("before_a_reply", {"beforeMessage": reply_two}),
+            ("unknown", {"throughMessage": "turn_nope"}),
+            ("two_anchors", {"throughPrompt": 1, "throughMessage": message_id_of(one)}),
+            ("not_an_id", {"beforeMessage": 5}),
+        ]:
+            with pytest.raises(InvalidParams) as caught:
+                await fork(client, original, tmp_path, **anchor)
+            errors[name] = caught.value
+
+    assert user_texts(replays["through_reply"]) == ["One", "Two"]
+    # A fork keeps the messages' ids: its replay is the original's first turn as it was live.
+    assert replays["through_one"] == [
+        types.UserMessageChunk(
+            content=types.TextContent(text="One"), message_id=message_id_of(one)
+        ),
+        *first_turn,
+    ]
+    assert replays["before_two"] == replays["through_one"]
+    assert replays["before_one"] == []
+    assert again.stop_reason == types.StopReason.END_TURN
+    assert message_id_of(again) != message_id_of(two)
+    assert {name: error.message for name, error in errors.items()} == {
+        "before_a_reply": (
+            f"Invalid params: _meta.acp-agent.beforeMessage: {reply_two} is a reply, "
+            "not a person's message"
+        ),
+        "unknown": "Invalid params: _meta.acp-agent.throughMessage: "
+        "the session has no message turn_nope",
+        "two_anchors": "Invalid params: _meta.acp-agent: must name one of "
+        "throughPrompt, throughMessage, beforeMessage",
+        "not_an_id": "Invalid params: _meta.acp-agent.beforeMessage: must be a message id",
+    }

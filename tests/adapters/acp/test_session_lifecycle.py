@@ -223,4 +223,5 @@ async def test_a_loaded_session_whose_model_is_gone_says_so_when_prompted(
     assert isinstance(update, types.AgentMessageChunk)
     message = update.content.text  # type: ignore[union-attr]
     assert message.startswith("model 'scripted/s' is a script that is not loaded")
-    assert response.meta == {"acp-agent": {"error": {"kind": "not_configured", "message": message}}}
+    assert response.meta is not None
+    assert response.meta["acp-agent"]["error"] == {"kind": "not_configured", "message": message}
