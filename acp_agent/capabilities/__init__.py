@@ -46,6 +46,7 @@ from acp_agent.capabilities._tool import (
     PlanEntry,
     PlanPriority,
     PlanStatus,
+    PreviewingTool,
     ProgressSink,
     ReadStamps,
     TerminalContent,
@@ -56,6 +57,7 @@ from acp_agent.capabilities._tool import (
     ToolInputError,
     ToolKind,
     ToolPresentation,
+    ToolPreview,
     ToolResult,
 )
 
@@ -328,6 +330,7 @@ __all__ = (
     "PlanPriority",
     "PlanStatus",
     "PreparedContext",
+    "PreviewingTool",
     "ProgressSink",
     "PromptTemplate",
     "PromptTooLarge",
@@ -354,6 +357,7 @@ __all__ = (
     "ToolInputError",
     "ToolKind",
     "ToolPresentation",
+    "ToolPreview",
     "ToolResult",
     "ToolSet",
     "UnboundCall",

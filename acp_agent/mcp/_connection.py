@@ -15,6 +15,7 @@ it, and error texts show it as `***` (`acp_agent.url_credentials`).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -42,6 +43,7 @@ from acp_agent.capabilities import (
     ToolDefinition,
     ToolKind,
     ToolPresentation,
+    ToolPreview,
     ToolResult,
 )
 from acp_agent.mcp._config import (
@@ -58,6 +60,9 @@ from acp_agent.url_credentials import redact_url_credentials, url_target
 __all__ = ("Connection", "ConnectionFailed", "McpTool", "describe_error", "open_connection")
 
 logger = logging.getLogger(__name__)
+
+#: A permission question shows at most this much of a call's arguments (rawInput has all).
+_SHOWN_ARGUMENT_CHARS: Final = 4000
 
 #: How we introduce ourselves to servers.
 CLIENT_INFO: Final = mcp_types.Implementation(name="acp-agent", version=__version__)
@@ -405,6 +410,21 @@ class McpTool:
             target=self.definition.name,
             note=f"Tool {self.tool!r} of MCP server {self.server!r} ({self.origin.value})",
         )
+
+    async def preview(
+        self, arguments: Mapping[str, Any], context: ToolContext
+    ) -> ToolPreview | ToolResult:
+        """The arguments the server will get: for an MCP tool they are the call, so the
+        person sees them in the question, not only in `rawInput`."""
+        from acp_agent.tools import fenced
+
+        if not arguments:
+            return ToolPreview((TextContent("With no arguments."),))
+        text = json.dumps(arguments, indent=2, ensure_ascii=False)
+        if len(text) > _SHOWN_ARGUMENT_CHARS:
+            rest = len(text) - _SHOWN_ARGUMENT_CHARS
+            text = f"{text[:_SHOWN_ARGUMENT_CHARS]}\n… ({rest} more characters)"
+        return ToolPreview((TextContent(f"With these arguments:\n{fenced(text, 'json')}"),))
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         return await self.connection.call_tool(self.tool, arguments, context.progress)

@@ -4,7 +4,9 @@ A symlink is removed itself, never what it points to. A file this branch
 read must be unchanged since (`file_modified_since_read`): deleting is no
 way around a conflict. A text file's removal shows as a diff from its text
 to nothing; a directory's as the list of files removed. The workspace roots
-themselves cannot be deleted.
+themselves cannot be deleted. The permission question shows the same before
+anything is removed (`preview`), and a deletion that cannot happen fails
+unasked.
 
 `raw_output`: ``{"path", "type": "file"|"symlink"|"directory", "removed_files"}``;
 refusals ``{"error", "message", "path"}``.
@@ -32,11 +34,18 @@ from acp_agent.capabilities.tool import (
     ToolDefinition,
     ToolKind,
     ToolPresentation,
+    ToolPreview,
     ToolResult,
 )
 from acp_agent.tools._args import optional_bool
 from acp_agent.tools._common import refusal_result
-from acp_agent.tools._textfile import FileRefusal, load_snapshot, path_lock, require_fresh_read
+from acp_agent.tools._textfile import (
+    FileRefusal,
+    FileSnapshot,
+    load_snapshot,
+    path_lock,
+    require_fresh_read,
+)
 from acp_agent.tools._workspace import (
     WorkspacePath,
     entry_kind,
@@ -87,6 +96,49 @@ def _files_under(directory: Path) -> list[str]:
 
 
 @attrs.frozen
+class _Deletion:
+    """What deleting a path removes, found (and checked) before anything is removed."""
+
+    target: WorkspacePath
+    kind: str  # "file" | "symlink" | "directory"
+    #: A file's content (None for a file the tools do not read: binary, too large).
+    snapshot: FileSnapshot | None = None
+    #: A directory's files.
+    files: tuple[str, ...] = ()
+    #: Where a symlink points.
+    pointed_to: str = ""
+
+    def shown(self, *, done: bool) -> tuple[ContentPart, ...]:
+        """What the person sees: in the question (what will go) and in the result (what
+        went). A text file shows as its text going to nothing."""
+        display = self.target.display
+        if self.kind == "symlink":
+            if done:
+                text = f"Deleted the symlink {display} (it pointed to {self.pointed_to})."
+            else:
+                text = (
+                    f"Deletes the symlink {display} (it points to {self.pointed_to}, which stays)."
+                )
+            return (TextContent(text),)
+        if self.kind == "directory":
+            count = len(self.files)
+            if done:
+                text = f"Deleted the directory {display} ({count} file(s))."
+            else:
+                text = f"Deletes the directory {display} and the {count} file(s) in it."
+            listed = "\n".join(
+                f"- {Path(f).relative_to(self.target.path)}" for f in self.files[:_LISTED_FILES]
+            )
+            if count > _LISTED_FILES:
+                listed += f"\n- … and {count - _LISTED_FILES} more"
+            return (TextContent(text + (f"\n{listed}" if self.files else "")),)
+        if self.snapshot is not None and self.snapshot.text is not None:
+            return (DiffContent(str(self.target.path), self.snapshot.text, ""),)
+        verb = "Deleted" if done else "Deletes"
+        return (TextContent(f"{verb} {display} (not a text file)."),)
+
+
+@attrs.frozen
 class DeleteTool:
     """Deletes files, symlinks and (explicitly) directories."""
 
@@ -103,69 +155,83 @@ class DeleteTool:
         optional_bool(arguments, "recursive")
         return path_need(Effect.EDIT, target)
 
+    async def preview(
+        self, arguments: Mapping[str, Any], context: ToolContext
+    ) -> ToolPreview | ToolResult:
+        target = _resolve(arguments, context.roots)
+        try:
+            deletion = await _inspect(target, optional_bool(arguments, "recursive"), context)
+        except FileRefusal as refusal:
+            return refusal_result(refusal, path=str(target.path))
+        return ToolPreview(deletion.shown(done=False))
+
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         target = _resolve(arguments, context.roots)
         recursive = optional_bool(arguments, "recursive")
-        path = str(target.path)
         try:
-            return await self._delete(target, recursive, context)
+            async with path_lock(target.path):
+                # Checked again now: what changed since the question is not deleted blind.
+                deletion = await _inspect(target, recursive, context)
+                await _remove(deletion, context)
         except FileRefusal as refusal:
-            return refusal_result(refusal, path=path)
+            return refusal_result(refusal, path=str(target.path))
+        return _result(deletion)
 
-    async def _delete(
-        self, target: WorkspacePath, recursive: bool, context: ToolContext
-    ) -> ToolResult:
-        path = target.path
-        if any(root == path or root.is_relative_to(path) for root in context.roots):
-            raise FileRefusal("workspace_root", f"{target.display} is (or holds) a workspace root")
-        kind = entry_kind(path)
-        if kind is None:
-            raise FileRefusal("not_found", f"{target.display} does not exist")
-        location = (Location(str(path)),)
-        if kind == "symlink":
-            destination = os.readlink(path)
-            await anyio.to_thread.run_sync(os.unlink, path)
-            context.read_stamps.forget(str(path))
-            text = f"Deleted the symlink {target.display} (it pointed to {destination})."
-            raw = {"path": str(path), "type": "symlink", "removed_files": 0}
-            return ToolResult((TextContent(text),), text, raw_output=raw, locations=location)
-        if kind == "directory":
-            files = await anyio.to_thread.run_sync(_files_under, path)
-            if not recursive and any(path.iterdir()):
-                raise FileRefusal(
-                    "directory_not_empty",
-                    f"{target.display} is a directory with {len(files)} file(s) in it; "
-                    "set recursive to delete it with everything in it",
-                )
-            await anyio.to_thread.run_sync(shutil.rmtree, path)
-            for file in files:
-                context.read_stamps.forget(file)
-            listed = "\n".join(f"- {Path(f).relative_to(path)}" for f in files[:_LISTED_FILES])
-            more = ""
-            if len(files) > _LISTED_FILES:
-                more = f"\n- … and {len(files) - _LISTED_FILES} more"
-            text = f"Deleted the directory {target.display} ({len(files)} file(s))."
-            shown = text + (f"\n{listed}{more}" if files else "")
-            raw = {"path": str(path), "type": "directory", "removed_files": len(files)}
-            return ToolResult((TextContent(shown),), text, raw_output=raw, locations=location)
-        async with path_lock(path):
-            try:
-                snapshot = await load_snapshot(path, context.client)
-            except FileRefusal as refusal:
-                if refusal.code not in ("binary_file", "file_too_large"):
-                    raise
-                snapshot = None
-            if snapshot is not None:
-                seen = context.read_stamps.get(str(path))
-                if seen is not None:
-                    require_fresh_read(snapshot, seen, target.display)
-            await anyio.to_thread.run_sync(os.unlink, path)
-            context.read_stamps.forget(str(path))
-        content: tuple[ContentPart, ...]
-        if snapshot is not None and snapshot.text is not None:
-            content = (DiffContent(str(path), snapshot.text, ""),)
-        else:
-            content = (TextContent(f"Deleted {target.display} (not a text file)."),)
-        text = f"Deleted {target.display}."
-        raw = {"path": str(path), "type": "file", "removed_files": 1}
-        return ToolResult(content, text, raw_output=raw, locations=location)
+
+async def _inspect(target: WorkspacePath, recursive: bool, context: ToolContext) -> _Deletion:
+    """What deleting `target` removes; a `FileRefusal` when it must not be deleted."""
+    path = target.path
+    if any(root == path or root.is_relative_to(path) for root in context.roots):
+        raise FileRefusal("workspace_root", f"{target.display} is (or holds) a workspace root")
+    kind = entry_kind(path)
+    if kind is None:
+        raise FileRefusal("not_found", f"{target.display} does not exist")
+    if kind == "symlink":
+        return _Deletion(target, kind, pointed_to=os.readlink(path))
+    if kind == "directory":
+        files = await anyio.to_thread.run_sync(_files_under, path)
+        if not recursive and any(path.iterdir()):
+            raise FileRefusal(
+                "directory_not_empty",
+                f"{target.display} is a directory with {len(files)} file(s) in it; "
+                "set recursive to delete it with everything in it",
+            )
+        return _Deletion(target, kind, files=tuple(files))
+    try:
+        snapshot: FileSnapshot | None = await load_snapshot(path, context.client)
+    except FileRefusal as refusal:
+        if refusal.code not in ("binary_file", "file_too_large"):
+            raise
+        snapshot = None
+    if snapshot is not None:
+        seen = context.read_stamps.get(str(path))
+        if seen is not None:
+            require_fresh_read(snapshot, seen, target.display)
+    return _Deletion(target, kind, snapshot=snapshot)
+
+
+async def _remove(deletion: _Deletion, context: ToolContext) -> None:
+    path = deletion.target.path
+    if deletion.kind == "directory":
+        await anyio.to_thread.run_sync(shutil.rmtree, path)
+        for file in deletion.files:
+            context.read_stamps.forget(file)
+    else:
+        await anyio.to_thread.run_sync(os.unlink, path)
+        context.read_stamps.forget(str(path))
+
+
+def _result(deletion: _Deletion) -> ToolResult:
+    target, kind = deletion.target, deletion.kind
+    if kind == "symlink":
+        text = f"Deleted the symlink {target.display} (it pointed to {deletion.pointed_to})."
+        removed = 0
+    elif kind == "directory":
+        text = f"Deleted the directory {target.display} ({len(deletion.files)} file(s))."
+        removed = len(deletion.files)
+    else:
+        text, removed = f"Deleted {target.display}.", 1
+    raw = {"path": str(target.path), "type": kind, "removed_files": removed}
+    return ToolResult(
+        deletion.shown(done=True), text, raw_output=raw, locations=(Location(str(target.path)),)
+    )

@@ -4,7 +4,9 @@ Both paths are resolved against the workspace (a symlink is moved itself).
 An existing destination is replaced only with `overwrite`, only if it is a
 file, and only if this branch read it unchanged (as `write` requires). A
 moved text file shows as two diffs: its text leaving the old path and
-arriving at the new one. The branch's read stamp follows the file.
+arriving at the new one. The branch's read stamp follows the file. The
+permission question shows the same before anything moves (`preview`), and a
+move that cannot happen fails unasked.
 
 `raw_output`: ``{"source", "destination", "type", "overwrote"}``; refusals
 ``{"error", "message", "path"}``.
@@ -31,6 +33,7 @@ from acp_agent.capabilities.tool import (
     ToolDefinition,
     ToolKind,
     ToolPresentation,
+    ToolPreview,
     ToolResult,
 )
 from acp_agent.tools._args import optional_bool
@@ -100,6 +103,36 @@ def _move(source: Path, destination: Path) -> None:
 
 
 @attrs.frozen
+class _Move:
+    """What a move does, found (and checked) before anything moves."""
+
+    source: WorkspacePath
+    destination: WorkspacePath
+    kind: str  # "file" | "symlink" | "directory"
+    #: Whether an existing destination file is replaced.
+    overwrites: bool
+    #: The moved file's text, when it is a text file.
+    moved: FileSnapshot | None
+    #: The replaced destination's text, when it is a text file.
+    replaced: FileSnapshot | None
+
+    def shown(self, *, done: bool) -> tuple[ContentPart, ...]:
+        """What the person sees, in the question and in the result: a text file's text
+        leaving the old path and arriving at the new one (over what it replaces)."""
+        if self.moved is not None and self.moved.text is not None:
+            old_at_destination = self.replaced.text if self.replaced is not None else None
+            return (
+                DiffContent(str(self.source.path), self.moved.text, ""),
+                DiffContent(str(self.destination.path), old_at_destination, self.moved.text),
+            )
+        verb = "Moved" if done else "Moves"
+        text = f"{verb} {self.source.display} to {self.destination.display}"
+        if self.overwrites and not done:
+            text += ", replacing the file there"
+        return (TextContent(f"{text}."),)
+
+
+@attrs.frozen
 class MoveTool:
     """Moves and renames; never silently replaces a file."""
 
@@ -122,72 +155,72 @@ class MoveTool:
         need = PermissionNeed(Effect.EDIT, f"{source.path} → {destination.path}")
         return outside_need(need, [source, destination])
 
-    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+    async def preview(
+        self, arguments: Mapping[str, Any], context: ToolContext
+    ) -> ToolPreview | ToolResult:
         source, destination = _resolve(arguments, context.roots)
         overwrite = optional_bool(arguments, "overwrite")
         try:
-            return await self._move(source, destination, overwrite, context)
+            move = await _inspect(source, destination, overwrite, context)
         except FileRefusal as refusal:
             return refusal_result(refusal, path=str(source.path))
+        return ToolPreview(move.shown(done=False))
 
-    async def _move(
-        self,
-        source: WorkspacePath,
-        destination: WorkspacePath,
-        overwrite: bool,
-        context: ToolContext,
-    ) -> ToolResult:
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        source, destination = _resolve(arguments, context.roots)
+        overwrite = optional_bool(arguments, "overwrite")
         src, dst = source.path, destination.path
-        if any(root == src or root.is_relative_to(src) for root in context.roots):
-            raise FileRefusal("workspace_root", f"{source.display} is (or holds) a workspace root")
-        kind = entry_kind(src)
-        if kind is None:
-            raise FileRefusal("not_found", f"{source.display} does not exist")
-        if src == dst:
-            raise FileRefusal("same_path", "source and destination are the same path")
-        if dst.is_relative_to(src):
-            raise FileRefusal("into_itself", f"cannot move {source.display} into itself")
-        async with path_lock(dst):
-            replaced: FileSnapshot | None = None
-            existing = entry_kind(dst)
-            overwrote = existing is not None
-            if overwrote:
-                if not overwrite:
-                    raise FileRefusal(
-                        "destination_exists",
-                        f"{destination.display} already exists; set overwrite to replace it",
-                    )
-                if existing == "directory":
-                    raise FileRefusal("destination_exists", f"{destination.display} is a directory")
-                replaced = await _text_of(dst, context)
-                if replaced is not None:
-                    seen = context.read_stamps.get(str(dst))
-                    require_fresh_read(replaced, seen, destination.display)
-            moved = await _text_of(src, context) if kind == "file" else None
-            await anyio.to_thread.run_sync(_move, src, dst)
+        try:
+            async with path_lock(dst):
+                # Checked again now: what changed since the question is not replaced blind.
+                move = await _inspect(source, destination, overwrite, context)
+                await anyio.to_thread.run_sync(_move, src, dst)
+        except FileRefusal as refusal:
+            return refusal_result(refusal, path=str(src))
         stamp = context.read_stamps.get(str(src))
         context.read_stamps.forget(str(src))
         context.read_stamps.forget(str(dst))
-        if stamp is not None and kind == "file":
+        if stamp is not None and move.kind == "file":
             context.read_stamps.record(str(dst), stamp)
-        text = f"Moved {source.display} to {destination.display}."
-        content: tuple[ContentPart, ...]
-        if moved is not None and moved.text is not None:
-            old_at_destination = replaced.text if replaced is not None else None
-            content = (
-                DiffContent(str(src), moved.text, ""),
-                DiffContent(str(dst), old_at_destination, moved.text),
-            )
-        else:
-            content = (TextContent(text),)
         return ToolResult(
-            content,
-            text,
+            move.shown(done=True),
+            f"Moved {source.display} to {destination.display}.",
             raw_output={
                 "source": str(src),
                 "destination": str(dst),
-                "type": kind,
-                "overwrote": overwrote,
+                "type": move.kind,
+                "overwrote": move.overwrites,
             },
             locations=(Location(str(dst)),),
         )
+
+
+async def _inspect(
+    source: WorkspacePath, destination: WorkspacePath, overwrite: bool, context: ToolContext
+) -> _Move:
+    """What moving `source` to `destination` does; a `FileRefusal` when it must not."""
+    src, dst = source.path, destination.path
+    if any(root == src or root.is_relative_to(src) for root in context.roots):
+        raise FileRefusal("workspace_root", f"{source.display} is (or holds) a workspace root")
+    kind = entry_kind(src)
+    if kind is None:
+        raise FileRefusal("not_found", f"{source.display} does not exist")
+    if src == dst:
+        raise FileRefusal("same_path", "source and destination are the same path")
+    if dst.is_relative_to(src):
+        raise FileRefusal("into_itself", f"cannot move {source.display} into itself")
+    replaced: FileSnapshot | None = None
+    existing = entry_kind(dst)
+    if existing is not None:
+        if not overwrite:
+            raise FileRefusal(
+                "destination_exists",
+                f"{destination.display} already exists; set overwrite to replace it",
+            )
+        if existing == "directory":
+            raise FileRefusal("destination_exists", f"{destination.display} is a directory")
+        replaced = await _text_of(dst, context)
+        if replaced is not None:
+            require_fresh_read(replaced, context.read_stamps.get(str(dst)), destination.display)
+    moved = await _text_of(src, context) if kind == "file" else None
+    return _Move(source, destination, kind, existing is not None, moved, replaced)

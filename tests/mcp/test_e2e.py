@@ -56,6 +56,14 @@ async def test_an_editor_mcp_tool_is_called_end_to_end_through_the_agent(tmp_pat
     assert response.stop_reason == types.StopReason.END_TURN
     [question] = editor.permission_requests
     assert question.tool_call.tool_call_id == "call_add"
+    # The person sees the server, the tool and the arguments, not only the tool's name.
+    shown = [
+        part.content.text
+        for part in question.tool_call.content or []
+        if isinstance(part, types.Content) and isinstance(part.content, types.TextContent)
+    ]
+    assert "Tool 'add' of MCP server 'calc'" in shown[0]
+    assert shown[1] == 'With these arguments:\n```json\n{\n  "a": 2,\n  "b": 40\n}\n```'
     calls = [u for u in updates if isinstance(u, types.ToolCall | types.ToolCallProgress)]
     assert isinstance(calls[0], types.ToolCall)
     assert calls[0].title == "add (calc MCP)"

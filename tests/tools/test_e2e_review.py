@@ -109,6 +109,75 @@ async def test_a_file_changed_while_the_person_decides_is_not_overwritten(
     assert file.read_text() == "x = 2  # changed meanwhile\n"
 
 
+def asked_texts(request: types.RequestPermissionRequest) -> list[str]:
+    return [
+        part.content.text
+        for part in request.tool_call.content or []
+        if isinstance(part, types.Content) and isinstance(part.content, types.TextContent)
+    ]
+
+
+async def test_a_delete_and_a_move_are_asked_showing_what_they_remove_and_create(
+    tmp_path: Path, workspace: Path, mode: str
+) -> None:
+    (workspace / "old.txt").write_text("gone soon\n")
+    (workspace / "a.txt").write_text("moving\n")
+    (workspace / "dir").mkdir()
+    for name in ("one.txt", "two.txt"):
+        (workspace / "dir" / name).write_text(name)
+    replies = [
+        [call("read", "read", path="old.txt")],
+        [call("delete_file", "delete", path="old.txt")],
+        [call("delete_dir", "delete", path="dir", recursive=True)],
+        [call("move", "move", source="a.txt", destination="sub/b.txt")],
+    ]
+    async with scripted_session(tmp_path, workspace, mode, replies) as agent:
+        await agent.prompt()
+
+    # A text file's deletion is its text going to nothing, asked as it then shows.
+    deleted = question_for(agent, "delete_file")
+    removal = {"path": str(workspace / "old.txt"), "oldText": "gone soon\n", "newText": ""}
+    assert asked_diffs(deleted) == [removal]
+    assert agent.final("delete_file")["content"][0] == {"type": "diff", **removal}
+    # A directory's lists what goes with it.
+    [*_, listing] = asked_texts(question_for(agent, "delete_dir"))
+    assert listing == ("Deletes the directory dir and the 2 file(s) in it.\n- one.txt\n- two.txt")
+    # A move: the text leaves the old path and arrives at the new one.
+    assert asked_diffs(question_for(agent, "move")) == [
+        {"path": str(workspace / "a.txt"), "oldText": "moving\n", "newText": ""},
+        {"path": str(workspace / "sub" / "b.txt"), "oldText": None, "newText": "moving\n"},
+    ]
+    assert not (workspace / "old.txt").exists()
+    assert not (workspace / "dir").exists()
+    assert (workspace / "sub" / "b.txt").read_text() == "moving\n"
+
+
+async def test_a_delete_or_move_that_cannot_happen_fails_without_a_question(
+    tmp_path: Path, workspace: Path, mode: str
+) -> None:
+    (workspace / "full").mkdir()
+    (workspace / "full" / "f.txt").write_text("f")
+    (workspace / "a.txt").write_text("a")
+    (workspace / "b.txt").write_text("b")
+    replies = [
+        [call("not_recursive", "delete", path="full")],
+        [call("missing", "delete", path="nope.txt")],
+        [call("onto", "move", source="a.txt", destination="b.txt")],
+    ]
+    async with scripted_session(tmp_path, workspace, mode, replies) as agent:
+        await agent.prompt()
+
+    assert agent.client.permission_requests == []
+    errors = {c: agent.final(c)["rawOutput"]["error"] for c in ("not_recursive", "missing", "onto")}
+    assert errors == {
+        "not_recursive": "directory_not_empty",
+        "missing": "not_found",
+        "onto": "destination_exists",
+    }
+    assert (workspace / "full" / "f.txt").exists()
+    assert (workspace / "b.txt").read_text() == "b"
+
+
 @pytest.mark.parametrize("command", ["ls -1", "sleep 1; echo tick; sleep 1; echo tock"])
 async def test_a_terminal_is_shown_before_it_is_awaited_and_never_after_release(
     tmp_path: Path, workspace: Path, command: str

@@ -4,8 +4,9 @@
 `fs/read_text_file`, `fs/write_text_file` and `terminal/*`, each offered
 only when the client advertised it. `AcpPermissionPrompter` asks permission
 questions with `session/request_permission`, showing the call and the full
-command or path (in a code fence no line of it can close, `fenced`), with the
-four answers; a question the client cancels (it must, once it sent
+command or path (in a code fence no line of it can close, `fenced`), what the
+call would do (the diff of a change, what a deletion removes, an MCP call's
+arguments), and the four answers; a question the client cancels (it must, once it sent
 `session/cancel`) or cannot answer counts as cancelled.
 """
 
@@ -182,7 +183,7 @@ class AcpPermissionPrompter:
                 status=types.ToolCallStatus.PENDING,
                 content=[
                     types.Content(content=types.TextContent(text=_question_text(question))),
-                    *_change_of(question),
+                    *_preview_of(question),
                 ],
                 locations=[
                     types.ToolCallLocation(path=location.path, line=location.line)
@@ -216,15 +217,18 @@ class AcpPermissionPrompter:
         return PermissionAnswer(None)
 
 
-def _change_of(question: PermissionQuestion) -> list[types.ToolCallContent]:
-    """The change the call would make, as `diff` items: what the person approves."""
-    from acp_agent.capabilities import DiffContent
+def _preview_of(question: PermissionQuestion) -> list[types.ToolCallContent]:
+    """What the call would do, worked out before asking: `diff` items for a change (what
+    the person approves), text for the rest (what a deletion removes, a call's arguments)."""
+    from acp_agent.capabilities import DiffContent, TextContent
 
-    return [
-        types.Diff(path=part.path, old_text=part.old_text, new_text=part.new_text)
-        for part in question.content
-        if isinstance(part, DiffContent)
-    ]
+    shown: list[types.ToolCallContent] = []
+    for part in question.content:
+        if isinstance(part, DiffContent):
+            shown.append(types.Diff(path=part.path, old_text=part.old_text, new_text=part.new_text))
+        elif isinstance(part, TextContent):
+            shown.append(types.Content(content=types.TextContent(text=part.text)))
+    return shown
 
 
 def _question_text(question: PermissionQuestion) -> str:
