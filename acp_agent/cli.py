@@ -183,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 branch_limit=max_branches or DEFAULT_BRANCH_LIMIT,
                 job_limit=max_jobs or DEFAULT_JOB_LIMIT,
                 jobs_dir=paths.data_dir / "jobs",
+                checkpoints_dir=paths.data_dir / "checkpoints",
             ),
         )
         register_mcp(registry, McpSettings(config_dir=paths.config_dir))

@@ -64,11 +64,13 @@ from acp_agent.capabilities._tool import (
 if TYPE_CHECKING:
     from acp_agent.capabilities._assembly import (
         BRANCHES,
+        CHECKPOINTS,
         CONTEXT,
         GUIDE,
         JOBS,
         MODEL_LOOP,
         RESULT_BUDGET,
+        REWINDER,
         SESSION_CONTROLS,
         TOOL_EXECUTOR,
         TOOLSET,
@@ -95,6 +97,7 @@ if TYPE_CHECKING:
         GatedPrompter,
         NotABranch,
     )
+    from acp_agent.capabilities._checkpoints import CheckpointStore
     from acp_agent.capabilities._content import (
         decode_locations,
         encode_locations,
@@ -171,6 +174,13 @@ if TYPE_CHECKING:
         ResultBudget,
         ResultLimits,
     )
+    from acp_agent.capabilities._rewind import (
+        Rewinder,
+        RewindOutcome,
+        RewindPoint,
+        RewindRefused,
+    )
+    from acp_agent.capabilities._rewind_command import rewind_commands
     from acp_agent.capabilities._session_controls import (
         CONTROLS_PRODUCER,
         DEFAULT_THOUGHT_LEVEL,
@@ -230,6 +240,7 @@ __all__ = (
     "BRANCH_TOOL_NAMES",
     "BUILTIN_COMMANDS",
     "CANCELLED_ANSWER",
+    "CHECKPOINTS",
     "COMMANDS_DIRECTORY",
     "CONTEXT",
     "CONTROLS_PRODUCER",
@@ -263,6 +274,7 @@ __all__ = (
     "RESTART_NOT_STARTED",
     "RESTART_RUNNING",
     "RESULT_BUDGET",
+    "REWINDER",
     "SCRIPT_HINT",
     "SESSION_CONTROLS",
     "THOUGHT_KEY",
@@ -278,6 +290,7 @@ __all__ = (
     "BranchManager",
     "CallStage",
     "CapabilitySettings",
+    "CheckpointStore",
     "ChildLine",
     "Choice",
     "ClientBridge",
@@ -340,6 +353,10 @@ __all__ = (
     "RefusingPrompter",
     "ResultBudget",
     "ResultLimits",
+    "RewindOutcome",
+    "RewindPoint",
+    "RewindRefused",
+    "Rewinder",
     "RuleDecision",
     "RuleScope",
     "SessionControls",
@@ -386,6 +403,7 @@ __all__ = (
     "register_capabilities",
     "remember",
     "revoke_rule",
+    "rewind_commands",
     "rule_for",
     "rule_matches",
     "text_part",
@@ -466,7 +484,14 @@ _LAZY: Final = {
     "ProviderKey": "_model_source",
     "RESTART_NOT_STARTED": "_tool_executor",
     "RESTART_RUNNING": "_tool_executor",
+    "CHECKPOINTS": "_assembly",
+    "CheckpointStore": "_checkpoints",
     "RESULT_BUDGET": "_assembly",
+    "REWINDER": "_assembly",
+    "RewindOutcome": "_rewind",
+    "RewindPoint": "_rewind",
+    "RewindRefused": "_rewind",
+    "Rewinder": "_rewind",
     "Refuse": "_permissions",
     "RefusingPrompter": "_permissions",
     "ResultBudget": "_result_budget",
@@ -516,6 +541,7 @@ _LAZY: Final = {
     "JOBS": "_assembly",
     "JOB_TOOL_NAMES": "_job_tools",
     "job_commands": "_job_tools",
+    "rewind_commands": "_rewind_command",
     "job_tools": "_job_tools",
     "DEFAULT_JOB_LIMIT": "_jobs",
     "JOBS_GUIDE_ENTRY": "_jobs",

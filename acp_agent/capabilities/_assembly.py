@@ -39,12 +39,14 @@ from acp_agent.capabilities._branches import (
     BranchManager,
     GatedPrompter,
 )
+from acp_agent.capabilities._checkpoints import CheckpointStore
 from acp_agent.capabilities._job_registry import JobRegistry
 from acp_agent.capabilities._job_tools import job_tools
 from acp_agent.capabilities._jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager
 from acp_agent.capabilities._loop import LoopSettings, ModelLoop
 from acp_agent.capabilities._model_source import ModelSource
 from acp_agent.capabilities._result_budget import ResultBudget, ResultLimits
+from acp_agent.capabilities._rewind import Rewinder
 from acp_agent.capabilities._session_controls import SessionControls
 from acp_agent.capabilities._slash_commands import available_commands, load_templates
 from acp_agent.capabilities._tool import Tool
@@ -77,12 +79,14 @@ from acp_agent.models import ScriptLine
 
 __all__ = (
     "BRANCHES",
+    "CHECKPOINTS",
     "CONTEXT",
     "GUIDE",
     "JOBS",
     "JOB_REGISTRY",
     "MODEL_LOOP",
     "RESULT_BUDGET",
+    "REWINDER",
     "SESSION_CONTROLS",
     "TOOLSET",
     "TOOL_EXECUTOR",
@@ -94,6 +98,8 @@ BRANCHES: Final[ServiceKey[BranchManager]] = ServiceKey("branches", ScopeKind.SE
 JOBS: Final[ServiceKey[JobManager]] = ServiceKey("jobs", ScopeKind.SESSION)
 JOB_REGISTRY: Final[ServiceKey[JobRegistry]] = ServiceKey("job_registry", ScopeKind.PROCESS)
 RESULT_BUDGET: Final[ServiceKey[ResultBudget]] = ServiceKey("result_budget", ScopeKind.PROCESS)
+CHECKPOINTS: Final[ServiceKey[CheckpointStore]] = ServiceKey("checkpoints", ScopeKind.PROCESS)
+REWINDER: Final[ServiceKey[Rewinder]] = ServiceKey("rewinder", ScopeKind.SESSION)
 SESSION_CONTROLS: Final[ServiceKey[SessionControls]] = ServiceKey(
     "session_controls", ScopeKind.SESSION
 )
@@ -127,6 +133,8 @@ class CapabilitySettings:
     * `job_limit`: how many background jobs may run at once in a session.
     * `jobs_dir`: where local jobs are noted, so a restart kills what a dead agent
       left running (None: not noted).
+    * `checkpoints_dir`: where what files held before a tool changed them is kept,
+      per session, for a rewind (None: not kept).
     """
 
     models: ModelSource
@@ -140,6 +148,7 @@ class CapabilitySettings:
     branch_limit: int = DEFAULT_BRANCH_LIMIT
     job_limit: int = DEFAULT_JOB_LIMIT
     jobs_dir: Path | None = None
+    checkpoints_dir: Path | None = None
 
 
 def register_capabilities(registry: ServiceRegistry, settings: CapabilitySettings) -> None:
@@ -169,6 +178,18 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             start_turn=start_turn,
             limit=settings.branch_limit,
             clock=settings.clock,
+        )
+
+    async def checkpoints(scope: Scope) -> CheckpointStore:
+        return CheckpointStore(settings.checkpoints_dir)
+
+    async def rewinder(scope: Scope) -> Rewinder:
+        return Rewinder(
+            scope.get(SESSION),
+            scope.get(STORE),
+            scope.get(CHECKPOINTS),
+            branches=scope.get(BRANCHES),
+            jobs=scope.get(JOBS),
         )
 
     async def job_registry(scope: Scope) -> JobRegistry:
@@ -225,6 +246,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             budget=scope.get(RESULT_BUDGET),
             prompter=prompter,
             jobs=scope.get(JOBS),
+            checkpoints=scope.get(CHECKPOINTS),
         )
         await scope.get(DISPATCHER).subscribe_rebuilt(executor)
 
@@ -265,10 +287,12 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
 
     registry.register(RESULT_BUDGET, result_budget)
     registry.register(JOB_REGISTRY, job_registry)
+    registry.register(CHECKPOINTS, checkpoints)
     registry.register(SESSION_CONTROLS, session_controls)
     registry.register(GUIDE, guide)
     registry.register(BRANCHES, branches)
     registry.register(JOBS, jobs)
+    registry.register(REWINDER, rewinder)
     registry.register(TOOLSET, toolset)
     registry.register(CONTEXT, context)
     registry.register(TOOL_EXECUTOR, tool_executor)

@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import attrs
 
 from acp_agent.capabilities._client_bridge import ClientBridge
+from acp_agent.capabilities._file_changes import FileChanges
 from acp_agent.capabilities._job_host import JobHost
 
 __all__ = (
@@ -284,7 +285,8 @@ class MemoryReadStamps:
 
 @attrs.frozen
 class ToolContext:
-    """What a running call may use: its roots, the editor, progress, its reads, its jobs."""
+    """What a running call may use: its roots, the editor, progress, its reads, its jobs,
+    and where it says what it is about to change."""
 
     session_id: str
     branch_id: str
@@ -299,6 +301,8 @@ class ToolContext:
     read_stamps: ReadStamps = attrs.field(factory=MemoryReadStamps)
     #: Where background work is handed over (None: this context cannot run jobs).
     jobs: JobHost | None = None
+    #: Told before each file change, for checkpoints (None: changes are not kept).
+    changes: FileChanges | None = None
 
     @property
     def cwd(self) -> Path:

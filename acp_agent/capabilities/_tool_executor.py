@@ -40,6 +40,7 @@ from typing import Any, Final
 import anyio
 import attrs
 
+from acp_agent.capabilities._checkpoints import CallChanges, CheckpointStore
 from acp_agent.capabilities._content import (
     decode_locations,
     encode_locations,
@@ -249,6 +250,8 @@ class ToolExecutor:
     * `prompter`: asks the person instead of the session's (a child's questions
       wait for a turn of main).
     * `jobs`: the session's background jobs, handed to calls as `ToolContext.jobs`.
+    * `checkpoints`: where calls keep what files held before they change them
+      (`ToolContext.changes`; None: not kept, no rewind).
     """
 
     name = "tool executor"
@@ -263,8 +266,10 @@ class ToolExecutor:
         budget: ResultBudget | None = None,
         prompter: PermissionPrompter | None = None,
         jobs: JobManager | None = None,
+        checkpoints: CheckpointStore | None = None,
     ) -> None:
         self.branch = branch
+        self.checkpoints = checkpoints
         #: Where calls hand over background work (None: no background jobs).
         self.jobs = jobs
         #: Who asks the person (None: the session's prompter, `controls.prompter`).
@@ -487,6 +492,11 @@ class ToolExecutor:
             progress=progress,
             read_stamps=self.read_stamps,
             jobs=self.jobs.host(self.branch, call.call_id) if self.jobs is not None else None,
+            changes=(
+                CallChanges(self.checkpoints, self.branch, call.call_id)
+                if self.checkpoints is not None
+                else None
+            ),
         )
 
     async def _preview(self, call: _Call, tool: Tool) -> tuple[ContentPart, ...] | ToolResult:

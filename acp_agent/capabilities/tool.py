@@ -3,7 +3,8 @@
 A tool (`acp_agent.tools`, an MCP server's `McpTool`) is a `Tool`: a
 definition, a presentation, a permission need and a run with a `ToolContext`
 (its roots, the editor's side as a `ClientBridge`, progress, read stamps,
-and a `JobHost` to hand background work to),
+a `JobHost` to hand background work to, and `FileChanges` to say what it is
+about to change),
 ending in a `ToolResult`. `restore_runtime_tags` undoes what the model reads
 of a result, for text the model copied from one. Tools import this module
 only, never the package face: it loads nothing of the runtime (an
@@ -21,6 +22,7 @@ from acp_agent.capabilities._client_bridge import (
     TerminalExit,
     TerminalOutput,
 )
+from acp_agent.capabilities._file_changes import FileChanges
 from acp_agent.capabilities._job_host import (
     JobExit,
     JobHost,
@@ -64,6 +66,7 @@ __all__ = (
     "ContentPart",
     "DiffContent",
     "Effect",
+    "FileChanges",
     "ImageContent",
     "JobExit",
     "JobHost",

@@ -15,7 +15,7 @@ from acp_agent.core._branch import (
 )
 from acp_agent.core._codec import EventRow, decode_event, encode_event, encode_payload
 from acp_agent.core._commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
-from acp_agent.core._cuts import message_cut, prompt_cut, quiet_cut
+from acp_agent.core._cuts import hidden_ranges, is_hidden, message_cut, prompt_cut, quiet_cut
 from acp_agent.core._dispatcher import (
     DISPATCHER,
     Dispatcher,
@@ -45,8 +45,10 @@ from acp_agent.core._events import (
     CompactionRecorded,
     CompactionStarted,
     ConfigurationAdopted,
+    ConversationRewound,
     Event,
     EventDraft,
+    FileChanged,
     GuideAdopted,
     JobEnded,
     JobStarted,
@@ -181,11 +183,13 @@ __all__ = (
     "CompactionRecorded",
     "CompactionStarted",
     "ConfigurationAdopted",
+    "ConversationRewound",
     "CoreMisuse",
     "Dispatcher",
     "Event",
     "EventDraft",
     "EventRow",
+    "FileChanged",
     "ForkOrigin",
     "GuideAdopted",
     "IllegalCut",
@@ -275,6 +279,8 @@ __all__ = (
     "decode_event",
     "encode_event",
     "encode_payload",
+    "hidden_ranges",
+    "is_hidden",
     "message_cut",
     "new_id",
     "open_runtime",

@@ -14,6 +14,8 @@ batch end where no model reply, tool call or compaction is open
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from acp_agent.core._branch import Branch
 from acp_agent.core._errors import IllegalCut
 from acp_agent.core._events import (
@@ -21,6 +23,8 @@ from acp_agent.core._events import (
     CompactionFailed,
     CompactionRecorded,
     CompactionStarted,
+    ConversationRewound,
+    Event,
     ModelRequestFailed,
     ModelRequestFinished,
     ModelRequestInterrupted,
@@ -33,7 +37,22 @@ from acp_agent.core._events import (
 )
 from acp_agent.core._ids import NO_SEQ, Seq, TurnId
 
-__all__ = ("message_cut", "prompt_cut", "quiet_cut")
+__all__ = ("hidden_ranges", "is_hidden", "message_cut", "prompt_cut", "quiet_cut")
+
+
+def hidden_ranges(events: Iterable[Event]) -> list[tuple[int, int]]:
+    """The `[anchor, rewind)` seq ranges rewinds took out of the conversation
+    (`ConversationRewound`): recorded still, but not read or replayed."""
+    return [
+        (event.payload.anchor_seq, int(event.seq))
+        for event in events
+        if isinstance(event.payload, ConversationRewound)
+    ]
+
+
+def is_hidden(seq: int, ranges: Sequence[tuple[int, int]]) -> bool:
+    """Whether `seq` is inside one of `hidden_ranges`."""
+    return any(start <= seq < end for start, end in ranges)
 
 
 async def prompt_cut(branch: Branch, through: int | None = None) -> Seq:
@@ -44,9 +63,11 @@ async def prompt_cut(branch: Branch, through: int | None = None) -> Seq:
     """
     prompts: list[TurnId] = []
     endings: dict[TurnId, Seq] = {}
-    for event in await branch.read():
+    events = await branch.read()
+    hidden = hidden_ranges(events)  # a prompt a rewind took back is not counted
+    for event in events:
         payload = event.payload
-        if isinstance(payload, UserInputAdopted):
+        if isinstance(payload, UserInputAdopted) and not is_hidden(int(event.seq), hidden):
             prompts.append(TurnId(payload.input_id))
         elif isinstance(payload, TurnEnded | TurnInterrupted):
             endings[payload.turn_id] = event.seq
@@ -75,8 +96,12 @@ async def message_cut(branch: Branch, message_id: str, *, before: bool = False) 
     """
     found: TurnId | None = None
     endings: dict[TurnId, Seq] = {}
-    for event in await branch.read():
+    events = await branch.read()
+    hidden = hidden_ranges(events)
+    for event in events:
         payload = event.payload
+        if is_hidden(int(event.seq), hidden) and getattr(payload, "input_id", None) == message_id:
+            raise IllegalCut(f"message {message_id} was rewound away")
         if isinstance(payload, UserInputAdopted) and payload.input_id == message_id:
             if before:
                 return await _batch_end_before(branch, event.seq)

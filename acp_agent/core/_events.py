@@ -37,8 +37,10 @@ __all__ = (
     "CompactionRecorded",
     "CompactionStarted",
     "ConfigurationAdopted",
+    "ConversationRewound",
     "Event",
     "EventDraft",
+    "FileChanged",
     "GuideAdopted",
     "JobEnded",
     "JobStarted",
@@ -522,6 +524,48 @@ class JobEnded(Payload):
     stopped_by: str | None = None
 
 
+@attrs.frozen
+class FileChanged(Payload):
+    """A tool call is about to change a file: what it holds now and what it will hold.
+
+    Recorded before the change, so a rewind knows what to restore even when the
+    agent dies halfway. Digests are SHA-256 of the bytes, None for no file.
+    `before_saved`: the prior bytes are in the session's checkpoint store under
+    `before` (False when the file was too large to keep); `before_link`: the entry
+    was a symlink to there; `before_mode`: its permission bits; `made_dirs`: the
+    directories the change creates to hold the file (a rewind removes them, empty).
+    """
+
+    KIND: ClassVar[str] = "file.changed"
+    call_id: CallId
+    path: str
+    before: str | None
+    after: str | None
+    before_saved: bool = False
+    before_link: str | None = None
+    before_mode: int | None = None
+    made_dirs: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class ConversationRewound(Payload):
+    """The person rewound the session to just before one of their messages.
+
+    History from `anchor_seq` (that message's `UserInputAdopted`) up to this event
+    stays recorded but is out of the model's context and of a replay from now on.
+    The files the session changed since were restored (`restored`, `removed`);
+    `not_undone` names what no rewind can undo (commands run, fetches, MCP calls).
+    """
+
+    KIND: ClassVar[str] = "conversation.rewound"
+    rewind_id: str
+    message_id: str
+    anchor_seq: int
+    restored: list[str] = attrs.field(factory=list)
+    removed: list[str] = attrs.field(factory=list)
+    not_undone: list[str] = attrs.field(factory=list)
+
+
 # --- history, configuration and the session -------------------------------------------
 
 
@@ -657,6 +701,8 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
         BranchEnded,
         JobStarted,
         JobEnded,
+        FileChanged,
+        ConversationRewound,
         CompactionStarted,
         CompactionRecorded,
         CompactionFailed,

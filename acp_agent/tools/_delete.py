@@ -212,6 +212,8 @@ async def _inspect(target: WorkspacePath, recursive: bool, context: ToolContext)
 
 async def _remove(deletion: _Deletion, context: ToolContext) -> None:
     path = deletion.target.path
+    if context.changes is not None:
+        await context.changes.before_remove(path)
     if deletion.kind == "directory":
         await anyio.to_thread.run_sync(shutil.rmtree, path)
         for file in deletion.files:

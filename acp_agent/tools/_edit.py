@@ -250,7 +250,7 @@ class EditTool:
                 # Checked again against the file now: changed since the question, it fails
                 # (`file_modified_since_read`) instead of writing what was not approved.
                 snapshot, new_text, count = await self._change(target, arguments, context)
-                via = await store_text(snapshot, new_text, context.client)
+                via = await store_text(snapshot, new_text, context.client, context.changes)
             except FileRefusal as refusal:
                 return refusal_result(refusal, path=path)
             context.read_stamps.record(path, snapshot.stamp_after_write(new_text))

@@ -174,6 +174,8 @@ class MoveTool:
             async with path_lock(dst):
                 # Checked again now: what changed since the question is not replaced blind.
                 move = await _inspect(source, destination, overwrite, context)
+                if context.changes is not None:
+                    await context.changes.before_move(src, dst)
                 await anyio.to_thread.run_sync(_move, src, dst)
         except FileRefusal as refusal:
             return refusal_result(refusal, path=str(src))

@@ -29,7 +29,7 @@ from typing import Final, Literal
 import anyio
 import attrs
 
-from acp_agent.capabilities.tool import ClientBridge
+from acp_agent.capabilities.tool import ClientBridge, FileChanges
 
 __all__ = (
     "MAX_TEXT_BYTES",
@@ -269,15 +269,17 @@ def _create_temporary_beside(path: Path) -> tuple[int, str]:
 
 
 async def store_text(
-    snapshot: FileSnapshot, text: str, client: ClientBridge
+    snapshot: FileSnapshot, text: str, client: ClientBridge, changes: FileChanges | None = None
 ) -> Literal["client", "disk"]:
     """Write `text` over the file of `snapshot`, in its encoding; returns the channel used.
 
     Through the editor when it offers writes and the file is plain UTF-8 (or
     new), else atomically on disk. Raises `FileRefusal` when `text` does not
-    fit the file's encoding.
+    fit the file's encoding. `changes` is told first (a checkpoint of the file).
     """
     data = snapshot.codec.encode(text)
+    if changes is not None:
+        await changes.before_write(snapshot.path, data)
     if client.can_write_files and snapshot.codec.is_plain_utf8:
         await anyio.to_thread.run_sync(_make_parent, snapshot.path)
         await client.write_text_file(str(snapshot.path), text)

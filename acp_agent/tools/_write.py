@@ -135,7 +135,7 @@ class WriteTool:
                 # Checked again now: a file changed since the question is not overwritten.
                 snapshot, new_text = await self._change(target, content, context)
                 old_text = snapshot.text
-                via = await store_text(snapshot, new_text, context.client)
+                via = await store_text(snapshot, new_text, context.client, context.changes)
             except FileRefusal as refusal:
                 return refusal_result(refusal, path=path)
             context.read_stamps.record(path, snapshot.stamp_after_write(new_text))

@@ -17,6 +17,7 @@ from acp_agent.core import (
     BranchMessageReceived,
     CallId,
     CompactionRecorded,
+    ConversationRewound,
     Event,
     ModelReasoningDelta,
     ModelReasoningEnded,
@@ -312,3 +313,34 @@ def test_facts_after_a_finished_reply_keep_a_message_per_batch() -> None:
         Message("user", [Text('<state source="environment/date">2026-11-03</state>')]),
         Message("user", [Text("next")]),
     ]
+
+
+def test_a_rewind_leaves_out_what_followed_its_message_but_keeps_rules_and_state() -> None:
+    history = History()
+    history.batch(said("first"))
+    reply(history, "req_1", "One.")
+    history.batch(TurnEnded(TURN, "end_turn"))
+    [anchor] = history.batch(said("second"))
+    reply(history, "req_2", "Two.")
+    history.batch(StateSet("git/branch", "topic"))
+    history.batch(TurnEnded(TURN, "end_turn"))
+    rewound = ConversationRewound("rw_1", "turn_1", int(anchor.seq), ["/w/a.py"], [], ["Run `x`"])
+    history.batch(rewound)
+    history.batch(said("third"))
+
+    # Fed at once, a projection learns of the rewind only at its end: it is stale.
+    stale = Projection()
+    stale.feed(history.events)
+    assert stale.stale
+    projection = Projection(stale.hidden)
+    projection.feed(history.events)
+
+    messages = [p.message for p in projection.messages()]
+    texts = [part.text for m in messages for part in m.parts if isinstance(part, Text)]
+    assert texts[:2] == ["first", "One."]
+    assert not projection.stale
+    assert "second" not in texts
+    assert "Two." not in texts
+    assert any('<state source="git/branch">topic</state>' in text for text in texts)
+    assert any('<notification source="session/rewind">' in t and "Run `x`" in t for t in texts)
+    assert texts[-1] == "third"

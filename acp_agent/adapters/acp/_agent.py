@@ -39,6 +39,7 @@ from acp_agent.adapters.acp._client_input import (
 )
 from acp_agent.adapters.acp._host import RuntimeHost
 from acp_agent.adapters.acp._listing import PAGE_SIZE, decode_cursor, encode_cursor, session_info
+from acp_agent.adapters.acp._rewind import REWIND_METHOD
 from acp_agent.adapters.acp._updates import UpdateTranslator, takes_subagents, translator_for
 from acp_agent.adapters.acp._wire_errors import wire_errors
 from acp_agent.core import (
@@ -55,6 +56,7 @@ from acp_agent.core import (
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams, ResourceNotFound
+from protocol.methods import MessageKind
 
 if TYPE_CHECKING:
     from acp_agent.adapters.acp._session import AcpSession
@@ -112,6 +114,7 @@ class AcpAgent:
         register(methods.SESSION_SET_CONFIG_OPTION, self.set_config_option)
         register(methods.SESSION_PROMPT, self.prompt)
         register(methods.SESSION_CANCEL, self.cancel)
+        register(REWIND_METHOD, self.rewind, kind=MessageKind.REQUEST)
         if self._connection.unstable:
             register(methods.SESSION_FORK, self.fork_session)
 
@@ -224,7 +227,7 @@ class AcpAgent:
         and its title, marked "(fork)".
         """
         from acp_agent.adapters.acp._mcp_servers import connect_mcp
-        from acp_agent.capabilities import SESSION_CONTROLS
+        from acp_agent.capabilities import CHECKPOINTS, SESSION_CONTROLS
 
         absolute_path(params.cwd, "cwd")
         anchor = fork_anchor(params.meta)
@@ -243,6 +246,9 @@ class AcpAgent:
             if attached is None:
                 with anyio.CancelScope(shield=True):
                     await source.aclose()
+        with contextlib.suppress(ServiceNotFound):  # the fork can rewind what it inherited
+            checkpoints = runtime.scope.get(CHECKPOINTS)
+            await anyio.to_thread.run_sync(checkpoints.copy_session, source_id, str(fork.id))
         acp_fork = self._attach(fork)
         await acp_fork.controls.adopt(fork.main, values)
         if title:
@@ -252,6 +258,15 @@ class AcpAgent:
         await acp_fork.send_session_updates_after_response()
         logger.info("Session %s forked from %s at seq %d", fork.id, source_id, cut)
         return types.ForkSessionResponse(session_id=fork.id, **acp_fork.settings())
+
+    async def rewind(self, params: object) -> dict[str, object]:
+        """`_acp-agent/rewind` (an extension): back to just before a person's message,
+        its files and its conversation (see `adapters/acp/_rewind.py`)."""
+        from acp_agent.adapters.acp._rewind import rewind_params, rewind_session
+
+        session_id, message_id = rewind_params(params)
+        acp_session = self._session(session_id, REWIND_METHOD)
+        return await rewind_session(acp_session, message_id)
 
     async def _open(self, session_id: str) -> AcpSession:
         """The session, attached: open here already, or loaded from the store."""
@@ -327,7 +342,7 @@ class AcpAgent:
         self, params: types.DeleteSessionRequest
     ) -> types.DeleteSessionResponse:
         """Close the session if open, then delete it; an unknown id is nothing to delete."""
-        from acp_agent.capabilities import RESULT_BUDGET
+        from acp_agent.capabilities import CHECKPOINTS, RESULT_BUDGET
 
         session_id = stored_id(params.session_id)
         self._refuse_child(session_id, methods.SESSION_DELETE)
@@ -339,6 +354,8 @@ class AcpAgent:
             await runtime.delete_session(SessionId(session_id))
         with contextlib.suppress(ServiceNotFound):  # assembled without the capabilities
             await runtime.scope.get(RESULT_BUDGET).forget_session(session_id)
+            checkpoints = runtime.scope.get(CHECKPOINTS)
+            await anyio.to_thread.run_sync(checkpoints.forget, session_id)
         logger.info("Session %s deleted", session_id)
         return types.DeleteSessionResponse()
 

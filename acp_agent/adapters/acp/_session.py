@@ -22,7 +22,7 @@ import attrs
 
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator
-from acp_agent.core import Seq, Session, TurnId
+from acp_agent.core import Seq, Session, TurnId, hidden_ranges, is_hidden
 from protocol import types
 from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams
@@ -195,8 +195,12 @@ class AcpSession:
         covered = main.timeline.last_published_seq
         replay = self._replay_translator()
         fresh = not self._subscribed
-        for event in await main.read(lte=covered):
-            self.stream.show(event, replay)
+        events = await main.read(lte=covered)
+        # What a rewind took back is not shown again; its marker stands where it was.
+        hidden = hidden_ranges(events)
+        for event in events:
+            if not is_hidden(int(event.seq), hidden):
+                self.stream.show(event, replay)
             if fresh:
                 self.stream.learn(event)  # the live translator learns the history
         if fresh:

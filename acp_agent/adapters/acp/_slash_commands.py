@@ -1,7 +1,7 @@
 """Slash commands on the wire: the session's runner, and `available_commands_update`.
 
 The commands themselves are `acp_agent.capabilities`; here they get
-the session's services, `/branches` and `/branch`, `/mcp` when the session
+the session's services, `/branches` and `/branch`, `/jobs`, `/rewind`, `/mcp` when the session
 has MCP servers, and their ACP shape. The list is sent after the `session/new`, `session/resume` and
 `session/fork` responses, before the `session/load` response, and again
 whenever it changes (a template added or removed), before a prompt's response.
@@ -36,17 +36,20 @@ def build_runner(
         BRANCHES,
         CONTEXT,
         JOBS,
+        REWINDER,
         TOOLSET,
         CommandRunner,
         CommandSpec,
         ExtraCommand,
         branch_commands,
         job_commands,
+        rewind_commands,
     )
 
     extra: dict[str, ExtraCommand] = {
         **branch_commands(session.scope.get(BRANCHES)),
         **job_commands(session.scope.get(JOBS)),
+        **rewind_commands(session.scope.get(REWINDER), Path(session.cwd)),
     }
     mcp = session_mcp(session)
     if mcp is not None:

@@ -24,6 +24,9 @@
                                 time a showing appears, `tool_call_update` after, in
                                 progress while the branch works, completed (failed
                                 when it failed) with its steps and report as content
+`ConversationRewound`           replay only: an `agent_message_chunk` marking where the
+                                session was rewound (what came after the message it
+                                went back to is not replayed; live, `/rewind` says it)
 `Compaction*` facts             `compaction_update` for clients that advertised
                                 `session.compaction`; otherwise a `think` tool call
                                 (in progress, then completed with the summary, or
@@ -52,6 +55,7 @@ from acp_agent.adapters.acp._prompt_content import sent_block
 from acp_agent.capabilities.context import CompactionView, compaction_view
 from acp_agent.core import (
     BranchShown,
+    ConversationRewound,
     Event,
     ModelReasoningDelta,
     ModelRequestFailed,
@@ -76,6 +80,8 @@ __all__ = (
     "ModelFacts",
     "UpdateTranslator",
     "failure_text",
+    "rewind_marker",
+    "rewind_text",
     "takes_subagents",
     "translator_for",
 )
@@ -239,6 +245,8 @@ class UpdateTranslator:
             return [types.SessionInfoUpdate(title=title)]
         if isinstance(payload, BranchShown):
             return [] if self.subagents else [self._branch(payload)]
+        if isinstance(payload, ConversationRewound):
+            return [rewind_marker(payload)] if self.replay else []
         view = compaction_view(payload)
         if view is not None:
             return [self._compaction(view)]
@@ -419,6 +427,30 @@ class UpdateTranslator:
                 continue
             updates.append(types.UserMessageChunk(content=structured, message_id=adopted.input_id))
         return updates
+
+
+def rewind_marker(rewound: ConversationRewound) -> types.AgentMessageChunk:
+    """Where a replay shows that the session was rewound, and what that did."""
+    return types.AgentMessageChunk(
+        content=types.TextContent(text=rewind_text(rewound)), message_id=rewound.rewind_id
+    )
+
+
+def rewind_text(rewound: ConversationRewound) -> str:
+    """What the person reads of a rewind: live (its command's answer) and on replay."""
+    lines = [
+        "**Rewound here**: the conversation went back to this point, and the files the "
+        "agent changed after it are as they were then."
+    ]
+    if rewound.restored:
+        lines.append("Put back: " + ", ".join(f"`{path}`" for path in rewound.restored))
+    if rewound.removed:
+        lines.append("Removed: " + ", ".join(f"`{path}`" for path in rewound.removed))
+    if rewound.not_undone:
+        lines.append(
+            "Not undone (these ran, and their effects remain): " + "; ".join(rewound.not_undone)
+        )
+    return "\n\n".join(lines)
 
 
 def _locations(stored: list[dict[str, Any]]) -> list[types.ToolCallLocation]:

@@ -215,6 +215,11 @@ class ContextEngine:
         """Fold every event published since the last call; returns the projection."""
         events = await self.branch.read(gt=Seq(self.projection.last_seq))
         self.projection.feed(events)
+        if self.projection.stale:
+            # A rewind takes out history already folded: fold it all again without it.
+            projection = Projection(self.projection.hidden)
+            projection.feed(await self.branch.read())
+            self.projection = projection
         return self.projection
 
     # --- the start of a turn ----------------------------------------------------------

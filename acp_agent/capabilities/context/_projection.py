@@ -21,6 +21,10 @@ branch message facts            batch; facts recorded while a reply or its tool
                                 from its result)
 `CompactionRecorded`            user: `<summary>` and `<restatement>` in place of
                                 everything up to `covers_lte`
+`ConversationRewound`           user: a `<notification>` that the conversation was
+                                rewound (files put back, what was not undone);
+                                history from its anchor up to it is left out,
+                                except rules, state and the guide, which hold
 =============================== ===============================================
 
 Facts the model does not read (permissions, turn endings, progress) are
@@ -54,6 +58,7 @@ from acp_agent.capabilities.context._token_budget import (
 from acp_agent.core import (
     BranchMessageReceived,
     CompactionRecorded,
+    ConversationRewound,
     Event,
     GuideAdopted,
     ModelReasoningDelta,
@@ -76,6 +81,7 @@ from acp_agent.core import (
     ToolResultRecorded,
     UserInputAdopted,
     encode_payload,
+    is_hidden,
 )
 from acp_agent.models import Image, Message, Part, Reasoning, Text, ToolCall, ToolResult
 
@@ -122,7 +128,16 @@ work; it is not the person's request. Which branch you are is given by \
 #: Facts folded into the rule and state ledgers.
 _SOURCED_FACTS: Final = (StateSet, StateCleared, RuleSet, RuleReplaced, RuleRevoked, RuleExpired)
 #: Facts the model reads as tagged blocks.
-_CONTEXT_FACTS: Final = (*_SOURCED_FACTS, NotificationReceived, BranchMessageReceived)
+_CONTEXT_FACTS: Final = (
+    *_SOURCED_FACTS,
+    NotificationReceived,
+    BranchMessageReceived,
+    ConversationRewound,
+)
+#: Facts that hold whatever the conversation became: kept in a rewound stretch.
+_HOLDING_FACTS: Final = (*_SOURCED_FACTS, GuideAdopted)
+#: The source a rewind's notification names.
+REWIND_SOURCE: Final = "session/rewind"
 #: Facts that make (part of) a message: a compaction must cover at least one.
 _VISIBLE_FACTS: Final = (
     *_CONTEXT_FACTS,
@@ -150,7 +165,26 @@ def render_context_fact(payload: Payload) -> str | None:
         return render_notification(payload.source, payload.text)
     if isinstance(payload, BranchMessageReceived):
         return tag("branch-message", [("from", payload.sender_branch_id)], payload.text)
+    if isinstance(payload, ConversationRewound):
+        return render_notification(REWIND_SOURCE, _rewind_text(payload))
     return render_rule_payload(payload)
+
+
+def _rewind_text(rewound: ConversationRewound) -> str:
+    lines = [
+        "The person rewound the conversation to just before one of their messages: what "
+        "came after it is no longer part of this conversation, and the files the agent "
+        "had changed since are as they were then."
+    ]
+    if rewound.restored:
+        lines.append("Put back: " + ", ".join(rewound.restored))
+    if rewound.removed:
+        lines.append("Removed (created after that message): " + ", ".join(rewound.removed))
+    if rewound.not_undone:
+        lines.append(
+            "Not undone (these ran, and their effects remain): " + "; ".join(rewound.not_undone)
+        )
+    return "\n".join(lines)
 
 
 def render_compaction(
@@ -428,8 +462,13 @@ class Projection:
     that held there; later events follow as usual.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, hidden: Sequence[tuple[int, int]] = ()) -> None:
         self.last_seq = 0
+        #: The stretches rewinds took out of the conversation (`hidden_ranges`).
+        self.hidden = list(hidden)
+        #: A rewind arrived that this projection did not know of when it folded what it
+        #: takes out: fold the branch again, into `Projection(self.hidden)`.
+        self.stale = False
         #: The seq of the newest `ModelRequestStarted`; 0 when none.
         self.last_request_seq = 0
         #: The newest guide adoption, if any.
@@ -459,6 +498,13 @@ class Projection:
                 self._cut_points.append((self.last_seq, self._tokens))
             self.last_seq = int(event.seq)
             payload = event.payload
+            if isinstance(payload, ConversationRewound):
+                stretch = (payload.anchor_seq, self.last_seq)
+                if stretch not in self.hidden:
+                    self.hidden.append(stretch)
+                    self.stale = True
+            elif is_hidden(self.last_seq, self.hidden) and not isinstance(payload, _HOLDING_FACTS):
+                continue
             if isinstance(payload, ModelRequestStarted):
                 self.last_request_seq = self.last_seq
             elif isinstance(payload, GuideAdopted):

@@ -75,6 +75,7 @@ async def test_help_lists_built_ins_mcp_and_the_workspace_and_user_templates(tmp
         "branches",
         "branch",
         "jobs",
+        "rewind",
         "mcp",
         "explain",
         "review",
