@@ -212,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stdin=sys.stdin.buffer,
         stdout=protocol_stdout,
         stop_signals=(signal.SIGTERM, signal.SIGHUP),
+        write_stall_s=_write_stall_s(),
     )
     logger.info("input ended; exiting")
     # Everything is closed and recorded by now (the runtime, the store, the MCP servers),
@@ -221,3 +222,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.shutdown()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _write_stall_s() -> float:
+    """How long a client may read nothing, with output piling up, before it counts as gone
+    (`ACP_AGENT_WRITE_STALL_S`, seconds; default 30)."""
+    from protocol.connection import DEFAULT_WRITE_STALL_S
+
+    value = os.environ.get("ACP_AGENT_WRITE_STALL_S")
+    try:
+        stall = float(value) if value else DEFAULT_WRITE_STALL_S
+    except ValueError:
+        stall = DEFAULT_WRITE_STALL_S
+    return stall if stall > 0 else DEFAULT_WRITE_STALL_S

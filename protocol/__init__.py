@@ -9,8 +9,8 @@ It knows nothing about agents; use it to build either end of ACP:
 - `protocol.errors`: the error tree (wire codes, peer errors, misuse);
 - `protocol.limits`: what a peer may send (how long a line, how deep its JSON).
 
-Submodules are imported on demand so that using only the types does not
-load pygls.
+Submodules are imported on demand, so using only the types loads neither the
+engine nor asyncio's subprocess machinery.
 """
 
 __all__ = ("connection", "converter", "errors", "limits", "methods", "types")

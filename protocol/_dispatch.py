@@ -1,18 +1,20 @@
-"""The JSON-RPC 2.0 engine for one side of ACP, on pygls' `JsonRPCProtocol`.
+"""The JSON-RPC 2.0 engine for one side of ACP, on asyncio.
 
-pygls supplies handler execution (an `async def` handler runs as its own
-task, so the read loop never waits for it), the in-flight request table and
-the writer. We supply what ACP needs and pygls 2.1.1 gets wrong for it:
+It is ours, not pygls': pygls imports lsprotocol's whole LSP type set
+(~400 ms) on every start, and its request handling needed workarounds to be
+right for ACP. What the engine does:
 
+- an `async def` handler runs as its own task, started in the context the
+  line was received in, so the read loop never waits for it; a plain
+  handler runs at once;
 - routes keyed by method *and* kind, checked against the generated method
   table (side, stability), with params structured into the generated types
   and -32602 naming the offending field;
-- envelopes written as plain JSON (lsprotocol's envelope hooks drop
-  `"id": null` from error replies), errors without pygls' traceback `data`
-  (the traceback goes to the log);
+- envelopes written as plain JSON (an error reply keeps `"id": null`), and
+  errors without traceback `data` (the traceback goes to the log);
 - our outgoing requests kept apart from the peer's incoming ones, so equal
   ids from the two sides never collide, and late replies to abandoned
-  requests are dropped (pygls #621, W6);
+  requests are dropped (W6);
 - `$/cancel_request` answered with -32800 by cancelling the handler task (W7);
 - `after_response(callback)`: a request handler schedules work for right after
   its successful response is written (notifications about a session the peer
@@ -37,11 +39,9 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 import attrs
-from pygls.exceptions import JsonRpcException
-from pygls.protocol.json_rpc import JsonRPCProtocol
 
 from protocol import methods
 from protocol._envelope import (
@@ -78,9 +78,8 @@ from protocol.methods import MessageKind, MethodSpec, Side
 
 if TYPE_CHECKING:
     from cattrs import Converter
-    from pygls.server import JsonRPCServer
 
-__all__ = ("AcpProtocol", "AgentSideProtocol", "ClientSideProtocol", "Handler")
+__all__ = ("AcpProtocol", "AgentSideProtocol", "ClientSideProtocol", "Handler", "Writer")
 
 logger = logging.getLogger(__name__)
 
@@ -108,11 +107,17 @@ class _Route:
     handler: Handler
 
 
+class Writer(Protocol):
+    """Where whole lines go: `write` takes one message's JSON, without the newline."""
+
+    def write(self, data: bytes) -> None: ...
+
+
 class _NotificationKey:
-    """A private key for a running notification handler in pygls' future table."""
+    """A private key for a running notification handler in the table of running ones."""
 
 
-class AcpProtocol(JsonRPCProtocol):
+class AcpProtocol:
     """One end of an ACP connection: routes, typed payloads, error replies, requests out."""
 
     #: The sides whose methods this end handles.
@@ -122,8 +127,12 @@ class AcpProtocol(JsonRPCProtocol):
     #: Outgoing ids are `<prefix><n>`, or plain integers when None.
     ID_PREFIX: ClassVar[str | None]
 
-    def __init__(self, server: JsonRPCServer, converter: Converter):
-        super().__init__(server, converter)
+    def __init__(self, converter: Converter) -> None:
+        self._converter = converter
+        #: Where lines go (`set_writer`); None until the connection starts.
+        self.writer: Writer | None = None
+        #: The peer's requests (and our notification handlers) still running, by id.
+        self._request_futures: dict[Any, asyncio.Future[Any] | Future[Any]] = {}
         #: Whether unstable methods may be served or sent; set by the connection.
         self.unstable = False
         self._routes: dict[tuple[MessageKind, str], _Route] = {}
@@ -137,6 +146,13 @@ class AcpProtocol(JsonRPCProtocol):
     def converter(self) -> Converter:
         """The cattrs converter for ACP payloads."""
         return self._converter
+
+    def set_writer(self, writer: Writer, *, include_headers: bool = False) -> None:
+        """Send every message as one line through `writer`. ACP frames by newline:
+        `include_headers` (LSP's Content-Length framing) must stay false."""
+        if include_headers:
+            raise ValueError("ACP lines are newline-delimited; there are no headers")
+        self.writer = writer
 
     # -- registration --------------------------------------------------------
 
@@ -213,13 +229,12 @@ class AcpProtocol(JsonRPCProtocol):
             return
         if msg_id in self._request_futures:
             logger.warning("The peer reused id %r while that request is still running", msg_id)
-        self._ctx_msg_id.set(msg_id)
         # Each request runs in its own copied context (see `receive_line`), so the
         # handler's task, and only it, sees this list.
         after: list[Callable[[], None]] = []
         _AFTER_RESPONSE.set(after)
         self._execute_handler(
-            msg_id,  # type: ignore[arg-type]  # pygls' MsgId omits the null id
+            msg_id,
             self._wrap(route),
             callback=partial(self._answer, msg_id=msg_id, method=method, after=after),
             args=(params,),
@@ -236,11 +251,33 @@ class AcpProtocol(JsonRPCProtocol):
             return
         key = _NotificationKey()
         self._execute_handler(
-            key,  # type: ignore[arg-type]
+            key,
             self._wrap(route),
             callback=partial(self._notification_done, key=key, method=method),
             args=(params,),
         )
+
+    def _execute_handler(
+        self,
+        key: Any,
+        handler: Callable[[Any], Any],
+        *,
+        callback: Callable[[Any], None],
+        args: tuple[Any, ...],
+    ) -> None:
+        """Run `handler(*args)`: an async one as a task of its own (kept in the running
+        table under `key` until it ends), a plain one now; `callback` gets the outcome."""
+        if inspect.iscoroutinefunction(handler):
+            task = asyncio.get_running_loop().create_task(handler(*args))
+            self._request_futures[key] = task
+            task.add_done_callback(callback)
+            return
+        done: Future[Any] = Future()
+        try:
+            done.set_result(handler(*args))
+        except Exception as exc:
+            done.set_exception(exc)
+        callback(done)
 
     def _wrap(self, route: _Route) -> Callable[[Any], Any]:
         """The handler taking raw params and returning the wire result, async if it is."""
@@ -313,8 +350,8 @@ class AcpProtocol(JsonRPCProtocol):
         after: list[Callable[[], None]] | None = None,
     ) -> None:
         """Send the handler's outcome as the response to request `msg_id`."""
-        if self._request_futures.get(msg_id) is future:  # type: ignore[arg-type]
-            del self._request_futures[msg_id]  # type: ignore[arg-type]
+        if self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
         if future.cancelled():
             logger.info("Request %r (id %r) was cancelled", method, msg_id)
             self._send_error(msg_id, RequestCancelled())
@@ -336,7 +373,7 @@ class AcpProtocol(JsonRPCProtocol):
     def _notification_done(
         self, future: Future[Any], *, key: _NotificationKey, method: str
     ) -> None:
-        self._request_futures.pop(key, None)  # type: ignore[call-overload]
+        self._request_futures.pop(key, None)
         if future.cancelled():
             return
         exc = future.exception()
@@ -351,12 +388,6 @@ class AcpProtocol(JsonRPCProtocol):
         if isinstance(exc, AcpError):
             logger.info("Request %r (id %r) answered with %s", method, msg_id, exc.code)
             return exc
-        if isinstance(exc, JsonRpcException):
-            # pygls' own errors are translated here and go no further; its
-            # internal errors carry a traceback in `data`, which stays home.
-            data = None if exc.code == InternalError.CODE else exc.data
-            logger.info("Request %r (id %r) answered with %s", method, msg_id, exc.code)
-            return AcpError.from_wire(exc.code, exc.message, data)
         logger.error("The handler for %r (id %r) failed", method, msg_id, exc_info=exc)
         return InternalError("Internal error; see the agent log for details")
 
@@ -431,7 +462,7 @@ class AcpProtocol(JsonRPCProtocol):
         msg_id, future = self._send_request(method, params, None)
         try:
             # The shield keeps a cancelled caller from cancelling the future the
-            # late answer will be delivered to (pygls #621, W6).
+            # late answer will be delivered to (W6).
             raw = await asyncio.shield(asyncio.wrap_future(future))
         except asyncio.CancelledError:
             if not future.done():  # answered already: there is nothing left to cancel
@@ -551,10 +582,6 @@ class AcpProtocol(JsonRPCProtocol):
             return False
         return True
 
-    def _send_data(self, data: Any) -> None:
-        # Everything we send goes through `_write`; keep pygls' path consistent.
-        self._write(_encode(data))
-
     # -- the end ----------------------------------------------------------------
 
     async def input_ended(self, *, grace_s: float) -> None:
@@ -569,11 +596,11 @@ class AcpProtocol(JsonRPCProtocol):
                 future.set_exception(PeerDisconnected())
         self._pending.clear()
         # Async handlers are asyncio tasks; sync ones never linger in the table.
-        running: list[asyncio.Future[Any]] = []
-        for future in list(self._request_futures.values()):
-            running_task: Any = future
-            if isinstance(running_task, asyncio.Future) and not running_task.done():
-                running.append(running_task)
+        running = [
+            future
+            for future in self._request_futures.values()
+            if isinstance(future, asyncio.Future) and not future.done()
+        ]
         for task in running:
             task.cancel()
         if running:

@@ -1,6 +1,6 @@
 """Read one ndjson line as a JSON-RPC 2.0 message, or say exactly why it is not one.
 
-Only the top-level object is examined here (pygls' `object_hook` would also
+Only the top-level object is examined here (a JSON `object_hook` would also
 turn nested dicts that happen to carry `"jsonrpc"` into messages, W5); the
 params stay plain JSON until the dispatcher structures them for their method.
 ACP v1 has no batches, so a JSON array is an invalid request. A message

@@ -1,9 +1,8 @@
 """Newline-delimited framing: one JSON message per line, each way.
 
-pygls frames with Content-Length headers in module functions that offer no
-hook (W1), so both directions live here: writers that append the newline
-(W2, used with `set_writer(..., include_headers=False)`) and line sources
-that hand whole lines to the dispatcher. The agent side reads lines of up to
+Both directions live here: writers that append the newline (W2, given to
+the engine's `set_writer`) and line sources that hand whole lines to the
+dispatcher. The agent side reads lines of up to
 `MAX_AGENT_LINE_BYTES`; a longer one is skipped to its newline without being
 kept, and the source hands on an `OversizedLine` in its place.
 """
@@ -24,7 +23,6 @@ from protocol.limits import MAX_AGENT_LINE_BYTES
 
 __all__ = (
     "MAX_CLIENT_LINE_BYTES",
-    "FdWriter",
     "LineSource",
     "OversizedLine",
     "StreamWriterAdapter",
@@ -250,26 +248,6 @@ def _fileno(stream: BinaryIO) -> int | None:
         return stream.fileno()
     except (AttributeError, OSError, ValueError):
         return None
-
-
-class FdWriter:
-    """Write each message and its newline straight to a file descriptor (the agent's stdout).
-
-    `os.write` in a loop: no userspace buffer that could be flushed half-way
-    at interpreter exit, and one message is never interleaved with another.
-    """
-
-    def __init__(self, fd: int):
-        self._fd = fd
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data + b"\n")
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-
-    def close(self) -> None:
-        os.close(self._fd)
 
 
 class StreamWriterAdapter:

@@ -1,4 +1,4 @@
-"""ACP connections over stdio: newline-delimited JSON-RPC 2.0 on pygls, both roles.
+"""ACP connections over stdio: newline-delimited JSON-RPC 2.0 on asyncio, both roles.
 
 `AgentConnection` is the agent's end: it serves agent methods on stdin and
 stdout and calls the client (`session/update`, `fs/*`, `terminal/*`, ...).
@@ -35,13 +35,10 @@ import threading
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, BinaryIO, Final
 
-from pygls.client import JsonRPCClient
-from pygls.server import JsonRPCServer
-
 from protocol._dispatch import AcpProtocol, AgentSideProtocol, ClientSideProtocol, Handler
+from protocol._line_writer import DEFAULT_STALL_S, QueuedLineWriter
 from protocol._ndjson import (
     MAX_CLIENT_LINE_BYTES,
-    FdWriter,
     LineSource,
     OversizedLine,
     StreamWriterAdapter,
@@ -52,7 +49,10 @@ from protocol.converter import get_converter
 from protocol.limits import MAX_AGENT_LINE_BYTES
 from protocol.methods import MessageKind
 
-__all__ = ("AgentConnection", "ClientConnection", "Handler")
+__all__ = ("DEFAULT_WRITE_STALL_S", "AgentConnection", "ClientConnection", "Handler")
+
+#: How long a client may read nothing, with output piling up, before it is gone.
+DEFAULT_WRITE_STALL_S: Final = DEFAULT_STALL_S
 
 logger = logging.getLogger(__name__)
 
@@ -129,11 +129,7 @@ async def _run_ndjson(
         await protocol.input_ended(grace_s=_SHUTDOWN_GRACE_S)
 
 
-def _make_converter_factory(unstable: bool) -> Callable[[], Any]:
-    return lambda: get_converter(include_unstable=unstable)
-
-
-class AgentConnection(_Endpoint, JsonRPCServer):
+class AgentConnection(_Endpoint):
     """The agent's end of ACP: serves agent methods on stdio, calls the client.
 
     Outgoing request ids are `agent-<n>`; incoming ids are echoed exactly.
@@ -142,10 +138,9 @@ class AgentConnection(_Endpoint, JsonRPCServer):
     protocol: AgentSideProtocol
 
     def __init__(self, *, unstable: bool = False) -> None:
-        super().__init__(
-            protocol_cls=AgentSideProtocol, converter_factory=_make_converter_factory(unstable)
-        )
+        self.protocol = AgentSideProtocol(get_converter(include_unstable=unstable))
         self.protocol.unstable = unstable
+        self._stop_event = threading.Event()
         self._source: ThreadedLineReader | None = None
         self._shutdown: list[Callable[[], Awaitable[None]]] = []
 
@@ -161,11 +156,17 @@ class AgentConnection(_Endpoint, JsonRPCServer):
         *,
         stop_signals: Collection[signal.Signals] = (),
         max_line_bytes: int = MAX_AGENT_LINE_BYTES,
+        write_stall_s: float = DEFAULT_STALL_S,
     ) -> None:
         """Serve until `stdin` ends (blocking); then cancel what runs and return.
 
         `stdout` must be backed by a file descriptor: messages are written
-        with `os.write`, one line each, nothing else.
+        with `os.write`, one line each, nothing else, from a writer thread
+        (`QueuedLineWriter`), so a slow reader never blocks the event loop. A
+        client that reads nothing for `write_stall_s` seconds while more than
+        `MAX_QUEUED_BYTES` wait is taken as gone: serving ends as at the end of
+        `stdin`. What is queued when serving ends gets `_SHUTDOWN_GRACE_S` to
+        be written.
 
         A line longer than `max_line_bytes` (newline excluded) is skipped
         without being kept and answered with one Invalid Request error (-32600,
@@ -184,7 +185,8 @@ class AgentConnection(_Endpoint, JsonRPCServer):
         )
         out = stdout if stdout is not None else sys.stdout.buffer
         out.flush()
-        self.protocol.set_writer(FdWriter(out.fileno()), include_headers=False)
+        writer = QueuedLineWriter(out.fileno(), stall_s=write_stall_s, on_gone=self.stop)
+        self.protocol.set_writer(writer)
         self._stop_event = threading.Event()
         self._source = source
         try:
@@ -194,6 +196,9 @@ class AgentConnection(_Endpoint, JsonRPCServer):
         finally:
             self._source = None
             self.protocol.close()
+            if not writer.drain(_SHUTDOWN_GRACE_S):
+                logger.warning("Some messages could not be written before exit")
+            writer.close()
             self._stop_event.set()
 
     def stop(self) -> None:
@@ -239,7 +244,7 @@ class AgentConnection(_Endpoint, JsonRPCServer):
                     logger.exception("A shutdown callback failed")
 
 
-class ClientConnection(_Endpoint, JsonRPCClient):
+class ClientConnection(_Endpoint):
     """The client's end of ACP: spawns an agent process and talks to it over its stdio.
 
     Outgoing request ids are integers; incoming ids are echoed exactly.
@@ -250,11 +255,11 @@ class ClientConnection(_Endpoint, JsonRPCClient):
     protocol: ClientSideProtocol
 
     def __init__(self, *, unstable: bool = False) -> None:
-        super().__init__(
-            protocol_cls=ClientSideProtocol, converter_factory=_make_converter_factory(unstable)
-        )
+        self.protocol = ClientSideProtocol(get_converter(include_unstable=unstable))
         self.protocol.unstable = unstable
         self._server: asyncio.subprocess.Process | None = None
+        self._async_tasks: list[asyncio.Task[None]] = []
+        self._stop_event = threading.Event()
 
     @property
     def process(self) -> asyncio.subprocess.Process | None:
@@ -279,7 +284,7 @@ class ClientConnection(_Endpoint, JsonRPCClient):
         if server.stdin is None or server.stdout is None or server.stderr is None:
             raise RuntimeError("the agent process was started without pipes")
         self._server = server
-        self.protocol.set_writer(StreamWriterAdapter(server.stdin), include_headers=False)
+        self.protocol.set_writer(StreamWriterAdapter(server.stdin))
         self._async_tasks.extend(
             [
                 asyncio.create_task(
@@ -294,6 +299,9 @@ class ClientConnection(_Endpoint, JsonRPCClient):
     def line_received(self, line: bytes) -> None:
         """Called with every line the agent writes, before it is dispatched."""
 
+    async def server_exit(self, server: asyncio.subprocess.Process) -> None:
+        """Called once the agent process has exited; default: nothing."""
+
     def stderr_received(self, line: bytes) -> None:
         """Called with every line the agent writes to stderr; default: copy to ours."""
         sys.stderr.write(line.decode("utf-8", "replace"))
@@ -304,8 +312,7 @@ class ClientConnection(_Endpoint, JsonRPCClient):
             self.stderr_received(line)
 
     async def _server_exit(self) -> None:
-        # pygls' version sets exceptions on our running handler tasks, which
-        # asyncio tasks refuse; pending requests fail when stdout ends instead.
+        # Pending requests fail when the agent's stdout ends (`input_ended`), not here.
         if self._server is None:
             return
         await self._server.wait()

@@ -23,8 +23,8 @@ def get_converter(
 ) -> cattrs.Converter:
     """Install the ACP hooks on `converter` (or a new one) and return it.
 
-    Pass pygls' converter to keep its own envelope hooks; ours apply only to
-    the generated ACP classes and unions, plus strict JSON primitives.
+    Pass a converter of your own to keep its hooks; ours apply only to the
+    generated ACP classes and unions, plus strict JSON primitives.
     """
     target = converter if converter is not None else cattrs.Converter(detailed_validation=True)
     register_hooks(target, include_unstable=include_unstable)

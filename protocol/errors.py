@@ -25,8 +25,6 @@ The tree (``code`` is the JSON-RPC error code on the wire)::
 
 Raise an `AcpError` subclass in a handler to answer with that error; a request
 to the peer raises the `AcpError` subclass matching the code it answered with.
-pygls' own exceptions are translated at the connection boundary and never
-leave `protocol/`.
 """
 
 from __future__ import annotations

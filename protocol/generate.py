@@ -160,7 +160,7 @@ class Model:
 
 @attrs.frozen
 class Customizations:
-    #: JSON-RPC envelope definitions: pygls owns the envelope, not us.
+    #: JSON-RPC envelope definitions: the engine owns the envelope, not the types.
     skipped: frozenset[str]
     #: (union, tag value) -> class name, where the derived name would collide.
     variant_names: Mapping[tuple[str, str], str]
@@ -171,7 +171,7 @@ def customizations() -> Customizations:
     return Customizations(
         skipped=frozenset(
             {
-                # Envelopes: the connection (pygls) frames id/method/params.
+                # Envelopes: the engine (protocol/_dispatch.py) frames id/method/params.
                 "AgentRequest",
                 "AgentResponse",
                 "AgentNotification",
