@@ -88,6 +88,8 @@ logger = logging.getLogger(__name__)
 Handler = Callable[[Any], Any]
 
 _EXTENSION_PREFIX: Final = "_"
+#: How many abandoned request ids are remembered (to drop their late answers quietly).
+_MAX_ABANDONED: Final = 1024
 _TOO_DEEP: Final = f"nested deeper than {MAX_JSON_DEPTH} levels (the limit)"
 
 #: The callbacks the running request handler scheduled for after its response.
@@ -138,6 +140,8 @@ class AcpProtocol:
         self._routes: dict[tuple[MessageKind, str], _Route] = {}
         #: Our requests to the peer, by id, awaiting its answer.
         self._pending: dict[RequestId, Future[Any]] = {}
+        #: Ids of our requests whose caller gave up: their late answers are dropped quietly.
+        self._abandoned: set[RequestId] = set()
         self._ids = itertools.count(1)
         self._input_ended = False
         self._closed = False
@@ -410,7 +414,11 @@ class AcpProtocol:
     def _receive_response(self, msg_id: RequestId, result: Any, error: AcpError | None) -> None:
         future = self._pending.pop(msg_id, None)
         if future is None:
-            logger.warning("Response to unknown request id %r", msg_id)
+            if msg_id in self._abandoned:
+                self._abandoned.discard(msg_id)
+                logger.debug("Dropped the late answer to abandoned request %r (W6)", msg_id)
+            else:
+                logger.warning("Response to unknown request id %r", msg_id)
             return
         if future.done():
             return  # the caller gave up; a late answer has nowhere to go (W6)
@@ -466,6 +474,9 @@ class AcpProtocol:
             raw = await asyncio.shield(asyncio.wrap_future(future))
         except asyncio.CancelledError:
             if not future.done():  # answered already: there is nothing left to cancel
+                # Abandoned: a late answer is dropped, never set on a future nobody awaits.
+                self._pending.pop(msg_id, None)
+                self._remember_abandoned(msg_id)
                 self._tell_peer_cancelled(msg_id)
             raise
         spec = methods.REQUESTS.get(method)
@@ -502,6 +513,11 @@ class AcpProtocol:
             del self._pending[msg_id]
             raise
         return msg_id, future
+
+    def _remember_abandoned(self, msg_id: RequestId) -> None:
+        if len(self._abandoned) >= _MAX_ABANDONED:
+            self._abandoned.pop()  # any one: a peer that never answers must not grow this
+        self._abandoned.add(msg_id)
 
     def _tell_peer_cancelled(self, msg_id: RequestId) -> None:
         if self._closed or self._input_ended:

@@ -1,0 +1,138 @@
+"""The engine in process, both ends wired to each other: what our own engine must get right.
+
+Each end's writer hands the line to the other end's `receive_line` on the next
+loop turn, as a pipe would, so requests cross in both directions while handlers
+run, and a late answer to an abandoned request arrives as it does over stdio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from protocol import methods, types
+from protocol._dispatch import AcpProtocol, AgentSideProtocol, ClientSideProtocol
+from protocol.converter import get_converter
+
+
+class _Wire:
+    """Lines from one end to the other, each delivered on a later loop turn."""
+
+    def __init__(self, target: AcpProtocol) -> None:
+        self.target = target
+        self.lines: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.lines.append(data)
+        asyncio.get_running_loop().call_soon(self.target.receive_line, data)
+
+
+def _pair() -> tuple[AgentSideProtocol, ClientSideProtocol, _Wire, _Wire]:
+    agent = AgentSideProtocol(get_converter())
+    client = ClientSideProtocol(get_converter())
+    to_client, to_agent = _Wire(client), _Wire(agent)
+    agent.set_writer(to_client)
+    client.set_writer(to_agent)
+    return agent, client, to_client, to_agent
+
+
+def _read(path: str) -> types.ReadTextFileRequest:
+    return types.ReadTextFileRequest(session_id="s", path=path)
+
+
+async def test_requests_cross_in_both_directions_while_handlers_run() -> None:
+    agent, client, _, _ = _pair()
+    reads: list[str] = []
+
+    async def read_text_file(params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
+        reads.append(params.path)
+        await asyncio.sleep(0.01)
+        return types.ReadTextFileResponse(content=f"contents of {params.path}")
+
+    async def prompt(params: types.PromptRequest) -> types.PromptResponse:
+        text = params.prompt[0].text  # type: ignore[union-attr]
+        # Each prompt asks the client while the other prompt is still running.
+        read = await agent.request(methods.FS_READ_TEXT_FILE, _read(f"/{text}"))
+        assert read.content == f"contents of /{text}"
+        return types.PromptResponse(stop_reason=types.StopReason.END_TURN)
+
+    client.register(methods.FS_READ_TEXT_FILE, read_text_file)
+    agent.register(methods.SESSION_PROMPT, prompt)
+
+    def prompt_request(text: str) -> types.PromptRequest:
+        return types.PromptRequest(session_id="s", prompt=[types.TextContent(text=text)])
+
+    answers = await asyncio.wait_for(
+        asyncio.gather(
+            *(client.request(methods.SESSION_PROMPT, prompt_request(f"p{i}")) for i in range(5))
+        ),
+        5,
+    )
+
+    assert [a.stop_reason for a in answers] == [types.StopReason.END_TURN] * 5
+    assert sorted(reads) == [f"/p{i}" for i in range(5)]
+    assert agent._pending == {}
+    assert client._pending == {}
+    assert agent._request_futures == {}
+
+
+async def test_a_late_answer_to_a_cancelled_request_is_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent, client, to_client, _ = _pair()
+    release = asyncio.Event()
+
+    async def read_text_file(params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
+        await release.wait()  # the client answers only after the agent gave up
+        return types.ReadTextFileResponse(content="late")
+
+    # The client ignores `$/cancel_request` here, so its answer does come, late.
+    client.register(methods.FS_READ_TEXT_FILE, read_text_file)
+    client._cancel_incoming = lambda raw_params: None  # type: ignore[method-assign]
+    asking = asyncio.ensure_future(agent.request(methods.FS_READ_TEXT_FILE, _read("/a")))
+    await asyncio.sleep(0.02)
+    asking.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asking
+    with caplog.at_level(logging.DEBUG, logger="protocol._dispatch"):
+        release.set()
+        await asyncio.sleep(0.05)
+    # The next request still gets its own answer.
+    release.set()
+    read = await asyncio.wait_for(agent.request(methods.FS_READ_TEXT_FILE, _read("/b")), 5)
+
+    sent = [line.decode() for line in to_client.lines]
+    assert any('"method":"$/cancel_request"' in line for line in sent)
+    assert "Dropped the late answer to abandoned request 'agent-1'" in caplog.text
+    assert "unknown request id" not in caplog.text
+    assert read.content == "late"
+    assert agent._pending == {}
+
+
+async def test_a_cancelled_handler_is_answered_request_cancelled_and_leaves_no_trace() -> None:
+    agent, client, to_client, _ = _pair()
+    started = asyncio.Event()
+
+    async def prompt(params: types.PromptRequest) -> types.PromptResponse:
+        started.set()
+        await asyncio.sleep(60)
+        raise AssertionError("not cancelled")
+
+    agent.register(methods.SESSION_PROMPT, prompt)
+    request = types.PromptRequest(session_id="s", prompt=[types.TextContent(text="go")])
+    asking = asyncio.ensure_future(client.request(methods.SESSION_PROMPT, request))
+    await asyncio.wait_for(started.wait(), 5)
+    asking.cancel()  # the client gives up: `$/cancel_request` goes to the agent
+    with pytest.raises(asyncio.CancelledError):
+        await asking
+    async with asyncio.timeout(5):
+        while agent._request_futures:  # noqa: ASYNC110 - the engine has no event for it
+            await asyncio.sleep(0.01)
+
+    await asyncio.sleep(0.05)  # the answer crosses the wire
+    last: dict[str, Any] = json.loads(to_client.lines[-1])
+    assert (last["id"], last["error"]["code"]) == (1, -32800)
