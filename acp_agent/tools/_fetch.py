@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import attrs
-import httpx
 
 import acp_agent
 from acp_agent.capabilities.tool import (
@@ -35,6 +34,9 @@ from acp_agent.capabilities.tool import (
 from acp_agent.tools._args import optional_int, require_str
 from acp_agent.tools._common import short, text_result
 from acp_agent.tools._html import html_to_text
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ("DEFAULT_MAX_CHARS", "DEFINITION", "MAX_DOWNLOAD_BYTES", "FetchTool")
 
@@ -109,6 +111,10 @@ class FetchTool:
         return PermissionNeed(Effect.NETWORK, _url(arguments))
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        # Here, not at the top: httpx (with its CLI's click and rich) costs a session's
+        # start ~100 ms, and most sessions never fetch.
+        import httpx
+
         url = _url(arguments)
         max_chars = optional_int(
             arguments,
