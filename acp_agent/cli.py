@@ -198,6 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     connection = AgentConnection(unstable=args.unstable)
     connection.on_shutdown(host.aclose)
     AcpAgent(connection, host, models, config_dir=paths.config_dir).register()
+    if os.environ.get("ACP_AGENT_DEBUG") == "1":
+        from acp_agent.adapters.acp._debug import register_debug
+
+        register_debug(connection)
 
     logger = logging.getLogger("acp_agent")
     logger.info("acp-agent %s serving ACP on stdio (pid %d)", acp_agent.__version__, os.getpid())

@@ -1,0 +1,28 @@
+"""Debug-only extension requests, served with `ACP_AGENT_DEBUG=1`: what tests observe inside.
+
+`_acp-agent/debug/modules` answers `{"modules": [...]}`, the modules the agent
+process has imported so far (sorted), so a test can check what answering a
+request cost in imports, in the process itself and at that moment.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Final
+
+from protocol.connection import AgentConnection
+from protocol.methods import MessageKind
+
+__all__ = ("MODULES_METHOD", "register_debug")
+
+#: The extension request listing the imported modules.
+MODULES_METHOD: Final = "_acp-agent/debug/modules"
+
+
+def register_debug(connection: AgentConnection) -> None:
+    """Serve the debug requests on `connection` (only when debugging is asked for)."""
+
+    def modules(params: Any) -> dict[str, Any]:
+        return {"modules": sorted(sys.modules)}
+
+    connection.register(MODULES_METHOD, modules, kind=MessageKind.REQUEST)
