@@ -1,9 +1,11 @@
 """Lines out to a file descriptor from a thread of their own: writing never blocks the loop.
 
-`QueuedLineWriter.write` queues a message (with its newline) and returns at
-once; a daemon thread writes the queue in order with `os.write`, so one
-message is never interleaved with another and a slow reader costs the event
-loop nothing. The queue is bounded by time, not dropped messages: when more
+`QueuedLineWriter.write` returns at once: a short line the peer has room for
+is written right there (a pipe with room takes up to `PIPE_BUF` bytes without
+blocking, and a streamed chunk should not wait for another thread to get the
+GIL); anything else is queued, and a daemon thread writes the queue in order
+with `os.write`. One message is never interleaved with another, and a slow
+reader costs the event loop nothing. The queue is bounded by time, not dropped messages: when more
 than `max_queued_bytes` wait and the reader has taken nothing for `stall_s`
 seconds, the peer is taken as gone. `write` then raises `BrokenPipeError`
 (the engine closes the connection) and `on_gone` runs once, so the agent
@@ -16,6 +18,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +32,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_STALL_S: Final = 30.0
 #: How much may wait to be written before a stalled reader counts as gone.
 MAX_QUEUED_BYTES: Final = 8 * 1024 * 1024
+#: The longest line written on the caller's thread: a pipe with room takes it whole.
+_DIRECT_BYTES: Final = getattr(select, "PIPE_BUF", 512)
 
 
 class QueuedLineWriter:
@@ -67,17 +72,46 @@ class QueuedLineWriter:
         return self._gone is not None
 
     def write(self, data: bytes) -> None:
-        """Queue one message; `BrokenPipeError` once the peer is gone."""
+        """Write or queue one message; `BrokenPipeError` once the peer is gone."""
+        line = data + b"\n"
         with self._changed:
             if self._gone is not None:
                 raise BrokenPipeError(self._gone)
-            if not self._lines and not self._writing:
-                self._progress_at = self._clock()
-            self._lines.append(data + b"\n")
-            self._queued_bytes += len(data) + 1
-            self._changed.notify()
-        if self._check_stall():
+            direct = not self._lines and not self._writing and len(line) <= _DIRECT_BYTES
+            if direct:
+                self._writing = True  # the writer thread waits; order is kept
+            else:
+                if not self._lines and not self._writing:
+                    self._progress_at = self._clock()
+                self._lines.append(line)
+                self._queued_bytes += len(line)
+                self._changed.notify()
+        if direct:
+            self._write_now(line)
+        elif self._check_stall():
             raise BrokenPipeError(self._gone)
+
+    def _write_now(self, line: bytes) -> None:
+        """Write `line` if the peer has room for it now; queue what is left."""
+        written = 0
+        try:
+            if select.select([], [self._fd], [], 0)[1]:
+                written = os.write(self._fd, line)
+        except OSError as exc:
+            with self._changed:
+                self._writing = False
+            self._give_up(f"writing failed: {exc}")
+            raise BrokenPipeError(self._gone) from None
+        with self._changed:
+            self._writing = False
+            if written < len(line):
+                self._lines.appendleft(line[written:])
+                self._queued_bytes += len(line) - written
+            if written:
+                self._progress_at = self._clock()
+            elif len(self._lines) == 1:
+                self._progress_at = self._clock()  # the wait for the reader starts now
+            self._changed.notify_all()
 
     def _check_stall(self) -> bool:
         """Give up on a peer that read nothing for `stall_s` with the queue over its bound;
