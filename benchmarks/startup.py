@@ -12,7 +12,11 @@ for the exit. It reports median, min, p90 and max of:
 - spawn -> `session/new` response (sent as soon as the `initialize` response arrives),
 - stdin closed -> process exit,
 
-next to the floor, spawn -> exit of `python -c pass` with the same interpreter,
+Then, with the scripted model, the first prompt of a fresh process and the second
+one: prompt sent -> its first `agent_message_chunk`. The first pays whatever the
+serving path imports late; the target is within 20 ms of the second.
+
+All next to the floor, spawn -> exit of `python -c pass` with the same interpreter,
 measured in the same run (interleaved, so both see the same machine noise), and
 the peak RSS (VmHWM from /proc, Linux only) of the agent up to the session/new
 response and of a bare interpreter. Then it spawns the
@@ -55,6 +59,14 @@ class Run:
     session_new_s: float
     exit_after_eof_s: float
     peak_rss_kib: int | None  # up to the session/new response
+
+
+@dataclass
+class FirstChunks:
+    """Prompt sent -> first `agent_message_chunk`, for a process's first prompt and its second."""
+
+    first_s: float
+    second_s: float
 
 
 @dataclass
@@ -221,6 +233,91 @@ def run_agent(
         peak_rss_kib=rss_kib,
     )
     return run, initialize
+
+
+#: The scripted model's reply to every prompt of the first-chunk runs.
+FIRST_CHUNK_SCRIPT = {"replies": [[{"text": "Here."}, {"text": " And more."}]]}
+
+
+def first_chunk_after(
+    proc: subprocess.Popen[bytes], reader: LineReader, session_id: str, request_id: int
+) -> float:
+    """Send a prompt; seconds until its first message chunk, then read to its answer."""
+    assert proc.stdin is not None
+    prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "Go"}]}
+    sent_at = time.perf_counter()
+    proc.stdin.write(request(request_id, "session/prompt", prompt))
+    deadline = sent_at + RESPONSE_TIMEOUT_S
+    chunk_at: float | None = None
+    while True:
+        message = json.loads(reader.readline(deadline))
+        update = (message.get("params") or {}).get("update") or {}
+        if chunk_at is None and update.get("sessionUpdate") == "agent_message_chunk":
+            chunk_at = time.perf_counter()
+        if message.get("id") == request_id:
+            if chunk_at is None:
+                raise AgentFailed(f"the prompt was answered without a chunk: {message}")
+            return chunk_at - sent_at
+
+
+def run_first_chunks(agent: str, workspace: Workspace, stderr_path: Path) -> FirstChunks:
+    """Spawn the agent with the scripted model; time its first prompt's first chunk and its
+    second prompt's."""
+    script = workspace.root / "first-chunk.json"
+    script.write_text(json.dumps(FIRST_CHUNK_SCRIPT))
+    env = {**os.environ, "ACP_AGENT_HOME": str(workspace.home), "ACP_AGENT_SCRIPT": str(script)}
+    with stderr_path.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [agent],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=workspace.cwd,
+            env=env,
+            bufsize=0,
+        )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        reader = LineReader(proc.stdout)
+        proc.stdin.write(request(1, "initialize", {"protocolVersion": 1}))
+        read_response(reader, 1, "initialize")
+        proc.stdin.write(request(2, "session/new", {"cwd": str(workspace.cwd), "mcpServers": []}))
+        session_id = read_response(reader, 2, "session/new")["result"]["sessionId"]
+        first = first_chunk_after(proc, reader, session_id, 3)
+        second = first_chunk_after(proc, reader, session_id, 4)
+        proc.stdin.close()
+        wait_for_exit(proc, EXIT_TIMEOUT_S)
+    except (AgentFailed, BrokenPipeError, TimeoutError, EOFError) as exc:
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()
+        raise AgentFailed(
+            f"{exc}\n--- agent stderr (tail) ---\n{stderr_tail(stderr_path)}"
+        ) from exc
+    finally:
+        proc.stdout.close()
+        if not proc.stdin.closed:
+            proc.stdin.close()
+    return FirstChunks(first, second)
+
+
+def print_first_chunks(runs: list[FirstChunks]) -> None:
+    rows = [
+        ("first prompt of a process -> first chunk", [r.first_s for r in runs]),
+        ("second prompt -> first chunk", [r.second_s for r in runs]),
+        ("first minus second", [r.first_s - r.second_s for r in runs]),
+    ]
+    width = max(len(name) for name, _ in rows)
+    header = f"{'scripted model':<{width}}  {'median':>9}  {'min':>9}  {'p90':>9}  {'max':>9}"
+    print(header)
+    print("-" * len(header))
+    for name, values in rows:
+        median, low, p90, high = summarize(values)
+        print(
+            f"{name:<{width}}  {median * 1e3:6.1f} ms  {low * 1e3:6.1f} ms  "
+            f"{p90 * 1e3:6.1f} ms  {high * 1e3:6.1f} ms"
+        )
 
 
 # The memory floor: a bare interpreter that reports its own peak RSS before exiting.
@@ -404,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
                 floors.append(run_floor(python))
                 run, _ = run_agent(agent, workspace, stderr_path)
                 runs.append(run)
+            chunks = [run_first_chunks(agent, workspace, stderr_path) for _ in range(args.runs)]
             run_agent(agent, workspace, stderr_path, {"PYTHONPROFILEIMPORTTIME": "1"})
         except AgentFailed as exc:
             print(f"error: {agent}: {exc}", file=sys.stderr)
@@ -421,6 +519,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     print_table(runs, floors)
+    print()
+    print_first_chunks(chunks)
     print()
     print_import_costs(costs)
     return 0
