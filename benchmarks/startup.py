@@ -177,14 +177,13 @@ def stderr_tail(stderr_path: Path, lines: int = 15) -> str:
     return "\n".join(text[-lines:]) or "(stderr was empty)"
 
 
-def run_agent(
-    agent: str, workspace: Workspace, stderr_path: Path, extra_env: dict[str, str] | None = None
-) -> tuple[Run, dict[str, Any]]:
-    """Spawn the agent once, drive initialize and session/new, close stdin, time it all."""
+def spawn(
+    agent: str, workspace: Workspace, stderr_path: Path, extra_env: dict[str, str] | None
+) -> subprocess.Popen[bytes]:
+    """The agent as an editor starts it, its home in the scratch workspace."""
     env = {**os.environ, "ACP_AGENT_HOME": str(workspace.home), **(extra_env or {})}
     with stderr_path.open("wb") as stderr:
-        started_at = time.perf_counter()
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             [agent],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -193,6 +192,14 @@ def run_agent(
             env=env,
             bufsize=0,
         )
+
+
+def run_agent(
+    agent: str, workspace: Workspace, stderr_path: Path, extra_env: dict[str, str] | None = None
+) -> tuple[Run, dict[str, Any]]:
+    """Spawn the agent once, drive initialize and session/new, close stdin, time it all."""
+    started_at = time.perf_counter()
+    proc = spawn(agent, workspace, stderr_path, extra_env)
     assert proc.stdin is not None
     assert proc.stdout is not None
     try:
@@ -265,17 +272,7 @@ def run_first_chunks(agent: str, workspace: Workspace, stderr_path: Path) -> Fir
     second prompt's."""
     script = workspace.root / "first-chunk.json"
     script.write_text(json.dumps(FIRST_CHUNK_SCRIPT))
-    env = {**os.environ, "ACP_AGENT_HOME": str(workspace.home), "ACP_AGENT_SCRIPT": str(script)}
-    with stderr_path.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [agent],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            cwd=workspace.cwd,
-            env=env,
-            bufsize=0,
-        )
+    proc = spawn(agent, workspace, stderr_path, {"ACP_AGENT_SCRIPT": str(script)})
     assert proc.stdin is not None
     assert proc.stdout is not None
     try:
