@@ -20,6 +20,7 @@ __all__ = (
     "TaggedUnion",
     "UntaggedUnion",
     "WireField",
+    "WireStruct",
 )
 
 
@@ -38,6 +39,40 @@ class JsonNull(enum.Enum):
 
 
 JSON_NULL: Final = JsonNull.NULL
+
+
+class WireStruct:
+    """The base of every generated class: one repr, equality and hash shared by all.
+
+    What attrs would write for each class (`Name(field=value, ...)`, equal when of the
+    same class with equal fields, hashed by its fields), written once: attrs compiles
+    its methods per class, and for ~230 classes that was most of the import's cost.
+    """
+
+    __slots__ = ()
+
+    def _fields(self) -> tuple[attrs.Attribute[Any], ...]:
+        # Set by `attrs.define` on each generated subclass.
+        fields: tuple[attrs.Attribute[Any], ...] = type(self).__attrs_attrs__  # type: ignore[attr-defined]
+        return fields
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, field.name) for field in self._fields())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{field.name}={getattr(self, field.name)!r}" for field in self._fields() if field.repr
+        )
+        return f"{type(self).__qualname__}({shown})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, WireStruct)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._values()))
 
 
 @attrs.frozen

@@ -821,6 +821,7 @@ class Emitter:
             "    TaggedUnion,",
             "    UntaggedUnion,",
             "    WireField,",
+            "    WireStruct,",
             ")",
             "",
             f"SCHEMA_VERSION: Final = {SCHEMA_VERSION!r}",
@@ -892,7 +893,10 @@ class Emitter:
     def _emit_structs(self) -> list[str]:
         out = []
         for s in self.model.structs:
-            out += ["", "", "@attrs.define(frozen=True, kw_only=True)", f"class {s.name}:"]
+            # repr, eq and hash come from `WireStruct`: attrs would compile three methods
+            # per class, most of what importing this module costs.
+            decorator = "@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)"
+            out += ["", "", decorator, f"class {s.name}(WireStruct):"]
             out += docstring(s.description, "    ", s.unstable)
             if not s.fields:
                 out.append("")

@@ -21,6 +21,7 @@ from protocol._wire import (
     TaggedUnion,
     UntaggedUnion,
     WireField,
+    WireStruct,
 )
 
 SCHEMA_VERSION: Final = "1 (npm @agentclientprotocol/sdk 2.4.0, about schema-v1.25)"
@@ -594,8 +595,8 @@ class SessionArchiveFilter(OpenEnumMixin, str, enum.Enum):
     ONLY = "only"
 
 
-@attrs.define(frozen=True, kw_only=True)
-class Content:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class Content(WireStruct):
     """Standard content block (text, images, resources)."""
 
     type: Literal["content"] = "content"
@@ -613,8 +614,8 @@ class Content:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class Diff:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class Diff(WireStruct):
     """A diff representing file modifications.
 
     Shows changes to files in a format suitable for display in the client UI.
@@ -643,8 +644,8 @@ class Diff:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class Terminal:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class Terminal(WireStruct):
     """Embed a terminal created with `terminal/create` by its id.
 
     The terminal must be added before calling `terminal/release`.
@@ -667,8 +668,8 @@ class Terminal:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class TextContent:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class TextContent(WireStruct):
     """Text provided to or from an LLM."""
 
     type: Literal["text"] = "text"
@@ -689,8 +690,8 @@ class TextContent:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ImageContent:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ImageContent(WireStruct):
     """An image provided to or from an LLM."""
 
     type: Literal["image"] = "image"
@@ -717,8 +718,8 @@ class ImageContent:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AudioContent:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AudioContent(WireStruct):
     """Audio provided to or from an LLM."""
 
     type: Literal["audio"] = "audio"
@@ -742,8 +743,8 @@ class AudioContent:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ResourceLink:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ResourceLink(WireStruct):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
 
     type: Literal["resource_link"] = "resource_link"
@@ -779,8 +780,8 @@ class ResourceLink:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class EmbeddedResource:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class EmbeddedResource(WireStruct):
     """The contents of a resource, embedded into a prompt or tool call result."""
 
     type: Literal["resource"] = "resource"
@@ -801,8 +802,8 @@ class EmbeddedResource:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class StringPropertySchema:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class StringPropertySchema(WireStruct):
     """Schema for string properties in an elicitation form.
 
     When `enum` or `oneOf` is set, this represents a single-select enum
@@ -871,8 +872,8 @@ class StringPropertySchema:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class NumberPropertySchema:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class NumberPropertySchema(WireStruct):
     """Schema for number (floating-point) properties in an elicitation form."""
 
     type: Literal["number"] = "number"
@@ -914,8 +915,8 @@ class NumberPropertySchema:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class IntegerPropertySchema:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class IntegerPropertySchema(WireStruct):
     """Schema for integer properties in an elicitation form."""
 
     type: Literal["integer"] = "integer"
@@ -957,8 +958,8 @@ class IntegerPropertySchema:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class BooleanPropertySchema:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class BooleanPropertySchema(WireStruct):
     """Schema for boolean properties in an elicitation form."""
 
     type: Literal["boolean"] = "boolean"
@@ -990,8 +991,8 @@ class BooleanPropertySchema:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class MultiSelectPropertySchema:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class MultiSelectPropertySchema(WireStruct):
     """Schema for multi-select (array) properties in an elicitation form."""
 
     type: Literal["array"] = "array"
@@ -1038,8 +1039,8 @@ class MultiSelectPropertySchema:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class OtherElicitationPropertySchema:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class OtherElicitationPropertySchema(WireStruct):
     """Custom or future elicitation property schema.
 
     Values beginning with `_` are reserved for implementation-specific
@@ -1059,8 +1060,8 @@ class OtherElicitationPropertySchema:
     type: str
 
 
-@attrs.define(frozen=True, kw_only=True)
-class StringMultiSelectItems:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class StringMultiSelectItems(WireStruct):
     """String item schema for multi-select enum properties."""
 
     type: Literal["string"] = "string"
@@ -1080,8 +1081,8 @@ class StringMultiSelectItems:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class OtherMultiSelectItems:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class OtherMultiSelectItems(WireStruct):
     """Custom or future typed multi-select items."""
 
     #: Custom or future multi-select item type.
@@ -1092,8 +1093,8 @@ class OtherMultiSelectItems:
     type: str
 
 
-@attrs.define(frozen=True, kw_only=True)
-class TitledMultiSelectItems:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class TitledMultiSelectItems(WireStruct):
     """Items definition for titled multi-select enum properties."""
 
     #: Titled enum options.
@@ -1111,8 +1112,8 @@ class TitledMultiSelectItems:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AuthMethodTerminal:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AuthMethodTerminal(WireStruct):
     """Terminal-based authentication method.
 
     The client runs the configured agent program as a separate interactive
@@ -1151,8 +1152,8 @@ class AuthMethodTerminal:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AuthMethodAgent:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AuthMethodAgent(WireStruct):
     """Agent handles authentication itself through `authenticate`.
 
     This is the default authentication method type.
@@ -1177,8 +1178,8 @@ class AuthMethodAgent:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class UserMessageChunk:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class UserMessageChunk(WireStruct):
     """A chunk of the user's message being streamed."""
 
     session_update: Literal["user_message_chunk"] = "user_message_chunk"
@@ -1202,8 +1203,8 @@ class UserMessageChunk:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AgentMessageChunk:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AgentMessageChunk(WireStruct):
     """A chunk of the agent's response being streamed."""
 
     session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
@@ -1227,8 +1228,8 @@ class AgentMessageChunk:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AgentThoughtChunk:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AgentThoughtChunk(WireStruct):
     """A chunk of the agent's internal reasoning being streamed."""
 
     session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
@@ -1252,8 +1253,8 @@ class AgentThoughtChunk:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ToolCall:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ToolCall(WireStruct):
     """Represents a tool call that the language model has requested.
 
     Tool calls are actions that the agent executes on behalf of the language model,
@@ -1306,8 +1307,8 @@ class ToolCall:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ToolCallProgress:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ToolCallProgress(WireStruct):
     """Update on the status or results of a tool call."""
 
     session_update: Literal["tool_call_update"] = "tool_call_update"
@@ -1352,8 +1353,8 @@ class ToolCallProgress:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class Plan:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class Plan(WireStruct):
     """An execution plan for accomplishing complex tasks.
 
     Plans consist of multiple entries representing individual tasks or goals.
@@ -1381,8 +1382,8 @@ class Plan:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class PlanUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class PlanUpdate(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1405,8 +1406,8 @@ class PlanUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class PlanRemoved:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class PlanRemoved(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1429,8 +1430,8 @@ class PlanRemoved:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AvailableCommandsUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AvailableCommandsUpdate(WireStruct):
     """Available commands are ready or have changed"""
 
     session_update: Literal["available_commands_update"] = "available_commands_update"
@@ -1448,8 +1449,8 @@ class AvailableCommandsUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CurrentModeUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CurrentModeUpdate(WireStruct):
     """The current mode of the session has changed
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
@@ -1470,8 +1471,8 @@ class CurrentModeUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ConfigOptionUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ConfigOptionUpdate(WireStruct):
     """Session configuration options have been updated."""
 
     session_update: Literal["config_option_update"] = "config_option_update"
@@ -1489,8 +1490,8 @@ class ConfigOptionUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionInfoUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionInfoUpdate(WireStruct):
     """Update to session metadata. All fields are optional to support partial updates.
 
     Agents send this notification to update session information like title or custom metadata.
@@ -1515,8 +1516,8 @@ class SessionInfoUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class UsageUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class UsageUpdate(WireStruct):
     """Context window and cost update for a session."""
 
     session_update: Literal["usage_update"] = "usage_update"
@@ -1540,8 +1541,8 @@ class UsageUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class Notice:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class Notice(WireStruct):
     """Fire-and-forget information for the user.
 
     Notices are live events rather than session history. Agents must not rely on
@@ -1572,8 +1573,8 @@ class Notice:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CompactionUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CompactionUpdate(WireStruct):
     """A context compaction upsert. The first notification fixes the compaction's
     timeline position. Later updates with the same ID patch that entity in place.
     Agents MUST only send this update when the Client advertised
@@ -1602,8 +1603,8 @@ class CompactionUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CompactionSummaryChunk:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CompactionSummaryChunk(WireStruct):
     """A content block appended to a compaction's summary. A first-seen ID creates
     an in-progress compaction. Chunks append in receive order.
     Agents MUST only send this update when the Client advertised
@@ -1622,8 +1623,8 @@ class CompactionSummaryChunk:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SubagentUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SubagentUpdate(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1713,8 +1714,8 @@ class SubagentUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionMessage:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionMessage(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1763,8 +1764,8 @@ class SessionMessage:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionMessageChunk:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionMessageChunk(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1789,8 +1790,8 @@ class SessionMessageChunk:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class PlanItems:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class PlanItems(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1819,8 +1820,8 @@ class PlanItems:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class PlanFile:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class PlanFile(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1846,8 +1847,8 @@ class PlanFile:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class PlanMarkdown:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class PlanMarkdown(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1873,8 +1874,8 @@ class PlanMarkdown:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class RunningStateUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class RunningStateUpdate(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     Foreground work is in progress.
@@ -1888,8 +1889,8 @@ class RunningStateUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class IdleStateUpdateEndTurn:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class IdleStateUpdateEndTurn(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     The work ended successfully.
@@ -1910,8 +1911,8 @@ class IdleStateUpdateEndTurn:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class IdleStateUpdateMaxTokens:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class IdleStateUpdateMaxTokens(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     The work ended because the agent reached the maximum number of tokens.
@@ -1932,8 +1933,8 @@ class IdleStateUpdateMaxTokens:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class IdleStateUpdateMaxTurnRequests:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class IdleStateUpdateMaxTurnRequests(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     The work ended because the agent reached the maximum number of allowed
@@ -1955,8 +1956,8 @@ class IdleStateUpdateMaxTurnRequests:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class IdleStateUpdateRefusal:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class IdleStateUpdateRefusal(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     The work ended because the agent refused to continue.
@@ -1977,8 +1978,8 @@ class IdleStateUpdateRefusal:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class IdleStateUpdateCancelled:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class IdleStateUpdateCancelled(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     The work was cancelled.
@@ -1999,8 +2000,8 @@ class IdleStateUpdateCancelled:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class IdleStateUpdateError:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class IdleStateUpdateError(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     The work ended because something failed.
@@ -2027,8 +2028,8 @@ class IdleStateUpdateError:
     error: Error | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class IdleStateUpdateOther:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class IdleStateUpdateOther(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     Custom or future stop reason.
@@ -2053,8 +2054,8 @@ class IdleStateUpdateOther:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class IdleStateUpdateNone:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class IdleStateUpdateNone(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     No stop reason: `stopReason` is omitted or `null`.
@@ -2073,8 +2074,8 @@ class IdleStateUpdateNone:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class RequiresActionStateUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class RequiresActionStateUpdate(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     Foreground work is blocked on user action.
@@ -2088,8 +2089,8 @@ class RequiresActionStateUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class UnknownStateUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class UnknownStateUpdate(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2113,8 +2114,8 @@ class UnknownStateUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class OtherStateUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class OtherStateUpdate(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     Custom or future state.
@@ -2127,8 +2128,8 @@ class OtherStateUpdate:
     state: str
 
 
-@attrs.define(frozen=True, kw_only=True)
-class McpServerHttp:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class McpServerHttp(WireStruct):
     """HTTP transport configuration for MCP."""
 
     type: Literal["http"] = "http"
@@ -2152,8 +2153,8 @@ class McpServerHttp:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class McpServerSse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class McpServerSse(WireStruct):
     """SSE transport configuration for MCP."""
 
     type: Literal["sse"] = "sse"
@@ -2177,8 +2178,8 @@ class McpServerSse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class McpServerAcp:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class McpServerAcp(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2210,8 +2211,8 @@ class McpServerAcp:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class McpServerStdio:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class McpServerStdio(WireStruct):
     """Stdio transport configuration for MCP."""
 
     #: Human-readable name identifying this MCP server.
@@ -2236,8 +2237,8 @@ class McpServerStdio:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CancelledPermissionOutcome:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CancelledPermissionOutcome(WireStruct):
     """The prompt turn was cancelled before the user responded.
 
     When a client sends a `session/cancel` notification to cancel an ongoing
@@ -2250,8 +2251,8 @@ class CancelledPermissionOutcome:
     outcome: Literal["cancelled"] = "cancelled"
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SelectedPermissionOutcome:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SelectedPermissionOutcome(WireStruct):
     """The user selected one of the provided options."""
 
     outcome: Literal["selected"] = "selected"
@@ -2269,8 +2270,8 @@ class SelectedPermissionOutcome:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class MessageMcpResponseResult:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class MessageMcpResponseResult(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     An opaque inner MCP result.
@@ -2283,8 +2284,8 @@ class MessageMcpResponseResult:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class MessageMcpResponseError:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class MessageMcpResponseError(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     A structured inner MCP error.
@@ -2297,8 +2298,8 @@ class MessageMcpResponseError:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class WriteTextFileRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class WriteTextFileRequest(WireStruct):
     """Request to write content to a text file.
 
     Only available if the client supports the `fs.writeTextFile` capability.
@@ -2323,8 +2324,8 @@ class WriteTextFileRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ReadTextFileRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ReadTextFileRequest(WireStruct):
     """Request to read content from a text file.
 
     Only available if the client supports the `fs.readTextFile` capability.
@@ -2352,8 +2353,8 @@ class ReadTextFileRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class RequestPermissionRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class RequestPermissionRequest(WireStruct):
     """Request for user permission to execute a tool call.
 
     Sent when the agent needs authorization before performing a sensitive operation.
@@ -2380,8 +2381,8 @@ class RequestPermissionRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ToolCallUpdate:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ToolCallUpdate(WireStruct):
     """An update to an existing tool call.
 
     Used to report progress and results as tools execute. All fields except
@@ -2430,8 +2431,8 @@ class ToolCallUpdate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class Annotations:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class Annotations(WireStruct):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
 
     #: Intended recipients for this content, such as the user or assistant.
@@ -2453,8 +2454,8 @@ class Annotations:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class TextResourceContents:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class TextResourceContents(WireStruct):
     """Text-based resource contents."""
 
     #: Text payload carried by this content block.
@@ -2476,8 +2477,8 @@ class TextResourceContents:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class BlobResourceContents:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class BlobResourceContents(WireStruct):
     """Binary resource contents."""
 
     #: Base64-encoded bytes for a binary resource payload.
@@ -2499,8 +2500,8 @@ class BlobResourceContents:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ToolCallLocation:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ToolCallLocation(WireStruct):
     """A file location being accessed or modified by a tool.
 
     Enables clients to implement "follow-along" features that track
@@ -2525,8 +2526,8 @@ class ToolCallLocation:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class PermissionOption:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class PermissionOption(WireStruct):
     """An option presented to the user when requesting permission."""
 
     #: Unique identifier for this permission option.
@@ -2548,8 +2549,8 @@ class PermissionOption:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CreateTerminalRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CreateTerminalRequest(WireStruct):
     """Request to create a new terminal and execute a command."""
 
     #: The session ID for this request.
@@ -2587,8 +2588,8 @@ class CreateTerminalRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class EnvVariable:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class EnvVariable(WireStruct):
     """An environment variable to set when launching an MCP server."""
 
     #: The name of the environment variable.
@@ -2607,8 +2608,8 @@ class EnvVariable:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class TerminalOutputRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class TerminalOutputRequest(WireStruct):
     """Request to get the current output and status of a terminal."""
 
     #: The session ID for this request.
@@ -2627,8 +2628,8 @@ class TerminalOutputRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ReleaseTerminalRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ReleaseTerminalRequest(WireStruct):
     """Request to release a terminal and free its resources."""
 
     #: The session ID for this request.
@@ -2647,8 +2648,8 @@ class ReleaseTerminalRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class WaitForTerminalExitRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class WaitForTerminalExitRequest(WireStruct):
     """Request to wait for a terminal command to exit."""
 
     #: The session ID for this request.
@@ -2667,8 +2668,8 @@ class WaitForTerminalExitRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class KillTerminalRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class KillTerminalRequest(WireStruct):
     """Request to kill a terminal without releasing it."""
 
     #: The session ID for this request.
@@ -2687,8 +2688,8 @@ class KillTerminalRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CreateElicitationRequestForm:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CreateElicitationRequestForm(WireStruct):
     """Form-based elicitation where the client renders a form from the provided schema."""
 
     mode: Literal["form"] = "form"
@@ -2723,8 +2724,8 @@ class CreateElicitationRequestForm:
     request_id: RequestId | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CreateElicitationRequestUrl:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CreateElicitationRequestUrl(WireStruct):
     """URL-based elicitation where the client directs the user to a URL."""
 
     mode: Literal["url"] = "url"
@@ -2762,8 +2763,8 @@ class CreateElicitationRequestUrl:
     request_id: RequestId | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CreateElicitationRequestOther:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CreateElicitationRequestOther(WireStruct):
     """Custom or future elicitation mode.
 
     Values beginning with `_` are reserved for implementation-specific
@@ -2809,8 +2810,8 @@ class CreateElicitationRequestOther:
     request_id: RequestId | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ElicitationSessionScope:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ElicitationSessionScope(WireStruct):
     """Session-scoped elicitation, optionally tied to a specific tool call.
 
     When `toolCallId` is set, the elicitation is tied to a specific tool call.
@@ -2828,8 +2829,8 @@ class ElicitationSessionScope:
     tool_call_id: ToolCallId | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ElicitationRequestScope:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ElicitationRequestScope(WireStruct):
     """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
     (e.g., during auth/configuration phases before any session is started).
     """
@@ -2838,8 +2839,8 @@ class ElicitationRequestScope:
     request_id: RequestId
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ElicitationSchema:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ElicitationSchema(WireStruct):
     """Type-safe elicitation schema for requesting structured user input.
 
     This represents a JSON Schema object with primitive-typed properties,
@@ -2879,8 +2880,8 @@ class ElicitationSchema:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class EnumOption:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class EnumOption(WireStruct):
     """A titled enum option with a const value, human-readable title, and optional description."""
 
     #: The constant value for this option.
@@ -2906,8 +2907,8 @@ class EnumOption:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ElicitationFormMode:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ElicitationFormMode(WireStruct):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
 
     #: A JSON Schema describing the form fields to present to the user.
@@ -2926,8 +2927,8 @@ class ElicitationFormMode:
     request_id: RequestId | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ElicitationUrlMode:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ElicitationUrlMode(WireStruct):
     """URL-based elicitation mode where the client directs the user to a URL."""
 
     #: The unique identifier for this elicitation.
@@ -2949,8 +2950,8 @@ class ElicitationUrlMode:
     request_id: RequestId | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class MessageMcpRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class MessageMcpRequest(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2982,8 +2983,8 @@ class MessageMcpRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class InitializeResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class InitializeResponse(WireStruct):
     """Response to the `initialize` method.
 
     Contains the negotiated protocol version and agent capabilities.
@@ -3018,8 +3019,8 @@ class InitializeResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AgentCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AgentCapabilities(WireStruct):
     """Capabilities supported by the agent.
 
     Advertised during initialization to inform the client about
@@ -3064,8 +3065,8 @@ class AgentCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class PromptCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class PromptCapabilities(WireStruct):
     """Prompt capabilities supported by the agent in `session/prompt` requests.
 
     Baseline agent functionality requires support for `text`
@@ -3102,8 +3103,8 @@ class PromptCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class McpCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class McpCapabilities(WireStruct):
     """MCP capabilities supported by the agent"""
 
     #: Agent supports `http` MCP servers.
@@ -3130,8 +3131,8 @@ class McpCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionCapabilities(WireStruct):
     """Session capabilities supported by the agent.
 
     As a baseline, all Agents **MUST** support `session/new`, `session/prompt`, `session/cancel`, and `session/update`.
@@ -3249,8 +3250,8 @@ class SessionCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionListCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionListCapabilities(WireStruct):
     """Capabilities for the `session/list` method.
 
     Supplying `{}` means the agent supports listing sessions.
@@ -3266,8 +3267,8 @@ class SessionListCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionDeleteCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionDeleteCapabilities(WireStruct):
     """Capabilities for the `session/delete` method.
 
     Supplying `{}` means the agent supports deleting sessions from `session/list`.
@@ -3283,8 +3284,8 @@ class SessionDeleteCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionAdditionalDirectoriesCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionAdditionalDirectoriesCapabilities(WireStruct):
     """Capabilities for additional session directories support.
 
     Supplying `{}` means the agent supports the `additionalDirectories` field on
@@ -3303,8 +3304,8 @@ class SessionAdditionalDirectoriesCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionSystemPromptCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionSystemPromptCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3330,8 +3331,8 @@ class SessionSystemPromptCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionSystemPromptModeCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionSystemPromptModeCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3359,8 +3360,8 @@ class SessionSystemPromptModeCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionSystemPromptOverrideCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionSystemPromptOverrideCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3381,8 +3382,8 @@ class SessionSystemPromptOverrideCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionForkCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionForkCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3402,8 +3403,8 @@ class SessionForkCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionArchiveCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionArchiveCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3424,8 +3425,8 @@ class SessionArchiveCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionStatusCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionStatusCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3445,8 +3446,8 @@ class SessionStatusCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionTitleCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionTitleCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3467,8 +3468,8 @@ class SessionTitleCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionResumeCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionResumeCapabilities(WireStruct):
     """Capabilities for the `session/resume` method.
 
     Supplying `{}` means the agent supports resuming sessions.
@@ -3484,8 +3485,8 @@ class SessionResumeCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionCloseCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionCloseCapabilities(WireStruct):
     """Capabilities for the `session/close` method.
 
     Supplying `{}` means the agent supports closing sessions.
@@ -3501,8 +3502,8 @@ class SessionCloseCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AgentAuthCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AgentAuthCapabilities(WireStruct):
     """Authentication-related capabilities supported by the agent."""
 
     #: **UNSTABLE**
@@ -3532,8 +3533,8 @@ class AgentAuthCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AuthStatusCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AuthStatusCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3553,8 +3554,8 @@ class AuthStatusCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class LogoutCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class LogoutCapabilities(WireStruct):
     """Logout capabilities supported by the agent.
 
     Supplying `{}` means the agent supports the logout method.
@@ -3570,8 +3571,8 @@ class LogoutCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ProvidersCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ProvidersCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3591,8 +3592,8 @@ class ProvidersCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class Implementation:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class Implementation(WireStruct):
     """Metadata about the implementation of the client or agent.
     Describes the name and version of an ACP implementation, with an optional
     title for UI representation.
@@ -3622,8 +3623,8 @@ class Implementation:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AuthenticateResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AuthenticateResponse(WireStruct):
     """Response to the `authenticate` method."""
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -3636,8 +3637,8 @@ class AuthenticateResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ListProvidersResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ListProvidersResponse(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3658,8 +3659,8 @@ class ListProvidersResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ProviderInfo:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ProviderInfo(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3691,8 +3692,8 @@ class ProviderInfo:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ProviderCurrentConfig:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ProviderCurrentConfig(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3716,8 +3717,8 @@ class ProviderCurrentConfig:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SetProviderResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SetProviderResponse(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3735,8 +3736,8 @@ class SetProviderResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class DisableProviderResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class DisableProviderResponse(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3754,8 +3755,8 @@ class DisableProviderResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class LogoutResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class LogoutResponse(WireStruct):
     """Response to the `logout` method."""
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -3768,8 +3769,8 @@ class LogoutResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AuthStatusResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AuthStatusResponse(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3800,8 +3801,8 @@ class AuthStatusResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AuthAccount:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AuthAccount(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3851,8 +3852,8 @@ class AuthAccount:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class NewSessionResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class NewSessionResponse(WireStruct):
     """Response from creating a new session.
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
@@ -3882,8 +3883,8 @@ class NewSessionResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionModeState:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionModeState(WireStruct):
     """The set of modes and the one currently active."""
 
     #: The current mode the Agent is in.
@@ -3902,8 +3903,8 @@ class SessionModeState:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionMode:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionMode(WireStruct):
     """A mode the agent can operate in.
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
@@ -3928,8 +3929,8 @@ class SessionMode:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionConfigOptionSelect:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionConfigOptionSelect(WireStruct):
     """Single-value selector (dropdown)."""
 
     type: Literal["select"] = "select"
@@ -3962,8 +3963,8 @@ class SessionConfigOptionSelect:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionConfigOptionBoolean:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionConfigOptionBoolean(WireStruct):
     """Boolean on/off toggle."""
 
     type: Literal["boolean"] = "boolean"
@@ -3993,8 +3994,8 @@ class SessionConfigOptionBoolean:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionConfigSelectOption:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionConfigSelectOption(WireStruct):
     """A possible value for a session configuration option."""
 
     #: Unique identifier for this option value.
@@ -4016,8 +4017,8 @@ class SessionConfigSelectOption:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionConfigSelectGroup:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionConfigSelectGroup(WireStruct):
     """A group of possible values for a session configuration option."""
 
     #: Unique identifier for this group.
@@ -4039,8 +4040,8 @@ class SessionConfigSelectGroup:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionConfigSelect:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionConfigSelect(WireStruct):
     """A single-value selector (dropdown) session configuration option payload."""
 
     #: The currently selected value.
@@ -4050,16 +4051,16 @@ class SessionConfigSelect:
     options: SessionConfigSelectOptions
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionConfigBoolean:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionConfigBoolean(WireStruct):
     """A boolean on/off toggle session configuration option payload."""
 
     #: The current value of the boolean option.
     current_value: bool
 
 
-@attrs.define(frozen=True, kw_only=True)
-class LoadSessionResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class LoadSessionResponse(WireStruct):
     """Response from loading an existing session."""
 
     #: Initial mode state if supported by the Agent
@@ -4081,8 +4082,8 @@ class LoadSessionResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ListSessionsResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ListSessionsResponse(WireStruct):
     """Response from listing sessions."""
 
     #: Array of session information objects
@@ -4102,8 +4103,8 @@ class ListSessionsResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionInfo:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionInfo(WireStruct):
     """Information about a session returned by session/list"""
 
     #: Unique identifier for the session
@@ -4147,8 +4148,8 @@ class SessionInfo:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class DeleteSessionResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class DeleteSessionResponse(WireStruct):
     """Response from deleting a session."""
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -4161,8 +4162,8 @@ class DeleteSessionResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ForkSessionResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ForkSessionResponse(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4192,8 +4193,8 @@ class ForkSessionResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ArchiveSessionResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ArchiveSessionResponse(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4211,8 +4212,8 @@ class ArchiveSessionResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class UnarchiveSessionResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class UnarchiveSessionResponse(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4230,8 +4231,8 @@ class UnarchiveSessionResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionStatusResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionStatusResponse(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4257,8 +4258,8 @@ class SessionStatusResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SetSessionTitleResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SetSessionTitleResponse(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4282,8 +4283,8 @@ class SetSessionTitleResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ResumeSessionResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ResumeSessionResponse(WireStruct):
     """Response from resuming an existing session."""
 
     #: Initial mode state if supported by the Agent
@@ -4305,8 +4306,8 @@ class ResumeSessionResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CloseSessionResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CloseSessionResponse(WireStruct):
     """Response from closing a session."""
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -4319,8 +4320,8 @@ class CloseSessionResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SetSessionModeResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SetSessionModeResponse(WireStruct):
     """Response to `session/set_mode` method."""
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -4333,8 +4334,8 @@ class SetSessionModeResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SetSessionConfigOptionResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SetSessionConfigOptionResponse(WireStruct):
     """Response to `session/set_config_option` method."""
 
     #: The full set of configuration options and their current values.
@@ -4350,8 +4351,8 @@ class SetSessionConfigOptionResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class PromptResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class PromptResponse(WireStruct):
     """Response from processing a user prompt.
 
     See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#4-check-for-completion)
@@ -4378,8 +4379,8 @@ class PromptResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class Usage:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class Usage(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4415,8 +4416,8 @@ class Usage:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class Error:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class Error(WireStruct):
     """JSON-RPC error object.
 
     Represents an error that occurred during method execution, following the
@@ -4439,8 +4440,8 @@ class Error:
     data: Any | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionNotification:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionNotification(WireStruct):
     """Notification containing a session update from the agent.
 
     Used to stream real-time progress and results during prompt processing.
@@ -4464,8 +4465,8 @@ class SessionNotification:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ContentChunk:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ContentChunk(WireStruct):
     """A streamed item of content"""
 
     #: A single item of content
@@ -4487,8 +4488,8 @@ class ContentChunk:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class PlanEntry:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class PlanEntry(WireStruct):
     """A single entry in the execution plan.
 
     Represents a task or goal that the assistant intends to accomplish
@@ -4516,8 +4517,8 @@ class PlanEntry:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AvailableCommand:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AvailableCommand(WireStruct):
     """Information about a command."""
 
     #: Command name (e.g., `create_plan`, `research_codebase`).
@@ -4539,8 +4540,8 @@ class AvailableCommand:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class UnstructuredCommandInput:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class UnstructuredCommandInput(WireStruct):
     """All text that was typed after the command name is provided as input."""
 
     #: A hint to display when the input hasn't been provided yet
@@ -4556,8 +4557,8 @@ class UnstructuredCommandInput:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class Cost:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class Cost(WireStruct):
     """Cost information for a session."""
 
     #: Total cumulative cost for session.
@@ -4577,8 +4578,8 @@ class Cost:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SubagentSessionCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SubagentSessionCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4601,8 +4602,8 @@ class SubagentSessionCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionCancelCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionCancelCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4622,8 +4623,8 @@ class SessionCancelCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ErrorStopReason:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ErrorStopReason(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4638,8 +4639,8 @@ class ErrorStopReason:
     error: Error | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CompleteElicitationNotification:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CompleteElicitationNotification(WireStruct):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
     #: The ID of the elicitation that completed.
@@ -4657,8 +4658,8 @@ class CompleteElicitationNotification:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AuthStatusUpdateNotification:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AuthStatusUpdateNotification(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4693,8 +4694,8 @@ class AuthStatusUpdateNotification:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class InitializeRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class InitializeRequest(WireStruct):
     """Request parameters for the initialize method.
 
     Sent by the client to establish connection and negotiate capabilities.
@@ -4723,8 +4724,8 @@ class InitializeRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ClientCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ClientCapabilities(WireStruct):
     """Capabilities supported by the client.
 
     Advertised during initialization to inform the agent about
@@ -4792,8 +4793,8 @@ class ClientCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class FileSystemCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class FileSystemCapabilities(WireStruct):
     """File system capabilities that a client may support.
 
     See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/v1/draft/initialization#filesystem)
@@ -4815,8 +4816,8 @@ class FileSystemCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ClientSessionCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ClientSessionCapabilities(WireStruct):
     """Session-related capabilities supported by the client."""
 
     #: Support for ID-addressed context compaction updates. Omitted or `null`
@@ -4845,15 +4846,15 @@ class ClientSessionCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CompactionCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CompactionCapabilities(WireStruct):
     """Client support for ID-addressed context compaction updates."""
 
     # An empty object: its presence is the message.
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionConfigOptionsCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionConfigOptionsCapabilities(WireStruct):
     """Session configuration option capabilities supported by the client."""
 
     #: Whether the client supports boolean session configuration options.
@@ -4874,8 +4875,8 @@ class SessionConfigOptionsCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class BooleanConfigOptionCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class BooleanConfigOptionCapabilities(WireStruct):
     """Capabilities for boolean session configuration options.
 
     Supplying `{}` means the client supports boolean session configuration options.
@@ -4891,15 +4892,15 @@ class BooleanConfigOptionCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class NoticeCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class NoticeCapabilities(WireStruct):
     """Client support for presenting live notices to the user."""
 
     # An empty object: its presence is the message.
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SubagentCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SubagentCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4919,8 +4920,8 @@ class SubagentCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class PlanCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class PlanCapabilities(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4938,8 +4939,8 @@ class PlanCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AuthCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AuthCapabilities(WireStruct):
     """Authentication capabilities supported by the client.
 
     Advertised during initialization to inform the agent which authentication
@@ -4964,8 +4965,8 @@ class AuthCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ElicitationCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ElicitationCapabilities(WireStruct):
     """Elicitation capabilities supported by the client."""
 
     #: Whether the client supports form-based elicitation.
@@ -4992,8 +4993,8 @@ class ElicitationCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ElicitationFormCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ElicitationFormCapabilities(WireStruct):
     """Form-based elicitation capabilities.
 
     Supplying `{}` means the client supports form-based elicitation.
@@ -5011,8 +5012,8 @@ class ElicitationFormCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ElicitationUrlCapabilities:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ElicitationUrlCapabilities(WireStruct):
     """URL-based elicitation capabilities.
 
     Supplying `{}` means the client supports URL-based elicitation.
@@ -5030,8 +5031,8 @@ class ElicitationUrlCapabilities:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AuthenticateRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AuthenticateRequest(WireStruct):
     """Request parameters for the authenticate method.
 
     Specifies which authentication method to use.
@@ -5051,8 +5052,8 @@ class AuthenticateRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ListProvidersRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ListProvidersRequest(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -5070,8 +5071,8 @@ class ListProvidersRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SetProviderRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SetProviderRequest(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -5104,8 +5105,8 @@ class SetProviderRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class DisableProviderRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class DisableProviderRequest(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -5126,8 +5127,8 @@ class DisableProviderRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class LogoutRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class LogoutRequest(WireStruct):
     """Request parameters for the logout method.
 
     Terminates the current authenticated session.
@@ -5143,8 +5144,8 @@ class LogoutRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class AuthStatusRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class AuthStatusRequest(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -5167,8 +5168,8 @@ class AuthStatusRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class NewSessionRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class NewSessionRequest(WireStruct):
     """Request parameters for creating a new session.
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
@@ -5209,8 +5210,8 @@ class NewSessionRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class HttpHeader:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class HttpHeader(WireStruct):
     """An HTTP header to set when making requests to the MCP server."""
 
     #: The name of the HTTP header.
@@ -5229,8 +5230,8 @@ class HttpHeader:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SystemPrompt:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SystemPrompt(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -5271,8 +5272,8 @@ class SystemPrompt:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class LoadSessionRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class LoadSessionRequest(WireStruct):
     """Request parameters for loading an existing session.
 
     Only available if the Agent supports the `loadSession` capability.
@@ -5321,8 +5322,8 @@ class LoadSessionRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ListSessionsRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ListSessionsRequest(WireStruct):
     """Request parameters for listing existing sessions.
 
     Only available if the Agent supports the `sessionCapabilities.list` capability.
@@ -5358,8 +5359,8 @@ class ListSessionsRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class DeleteSessionRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class DeleteSessionRequest(WireStruct):
     """Request parameters for deleting an existing session from `session/list`.
 
     Only available if the Agent supports the `sessionCapabilities.delete` capability.
@@ -5378,8 +5379,8 @@ class DeleteSessionRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ForkSessionRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ForkSessionRequest(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -5431,8 +5432,8 @@ class ForkSessionRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ArchiveSessionRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ArchiveSessionRequest(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -5460,8 +5461,8 @@ class ArchiveSessionRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class UnarchiveSessionRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class UnarchiveSessionRequest(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -5490,8 +5491,8 @@ class UnarchiveSessionRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SessionStatusRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SessionStatusRequest(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -5518,8 +5519,8 @@ class SessionStatusRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SetSessionTitleRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SetSessionTitleRequest(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -5556,8 +5557,8 @@ class SetSessionTitleRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ResumeSessionRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ResumeSessionRequest(WireStruct):
     """Request parameters for resuming an existing session.
 
     Resumes an existing session without returning previous messages (unlike `session/load`).
@@ -5607,8 +5608,8 @@ class ResumeSessionRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CloseSessionRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CloseSessionRequest(WireStruct):
     """Request parameters for closing an active session.
 
     If supported, the agent **must** cancel any ongoing work related to the session
@@ -5631,8 +5632,8 @@ class CloseSessionRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SetSessionModeRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SetSessionModeRequest(WireStruct):
     """Request parameters for setting a session mode."""
 
     #: The ID of the session to set the mode for.
@@ -5651,8 +5652,8 @@ class SetSessionModeRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SetSessionConfigOptionRequestBoolean:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SetSessionConfigOptionRequestBoolean(WireStruct):
     """A boolean value (`type: "boolean"`)."""
 
     type: Literal["boolean"] = "boolean"
@@ -5676,8 +5677,8 @@ class SetSessionConfigOptionRequestBoolean:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class SetSessionConfigOptionRequestValueId:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class SetSessionConfigOptionRequestValueId(WireStruct):
     """A `SessionConfigValueId` string value.
 
     This is the default when `type` is absent on the wire. Unknown `type`
@@ -5704,8 +5705,8 @@ class SetSessionConfigOptionRequestValueId:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class PromptRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class PromptRequest(WireStruct):
     """Request parameters for sending a user prompt to the agent.
 
     Contains the user's message and any additional context.
@@ -5741,8 +5742,8 @@ class PromptRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class WriteTextFileResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class WriteTextFileResponse(WireStruct):
     """Response to `fs/write_text_file`"""
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -5755,8 +5756,8 @@ class WriteTextFileResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ReadTextFileResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ReadTextFileResponse(WireStruct):
     """Response containing the contents of a text file."""
 
     #: Content payload returned by this response.
@@ -5772,8 +5773,8 @@ class ReadTextFileResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class RequestPermissionResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class RequestPermissionResponse(WireStruct):
     """Response to a permission request."""
 
     #: The user's decision on the permission request.
@@ -5789,8 +5790,8 @@ class RequestPermissionResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CreateTerminalResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CreateTerminalResponse(WireStruct):
     """Response containing the ID of the created terminal."""
 
     #: The unique identifier for the created terminal.
@@ -5806,8 +5807,8 @@ class CreateTerminalResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class TerminalOutputResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class TerminalOutputResponse(WireStruct):
     """Response containing the terminal output and exit status."""
 
     #: The terminal output captured so far.
@@ -5829,8 +5830,8 @@ class TerminalOutputResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class TerminalExitStatus:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class TerminalExitStatus(WireStruct):
     """Exit status of a terminal command."""
 
     #: The process exit code (may be null if terminated by signal).
@@ -5849,8 +5850,8 @@ class TerminalExitStatus:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ReleaseTerminalResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ReleaseTerminalResponse(WireStruct):
     """Response to terminal/release method"""
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -5863,8 +5864,8 @@ class ReleaseTerminalResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class WaitForTerminalExitResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class WaitForTerminalExitResponse(WireStruct):
     """Response containing the exit status of a terminal command."""
 
     #: The process exit code (may be null if terminated by signal).
@@ -5883,8 +5884,8 @@ class WaitForTerminalExitResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class KillTerminalResponse:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class KillTerminalResponse(WireStruct):
     """Response to `terminal/kill` method"""
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -5897,8 +5898,8 @@ class KillTerminalResponse:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CreateElicitationResponseAccept:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CreateElicitationResponseAccept(WireStruct):
     """The user accepted and provided content."""
 
     action: Literal["accept"] = "accept"
@@ -5918,8 +5919,8 @@ class CreateElicitationResponseAccept:
     content: dict[str, ElicitationContentValue] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CreateElicitationResponseDecline:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CreateElicitationResponseDecline(WireStruct):
     """The user declined the elicitation."""
 
     action: Literal["decline"] = "decline"
@@ -5936,8 +5937,8 @@ class CreateElicitationResponseDecline:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CreateElicitationResponseCancel:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CreateElicitationResponseCancel(WireStruct):
     """The elicitation was cancelled."""
 
     action: Literal["cancel"] = "cancel"
@@ -5954,8 +5955,8 @@ class CreateElicitationResponseCancel:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CreateElicitationResponseOther:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CreateElicitationResponseOther(WireStruct):
     """Custom or future elicitation action.
 
     Values beginning with `_` are reserved for implementation-specific
@@ -5986,16 +5987,16 @@ class CreateElicitationResponseOther:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ElicitationAcceptAction:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ElicitationAcceptAction(WireStruct):
     """The user accepted the elicitation and provided content."""
 
     #: The user-provided content, if any, as an object matching the requested schema.
     content: dict[str, ElicitationContentValue] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class McpError:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class McpError(WireStruct):
     """**UNSTABLE**
 
     An inner MCP error, distinct from an outer ACP binding or runtime error.
@@ -6014,8 +6015,8 @@ class McpError:
     data: Any | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CancelNotification:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CancelNotification(WireStruct):
     """Notification to cancel ongoing operations for a session.
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
@@ -6034,8 +6035,8 @@ class CancelNotification:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class MessageMcpNotification:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class MessageMcpNotification(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -6070,8 +6071,8 @@ class MessageMcpNotification:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class CancelRequestNotification:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class CancelRequestNotification(WireStruct):
     """Notification to cancel an ongoing request.
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/cancellation)
@@ -6090,8 +6091,8 @@ class CancelRequestNotification:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ProxySuccessorRequest:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ProxySuccessorRequest(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -6136,8 +6137,8 @@ class ProxySuccessorRequest:
     meta: dict[str, Any] | None = None
 
 
-@attrs.define(frozen=True, kw_only=True)
-class ProxySuccessorNotification:
+@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+class ProxySuccessorNotification(WireStruct):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
