@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import acp_agent
 
 if TYPE_CHECKING:
-    from acp_agent.core import Store
+    from acp_agent.core import ServiceRegistry, Store
 
 __all__ = ("main",)
 
@@ -151,7 +151,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from acp_agent.adapters.acp import AcpAgent, RuntimeHost
     from acp_agent.capabilities import ConfiguredModels
-    from acp_agent.core import ServiceRegistry
     from protocol.connection import AgentConnection
 
     models = ConfiguredModels.load(paths.config_dir / "config.toml", os.environ, script=script)
@@ -168,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             LoopSettings,
             register_capabilities,
         )
+        from acp_agent.core import ServiceRegistry
         from acp_agent.mcp import McpSettings, register_mcp
         from acp_agent.tools import builtin_tools
 

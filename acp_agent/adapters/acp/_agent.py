@@ -40,27 +40,19 @@ from acp_agent.adapters.acp._client_input import (
 from acp_agent.adapters.acp._host import RuntimeHost
 from acp_agent.adapters.acp._listing import PAGE_SIZE, decode_cursor, encode_cursor, session_info
 from acp_agent.adapters.acp._rewind import REWIND_METHOD
-from acp_agent.adapters.acp._updates import UpdateTranslator, takes_subagents, translator_for
 from acp_agent.adapters.acp._wire_errors import wire_errors
-from acp_agent.core import (
-    Branch,
-    Runtime,
-    Seq,
-    ServiceNotFound,
-    Session,
-    SessionId,
-    SessionPosition,
-    message_cut,
-    prompt_cut,
-)
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams, ResourceNotFound
 from protocol.methods import MessageKind
 
 if TYPE_CHECKING:
+    # The core and the update translation load with the first session, not with
+    # `initialize` (imported where they are used).
     from acp_agent.adapters.acp._session import AcpSession
+    from acp_agent.adapters.acp._updates import UpdateTranslator
     from acp_agent.capabilities import ModelSource
+    from acp_agent.core import Branch, Runtime, Seq, Session
 
 __all__ = ("AGENT_NAME", "AGENT_TITLE", "AcpAgent")
 
@@ -246,6 +238,8 @@ class AcpAgent:
             if attached is None:
                 with anyio.CancelScope(shield=True):
                     await source.aclose()
+        from acp_agent.core import ServiceNotFound
+
         with contextlib.suppress(ServiceNotFound):  # the fork can rewind what it inherited
             checkpoints = runtime.scope.get(CHECKPOINTS)
             await anyio.to_thread.run_sync(checkpoints.copy_session, source_id, str(fork.id))
@@ -276,12 +270,15 @@ class AcpAgent:
         return acp_session
 
     async def _load(self, session_id: str) -> Session:
+        from acp_agent.core import SessionId
+
         runtime = await self._runtime()
         with wire_errors(session_id):
             return await runtime.load_session(SessionId(session_id))
 
     def _attach(self, session: Session) -> AcpSession:
         from acp_agent.adapters.acp._session import AcpSession
+        from acp_agent.adapters.acp._updates import takes_subagents
 
         acp_session = AcpSession.attach(
             session,
@@ -299,6 +296,8 @@ class AcpAgent:
         return acp_session
 
     def _translator(self, *, replay: bool) -> UpdateTranslator:
+        from acp_agent.adapters.acp._updates import translator_for
+
         return translator_for(
             self._client_capabilities,
             self._models,
@@ -322,6 +321,8 @@ class AcpAgent:
         page = records[:PAGE_SIZE]
         cursor = None
         if len(records) > PAGE_SIZE:
+            from acp_agent.core import SessionPosition
+
             cursor = encode_cursor(SessionPosition.of(page[-1]))
         return types.ListSessionsResponse(
             sessions=[session_info(record) for record in page], next_cursor=cursor
@@ -349,6 +350,8 @@ class AcpAgent:
         acp_session = self._sessions.pop(session_id, None)
         if acp_session is not None:
             await acp_session.close()
+        from acp_agent.core import ServiceNotFound, SessionId
+
         runtime = await self._runtime()
         with wire_errors(session_id):
             await runtime.delete_session(SessionId(session_id))
@@ -434,6 +437,8 @@ class AcpAgent:
 
 async def _fork_cut(branch: Branch, anchor: ForkAnchor | None) -> Seq:
     """Where a fork of `branch` cuts its history, as `anchor` names it."""
+    from acp_agent.core import message_cut, prompt_cut
+
     if anchor is None:
         return await prompt_cut(branch)
     if anchor.message_id is not None:

@@ -19,10 +19,13 @@ import contextlib
 import gc
 import logging
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_agent.core import Runtime, ServiceRegistry, Store, open_runtime
+if TYPE_CHECKING:
+    # The core loads with the first session, not with `initialize`.
+    from acp_agent.core import Runtime, ServiceRegistry, Store
 
 __all__ = ("RuntimeHost", "RuntimeUnavailable")
 
@@ -84,6 +87,8 @@ class RuntimeHost:
             await task
 
     async def _host(self, ready: asyncio.Future[Runtime]) -> None:
+        from acp_agent.core import open_runtime
+
         try:
             registry = self._assemble()
             store = await self._open_store()

@@ -10,12 +10,11 @@ answered as the table says; anything else propagates (a handler's own
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Final
 
 from acp_agent.adapters.acp._host import RuntimeUnavailable
-from acp_agent.core import IllegalCut, SessionHeld, StoreError, StoreNotFound
 from protocol.errors import AcpError, InternalError, InvalidParams, InvalidRequest, ResourceNotFound
 
 __all__ = ("wire_error", "wire_errors")
@@ -39,16 +38,22 @@ def _internal(exc: Exception, session_id: str | None, field: str | None) -> AcpE
     return InternalError(f"Internal error: {exc}")
 
 
-#: Most specific first: `SessionHeld` and `StoreNotFound` are `StoreError`s too.
-_TABLE: Final[
-    tuple[tuple[type[Exception], Callable[[Exception, str | None, str | None], AcpError]], ...]
-] = (
-    (StoreNotFound, _not_found),
-    (SessionHeld, _held),
-    (IllegalCut, _illegal_cut),
-    (StoreError, _internal),
-    (RuntimeUnavailable, _internal),
-)
+_Row = tuple[type[Exception], Callable[[Exception, str | None, str | None], AcpError]]
+
+
+@functools.cache
+def _table() -> tuple[_Row, ...]:
+    """Most specific first: `SessionHeld` and `StoreNotFound` are `StoreError`s too.
+    Built on first use: the core loads with the first session, not with `initialize`."""
+    from acp_agent.core import IllegalCut, SessionHeld, StoreError, StoreNotFound
+
+    return (
+        (StoreNotFound, _not_found),
+        (SessionHeld, _held),
+        (IllegalCut, _illegal_cut),
+        (StoreError, _internal),
+        (RuntimeUnavailable, _internal),
+    )
 
 
 def wire_error(
@@ -59,7 +64,7 @@ def wire_error(
     `session_id` names the session a "not found" is about; `field` the request
     field an illegal cut came from (`_meta.acp-agent.throughPrompt`, ...).
     """
-    for cls, make in _TABLE:
+    for cls, make in _table():
         if isinstance(exc, cls):
             return make(exc, session_id, field)
     return None

@@ -3,7 +3,8 @@
 Every editor start pays for what the first answer imports. With `ACP_AGENT_DEBUG=1`
 the agent serves `_acp-agent/debug/modules`; right after `initialize` it must not
 have loaded the language-server libraries, HTTP, the MCP SDK, the model
-providers or the tools: they are for sessions and prompts, not for the handshake.
+providers, the tools or the runtime core: they are for sessions and prompts,
+not for the handshake.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ NOT_FOR_INITIALIZE = (
     "acp_agent.models._openai",
     "acp_agent.models._anthropic",
     "acp_agent.models._http",
+    # The runtime loads with the first session.
+    "acp_agent.core",
+    "acp_agent.capabilities.context",
 )
 
 
