@@ -175,6 +175,7 @@ if TYPE_CHECKING:
         ResultLimits,
     )
     from acp_agent.capabilities._rewind import (
+        NoRewindPoint,
         Rewinder,
         RewindOutcome,
         RewindPoint,
@@ -327,6 +328,7 @@ __all__ = (
     "ModelSource",
     "ModelTraits",
     "NoClient",
+    "NoRewindPoint",
     "NoSuchJob",
     "NotABranch",
     "NotOffered",
@@ -490,6 +492,7 @@ _LAZY: Final = {
     "REWINDER": "_assembly",
     "RewindOutcome": "_rewind",
     "RewindPoint": "_rewind",
+    "NoRewindPoint": "_rewind",
     "RewindRefused": "_rewind",
     "Rewinder": "_rewind",
     "Refuse": "_permissions",

@@ -45,6 +45,7 @@ from acp_agent.core import (
 )
 
 __all__ = (
+    "NoRewindPoint",
     "RewindOutcome",
     "RewindPoint",
     "RewindRefused",
@@ -62,6 +63,10 @@ _MCP_PREFIX: Final = "mcp__"
 
 class RewindRefused(Exception):
     """A rewind that cannot happen now (work is running, or no such message)."""
+
+
+class NoRewindPoint(RewindRefused):
+    """The message named is not one the session can go back to."""
 
 
 @attrs.frozen
@@ -141,6 +146,9 @@ class Rewinder:
 
     async def points(self) -> list[RewindPoint]:
         """The person's messages still in the conversation, oldest first."""
+        return await self._points(await self._activity())
+
+    async def _points(self, activity: _Activity) -> list[RewindPoint]:
         events = await self.session.main.read()
         hidden = hidden_ranges(events)
         messages = [
@@ -150,7 +158,6 @@ class Rewinder:
             and event.branch_id == self.session.main.id
             and not is_hidden(int(event.seq), hidden)
         ]
-        activity = await self._activity()
         points = []
         for number, event in enumerate(messages, start=1):
             start = _order_of(event)
@@ -179,10 +186,11 @@ class Rewinder:
         """
         async with self._lock:
             self._refuse_while_running()
-            point = next((p for p in await self.points() if p.message_id == message_id), None)
+            activity = await self._activity()  # read once: for the points and the plan
+            points = await self._points(activity)
+            point = next((p for p in points if p.message_id == message_id), None)
             if point is None:
-                raise RewindRefused(f"no message {message_id} to rewind to in this session")
-            activity = await self._activity()
+                raise NoRewindPoint(f"the session has no message {message_id} to go back to")
             start = (point.recorded_at, point.seq)
             changes = [c for c in activity.changes if c.order >= start]
             not_undone = tuple(text for order, text in activity.effects if order >= start)

@@ -46,7 +46,7 @@ async def rewind_session(acp_session: AcpSession, message_id: str) -> dict[str, 
     """Rewind `acp_session` to just before `message_id`; the result as the wire has it."""
     import anyio
 
-    from acp_agent.capabilities import REWINDER, RewindRefused
+    from acp_agent.capabilities import REWINDER, NoRewindPoint, RewindRefused
 
     lock = acp_session.turn_lock
     try:
@@ -54,16 +54,11 @@ async def rewind_session(acp_session: AcpSession, message_id: str) -> dict[str, 
     except anyio.WouldBlock:
         raise InvalidRequest("Invalid request: a prompt is running; cancel it first") from None
     try:
-        rewinder = acp_session.session.scope.get(REWINDER)
-        points = {point.message_id for point in await rewinder.points()}
-        if message_id not in points:
-            raise InvalidParams(
-                f"Invalid params: messageId: the session has no message {message_id} to go back to"
-            )
-        try:
-            outcome = await rewinder.rewind(message_id)
-        except RewindRefused as exc:
-            raise InvalidRequest(f"Invalid request: {exc}") from None
+        outcome = await acp_session.session.scope.get(REWINDER).rewind(message_id)
+    except NoRewindPoint as exc:
+        raise InvalidParams(f"Invalid params: messageId: {exc}") from None
+    except RewindRefused as exc:
+        raise InvalidRequest(f"Invalid request: {exc}") from None
     finally:
         lock.release()
     return outcome.as_json()
