@@ -436,6 +436,18 @@ class AcpProtocol:
         message["params"] = self._params_to_wire(spec, params)
         self._send_or_raise(message)
 
+    def notify_encoded(self, lines: bytes) -> None:
+        """Send notifications already encoded (compact JSON, one message per line, no
+        final newline) in one write; `ConnectionClosed` once the peer is gone.
+
+        For the encoders that write a known shape from a template (`protocol.text_chunks`);
+        everything else goes through `notify`, which checks the method and the params.
+        """
+        if self.writer is None:
+            raise ConnectionNotStarted()
+        if self._closed or not self._write(lines):
+            raise ConnectionClosed()
+
     def send_request(
         self,
         method: str,

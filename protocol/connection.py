@@ -48,6 +48,7 @@ from protocol._ndjson import (
 from protocol.converter import get_converter
 from protocol.limits import MAX_AGENT_LINE_BYTES
 from protocol.methods import MessageKind
+from protocol.text_chunks import TextChunks, encode_text_chunks
 
 __all__ = ("DEFAULT_WRITE_STALL_S", "AgentConnection", "ClientConnection", "Handler")
 
@@ -143,6 +144,15 @@ class AgentConnection(_Endpoint):
         self._stop_event = threading.Event()
         self._source: ThreadedLineReader | None = None
         self._shutdown: list[Callable[[], Awaitable[None]]] = []
+
+    def notify_text_chunks(self, session_id: str, chunks: TextChunks) -> None:
+        """Send `chunks` to the client as `session/update`s of `session_id`, in one write.
+
+        The same lines `notify(SESSION_UPDATE, ...)` would write for `chunks.updates()`,
+        encoded from a template: the path of streamed text. `ConnectionClosed` once the
+        client is gone.
+        """
+        self.protocol.notify_encoded(encode_text_chunks(session_id, chunks))
 
     def on_shutdown(self, callback: Callable[[], Awaitable[None]]) -> None:
         """Await `callback` once the input has ended and the handlers are done, while the

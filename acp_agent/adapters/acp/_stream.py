@@ -31,6 +31,7 @@ from acp_agent.core import (
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import ConnectionClosed, MessageTooDeep
+from protocol.text_chunks import TextChunks
 
 __all__ = ("DeliveryStopped", "SessionStream", "Translator", "TurnOutcome")
 
@@ -39,6 +40,13 @@ logger = logging.getLogger(__name__)
 
 class Translator(Protocol):
     """Makes the `session/update`s of one event (an `UpdateTranslator`, or one wrapping it)."""
+
+    def streamed_text(self, event: Event) -> TextChunks | None:
+        """The event's updates if it is streamed text, as chunks; None for any other event.
+
+        What `translate` would return for it, as typed updates; either call learns the
+        event (call one of them per event)."""
+        ...
 
     def translate(self, event: Event) -> list[types.SessionUpdate]: ...
 
@@ -107,6 +115,10 @@ class SessionStream:
     def show(self, event: Event, translator: Translator) -> None:
         """Send the updates `translator` makes of `event`; never raises."""
         try:
+            chunks = translator.streamed_text(event)
+            if chunks is not None:
+                self._send_text(chunks, event.seq)
+                return
             updates = translator.translate(event)
         except Exception:
             logger.exception(
@@ -165,6 +177,24 @@ class SessionStream:
                 )
                 continue
             return
+
+    def _send_text(self, chunks: TextChunks, seq: int) -> None:
+        """Streamed text, encoded from a template and written at once (see `text_chunks`)."""
+        if self._gone:
+            return
+        try:
+            self._connection.notify_text_chunks(self._session_id, chunks)
+        except ConnectionClosed:
+            self._gone = True
+            logger.info("the client is gone; updates of session %s are dropped", self._session_id)
+        except Exception:
+            logger.exception(
+                "streamed text of session %s could not be sent (event %d); sent typed instead",
+                self._session_id,
+                seq,
+            )
+            for update in chunks.updates():
+                self.send(update, seq=seq)
 
     def _notify(self, update: types.SessionUpdate) -> None:
         self._connection.notify(

@@ -50,6 +50,7 @@ from acp_agent.core import (
 from protocol import types
 from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams
+from protocol.text_chunks import TextChunks
 
 if TYPE_CHECKING:
     from acp_agent.capabilities import PermissionPrompter
@@ -115,6 +116,13 @@ class ChildTranslator:
         self.to_parent = to_parent
         self._reply: list[str] = []
         self._reports = 0
+
+    def streamed_text(self, event: Event) -> TextChunks | None:
+        chunks = self.inner.streamed_text(event)
+        payload = event.payload
+        if chunks is not None and isinstance(payload, ModelTextDelta):
+            self._reply.append(payload.text)
+        return chunks
 
     def translate(self, event: Event) -> list[types.SessionUpdate]:
         payload = event.payload

@@ -5,7 +5,8 @@
 ==============================  ==========================================================
 `UserInputAdopted`              replay only: a `user_message_chunk` per content block,
                                 as the person sent it (a link, not the file read)
-`ModelTextDelta`                `agent_message_chunk` (one per piece of a merged delta)
+`ModelTextDelta`                `agent_message_chunk` (one per piece of a merged delta;
+                                `streamed_text` gives them for the fast path)
 `ModelReasoningDelta`           `agent_thought_chunk` (one per piece)
 `ModelRequestFailed`            `agent_message_chunk` saying why the reply stopped
 `ModelRequestFinished`          `usage_update` (context used and window size,
@@ -72,6 +73,7 @@ from acp_agent.core import (
 )
 from protocol import types
 from protocol.converter import get_converter
+from protocol.text_chunks import TextChunks
 
 if TYPE_CHECKING:
     from acp_agent.capabilities import ModelSource
@@ -186,23 +188,24 @@ class UpdateTranslator:
         self._showings: set[str] = set()
         self._converter = get_converter()
 
-    def translate(self, event: Event) -> list[types.SessionUpdate]:
+    def streamed_text(self, event: Event) -> TextChunks | None:
+        """The chunks of `event` if it is streamed text (a text or reasoning delta), else
+        None; `translate` makes the same chunks, as typed updates."""
         payload = event.payload
         if isinstance(payload, ModelTextDelta):
             self._texted.add(payload.request_id)
-            return [
-                types.AgentMessageChunk(
-                    content=types.TextContent(text=piece), message_id=payload.request_id
-                )
-                for piece in payload.pieces or (payload.text,)
-            ]
+            pieces = payload.pieces or (payload.text,)
+            return TextChunks("agent_message_chunk", payload.request_id, pieces)
         if isinstance(payload, ModelReasoningDelta):
-            return [
-                types.AgentThoughtChunk(
-                    content=types.TextContent(text=piece), message_id=payload.request_id
-                )
-                for piece in payload.pieces or (payload.text,)
-            ]
+            pieces = payload.pieces or (payload.text,)
+            return TextChunks("agent_thought_chunk", payload.request_id, pieces)
+        return None
+
+    def translate(self, event: Event) -> list[types.SessionUpdate]:
+        chunks = self.streamed_text(event)
+        if chunks is not None:
+            return chunks.updates()
+        payload = event.payload
         if isinstance(payload, ToolCallRequested):
             return [self._tool_call(payload)]
         if isinstance(payload, ToolCallStarted):

@@ -1,0 +1,90 @@
+"""Streamed text as `session/update` lines, encoded without building typed objects.
+
+A model streams thousands of small deltas a second and each becomes one
+`agent_message_chunk` (or `agent_thought_chunk`) notification. Building the
+typed update, unstructuring it and encoding it cost more than decoding the
+delta from the provider did, so a fast stream backed up behind its own
+updates. `encode_text_chunks` writes the same bytes from a template instead;
+`TextChunks.updates()` is the typed form of the same chunks, for replays and
+for tests, which hold the two to byte equality with the converter's output.
+
+    chunks = TextChunks("agent_message_chunk", "req_1", ["Hel", "lo."])
+    connection.notify_text_chunks(session_id, chunks)  # two lines, one write
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeAlias
+
+import attrs
+
+from protocol import types
+
+__all__ = ("ChunkKind", "TextChunks", "encode_text_chunks")
+
+#: The `sessionUpdate` of a chunk of text.
+ChunkKind: TypeAlias = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
+
+_UPDATE_CLASSES: dict[
+    str, type[types.AgentMessageChunk | types.AgentThoughtChunk | types.UserMessageChunk]
+] = {
+    "agent_message_chunk": types.AgentMessageChunk,
+    "agent_thought_chunk": types.AgentThoughtChunk,
+    "user_message_chunk": types.UserMessageChunk,
+}
+
+
+@attrs.frozen
+class TextChunks:
+    """Consecutive text chunks of one message: one `session/update` per text, in order."""
+
+    kind: ChunkKind
+    #: The `messageId` every chunk carries; None writes none.
+    message_id: str | None
+    texts: Sequence[str]
+
+    def updates(self) -> list[types.SessionUpdate]:
+        """The chunks as typed updates (what `encode_text_chunks` writes)."""
+        update_class = _UPDATE_CLASSES[self.kind]
+        return [
+            update_class(content=types.TextContent(text=text), message_id=self.message_id)
+            for text in self.texts
+        ]
+
+
+def encode_text_chunks(session_id: str, chunks: TextChunks) -> bytes:
+    """The chunks' `session/update` notifications: compact JSON, one message per line,
+    lines joined by newlines (no final one), byte for byte what the converter writes.
+
+    Like the engine's encoder, a line that cannot be UTF-8 (a lone surrogate) is
+    written with every non-ASCII character of it escaped.
+    """
+    head, tail = _frame(session_id, chunks.kind, chunks.message_id, _quote)
+    lines = []
+    for text in chunks.texts:
+        try:
+            lines.append((head + _quote(text) + tail).encode("utf-8"))
+        except UnicodeEncodeError:
+            ascii_head, ascii_tail = _frame(session_id, chunks.kind, chunks.message_id, _ascii)
+            lines.append((ascii_head + _ascii(text) + ascii_tail).encode("ascii"))
+    return b"\n".join(lines)
+
+
+_quote: Callable[[str], str] = json.encoder.encode_basestring
+_ascii: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+
+def _frame(
+    session_id: str, kind: str, message_id: str | None, quote: Callable[[str], str]
+) -> tuple[str, str]:
+    """What comes before a chunk's quoted text, and what after it."""
+    head = (
+        '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":'
+        f'{quote(session_id)},"update":{{"sessionUpdate":"{kind}",'
+        '"content":{"type":"text","text":'
+    )
+    # Closing: the content, then (after the id) the update, the params, the message.
+    tail = "}}}}" if message_id is None else '},"messageId":' + quote(message_id) + "}}}"
+    return head, tail
