@@ -150,6 +150,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _USAGE_ERROR
 
     from acp_agent.adapters.acp import AcpAgent, RuntimeHost
+    from acp_agent.adapters.acp._warmup import (
+        PROVIDER_MODULES,
+        SESSION_MODULES,
+        Warmup,
+        warmup_enabled,
+    )
     from acp_agent.capabilities import ConfiguredModels
     from protocol.connection import AgentConnection
 
@@ -197,11 +203,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     host = RuntimeHost(open_store, assemble, on_close=models.aclose)
     connection = AgentConnection(unstable=args.unstable)
     connection.on_shutdown(host.aclose)
-    AcpAgent(connection, host, models, config_dir=paths.config_dir).register()
+    warmup = None
+    if warmup_enabled():
+        # HTTP and the providers only when a real model answers by default.
+        warm = SESSION_MODULES if script is not None else SESSION_MODULES + PROVIDER_MODULES
+        warmup = Warmup(warm, busy=lambda: connection.protocol.running_handlers > 0)
+    AcpAgent(connection, host, models, config_dir=paths.config_dir, warmup=warmup).register()
     if os.environ.get("ACP_AGENT_DEBUG") == "1":
         from acp_agent.adapters.acp._debug import register_debug
 
-        register_debug(connection)
+        register_debug(connection, warmup)
 
     logger = logging.getLogger("acp_agent")
     logger.info("acp-agent %s serving ACP on stdio (pid %d)", acp_agent.__version__, os.getpid())

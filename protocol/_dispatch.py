@@ -225,6 +225,11 @@ class AcpProtocol:
             case Dropped(method, reason):
                 logger.warning("Dropped notification %r from the peer: %s", method, reason)
 
+    @property
+    def running_handlers(self) -> int:
+        """How many async handlers (requests and notifications) are running now."""
+        return len(self._request_futures)
+
     def _receive_request(self, msg_id: RequestId, method: str, params: Any) -> None:
         route = self._routes.get((MessageKind.REQUEST, method))
         if route is None:

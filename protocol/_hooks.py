@@ -261,6 +261,7 @@ def _register_struct_hooks(converter: cattrs.Converter, *, include_unstable: boo
         return isinstance(t, type) and t in types.WIRE_FIELDS
 
     def unstructure_factory(cls: Any) -> Callable[[Any], Any]:
+        attrs.resolve_types(cls)  # the generated annotations are strings until now
         overrides: dict[str, Any] = {}
         for wire in types.WIRE_FIELDS[cls]:
             # Required fields and tags are always written; optional ones only
@@ -273,6 +274,7 @@ def _register_struct_hooks(converter: cattrs.Converter, *, include_unstable: boo
         return make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=True, **overrides)
 
     def structure_factory(cls: Any) -> StructureHook:
+        attrs.resolve_types(cls)
         by_name = {f.name: f for f in types.WIRE_FIELDS[cls]}
         overrides: dict[str, Any] = {}
         for attribute in attrs.fields(cls):

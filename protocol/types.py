@@ -8301,11 +8301,6 @@ ALL_TYPES: Final[tuple[type, ...]] = (
     ProxySuccessorNotification,
 )
 
-for _cls in ALL_TYPES:
-    if attrs.has(_cls):
-        attrs.resolve_types(_cls, globals(), locals())
-del _cls
-
 __all__ = (
     "ALL_TYPES",
     "ALTERNATIVES",

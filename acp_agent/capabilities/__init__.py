@@ -5,11 +5,11 @@ permissions and the result budget, session controls (mode, model, thinking
 effort), slash commands and titles, the models sessions use
 (`ModelSource`), and how they are assembled into the runtime's scopes
 (`register_capabilities`). The context engine is its own subpackage,
-`acp_agent.capabilities.context`. The contract tools implement (`Tool`,
-`ToolResult`, ...) and what they may ask of the editor (`ClientBridge`) load
-with the package; the rest loads on first use, since the ACP adapter is
-imported before `initialize` and the loop, the executor and the assembly are
-not needed until the first session.
+`acp_agent.capabilities.context`. What tools may ask of the editor
+(`ClientBridge`) loads with the package; the rest loads on first use, the
+contract tools implement (`Tool`, `ToolResult`, ...) included, since the ACP
+adapter is imported before `initialize` and none of it is needed until the
+first session.
 """
 
 from __future__ import annotations
@@ -33,32 +33,6 @@ from acp_agent.capabilities._nesting import (
     MAX_JSON_DEPTH,
     TOO_DEEP,
     nesting_exceeds,
-)
-from acp_agent.capabilities._tool import (
-    ContentPart,
-    DiffContent,
-    Effect,
-    ImageContent,
-    Location,
-    MemoryReadStamps,
-    PermissionNeed,
-    PlanContent,
-    PlanEntry,
-    PlanPriority,
-    PlanStatus,
-    PreviewingTool,
-    ProgressSink,
-    ReadStamps,
-    TerminalContent,
-    TextContent,
-    Tool,
-    ToolContext,
-    ToolDefinition,
-    ToolInputError,
-    ToolKind,
-    ToolPresentation,
-    ToolPreview,
-    ToolResult,
 )
 
 if TYPE_CHECKING:
@@ -214,6 +188,32 @@ if TYPE_CHECKING:
     from acp_agent.capabilities._titles import (
         MAX_TITLE_CHARS,
         title_from_prompt,
+    )
+    from acp_agent.capabilities._tool import (
+        ContentPart,
+        DiffContent,
+        Effect,
+        ImageContent,
+        Location,
+        MemoryReadStamps,
+        PermissionNeed,
+        PlanContent,
+        PlanEntry,
+        PlanPriority,
+        PlanStatus,
+        PreviewingTool,
+        ProgressSink,
+        ReadStamps,
+        TerminalContent,
+        TextContent,
+        Tool,
+        ToolContext,
+        ToolDefinition,
+        ToolInputError,
+        ToolKind,
+        ToolPresentation,
+        ToolPreview,
+        ToolResult,
     )
     from acp_agent.capabilities._tool_executor import (
         CANCELLED_ANSWER,
@@ -415,6 +415,30 @@ __all__ = (
 
 #: Names loaded on first use, by the private module that defines them.
 _LAZY: Final = {
+    "ContentPart": "_tool",
+    "DiffContent": "_tool",
+    "Effect": "_tool",
+    "ImageContent": "_tool",
+    "Location": "_tool",
+    "MemoryReadStamps": "_tool",
+    "PermissionNeed": "_tool",
+    "PlanContent": "_tool",
+    "PlanEntry": "_tool",
+    "PlanPriority": "_tool",
+    "PlanStatus": "_tool",
+    "PreviewingTool": "_tool",
+    "ProgressSink": "_tool",
+    "ReadStamps": "_tool",
+    "TerminalContent": "_tool",
+    "TextContent": "_tool",
+    "Tool": "_tool",
+    "ToolContext": "_tool",
+    "ToolDefinition": "_tool",
+    "ToolInputError": "_tool",
+    "ToolKind": "_tool",
+    "ToolPresentation": "_tool",
+    "ToolPreview": "_tool",
+    "ToolResult": "_tool",
     "Allow": "_permissions",
     "Ask": "_permissions",
     "BRANCHES": "_assembly",

@@ -9,10 +9,10 @@ provider to stream from. `ScriptedProvider` plays the replies of a script
 `acp_agent.models._scripted`).
 
 Every module under this package is private: this is its whole public
-surface. The provider modules and configuration load on first use (they
-pull in httpx and tomllib), so importing this package costs the agent's
-start-up nothing it does not need yet; the scripted provider needs neither
-and loads with the package.
+surface. The provider modules and configuration (they pull in httpx and
+tomllib), retries (email's date parsing) and the reply builder load on first
+use, so importing this package costs the agent's start-up nothing it does not
+need yet; the scripted provider needs none of them and loads with the package.
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ from acp_agent.models._events import (
     UsageReported,
 )
 from acp_agent.models._provider import ModelProvider, ModelStream
-from acp_agent.models._reply import Reply, ReplyBuilder
 from acp_agent.models._request import (
     Image,
     Message,
@@ -65,7 +64,6 @@ from acp_agent.models._request import (
     ToolResult,
     ToolSpec,
 )
-from acp_agent.models._retry import NO_RETRY, RetryPolicy, Sleep
 from acp_agent.models._scripted import (
     SCRIPTED_PROVIDER,
     BranchScript,
@@ -91,6 +89,8 @@ if TYPE_CHECKING:
     )
     from acp_agent.models._http import new_http_client
     from acp_agent.models._openai import OpenAIProvider
+    from acp_agent.models._reply import Reply, ReplyBuilder
+    from acp_agent.models._retry import NO_RETRY, RetryPolicy, Sleep
 
 __all__ = (
     "NO_RETRY",
@@ -160,6 +160,11 @@ __all__ = (
 
 #: Public names loaded on first use, and the module that defines each.
 _LAZY = {
+    "NO_RETRY": "acp_agent.models._retry",
+    "RetryPolicy": "acp_agent.models._retry",
+    "Sleep": "acp_agent.models._retry",
+    "Reply": "acp_agent.models._reply",
+    "ReplyBuilder": "acp_agent.models._reply",
     "AnthropicProvider": "acp_agent.models._anthropic",
     "OpenAIProvider": "acp_agent.models._openai",
     "new_http_client": "acp_agent.models._http",

@@ -40,6 +40,7 @@ from acp_agent.adapters.acp._client_input import (
 from acp_agent.adapters.acp._host import RuntimeHost
 from acp_agent.adapters.acp._listing import PAGE_SIZE, decode_cursor, encode_cursor, session_info
 from acp_agent.adapters.acp._rewind import REWIND_METHOD
+from acp_agent.adapters.acp._warmup import Warmup
 from acp_agent.adapters.acp._wire_errors import wire_errors
 from protocol import methods, types
 from protocol.connection import AgentConnection
@@ -72,6 +73,7 @@ class AcpAgent:
     * `models`: the models sessions use and pick from.
     * `config_dir`: the person's config directory (commands, rules, `config.toml`).
     * `clock`: wall time (permission rule revocations).
+    * `warmup`: started once `initialize` is answered (see `_warmup`); None: none.
     """
 
     def __init__(
@@ -82,7 +84,9 @@ class AcpAgent:
         *,
         config_dir: Path | None = None,
         clock: Callable[[], float] = time.time,
+        warmup: Warmup | None = None,
     ) -> None:
+        self._warmup = warmup
         self._connection = connection
         self._host = host
         self._models = models
@@ -123,6 +127,8 @@ class AcpAgent:
         """
         logger.info("Client asked for protocol version %s", params.protocol_version)
         self._client_capabilities = params.client_capabilities
+        if self._warmup is not None:
+            self._connection.after_response(self._warmup.start)
         unstable = self._connection.unstable
         return types.InitializeResponse(
             protocol_version=types.PROTOCOL_VERSION,

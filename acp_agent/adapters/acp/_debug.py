@@ -1,8 +1,9 @@
 """Debug-only extension requests, served with `ACP_AGENT_DEBUG=1`: what tests observe inside.
 
-`_acp-agent/debug/modules` answers `{"modules": [...]}`, the modules the agent
-process has imported so far (sorted), so a test can check what answering a
-request cost in imports, in the process itself and at that moment.
+`_acp-agent/debug/modules` answers `{"modules": [...], "warmup": state}`: the
+modules the agent process has imported so far (sorted), so a test can check what
+answering a request cost in imports, in the process itself and at that moment, and
+where the background warm-up is (`waiting`, `running`, `done`, or `off`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Final
 
+from acp_agent.adapters.acp._warmup import Warmup
 from protocol.connection import AgentConnection
 from protocol.methods import MessageKind
 
@@ -19,10 +21,11 @@ __all__ = ("MODULES_METHOD", "register_debug")
 MODULES_METHOD: Final = "_acp-agent/debug/modules"
 
 
-def register_debug(connection: AgentConnection) -> None:
+def register_debug(connection: AgentConnection, warmup: Warmup | None = None) -> None:
     """Serve the debug requests on `connection` (only when debugging is asked for)."""
 
     def modules(params: Any) -> dict[str, Any]:
-        return {"modules": sorted(sys.modules)}
+        state = "off" if warmup is None else warmup.state.value
+        return {"modules": sorted(sys.modules), "warmup": state}
 
     connection.register(MODULES_METHOD, modules, kind=MessageKind.REQUEST)

@@ -20,8 +20,17 @@ import anyio
 import anyio.to_thread
 import attrs
 
+from acp_agent.adapters.acp._client_bridge import AcpClientBridge, AcpPermissionPrompter
+from acp_agent.adapters.acp._options import (
+    config_option_update,
+    config_options,
+    mode_state,
+    mode_update,
+)
+from acp_agent.adapters.acp._slash_commands import build_runner, commands_update
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator
+from acp_agent.capabilities import BRANCHES, MODE_KEY, MODEL_LOOP, SESSION_CONTROLS, InvalidSetting
 from acp_agent.core import Seq, Session, TurnId, hidden_ranges, is_hidden
 from protocol import types
 from protocol.connection import AgentConnection
@@ -119,9 +128,6 @@ class AcpSession:
     ) -> AcpSession:
         """The editor's side of an open core session: its files, terminals and person
         (`client_bridge`), its stream, its slash commands."""
-        from acp_agent.adapters.acp._client_bridge import AcpClientBridge, AcpPermissionPrompter
-        from acp_agent.adapters.acp._slash_commands import build_runner
-        from acp_agent.capabilities import BRANCHES, MODEL_LOOP, SESSION_CONTROLS
 
         controls = session.scope.get(SESSION_CONTROLS)
         bridge = AcpClientBridge(connection, session.id, client_capabilities)
@@ -255,7 +261,6 @@ class AcpSession:
 
     def settings(self) -> dict[str, Any]:
         """The `modes` and `configOptions` every session response carries, complete."""
-        from acp_agent.adapters.acp._options import config_options, mode_state
 
         return {
             "modes": mode_state(self.controls),
@@ -264,7 +269,6 @@ class AcpSession:
 
     def change(self, option_id: str, value: str, field: str) -> dict[str, Any]:
         """The settings one option change makes; -32602 naming `field` if it is not one."""
-        from acp_agent.capabilities import InvalidSetting
 
         try:
             return self.controls.change(option_id, value, self._models)
@@ -275,8 +279,6 @@ class AcpSession:
 
     async def adopt(self, values: Mapping[str, Any], *, config_update: bool = True) -> None:
         """Record new settings and tell the editor: the mode, and the complete option set."""
-        from acp_agent.adapters.acp._options import config_option_update, mode_update
-        from acp_agent.capabilities import MODE_KEY
 
         await self.controls.adopt(self.session.main, values)
         if MODE_KEY in values:
@@ -309,7 +311,6 @@ class AcpSession:
     async def cancel(self) -> int:
         """Cancel the running turn or command, every waiting prompt, and every branch's
         current step (the branches stay open); returns how many prompts."""
-        from acp_agent.capabilities import BRANCHES
 
         prompts = list(self.prompts)
         for prompt in prompts:
@@ -340,6 +341,4 @@ class AcpSession:
 
 
 def _commands_update(commands: list[CommandSpec]) -> types.AvailableCommandsUpdate:
-    from acp_agent.adapters.acp._slash_commands import commands_update
-
     return commands_update(commands)

@@ -1,19 +1,23 @@
 """What answering `initialize` costs in imports, observed in the agent process itself.
 
 Every editor start pays for what the first answer imports. With `ACP_AGENT_DEBUG=1`
-the agent serves `_acp-agent/debug/modules`; right after `initialize` it must not
-have loaded the language-server libraries, HTTP, the MCP SDK, the model
-providers, the tools or the runtime core: they are for sessions and prompts,
-not for the handshake.
+the agent serves `_acp-agent/debug/modules`; right after `initialize`, with the
+background warm-up switched off (`ACP_AGENT_WARMUP=0`), it must not have loaded the
+language-server libraries, HTTP, the MCP SDK, the model providers, the tools or the
+runtime core: they are for sessions and prompts, not for the handshake. With the
+warm-up on, they load after the answer, and the first session and prompt find
+them loaded.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
-from tests.support import agent_env, running_agent
+from tests.support import agent_env, running_agent, write_script
 
 pytestmark = pytest.mark.e2e
 
@@ -41,19 +45,63 @@ def matches(module: str, prefix: str) -> bool:
 async def test_answering_initialize_imports_no_lsp_http_mcp_provider_or_tool_code(
     tmp_path: Path,
 ) -> None:
-    env = agent_env(ACP_AGENT_DEBUG="1")
+    env = agent_env(ACP_AGENT_DEBUG="1", ACP_AGENT_WARMUP="0")
     async with running_agent(tmp_path / "home", env=env) as client:  # initialized
         answer = await client.request_raw("_acp-agent/debug/modules", {})
+        await anyio.sleep(0.3)  # a warm-up, if one ran, would show now
+        later = await client.request_raw("_acp-agent/debug/modules", {})
         session_id = await client.new_session(tmp_path)
         after_session = await client.request_raw("_acp-agent/debug/modules", {})
 
     modules = answer["result"]["modules"]
     assert "protocol.types" in modules  # the request answers from inside the agent
-    loaded = [m for m in modules if any(matches(m, prefix) for prefix in NOT_FOR_INITIALIZE)]
-    assert loaded == []
+    assert (answer["result"]["warmup"], later["result"]["warmup"]) == ("off", "off")
+    for seen in (modules, later["result"]["modules"]):
+        loaded = [m for m in seen if any(matches(m, prefix) for prefix in NOT_FOR_INITIALIZE)]
+        assert loaded == []
     # A session does need the tools (the probe sees later imports too).
     assert session_id
     assert "acp_agent.tools" in after_session["result"]["modules"]
+
+
+async def wait_for_warmup(client: Any) -> list[str]:
+    """Poll the debug request until the warm-up is done; the modules then."""
+    with anyio.fail_after(20):
+        while True:
+            answer = (await client.request_raw("_acp-agent/debug/modules", {}))["result"]
+            if answer["warmup"] == "done":
+                return list(answer["modules"])
+            await anyio.sleep(0.05)
+
+
+async def test_the_warm_up_loads_what_the_first_session_and_prompt_import(
+    tmp_path: Path,
+) -> None:
+    script = write_script(tmp_path / "script.json", [{"text": "Hi."}])
+    env = agent_env(ACP_AGENT_DEBUG="1")
+    async with running_agent(tmp_path / "home", env=env, script=script) as client:
+        warmed = await wait_for_warmup(client)
+        session_id = await client.new_session(tmp_path)
+        response = await client.prompt(session_id, "Hello")
+        after = (await client.request_raw("_acp-agent/debug/modules", {}))["result"]["modules"]
+
+    assert response.stop_reason.value == "end_turn"
+    assert "acp_agent.tools" in warmed
+    assert "acp_agent.core" in warmed
+    # With the scripted model nothing of HTTP's is warmed: no real model answers.
+    assert not any(matches(m, "httpx") for m in warmed)
+    late = sorted(set(after) - set(warmed))
+    assert [m for m in late if m.split(".")[0] in ("acp_agent", "protocol")] == []
+
+
+async def test_a_real_default_model_warms_http_and_the_providers(tmp_path: Path) -> None:
+    env = agent_env(
+        ACP_AGENT_DEBUG="1", ACP_AGENT_MODEL="openai/gpt-fake", OPENAI_API_KEY="sk-unused"
+    )
+    async with running_agent(tmp_path / "home", env=env) as client:
+        warmed = await wait_for_warmup(client)
+
+    assert {"httpx", "acp_agent.models._openai", "acp_agent.models._anthropic"} <= set(warmed)
 
 
 async def test_the_debug_requests_are_not_served_without_debugging(tmp_path: Path) -> None:

@@ -1,0 +1,118 @@
+"""Importing in the background what the first session and prompt will need.
+
+Answering `initialize` loads only the adapter and the wire types: an editor waits
+for that answer at every start. Right after it, a daemon thread imports the
+runtime, the store, the capabilities, the tools and the adapter's session modules
+(and HTTP with the providers when a real model may answer), while the client reads
+the answer and the person opens a thread; the first `session/new` and the first
+prompt then find them loaded. It gives way to requests: while a handler runs it
+starts no new import (with the GIL, anything it did then would slow the handler),
+so a request that arrives meanwhile waits at most for the module being imported,
+which is usually one it needs itself.
+
+Two threads importing at once cannot deadlock, because no module-level import
+cycle joins two packages (`tests/test_import_graph.py` holds that). A failed import
+is logged and changes nothing: the request that needs the module imports it itself.
+
+`ACP_AGENT_WARMUP=0` switches it off, to see what a request imports by itself.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+__all__ = ("PROVIDER_MODULES", "SESSION_MODULES", "Warmup", "WarmupState", "warmup_enabled")
+
+logger = logging.getLogger(__name__)
+
+#: What the first `session/new` and the first prompt import, in the order they do.
+SESSION_MODULES: Final = (
+    "acp_agent.core",
+    "acp_agent.store",
+    "acp_agent.capabilities._assembly",
+    "acp_agent.tools",
+    "acp_agent.mcp",
+    "acp_agent.adapters.acp._mcp_servers",
+    "acp_agent.adapters.acp._session",
+    "acp_agent.adapters.acp._updates",
+    "acp_agent.adapters.acp._prompt_turn",
+    "acp_agent.capabilities._titles",
+    "acp_agent.capabilities._rewind_command",
+)
+
+#: What the first request to a model over HTTP imports (httpx is most of it).
+PROVIDER_MODULES: Final = (
+    "acp_agent.models._http",
+    "acp_agent.models._config",
+    "acp_agent.models._openai",
+    "acp_agent.models._anthropic",
+)
+
+#: How often a paused warm-up looks whether the handlers are done.
+_BUSY_POLL_S: Final = 0.005
+
+#: The environment switch; `0` turns the warm-up off.
+WARMUP_VARIABLE: Final = "ACP_AGENT_WARMUP"
+
+
+def warmup_enabled(env: Mapping[str, str] = os.environ) -> bool:
+    """Whether the environment leaves the warm-up on (anything but `0`)."""
+    return env.get(WARMUP_VARIABLE, "1").strip() != "0"
+
+
+class WarmupState(enum.Enum):
+    """Where the warm-up is (the debug requests report it)."""
+
+    WAITING = "waiting"
+    RUNNING = "running"
+    DONE = "done"
+
+
+class Warmup:
+    """Imports `modules` once, in a daemon thread, when `start()` is first called,
+    each only while `busy()` is false."""
+
+    def __init__(self, modules: Sequence[str], *, busy: Callable[[], bool] = lambda: False) -> None:
+        self.modules = tuple(modules)
+        self._busy = busy
+        self._started = False
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+
+    @property
+    def state(self) -> WarmupState:
+        if self._done.is_set():
+            return WarmupState.DONE
+        return WarmupState.RUNNING if self._started else WarmupState.WAITING
+
+    def start(self) -> None:
+        """Start importing (from the `initialize` answer's `after_response`); idempotent."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        threading.Thread(target=self._run, name="acp-agent warm-up", daemon=True).start()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait until every module was imported (or failed to); False on timeout."""
+        return self._done.wait(timeout_s)
+
+    def _run(self) -> None:
+        try:
+            for name in self.modules:
+                while self._busy():
+                    time.sleep(_BUSY_POLL_S)
+                try:
+                    importlib.import_module(name)
+                except Exception:
+                    logger.exception("warm-up: %s could not be imported", name)
+        finally:
+            self._done.set()
+            logger.debug("warm-up done: %d modules", len(self.modules))
