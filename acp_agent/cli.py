@@ -174,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             register_capabilities,
         )
         from acp_agent.core import ServiceRegistry
+        from acp_agent.lsp import LspSettings, register_lsp
         from acp_agent.mcp import McpSettings, register_mcp
         from acp_agent.tools import builtin_tools
 
@@ -193,6 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
         )
         register_mcp(registry, McpSettings(config_dir=paths.config_dir))
+        register_lsp(registry, LspSettings.from_env(os.environ))
         return registry
 
     async def open_store() -> Store:

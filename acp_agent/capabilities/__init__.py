@@ -38,6 +38,7 @@ from acp_agent.capabilities._nesting import (
 if TYPE_CHECKING:
     from acp_agent.capabilities._assembly import (
         BRANCHES,
+        CHANGE_REVIEW,
         CHECKPOINTS,
         CONTEXT,
         GUIDE,
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
         GatedPrompter,
         NotABranch,
     )
+    from acp_agent.capabilities._change_review import ChangedFile, ChangeReview
     from acp_agent.capabilities._checkpoints import CheckpointStore
     from acp_agent.capabilities._content import (
         decode_locations,
@@ -241,6 +243,7 @@ __all__ = (
     "BRANCH_TOOL_NAMES",
     "BUILTIN_COMMANDS",
     "CANCELLED_ANSWER",
+    "CHANGE_REVIEW",
     "CHECKPOINTS",
     "COMMANDS_DIRECTORY",
     "CONTEXT",
@@ -291,6 +294,8 @@ __all__ = (
     "BranchManager",
     "CallStage",
     "CapabilitySettings",
+    "ChangeReview",
+    "ChangedFile",
     "CheckpointStore",
     "ChildLine",
     "Choice",
@@ -415,6 +420,9 @@ __all__ = (
 
 #: Names loaded on first use, by the private module that defines them.
 _LAZY: Final = {
+    "CHANGE_REVIEW": "_assembly",
+    "ChangeReview": "_change_review",
+    "ChangedFile": "_change_review",
     "ContentPart": "_tool",
     "DiffContent": "_tool",
     "Effect": "_tool",

@@ -28,7 +28,7 @@ import datetime
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import attrs
 
@@ -39,6 +39,7 @@ from acp_agent.capabilities._branches import (
     BranchManager,
     GatedPrompter,
 )
+from acp_agent.capabilities._change_review import ChangeReview
 from acp_agent.capabilities._checkpoints import CheckpointStore
 from acp_agent.capabilities._job_registry import JobRegistry
 from acp_agent.capabilities._job_tools import job_tools
@@ -72,13 +73,17 @@ from acp_agent.core import (
     ScopeKind,
     Seq,
     ServiceKey,
+    ServiceNotFound,
     ServiceRegistry,
     TurnId,
 )
 from acp_agent.models import ScriptLine
 
+T = TypeVar("T")
+
 __all__ = (
     "BRANCHES",
+    "CHANGE_REVIEW",
     "CHECKPOINTS",
     "CONTEXT",
     "GUIDE",
@@ -99,6 +104,8 @@ JOBS: Final[ServiceKey[JobManager]] = ServiceKey("jobs", ScopeKind.SESSION)
 JOB_REGISTRY: Final[ServiceKey[JobRegistry]] = ServiceKey("job_registry", ScopeKind.PROCESS)
 RESULT_BUDGET: Final[ServiceKey[ResultBudget]] = ServiceKey("result_budget", ScopeKind.PROCESS)
 CHECKPOINTS: Final[ServiceKey[CheckpointStore]] = ServiceKey("checkpoints", ScopeKind.PROCESS)
+#: Registered by what reviews a call's file changes (`acp_agent.lsp`); optional.
+CHANGE_REVIEW: Final[ServiceKey[ChangeReview]] = ServiceKey("change_review", ScopeKind.SESSION)
 REWINDER: Final[ServiceKey[Rewinder]] = ServiceKey("rewinder", ScopeKind.SESSION)
 SESSION_CONTROLS: Final[ServiceKey[SessionControls]] = ServiceKey(
     "session_controls", ScopeKind.SESSION
@@ -247,6 +254,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             prompter=prompter,
             jobs=scope.get(JOBS),
             checkpoints=scope.get(CHECKPOINTS),
+            review=_optional(scope, CHANGE_REVIEW),
         )
         await scope.get(DISPATCHER).subscribe_rebuilt(executor)
 
@@ -305,3 +313,11 @@ async def _created(branch: Branch) -> BranchCreated:
     if first is None or not isinstance(first.payload, BranchCreated):
         return BranchCreated(branch.id, branch.parent_id or branch.id, branch.cut_seq)
     return first.payload
+
+
+def _optional(scope: Scope, key: ServiceKey[T]) -> T | None:
+    """The scope's `key`, or None when nothing registered it."""
+    try:
+        return scope.get(key)
+    except ServiceNotFound:
+        return None

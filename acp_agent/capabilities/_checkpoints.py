@@ -188,12 +188,19 @@ class CallChanges:
     store: CheckpointStore
     branch: Branch
     call_id: str
+    #: What each path the call changed held before its first change (None: nothing).
+    touched: dict[Path, bytes | None] = attrs.field(factory=dict)
+    #: What the call last wrote to each path (it may go through the editor, not the disk).
+    written: dict[Path, bytes] = attrs.field(factory=dict)
 
     async def before_write(self, path: Path, data: bytes) -> None:
         await self.record([(path, _digest(data))])
+        self.written[path] = data
 
     async def before_remove(self, path: Path) -> None:
         entries = await anyio.to_thread.run_sync(lambda: list(entries_under(path)))
+        for entry in entries:
+            self.written.pop(entry, None)
         await self.record([(entry, None) for entry in entries])
 
     async def before_move(self, source: Path, destination: Path) -> None:
@@ -217,6 +224,7 @@ class CallChanges:
             facts = []
             for path, after in changes:
                 entry = read_entry(path)
+                self.touched.setdefault(path, entry.data)
                 saved = entry.data is not None and self.store.save(session_id, entry.data)
                 made = _missing_parents(path) if after is not None else []
                 facts.append(

@@ -35,11 +35,13 @@ import enum
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any, Final
 
 import anyio
 import attrs
 
+from acp_agent.capabilities._change_review import ChangedFile, ChangeReview
 from acp_agent.capabilities._checkpoints import CallChanges, CheckpointStore
 from acp_agent.capabilities._content import (
     decode_locations,
@@ -252,6 +254,8 @@ class ToolExecutor:
     * `jobs`: the session's background jobs, handed to calls as `ToolContext.jobs`.
     * `checkpoints`: where calls keep what files held before they change them
       (`ToolContext.changes`; None: not kept, no rewind).
+    * `review`: what looks at the files a call changed once it has (the session's
+      language servers); what it says is added to the call's result.
     """
 
     name = "tool executor"
@@ -267,9 +271,11 @@ class ToolExecutor:
         prompter: PermissionPrompter | None = None,
         jobs: JobManager | None = None,
         checkpoints: CheckpointStore | None = None,
+        review: ChangeReview | None = None,
     ) -> None:
         self.branch = branch
         self.checkpoints = checkpoints
+        self.review = review
         #: Where calls hand over background work (None: no background jobs).
         self.jobs = jobs
         #: Who asks the person (None: the session's prompter, `controls.prompter`).
@@ -541,6 +547,8 @@ class ToolExecutor:
                 with anyio.CancelScope(shield=True):
                     await self._settle([call])
                 return
+            if isinstance(context.changes, CallChanges) and context.changes.touched:
+                result = await self._reviewed(result, context.changes)
             call.result = result
             call.stage = CallStage.FINISHED
             try:
@@ -552,6 +560,35 @@ class ToolExecutor:
                             await result.after_recorded()
                         except Exception:
                             logger.exception("cleanup after call %s failed", call.call_id)
+
+    async def _reviewed(self, result: ToolResult, changes: CallChanges) -> ToolResult:
+        """`result` with what the session's review says of the files the call changed."""
+        review = self.review
+        if review is None:
+            return result
+
+        def changed() -> list[ChangedFile]:
+            return [
+                ChangedFile(
+                    path,
+                    before,
+                    changes.written[path] if path in changes.written else _current_bytes(path),
+                )
+                for path, before in changes.touched.items()
+            ]
+
+        try:
+            note = await review.review(await anyio.to_thread.run_sync(changed))
+        except Exception:
+            logger.exception("reviewing the changes of a call failed")
+            return result
+        if not note:
+            return result
+        return attrs.evolve(
+            result,
+            content=(*result.content, TextContent(note)),
+            model_text=f"{result.model_text}\n\n{note}",
+        )
 
     # --- recording ------------------------------------------------------------------------
 
@@ -661,3 +698,11 @@ def _kind(value: str | None) -> ToolKind:
         return ToolKind(value) if value else ToolKind.OTHER
     except ValueError:
         return ToolKind.OTHER
+
+
+def _current_bytes(path: Path) -> bytes | None:
+    """What `path` holds on disk now (None: no regular file there)."""
+    try:
+        return None if path.is_symlink() or not path.is_file() else path.read_bytes()
+    except OSError:
+        return None

@@ -46,6 +46,7 @@ from acp_agent.tools._plan import PlanTool
 from acp_agent.tools._read import ReadTool
 from acp_agent.tools._search import GlobTool, GrepTool, ListTool
 from acp_agent.tools._shell import ShellTool
+from acp_agent.tools._workspace import WorkspacePath, path_need, present_path, resolve_path
 from acp_agent.tools._write import WriteTool
 
 __all__ = (
@@ -59,9 +60,13 @@ __all__ = (
     "PlanTool",
     "ReadTool",
     "ShellTool",
+    "WorkspacePath",
     "WriteTool",
     "builtin_tools",
     "fenced",
+    "path_need",
+    "present_path",
+    "resolve_path",
 )
 
 

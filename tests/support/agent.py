@@ -62,9 +62,12 @@ def agent_env(**overrides: str) -> dict[str, str]:
     """This environment without model keys, base URLs or ACP_AGENT_* settings, plus `overrides`.
 
     So an agent under test never reaches a real provider with the developer's key.
+    Code intelligence is off (`ACP_AGENT_LSP=0`) unless a test turns it on: its
+    language servers are real processes, tested in `tests/lsp`, and every other test
+    that edits a Python file would start them.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(_MODEL_VARIABLES)}
-    return {**env, **overrides}
+    return {**env, "ACP_AGENT_LSP": "0", **overrides}
 
 
 def openai_env(

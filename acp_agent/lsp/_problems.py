@@ -1,0 +1,76 @@
+"""Problems a language server reports, and which of them a change introduced.
+
+A server reports every problem of a file after each change; what matters to the
+model is what the change added. A problem after the change is old when the file
+had one before with the same server, code and message on the line the change moved
+it to (lines are mapped through the change with difflib); everything else is new.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+import attrs
+
+__all__ = ("Problem", "describe", "line_map", "new_problems")
+
+
+@attrs.frozen
+class Problem:
+    """One diagnostic, with 1-based lines and columns."""
+
+    server: str
+    path: str
+    line: int
+    column: int
+    severity: str
+    message: str
+    code: str | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+
+    def same_issue(self, other: Problem) -> bool:
+        return (self.server, self.code, self.message) == (other.server, other.code, other.message)
+
+
+def line_map(before: str, after: str) -> dict[int, int]:
+    """Where each unchanged 1-based line of `before` is in `after`."""
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
+    mapped: dict[int, int] = {}
+    for block in matcher.get_matching_blocks():
+        for offset in range(block.size):
+            mapped[block.a + offset + 1] = block.b + offset + 1
+    return mapped
+
+
+def new_problems(
+    before: Sequence[Problem], after: Sequence[Problem], before_text: str, after_text: str
+) -> list[Problem]:
+    """The problems of `after` that `before` did not have (moved lines followed)."""
+    moved = line_map(before_text, after_text)
+    old: dict[tuple[str, str | None, str, int], int] = {}
+    for problem in before:
+        key = (problem.server, problem.code, problem.message, moved.get(problem.line, -1))
+        old[key] = old.get(key, 0) + 1
+    fresh = []
+    for problem in after:
+        key = (problem.server, problem.code, problem.message, problem.line)
+        if old.get(key, 0) > 0:
+            old[key] -= 1
+        else:
+            fresh.append(problem)
+    return fresh
+
+
+def describe(problems: Sequence[Problem], *, shown: str | None = None) -> str:
+    """The problems, one line each: `path:line:column: severity [server code] message`."""
+    lines = []
+    for problem in problems:
+        code = f" {problem.code}" if problem.code else ""
+        where = shown or problem.path
+        lines.append(
+            f"{where}:{problem.line}:{problem.column}: {problem.severity} "
+            f"[{problem.server}{code}] {problem.message}"
+        )
+    return "\n".join(lines)

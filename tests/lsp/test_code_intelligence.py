@@ -1,0 +1,173 @@
+"""A session's code intelligence against the real ruff server (`ruff server`, from PyPI).
+
+`CodeIntelligence` runs in the test's event loop and starts real server processes;
+each test changes files the way a tool does (before and after bytes) and reads what
+the review says.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_agent.capabilities import ChangedFile
+from acp_agent.lsp import BASEDPYRIGHT, RUFF, CodeIntelligence, ServerSpec, default_servers
+
+
+@pytest.fixture
+async def intel(tmp_path: Path) -> AsyncIterator[CodeIntelligence]:
+    service = CodeIntelligence(lambda: [tmp_path], servers=[RUFF], settle_s=10.0)
+    try:
+        yield service
+    finally:
+        await service.aclose()
+
+
+def change(path: Path, text: str) -> ChangedFile:
+    """Write `text` to `path` as a tool would, and say what changed."""
+    before = path.read_bytes() if path.exists() else None
+    path.write_text(text)
+    return ChangedFile(path, before, text.encode())
+
+
+async def test_an_undefined_name_is_reported_with_its_line_and_a_fix_clears_it(
+    tmp_path: Path, intel: CodeIntelligence
+) -> None:
+    module = tmp_path / "mod.py"
+    module.write_text("def greet():\n    return 'hi'\n")
+
+    broken = await intel.review([change(module, "def greet():\n    return nmae\n")])
+    fixed = await intel.review([change(module, "def greet():\n    return 'hi'\n")])
+
+    assert broken is not None
+    assert "mod.py:2:12: error [ruff F821] Undefined name `nmae`" in broken
+    assert fixed == "1 problem(s) reported before this change are gone."
+
+
+async def test_a_problem_that_was_there_before_is_not_reported_as_new(
+    tmp_path: Path, intel: CodeIntelligence
+) -> None:
+    module = tmp_path / "old.py"
+    module.write_text("print(missing)\n")
+
+    said = await intel.review([change(module, "import os\n\nprint(missing)\nprint(os.sep)\n")])
+
+    assert said is None  # the old problem moved down two lines; nothing new
+
+
+async def test_a_new_file_with_a_syntax_error_is_reported(
+    tmp_path: Path, intel: CodeIntelligence
+) -> None:
+    said = await intel.review([change(tmp_path / "new.py", "def broken(:\n    pass\n")])
+
+    assert said is not None
+    assert "new.py:1:" in said
+    assert "error [ruff" in said
+
+
+async def test_files_no_server_handles_start_no_server(
+    tmp_path: Path, intel: CodeIntelligence
+) -> None:
+    said = await intel.review([change(tmp_path / "notes.md", "# undefined_name(\n")])
+
+    assert said is None
+    assert intel.statuses() == []
+
+
+async def test_files_outside_the_roots_start_no_server(tmp_path: Path) -> None:
+    inside = tmp_path / "root"
+    inside.mkdir()
+    service = CodeIntelligence(lambda: [inside], settle_s=10.0)
+    try:
+        said = await service.review([change(tmp_path / "outside.py", "print(nope)\n")])
+    finally:
+        await service.aclose()
+
+    assert said is None
+    assert service.statuses() == []
+
+
+async def test_a_killed_server_is_started_again_for_the_next_change(
+    tmp_path: Path, intel: CodeIntelligence
+) -> None:
+    module = tmp_path / "mod.py"
+    await intel.review([change(module, "x = 1\n")])
+    [status] = intel.statuses()
+    assert status.running
+    connection = next(iter(intel._connections.values()))
+    process = connection._client._server
+    assert process is not None
+    os.killpg(process.pid, signal.SIGKILL)
+    with anyio.fail_after(5):
+        await process.wait()
+
+    said = await intel.review([change(module, "x = undefined\n")])
+
+    assert said is not None
+    assert "Undefined name `undefined`" in said
+    [status] = intel.statuses()
+    assert status.running
+
+
+async def test_a_server_that_never_answers_costs_at_most_the_settle_bound(
+    tmp_path: Path,
+) -> None:
+    silent = ServerSpec(
+        name="silent",
+        command=(sys.executable, "-c", "import time; time.sleep(60)"),
+        suffixes=(".py",),
+        language_id="python",
+    )
+    service = CodeIntelligence(lambda: [tmp_path], servers=[silent], settle_s=0.5)
+    try:
+        started = anyio.current_time()
+        said = await service.review([change(tmp_path / "a.py", "print(x)\n")])
+        took = anyio.current_time() - started
+    finally:
+        await service.aclose()
+
+    assert said is None
+    assert took < 0.5 + 0.5  # the bound, plus the review's own slack
+
+
+async def test_closing_ends_the_server_process(tmp_path: Path) -> None:
+    service = CodeIntelligence(lambda: [tmp_path], settle_s=10.0)
+    await service.review([change(tmp_path / "a.py", "x = 1\n")])
+    connection = next(iter(service._connections.values()))
+    process = connection._client._server
+    assert process is not None
+
+    await service.aclose()
+
+    assert process.returncode is not None
+    assert service.statuses() == []
+
+
+def test_ruff_is_the_default_server_and_runs_from_this_interpreter() -> None:
+    assert RUFF.command[:3] == (sys.executable, "-m", "ruff")
+    assert RUFF.handles(Path("a.py"))
+    assert not RUFF.handles(Path("a.rs"))
+
+
+@pytest.mark.skipif(BASEDPYRIGHT not in default_servers(), reason="needs the `types` extra")
+async def test_a_type_error_is_reported_by_basedpyright_next_to_ruff(tmp_path: Path) -> None:
+    module = tmp_path / "typed.py"
+    module.write_text("def double(x: int) -> int:\n    return x * 2\n")
+    intel = CodeIntelligence(lambda: [tmp_path], settle_s=20.0)  # both, as sessions get
+    new_text = "def double(x: int) -> int:\n    return x * 2\n\ndouble('a')\nprint(nope)\n"
+    try:
+        said = await intel.review([change(module, new_text)])
+        statuses = intel.statuses()
+    finally:
+        await intel.aclose()
+
+    assert said is not None
+    assert "typed.py:4:8: error [basedpyright reportArgumentType]" in said
+    assert "typed.py:5:7: error [ruff F821] Undefined name `nope`" in said
+    assert {status.name for status in statuses} == {"ruff", "basedpyright"}

@@ -1,0 +1,124 @@
+"""Code intelligence through the real agent: an edit's new problems reach the model and
+the person, from the real ruff server, and pygls loads only when a server is needed.
+
+The model is the fake OpenAI provider over HTTP, so the test reads the very request
+that carries the tool result back to the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_agent.lsp import BASEDPYRIGHT, default_servers
+from protocol import types
+from tests.adapters.acp.support import calls_of
+from tests.support import openai_env, running_agent
+from tests.support.fake_provider import (
+    Exchange,
+    FakeProviderServer,
+    openai_chunk,
+    openai_stream,
+    openai_tool_calls,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProviderServer]:
+    with FakeProviderServer() as fake:
+        yield fake
+
+
+def text_reply(text: str) -> Exchange:
+    return Exchange(
+        chunks=[openai_stream(openai_chunk({"content": text}), openai_chunk({}, "stop"))]
+    )
+
+
+def tool_message(request: Any, call_id: str) -> str:
+    messages = request.json()["messages"]
+    [message] = [m for m in messages if m["role"] == "tool" and m["tool_call_id"] == call_id]
+    return str(message["content"])
+
+
+def shown_text(update: types.ToolCallProgress) -> str:
+    return "\n".join(
+        part.content.text
+        for part in update.content or []
+        if isinstance(part, types.Content) and isinstance(part.content, types.TextContent)
+    )
+
+
+async def modules(client: Any) -> list[str]:
+    return list((await client.request_raw("_acp-agent/debug/modules", {}))["result"]["modules"])
+
+
+async def test_a_write_with_an_undefined_name_tells_the_model_and_the_person(
+    tmp_path: Path, server: FakeProviderServer
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.md").write_text("old\n")
+    server.add(
+        openai_tool_calls(("call_md", "write", {"path": "notes.md", "content": "new\n"})),
+        text_reply("Noted."),
+        openai_tool_calls(
+            ("call_py", "write", {"path": "app.py", "content": "def main():\n    return valeu\n"})
+        ),
+        text_reply("Oops."),
+    )
+    env = {
+        **openai_env(server.base_url),
+        "ACP_AGENT_LSP": "1",
+        "ACP_AGENT_LSP_SETTLE_S": "10",  # a slow machine's first start; ruff answers in ms
+        "ACP_AGENT_DEBUG": "1",
+        "ACP_AGENT_WARMUP": "0",
+    }
+    async with running_agent(tmp_path / "home", env=env) as client:
+        session_id = await client.new_session(workspace)
+        client.answers = ["allow_always"]
+        await client.prompt(session_id, "Write the notes.")
+        after_markdown = await modules(client)
+        await client.prompt(session_id, "Write the app.")
+        after_python = await modules(client)
+        updates = client.updates_for(session_id)
+
+    offered = {tool["function"]["name"] for tool in server.requests[0].json()["tools"]}
+    assert "diagnostics" in offered
+    if BASEDPYRIGHT in default_servers():
+        assert {"definition", "references", "hover", "symbols"} <= offered
+    # Only a file a server handles starts one: pygls and lsprotocol load then, not before.
+    assert not [m for m in after_markdown if m.split(".")[0] in ("pygls", "lsprotocol")]
+    assert "pygls" in after_python
+    expected = "app.py:2:12: error [ruff F821] Undefined name `valeu`"
+    carried = tool_message(server.requests[3], "call_py")
+    assert expected in carried
+    assert "ruff" not in tool_message(server.requests[1], "call_md")
+    final = calls_of(updates, "call_py")[-1]
+    assert final.status == types.ToolCallStatus.COMPLETED
+    assert expected in shown_text(final)
+
+
+async def test_code_intelligence_can_be_switched_off(
+    tmp_path: Path, server: FakeProviderServer
+) -> None:
+    server.add(
+        openai_tool_calls(("call_py", "write", {"path": "app.py", "content": "print(valeu)\n"})),
+        text_reply("Done."),
+    )
+    env = {**openai_env(server.base_url), "ACP_AGENT_LSP": "0", "ACP_AGENT_DEBUG": "1"}
+    async with running_agent(tmp_path / "home", env=env) as client:
+        session_id = await client.new_session(tmp_path)
+        client.answers = ["allow_once"]
+        await client.prompt(session_id, "Write the app.")
+        loaded = await modules(client)
+
+    assert "ruff" not in tool_message(server.requests[1], "call_py")
+    assert "acp_agent.lsp._connection" not in loaded
+    offered = {tool["function"]["name"] for tool in server.requests[0].json()["tools"]}
+    assert "diagnostics" not in offered
