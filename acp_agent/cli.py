@@ -194,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
         )
         register_mcp(registry, McpSettings(config_dir=paths.config_dir))
-        register_lsp(registry, LspSettings.from_env(os.environ))
+        config_file = paths.config_dir / "config.toml"
+        register_lsp(registry, LspSettings.from_env(os.environ, config_file=config_file))
         return registry
 
     async def open_store() -> Store:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_SETTLE_S: Final = 1.5
 #: How long a navigation tool waits for its server to start (the model asked for it).
 _NAVIGATOR_START_S: Final = 30.0
+#: The longest wait before starting a server that keeps failing again.
+_MAX_BACKOFF_S: Final = 60.0
 
 
 class ServerStatus:
@@ -61,15 +63,37 @@ class CodeIntelligence:
         *,
         servers: Sequence[ServerSpec] | None = None,
         settle_s: float = DEFAULT_SETTLE_S,
+        notify: Callable[[str], Awaitable[object]] | None = None,
     ) -> None:
         self._roots = roots
+        self._notify = notify
+        self._failures: dict[tuple[str, Path], int] = {}
+        self._retry_at: dict[tuple[str, Path], float] = {}
+        #: Servers lost since they last ran (the model was told; it is told when back).
+        self._down: set[tuple[str, Path]] = set()
         self._servers = tuple(default_servers() if servers is None else servers)
         self.settle_s = settle_s
         self._connections: dict[tuple[str, Path], ServerConnection] = {}
         self._starting: dict[tuple[str, Path], asyncio.Task[ServerConnection | None]] = {}
         self._errors: dict[tuple[str, Path], str] = {}
-        self._closing: set[asyncio.Future[None]] = set()
+        self._closing: set[asyncio.Future[Any]] = set()
         self._closed = False
+
+    def status_report(self) -> str:
+        """Markdown for `/lsp`: each server, its root, its state and its last error."""
+        rows = [status for status in self.statuses()]
+        names = ", ".join(spec.name for spec in self._servers) or "none"
+        if not rows:
+            return (
+                f"Language servers: {names}. None is running yet: each starts when a "
+                "call first changes (or a code tool reads) a file it reads."
+            )
+        lines = ["| Server | Root | State | Last error |", "|---|---|---|---|"]
+        for status in rows:
+            state = "running" if status.running else "starting" if status.error is None else "down"
+            error = (status.error or "").replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {status.name} | `{status.root}` | {state} | {error or '-'} |")
+        return "\n".join(lines)
 
     def statuses(self) -> list[ServerStatus]:
         keys = sorted({*self._connections, *self._starting, *self._errors}, key=str)
@@ -170,6 +194,8 @@ class CodeIntelligence:
             self._lost(spec, root, connection.last_error or "the server exited")
         task = self._starting.get(key)
         if task is None:
+            if asyncio.get_running_loop().time() < self._retry_at.get(key, 0.0):
+                return None  # it failed lately: tried again after its backoff
             task = asyncio.ensure_future(self._start(spec, root))
             self._starting[key] = task
         remaining = deadline - asyncio.get_running_loop().time()
@@ -189,6 +215,7 @@ class CodeIntelligence:
             raise
         except ServerUnavailable as exc:
             self._errors[key] = str(exc)
+            self._back_off(key)
             logger.warning("language server %s for %s is unavailable: %s", spec.name, root, exc)
             return None
         finally:
@@ -198,7 +225,30 @@ class CodeIntelligence:
             return None
         self._errors.pop(key, None)
         self._connections[key] = connection
+        if key in self._down:
+            self._down.discard(key)
+            self._tell(f"Code intelligence from {spec.name} for {root} is back.")
         return connection
+
+    def _back_off(self, key: tuple[str, Path]) -> None:
+        """After a failure the next change starts it again at once; after more, 1, 2, 4,
+        ... (at most 60) seconds later: a server that keeps dying is not hammered."""
+        failures = self._failures[key] = self._failures.get(key, 0) + 1
+        delay = 0.0 if failures == 1 else min(_MAX_BACKOFF_S, 2.0 ** (failures - 2))
+        self._retry_at[key] = asyncio.get_running_loop().time() + delay
+
+    def _tell(self, text: str) -> None:
+        """Say `text` to the model as a notification (it reads it with its next request)."""
+        if self._notify is None:
+            return
+        told = asyncio.ensure_future(self._notify(text))
+        self._closing.add(told)
+        told.add_done_callback(self._closing.discard)
+
+    @property
+    def servers(self) -> tuple[ServerSpec, ...]:
+        """The servers this session may start."""
+        return self._servers
 
     @property
     def navigates(self) -> bool:
@@ -264,7 +314,15 @@ class CodeIntelligence:
         key = (spec.name, root)
         lost = self._connections.pop(key, None)
         self._errors[key] = error
+        self._back_off(key)
         logger.warning("language server %s for %s was lost: %s", spec.name, root, error)
+        if key not in self._down:
+            self._down.add(key)
+            self._tell(
+                f"Code intelligence from {spec.name} for {root} stopped ({error}); it is "
+                "started again with the next change of a file it reads. Until then, "
+                "edits come back without its problems."
+            )
         if lost is not None:
             closing = asyncio.ensure_future(lost.aclose())
             self._closing.add(closing)

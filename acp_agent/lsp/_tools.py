@@ -31,6 +31,7 @@ from acp_agent.capabilities import (
     ToolPresentation,
     ToolResult,
 )
+from acp_agent.capabilities.context import GuideEntry
 from acp_agent.lsp._problems import describe
 from acp_agent.lsp._service import CodeIntelligence
 from acp_agent.tools import WorkspacePath, path_need, present_path, resolve_path
@@ -41,6 +42,7 @@ __all__ = (
     "HoverTool",
     "ReferencesTool",
     "SymbolsTool",
+    "code_guide_entry",
     "code_tools",
 )
 
@@ -72,6 +74,23 @@ def _schema(properties: Mapping[str, Any], required: Sequence[str]) -> dict[str,
         "required": list(required),
         "additionalProperties": False,
     }
+
+
+def _position_definition(
+    name: str, description: str, kind: ToolKind = ToolKind.SEARCH
+) -> ToolDefinition:
+    """A tool asking about one name: the file, the line, and the name or column."""
+    return ToolDefinition(
+        name=name,
+        description=f"{description} Give the file, the line and the name on it.",
+        input_schema=_schema(_POSITION, ["path", "line"]),
+        kind=kind,
+    )
+
+
+def _unavailable(exc: Exception) -> ToolResult:
+    message = f"Code intelligence is not available: {exc or 'the server did not answer'}"
+    return ToolResult((TextContent(message),), message, is_error=True)
 
 
 class _CodeTool:
@@ -127,8 +146,7 @@ class _PositionTool(_CodeTool):
             server = await self.intel.navigator(path, text)
             return await self._ask(server, path, line, character)
         except (ServerUnavailable, TimeoutError) as exc:
-            message = f"Code intelligence is not available: {exc or 'the server did not answer'}"
-            return ToolResult((TextContent(message),), message, is_error=True)
+            return _unavailable(exc)
 
     async def _ask(self, server: Any, path: Path, line: int, character: int) -> ToolResult:
         raise NotImplementedError
@@ -146,14 +164,9 @@ class _PositionTool(_CodeTool):
 
 class DefinitionTool(_PositionTool):
     VERB = "Find the definition of"
-    DEFINITION = ToolDefinition(
-        name="definition",
-        description=(
-            "Where a name is defined (a function, class, variable, module), from the "
-            "language server: give the file, the line and the name on it."
-        ),
-        input_schema=_schema(_POSITION, ["path", "line"]),
-        kind=ToolKind.SEARCH,
+    DEFINITION = _position_definition(
+        "definition",
+        "Where a name is defined (a function, class, variable, module), from the language server.",
     )
 
     async def _ask(self, server: Any, path: Path, line: int, character: int) -> ToolResult:
@@ -162,14 +175,10 @@ class DefinitionTool(_PositionTool):
 
 class ReferencesTool(_PositionTool):
     VERB = "Find the references to"
-    DEFINITION = ToolDefinition(
-        name="references",
-        description=(
-            "Every place a name is used in the workspace, its definition included, from "
-            "the language server: give the file, the line and the name on it."
-        ),
-        input_schema=_schema(_POSITION, ["path", "line"]),
-        kind=ToolKind.SEARCH,
+    DEFINITION = _position_definition(
+        "references",
+        "Every place a name is used in the workspace, its definition included, from the "
+        "language server.",
     )
 
     async def _ask(self, server: Any, path: Path, line: int, character: int) -> ToolResult:
@@ -178,14 +187,10 @@ class ReferencesTool(_PositionTool):
 
 class HoverTool(_PositionTool):
     VERB = "Describe"
-    DEFINITION = ToolDefinition(
-        name="hover",
-        description=(
-            "What the language server knows of a name: its type or signature and its "
-            "documentation. Give the file, the line and the name on it."
-        ),
-        input_schema=_schema(_POSITION, ["path", "line"]),
-        kind=ToolKind.READ,
+    DEFINITION = _position_definition(
+        "hover",
+        "What the language server knows of a name: its type or signature and its documentation.",
+        ToolKind.READ,
     )
 
     async def _ask(self, server: Any, path: Path, line: int, character: int) -> ToolResult:
@@ -228,8 +233,7 @@ class SymbolsTool(_CodeTool):
                 server = await self.intel.navigator(anchor, anchor.read_text("utf-8"))
                 symbols = await server.workspace_symbols(query)
         except (ServerUnavailable, TimeoutError) as exc:
-            message = f"Code intelligence is not available: {exc or 'the server did not answer'}"
-            return ToolResult((TextContent(message),), message, is_error=True)
+            return _unavailable(exc)
         if not symbols:
             return ToolResult((TextContent("No symbols found."),), "No symbols found.")
         lines = [
@@ -266,6 +270,34 @@ class DiagnosticsTool(_CodeTool):
         body = describe(problems, shown=shown) if problems else f"No problems in {shown}."
         locations = tuple(Location(str(path), p.line) for p in problems[:MAX_PLACES])
         return ToolResult((TextContent(body),), body, locations=locations or None)
+
+
+def code_guide_entry(intel: CodeIntelligence) -> GuideEntry:
+    """How to read what the language servers say, and when the code tools answer."""
+    navigation = (
+        " `definition`, `references`, `hover` and `symbols` ask the type checker about a "
+        "name (give the file, the line from `read`, and the name on that line): use them "
+        "to find where something is defined or used before changing it, rather than "
+        "searching text."
+        if intel.navigates
+        else ""
+    )
+    servers = ", ".join(spec.name for spec in intel.servers)
+    return GuideEntry(
+        "tools/code",
+        "tools",
+        order=70,
+        text=f"""\
+## Code intelligence
+
+Language servers ({servers}) read the Python files your calls change. When a change \
+introduces problems (an undefined name, a syntax or type error), the call's result ends \
+with "New problems the language server reports after this change:", one per line \
+(`path:line:column: severity [server code] message`); problems that were there before \
+are not repeated. Fix what you introduced unless it is intended. `diagnostics` lists a \
+file's current problems at any time.{navigation} A server that stops or comes back is \
+reported as `<notification source="lsp">`.""",
+    )
 
 
 def code_tools(intel: CodeIntelligence) -> tuple[Tool, ...]:

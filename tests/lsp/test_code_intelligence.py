@@ -93,9 +93,24 @@ async def test_files_outside_the_roots_start_no_server(tmp_path: Path) -> None:
     assert service.statuses() == []
 
 
-async def test_a_killed_server_is_started_again_for_the_next_change(
-    tmp_path: Path, intel: CodeIntelligence
-) -> None:
+async def test_a_killed_server_is_started_again_for_the_next_change(tmp_path: Path) -> None:
+    told: list[str] = []
+
+    async def notify(text: str) -> None:
+        told.append(text)
+
+    intel = CodeIntelligence(lambda: [tmp_path], servers=[RUFF], settle_s=10.0, notify=notify)
+    try:
+        await killed_and_changed_again(tmp_path, intel)
+    finally:
+        await intel.aclose()
+
+    assert len(told) == 2
+    assert told[0].startswith(f"Code intelligence from ruff for {tmp_path} stopped")
+    assert told[1] == f"Code intelligence from ruff for {tmp_path} is back."
+
+
+async def killed_and_changed_again(tmp_path: Path, intel: CodeIntelligence) -> None:
     module = tmp_path / "mod.py"
     await intel.review([change(module, "x = 1\n")])
     [status] = intel.statuses()
@@ -171,3 +186,33 @@ async def test_a_type_error_is_reported_by_basedpyright_next_to_ruff(tmp_path: P
     assert "typed.py:4:8: error [basedpyright reportArgumentType]" in said
     assert "typed.py:5:7: error [ruff F821] Undefined name `nope`" in said
     assert {status.name for status in statuses} == {"ruff", "basedpyright"}
+
+
+async def test_a_server_that_keeps_failing_is_started_again_only_after_a_backoff(
+    tmp_path: Path,
+) -> None:
+    starts = tmp_path / "starts"
+    failing = ServerSpec(
+        name="failing",
+        command=(sys.executable, "-c", f"open({str(starts)!r}, 'a').write('x')"),
+        suffixes=(".py",),
+        language_id="python",
+    )
+    intel = CodeIntelligence(lambda: [tmp_path], servers=[failing], settle_s=5.0)
+    try:
+        for _ in range(3):
+            assert await intel.review([change(tmp_path / "a.py", "x = 1\n")]) is None
+        report = intel.status_report()
+    finally:
+        await intel.aclose()
+
+    # Once, again at once, then not before a second has passed.
+    assert starts.read_text() == "xx"
+    assert "| failing |" in report
+    assert "| down |" in report
+
+
+def test_the_status_report_before_any_server_starts(tmp_path: Path) -> None:
+    intel = CodeIntelligence(lambda: [tmp_path], servers=[RUFF])
+
+    assert intel.status_report().startswith("Language servers: ruff. None is running yet")

@@ -7,6 +7,7 @@ that carries the tool result back to the model.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,8 @@ import pytest
 
 from acp_agent.lsp import BASEDPYRIGHT, default_servers
 from protocol import types
-from tests.adapters.acp.support import calls_of
-from tests.support import openai_env, running_agent
+from tests.adapters.acp.support import calls_of, text_of_updates
+from tests.support import agent_env, openai_env, running_agent, write_script
 from tests.support.fake_provider import (
     Exchange,
     FakeProviderServer,
@@ -122,3 +123,87 @@ async def test_code_intelligence_can_be_switched_off(
     assert "acp_agent.lsp._connection" not in loaded
     offered = {tool["function"]["name"] for tool in server.requests[0].json()["tools"]}
     assert "diagnostics" not in offered
+
+
+async def test_slash_lsp_shows_the_servers(tmp_path: Path) -> None:
+    script = write_script(tmp_path / "script.json", [{"text": "unused"}])
+    async with running_agent(
+        tmp_path / "home", script=script, env=agent_env(ACP_AGENT_LSP="1")
+    ) as client:
+        session_id = await client.new_session(tmp_path)
+        listed = await client.wait_for_update(
+            session_id, lambda u: isinstance(u, types.AvailableCommandsUpdate)
+        )
+        assert isinstance(listed, types.AvailableCommandsUpdate)
+        commands = [command.name for command in listed.available_commands]
+        await client.prompt(session_id, "/lsp")
+        shown = text_of_updates(client.updates_for(session_id))
+
+    assert "lsp" in commands
+    assert "Language servers: ruff" in shown
+    assert "None is running yet" in shown
+
+
+async def test_a_workspace_cannot_configure_a_language_server(
+    tmp_path: Path, server: FakeProviderServer
+) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".acp-agent").mkdir(parents=True)
+    marker = tmp_path / "ran"
+    (workspace / ".acp-agent" / "config.toml").write_text(
+        f"""
+[lsp.servers.evil]
+command = ["{sys.executable}", "-c", "open({str(marker)!r}, 'w')"]
+extensions = [".py"]
+"""
+    )
+    server.add(
+        openai_tool_calls(("call_py", "write", {"path": "app.py", "content": "x = 1\n"})),
+        text_reply("Done."),
+    )
+    env = {**openai_env(server.base_url), "ACP_AGENT_LSP": "1"}
+    async with running_agent(tmp_path / "home", env=env) as client:
+        session_id = await client.new_session(workspace)
+        client.answers = ["allow_once"]
+        await client.prompt(session_id, "Write the app.")
+
+    assert (workspace / "app.py").read_text() == "x = 1\n"
+    assert not marker.exists()
+
+
+def servers_in(workspace: Path) -> list[int]:
+    """Processes (Linux /proc) running a language server with `workspace` as their cwd."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = (entry / "cwd").resolve()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if cwd == workspace.resolve() and (b"ruff" in command or b"basedpyright" in command):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="reads processes from /proc")
+async def test_the_servers_end_when_the_agent_does(
+    tmp_path: Path, server: FakeProviderServer
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    server.add(
+        openai_tool_calls(("call_py", "write", {"path": "app.py", "content": "x = 1\n"})),
+        text_reply("Done."),
+    )
+    env = {**openai_env(server.base_url), "ACP_AGENT_LSP": "1", "ACP_AGENT_LSP_SETTLE_S": "10"}
+    async with running_agent(tmp_path / "home", env=env) as client:
+        session_id = await client.new_session(workspace)
+        client.answers = ["allow_once"]
+        await client.prompt(session_id, "Write the app.")
+        running = servers_in(workspace)
+    # running_agent has closed stdin and waited for the agent to exit.
+
+    assert running
+    assert servers_in(workspace) == []

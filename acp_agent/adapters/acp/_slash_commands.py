@@ -1,10 +1,11 @@
 """Slash commands on the wire: the session's runner, and `available_commands_update`.
 
-The commands themselves are `acp_agent.capabilities`; here they get
-the session's services, `/branches` and `/branch`, `/jobs`, `/rewind`, `/mcp` when the session
-has MCP servers, and their ACP shape. The list is sent after the `session/new`, `session/resume` and
-`session/fork` responses, before the `session/load` response, and again
-whenever it changes (a template added or removed), before a prompt's response.
+The commands themselves are `acp_agent.capabilities`; here they get the session's
+services, `/branches` and `/branch`, `/jobs`, `/rewind`, `/lsp` when code
+intelligence is on, `/mcp` when the session has MCP servers, and their ACP shape.
+The list is sent after the `session/new`, `session/resume` and `session/fork`
+responses, before the `session/load` response, and again whenever it changes (a
+template added or removed), before a prompt's response.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from protocol import types
 
 if TYPE_CHECKING:
     from acp_agent.capabilities import CommandRunner, CommandSpec, ModelSource, SessionControls
+    from acp_agent.lsp import CodeIntelligence
 
 __all__ = ("build_runner", "commands_update")
 
@@ -51,6 +53,16 @@ def build_runner(
         **job_commands(session.scope.get(JOBS)),
         **rewind_commands(session.scope.get(REWINDER), Path(session.cwd)),
     }
+    intel = _code_intelligence(session)
+    if intel is not None:
+
+        async def lsp_status(arguments: str) -> str:
+            return intel.status_report()
+
+        extra["lsp"] = ExtraCommand(
+            CommandSpec("lsp", "Show the language servers, their state and their last error"),
+            lsp_status,
+        )
     mcp = session_mcp(session)
     if mcp is not None:
 
@@ -86,3 +98,16 @@ def commands_update(specs: Sequence[CommandSpec]) -> types.AvailableCommandsUpda
             for spec in specs
         ]
     )
+
+
+def _code_intelligence(session: Session) -> CodeIntelligence | None:
+    """The session's language servers, or None when code intelligence is off."""
+    from acp_agent.capabilities import CHANGE_REVIEW
+    from acp_agent.core import ServiceNotFound
+    from acp_agent.lsp import CodeIntelligence
+
+    try:
+        review = session.scope.get(CHANGE_REVIEW)
+    except ServiceNotFound:
+        return None
+    return review if isinstance(review, CodeIntelligence) else None

@@ -39,6 +39,10 @@ SESSION_MODULES: Final = (
     "acp_agent.capabilities._assembly",
     "acp_agent.tools",
     "acp_agent.mcp",
+    # The code intelligence service and its tools, not its pygls client (_connection):
+    # that loads when a server first starts.
+    "acp_agent.lsp",
+    "acp_agent.lsp._tools",
     "acp_agent.adapters.acp._mcp_servers",
     "acp_agent.adapters.acp._session",
     "acp_agent.adapters.acp._updates",
