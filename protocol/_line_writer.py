@@ -1,10 +1,10 @@
 """Lines out to a file descriptor from a thread of their own: writing never blocks the loop.
 
-`QueuedLineWriter.write` returns at once: a short line the peer has room for
-is written right there (a pipe with room takes up to `PIPE_BUF` bytes without
-blocking, and a streamed chunk should not wait for another thread to get the
-GIL); anything else is queued, and a daemon thread writes the queue in order
-with `os.write`. One message is never interleaved with another, and a slow
+`QueuedLineWriter.write` returns at once: what the peer has room for is written
+right there, `PIPE_BUF` bytes at a time while the pipe says it has room (such a
+write never blocks, and streamed chunks should not wait for another thread to get
+the GIL); the rest is queued, and a daemon thread writes the queue in order with
+`os.write`. One message is never interleaved with another, and a slow
 reader costs the event loop nothing. The queue is bounded by time, not dropped messages: when more
 than `max_queued_bytes` wait and the reader has taken nothing for `stall_s`
 seconds, the peer is taken as gone. `write` then raises `BrokenPipeError`
@@ -32,8 +32,11 @@ logger = logging.getLogger(__name__)
 DEFAULT_STALL_S: Final = 30.0
 #: How much may wait to be written before a stalled reader counts as gone.
 MAX_QUEUED_BYTES: Final = 8 * 1024 * 1024
-#: The longest line written on the caller's thread: a pipe with room takes it whole.
-_DIRECT_BYTES: Final = getattr(select, "PIPE_BUF", 512)
+#: What one write on the caller's thread may be: a pipe with room takes it whole.
+_PIPE_BUF: Final = getattr(select, "PIPE_BUF", 512)
+#: The most written on the caller's thread, a `_PIPE_BUF` at a time while the pipe has
+#: room (a batch of streamed chunks need not wait for the writer thread to get the GIL).
+_DIRECT_BYTES: Final = 64 * 1024
 
 
 class QueuedLineWriter:
@@ -92,11 +95,13 @@ class QueuedLineWriter:
             raise BrokenPipeError(self._gone)
 
     def _write_now(self, line: bytes) -> None:
-        """Write `line` if the peer has room for it now; queue what is left."""
+        """Write as much of `line` as the peer has room for now; queue what is left."""
         written = 0
         try:
-            if select.select([], [self._fd], [], 0)[1]:
-                written = os.write(self._fd, line)
+            # Writable means room for `_PIPE_BUF` bytes: each write of at most that many
+            # completes without blocking.
+            while written < len(line) and select.select([], [self._fd], [], 0)[1]:
+                written += os.write(self._fd, line[written : written + _PIPE_BUF])
         except OSError as exc:
             with self._changed:
                 self._writing = False

@@ -59,8 +59,10 @@ PROVIDER_MODULES: Final = (
     "acp_agent.models._anthropic",
 )
 
-#: How often a paused warm-up looks whether the handlers are done.
+#: How soon a paused warm-up first looks again whether the handlers are done, and the
+#: longest it waits between looks.
 _BUSY_POLL_S: Final = 0.005
+_MAX_BUSY_POLL_S: Final = 0.2
 
 #: The environment switch; `0` turns the warm-up off.
 WARMUP_VARIABLE: Final = "ACP_AGENT_WARMUP"
@@ -111,8 +113,12 @@ class Warmup:
     def _run(self) -> None:
         try:
             for name in self.modules:
+                # A prompt's handler runs for the whole turn: looking again less and
+                # less often keeps a paused warm-up from taking the GIL off a stream.
+                pause = _BUSY_POLL_S
                 while self._busy():
-                    time.sleep(_BUSY_POLL_S)
+                    time.sleep(pause)
+                    pause = min(pause * 2, _MAX_BUSY_POLL_S)
                 try:
                     importlib.import_module(name)
                 except Exception:
