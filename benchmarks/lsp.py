@@ -87,13 +87,14 @@ class Agent:
             return
         if update.get("sessionUpdate") == "tool_call":
             self.calls[call_id] = [now, None, ""]
-        elif update.get("status") == "completed" and call_id in self.calls:
+        elif update.get("status") in ("completed", "failed") and call_id in self.calls:
             texts = [
                 part.get("content", {}).get("text", "")
                 for part in update.get("content") or []
                 if part.get("type") == "content"
             ]
-            self.calls[call_id][1:] = [now, "\n".join(texts)]
+            ended = now if update["status"] == "completed" else None
+            self.calls[call_id][1:] = [ended, "\n".join(texts)]
 
     def close(self) -> None:
         assert self.process.stdin is not None
@@ -115,7 +116,9 @@ def one_run(edits: int, *, lsp: bool) -> list[tuple[float, bool]]:
         ]
         for i in range(edits)
     ]
-    script = {"replies": [*calls, [{"text": "Done."}]]}
+    # Read first: a file is written over only once this line of work has read it.
+    read = [{"tool_call": {"id": "read", "name": "read", "arguments": {"path": "calc.py"}}}]
+    script = {"replies": [read, *calls, [{"text": "Done."}]]}
     with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as workspace:
         root = Path(workspace).resolve()
         (root / "calc.py").write_text(FIXED)
@@ -135,7 +138,7 @@ def one_run(edits: int, *, lsp: bool) -> list[tuple[float, bool]]:
     for i in range(edits):
         started, ended, text = agent.calls[f"edit_{i}"]
         if ended is None:
-            raise RuntimeError(f"edit {i} never completed")
+            raise RuntimeError(f"edit {i} did not complete: {text or 'no result'}")
         timings.append((ended - started, "itemz" in text))
     return timings
 

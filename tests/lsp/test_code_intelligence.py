@@ -216,3 +216,27 @@ def test_the_status_report_before_any_server_starts(tmp_path: Path) -> None:
     intel = CodeIntelligence(lambda: [tmp_path], servers=[RUFF])
 
     assert intel.status_report().startswith("Language servers: ruff. None is running yet")
+
+
+async def test_a_deleted_file_is_closed_and_a_moved_one_checked_where_it_went(
+    tmp_path: Path, intel: CodeIntelligence
+) -> None:
+    source = tmp_path / "old.py"
+    await intel.review([change(source, "x = 1\n")])
+    connection = next(iter(intel._connections.values()))
+    assert connection.is_open(source)
+    destination = tmp_path / "new.py"
+    before = source.read_bytes()
+    source.rename(destination)
+    destination.write_text("x = missing\n")
+
+    said = await intel.review(
+        [
+            ChangedFile(source, before, None),  # gone from where it was
+            ChangedFile(destination, None, destination.read_bytes()),
+        ]
+    )
+
+    assert not connection.is_open(source)
+    assert said is not None
+    assert "new.py:1:5: error [ruff F821] Undefined name `missing`" in said

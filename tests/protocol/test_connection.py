@@ -139,7 +139,7 @@ async def test_a_stop_signal_ends_the_input_as_its_end_would_and_running_request
     prompt = asyncio.create_task(
         agent.request(methods.SESSION_PROMPT, _prompt(session_id, "sleep"))
     )
-    await _wait_for_sent(agent, methods.SESSION_PROMPT)
+    await _wait_for_stderr(agent, "prompt sleeps until cancelled")
     assert agent.process is not None
 
     agent.process.send_signal(signal.SIGTERM)

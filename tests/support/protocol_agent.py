@@ -5,7 +5,7 @@ What it does on purpose, so tests can watch the connection do its part:
 
 - `session/prompt` asks the client for `fs/read_text_file` (path = the
   prompt's text) and streams the content back before ending the turn;
-  prompt text "sleep" sleeps instead, until cancelled;
+  prompt text "sleep" sleeps instead, until cancelled (saying so on stderr);
 - `_test/echo` returns its params; `_test/crash` raises (an internal error);
 - `_test/print` prints to stdout and runs a child that writes to stdout:
   the stdout guard must keep both off the protocol stream;
@@ -54,6 +54,9 @@ def main() -> None:
             raise ResourceNotFound(data={"sessionId": params.session_id})
         text = "".join(b.text for b in params.prompt if isinstance(b, types.TextContent))
         if text == "sleep":
+            # Said once the prompt is here: a test signals only after it (a signal that
+            # comes before the line is read ends an agent that never got the prompt).
+            logging.getLogger("protocol_agent").warning("prompt sleeps until cancelled")
             await anyio.sleep(60)
         read = await conn.request(
             methods.FS_READ_TEXT_FILE,
