@@ -578,7 +578,10 @@ class ToolExecutor:
             ]
 
         try:
-            note = await review.review(await anyio.to_thread.run_sync(changed))
+            # Shielded: the change is made, so its result is recorded whole; the review
+            # bounds itself (the settle time), which is all a cancel waits for.
+            with anyio.CancelScope(shield=True):
+                note = await review.review(await anyio.to_thread.run_sync(changed))
         except Exception:
             logger.exception("reviewing the changes of a call failed")
             return result

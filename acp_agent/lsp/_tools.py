@@ -32,9 +32,9 @@ from acp_agent.capabilities import (
     ToolResult,
 )
 from acp_agent.capabilities.context import GuideEntry
-from acp_agent.lsp._problems import describe
+from acp_agent.lsp._problems import Problem, describe
 from acp_agent.lsp._service import CodeIntelligence
-from acp_agent.tools import WorkspacePath, path_need, present_path, resolve_path
+from acp_agent.tools import WorkspacePath, path_need, present_path, resolve_path, walk
 
 __all__ = (
     "DefinitionTool",
@@ -48,8 +48,11 @@ __all__ = (
 
 #: The most places one call reports (the rest are counted).
 MAX_PLACES: Final = 100
-#: How long `diagnostics` waits for the servers' answers.
+#: How long `diagnostics` waits for the servers' answers about one file.
 DIAGNOSTICS_TIMEOUT_S: Final = 10.0
+#: The most files `diagnostics` of the whole workspace checks, and how long it may take.
+MAX_FILES: Final = 200
+WORKSPACE_TIMEOUT_S: Final = 60.0
 
 _PATH = {"type": "string", "description": "The file: relative to the working directory."}
 _POSITION = {
@@ -253,14 +256,18 @@ class DiagnosticsTool(_CodeTool):
     DEFINITION = ToolDefinition(
         name="diagnostics",
         description=(
-            "The problems the language servers report for a file now (errors, warnings: "
-            "undefined names, syntax and type errors, lint), one per line."
+            "The problems the language servers report now (errors, warnings: undefined "
+            "names, syntax and type errors, lint), one per line: for a file, or without "
+            f"`path` for the whole workspace (its first {MAX_FILES} files the servers read, "
+            "as git would list them)."
         ),
-        input_schema=_schema({"path": _PATH}, ["path"]),
+        input_schema=_schema({"path": _PATH}, []),
         kind=ToolKind.READ,
     )
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        if arguments.get("path") is None:
+            return await self._workspace(context)
         path, text = await self._source(arguments, context)
         if not self.intel.handles(path):
             message = f"No language server reads {path.name}."
@@ -270,6 +277,42 @@ class DiagnosticsTool(_CodeTool):
         body = describe(problems, shown=shown) if problems else f"No problems in {shown}."
         locations = tuple(Location(str(path), p.line) for p in problems[:MAX_PLACES])
         return ToolResult((TextContent(body),), body, locations=locations or None)
+
+    async def _workspace(self, context: ToolContext) -> ToolResult:
+        def listed() -> list[Path]:
+            found = []
+            for root in context.roots:
+                for entry in walk(root, root):
+                    if not entry.is_dir and not entry.is_symlink and self.intel.handles(entry.path):
+                        found.append(entry.path)
+                        if len(found) > MAX_FILES:
+                            return found
+            return found
+
+        files = await anyio.to_thread.run_sync(listed)
+        more = len(files) > MAX_FILES
+        files = files[:MAX_FILES]
+        deadline = anyio.current_time() + WORKSPACE_TIMEOUT_S
+        problems: list[Problem] = []
+        for path in files:
+            remaining = deadline - anyio.current_time()
+            if remaining <= 0:
+                break
+            try:
+                text = await anyio.Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            problems += await self.intel.problems_of(
+                path, text, min(remaining, DIAGNOSTICS_TIMEOUT_S)
+            )
+        lines = [describe([p], shown=self.intel.shown(Path(p.path))) for p in problems[:MAX_PLACES]]
+        if len(problems) > MAX_PLACES:
+            lines.append(f"... and {len(problems) - MAX_PLACES} more")
+        checked = f"{len(files)} file(s) checked" + (f" (the first {MAX_FILES})" if more else "")
+        summary = f"{checked}; {len(problems)} problem(s)."
+        text = "\n".join([*lines, summary]) if lines else f"{checked}; no problems."
+        locations = tuple(Location(p.path, p.line) for p in problems[:MAX_PLACES])
+        return ToolResult((TextContent(text),), text, locations=locations or None)
 
 
 def code_guide_entry(intel: CodeIntelligence) -> GuideEntry:

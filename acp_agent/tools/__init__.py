@@ -46,6 +46,7 @@ from acp_agent.tools._plan import PlanTool
 from acp_agent.tools._read import ReadTool
 from acp_agent.tools._search import GlobTool, GrepTool, ListTool
 from acp_agent.tools._shell import ShellTool
+from acp_agent.tools._walk import walk
 from acp_agent.tools._workspace import WorkspacePath, path_need, present_path, resolve_path
 from acp_agent.tools._write import WriteTool
 
@@ -67,6 +68,7 @@ __all__ = (
     "path_need",
     "present_path",
     "resolve_path",
+    "walk",
 )
 
 

@@ -119,3 +119,16 @@ async def test_without_a_navigating_server_only_diagnostics_is_offered(project: 
     intel = CodeIntelligence(lambda: [project], servers=[RUFF])
 
     assert [tool.definition.name for tool in code_tools(intel)] == ["diagnostics"]
+
+
+async def test_diagnostics_of_the_whole_workspace(project: Path, tools: dict[str, Any]) -> None:
+    (project / "main.py").write_text("from pkg.util import greet\n\nprint(nope)\n")
+    (project / ".gitignore").write_text("build/\n")
+    (project / "build").mkdir()
+    (project / "build" / "generated.py").write_text("print(ignored_by_git)\n")
+
+    result = await run(tools, project, "diagnostics")
+
+    assert "main.py:3:7: error [ruff F821] Undefined name `nope`" in result.model_text
+    assert "ignored_by_git" not in result.model_text
+    assert result.model_text.splitlines()[-1].startswith("3 file(s) checked;")
