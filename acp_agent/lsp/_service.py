@@ -153,12 +153,14 @@ class CodeIntelligence:
         root = self._root_of(changed.path)
         if root is None:
             return None
+        path = changed.path
+        if changed.after is None:  # gone: a running server forgets it; none is started
+            running = self._connections.get((spec.name, root))
+            if running is not None and running.alive:
+                running.forget(path)
+            return None
         connection = await self._connection(spec, root, deadline)
         if connection is None:
-            return None
-        path = changed.path
-        if changed.after is None:
-            connection.forget(path)
             return None
         after_text = _text(changed.after)
         before_text = _text(changed.before) if changed.before is not None else ""

@@ -240,3 +240,12 @@ async def test_a_deleted_file_is_closed_and_a_moved_one_checked_where_it_went(
     assert not connection.is_open(source)
     assert said is not None
     assert "new.py:1:5: error [ruff F821] Undefined name `missing`" in said
+
+
+async def test_deleting_a_file_starts_no_server(tmp_path: Path, intel: CodeIntelligence) -> None:
+    gone = tmp_path / "gone.py"
+
+    said = await intel.review([ChangedFile(gone, b"x = 1\n", None)])
+
+    assert said is None
+    assert intel.statuses() == []
