@@ -51,8 +51,17 @@ def test_a_group_is_killed_only_while_its_leader_is_the_same_process():
 
 
 def test_members_left_after_their_leader_died_are_still_killed():
-    leader = _group("sleep 1000 & echo $! ; exit 0")
+    # The leader waits for a line before it exits, so its mark is taken while it lives
+    # (a leader that exited at once left "dead" as its mark on a loaded machine).
+    leader = subprocess.Popen(
+        ["bash", "-c", "sleep 1000 & read _ ; exit 0"],
+        start_new_session=True,
+        stdin=subprocess.PIPE,
+    )
     mark = start_mark(leader.pid)
+    assert leader.stdin is not None
+    leader.stdin.write(b"go\n")
+    leader.stdin.close()
     leader.wait(timeout=5)
     time.sleep(0.1)
     assert len(group_members(leader.pid)) == 1  # the sleep outlived its leader
