@@ -598,10 +598,7 @@ class AcpProtocol:
         self._write(body)
 
     def _send_or_raise(self, message: dict[str, Any]) -> None:
-        if self.writer is None:
-            raise ConnectionNotStarted()
-        if self._closed or not self._write(_encode(message)):
-            raise ConnectionClosed()
+        self.notify_encoded(_encode(message))
 
     def _write(self, body: bytes) -> bool:
         """Write one line; False (and the connection closed) if the peer is gone."""

@@ -28,7 +28,7 @@ import datetime
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final
 
 import attrs
 
@@ -73,13 +73,10 @@ from acp_agent.core import (
     ScopeKind,
     Seq,
     ServiceKey,
-    ServiceNotFound,
     ServiceRegistry,
     TurnId,
 )
 from acp_agent.models import ScriptLine
-
-T = TypeVar("T")
 
 __all__ = (
     "BRANCHES",
@@ -254,7 +251,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             prompter=prompter,
             jobs=scope.get(JOBS),
             checkpoints=scope.get(CHECKPOINTS),
-            review=_optional(scope, CHANGE_REVIEW),
+            review=scope.find(CHANGE_REVIEW),
         )
         await scope.get(DISPATCHER).subscribe_rebuilt(executor)
 
@@ -313,11 +310,3 @@ async def _created(branch: Branch) -> BranchCreated:
     if first is None or not isinstance(first.payload, BranchCreated):
         return BranchCreated(branch.id, branch.parent_id or branch.id, branch.cut_seq)
     return first.payload
-
-
-def _optional(scope: Scope, key: ServiceKey[T]) -> T | None:
-    """The scope's `key`, or None when nothing registered it."""
-    try:
-        return scope.get(key)
-    except ServiceNotFound:
-        return None

@@ -148,6 +148,13 @@ class Scope:
             )
         return cast(T, scope._services[key.name])
 
+    def find(self, key: ServiceKey[T]) -> T | None:
+        """Like `get`, for an optional service: None when nothing registered `key`."""
+        try:
+            return self.get(key)
+        except ServiceNotFound:
+            return None
+
     def provide(self, key: ServiceKey[T], instance: T) -> None:
         """Make `instance` the scope's `key`; only during assembly."""
         self._require_assembling(f"provide {key.name!r}")

@@ -24,7 +24,7 @@ import anyio.to_thread
 import attrs
 
 from acp_agent.lsp._config import ConfiguredServers, load_servers
-from acp_agent.lsp._problems import Problem, describe, line_map, new_problems
+from acp_agent.lsp._problems import Problem, compare, describe, line_map, new_problems
 from acp_agent.lsp._servers import BASEDPYRIGHT, RUFF, ServerSpec, default_servers
 from acp_agent.lsp._service import DEFAULT_SETTLE_S, CodeIntelligence, ServerStatus
 
@@ -41,6 +41,7 @@ __all__ = (
     "Problem",
     "ServerSpec",
     "ServerStatus",
+    "compare",
     "default_servers",
     "describe",
     "line_map",

@@ -22,6 +22,7 @@ import typing
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import unquote, urlparse
 
 import attrs
 import cattrs
@@ -31,9 +32,9 @@ from pygls.protocol import default_converter
 
 import acp_agent
 from acp_agent.lsp._problems import Problem
-from acp_agent.lsp._servers import ServerSpec
+from acp_agent.lsp._servers import ServerSpec, ServerUnavailable
 
-__all__ = ("Place", "ServerConnection", "ServerUnavailable", "Symbol")
+__all__ = ("Place", "ServerConnection", "Symbol")
 
 logger = logging.getLogger(__name__)
 
@@ -48,10 +49,6 @@ _SEVERITY: Final = {
     lsp.DiagnosticSeverity.Information: "information",
     lsp.DiagnosticSeverity.Hint: "hint",
 }
-
-
-class ServerUnavailable(Exception):
-    """The server could not be started or initialized, or it died."""
 
 
 class ServerConnection:
@@ -450,6 +447,4 @@ def _camel(name: str) -> str:
 
 
 def _path_of(uri: str) -> str:
-    from urllib.parse import unquote, urlparse
-
     return unquote(urlparse(uri).path)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import attrs
 
-__all__ = ("Problem", "describe", "line_map", "new_problems")
+__all__ = ("Problem", "compare", "describe", "line_map", "new_problems")
 
 
 @attrs.frozen
@@ -48,19 +48,26 @@ def new_problems(
     before: Sequence[Problem], after: Sequence[Problem], before_text: str, after_text: str
 ) -> list[Problem]:
     """The problems of `after` that `before` did not have (moved lines followed)."""
+    return compare(before, after, before_text, after_text)[0]
+
+
+def compare(
+    before: Sequence[Problem], after: Sequence[Problem], before_text: str, after_text: str
+) -> tuple[list[Problem], list[Problem]]:
+    """(the problems the change brought in, the ones it took away), lines mapped once."""
     moved = line_map(before_text, after_text)
-    old: dict[tuple[str, str | None, str, int], int] = {}
+    old: dict[tuple[str, str | None, str, int], list[Problem]] = {}
     for problem in before:
         key = (problem.server, problem.code, problem.message, moved.get(problem.line, -1))
-        old[key] = old.get(key, 0) + 1
+        old.setdefault(key, []).append(problem)
     fresh = []
     for problem in after:
-        key = (problem.server, problem.code, problem.message, problem.line)
-        if old.get(key, 0) > 0:
-            old[key] -= 1
+        matches = old.get((problem.server, problem.code, problem.message, problem.line))
+        if matches:
+            matches.pop()
         else:
             fresh.append(problem)
-    return fresh
+    return fresh, [problem for left in old.values() for problem in left]
 
 
 def describe(problems: Sequence[Problem], *, shown: str | None = None) -> str:

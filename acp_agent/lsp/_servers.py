@@ -20,7 +20,11 @@ from pathlib import Path
 
 import attrs
 
-__all__ = ("BASEDPYRIGHT", "RUFF", "ServerSpec", "default_servers")
+__all__ = ("BASEDPYRIGHT", "RUFF", "ServerSpec", "ServerUnavailable", "default_servers")
+
+
+class ServerUnavailable(Exception):
+    """A server could not be started or initialized, or it died."""
 
 
 @attrs.frozen

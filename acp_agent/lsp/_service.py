@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from acp_agent.capabilities import ChangedFile
-from acp_agent.lsp._problems import Problem, describe, new_problems
-from acp_agent.lsp._servers import ServerSpec, default_servers
+from acp_agent.lsp._problems import Problem, compare, describe
+from acp_agent.lsp._servers import ServerSpec, ServerUnavailable, default_servers
 
 if TYPE_CHECKING:
     from acp_agent.lsp._connection import ServerConnection
@@ -122,7 +122,7 @@ class CodeIntelligence:
             if outcome is not None:
                 new, gone = outcome
                 if new:
-                    found.append(describe(new, shown=self._shown(changed.path)))
+                    found.append(describe(new, shown=self.shown(changed.path)))
                 cleared += gone
 
         try:
@@ -181,9 +181,8 @@ class CodeIntelligence:
         except Exception as exc:
             self._lost(spec, root, f"{exc}")
             return None
-        new = new_problems(before, after, before_text, after_text)
-        gone = len(new_problems(after, before, after_text, before_text))
-        return new, gone
+        new, gone = compare(before, after, before_text, after_text)
+        return new, len(gone)
 
     async def _connection(
         self, spec: ServerSpec, root: Path, deadline: float
@@ -206,7 +205,7 @@ class CodeIntelligence:
         return self._connections.get(key)
 
     async def _start(self, spec: ServerSpec, root: Path) -> ServerConnection | None:
-        from acp_agent.lsp._connection import ServerConnection, ServerUnavailable
+        from acp_agent.lsp._connection import ServerConnection  # pygls: only when needed
 
         key = (spec.name, root)
         connection = ServerConnection(spec, root)
@@ -260,8 +259,6 @@ class CodeIntelligence:
     async def navigator(self, path: Path, text: str) -> ServerConnection:
         """A running server that navigates `path`, told its current `text`;
         `ServerUnavailable` (saying why) when there is none."""
-        from acp_agent.lsp._connection import ServerUnavailable
-
         spec = next((s for s in self._servers if s.navigates and s.handles(path)), None)
         root = self._root_of(path)
         if spec is None or root is None:
@@ -308,10 +305,6 @@ class CodeIntelligence:
         """Whether any configured server handles `path`."""
         return any(spec.handles(path) for spec in self._servers)
 
-    def shown(self, path: Path) -> str:
-        """`path` as the model reads it: relative to its root."""
-        return self._shown(path)
-
     def _lost(self, spec: ServerSpec, root: Path, error: str) -> None:
         key = (spec.name, root)
         lost = self._connections.pop(key, None)
@@ -336,7 +329,8 @@ class CodeIntelligence:
                 return root
         return None
 
-    def _shown(self, path: Path) -> str:
+    def shown(self, path: Path) -> str:
+        """`path` as the model reads it: relative to its root."""
         root = self._root_of(path)
         return str(path.relative_to(root)) if root is not None else str(path)
 

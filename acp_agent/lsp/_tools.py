@@ -33,6 +33,7 @@ from acp_agent.capabilities import (
 )
 from acp_agent.capabilities.context import GuideEntry
 from acp_agent.lsp._problems import Problem, describe
+from acp_agent.lsp._servers import ServerUnavailable
 from acp_agent.lsp._service import CodeIntelligence
 from acp_agent.tools import WorkspacePath, path_need, present_path, resolve_path, walk
 
@@ -143,8 +144,6 @@ class _PositionTool(_CodeTool):
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         path, text = await self._source(arguments, context)
         line, character = _position(arguments, text)
-        from acp_agent.lsp._connection import ServerUnavailable
-
         try:
             server = await self.intel.navigator(path, text)
             return await self._ask(server, path, line, character)
@@ -154,10 +153,10 @@ class _PositionTool(_CodeTool):
     async def _ask(self, server: Any, path: Path, line: int, character: int) -> ToolResult:
         raise NotImplementedError
 
-    def _places(self, places: Sequence[Any], empty: str) -> ToolResult:
+    async def _places(self, places: Sequence[Any], empty: str) -> ToolResult:
         if not places:
             return ToolResult((TextContent(empty),), empty)
-        lines = [_place_line(self.intel, p) for p in places[:MAX_PLACES]]
+        lines = await anyio.to_thread.run_sync(_place_lines, self.intel, places[:MAX_PLACES])
         if len(places) > MAX_PLACES:
             lines.append(f"... and {len(places) - MAX_PLACES} more")
         text = "\n".join(lines)
@@ -173,7 +172,9 @@ class DefinitionTool(_PositionTool):
     )
 
     async def _ask(self, server: Any, path: Path, line: int, character: int) -> ToolResult:
-        return self._places(await server.definition(path, line, character), "No definition found.")
+        return await self._places(
+            await server.definition(path, line, character), "No definition found."
+        )
 
 
 class ReferencesTool(_PositionTool):
@@ -185,7 +186,9 @@ class ReferencesTool(_PositionTool):
     )
 
     async def _ask(self, server: Any, path: Path, line: int, character: int) -> ToolResult:
-        return self._places(await server.references(path, line, character), "No references found.")
+        return await self._places(
+            await server.references(path, line, character), "No references found."
+        )
 
 
 class HoverTool(_PositionTool):
@@ -219,8 +222,6 @@ class SymbolsTool(_CodeTool):
     )
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        from acp_agent.lsp._connection import ServerUnavailable
-
         query = arguments.get("query")
         try:
             if arguments.get("path") is not None:
@@ -230,10 +231,13 @@ class SymbolsTool(_CodeTool):
             else:
                 if not isinstance(query, str) or not query:
                     raise ToolInputError("give `path`, or `query` to search the workspace")
-                anchor = _any_python_file(context.roots)
-                if anchor is None:
+                # The server of the workspace is the one started for any of its files.
+                anchors = await anyio.to_thread.run_sync(_files, self.intel, context.roots, 1)
+                if not anchors:
                     raise ToolInputError("the workspace has no file a language server reads")
-                server = await self.intel.navigator(anchor, anchor.read_text("utf-8"))
+                anchor = anchors[0]
+                text = await anyio.Path(anchor).read_text(encoding="utf-8")
+                server = await self.intel.navigator(anchor, text)
                 symbols = await server.workspace_symbols(query)
         except (ServerUnavailable, TimeoutError) as exc:
             return _unavailable(exc)
@@ -279,17 +283,7 @@ class DiagnosticsTool(_CodeTool):
         return ToolResult((TextContent(body),), body, locations=locations or None)
 
     async def _workspace(self, context: ToolContext) -> ToolResult:
-        def listed() -> list[Path]:
-            found = []
-            for root in context.roots:
-                for entry in walk(root, root):
-                    if not entry.is_dir and not entry.is_symlink and self.intel.handles(entry.path):
-                        found.append(entry.path)
-                        if len(found) > MAX_FILES:
-                            return found
-            return found
-
-        files = await anyio.to_thread.run_sync(listed)
+        files = await anyio.to_thread.run_sync(_files, self.intel, context.roots, MAX_FILES + 1)
         more = len(files) > MAX_FILES
         files = files[:MAX_FILES]
         deadline = anyio.current_time() + WORKSPACE_TIMEOUT_S
@@ -377,18 +371,30 @@ def _position(arguments: Mapping[str, Any], text: str) -> tuple[int, int]:
     raise ToolInputError("give `symbol` (a name on the line) or `column`")
 
 
-def _place_line(intel: CodeIntelligence, place: Any) -> str:
-    path = Path(place.path)
-    try:
-        source = path.read_text("utf-8").split("\n")[place.line - 1].strip()
-    except (OSError, UnicodeDecodeError, IndexError):
-        source = ""
-    return f"{intel.shown(path)}:{place.line}:{place.column}: {source}".rstrip()
+def _place_lines(intel: CodeIntelligence, places: Sequence[Any]) -> list[str]:
+    """`path:line:column: source line` for each place, each file read once."""
+    sources: dict[str, list[str]] = {}
+    lines = []
+    for place in places:
+        if place.path not in sources:
+            try:
+                sources[place.path] = Path(place.path).read_text("utf-8").split("\n")
+            except (OSError, UnicodeDecodeError):
+                sources[place.path] = []
+        source = sources[place.path]
+        text = source[place.line - 1].strip() if 0 < place.line <= len(source) else ""
+        shown = intel.shown(Path(place.path))
+        lines.append(f"{shown}:{place.line}:{place.column}: {text}".rstrip())
+    return lines
 
 
-def _any_python_file(roots: Sequence[Path]) -> Path | None:
+def _files(intel: CodeIntelligence, roots: Sequence[Path], limit: int) -> list[Path]:
+    """Up to `limit` files of the workspace a server reads, as git would list them."""
+    found: list[Path] = []
     for root in roots:
-        for candidate in root.rglob("*.py"):
-            if not any(part.startswith(".") for part in candidate.relative_to(root).parts):
-                return candidate
-    return None
+        for entry in walk(root, root):
+            if not entry.is_dir and not entry.is_symlink and intel.handles(entry.path):
+                found.append(entry.path)
+                if len(found) >= limit:
+                    return found
+    return found

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from acp_agent.core import ServiceNotFound, Session
+from acp_agent.core import Session
 from acp_agent.mcp import (
     MCP_SESSION,
     HttpServerConfig,
@@ -68,10 +68,7 @@ def editor_mcp_servers(servers: Sequence[types.McpServer] | None) -> list[McpSer
 
 def session_mcp(session: Session) -> McpSessionTools | None:
     """The session's MCP servers, or None when it was assembled without MCP."""
-    try:
-        return session.scope.get(MCP_SESSION)
-    except ServiceNotFound:
-        return None
+    return session.scope.find(MCP_SESSION)
 
 
 async def connect_mcp(session: Session, servers: Sequence[types.McpServer] | None) -> None:

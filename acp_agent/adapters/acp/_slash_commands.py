@@ -103,11 +103,7 @@ def commands_update(specs: Sequence[CommandSpec]) -> types.AvailableCommandsUpda
 def _code_intelligence(session: Session) -> CodeIntelligence | None:
     """The session's language servers, or None when code intelligence is off."""
     from acp_agent.capabilities import CHANGE_REVIEW
-    from acp_agent.core import ServiceNotFound
     from acp_agent.lsp import CodeIntelligence
 
-    try:
-        review = session.scope.get(CHANGE_REVIEW)
-    except ServiceNotFound:
-        return None
+    review = session.scope.find(CHANGE_REVIEW)
     return review if isinstance(review, CodeIntelligence) else None

@@ -154,10 +154,7 @@ class SessionStream:
             try:
                 self._notify(attempt)
             except ConnectionClosed:
-                self._gone = True
-                logger.info(
-                    "the client is gone; updates of session %s are dropped", self._session_id
-                )
+                self._client_gone()
                 return
             except MessageTooDeep as exc:
                 logger.warning(
@@ -185,8 +182,7 @@ class SessionStream:
         try:
             self._connection.notify_text_chunks(self._session_id, chunks)
         except ConnectionClosed:
-            self._gone = True
-            logger.info("the client is gone; updates of session %s are dropped", self._session_id)
+            self._client_gone()
         except Exception:
             logger.exception(
                 "streamed text of session %s could not be sent (event %d); sent typed instead",
@@ -195,6 +191,10 @@ class SessionStream:
             )
             for update in chunks.updates():
                 self.send(update, seq=seq)
+
+    def _client_gone(self) -> None:
+        self._gone = True
+        logger.info("the client is gone; updates of session %s are dropped", self._session_id)
 
     def _notify(self, update: types.SessionUpdate) -> None:
         self._connection.notify(

@@ -130,11 +130,12 @@ class ChildTranslator:
             return self.from_parent("task", payload.task or "")
         if isinstance(payload, BranchMessageReceived):
             return self.from_parent(payload.message_id, payload.text)
+        chunks = self.streamed_text(event)
+        if chunks is not None:
+            return chunks.updates()
         updates = self.inner.translate(event)
         if isinstance(payload, ModelRequestStarted):
             self._reply = []
-        elif isinstance(payload, ModelTextDelta):
-            self._reply.append(payload.text)
         elif isinstance(payload, TurnEnded | TurnInterrupted):
             updates += self._report()
         return updates
