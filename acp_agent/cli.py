@@ -153,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from acp_agent.adapters.acp._warmup import (
         PROVIDER_MODULES,
         SESSION_MODULES,
+        TOOL_MODULES,
         Warmup,
         warmup_enabled,
     )
@@ -209,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     warmup = None
     if warmup_enabled():
         # HTTP and the providers only when a real model answers by default.
-        warm = SESSION_MODULES if script is not None else SESSION_MODULES + PROVIDER_MODULES
+        warm = SESSION_MODULES + (() if script is not None else PROVIDER_MODULES) + TOOL_MODULES
         warmup = Warmup(warm, busy=lambda: connection.protocol.running_handlers > 0)
     AcpAgent(connection, host, models, config_dir=paths.config_dir, warmup=warmup).register()
     if os.environ.get("ACP_AGENT_DEBUG") == "1":

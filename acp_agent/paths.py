@@ -11,13 +11,15 @@ from pathlib import Path
 
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = ("APP_NAME", "AgentPaths", "resolve_paths")
 
 APP_NAME = "acp-agent"
 
 
 @attrs.frozen
-class AgentPaths:
+class AgentPaths(Record):
     """The folders acp-agent reads and writes."""
 
     config_dir: Path

@@ -43,6 +43,8 @@ from urllib.parse import unquote
 
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = ("REDACTED_USERINFO", "UrlTarget", "redact_url_credentials", "url_target")
 
 logger = logging.getLogger(__name__)
@@ -65,7 +67,7 @@ def redact_url_credentials(text: str) -> str:
 
 
 @attrs.frozen
-class UrlTarget:
+class UrlTarget(Record):
     """A URL made ready for an HTTP client: see the module docstring."""
 
     #: Where to send: the URL without userinfo.

@@ -77,6 +77,7 @@ from acp_agent.core import (
     TurnId,
 )
 from acp_agent.models import ScriptLine
+from acp_agent.records import Record
 
 __all__ = (
     "BRANCHES",
@@ -119,7 +120,7 @@ def _no_tools() -> Sequence[Tool]:
 
 
 @attrs.frozen
-class CapabilitySettings:
+class CapabilitySettings(Record):
     """What the capabilities are built from (process-wide).
 
     **Parameters:**

@@ -14,11 +14,13 @@ from typing import Protocol
 
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = ("ChangeReview", "ChangedFile")
 
 
 @attrs.frozen
-class ChangedFile:
+class ChangedFile(Record):
     """One file a call changed: its bytes before (None: it did not exist) and now
     (None: it is gone)."""
 

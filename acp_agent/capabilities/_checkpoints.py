@@ -26,6 +26,7 @@ import anyio
 import attrs
 
 from acp_agent.core import Branch, CallId, EventDraft, FileChanged
+from acp_agent.records import Record
 
 __all__ = (
     "MAX_KEPT_BYTES",
@@ -47,7 +48,7 @@ _LINK_PREFIX: Final = b"symlink\x00"
 
 
 @attrs.frozen
-class Entry:
+class Entry(Record):
     """What a path holds now, as a checkpoint needs it."""
 
     #: SHA-256 of a file's bytes (of `symlink\\0target` for a link); None: nothing there.
@@ -182,7 +183,7 @@ def _safe(name: str) -> str:
 
 
 @attrs.frozen
-class CallChanges:
+class CallChanges(Record):
     """A tool call's `FileChanges`: checkpoints into `store`, facts into `branch`."""
 
     store: CheckpointStore

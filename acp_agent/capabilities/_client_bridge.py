@@ -12,6 +12,8 @@ from typing import Protocol
 
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = (
     "NO_CLIENT",
     "ClientBridge",
@@ -32,7 +34,7 @@ class NotOffered(NotImplementedError):
 
 
 @attrs.frozen
-class TerminalExit:
+class TerminalExit(Record):
     """How a command in a client terminal ended."""
 
     exit_code: int | None = None
@@ -40,7 +42,7 @@ class TerminalExit:
 
 
 @attrs.frozen
-class TerminalOutput:
+class TerminalOutput(Record):
     """A terminal's output so far; `exit` is set once the command has ended."""
 
     output: str

@@ -16,11 +16,13 @@ from typing import Protocol
 
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = ("JobExit", "JobHost", "JobLimitReached", "JobOutput", "JobProcess", "StartedJob")
 
 
 @attrs.frozen
-class JobExit:
+class JobExit(Record):
     """How a job's command ended: an exit status, or the signal that ended it."""
 
     exit_code: int | None = None
@@ -28,7 +30,7 @@ class JobExit:
 
 
 @attrs.frozen
-class JobOutput:
+class JobOutput(Record):
     """A job's output as kept: bounded text (head and tail, the cut stated), total bytes."""
 
     text: str
@@ -75,7 +77,7 @@ class JobLimitReached(Exception):
 
 
 @attrs.frozen
-class StartedJob:
+class StartedJob(Record):
     """A job the host took over."""
 
     job_id: str

@@ -56,6 +56,7 @@ from acp_agent.core import (
     new_id,
 )
 from acp_agent.process_marks import kill_group_of
+from acp_agent.records import Record
 
 __all__ = (
     "DEFAULT_JOB_LIMIT",
@@ -187,7 +188,7 @@ def _last_lines(text: str) -> str:
 
 
 @attrs.frozen
-class _LineHost:
+class _LineHost(Record):
     """The `JobHost` of one tool call of one line (what `ToolContext.jobs` is)."""
 
     manager: JobManager

@@ -117,6 +117,7 @@ from acp_agent.models import (
     ToolSpec,
     UsageReported,
 )
+from acp_agent.records import Record
 
 __all__ = (
     "DEFAULT_MAX_TURN_REQUESTS",
@@ -276,7 +277,7 @@ class ContextPreparer(Protocol):
 
 
 @attrs.frozen
-class LoopSettings:
+class LoopSettings(Record):
     """Limits and knobs of the model loop."""
 
     max_turn_requests: int = DEFAULT_MAX_TURN_REQUESTS

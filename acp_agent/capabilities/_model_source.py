@@ -33,6 +33,7 @@ from acp_agent.models import (
     ScriptedProvider,
     ScriptLine,
 )
+from acp_agent.records import Record
 
 if TYPE_CHECKING:
     import httpx
@@ -108,7 +109,7 @@ def context_window_for(model: str) -> int:
 
 
 @attrs.frozen
-class ModelTraits:
+class ModelTraits(Record):
     """What a model accepts besides text."""
 
     #: Images in the person's messages.
@@ -126,7 +127,7 @@ def traits_for(model: str) -> ModelTraits:
 
 
 @attrs.frozen
-class ProviderKey:
+class ProviderKey(Record):
     """A provider that reads its API key from an environment variable."""
 
     provider: str
@@ -136,7 +137,7 @@ class ProviderKey:
 
 
 @attrs.frozen
-class ModelHandle:
+class ModelHandle(Record):
     """A model ready for requests."""
 
     provider: ModelProvider

@@ -45,6 +45,7 @@ import attrs
 
 from acp_agent.capabilities._tool import ContentPart, Effect, Location, PermissionNeed, ToolKind
 from acp_agent.core import CallId, PermissionRule, SessionId, Store, new_id
+from acp_agent.records import Record
 
 __all__ = (
     "MCP_TOOL_PREFIX",
@@ -131,7 +132,7 @@ class RuleDecision(enum.StrEnum):
 
 
 @attrs.frozen
-class PermissionOption:
+class PermissionOption(Record):
     """One answer offered: its id (the choice's value), its kind and its label."""
 
     choice: PermissionChoice
@@ -143,7 +144,7 @@ class PermissionOption:
 
 
 @attrs.frozen
-class PermissionQuestion:
+class PermissionQuestion(Record):
     """What the person is asked about one call, with everything they need to decide."""
 
     permission_id: str
@@ -165,7 +166,7 @@ class PermissionQuestion:
 
 
 @attrs.frozen
-class PermissionAnswer:
+class PermissionAnswer(Record):
     """The person's choice, or `None` when the question was cancelled (the turn ended)."""
 
     choice: PermissionChoice | None
@@ -196,21 +197,21 @@ class RefusingPrompter:
 
 
 @attrs.frozen
-class Allow:
+class Allow(Record):
     """Run the call; `reason` says why, for the log."""
 
     reason: str
 
 
 @attrs.frozen
-class Refuse:
+class Refuse(Record):
     """Do not run the call; `explanation` is what the model reads."""
 
     explanation: str
 
 
 @attrs.frozen
-class Ask:
+class Ask(Record):
     """Ask the person, offering `options`; `note` adds what they should know."""
 
     options: tuple[PermissionOption, ...]

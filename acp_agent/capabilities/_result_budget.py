@@ -44,6 +44,7 @@ from acp_agent.capabilities._tool import (
     TextContent,
     ToolResult,
 )
+from acp_agent.records import Record
 
 __all__ = ("ResultBudget", "ResultLimits")
 
@@ -54,7 +55,7 @@ _DUPLICATE_MIN_CHARS: Final = 1024
 
 
 @attrs.frozen
-class ResultLimits:
+class ResultLimits(Record):
     """The caps of `ResultBudget` (see the module docstring)."""
 
     model_chars: int = 100_000

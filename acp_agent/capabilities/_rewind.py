@@ -43,6 +43,7 @@ from acp_agent.core import (
     is_hidden,
     new_id,
 )
+from acp_agent.records import Record
 
 __all__ = (
     "NoRewindPoint",
@@ -70,7 +71,7 @@ class NoRewindPoint(RewindRefused):
 
 
 @attrs.frozen
-class RewindPoint:
+class RewindPoint(Record):
     """One of the person's messages a rewind can go back to, with what followed it."""
 
     number: int
@@ -86,7 +87,7 @@ class RewindPoint:
 
 
 @attrs.frozen
-class RewindOutcome:
+class RewindOutcome(Record):
     """What a rewind did: restored and removed files, or the conflicts that stopped it."""
 
     message_id: str
@@ -109,7 +110,7 @@ class RewindOutcome:
 
 
 @attrs.frozen
-class _Change:
+class _Change(Record):
     """A `FileChanged` with where it happened: an order key across branches."""
 
     order: tuple[float, int]
@@ -117,7 +118,7 @@ class _Change:
 
 
 @attrs.frozen
-class _Activity:
+class _Activity(Record):
     """What the session's branches did, in order: file changes and effects."""
 
     changes: list[_Change]
@@ -284,7 +285,7 @@ def _first_line(content: list[dict[str, Any]]) -> str:
 
 
 @attrs.frozen
-class _Plan:
+class _Plan(Record):
     #: (path, the earliest change since the anchor: its `before` is what comes back).
     restores: list[tuple[str, FileChanged]]
     conflicts: tuple[str, ...]

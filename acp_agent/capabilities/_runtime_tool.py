@@ -25,6 +25,7 @@ from acp_agent.capabilities._tool import (
     ToolPresentation,
     ToolResult,
 )
+from acp_agent.records import Record
 
 __all__ = ("RuntimeTool", "object_schema", "text_result")
 
@@ -46,7 +47,7 @@ def _never(service: Any, context: ToolContext) -> str | None:
 
 
 @attrs.frozen
-class RuntimeTool(Generic[S]):
+class RuntimeTool(Record, Generic[S]):
     """A tool bound to a runtime `service` (see the module docstring)."""
 
     definition: ToolDefinition

@@ -45,6 +45,7 @@ from acp_agent.capabilities._permissions import (
 )
 from acp_agent.core import Branch, ConfigurationAdopted, Event, new_id
 from acp_agent.models import ReasoningEffort
+from acp_agent.records import Record
 
 __all__ = (
     "CONTROLS_PRODUCER",
@@ -76,7 +77,7 @@ class InvalidSetting(ValueError):
 
 
 @attrs.frozen
-class Choice:
+class Choice(Record):
     """One value an option can take."""
 
     value: str
@@ -85,7 +86,7 @@ class Choice:
 
 
 @attrs.frozen
-class SessionOption:
+class SessionOption(Record):
     """A setting as a front end offers it: its choices and the current one."""
 
     id: str

@@ -61,6 +61,7 @@ from acp_agent.capabilities.context import (
 )
 from acp_agent.core import Session, Store, StoreNotFound
 from acp_agent.models import ProviderError, ProviderNotConfigured, ToolSpec
+from acp_agent.records import Record
 
 __all__ = (
     "BUILTIN_COMMANDS",
@@ -95,7 +96,7 @@ _DESCRIPTION_CHARS: Final = 80
 
 
 @attrs.frozen
-class CommandSpec:
+class CommandSpec(Record):
     """A command as the editor lists it."""
 
     name: str
@@ -121,7 +122,7 @@ _BUILTIN_NAMES: Final = frozenset(spec.name for spec in BUILTIN_COMMANDS)
 
 
 @attrs.frozen
-class PromptTemplate:
+class PromptTemplate(Record):
     """A person's command: a Markdown prompt with `$ARGUMENTS`."""
 
     spec: CommandSpec
@@ -138,7 +139,7 @@ class PromptTemplate:
 
 
 @attrs.frozen
-class CommandInvocation:
+class CommandInvocation(Record):
     """`/name arguments`, as typed."""
 
     name: str
@@ -271,7 +272,7 @@ class CommandHost(Protocol):
 
 
 @attrs.frozen
-class ExtraCommand:
+class ExtraCommand(Record):
     """A built-in another component offers (`/mcp`): it answers with Markdown."""
 
     spec: CommandSpec

@@ -19,6 +19,7 @@ import attrs
 from acp_agent.capabilities._client_bridge import ClientBridge
 from acp_agent.capabilities._file_changes import FileChanges
 from acp_agent.capabilities._job_host import JobHost
+from acp_agent.records import Record
 
 __all__ = (
     "ContentPart",
@@ -79,7 +80,7 @@ class Effect(enum.StrEnum):
 
 
 @attrs.frozen
-class ToolDefinition:
+class ToolDefinition(Record):
     """What the model is told about a tool."""
 
     #: The name the model calls it by (provider name rules: `[A-Za-z0-9_-]{1,64}`).
@@ -91,7 +92,7 @@ class ToolDefinition:
 
 
 @attrs.frozen
-class Location:
+class Location(Record):
     """A place a call touches, so the editor can follow along (absolute path, 1-based line)."""
 
     path: str
@@ -99,7 +100,7 @@ class Location:
 
 
 @attrs.frozen
-class ToolPresentation:
+class ToolPresentation(Record):
     """How a call is shown before it runs: in the pending tool call and the permission prompt."""
 
     #: Names the target, e.g. "Edit src/app.py" or "Run `pytest -q`".
@@ -109,7 +110,7 @@ class ToolPresentation:
 
 
 @attrs.frozen
-class PermissionNeed:
+class PermissionNeed(Record):
     """What a call needs permission for, decided from its arguments before it runs.
 
     `target` is shown in full to the person (the whole command, the path) and is
@@ -125,14 +126,14 @@ class PermissionNeed:
 
 
 @attrs.frozen
-class TextContent:
+class TextContent(Record):
     """Text for the person and the model (Markdown in editors)."""
 
     text: str
 
 
 @attrs.frozen
-class DiffContent:
+class DiffContent(Record):
     """A change to one file: whole old and new texts; `old_text` None for a new file."""
 
     path: str
@@ -141,7 +142,7 @@ class DiffContent:
 
 
 @attrs.frozen
-class TerminalContent:
+class TerminalContent(Record):
     """A live terminal shown inside the call.
 
     Usually one the client created (`terminal/create`). With `local_cwd` set it
@@ -159,7 +160,7 @@ class TerminalContent:
 
 
 @attrs.frozen
-class ImageContent:
+class ImageContent(Record):
     """An image (base64 data)."""
 
     data: str
@@ -183,7 +184,7 @@ class PlanStatus(enum.StrEnum):
 
 
 @attrs.frozen
-class PlanEntry:
+class PlanEntry(Record):
     """One task of the agent's plan."""
 
     content: str
@@ -192,7 +193,7 @@ class PlanEntry:
 
 
 @attrs.frozen
-class PlanContent:
+class PlanContent(Record):
     """The agent's complete plan, every entry, as the `plan` tool last set it.
 
     Not tool-call content: the adapter sends it as an ACP `plan` update, which
@@ -207,7 +208,7 @@ ContentPart: TypeAlias = TextContent | DiffContent | TerminalContent | ImageCont
 
 
 @attrs.frozen
-class ToolResult:
+class ToolResult(Record):
     """What a call produced: content for the editor, text for the model, raw output."""
 
     #: Shown in the editor (replaces the call's content collection).
@@ -284,7 +285,7 @@ class MemoryReadStamps:
 
 
 @attrs.frozen
-class ToolContext:
+class ToolContext(Record):
     """What a running call may use: its roots, the editor, progress, its reads, its jobs,
     and where it says what it is about to change."""
 
@@ -332,7 +333,7 @@ class Tool(Protocol):
 
 
 @attrs.frozen
-class ToolPreview:
+class ToolPreview(Record):
     """What a call will do, worked out before the person is asked: a dry run.
 
     Its `content` (a diff of exactly what would be written) goes into the

@@ -40,6 +40,7 @@ from acp_agent.core._scopes import Scope, ScopeKind, ServiceKey
 from acp_agent.core._store import BranchRecord, Store
 from acp_agent.core._timeline import TIMELINE, Timeline
 from acp_agent.core._turns import Turn, TurnState
+from acp_agent.records import Record
 
 __all__ = ("BRANCH", "CORE_PRODUCER", "Branch", "BranchContext", "BranchState", "TurnObserver")
 
@@ -63,7 +64,7 @@ class TurnObserver(Protocol):
 
 
 @attrs.frozen
-class BranchContext:
+class BranchContext(Record):
     """What a branch is given by its session, so it never reaches up to it."""
 
     store: Store

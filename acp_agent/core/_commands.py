@@ -11,12 +11,13 @@ from typing import Any
 import attrs
 
 from acp_agent.core._ids import CallId, TurnId
+from acp_agent.records import Record
 
 __all__ = ("Cancel", "CloseBranch", "Command", "Prompt", "ResolvePermission")
 
 
 @attrs.frozen
-class Prompt:
+class Prompt(Record):
     """Start a turn with what the person typed.
 
     Answered by `UserInputAdopted`, then `TurnEnded` or `TurnInterrupted`.
@@ -29,7 +30,7 @@ class Prompt:
 
 
 @attrs.frozen
-class Cancel:
+class Cancel(Record):
     """Cancel a running turn.
 
     Answered by `TurnCancelRequested`, then `TurnInterrupted` once its work settled.
@@ -40,7 +41,7 @@ class Cancel:
 
 
 @attrs.frozen
-class ResolvePermission:
+class ResolvePermission(Record):
     """Answer a permission question. Answered by `PermissionAnswered`."""
 
     permission_id: str
@@ -50,7 +51,7 @@ class ResolvePermission:
 
 
 @attrs.frozen
-class CloseBranch:
+class CloseBranch(Record):
     """End the branch's line of work. Answered by `BranchEnded`, its last event."""
 
     reason: str = "closed"

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Final
 import attrs
 
 from acp_agent.core._ids import BatchId, BranchId, CallId, Seq, SessionId, TurnId
+from acp_agent.records import Record
 
 __all__ = (
     "EVENT_FORMAT_VERSION",
@@ -85,7 +86,7 @@ __all__ = (
 EVENT_FORMAT_VERSION: Final = 1
 
 
-class Payload:
+class Payload(Record):
     """Base of every event payload: the fact itself; its class names its `kind`."""
 
     __slots__ = ()
@@ -125,7 +126,7 @@ class UserInputAdopted(Payload):
 
 
 @attrs.frozen
-class Usage:
+class Usage(Record):
     """Token counts a provider reported for one model request."""
 
     input_tokens: int = 0
@@ -721,7 +722,7 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
 
 
 @attrs.frozen
-class Event:
+class Event(Record):
     """One recorded fact in a branch's timeline."""
 
     #: The branch the fact was recorded in (an ancestor's, for inherited history).
@@ -752,7 +753,7 @@ Registration = Callable[[Event], Callable[[], None] | None]
 
 
 @attrs.frozen
-class EventDraft:
+class EventDraft(Record):
     """A fact a producer wants recorded; the timeline gives it a place."""
 
     payload: Payload
@@ -762,7 +763,7 @@ class EventDraft:
 
 
 @attrs.frozen
-class Batch:
+class Batch(Record):
     """Events appended together: stored in one transaction, published together."""
 
     session_id: SessionId

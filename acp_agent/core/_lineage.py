@@ -12,12 +12,13 @@ from collections.abc import Iterator
 import attrs
 
 from acp_agent.core._ids import NO_SEQ, BranchId, Seq
+from acp_agent.records import Record
 
 __all__ = ("Lineage", "LineagePart")
 
 
 @attrs.frozen
-class LineagePart:
+class LineagePart(Record):
     """Events `gt < seq <= lte` of one stored branch (`lte` None: no upper end)."""
 
     branch_id: BranchId
@@ -26,7 +27,7 @@ class LineagePart:
 
 
 @attrs.frozen
-class Lineage:
+class Lineage(Record):
     """A branch's history as parts of stored branches, root first, itself last."""
 
     parts: tuple[LineagePart, ...]

@@ -28,12 +28,13 @@ from acp_agent.core._lifecycle import CloseOnce
 from acp_agent.core._lineage import Lineage
 from acp_agent.core._scopes import Scope, ScopeKind, ServiceKey
 from acp_agent.core._store import BranchRecord, SessionRecord, Store, StoreCorrupt
+from acp_agent.records import Record
 
 __all__ = ("SESSION", "Session", "SessionContext", "SessionState")
 
 
 @attrs.frozen
-class SessionContext:
+class SessionContext(Record):
     """What a session is given by the runtime, so it never reaches up to it."""
 
     store: Store

@@ -18,6 +18,7 @@ import attrs
 from acp_agent.core._codec import encode_event
 from acp_agent.core._ids import NO_SEQ, Seq
 from acp_agent.core._store import Snapshot, Store
+from acp_agent.records import Record
 
 if TYPE_CHECKING:
     from acp_agent.core._events import Event
@@ -56,7 +57,7 @@ class Interpreter(Protocol[S]):
 
 
 @attrs.frozen
-class SkippedSnapshot:
+class SkippedSnapshot(Record):
     """A candidate snapshot that was not used, and why."""
 
     anchor_seq: Seq
@@ -64,7 +65,7 @@ class SkippedSnapshot:
 
 
 @attrs.frozen
-class Restored(Generic[S]):
+class Restored(Record, Generic[S]):
     """Derived state after `covered_seq`, and which snapshot (if any) it started from."""
 
     state: S

@@ -42,6 +42,7 @@ from acp_agent.core._events import (
 )
 from acp_agent.core._ids import NO_SEQ, BranchId, CallId, Seq, SessionId
 from acp_agent.core._scopes import ScopeKind, ServiceKey
+from acp_agent.records import Record
 
 __all__ = (
     "STORE",
@@ -91,7 +92,7 @@ class SeqTaken(StoreConflict):
 
 
 @attrs.frozen
-class LeaseHolder:
+class LeaseHolder(Record):
     """The process that holds a session's writer lease."""
 
     pid: int
@@ -139,7 +140,7 @@ class StoreCorrupt(StoreError):
 
 
 @attrs.frozen
-class ForkOrigin:
+class ForkOrigin(Record):
     """Where a forked session's history was copied from."""
 
     session_id: SessionId
@@ -148,7 +149,7 @@ class ForkOrigin:
 
 
 @attrs.frozen
-class SessionRecord:
+class SessionRecord(Record):
     """A session as stored: identity, workspace, title and times."""
 
     session_id: SessionId
@@ -179,7 +180,7 @@ class SessionPosition:
 
 
 @attrs.frozen
-class BranchRecord:
+class BranchRecord(Record):
     """A branch as stored: its parent and the cut it inherits history up to."""
 
     branch_id: BranchId
@@ -195,7 +196,7 @@ class BranchRecord:
 
 
 @attrs.frozen
-class PermissionRule:
+class PermissionRule(Record):
     """A remembered answer to a permission question, for one workspace and one tool.
 
     `scope` says what `pattern` matches: `tool` (every call of the tool; pattern
@@ -219,7 +220,7 @@ class PermissionRule:
 
 
 @attrs.frozen
-class Snapshot:
+class Snapshot(Record):
     """A restore snapshot: an interpreter's state after `anchor_seq` of one branch.
 
     Cache, never a fact: see `acp_agent.core._snapshots`.
@@ -240,7 +241,7 @@ class Snapshot:
 
 
 @attrs.frozen
-class BatchProjection:
+class BatchProjection(Record):
     """What a batch changes in the store's query tables, applied in its transaction."""
 
     #: The row to insert when the batch opens a new branch.

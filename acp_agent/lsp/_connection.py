@@ -33,6 +33,7 @@ from pygls.protocol import default_converter
 import acp_agent
 from acp_agent.lsp._problems import Problem
 from acp_agent.lsp._servers import ServerSpec, ServerUnavailable
+from acp_agent.records import Record
 
 __all__ = ("Place", "ServerConnection", "Symbol")
 
@@ -359,7 +360,7 @@ class ServerConnection:
 
 
 @attrs.frozen
-class Place:
+class Place(Record):
     """A place in a file, 1-based."""
 
     path: str
@@ -368,7 +369,7 @@ class Place:
 
 
 @attrs.frozen
-class Symbol:
+class Symbol(Record):
     """A named thing a server knows, where it is defined, 1-based."""
 
     name: str

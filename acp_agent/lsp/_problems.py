@@ -13,11 +13,13 @@ from collections.abc import Sequence
 
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = ("Problem", "compare", "describe", "line_map", "new_problems")
 
 
 @attrs.frozen
-class Problem:
+class Problem(Record):
     """One diagnostic, with 1-based lines and columns."""
 
     server: str

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = ("BASEDPYRIGHT", "RUFF", "ServerSpec", "ServerUnavailable", "default_servers")
 
 
@@ -28,7 +30,7 @@ class ServerUnavailable(Exception):
 
 
 @attrs.frozen
-class ServerSpec:
+class ServerSpec(Record):
     """How to start one language server, and the files it is told about."""
 
     #: Its name in problems and messages (`ruff`).

@@ -16,6 +16,8 @@ from typing import Final
 
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = ("HEAD_BYTES", "MAX_MESSAGE_BYTES", "LineSplitter", "OverLongLine", "message_id")
 
 #: The largest message an MCP server may send over stdio (newline excluded): generous
@@ -29,7 +31,7 @@ _ID: Final = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 
 
 @attrs.frozen
-class OverLongLine:
+class OverLongLine(Record):
     """A line that was longer than the limit: its size and its first bytes."""
 
     size_bytes: int

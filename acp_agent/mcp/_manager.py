@@ -77,6 +77,7 @@ from acp_agent.mcp._connection import (
 )
 from acp_agent.mcp._names import assign_tool_names
 from acp_agent.mcp._settings import DisabledServer
+from acp_agent.records import Record
 from acp_agent.url_credentials import redact_url_credentials
 
 __all__ = (
@@ -115,7 +116,7 @@ class ServerState(enum.Enum):
 
 
 @attrs.frozen
-class ServerStatus:
+class ServerStatus(Record):
     """One server, as `/mcp` shows it."""
 
     name: str
@@ -132,7 +133,7 @@ class ServerStatus:
 
 
 @attrs.frozen
-class ServerStatusChanged:
+class ServerStatusChanged(Record):
     """A server's state or error changed (tool names alone change with `ToolSetChanged`)."""
 
     status: ServerStatus
@@ -151,7 +152,7 @@ class McpToolSet:
 
 
 @attrs.frozen
-class ToolSetChanged:
+class ToolSetChanged(Record):
     """A new generation of the MCP tool set; offer it for model requests from now on."""
 
     tool_set: McpToolSet
@@ -162,7 +163,7 @@ McpListener: TypeAlias = Callable[[McpEvent], None]
 
 
 @attrs.frozen
-class ReconnectPolicy:
+class ReconnectPolicy(Record):
     """When a lost server is tried again: one attempt per delay, then `failed`."""
 
     delays_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)

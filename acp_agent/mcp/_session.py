@@ -44,6 +44,7 @@ from acp_agent.mcp._settings import (
     load_configured_servers,
     with_editor_servers,
 )
+from acp_agent.records import Record
 
 if TYPE_CHECKING:
     # The MCP SDK costs about half a second to import: it loads only when a
@@ -87,7 +88,7 @@ repeating it.""",
 
 
 @attrs.frozen
-class McpSettings:
+class McpSettings(Record):
     """How sessions use MCP servers (process-wide).
 
     **Parameters:**

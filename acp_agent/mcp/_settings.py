@@ -64,6 +64,7 @@ from acp_agent.mcp._config import (
     StdioServerConfig,
     declaration_hash,
 )
+from acp_agent.records import Record
 
 __all__ = (
     "CONFIG_FILE_NAME",
@@ -101,7 +102,7 @@ _ENABLEMENT_KEYS: Final = frozenset({"project", "name", "hash"})
 
 
 @attrs.frozen
-class DisabledServer:
+class DisabledServer(Record):
     """A declared server that does not start, and why."""
 
     config: McpServerConfig
@@ -111,7 +112,7 @@ class DisabledServer:
 
 
 @attrs.frozen
-class ConfiguredServers:
+class ConfiguredServers(Record):
     """What the config files declare for one workspace."""
 
     #: Servers that start with the session.

@@ -69,6 +69,7 @@ import attrs
 
 from acp_agent.models._errors import ConfigFileInvalid, ProviderNotConfigured
 from acp_agent.models._events import UsageReported
+from acp_agent.records import Record
 from acp_agent.url_credentials import redact_url_credentials
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ _FALLBACK_MODELS: Final = (("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-4
 
 
 @attrs.frozen
-class Pricing:
+class Pricing(Record):
     """Prices in USD per million tokens; cache prices default to the input price."""
 
     input: float
@@ -130,7 +131,7 @@ class Pricing:
 
 
 @attrs.frozen
-class ProviderSettings:
+class ProviderSettings(Record):
     """One provider: how to reach it and which models it offers."""
 
     name: str
@@ -151,7 +152,7 @@ class ProviderSettings:
 
 
 @attrs.frozen
-class ModelsConfig:
+class ModelsConfig(Record):
     """All known providers, by name, the file's default model, and where the file is read."""
 
     providers: Mapping[str, ProviderSettings]
@@ -160,7 +161,7 @@ class ModelsConfig:
 
 
 @attrs.frozen
-class ResolvedModel:
+class ResolvedModel(Record):
     """A model ready to use: its provider, its name there, its key and its prices."""
 
     provider: ProviderSettings

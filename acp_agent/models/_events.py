@@ -23,6 +23,7 @@ from typing import TypeAlias
 import attrs
 
 from acp_agent.models._request import Reasoning, ToolCall
+from acp_agent.records import Record
 
 __all__ = (
     "ModelEvent",
@@ -53,28 +54,28 @@ class StopReason(enum.StrEnum):
 
 
 @attrs.frozen
-class TextDelta:
+class TextDelta(Record):
     """The next piece of the visible answer."""
 
     text: str
 
 
 @attrs.frozen
-class ReasoningDelta:
+class ReasoningDelta(Record):
     """The next piece of the model's reasoning."""
 
     text: str
 
 
 @attrs.frozen
-class ReasoningEnded:
+class ReasoningEnded(Record):
     """A reasoning block is complete; `reasoning` is what to send back in later requests."""
 
     reasoning: Reasoning
 
 
 @attrs.frozen
-class ToolCallStarted:
+class ToolCallStarted(Record):
     """The model began proposing tool call `index`."""
 
     index: int
@@ -83,7 +84,7 @@ class ToolCallStarted:
 
 
 @attrs.frozen
-class ToolCallArgumentsDelta:
+class ToolCallArgumentsDelta(Record):
     """The next piece of the JSON arguments of tool call `index`."""
 
     index: int
@@ -91,7 +92,7 @@ class ToolCallArgumentsDelta:
 
 
 @attrs.frozen
-class ToolCallEnded:
+class ToolCallEnded(Record):
     """Tool call `index` is complete; `arguments` is the whole JSON object, as text."""
 
     index: int
@@ -106,7 +107,7 @@ class ToolCallEnded:
 
 
 @attrs.frozen
-class UsageReported:
+class UsageReported(Record):
     """Tokens this request used, as the provider counted them.
 
     `input_tokens` counts the whole prompt, including the part read from or
@@ -124,7 +125,7 @@ class UsageReported:
 
 
 @attrs.frozen
-class ResponseEnded:
+class ResponseEnded(Record):
     """The reply is complete. `provider_stop_reason` is the provider's own word, for logs."""
 
     stop_reason: StopReason

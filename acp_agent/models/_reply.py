@@ -32,12 +32,13 @@ from acp_agent.models._events import (
     UsageReported,
 )
 from acp_agent.models._request import Message, Part, Reasoning, Text, ToolCall
+from acp_agent.records import Record
 
 __all__ = ("Reply", "ReplyBuilder")
 
 
 @attrs.frozen
-class Reply:
+class Reply(Record):
     """An assistant message and how it ended; `stop_reason` is None when incomplete."""
 
     message: Message

@@ -22,6 +22,8 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = (
     "Image",
     "Message",
@@ -42,14 +44,14 @@ ReasoningEffort: TypeAlias = Literal["low", "medium", "high"]
 
 
 @attrs.frozen
-class Text:
+class Text(Record):
     """Visible text: what the person typed, or what the model answered."""
 
     text: str
 
 
 @attrs.frozen
-class Image:
+class Image(Record):
     """An image given to the model, as base64 data and its MIME type (`image/png`)."""
 
     data_base64: str = attrs.field(repr=lambda data: f"<{len(data)} base64 chars>")
@@ -57,7 +59,7 @@ class Image:
 
 
 @attrs.frozen
-class ToolCall:
+class ToolCall(Record):
     """The model's proposal to call a tool; `arguments` is a JSON object, as text."""
 
     call_id: str
@@ -66,7 +68,7 @@ class ToolCall:
 
 
 @attrs.frozen
-class ToolResult:
+class ToolResult(Record):
     """What running (or refusing to run) a tool call produced, tied to its call id."""
 
     call_id: str
@@ -75,7 +77,7 @@ class ToolResult:
 
 
 @attrs.frozen
-class Reasoning:
+class Reasoning(Record):
     """The model's reasoning, kept so it can be sent back in later requests.
 
     `signature` is the provider's proof that the text is unmodified (Anthropic
@@ -102,7 +104,7 @@ def _parts_tuple(parts: Iterable[Part]) -> tuple[Part, ...]:
 
 
 @attrs.frozen
-class Message:
+class Message(Record):
     """One message of the conversation: a role and its parts, in order."""
 
     role: Role
@@ -118,7 +120,7 @@ class Message:
 
 
 @attrs.frozen
-class ToolSpec:
+class ToolSpec(Record):
     """A tool the model may call: its name, what it does, and a JSON Schema for its input."""
 
     name: str
@@ -135,7 +137,7 @@ def _tools_tuple(tools: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
 
 
 @attrs.frozen
-class ModelRequest:
+class ModelRequest(Record):
     """One request for a streamed reply.
 
     **Parameters:**

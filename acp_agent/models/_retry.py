@@ -35,6 +35,7 @@ from acp_agent.models._errors import (
     ProviderTransportError,
     RateLimited,
 )
+from acp_agent.records import Record
 
 __all__ = ("NO_RETRY", "RetryPolicy", "Sleep", "is_retryable", "parse_retry_after")
 
@@ -48,7 +49,7 @@ def is_retryable(error: ProviderError) -> bool:
 
 
 @attrs.frozen
-class RetryPolicy:
+class RetryPolicy(Record):
     """Bounded retries with exponential backoff and full jitter.
 
     **Parameters:**

@@ -107,6 +107,7 @@ from acp_agent.models._events import (
 from acp_agent.models._events import TextDelta as ModelTextDelta
 from acp_agent.models._provider import ModelStream
 from acp_agent.models._request import ModelRequest, Text, ToolCall, ToolResult
+from acp_agent.records import Record
 
 __all__ = (
     "DEFAULT_CONTEXT_WINDOW",
@@ -143,28 +144,28 @@ _CHARS_PER_TOKEN: Final = 4
 
 
 @attrs.frozen
-class TextDelta:
+class TextDelta(Record):
     """A piece of the visible answer."""
 
     text: str
 
 
 @attrs.frozen
-class ThoughtDelta:
+class ThoughtDelta(Record):
     """A piece of the model's reasoning."""
 
     text: str
 
 
 @attrs.frozen
-class Sleep:
+class Sleep(Record):
     """A pause between steps."""
 
     ms: int
 
 
 @attrs.frozen
-class ToolCallStep:
+class ToolCallStep(Record):
     """A proposed tool call; `arguments` is the JSON text sent, `call_id` None for a default."""
 
     name: str
@@ -173,21 +174,21 @@ class ToolCallStep:
 
 
 @attrs.frozen
-class UsageStep:
+class UsageStep(Record):
     """The usage the reply reports."""
 
     usage: UsageReported
 
 
 @attrs.frozen
-class Stop:
+class Stop(Record):
     """How the reply ends."""
 
     reason: StopReason
 
 
 @attrs.frozen
-class Fail:
+class Fail(Record):
     """The provider fails with the error named `kind` (a key of `ERRORS`)."""
 
     kind: str
@@ -238,7 +239,7 @@ class ScriptError(ValueError):
 
 
 @attrs.frozen
-class ScriptLine:
+class ScriptLine(Record):
     """Which line of work asks: a branch's place in the order of creation, and its title."""
 
     ordinal: int
@@ -246,7 +247,7 @@ class ScriptLine:
 
 
 @attrs.frozen
-class BranchScript:
+class BranchScript(Record):
     """The replies one branch plays (see the module docstring)."""
 
     replies: tuple[tuple[Step, ...], ...]
@@ -254,7 +255,7 @@ class BranchScript:
 
 
 @attrs.frozen
-class Script:
+class Script(Record):
     """The replies to play, in request order, and the context window to report."""
 
     replies: tuple[tuple[Step, ...], ...] = attrs.field()

@@ -21,13 +21,15 @@ import re
 
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = ("SSEDecoder", "SSETruncated", "ServerSentEvent")
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @attrs.frozen
-class ServerSentEvent:
+class ServerSentEvent(Record):
     """One dispatched event: its type (`message` unless named) and its data."""
 
     event: str

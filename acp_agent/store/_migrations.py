@@ -15,12 +15,13 @@ from collections.abc import Sequence
 import attrs
 
 from acp_agent.core import StoreUnavailable
+from acp_agent.records import Record
 
 __all__ = ("MIGRATIONS", "Migration", "migrate", "schema_version")
 
 
 @attrs.frozen
-class Migration:
+class Migration(Record):
     """One step of the schema: statements run in order, inside the caller's transaction."""
 
     version: int

@@ -37,6 +37,7 @@ from acp_agent.capabilities.tool import (
     ToolPreview,
     ToolResult,
 )
+from acp_agent.records import Record
 from acp_agent.tools._args import optional_bool
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import (
@@ -96,7 +97,7 @@ def _files_under(directory: Path) -> list[str]:
 
 
 @attrs.frozen
-class _Deletion:
+class _Deletion(Record):
     """What deleting a path removes, found (and checked) before anything is removed."""
 
     target: WorkspacePath
@@ -139,7 +140,7 @@ class _Deletion:
 
 
 @attrs.frozen
-class DeleteTool:
+class DeleteTool(Record):
     """Deletes files, symlinks and (explicitly) directories."""
 
     @property

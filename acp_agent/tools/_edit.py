@@ -37,6 +37,7 @@ from acp_agent.capabilities.tool import (
     ToolResult,
     restore_runtime_tags,
 )
+from acp_agent.records import Record
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import (
     FileRefusal,
@@ -107,7 +108,7 @@ first in this conversation; if it changed since, read it again and redo the edit
 
 
 @attrs.frozen
-class Replacement:
+class Replacement(Record):
     """One requested change."""
 
     old_text: str
@@ -196,7 +197,7 @@ def apply_replacements(
 
 
 @attrs.frozen
-class EditTool:
+class EditTool(Record):
     """Replaces exact text in a file the branch has read, showing the whole-file diff."""
 
     @property

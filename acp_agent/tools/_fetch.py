@@ -31,9 +31,9 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
+from acp_agent.records import Record
 from acp_agent.tools._args import optional_int, require_str
 from acp_agent.tools._common import short, text_result
-from acp_agent.tools._html import html_to_text
 
 if TYPE_CHECKING:
     import httpx
@@ -92,7 +92,7 @@ def _is_text(content_type: str) -> bool:
 
 
 @attrs.frozen
-class FetchTool:
+class FetchTool(Record):
     """Fetches URLs as text; `transport` lets tests answer without a network."""
 
     transport: httpx.AsyncBaseTransport | None = None
@@ -166,6 +166,8 @@ class FetchTool:
         if content_type in ("text/html", "application/xhtml+xml") or (
             not content_type and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))
         ):
+            from acp_agent.tools._html import html_to_text  # html.parser: only for HTML pages
+
             text = html_to_text(text, final_url)
         truncated = cut or len(text) > max_chars
         shown = text[:max_chars]

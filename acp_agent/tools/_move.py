@@ -36,6 +36,7 @@ from acp_agent.capabilities.tool import (
     ToolPreview,
     ToolResult,
 )
+from acp_agent.records import Record
 from acp_agent.tools._args import optional_bool
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import (
@@ -103,7 +104,7 @@ def _move(source: Path, destination: Path) -> None:
 
 
 @attrs.frozen
-class _Move:
+class _Move(Record):
     """What a move does, found (and checked) before anything moves."""
 
     source: WorkspacePath
@@ -133,7 +134,7 @@ class _Move:
 
 
 @attrs.frozen
-class MoveTool:
+class MoveTool(Record):
     """Moves and renames; never silently replaces a file."""
 
     @property

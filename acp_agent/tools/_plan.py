@@ -29,6 +29,7 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
+from acp_agent.records import Record
 
 __all__ = ("DEFINITION", "MAX_ENTRIES", "PlanTool", "parse_entries")
 
@@ -103,7 +104,7 @@ def parse_entries(arguments: Mapping[str, Any]) -> tuple[PlanEntry, ...]:
 
 
 @attrs.frozen
-class PlanTool:
+class PlanTool(Record):
     """Replaces the session's plan with the complete list it is given."""
 
     @property

@@ -22,6 +22,8 @@ import anyio
 import anyio.abc
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = (
     "DRAIN_AFTER_EXIT_S",
     "LocalExit",
@@ -131,7 +133,7 @@ async def follow_output(
 
 
 @attrs.frozen
-class LocalExit:
+class LocalExit(Record):
     """How a local command ended."""
 
     exit_code: int | None

@@ -30,6 +30,7 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
+from acp_agent.records import Record
 from acp_agent.tools._args import optional_int
 from acp_agent.tools._common import fenced, refusal_result
 from acp_agent.tools._textfile import FileRefusal, line_ending, load_snapshot
@@ -96,7 +97,7 @@ DEFINITION: Final = ToolDefinition(
 
 
 @attrs.frozen
-class ReadTool:
+class ReadTool(Record):
     """Reads text files (editor buffers first), numbering lines and recording a read stamp."""
 
     @property

@@ -44,6 +44,7 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
+from acp_agent.records import Record
 from acp_agent.tools._args import optional_bool, optional_int, optional_str, require_str
 from acp_agent.tools._common import fenced, short
 from acp_agent.tools._process import kill_group
@@ -109,7 +110,7 @@ their target), `depth` levels down (default 1, at most 5). Entries git ignores a
 
 
 @attrs.frozen
-class ListTool:
+class ListTool(Record):
     """Lists a directory, as git sees it."""
 
     @property
@@ -186,7 +187,7 @@ git ignores are skipped. Paths come sorted; at most `max_results` (default 500).
 
 
 @attrs.frozen
-class GlobTool:
+class GlobTool(Record):
     """Finds files by glob, as git sees the tree."""
 
     @property
@@ -254,7 +255,7 @@ class GlobTool:
 
 
 @attrs.frozen
-class GrepMatch:
+class GrepMatch(Record):
     """A matched line (or, listing files, a file's first match)."""
 
     path: Path
@@ -264,7 +265,7 @@ class GrepMatch:
 
 
 @attrs.frozen
-class _Query:
+class _Query(Record):
     pattern: str
     target: WorkspacePath
     glob: str | None
@@ -314,7 +315,7 @@ def _cut(text: str) -> str:
 
 
 @attrs.frozen
-class GrepTool:
+class GrepTool(Record):
     """Searches file contents; ripgrep when available (`ripgrep`), else Python, same results."""
 
     #: The ripgrep executable; None searches in Python. Defaults to `rg` on PATH.

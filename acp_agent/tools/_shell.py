@@ -52,6 +52,7 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
+from acp_agent.records import Record
 from acp_agent.tools._args import optional_int, require_str
 from acp_agent.tools._background import ClientJob, LocalJob
 from acp_agent.tools._common import fenced, short
@@ -151,7 +152,7 @@ DEFINITION: Final = ToolDefinition(
 
 
 @attrs.frozen
-class _Call:
+class _Call(Record):
     command: str
     cwd: WorkspacePath
     timeout_s: int
@@ -159,7 +160,7 @@ class _Call:
 
 
 @attrs.frozen
-class ShellTool:
+class ShellTool(Record):
     """Runs commands through client terminals, or locally in their own process group."""
 
     @property

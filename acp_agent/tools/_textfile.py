@@ -30,6 +30,7 @@ import anyio
 import attrs
 
 from acp_agent.capabilities.tool import ClientBridge, FileChanges
+from acp_agent.records import Record
 
 __all__ = (
     "MAX_TEXT_BYTES",
@@ -65,7 +66,7 @@ class FileRefusal(Exception):
 
 
 @attrs.frozen
-class TextCodec:
+class TextCodec(Record):
     """How a file's bytes become text and back: a codec and the byte-order mark it carries."""
 
     codec: str
@@ -147,7 +148,7 @@ def _stamp(data: bytes) -> str:
 
 
 @attrs.frozen
-class FileSnapshot:
+class FileSnapshot(Record):
     """A file's content as the branch sees it now."""
 
     path: Path

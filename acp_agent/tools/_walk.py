@@ -21,15 +21,20 @@ import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
-import pathspec
+
+from acp_agent.records import Record
+
+if TYPE_CHECKING:
+    import pathspec
 
 __all__ = ("Entry", "IgnoreRules", "glob_regex", "walk")
 
 
 @attrs.frozen
-class _Rules:
+class _Rules(Record):
     base: Path
     spec: pathspec.GitIgnoreSpec
 
@@ -47,7 +52,7 @@ class _Rules:
         ]
         if len(kept) == len(self.spec.patterns):
             return self
-        return _Rules(self.base, pathspec.GitIgnoreSpec(kept))
+        return _Rules(self.base, type(self.spec)(kept))
 
 
 def _load(base: Path, file: Path) -> _Rules | None:
@@ -57,11 +62,13 @@ def _load(base: Path, file: Path) -> _Rules | None:
         return None
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
+    import pathspec  # ~20 ms with its regex backends: paid by the first walk, not by session/new
+
     return _Rules(base, pathspec.GitIgnoreSpec.from_lines(lines))
 
 
 @attrs.frozen
-class IgnoreRules:
+class IgnoreRules(Record):
     """The ignore rules in effect in one directory (shallowest first)."""
 
     rules: tuple[_Rules, ...] = ()
@@ -107,7 +114,7 @@ class IgnoreRules:
 
 
 @attrs.frozen
-class Entry:
+class Entry(Record):
     """A path found by a walk."""
 
     path: Path

@@ -17,6 +17,7 @@ from pathlib import Path
 import attrs
 
 from acp_agent.capabilities.tool import Effect, Location, PermissionNeed, ToolInputError
+from acp_agent.records import Record
 
 __all__ = (
     "WorkspacePath",
@@ -30,7 +31,7 @@ __all__ = (
 
 
 @attrs.frozen
-class WorkspacePath:
+class WorkspacePath(Record):
     """A path argument, resolved against the session's roots."""
 
     #: As the model wrote it.

@@ -32,6 +32,7 @@ from acp_agent.capabilities.tool import (
     ToolPreview,
     ToolResult,
 )
+from acp_agent.records import Record
 from acp_agent.tools._args import require_str
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import (
@@ -82,7 +83,7 @@ DEFINITION: Final = ToolDefinition(
 
 
 @attrs.frozen
-class WriteTool:
+class WriteTool(Record):
     """Creates files, or replaces files the branch has read."""
 
     @property

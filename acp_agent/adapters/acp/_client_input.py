@@ -12,6 +12,7 @@ from typing import Any, Final
 
 import attrs
 
+from acp_agent.records import Record
 from protocol.errors import InvalidParams
 
 __all__ = ("FORK_META_KEY", "ForkAnchor", "absolute_path", "fork_anchor", "stored_id")
@@ -57,7 +58,7 @@ def absolute_path(path: str, field: str) -> str:
 
 
 @attrs.frozen
-class ForkAnchor:
+class ForkAnchor(Record):
     """Where a fork cuts: after prompt n's turn, after the turn of a message, or just
     before a person's message. `field` names it in errors (`_meta.acp-agent.…`)."""
 

@@ -71,6 +71,7 @@ from acp_agent.core import (
     ToolResultRecorded,
     UserInputAdopted,
 )
+from acp_agent.records import Record
 from protocol import types
 from protocol.converter import get_converter
 from protocol.text_chunks import TextChunks
@@ -98,7 +99,7 @@ _FAILED_BRANCH_STATES: Final = frozenset({"failed", "interrupted"})
 
 
 @attrs.frozen
-class ModelFacts:
+class ModelFacts(Record):
     """What a model's usage updates need: its window and, when known, its prices."""
 
     context_window: int

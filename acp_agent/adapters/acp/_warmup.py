@@ -28,7 +28,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-__all__ = ("PROVIDER_MODULES", "SESSION_MODULES", "Warmup", "WarmupState", "warmup_enabled")
+__all__ = (
+    "PROVIDER_MODULES",
+    "SESSION_MODULES",
+    "TOOL_MODULES",
+    "Warmup",
+    "WarmupState",
+    "warmup_enabled",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +70,13 @@ PROVIDER_MODULES: Final = (
 #: longest it waits between looks.
 _BUSY_POLL_S: Final = 0.005
 _MAX_BUSY_POLL_S: Final = 0.2
+
+#: What a tool imports only when first used (the ignore rules of a walk, HTML pages):
+#: after the rest, so it never delays what a session or a model request needs.
+TOOL_MODULES: Final = (
+    "pathspec",
+    "acp_agent.tools._html",
+)
 
 #: The environment switch; `0` turns the warm-up off.
 WARMUP_VARIABLE: Final = "ACP_AGENT_WARMUP"

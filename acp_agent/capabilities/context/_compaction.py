@@ -64,6 +64,7 @@ from acp_agent.models import (
     ToolResult,
     ToolSpec,
 )
+from acp_agent.records import Record
 
 __all__ = (
     "COMPACTION_GUIDE_ENTRY",
@@ -148,7 +149,7 @@ CompactionStatus: TypeAlias = Literal["in_progress", "completed", "failed", "can
 
 
 @attrs.frozen
-class CompactionView:
+class CompactionView(Record):
     """How a compaction fact is shown in the editor, whatever the wire.
 
     A front end sends it as `compaction_update` (`compactionId`, `status`,

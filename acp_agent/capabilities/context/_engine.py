@@ -96,6 +96,7 @@ from acp_agent.models import (
     ReasoningEffort,
     ToolSpec,
 )
+from acp_agent.records import Record
 
 __all__ = (
     "CONTEXT_GUIDE_ENTRIES",
@@ -139,7 +140,7 @@ def _a_fraction(_: object, attribute: attrs.Attribute[float], value: float) -> N
 
 
 @attrs.frozen
-class ContextSettings:
+class ContextSettings(Record):
     """How big the context is and when to compact it.
 
     **Parameters:**
@@ -160,7 +161,7 @@ class ContextSettings:
 
 
 @attrs.frozen
-class PreparedRequest:
+class PreparedRequest(Record):
     """The next request and what to record about it."""
 
     request: ModelRequest

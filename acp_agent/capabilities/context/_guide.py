@@ -26,6 +26,8 @@ from typing import Final
 
 import attrs
 
+from acp_agent.records import Record
+
 __all__ = (
     "CORE_GUIDE_ENTRIES",
     "READING_ENTRY",
@@ -45,7 +47,7 @@ class GuideEntryConflict(RuntimeError):
 
 
 @attrs.frozen
-class GuideEntry:
+class GuideEntry(Record):
     """How to read one kind of input, registered by the component that produces it.
 
     **Parameters:**
@@ -65,7 +67,7 @@ class GuideEntry:
 
 
 @attrs.frozen
-class Guide:
+class Guide(Record):
     """An assembled guide: its text, the entries it came from, and its version."""
 
     version: str

@@ -84,6 +84,7 @@ from acp_agent.core import (
     is_hidden,
 )
 from acp_agent.models import Image, Message, Part, Reasoning, Text, ToolCall, ToolResult
+from acp_agent.records import Record
 
 __all__ = (
     "BRANCH_MESSAGES_GUIDE_ENTRY",
@@ -148,7 +149,7 @@ _VISIBLE_FACTS: Final = (
 
 
 @attrs.frozen
-class ProjectedMessage:
+class ProjectedMessage(Record):
     """A message and the newest seq it renders (the cache prefix is decided by it)."""
 
     message: Message

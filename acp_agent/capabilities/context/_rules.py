@@ -38,6 +38,7 @@ import attrs
 from acp_agent.capabilities.context._guide import GuideEntry
 from acp_agent.capabilities.context._tags import tag
 from acp_agent.core import Payload, RuleExpired, RuleReplaced, RuleRevoked, RuleSet
+from acp_agent.records import Record
 
 __all__ = (
     "MAX_RULE_CHARS",
@@ -105,7 +106,7 @@ affects only that source, in that scope.""",
 
 
 @attrs.frozen
-class RuleFile:
+class RuleFile(Record):
     """A rule as found on disk: its id, scope, text and the digest of the text."""
 
     rule_id: str
@@ -118,7 +119,7 @@ class RuleFile:
 
 
 @attrs.frozen
-class RuleRecord:
+class RuleRecord(Record):
     """The last recorded operation on a rule, and its text while it holds."""
 
     rule_id: str

@@ -27,6 +27,7 @@ import attrs
 from acp_agent.capabilities.context._guide import GuideEntry
 from acp_agent.capabilities.context._tags import tag
 from acp_agent.core import Payload, StateCleared, StateSet
+from acp_agent.records import Record
 
 __all__ = (
     "STATE_GUIDE_ENTRY",
@@ -86,7 +87,7 @@ class StateSource(Protocol):
 
 
 @attrs.frozen
-class Environment:
+class Environment(Record):
     """What the process runs in: operating system, the person's shell, its variables."""
 
     os_name: str
@@ -109,7 +110,7 @@ def _local_now() -> datetime.datetime:
 
 
 @attrs.frozen
-class DateSource:
+class DateSource(Record):
     """`environment/date`: today's date by `clock` (an aware datetime in the person's zone)."""
 
     clock: Callable[[], datetime.datetime] = _local_now
@@ -119,7 +120,7 @@ class DateSource:
 
 
 @attrs.frozen
-class WorkingDirectorySource:
+class WorkingDirectorySource(Record):
     """`environment/cwd`: the session's workspace root."""
 
     cwd: str
@@ -129,7 +130,7 @@ class WorkingDirectorySource:
 
 
 @attrs.frozen
-class PlatformSource:
+class PlatformSource(Record):
     """`environment/os` and `environment/shell`, from an `Environment`."""
 
     environment: Environment
@@ -142,7 +143,7 @@ class PlatformSource:
 
 
 @attrs.frozen
-class ValueSource:
+class ValueSource(Record):
     """One named value from a callable: available commands, skills, anything a component knows.
 
     `value()` returns None when the value does not apply (it is then cleared).
@@ -156,7 +157,7 @@ class ValueSource:
 
 
 @attrs.frozen
-class BranchIdentitySource:
+class BranchIdentitySource(Record):
     """`branch/identity`: which line of work the conversation is.
 
     `main` for a session's main branch; otherwise the branch's label (or id),
@@ -184,7 +185,7 @@ class BranchIdentitySource:
 
 
 @attrs.frozen
-class GitSource:
+class GitSource(Record):
     """`git/branch` and `git/status` of the repository at `cwd`, from one `git status`.
 
     Outside a repository (or without git) both are None, so earlier values are
