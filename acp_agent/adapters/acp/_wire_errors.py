@@ -31,7 +31,12 @@ def _illegal_cut(exc: Exception, session_id: str | None, field: str | None) -> A
 
 
 def _held(exc: Exception, session_id: str | None, field: str | None) -> AcpError:
-    return InvalidRequest(f"Invalid request: {exc}")
+    # Who holds it, for a client that says so (`acp-agent exec` exits 4 naming the pid).
+    holder = getattr(exc, "holder", None)
+    data = None
+    if holder is not None:
+        data = {"acp-agent": {"heldBy": {"pid": holder.pid, "host": holder.host}}}
+    return InvalidRequest(f"Invalid request: {exc}", data)
 
 
 def _internal(exc: Exception, session_id: str | None, field: str | None) -> AcpError:

@@ -1,0 +1,369 @@
+"""`acp-agent exec`: one prompt, run headless, the answer on stdout.
+
+    acp-agent exec [--cwd DIR] [--add-dir DIR ...] [--model ID] [--mode ID]
+                   [--approve never|edits|all] [--resume ID | --continue]
+                   [--max-turn-requests N] [--json] [--home DIR] [--script FILE] PROMPT
+
+PROMPT `-` reads the prompt from stdin. The agent runs as a child process serving
+ACP (`AgentProcess`), so a run sees exactly what an editor gets. The policy answers
+its permission questions (`_policy`); what is written is described in `_report`.
+
+Exit status: 0 when the turn ended (`end_turn`, `max_tokens`, `max_turn_requests`),
+1 on an agent or provider failure (or a `refusal`), 2 on a usage error, 3 when a
+permission the turn needed was refused, 4 when the session is open in another
+process, 130 on Ctrl-C once the turn was cancelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from acp_agent.adapters.headless._agent_process import AgentProcess, HeldSession, held_by
+from acp_agent.adapters.headless._policy import Approve, decide, option_for
+from acp_agent.adapters.headless._report import Reporter
+from acp_agent.adapters.headless._transcript import Transcript
+from protocol import methods, types
+from protocol.errors import AcpError, InvalidParams, PeerError
+
+__all__ = (
+    "EXIT_FAILED",
+    "EXIT_HELD",
+    "EXIT_INTERRUPTED",
+    "EXIT_REFUSED",
+    "EXIT_USAGE",
+    "UsageError",
+    "agent_args",
+    "main",
+    "parser",
+)
+
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_REFUSED: Final = 3
+EXIT_HELD: Final = 4
+EXIT_INTERRUPTED: Final = 130
+
+#: Stop reasons that end a turn as asked (the rest, and errors, are failures).
+_ENDED: Final = frozenset({"end_turn", "max_tokens", "max_turn_requests"})
+
+#: How long a cancelled turn gets to answer before the agent is stopped anyway.
+_CANCEL_GRACE_S: Final = 10.0
+
+
+class UsageError(Exception):
+    """What the person asked cannot be run as asked (exit status 2)."""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The `exec` command line."""
+    parser = argparse.ArgumentParser(
+        prog="acp-agent exec",
+        description="Run one prompt headless and print the agent's final answer.",
+    )
+    parser.add_argument("prompt", metavar="PROMPT", help="the prompt; - reads it from stdin")
+    parser.add_argument("--cwd", type=Path, metavar="DIR", help="the workspace (default: .)")
+    parser.add_argument(
+        "--add-dir",
+        dest="add_dirs",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another workspace root (repeatable)",
+    )
+    parser.add_argument("--model", metavar="ID", help="the model, e.g. anthropic/claude-sonnet-4")
+    parser.add_argument("--mode", metavar="ID", help="the permission mode: ask, accept-edits, ...")
+    parser.add_argument(
+        "--approve",
+        type=Approve,
+        choices=list(Approve),
+        default=Approve.NEVER,
+        help="what runs when the agent would ask: never (default), edits, all "
+        "(inside the roots; outside them is always refused)",
+    )
+    resume = parser.add_mutually_exclusive_group()
+    resume.add_argument("--resume", metavar="ID", help="continue session ID")
+    resume.add_argument(
+        "--continue",
+        dest="continue_last",
+        action="store_true",
+        help="continue the most recent session in the workspace",
+    )
+    parser.add_argument("--max-turn-requests", type=int, metavar="N")
+    parser.add_argument("--json", action="store_true", help="JSON lines on stdout (see README)")
+    parser.add_argument("--home", type=Path, metavar="DIR", help="as for acp-agent")
+    parser.add_argument("--script", type=Path, metavar="FILE", help="as for acp-agent")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run `exec` with `argv` (after the command name); returns the exit status."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help is 0, a bad line 2
+        return int(exc.code or 0)
+    reporter = Reporter(json_lines=args.json)
+    try:
+        prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+        if not prompt.strip():
+            raise UsageError("the prompt is empty")
+        roots = _roots(args.cwd, args.add_dirs)
+        if args.max_turn_requests is not None and args.max_turn_requests < 1:
+            raise UsageError("--max-turn-requests must be at least 1")
+    except UsageError as exc:
+        reporter.warn(str(exc))
+        return EXIT_USAGE
+    return asyncio.run(_Run(args, prompt, roots, reporter).run())
+
+
+def agent_args(args: argparse.Namespace) -> list[str]:
+    """The `acp-agent` flags a headless command passes on to its agent."""
+    passed = []
+    if args.home is not None:
+        passed += ["--home", str(args.home)]
+    if args.script is not None:
+        passed += ["--script", str(args.script)]
+    if getattr(args, "max_turn_requests", None) is not None:
+        passed += ["--max-turn-requests", str(args.max_turn_requests)]
+    return passed
+
+
+def _roots(cwd: Path | None, add_dirs: Sequence[Path]) -> list[Path]:
+    roots = []
+    for given in (cwd or Path.cwd(), *add_dirs):
+        path = Path(os.path.abspath(given))
+        if not path.is_dir():
+            raise UsageError(f"not a directory: {given}")
+        roots.append(path.resolve())
+    return roots
+
+
+class _Run:
+    """One `exec` run: the agent, its session, the turn and what is reported."""
+
+    def __init__(
+        self, args: argparse.Namespace, prompt: str, roots: list[Path], reporter: Reporter
+    ) -> None:
+        self.args = args
+        self.prompt = prompt
+        self.roots = roots
+        self.reporter = reporter
+        self.session_id: str | None = None
+        self.transcript = Transcript()
+        self.refusals = 0
+        self.usage: dict[str, Any] | None = None
+        self.agent = AgentProcess(
+            on_update=self._update, answer=self._answer, agent_args=agent_args(args)
+        )
+
+    async def run(self) -> int:
+        status, stop_reason, message_id, error = EXIT_FAILED, None, None, None
+        try:
+            try:
+                await self.agent.start()
+                await self._open_session()
+                stop_reason, message_id, error = await self._turn()
+            except _Interrupted:
+                status = EXIT_INTERRUPTED
+                stop_reason = "cancelled"
+            else:
+                status = self._status(stop_reason, error)
+        except UsageError as exc:
+            status, error = EXIT_USAGE, {"kind": "usage", "message": str(exc)}
+        except HeldSession as exc:
+            status, error = EXIT_HELD, {"kind": "held", "message": str(exc), "pid": exc.pid}
+        except AcpError as exc:
+            status, error = EXIT_FAILED, {"kind": "agent", "message": exc.message}
+        except (PeerError, OSError) as exc:
+            status, error = EXIT_FAILED, {"kind": "agent_exited", "message": str(exc)}
+            tail = "\n".join(self.agent.stderr_tail)
+            if tail:
+                sys.stderr.write(tail + "\n")
+        finally:
+            with contextlib.suppress(Exception):
+                await self.agent.stop(timeout_s=5.0)
+        if error is not None and status != EXIT_INTERRUPTED:
+            self.reporter.warn(str(error["message"]))
+        if status == EXIT_INTERRUPTED:
+            self.reporter.warn("interrupted; the turn was cancelled")
+        if status in (0, EXIT_REFUSED):
+            self.reporter.text(self.transcript.final_message())
+        self.reporter.line(
+            "result",
+            sessionId=self.session_id,
+            stopReason=stop_reason,
+            exitCode=status,
+            messageId=message_id,
+            usage=self.usage,
+            error=error,
+        )
+        return status
+
+    def _status(self, stop_reason: str | None, error: dict[str, Any] | None) -> int:
+        if error is not None or stop_reason not in _ENDED:
+            return EXIT_FAILED
+        return EXIT_REFUSED if self.refusals else 0
+
+    async def _open_session(self) -> None:
+        cwd, *more = (str(root) for root in self.roots)
+        extra = more or None
+        resume_id = self.args.resume
+        if self.args.continue_last:
+            resume_id = await self._last_session(cwd)
+        if resume_id is not None:
+            try:
+                resumed = await self.agent.request(
+                    methods.SESSION_RESUME,
+                    types.ResumeSessionRequest(
+                        session_id=resume_id,
+                        cwd=cwd,
+                        mcp_servers=[],
+                        additional_directories=extra,
+                    ),
+                )
+            except AcpError as exc:
+                held = held_by(exc, resume_id)
+                if held is not None:
+                    raise held from None
+                if exc.code in (InvalidParams.CODE, -32002):
+                    raise UsageError(f"cannot resume {resume_id}: {exc.message}") from None
+                raise
+            self.session_id = resume_id
+            options = resumed.config_options
+        else:
+            created = await self.agent.request(
+                methods.SESSION_NEW,
+                types.NewSessionRequest(cwd=cwd, mcp_servers=[], additional_directories=extra),
+            )
+            self.session_id = str(created.session_id)
+            options = created.config_options
+        self.reporter.line(
+            "session",
+            sessionId=self.session_id,
+            cwd=cwd,
+            additionalDirectories=more,
+            resumed=resume_id is not None,
+        )
+        await self._configure(options or [])
+
+    async def _last_session(self, cwd: str) -> str:
+        listed = await self.agent.request(methods.SESSION_LIST, types.ListSessionsRequest(cwd=cwd))
+        if not listed.sessions:
+            raise UsageError(f"no earlier session in {cwd} to continue")
+        return str(listed.sessions[0].session_id)
+
+    async def _configure(self, options: Sequence[Any]) -> None:
+        assert self.session_id is not None
+        try:
+            if self.args.mode is not None:
+                await self.agent.request(
+                    methods.SESSION_SET_MODE,
+                    types.SetSessionModeRequest(session_id=self.session_id, mode_id=self.args.mode),
+                )
+            if self.args.model is not None:
+                option = next((o for o in options if str(o.id) == "model"), None)
+                if option is None:
+                    raise UsageError("this agent offers no model choice")
+                await self.agent.request(
+                    methods.SESSION_SET_CONFIG_OPTION,
+                    types.SetSessionConfigOptionRequestValueId(
+                        session_id=self.session_id, config_id="model", value=self.args.model
+                    ),
+                )
+        except InvalidParams as exc:
+            raise UsageError(exc.message) from None
+
+    async def _turn(self) -> tuple[str | None, str | None, dict[str, Any] | None]:
+        assert self.session_id is not None
+        loop = asyncio.get_running_loop()
+        interrupted = asyncio.Event()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, interrupted.set)
+        prompt = asyncio.create_task(
+            self.agent.request(
+                methods.SESSION_PROMPT,
+                types.PromptRequest(
+                    session_id=self.session_id, prompt=[types.TextContent(text=self.prompt)]
+                ),
+            )
+        )
+        waiting = asyncio.create_task(interrupted.wait())
+        try:
+            await asyncio.wait({prompt, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if not prompt.done():
+                await self._cancel(prompt)
+                raise _Interrupted
+            response: types.PromptResponse = prompt.result()
+        finally:
+            waiting.cancel()
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
+        ours = (response.meta or {}).get("acp-agent") or {}
+        error = ours.get("error") if isinstance(ours, dict) else None
+        message_id = ours.get("messageId") if isinstance(ours, dict) else None
+        return response.stop_reason.value, message_id, error
+
+    async def _cancel(self, prompt: asyncio.Task[Any]) -> None:
+        """Send `session/cancel` and give the turn a moment to answer `cancelled`."""
+        assert self.session_id is not None
+        self.reporter.progress("cancelling the turn…")
+        with contextlib.suppress(PeerError):
+            self.agent.notify(
+                methods.SESSION_CANCEL, types.CancelNotification(session_id=self.session_id)
+            )
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(prompt, _CANCEL_GRACE_S)
+
+    def _update(self, session_id: str, update: dict[str, Any]) -> None:
+        self.reporter.line("update", sessionId=session_id, update=update)
+        if session_id != self.session_id:
+            return  # a branch's own session (subagents): in the JSON only
+        self.transcript.add(update)
+        kind = update.get("sessionUpdate")
+        if kind == "usage_update":
+            self.usage = {key: update.get(key) for key in ("used", "size", "cost")}
+        elif kind == "tool_call":
+            self.reporter.progress(f"tool: {update.get('title')}")
+        elif kind == "tool_call_update" and update.get("status") in ("completed", "failed"):
+            title = update.get("title") or update.get("toolCallId")
+            self.reporter.progress(f"tool {update['status']}: {title}")
+
+    async def _answer(
+        self, request: types.RequestPermissionRequest
+    ) -> types.RequestPermissionResponse:
+        decision = decide(request, self.args.approve, self.roots)
+        option = option_for(request, decision.allowed)
+        title = request.tool_call.title or str(request.tool_call.tool_call_id)
+        verdict = "allowed" if decision.allowed and option is not None else "refused"
+        if verdict == "refused":
+            self.refusals += 1
+            self.reporter.warn(f"refused: {title} ({decision.reason})")
+        else:
+            self.reporter.progress(f"allowed: {title} ({decision.reason})")
+        kind = request.tool_call.kind
+        self.reporter.line(
+            "permission",
+            sessionId=str(request.session_id),
+            toolCallId=str(request.tool_call.tool_call_id),
+            title=title,
+            kind=kind.value if kind is not None else None,
+            decision=verdict,
+            reason=decision.reason,
+        )
+        if option is None:
+            return types.RequestPermissionResponse(outcome=types.CancelledPermissionOutcome())
+        return types.RequestPermissionResponse(
+            outcome=types.SelectedPermissionOutcome(option_id=option)
+        )
+
+
+class _Interrupted(Exception):
+    """Ctrl-C: the turn was cancelled."""

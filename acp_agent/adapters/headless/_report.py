@@ -1,0 +1,68 @@
+"""What a headless run writes: the JSON lines of `--json`, and progress on stderr.
+
+With `--json`, stdout carries one JSON object per line, each with `"version": 1` and
+a `type`:
+
+- `session`: `sessionId`, `cwd`, `additionalDirectories`, `resumed` (once, first);
+- `update`: `sessionId` and `update`, a `session/update` as the agent sent it;
+- `permission`: `sessionId`, `toolCallId`, `title`, `kind`, `decision`
+  (`allowed` or `refused`) and `reason`, for every question the policy answered;
+- `result` (last): `sessionId`, `stopReason` (null when no turn ended), `exitCode`,
+  `messageId`, `usage` (the last `usage_update`: `used`, `size`, `cost`, or null)
+  and `error` (null, or `{kind, message}`).
+
+Without it stdout gets only the agent's final message. Progress (tool calls and
+permission decisions) goes to stderr when stderr is a terminal; refusals and errors
+always do.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Final, TextIO
+
+__all__ = ("FORMAT_VERSION", "Reporter")
+
+#: The version of the `--json` line format; bumped on an incompatible change.
+FORMAT_VERSION: Final = 1
+
+
+class Reporter:
+    """Writes a run's JSON lines (or nothing, in text mode) and its stderr progress."""
+
+    def __init__(
+        self,
+        *,
+        json_lines: bool,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        self.json_lines = json_lines
+        self._stdout = stdout or sys.stdout
+        self._stderr = stderr or sys.stderr
+        self._progress = self._stderr.isatty() if progress is None else progress
+
+    def line(self, line_type: str, **fields: Any) -> None:
+        """One JSON line of `line_type` (only with `--json`)."""
+        if self.json_lines:
+            record = {"version": FORMAT_VERSION, "type": line_type, **fields}
+            self._stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._stdout.flush()
+
+    def text(self, text: str) -> None:
+        """The final answer (only without `--json`)."""
+        if not self.json_lines:
+            self._stdout.write(text if text.endswith("\n") or not text else text + "\n")
+            self._stdout.flush()
+
+    def progress(self, message: str) -> None:
+        """A progress note, shown only when stderr is a terminal."""
+        if self._progress:
+            self.warn(message)
+
+    def warn(self, message: str) -> None:
+        """A note that is always shown (a refusal, an error)."""
+        self._stderr.write(f"acp-agent: {message}\n")
+        self._stderr.flush()

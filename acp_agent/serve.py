@@ -1,0 +1,258 @@
+"""`acp-agent` (or `acp-agent serve`): serve ACP on stdio for the editor that launched us.
+
+    acp-agent [--script FILE] [--log-level LEVEL] [--home DIR] [--max-turn-requests N]
+              [--max-branches N] [--max-jobs N] [--unstable]
+
+Each flag has an environment twin (`ACP_AGENT_SCRIPT`, `ACP_AGENT_LOG_LEVEL`,
+`ACP_AGENT_HOME`, `ACP_AGENT_MAX_TURN_REQUESTS`, `ACP_AGENT_MAX_BRANCHES`,
+`ACP_AGENT_MAX_JOBS`);
+the flag wins. The model of
+new sessions is the script's (`scripted/<file name>`) with `--script`, else
+`ACP_AGENT_MODEL`, else the config file's `default_model`, else one the API
+key variables make available (see `acp_agent.models._config`).
+
+Assembly: the models (`<config dir>/config.toml` and the environment), the
+built-in tools, the capabilities and MCP servers registered for every
+session and branch,
+the runtime over the SQLite store in the data directory (opened in the
+connection's event loop on first use), and the ACP adapter. Heavy imports
+wait until after argument parsing: editors and the startup benchmark time
+spawn → `initialize`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import acp_agent
+
+if TYPE_CHECKING:
+    from acp_agent.core import ServiceRegistry, Store
+
+__all__ = ("serve",)
+
+#: Exit status for a bad command line or script (argparse uses 2 too).
+_USAGE_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="acp-agent",
+        description="A coding agent served over the Agent Client Protocol on stdio.",
+        epilog="Headless commands: acp-agent exec PROMPT (one prompt, the answer on stdout); "
+        "acp-agent sessions list|show|export|delete. Each has --help.",
+    )
+    parser.add_argument(
+        "--script",
+        type=Path,
+        default=os.environ.get("ACP_AGENT_SCRIPT") or None,
+        metavar="FILE",
+        help="play scripted model replies from FILE (env ACP_AGENT_SCRIPT)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("ACP_AGENT_LOG_LEVEL") or "INFO",
+        metavar="LEVEL",
+        help="log file level, DEBUG..CRITICAL (env ACP_AGENT_LOG_LEVEL; default INFO; "
+        "stderr shows WARNING and above)",
+    )
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=os.environ.get("ACP_AGENT_HOME") or None,
+        metavar="DIR",
+        help="keep config, data, state and logs under DIR (env ACP_AGENT_HOME; "
+        "default: the platform's user folders)",
+    )
+    parser.add_argument(
+        "--max-turn-requests",
+        type=_positive_int,
+        default=os.environ.get("ACP_AGENT_MAX_TURN_REQUESTS") or None,
+        metavar="N",
+        help="model requests one turn may make before it stops with max_turn_requests "
+        "(env ACP_AGENT_MAX_TURN_REQUESTS; default 50)",
+    )
+    parser.add_argument(
+        "--max-branches",
+        type=_positive_int,
+        default=os.environ.get("ACP_AGENT_MAX_BRANCHES") or None,
+        metavar="N",
+        help="branches the model may have working at once in a session "
+        "(env ACP_AGENT_MAX_BRANCHES; default 4)",
+    )
+    parser.add_argument(
+        "--max-jobs",
+        type=_positive_int,
+        default=os.environ.get("ACP_AGENT_MAX_JOBS") or None,
+        metavar="N",
+        help="background jobs (shell with background) that may run at once in a session "
+        "(env ACP_AGENT_MAX_JOBS; default 8)",
+    )
+    parser.add_argument(
+        "--unstable",
+        action="store_true",
+        help="opt in to unstable ACP methods and fields",
+    )
+    parser.add_argument("--version", action="version", version=f"acp-agent {acp_agent.__version__}")
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def serve(argv: Sequence[str] | None = None) -> int:
+    """Serve ACP on stdin/stdout until stdin ends; returns the exit status.
+
+    SIGTERM, SIGHUP and SIGINT stop the agent the way the end of stdin does:
+    running turns are interrupted and recorded, the commands it started and
+    its MCP servers are ended, the store is closed, and the process exits
+    with status 0. Another SIGTERM or SIGHUP during that shutdown kills the
+    process at once (it dies by that signal; what was still being stopped
+    may be left running).
+    """
+    args = _parser().parse_args(argv)
+
+    # From here on only protocol messages may reach fd 1.
+    from acp_agent.stdout_guard import claim_stdout
+
+    protocol_stdout = claim_stdout()
+
+    from acp_agent.logs import configure_logging, parse_level
+    from acp_agent.paths import resolve_paths
+
+    try:
+        level = parse_level(args.log_level)
+    except ValueError as exc:
+        print(f"acp-agent: {exc}", file=sys.stderr)
+        return _USAGE_ERROR
+    paths = resolve_paths(args.home)
+    configure_logging(level, paths.log_file)
+
+    from acp_agent.models import ScriptError, load_script
+
+    try:
+        script = load_script(args.script) if args.script is not None else None
+    except ScriptError as exc:
+        print(f"acp-agent: {exc}", file=sys.stderr)
+        return _USAGE_ERROR
+
+    from acp_agent.adapters.acp import AcpAgent, RuntimeHost
+    from acp_agent.adapters.acp._warmup import (
+        PROVIDER_MODULES,
+        SESSION_MODULES,
+        TOOL_MODULES,
+        Warmup,
+        warmup_enabled,
+    )
+    from acp_agent.capabilities import ConfiguredModels
+    from protocol.connection import AgentConnection
+
+    models = ConfiguredModels.load(paths.config_dir / "config.toml", os.environ, script=script)
+    max_turn_requests, max_branches = args.max_turn_requests, args.max_branches
+    max_jobs = args.max_jobs
+
+    def assemble() -> ServiceRegistry:
+        """The services of every session and branch (imported on first use)."""
+        from acp_agent.capabilities import (
+            DEFAULT_BRANCH_LIMIT,
+            DEFAULT_JOB_LIMIT,
+            DEFAULT_MAX_TURN_REQUESTS,
+            CapabilitySettings,
+            LoopSettings,
+            register_capabilities,
+        )
+        from acp_agent.core import ServiceRegistry
+        from acp_agent.lsp import LspSettings, register_lsp
+        from acp_agent.mcp import McpSettings, register_mcp
+        from acp_agent.tools import builtin_tools
+
+        registry = ServiceRegistry()
+        register_capabilities(
+            registry,
+            CapabilitySettings(
+                models=models,
+                tools=builtin_tools,
+                loop=LoopSettings(max_turn_requests or DEFAULT_MAX_TURN_REQUESTS),
+                config_dir=paths.config_dir,
+                results_dir=paths.data_dir / "tool-results",
+                branch_limit=max_branches or DEFAULT_BRANCH_LIMIT,
+                job_limit=max_jobs or DEFAULT_JOB_LIMIT,
+                jobs_dir=paths.data_dir / "jobs",
+                checkpoints_dir=paths.data_dir / "checkpoints",
+            ),
+        )
+        register_mcp(registry, McpSettings(config_dir=paths.config_dir))
+        config_file = paths.config_dir / "config.toml"
+        register_lsp(registry, LspSettings.from_env(os.environ, config_file=config_file))
+        return registry
+
+    async def open_store() -> Store:
+        from acp_agent.store import SqliteStore, default_database_path
+
+        return await SqliteStore.open(default_database_path(paths.data_dir))
+
+    host = RuntimeHost(open_store, assemble, on_close=models.aclose)
+    connection = AgentConnection(unstable=args.unstable)
+    connection.on_shutdown(host.aclose)
+    warmup = None
+    if warmup_enabled():
+        # HTTP and the providers only when a real model answers by default.
+        warm = SESSION_MODULES + (() if script is not None else PROVIDER_MODULES) + TOOL_MODULES
+        warmup = Warmup(warm, busy=lambda: connection.protocol.running_handlers > 0)
+    AcpAgent(connection, host, models, config_dir=paths.config_dir, warmup=warmup).register()
+    if os.environ.get("ACP_AGENT_DEBUG") == "1":
+        from acp_agent.adapters.acp._debug import register_debug
+
+        register_debug(connection, warmup)
+
+    logger = logging.getLogger("acp_agent")
+    logger.info("acp-agent %s serving ACP on stdio (pid %d)", acp_agent.__version__, os.getpid())
+    # Jobs a dead agent left running end now, not when their session is next opened;
+    # off the serving path, so `initialize` does not wait for it.
+    from acp_agent.capabilities import JobRegistry
+
+    sweep = JobRegistry(paths.data_dir / "jobs").sweep
+    threading.Thread(target=sweep, name="job sweep", daemon=True).start()
+    # SIGTERM and SIGHUP end the input as the end of stdin does (SIGINT: asyncio.run does).
+    connection.start_io(
+        stdin=sys.stdin.buffer,
+        stdout=protocol_stdout,
+        stop_signals=(signal.SIGTERM, signal.SIGHUP),
+        write_stall_s=_write_stall_s(),
+    )
+    logger.info("input ended; exiting")
+    # Everything is closed and recorded by now (the runtime, the store, the MCP servers),
+    # however the input ended, so the status is 0 for a signal too.
+    # Tearing down the interpreter's ~900 modules would take half a second of the one
+    # an editor waits, so the process ends here, once the logs are flushed.
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _write_stall_s() -> float:
+    """How long a client may read nothing, with output piling up, before it counts as gone
+    (`ACP_AGENT_WRITE_STALL_S`, seconds; default 30)."""
+    from protocol.connection import DEFAULT_WRITE_STALL_S
+
+    value = os.environ.get("ACP_AGENT_WRITE_STALL_S")
+    try:
+        stall = float(value) if value else DEFAULT_WRITE_STALL_S
+    except ValueError:
+        stall = DEFAULT_WRITE_STALL_S
+    return stall if stall > 0 else DEFAULT_WRITE_STALL_S

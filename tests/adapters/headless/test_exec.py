@@ -1,0 +1,361 @@
+"""`acp-agent exec` end to end: the real command, its agent child, a fake provider over HTTP.
+
+Each test runs `python -m acp_agent exec ...` as a person's script would, with a
+home of its own (a real SQLite store) and the model served by `FakeProviderServer`
+in the OpenAI streaming format, and checks stdout, stderr, the exit status and the
+workspace on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import WireValidator, openai_env, running_agent
+from tests.support.fake_provider import (
+    Chunk,
+    Exchange,
+    FakeProviderServer,
+    json_error,
+    openai_chunk,
+    openai_reply,
+    openai_stream,
+    openai_tool_calls,
+)
+
+TIMEOUT_S = 60
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProviderServer]:
+    with FakeProviderServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.md").write_text("old\n")
+    return root
+
+
+def exec_command(home: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "acp_agent", "exec", "--home", str(home), *args]
+
+
+def run_exec(
+    server: FakeProviderServer, home: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        exec_command(home, *args),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=openai_env(server.base_url),
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+def json_lines(stdout: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in stdout.splitlines()]
+    assert all(line["version"] == 1 for line in lines), lines
+    return lines
+
+
+def result_of(stdout: str) -> dict[str, Any]:
+    lines = json_lines(stdout)
+    assert lines[-1]["type"] == "result", lines[-1]
+    return lines[-1]
+
+
+def last_tool_message(server: FakeProviderServer) -> str:
+    messages = server.requests[-1].json()["messages"]
+    return str([m for m in messages if m["role"] == "tool"][-1]["content"])
+
+
+def test_exec_prints_the_final_answer_and_nothing_else(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    server.add(openai_reply("The notes say old."))
+    done = run_exec(server, tmp_path / "home", "--cwd", str(workspace), "What do the notes say?")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "The notes say old.\n"
+    assert done.stderr == ""  # not a terminal: quiet
+    sent = server.requests[0].json()["messages"]
+    assert "What do the notes say?" in json.dumps(sent)
+
+
+def test_exec_reads_the_prompt_from_stdin(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    server.add(openai_reply("Read it."))
+    done = run_exec(
+        server, tmp_path / "home", "--cwd", str(workspace), "-", stdin="A prompt from a pipe"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "A prompt from a pipe" in json.dumps(server.requests[0].json()["messages"])
+
+
+def test_json_lines_carry_every_update_valid_against_the_schema(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    server.add(
+        openai_tool_calls(("call_w", "write", {"path": "new.md", "content": "new\n"})),
+        openai_reply("Wrote the notes."),
+    )
+    done = run_exec(
+        server,
+        tmp_path / "home",
+        "--cwd",
+        str(workspace),
+        "--approve",
+        "edits",
+        "--json",
+        "Write the notes.",
+    )
+    assert done.returncode == 0, done.stderr
+    lines = json_lines(done.stdout)
+    assert lines[0]["type"] == "session"
+    session_id = lines[0]["sessionId"]
+    assert lines[0]["cwd"] == str(workspace.resolve())
+    assert lines[0]["resumed"] is False
+    updates = [line for line in lines if line["type"] == "update"]
+    validator = WireValidator()
+    for line in updates:
+        wire = {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": line["sessionId"], "update": line["update"]},
+        }
+        assert validator.line_problems(json.dumps(wire).encode(), {}) == [], line
+    kinds = [line["update"]["sessionUpdate"] for line in updates]
+    assert {"tool_call", "tool_call_update", "agent_message_chunk"} <= set(kinds)
+    diff = [
+        item
+        for line in updates
+        if line["update"]["sessionUpdate"] == "tool_call_update"
+        for item in line["update"].get("content") or []
+        if item["type"] == "diff"
+    ]
+    assert diff
+    assert diff[0]["newText"] == "new\n"
+    (permission,) = [line for line in lines if line["type"] == "permission"]
+    assert permission["decision"] == "allowed"
+    assert permission["toolCallId"] == "call_w"
+    assert permission["kind"] == "edit"
+    result = lines[-1]
+    assert result["type"] == "result"
+    assert result["sessionId"] == session_id
+    assert result["stopReason"] == "end_turn"
+    assert result["exitCode"] == 0
+    assert result["error"] is None
+    assert result["messageId"].startswith("turn_")
+    assert "usage" in result  # null: this provider reports none
+    assert (workspace / "new.md").read_text() == "new\n"
+
+
+@pytest.mark.parametrize(
+    ("approve", "call", "allowed"),
+    [
+        ("never", ("write", {"path": "new.md", "content": "new\n"}), False),
+        ("edits", ("write", {"path": "new.md", "content": "new\n"}), True),
+        ("edits", ("shell", {"command": "echo hi > made.txt"}), False),
+        ("all", ("shell", {"command": "echo hi > made.txt"}), True),
+    ],
+)
+def test_approve_policies_inside_the_workspace(
+    tmp_path: Path,
+    server: FakeProviderServer,
+    workspace: Path,
+    approve: str,
+    call: tuple[str, dict[str, Any]],
+    allowed: bool,
+) -> None:
+    name, arguments = call
+    server.add(openai_tool_calls(("call_1", name, arguments)), openai_reply("Finished."))
+    done = run_exec(
+        server, tmp_path / "home", "--cwd", str(workspace), "--approve", approve, "--json", "Go."
+    )
+    lines = json_lines(done.stdout)
+    (permission,) = [line for line in lines if line["type"] == "permission"]
+    changed = (workspace / "new.md").exists() or (workspace / "made.txt").exists()
+    if allowed:
+        assert done.returncode == 0, done.stderr
+        assert permission["decision"] == "allowed"
+        assert changed
+    else:
+        assert done.returncode == 3, done.stderr
+        assert permission["decision"] == "refused"
+        assert "refused:" in done.stderr  # a refusal is always told
+        assert result_of(done.stdout)["exitCode"] == 3
+        assert not changed
+        assert "rejected" in last_tool_message(server)  # the model is told
+
+
+@pytest.mark.parametrize("approve", ["edits", "all"])
+def test_outside_the_roots_is_always_refused(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path, approve: str
+) -> None:
+    outside = tmp_path / "outside.txt"
+    server.add(
+        openai_tool_calls(("call_out", "write", {"path": str(outside), "content": "x\n"})),
+        openai_reply("Could not."),
+    )
+    done = run_exec(
+        server, tmp_path / "home", "--cwd", str(workspace), "--approve", approve, "--json", "Go."
+    )
+    assert done.returncode == 3, done.stderr
+    (permission,) = [line for line in json_lines(done.stdout) if line["type"] == "permission"]
+    assert permission["decision"] == "refused"
+    assert "outside" in permission["reason"]
+    assert not outside.exists()
+
+
+def test_a_provider_failure_exits_1_with_the_error(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    failure = json_error(401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
+    server.add(failure)
+    done = run_exec(server, tmp_path / "home", "--cwd", str(workspace), "--json", "Hello")
+    assert done.returncode == 1, done.stderr
+    result = result_of(done.stdout)
+    assert result["exitCode"] == 1
+    assert result["error"]["kind"] == "authentication"
+    assert done.stderr.startswith("acp-agent: ")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--cwd", "/nonexistent/dir", "Hello"],
+        ["--add-dir", "/nonexistent/dir", "Hello"],
+        ["   "],
+        ["--mode", "no-such-mode", "Hello"],
+        ["--model", "nowhere/none", "Hello"],
+        ["--approve", "sometimes", "Hello"],
+        ["--resume", "sess_unknown", "Hello"],
+        ["--continue", "Hello"],
+        [],
+    ],
+)
+def test_usage_errors_exit_2(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path, args: list[str]
+) -> None:
+    if "--cwd" not in args:
+        args = ["--cwd", str(workspace), *args]
+    done = run_exec(server, tmp_path / "home", *args)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr
+    assert server.requests == []  # nothing reached the model
+
+
+def test_resume_and_continue_go_on_with_the_same_session(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    home = tmp_path / "home"
+    server.add(openai_reply("First."), openai_reply("Second."), openai_reply("Third."))
+    first = run_exec(server, home, "--cwd", str(workspace), "--json", "Remember the word kiwi.")
+    session_id = result_of(first.stdout)["sessionId"]
+    second = run_exec(server, home, "--cwd", str(workspace), "--json", "--continue", "And now?")
+    assert second.returncode == 0, second.stderr
+    lines = json_lines(second.stdout)
+    assert lines[0]["resumed"] is True
+    assert lines[0]["sessionId"] == session_id
+    assert "kiwi" in json.dumps(server.requests[1].json()["messages"])
+    third = run_exec(server, home, "--cwd", str(workspace), "--resume", session_id, "Again?")
+    assert third.returncode == 0, third.stderr
+    assert third.stdout == "Third.\n"
+    assert "And now?" in json.dumps(server.requests[2].json()["messages"])
+
+
+async def test_a_session_open_in_another_process_exits_4_naming_it(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    home = tmp_path / "home"
+    async with running_agent(home, env=openai_env(server.base_url)) as client:
+        session_id = await client.new_session(workspace)
+        assert client.process is not None
+        holder_pid = client.process.pid
+        done = run_exec(server, home, "--cwd", str(workspace), "--resume", session_id, "Hi")
+    assert done.returncode == 4, done.stderr
+    assert f"pid {holder_pid}" in done.stderr
+    assert server.requests == []
+
+
+def test_ctrl_c_cancels_the_turn_and_exits_130(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    slow = Exchange(
+        chunks=[
+            openai_stream(openai_chunk({"content": "Thinking it over"}), done=False),
+            Chunk(openai_stream(openai_chunk({}, "stop")), delay_s=30),
+        ]
+    )
+    server.add(slow)
+    process = subprocess.Popen(
+        exec_command(tmp_path / "home", "--cwd", str(workspace), "--json", "Take your time."),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=openai_env(server.base_url),
+    )
+    assert process.stdout is not None
+    started = _wait_for_line(process.stdout, lambda line: "agent_message_chunk" in line)
+    process.send_signal(signal.SIGINT)
+    began = time.monotonic()
+    rest, stderr = process.communicate(timeout=TIMEOUT_S)
+    assert process.returncode == 130, stderr
+    assert time.monotonic() - began < 15
+    result = result_of(started + rest)
+    assert result["stopReason"] == "cancelled"
+    assert result["exitCode"] == 130
+    assert "interrupted" in stderr
+
+
+def _wait_for_line(stream: Any, matches: Any) -> str:
+    seen = ""
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        seen += line
+        if matches(line):
+            return seen
+    raise AssertionError(f"no such line in: {seen!r}")
+
+
+def test_the_agent_child_is_gone_when_exec_ends(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    server.add(openai_reply("Bye."))
+    done = run_exec(server, tmp_path / "home", "--cwd", str(workspace), "Hello")
+    assert done.returncode == 0
+    assert not _agents_serving(tmp_path / "home")
+
+
+def _agents_serving(home: Path) -> Sequence[int]:
+    """Agent processes (Linux /proc) started with `--home home`, other than an exec."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        words = [word.decode(errors="replace") for word in argv]
+        if str(home) in words and "exec" not in words and int(entry.name) != os.getpid():
+            found.append(int(entry.name))
+    return found
