@@ -89,9 +89,22 @@ class RuntimeHost:
     async def _host(self, ready: asyncio.Future[Runtime]) -> None:
         from acp_agent.core import open_runtime
 
+        # The store opens in a worker thread while `assemble` imports the capabilities
+        # on this one: SQLite's file work overlaps the imports instead of following them.
+        opening = asyncio.ensure_future(self._open_store())
+        await asyncio.sleep(0)  # let it reach its thread before the imports hold the loop
         try:
             registry = self._assemble()
-            store = await self._open_store()
+        except Exception as exc:
+            await _discard(opening)
+            logger.exception("the runtime could not be assembled")
+            ready.set_exception(RuntimeUnavailable(f"the runtime could not be assembled: {exc}"))
+            return
+        except BaseException:
+            await _discard(opening)
+            raise
+        try:
+            store = await opening
         except Exception as exc:
             logger.exception("the store could not be opened")
             ready.set_exception(RuntimeUnavailable(f"the session store could not be opened: {exc}"))
@@ -116,3 +129,14 @@ class RuntimeHost:
                 if not ready.done():
                     ready.set_exception(RuntimeUnavailable("the runtime closed"))
             logger.info("runtime closed")
+
+
+async def _discard(opening: asyncio.Future[Store]) -> None:
+    """Close a store that opened for a runtime that will not be (and wait for it to)."""
+    with anyio.CancelScope(shield=True):
+        try:
+            store = await opening
+        except Exception:
+            return
+        with contextlib.suppress(Exception):
+            await store.aclose()

@@ -15,7 +15,7 @@ import pytest
 
 from acp_agent.adapters.acp import PAGE_SIZE
 from protocol import methods, types
-from protocol.errors import InvalidParams, ResourceNotFound
+from protocol.errors import AcpError, InvalidParams, ResourceNotFound
 from tests.adapters.acp.session_support import after, before, kinds
 from tests.support import agent_env, running_agent, write_script
 
@@ -225,3 +225,19 @@ async def test_a_loaded_session_whose_model_is_gone_says_so_when_prompted(
     assert message.startswith("model 'scripted/s' is a script that is not loaded")
     assert response.meta is not None
     assert response.meta["acp-agent"]["error"] == {"kind": "not_configured", "message": message}
+
+
+async def test_a_store_that_cannot_open_answers_session_new_with_an_error_and_serving_goes_on(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    (home / "data").mkdir(parents=True)
+    # The database path is a directory: SQLite cannot open it (while the
+    # capabilities are being assembled, since the two overlap).
+    (home / "data" / "sessions.sqlite3").mkdir()
+    async with running_agent(home, env=agent_env()) as client:
+        for _ in range(2):  # asked again, it answers again: nothing is left waiting
+            with pytest.raises(AcpError, match="the session store could not be opened"):
+                await client.new_session(tmp_path)
+        listed = await client.request_raw(methods.SESSION_LIST, {})
+        assert listed["error"]["code"] == -32603
