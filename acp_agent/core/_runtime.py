@@ -11,7 +11,7 @@ releases its lease), then the process scope.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import MappingProxyType
 from typing import Final
@@ -68,12 +68,29 @@ class Runtime:
         await self.close_session(session_id)
         await self.store.delete_session(session_id)
 
-    async def create_session(self, cwd: str, *, title: str | None = None) -> Session:
-        """A new session in `cwd` with an empty main branch, leased to this process."""
+    async def create_session(
+        self,
+        cwd: str,
+        *,
+        title: str | None = None,
+        additional_directories: Sequence[str] = (),
+    ) -> Session:
+        """A new session in `cwd` with an empty main branch, leased to this process.
+
+        `additional_directories` are the workspace's other roots, kept with the session.
+        """
         now = self.clock()
         session_id = SessionId(new_id("sess"))
         main_id = BranchId(new_id("br"))
-        record = SessionRecord(session_id, cwd, main_id, now, now, title)
+        record = SessionRecord(
+            session_id,
+            cwd,
+            main_id,
+            now,
+            now,
+            title,
+            additional_directories=tuple(additional_directories),
+        )
         await self.store.create_session(record, _main_record(record))
         return await self._open(record)
 
@@ -96,12 +113,18 @@ class Runtime:
             return await self._open(record)
 
     async def fork_session(
-        self, branch: Branch, *, at: Seq | None = None, title: str | None = None
+        self,
+        branch: Branch,
+        *,
+        at: Seq | None = None,
+        title: str | None = None,
+        additional_directories: Sequence[str] | None = None,
     ) -> Session:
         """A new, independent session whose main branch starts with `branch`'s history.
 
         History up to `at` (a batch end; default: all published) is copied with its
         seqs and batches intact, in the same transaction that creates the session.
+        The fork keeps the source's additional directories unless given its own.
         """
         cut = branch.timeline.last_published_seq if at is None else at
         if not await branch.timeline.is_batch_end(cut):
@@ -116,6 +139,11 @@ class Runtime:
             updated_at=now,
             title=source.title if title is None else title,
             fork_origin=ForkOrigin(source.session_id, branch.id, cut),
+            additional_directories=(
+                source.additional_directories
+                if additional_directories is None
+                else tuple(additional_directories)
+            ),
         )
         history = [
             attrs.evolve(event, branch_id=record.main_branch_id)

@@ -144,6 +144,14 @@ class Session:
         await self.main.record_fact(SessionMetadataChanged(title))
         self.record = attrs.evolve(self.record, title=title)
 
+    async def set_additional_directories(self, directories: Sequence[str]) -> None:
+        """Keep `directories` as the session's other roots (the whole list, in order)."""
+        kept = tuple(directories)
+        if kept == self.record.additional_directories:
+            return
+        await self._context.store.set_additional_directories(self.id, kept)
+        self.record = attrs.evolve(self.record, additional_directories=kept)
+
     async def open_branches(self, records: Sequence[BranchRecord]) -> None:
         """Open the stored branches that have not ended, parents first (a load)."""
         lineages: dict[BranchId, Lineage] = {}

@@ -161,6 +161,9 @@ class SessionRecord(Record):
     updated_at: float
     title: str | None = None
     fork_origin: ForkOrigin | None = None
+    #: The other roots of the workspace the session was last given (absolute, resolved,
+    #: in order; the cwd is never one of them).
+    additional_directories: tuple[str, ...] = ()
 
 
 @attrs.frozen(order=True)
@@ -319,6 +322,15 @@ class Store(Protocol):
         """Sessions, most recently updated first (ties by id, descending), at most `limit`.
 
         Optionally only those in `cwd`, and only those listed after position `after`.
+        """
+        ...
+
+    async def set_additional_directories(
+        self, session_id: SessionId, directories: Sequence[str]
+    ) -> None:
+        """Replace the session's additional directories (the whole list, in order).
+
+        `StoreNotFound` for an unknown session; `SessionHeld` unless it is leased to us.
         """
         ...
 

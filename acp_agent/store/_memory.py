@@ -118,6 +118,18 @@ class MemoryStore:
         found.sort(key=SessionPosition.of, reverse=True)
         return found[:limit]
 
+    async def set_additional_directories(
+        self, session_id: SessionId, directories: Sequence[str]
+    ) -> None:
+        db = await self._enter()
+        session = db.sessions.get(session_id)
+        if session is None:
+            raise StoreNotFound(f"no session {session_id}")
+        lease = db.leases.get(session_id)
+        if lease is None or lease[0] != self._token:
+            raise SessionHeld(session_id, None if lease is None else lease[1])
+        db.sessions[session_id] = attrs.evolve(session, additional_directories=tuple(directories))
+
     async def delete_session(self, session_id: SessionId) -> None:
         db = await self._enter()
         if session_id not in db.sessions:

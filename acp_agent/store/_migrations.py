@@ -129,6 +129,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX permission_rules_by_workspace ON permission_rules (workspace)",
         ),
     ),
+    Migration(
+        3,
+        "a session's additional directories (other workspace roots)",
+        (
+            # A JSON array of absolute paths; the sessions of older databases have none.
+            "ALTER TABLE sessions ADD COLUMN additional_directories TEXT NOT NULL DEFAULT '[]'",
+        ),
+    ),
 )
 
 

@@ -88,7 +88,7 @@ _EVENT_COLUMNS: Final = (
 )
 _SESSION_COLUMNS: Final = (
     "session_id, cwd, main_branch_id, title, created_at, updated_at,"
-    " fork_session_id, fork_branch_id, fork_seq"
+    " fork_session_id, fork_branch_id, fork_seq, additional_directories"
 )
 _BRANCH_COLUMNS: Final = "branch_id, session_id, parent_id, cut_seq, label, created_at, closed_at"
 _SNAPSHOT_COLUMNS: Final = (
@@ -156,7 +156,7 @@ class SqliteStore:
             rows = [encode_event(event) for event in history]
             with _transaction(db):
                 db.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     _session_row(session),
                 )
                 _insert_branch(db, main)
@@ -204,6 +204,22 @@ class SqliteStore:
             return [_session_record(row) for row in rows]
 
         return await self._run(fetch, "list sessions")
+
+    async def set_additional_directories(
+        self, session_id: SessionId, directories: Sequence[str]
+    ) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                holder = _lease_owner(db, session_id)
+                if holder is None or holder.token != self._owner.token:
+                    _require_session(db, session_id)
+                    raise SessionHeld(session_id, None if holder is None else holder.holder)
+                db.execute(
+                    "UPDATE sessions SET additional_directories = ? WHERE session_id = ?",
+                    (json.dumps(list(directories)), session_id),
+                )
+
+        await self._run(write, f"set the additional directories of {session_id}")
 
     async def delete_session(self, session_id: SessionId) -> None:
         def write(db: sqlite3.Connection) -> None:
@@ -613,13 +629,37 @@ def _session_row(session: SessionRecord) -> tuple[Any, ...]:
         None if origin is None else origin.session_id,
         None if origin is None else origin.branch_id,
         None if origin is None else origin.seq,
+        json.dumps(list(session.additional_directories)),
     )
 
 
 def _session_record(row: Sequence[Any]) -> SessionRecord:
-    session_id, cwd, main_branch_id, title, created_at, updated_at, fork_s, fork_b, fork_q = row
-    origin = None if fork_s is None else ForkOrigin(fork_s, fork_b, fork_q)
-    return SessionRecord(session_id, cwd, main_branch_id, created_at, updated_at, title, origin)
+    session_id, cwd, main_branch_id, title, created_at, updated_at, *fork, directories = row
+    origin = None if fork[0] is None else ForkOrigin(*fork)
+    return SessionRecord(
+        session_id,
+        cwd,
+        main_branch_id,
+        created_at,
+        updated_at,
+        title,
+        origin,
+        _directories(session_id, directories),
+    )
+
+
+def _directories(session_id: str, stored: object) -> tuple[str, ...]:
+    """A session's stored additional directories (a JSON array of strings). Unreadable ones
+    read as none, so one damaged row neither hides the session nor fails the list (fewer
+    roots only means more is asked about)."""
+    try:
+        value = json.loads(stored) if isinstance(stored, str) else None
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        logger.warning("session %s: its additional directories are unreadable", session_id)
+        return ()
+    return tuple(value)
 
 
 def _branch_record(row: Sequence[Any]) -> BranchRecord:

@@ -211,6 +211,25 @@ async def test_a_fork_copies_history_up_to_a_legal_point_into_an_independent_ses
             await rt.fork_session(source.main, at=Seq(1))
 
 
+async def test_a_session_keeps_its_additional_directories_and_a_fork_inherits_them() -> None:
+    store = MemoryStore()
+    async with runtime(store) as rt:
+        session = await rt.create_session("/work/a", additional_directories=["/work/lib"])
+        assert session.record.additional_directories == ("/work/lib",)
+        inherited = await rt.fork_session(session.main)
+        own = await rt.fork_session(session.main, additional_directories=["/work/docs"])
+        none = await rt.fork_session(session.main, additional_directories=[])
+        assert inherited.record.additional_directories == ("/work/lib",)
+        assert own.record.additional_directories == ("/work/docs",)
+        assert none.record.additional_directories == ()
+        await session.set_additional_directories(["/work/docs", "/work/lib"])
+        assert session.record.additional_directories == ("/work/docs", "/work/lib")
+        stored = await store.get_session(session.id)
+        assert stored.additional_directories == ("/work/docs", "/work/lib")
+        # Replacing the directories writes no event: they are not part of the history.
+        assert await session.main.read() == []
+
+
 async def test_setting_the_title_records_it_and_updates_the_session_row() -> None:
     async with runtime() as rt:
         session = await rt.create_session("/work/a")

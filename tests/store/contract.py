@@ -235,6 +235,45 @@ class StoreContract:
             await store.append_batch(batch_of(session, 1, SessionMetadataChanged("Fix the parser")))
             assert (await store.get_session(session.session_id)).title == "Fix the parser"
 
+    async def test_a_session_keeps_its_additional_directories_in_order_until_replaced(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            main_id = BranchId(new_id("br"))
+            record = SessionRecord(
+                SessionId(new_id("sess")),
+                "/work/app",
+                main_id,
+                1.0,
+                1.0,
+                additional_directories=("/work/lib", "/work/docs"),
+            )
+            main = BranchRecord(main_id, record.session_id, None, NO_SEQ, "main", 1.0)
+            await store.create_session(record, main)
+            assert await store.get_session(record.session_id) == record
+            await store.set_additional_directories(record.session_id, ["/work/docs"])
+            [listed] = await store.list_sessions()
+            assert listed.additional_directories == ("/work/docs",)
+            await store.set_additional_directories(record.session_id, [])
+            assert (await store.get_session(record.session_id)).additional_directories == ()
+            # A session created without any has none.
+            plain = await new_session(store)
+            assert (await store.get_session(plain.session_id)).additional_directories == ()
+
+    async def test_additional_directories_are_written_only_under_the_lease(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store, stores.open_other_writer() as other:
+            session = await new_session(store)
+            with pytest.raises(SessionHeld):
+                await other.set_additional_directories(session.session_id, ["/elsewhere"])
+            with pytest.raises(StoreNotFound):
+                await store.set_additional_directories(SessionId("sess_nobody"), ["/x"])
+            await store.release_session(session.session_id)
+            with pytest.raises(SessionHeld):
+                await store.set_additional_directories(session.session_id, ["/x"])
+            assert (await other.get_session(session.session_id)).additional_directories == ()
+
     # --- events --------------------------------------------------------------------
 
     async def test_appended_events_read_back_equal_for_every_kind(

@@ -114,6 +114,48 @@ def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path: Path) -> No
         assert migrate(db, (*steps[:1], Migration(2, "extra", ("CREATE TABLE extra (x)",)))) == 2
 
 
+async def test_a_database_from_before_additional_directories_opens_with_its_sessions(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "a.sqlite3"
+    with raw(path) as db:  # as acp-agent wrote it before migration 3
+        assert migrate(db, MIGRATIONS[:2]) == 2
+        db.execute(
+            "INSERT INTO sessions (session_id, cwd, main_branch_id, title, created_at,"
+            " updated_at) VALUES ('sess_old', '/work/old', 'br_old', 'Old work', 1.0, 2.0)"
+        )
+        db.execute(
+            "INSERT INTO branches (branch_id, session_id, cut_seq, label, created_at)"
+            " VALUES ('br_old', 'sess_old', 0, 'main', 1.0)"
+        )
+    store = await SqliteStore.open(path)
+    try:
+        [old] = await store.list_sessions()
+        assert (old.session_id, old.cwd, old.title) == ("sess_old", "/work/old", "Old work")
+        assert old.additional_directories == ()
+        await store.acquire_session(old.session_id)
+        await store.set_additional_directories(old.session_id, ["/work/lib"])
+        assert (await store.get_session(old.session_id)).additional_directories == ("/work/lib",)
+    finally:
+        await store.aclose()
+    with raw(path) as db:
+        assert schema_version(db) == 3
+
+
+async def test_unreadable_additional_directories_read_as_none(tmp_path: Path) -> None:
+    path = tmp_path / "a.sqlite3"
+    store = await SqliteStore.open(path)
+    try:
+        session = await new_session(store)
+        with raw(path) as db:
+            db.execute("UPDATE sessions SET additional_directories = '{not json'")
+        [listed] = await store.list_sessions()
+        assert listed.session_id == session.session_id
+        assert listed.additional_directories == ()
+    finally:
+        await store.aclose()
+
+
 async def test_a_database_from_a_newer_acp_agent_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "a.sqlite3"
     await (await SqliteStore.open(path)).aclose()
