@@ -171,6 +171,7 @@ if TYPE_CHECKING:
         SessionControls,
         SessionOption,
         recorded_configuration,
+        workspace_roots,
     )
     from acp_agent.capabilities._slash_commands import (
         BUILTIN_COMMANDS,
@@ -416,6 +417,7 @@ __all__ = (
     "text_part",
     "title_from_prompt",
     "traits_for",
+    "workspace_roots",
 )
 
 #: Names loaded on first use, by the private module that defines them.
@@ -565,6 +567,7 @@ _LAZY: Final = {
     "parse_invocation": "_slash_commands",
     "record_delta": "_recorder",
     "recorded_configuration": "_session_controls",
+    "workspace_roots": "_session_controls",
     "register_capabilities": "_assembly",
     "remember": "_permissions",
     "revoke_rule": "_permissions",

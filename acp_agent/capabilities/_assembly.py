@@ -236,6 +236,8 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             extra_sources=[ValueSource("session/commands", commands)],
             settings=ContextSettings(context_window_tokens=window),
             task=(await _created(branch)).task if branch.parent_id is not None else None,
+            # Read at each turn start: a load or resume may give the session other roots.
+            additional_roots=lambda: controls.additional_directories,
         )
 
     async def tool_executor(scope: Scope) -> ToolExecutor:

@@ -22,9 +22,11 @@ asked about (with the paths named), and a rule that rejects a call refuses it.
 The question offers four answers: allow once, allow always, reject once,
 reject always. "Always" becomes a `PermissionRule` kept in the store for the
 workspace and the tool, narrowed by what the call needs: a command prefix
-(`git status`, `pytest -q`) for commands, a path glob (`src/**`) for edits,
-the whole tool otherwise (and for MCP tools, named `mcp__<server>__<tool>`).
-Rules are listed with `list_rules` and revoked with `revoke_rule`.
+(`git status`, `pytest -q`) for commands, a path glob for edits (`src/**`,
+relative to the cwd, or `/home/me/lib/src/**`, absolute, for a file in
+another root of the workspace: its additional directories), the whole tool
+otherwise (and for MCP tools, named `mcp__<server>__<tool>`). Rules are
+listed with `list_rules` and revoked with `revoke_rule`.
 
 A command rule never matches a command line that chains or redirects
 (`;`, `&&`, `|`, `>`, `$(`, backticks, newlines): `git status; rm -rf ~` is
@@ -117,7 +119,8 @@ class RuleScope(enum.StrEnum):
     TOOL = "tool"
     #: Commands starting with these words (whole words), without chaining.
     COMMAND_PREFIX = "command_prefix"
-    #: Paths matching a glob relative to the workspace (`**` spans folders).
+    #: Paths matching a glob relative to the workspace's cwd, or an absolute one for the
+    #: other roots (`**` spans folders).
     PATH_GLOB = "path_glob"
     #: Every call of one MCP server's tool.
     MCP_TOOL = "mcp_tool"
@@ -163,6 +166,8 @@ class PermissionQuestion(Record):
     branch_id: str | None = None
     #: What the call would change, worked out before asking (a diff); shown with it.
     content: tuple[ContentPart, ...] = ()
+    #: The call reaches outside every root of the workspace (a path, a command's cwd).
+    outside_roots: bool = False
 
 
 @attrs.frozen
@@ -227,8 +232,12 @@ def decide(
     need: PermissionNeed,
     rules: Sequence[PermissionRule],
     workspace: str,
+    roots: Sequence[str] = (),
 ) -> Decision:
-    """What admission does with a call of `tool` that needs `need`, before anyone is asked."""
+    """What admission does with a call of `tool` that needs `need`, before anyone is asked.
+
+    `workspace` is the cwd, whose rules these are; `roots`, the workspace's other roots.
+    """
     outside = bool(need.outside_workspace)
     for rule in rules:
         if rule.decision == RuleDecision.DENY and rule_matches(rule, tool, need, workspace):
@@ -246,7 +255,7 @@ def decide(
         paths = ", ".join(need.outside_workspace)
         # The tool's note names each outside path and why (a symlink, an absolute path).
         note = need.note or f"Outside the workspace: {paths}"
-        return Ask(options_for(tool, need, workspace), note)
+        return Ask(options_for(tool, need, workspace, roots), note)
     if mode is PermissionMode.BYPASS:
         return Allow("bypass mode")
     if need.effect is Effect.READ_ONLY:
@@ -257,19 +266,21 @@ def decide(
         if rule.decision == RuleDecision.ALLOW and rule_matches(rule, tool, need, workspace):
             return Allow(f"rule {rule.rule_id}")
     why = f"Asked because no rule of this workspace allows it ({mode.value} mode)."
-    return Ask(options_for(tool, need, workspace), _joined(need.note, why))
+    return Ask(options_for(tool, need, workspace, roots), _joined(need.note, why))
 
 
 def _joined(*notes: str | None) -> str:
     return "\n".join(note for note in notes if note)
 
 
-def options_for(tool: str, need: PermissionNeed, workspace: str) -> tuple[PermissionOption, ...]:
+def options_for(
+    tool: str, need: PermissionNeed, workspace: str, roots: Sequence[str] = ()
+) -> tuple[PermissionOption, ...]:
     """The answers to offer, labelled with what "always" would remember.
 
     Paths outside the workspace are always asked, so "allow always" is not offered.
     """
-    scope, pattern = rule_for(tool, need, workspace)
+    scope, pattern = rule_for(tool, need, workspace, roots)
     what = _scope_text(tool, scope, pattern)
     allow_once = PermissionOption(PermissionChoice.ALLOW_ONCE, "Allow once")
     reject_once = PermissionOption(PermissionChoice.REJECT_ONCE, "Reject")
@@ -287,8 +298,14 @@ def options_for(tool: str, need: PermissionNeed, workspace: str) -> tuple[Permis
 # --- rules ----------------------------------------------------------------------------
 
 
-def rule_for(tool: str, need: PermissionNeed, workspace: str) -> tuple[RuleScope, str]:
-    """The scope and pattern an "always" answer about this call remembers."""
+def rule_for(
+    tool: str, need: PermissionNeed, workspace: str, roots: Sequence[str] = ()
+) -> tuple[RuleScope, str]:
+    """The scope and pattern an "always" answer about this call remembers.
+
+    A path in the cwd (`workspace`) gives a glob relative to it (`src/**`); one in
+    another root of `roots` an absolute glob of its folder (`/home/me/lib/src/**`).
+    """
     if tool.startswith(MCP_TOOL_PREFIX):
         return RuleScope.MCP_TOOL, ""
     if need.effect is Effect.EXECUTE and need.target:
@@ -298,6 +315,8 @@ def rule_for(tool: str, need: PermissionNeed, workspace: str) -> tuple[RuleScope
         if relative is not None:
             folder = PurePosixPath(relative).parent
             return RuleScope.PATH_GLOB, "**" if str(folder) == "." else f"{folder}/**"
+        if any(_relative(need.target, root) is not None for root in roots):
+            return RuleScope.PATH_GLOB, f"{PurePosixPath(need.target).parent}/**"
     return RuleScope.TOOL, ""
 
 
@@ -338,6 +357,8 @@ def rule_matches(rule: PermissionRule, tool: str, need: PermissionNeed, workspac
             return False
         return bool(prefix) and words[: len(prefix)] == prefix
     if scope == RuleScope.PATH_GLOB:
+        if rule.pattern.startswith("/"):  # a folder of another root, named absolutely
+            return _glob_matches(rule.pattern, PurePosixPath(need.target).as_posix())
         relative = _relative(need.target, workspace)
         return relative is not None and _glob_matches(rule.pattern, relative)
     return False
@@ -363,12 +384,16 @@ async def remember(
     session_id: str,
     call_id: str,
     now: float,
+    roots: Sequence[str] = (),
     new_rule_id: Callable[[], str] = lambda: new_id("rule"),
 ) -> PermissionRule | None:
-    """Keep an "always" answer as a rule for the workspace; None for a "once" answer."""
+    """Keep an "always" answer as a rule for the workspace; None for a "once" answer.
+
+    `roots` are the workspace's other roots (see `rule_for`).
+    """
     if not choice.remembered:
         return None
-    scope, pattern = rule_for(tool, need, workspace)
+    scope, pattern = rule_for(tool, need, workspace, roots)
     rule = PermissionRule(
         rule_id=new_rule_id(),
         workspace=workspace,

@@ -3,11 +3,13 @@
 One `SessionControls` per open session (a session-scope service). The
 front end (the ACP adapter) fills in the editor's side, `client` (its file
 system and terminals) and `prompter` (asks the person), right after opening
-the session. The settings, `model_id`, `mode` and `reasoning_effort`, are
-facts: `adopt()` records them as `ConfigurationAdopted` on the main branch
-and applies them, and `restore()` applies the last recorded values when a
-session is loaded, so a session keeps them across restarts. Each may change
-at any time; the next model request or admission uses the new value.
+the session, and the workspace's `roots`: the cwd, then the additional
+directories the client activated for this attachment. The settings,
+`model_id`, `mode` and `reasoning_effort`, are facts: `adopt()` records
+them as `ConfigurationAdopted` on the main branch and applies them, and
+`restore()` applies the last recorded values when a session is loaded, so
+a session keeps them across restarts. Each may change at any time; the next
+model request or admission uses the new value.
 
 `options()` describes the settings as a front end offers them, the complete
 set every time, in this order (wire-neutral; the adapter makes ACP config
@@ -60,6 +62,7 @@ __all__ = (
     "SessionControls",
     "SessionOption",
     "recorded_configuration",
+    "workspace_roots",
 )
 
 #: The producer of the configuration facts.
@@ -134,6 +137,8 @@ class SessionControls:
         self.session_id = session_id
         #: The workspace: the session's root, absolute and resolved; rules are kept per it.
         self.workspace = str(Path(cwd).resolve())
+        #: Every root of the workspace: the cwd first, then the additional directories
+        #: the front end activated (`set_additional_directories`); none until it does.
         self.roots: tuple[Path, ...] = (Path(self.workspace),)
         #: The editor's file system and terminals (none until the front end says).
         self.client: ClientBridge = NO_CLIENT
@@ -144,6 +149,16 @@ class SessionControls:
         self.mode = PermissionMode.ASK
         #: None: the model's own default (no effort is sent).
         self.reasoning_effort: ReasoningEffort | None = None
+
+    @property
+    def additional_directories(self) -> tuple[Path, ...]:
+        """The roots besides the cwd, in order."""
+        return self.roots[1:]
+
+    def set_additional_directories(self, directories: Iterable[str]) -> None:
+        """Make `directories` the workspace's other roots (resolved; the cwd and repeats are
+        left out). Tools, permissions, rules and state use them from their next call."""
+        self.roots = workspace_roots(self.workspace, directories)
 
     async def adopt(self, branch: Branch, values: Mapping[str, Any]) -> None:
         """Record `values` (`model`, `mode`) as adopted on `branch` and apply them."""
@@ -243,6 +258,17 @@ class SessionControls:
         if resets_effort and self.reasoning_effort is not None:
             values[THOUGHT_KEY] = DEFAULT_THOUGHT_LEVEL
         return values
+
+
+def workspace_roots(cwd: str, additional_directories: Iterable[str]) -> tuple[Path, ...]:
+    """The roots of a workspace: `cwd`, then each additional directory once, resolved, in
+    order; one that resolves to the cwd (or to a root before it) is left out."""
+    roots = [Path(cwd).resolve()]
+    for directory in additional_directories:
+        root = Path(directory).resolve()
+        if root not in roots:
+            roots.append(root)
+    return tuple(roots)
 
 
 def recorded_configuration(events: Iterable[Event]) -> dict[str, Any]:

@@ -442,7 +442,10 @@ class CommandRunner:
         import anyio.to_thread
 
         workspace, config_dir = self.workspace, self.config_dir
-        files = await anyio.to_thread.run_sync(lambda: scan_rule_files(workspace, config_dir))
+        roots = self.controls.additional_directories
+        files = await anyio.to_thread.run_sync(
+            lambda: scan_rule_files(workspace, config_dir, roots)
+        )
         ledger = (await self.context.sync()).rules
         commands = [record for record in ledger.holding() if record.rule_id.startswith("command/")]
         if not files and not commands:

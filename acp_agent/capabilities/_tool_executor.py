@@ -406,7 +406,8 @@ class ToolExecutor:
 
         controls = self.controls
         rules = await self.store.list_permission_rules(workspace=controls.workspace)
-        decision = decide(controls.mode, request.tool, need, rules, controls.workspace)
+        roots = [str(root) for root in controls.additional_directories]
+        decision = decide(controls.mode, request.tool, need, rules, controls.workspace, roots)
         admitted: list[Payload] = []
         if isinstance(decision, Refuse):
             await self._record_unrun(call, decision.explanation)
@@ -453,6 +454,7 @@ class ToolExecutor:
                 session_id=self.controls.session_id,
                 call_id=call.call_id,
                 now=self.clock(),
+                roots=[str(root) for root in self.controls.additional_directories],
             )
         except StoreError:
             logger.exception("could not keep the rule chosen for call %s", call.call_id)
@@ -480,6 +482,7 @@ class ToolExecutor:
             options=ask.options,
             branch_id=None if self.branch.parent_id is None else self.branch.id,
             content=content,
+            outside_roots=bool(need.outside_workspace),
         )
         prompter = self.prompter if self.prompter is not None else self.controls.prompter
         try:

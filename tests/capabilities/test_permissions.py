@@ -189,3 +189,54 @@ def test_an_always_label_names_its_rule_in_plain_words(tool: str, need: Permissi
     ]
     assert always == f"Always allow {label} in this workspace"
     assert "`" not in always  # option names are shown as they are, not as Markdown
+
+
+# --- the workspace's other roots ------------------------------------------------------------
+
+LIB = "/work/lib"
+IN_LIB = PermissionNeed(Effect.EDIT, "/work/lib/io/read.py")
+
+
+def test_always_on_a_file_in_another_root_remembers_its_folder_by_absolute_path():
+    assert rule_for("edit", IN_LIB, WORKSPACE, [LIB]) == (RuleScope.PATH_GLOB, "/work/lib/io/**")
+    top = PermissionNeed(Effect.EDIT, "/work/lib/setup.py")
+    assert rule_for("edit", top, WORKSPACE, [LIB]) == (RuleScope.PATH_GLOB, "/work/lib/**")
+    # Without the root it would be the whole tool: never a rule that broad for a folder.
+    assert rule_for("edit", IN_LIB, WORKSPACE) == (RuleScope.TOOL, "")
+    [always] = [
+        option.label
+        for option in options_for("edit", IN_LIB, WORKSPACE, [LIB])
+        if option.choice is PermissionChoice.ALLOW_ALWAYS
+    ]
+    assert always == "Always allow edits to files under /work/lib/io/ in this workspace"
+
+
+@pytest.mark.parametrize(
+    ("path", "matches"),
+    [
+        ("/work/lib/io/read.py", True),
+        ("/work/lib/io/deep/write.py", True),
+        ("/work/lib/iox/read.py", False),
+        ("/work/lib/setup.py", False),
+        ("/work/project/io/read.py", False),
+    ],
+)
+def test_an_absolute_path_glob_rule_covers_only_its_folder_of_that_root(path: str, matches: bool):
+    lib_io = rule("edit", RuleScope.PATH_GLOB, "/work/lib/io/**")
+
+    assert rule_matches(lib_io, "edit", PermissionNeed(Effect.EDIT, path), WORKSPACE) is matches
+
+
+def test_a_rule_for_the_whole_cwd_does_not_cover_another_root():
+    everywhere = rule("edit", RuleScope.PATH_GLOB, "**")
+
+    assert rule_matches(everywhere, "edit", EDIT, WORKSPACE)
+    assert not rule_matches(everywhere, "edit", IN_LIB, WORKSPACE)
+    asked = decide(PermissionMode.ASK, "edit", IN_LIB, [everywhere], WORKSPACE, [LIB])
+    assert isinstance(asked, Ask)
+    allowed = rule("edit", RuleScope.PATH_GLOB, "/work/lib/**")
+    ran = decide(PermissionMode.ASK, "edit", IN_LIB, [allowed], WORKSPACE, [LIB])
+    assert isinstance(ran, Allow)
+    denied = rule("edit", RuleScope.PATH_GLOB, "/work/lib/io/**", decision="deny")
+    refused = decide(PermissionMode.BYPASS, "edit", IN_LIB, [denied], WORKSPACE, [LIB])
+    assert isinstance(refused, Refuse)

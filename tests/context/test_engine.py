@@ -205,6 +205,31 @@ async def test_a_replaced_rule_is_restated_as_replaced_and_a_revoked_one_is_not(
     assert not [t for t in user_texts(after) if t.startswith("<rule")]
 
 
+async def test_build_context_engine_reads_the_other_roots_at_each_turn_start(
+    tmp_path: Path,
+) -> None:
+    work, lib = tmp_path / "work", tmp_path / "lib"
+    work.mkdir()
+    lib.mkdir()
+    (lib / "AGENTS.md").write_text("Keep the public API stable.\n")
+    roots = [lib]
+    async with open_main_branch(cwd=str(work)) as (_, branch):
+        engine = build_context_engine(
+            branch,
+            guide=default_guide_registry(),
+            config_dir=None,
+            environment=ENVIRONMENT,
+            clock=Clock(at("2026-11-02T10:00:00")),
+            additional_roots=lambda: roots,
+        )
+        first = await engine.start_turn()
+        roots = []  # resumed without them
+        second = await engine.start_turn()
+    assert RuleSet(f"root:{lib}/AGENTS.md", str(lib), "Keep the public API stable.") in first
+    assert StateSet("environment/additional_directories", str(lib)) in first
+    assert [type(fact).__name__ for fact in second] == ["StateCleared", "RuleRevoked"]
+
+
 async def test_a_command_rule_is_set_replaced_and_expired_and_the_scan_leaves_it_alone(
     tmp_path: Path,
 ) -> None:

@@ -10,6 +10,7 @@ from acp_agent.capabilities.context import (
     RuleLedger,
     RuleRecord,
     render_rule,
+    scan_root_rules,
     scan_rule_files,
     scan_user_rules,
     scan_workspace_rules,
@@ -70,6 +71,49 @@ def test_user_rules_come_from_the_config_dir_apply_everywhere_and_come_first(
         "user/AGENTS.md",
         "user/rules/style.md",
         "workspace/AGENTS.md",
+    ]
+
+
+def test_the_agents_files_of_another_root_are_labelled_with_it_and_scoped_absolutely(
+    tmp_path: Path,
+) -> None:
+    lib = tmp_path / "lib"
+    write(lib / "AGENTS.md", "Keep the public API stable.")
+    write(lib / "io" / "AGENTS.md", "No blocking reads.")
+    write(lib / ".cache" / "AGENTS.md", "no")
+    assert scan_root_rules(lib) == [
+        RuleFile(f"root:{lib}/AGENTS.md", str(lib), "Keep the public API stable."),
+        RuleFile(f"root:{lib}/io/AGENTS.md", str(lib / "io"), "No blocking reads."),
+    ]
+
+
+def test_every_root_is_scanned_after_the_cwd_and_a_file_under_two_counts_once(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path.resolve()  # roots come resolved, as the session's controls give them
+    work, lib, outer = root / "outer" / "work", root / "lib", root / "outer"
+    write(work / "AGENTS.md", "Run the tests.")
+    write(work / "vendor-lib" / "AGENTS.md", "Vendored: do not edit.")
+    write(lib / "AGENTS.md", "Keep the public API stable.")
+    write(outer / "AGENTS.md", "Monorepo rules.")
+    # `outer` holds the cwd, and `work/vendor-lib` is inside it: each file once, first root.
+    found = scan_rule_files(work, None, [lib, outer, work / "vendor-lib"])
+    assert [(rule.rule_id, rule.scope) for rule in found] == [
+        ("workspace/AGENTS.md", "."),
+        ("workspace/vendor-lib/AGENTS.md", "vendor-lib"),
+        (f"root:{lib}/AGENTS.md", str(lib)),
+        (f"root:{outer}/AGENTS.md", str(outer)),
+    ]
+
+
+def test_a_rule_of_a_root_no_longer_found_is_revoked_saying_why() -> None:
+    ledger = ledger_of(RuleSet("root:/work/lib/AGENTS.md", "/work/lib", "Keep the API."))
+    assert ledger.changes([]) == [
+        RuleRevoked(
+            "root:/work/lib/AGENTS.md",
+            "/work/lib",
+            "its file was deleted, or its directory is no longer a root of the workspace",
+        )
     ]
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from acp_agent.capabilities.context import (
+    AdditionalDirectoriesSource,
     BranchIdentitySource,
     DateSource,
     Environment,
@@ -98,6 +99,21 @@ async def test_platform_and_identity_sources_read_what_they_are_given() -> None:
     }
     child = BranchIdentitySource("read-tests", "br_2", parent="br_1", cut_seq=97)
     assert await child.read() == {"branch/identity": "read-tests: branch of br_1 from #97"}
+
+
+async def test_the_other_roots_are_one_a_line_read_anew_and_cleared_when_none_are_left() -> None:
+    roots = [Path("/work/lib"), Path("/work/docs")]
+    source = AdditionalDirectoriesSource(lambda: roots)
+    name = "environment/additional_directories"
+    assert await source.read() == {name: "/work/lib\n/work/docs"}
+    ledger = ledger_of(StateSet(name, "/work/lib\n/work/docs"))
+    roots = [Path("/work/lib")]  # a resume gave the session fewer roots
+    assert ledger.changes(await source.read()) == [StateSet(name, "/work/lib")]
+    roots = []
+    assert await source.read() == {name: None}
+    assert ledger.changes(await source.read()) == [StateCleared(name)]
+    # A session that never had other roots records nothing.
+    assert StateLedger().changes(await source.read()) == []
 
 
 async def test_a_failing_source_is_skipped_and_the_others_are_read() -> None:

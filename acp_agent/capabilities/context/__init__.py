@@ -68,6 +68,7 @@ from acp_agent.capabilities.context._projection import (
 )
 from acp_agent.capabilities.context._rules import (
     MAX_RULE_CHARS,
+    ROOT_RULE_PREFIX,
     RULE_FILE_NAME,
     RULES_GUIDE_ENTRY,
     SKIPPED_DIRECTORIES,
@@ -78,12 +79,14 @@ from acp_agent.capabilities.context._rules import (
     command_rule_id,
     render_rule,
     render_rule_payload,
+    scan_root_rules,
     scan_rule_files,
     scan_user_rules,
     scan_workspace_rules,
 )
 from acp_agent.capabilities.context._state_sources import (
     STATE_GUIDE_ENTRY,
+    AdditionalDirectoriesSource,
     BranchIdentitySource,
     DateSource,
     Environment,
@@ -136,6 +139,7 @@ __all__ = (
     "READING_ENTRY",
     "RESTATEMENT_PREAMBLE",
     "ROLE_ENTRY",
+    "ROOT_RULE_PREFIX",
     "RULES_GUIDE_ENTRY",
     "RULE_FILE_NAME",
     "RUNTIME_TAGS",
@@ -144,6 +148,7 @@ __all__ = (
     "SUMMARY_INSTRUCTION",
     "TOOL_RESULTS_ENTRY",
     "USER_INPUT_ENTRY",
+    "AdditionalDirectoriesSource",
     "BranchIdentitySource",
     "CompactionError",
     "CompactionStatus",
@@ -199,6 +204,7 @@ __all__ = (
     "render_state_cleared",
     "restore_runtime_tags",
     "run_compaction",
+    "scan_root_rules",
     "scan_rule_files",
     "scan_user_rules",
     "scan_workspace_rules",

@@ -181,7 +181,9 @@ class ContextEngine:
     * `branch`: the branch whose history is read and where facts are recorded.
     * `guide`: the registry whose entries make the guide.
     * `state_sources`: read at the start of each turn.
-    * `workspace`: where `AGENTS.md` files are scanned for.
+    * `workspace`: where `AGENTS.md` files are scanned for (the cwd).
+    * `additional_roots`: the workspace's other roots, scanned too (read at each turn
+      start; none by default).
     * `config_dir`: where the person's rules are (`AGENTS.md`, `rules/*.md`); None: none.
     * `settings`: context window and compaction thresholds.
     * `new_id`: makes compaction ids (inject for deterministic tests).
@@ -194,6 +196,7 @@ class ContextEngine:
         guide: GuideRegistry,
         state_sources: Sequence[StateSource] = (),
         workspace: Path | None = None,
+        additional_roots: Callable[[], Sequence[Path]] = tuple,
         config_dir: Path | None = None,
         settings: ContextSettings | None = None,
         new_id: Callable[[str], str] = new_id,
@@ -202,6 +205,7 @@ class ContextEngine:
         self.guide = guide
         self.state_sources = list(state_sources)
         self.workspace = workspace
+        self.additional_roots = additional_roots
         self.config_dir = config_dir
         self.settings = settings if settings is not None else ContextSettings()
         self.tokens = TokenAccount(self.settings.context_window_tokens)
@@ -242,7 +246,10 @@ class ContextEngine:
         found = []
         if self.workspace is not None:
             workspace, config_dir = self.workspace, self.config_dir
-            found = await anyio.to_thread.run_sync(lambda: scan_rule_files(workspace, config_dir))
+            roots = tuple(self.additional_roots())
+            found = await anyio.to_thread.run_sync(
+                lambda: scan_rule_files(workspace, config_dir, roots)
+            )
         projection = await self.sync()
         facts = [*projection.state.changes(values), *projection.rules.changes(found)]
         await self._record(facts)
@@ -459,10 +466,12 @@ def build_context_engine(
     extra_sources: Sequence[StateSource] = (),
     settings: ContextSettings | None = None,
     task: str | None = None,
+    additional_roots: Callable[[], Sequence[Path]] = tuple,
 ) -> ContextEngine:
     """The engine for `branch` with the built-in state sources and rule files.
 
-    The workspace is the session's cwd; `branch/identity` names the branch (`main`,
+    The workspace is the session's cwd and `additional_roots` (read at each turn
+    start: a load may change them); `branch/identity` names the branch (`main`,
     or its label, where it started and its `task`); `extra_sources` add values
     other components know (`session/commands`, `session/skills`).
     """
@@ -480,12 +489,14 @@ def build_context_engine(
         environment=environment if environment is not None else Environment.detect(),
         clock=clock,
         identity=identity,
+        additional_directories=additional_roots,
     )
     return ContextEngine(
         branch,
         guide=guide,
         state_sources=[*sources, *extra_sources],
         workspace=Path(cwd),
+        additional_roots=additional_roots,
         config_dir=config_dir,
         settings=settings,
     )

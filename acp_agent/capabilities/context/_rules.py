@@ -7,10 +7,17 @@ file                             source (the rule id)             scope
 ================================ ================================ ===============
 `<workspace>/AGENTS.md`          `workspace/AGENTS.md`            `.`
 `<workspace>/src/api/AGENTS.md`  `workspace/src/api/AGENTS.md`    `src/api`
+`/home/me/lib/AGENTS.md` (a      `root:/home/me/lib/AGENTS.md`    `/home/me/lib`
+root besides the cwd)
+`/home/me/lib/io/AGENTS.md`      `root:/home/me/lib/io/AGENTS.md` `/home/me/lib/io`
 `<config_dir>/AGENTS.md`         `user/AGENTS.md`                 `*`
 `<config_dir>/rules/style.md`    `user/rules/style.md`            `*`
 (a command)                      `command/<name>`                 as given
 ================================ ================================ ===============
+
+`<workspace>` is the session's cwd; each of its additional directories is
+scanned the same way, its files named and scoped by their absolute paths (a
+file under two roots counts once, in the first).
 
 Rules are facts with an operation: `RuleSet` (took effect), `RuleReplaced`
 (new text for the same rule), `RuleRevoked` (withdrawn; the record stays),
@@ -42,6 +49,7 @@ from acp_agent.records import Record
 
 __all__ = (
     "MAX_RULE_CHARS",
+    "ROOT_RULE_PREFIX",
     "RULES_GUIDE_ENTRY",
     "RULE_FILE_NAME",
     "SKIPPED_DIRECTORIES",
@@ -52,6 +60,7 @@ __all__ = (
     "command_rule_id",
     "render_rule",
     "render_rule_payload",
+    "scan_root_rules",
     "scan_rule_files",
     "scan_user_rules",
     "scan_workspace_rules",
@@ -69,8 +78,10 @@ SKIPPED_DIRECTORIES: Final = frozenset(
 #: How many directories a workspace scan visits at most (a huge tree is cut short).
 MAX_SCANNED_DIRECTORIES: Final = 20_000
 
+#: How the rule ids of files in the workspace's additional directories begin.
+ROOT_RULE_PREFIX: Final = "root:"
 #: Rule ids managed by the file scan; a managed id whose file is gone is revoked.
-_FILE_PREFIXES: Final = ("workspace/", "user/")
+_FILE_PREFIXES: Final = ("workspace/", "user/", ROOT_RULE_PREFIX)
 
 RuleOp: TypeAlias = Literal["set", "replace", "revoke", "expired"]
 
@@ -83,13 +94,14 @@ RULES_GUIDE_ENTRY: Final = GuideEntry(
 
 `<rule op="OP" source="SOURCE" scope="SCOPE">text</rule>` records a change to a rule \
 you follow. `source` names the rule: `workspace/.../AGENTS.md` is a file in the \
-workspace, `user/...` the person's own rules, `command/...` a rule set by a command. \
-`scope` says where it applies:
+workspace's cwd, `root:/.../AGENTS.md` a file in another root of the workspace (named by \
+its absolute path), `user/...` the person's own rules, `command/...` a rule set by a \
+command. `scope` says where it applies:
 
 - `*`: all your work in this session;
-- `.`: all work in the workspace;
-- a directory such as `src/api`: work on files in that directory and below it, and \
-commands run for them.
+- `.`: all work in the cwd (`environment/cwd`);
+- a directory such as `src/api` (relative to the cwd) or `/home/me/lib` (absolute): \
+work on files in that directory and below it, and commands run for them.
 
 Where rules conflict, the one with the narrower scope wins inside it, and the person's \
 messages win over all rules. `OP` says what happened to the rule from that source:
@@ -160,12 +172,46 @@ def _read_rule_text(path: Path) -> str | None:
 def scan_workspace_rules(
     root: Path, *, max_directories: int = MAX_SCANNED_DIRECTORIES
 ) -> list[RuleFile]:
-    """Every `AGENTS.md` in the workspace, root first, each scoped to its directory.
+    """Every `AGENTS.md` in the workspace's cwd, root first, each scoped to its directory.
 
     Hidden directories and `SKIPPED_DIRECTORIES` are not searched; symlinked
     directories are not followed.
     """
     found: list[RuleFile] = []
+    for relative, text in _rule_files_under(root, (), max_directories):
+        scope = "." if relative == "." else relative
+        rule_id = "workspace/" + (
+            RULE_FILE_NAME if relative == "." else f"{relative}/{RULE_FILE_NAME}"
+        )
+        found.append(RuleFile(rule_id, scope, text))
+    return sorted(found, key=lambda rule: (rule.scope != ".", rule.scope.count("/"), rule.scope))
+
+
+def scan_root_rules(
+    root: Path, *, skip: Sequence[Path] = (), max_directories: int = MAX_SCANNED_DIRECTORIES
+) -> list[RuleFile]:
+    """Every `AGENTS.md` under `root`, one of the workspace's additional directories, each
+    labelled with its root: source `root:<root>/AGENTS.md` (`root:<root>/src/AGENTS.md`),
+    scope the absolute directory it is in.
+
+    Directories in `skip` (the roots scanned before this one) are left out, so a
+    file is read once, as part of the first root that holds it.
+    """
+    found: list[RuleFile] = []
+    for relative, text in _rule_files_under(root, skip, max_directories):
+        directory = root if relative == "." else root / relative
+        rule_id = f"{ROOT_RULE_PREFIX}{directory / RULE_FILE_NAME}"
+        found.append(RuleFile(rule_id, str(directory), text))
+    return sorted(found, key=lambda rule: (rule.scope.count("/"), rule.scope))
+
+
+def _rule_files_under(
+    root: Path, skip: Sequence[Path], max_directories: int
+) -> list[tuple[str, str]]:
+    """(directory relative to `root`, text) of each rule file under `root`, outside `skip`."""
+    if any(root == other or root.is_relative_to(other) for other in skip):
+        return []
+    found: list[tuple[str, str]] = []
     visited = 0
     for directory, subdirectories, files in os.walk(root):
         visited += 1
@@ -175,20 +221,17 @@ def scan_workspace_rules(
         subdirectories[:] = sorted(
             name
             for name in subdirectories
-            if not name.startswith(".") and name not in SKIPPED_DIRECTORIES
+            if not name.startswith(".")
+            and name not in SKIPPED_DIRECTORIES
+            and Path(directory, name) not in skip
         )
         if RULE_FILE_NAME not in files:
             continue
         text = _read_rule_text(Path(directory) / RULE_FILE_NAME)
         if text is None:
             continue
-        relative = Path(directory).relative_to(root).as_posix()
-        scope = "." if relative == "." else relative
-        rule_id = "workspace/" + (
-            RULE_FILE_NAME if relative == "." else f"{relative}/{RULE_FILE_NAME}"
-        )
-        found.append(RuleFile(rule_id, scope, text))
-    return sorted(found, key=lambda rule: (rule.scope != ".", rule.scope.count("/"), rule.scope))
+        found.append((Path(directory).relative_to(root).as_posix(), text))
+    return found
 
 
 def scan_user_rules(config_dir: Path) -> list[RuleFile]:
@@ -209,10 +252,18 @@ def scan_user_rules(config_dir: Path) -> list[RuleFile]:
     return found
 
 
-def scan_rule_files(workspace: Path, config_dir: Path | None) -> list[RuleFile]:
-    """User rules first, then the workspace's, in a stable order."""
+def scan_rule_files(
+    workspace: Path, config_dir: Path | None, additional_roots: Sequence[Path] = ()
+) -> list[RuleFile]:
+    """User rules first, then the workspace's cwd's, then each additional root's, in a
+    stable order (a file under two roots is read as part of the first)."""
     user = scan_user_rules(config_dir) if config_dir is not None else []
-    return user + scan_workspace_rules(workspace)
+    found = user + scan_workspace_rules(workspace)
+    scanned = [workspace.resolve()] if additional_roots else []
+    for root in additional_roots:
+        found += scan_root_rules(root, skip=scanned)
+        scanned.append(root)
+    return found
 
 
 class RuleLedger:
@@ -269,7 +320,12 @@ class RuleLedger:
         for record in self._records.values():
             managed = record.rule_id.startswith(_FILE_PREFIXES)
             if managed and record.holds and record.rule_id not in seen:
-                facts.append(RuleRevoked(record.rule_id, record.scope, "its file was deleted"))
+                reason = (
+                    "its file was deleted, or its directory is no longer a root of the workspace"
+                    if record.rule_id.startswith(ROOT_RULE_PREFIX)
+                    else "its file was deleted"
+                )
+                facts.append(RuleRevoked(record.rule_id, record.scope, reason))
         return facts
 
     def restatement(self) -> Sequence[str]:

@@ -31,6 +31,7 @@ from acp_agent.records import Record
 
 __all__ = (
     "STATE_GUIDE_ENTRY",
+    "AdditionalDirectoriesSource",
     "BranchIdentitySource",
     "DateSource",
     "Environment",
@@ -66,6 +67,9 @@ ones still explain what happened before them, but only the latest one is current
 
 - `environment/date`: today's date in the person's time zone (YYYY-MM-DD).
 - `environment/cwd`: the workspace root; relative paths are relative to it.
+- `environment/additional_directories`: the workspace's other roots, one absolute path \
+a line (none: the cwd is its only root). Files under them are as much the workspace as \
+the cwd's; name them by absolute path.
 - `environment/os`, `environment/shell`: the operating system and the person's shell.
 - `git/branch`, `git/status`: the checked-out git branch, and whether the working tree \
 has uncommitted changes.
@@ -127,6 +131,19 @@ class WorkingDirectorySource(Record):
 
     async def read(self) -> Mapping[str, str | None]:
         return {"environment/cwd": self.cwd}
+
+
+@attrs.frozen
+class AdditionalDirectoriesSource(Record):
+    """`environment/additional_directories`: the workspace's roots besides the cwd, one a
+    line, read from `directories` each time (a load or resume may change them); None
+    when there are none."""
+
+    directories: Callable[[], Sequence[str | os.PathLike[str]]]
+
+    async def read(self) -> Mapping[str, str | None]:
+        lines = [str(directory) for directory in self.directories()]
+        return {"environment/additional_directories": "\n".join(lines) or None}
 
 
 @attrs.frozen
@@ -237,14 +254,20 @@ def default_state_sources(
     environment: Environment,
     clock: Callable[[], datetime.datetime] | None = None,
     identity: BranchIdentitySource | None = None,
+    additional_directories: Callable[[], Sequence[str | os.PathLike[str]]] | None = None,
 ) -> list[StateSource]:
-    """The built-in sources for a workspace: date, cwd, OS and shell, git, branch identity.
+    """The built-in sources for a workspace: date, cwd (and the other roots, when
+    `additional_directories` gives them), OS and shell, git, branch identity.
 
     `clock` defaults to the local wall clock.
     """
     sources: list[StateSource] = [
         DateSource(clock if clock is not None else _local_now),
         WorkingDirectorySource(cwd),
+    ]
+    if additional_directories is not None:
+        sources.append(AdditionalDirectoriesSource(additional_directories))
+    sources += [
         PlatformSource(environment),
         GitSource(cwd, environment),
     ]
