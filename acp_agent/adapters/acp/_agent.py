@@ -13,6 +13,10 @@ docstring says what it does and when its updates are sent). What holds for all:
   project's (`acp_agent.mcp`); no answer waits for them.
 - The runtime's errors are answered as `wire_errors.py` says; what a client
   names is checked first (`client_input.py`).
+- `additionalDirectories` (new, load, resume, fork) are the workspace's other
+  roots. A request activates exactly the ones it sends (none when it sends none,
+  as ACP says); a list it sends is also kept with the session, which `session/list`
+  reports (a fork keeps its source's unless it sends its own).
 
 The capabilities and MCP load with the first session, not before `initialize`:
 an editor times spawn -> initialize.
@@ -34,6 +38,7 @@ from acp_agent.adapters.acp._auth import auth_methods, check_method
 from acp_agent.adapters.acp._client_input import (
     ForkAnchor,
     absolute_path,
+    additional_directories,
     fork_anchor,
     stored_id,
 )
@@ -122,8 +127,8 @@ class AcpAgent:
         Advertised: `loadSession`; prompts with text, resource links, embedded
         resources, and images when the default model takes them; MCP over stdio,
         HTTP and SSE; `session/list`, `resume`, `close`, `delete`, and `fork` with
-        `--unstable`; one auth method per provider key variable, and one for naming
-        a model.
+        `--unstable`; `additionalDirectories` on all of those that open a session;
+        one auth method per provider key variable, and one for naming a model.
         """
         logger.info("Client asked for protocol version %s", params.protocol_version)
         self._client_capabilities = params.client_capabilities
@@ -144,6 +149,7 @@ class AcpAgent:
                     resume=types.SessionResumeCapabilities(),
                     close=types.SessionCloseCapabilities(),
                     delete=types.SessionDeleteCapabilities(),
+                    additional_directories=types.SessionAdditionalDirectoriesCapabilities(),
                     fork=types.SessionForkCapabilities() if unstable else None,
                 ),
             ),
@@ -164,16 +170,20 @@ class AcpAgent:
     # --- opening sessions -----------------------------------------------------------------
 
     async def new_session(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
-        """Start a session rooted at the absolute `cwd`; its commands follow the answer."""
+        """Start a session rooted at the absolute `cwd` (and its `additionalDirectories`);
+        its commands follow the answer."""
         cwd = absolute_path(params.cwd, "cwd")
+        sent = additional_directories(params.additional_directories)
         from acp_agent.adapters.acp._mcp_servers import connect_mcp
         from acp_agent.capabilities import MODE_KEY, MODEL_KEY, PermissionMode
 
+        directories = _other_roots(cwd, sent)
         runtime = await self._runtime()
         with wire_errors():
-            session = await runtime.create_session(cwd)
+            session = await runtime.create_session(cwd, additional_directories=directories)
         acp_session = self._attach(session)
         controls = acp_session.controls
+        controls.set_additional_directories(directories)
         await controls.adopt(
             session.main, {MODEL_KEY: controls.model_id, MODE_KEY: PermissionMode.ASK.value}
         )
@@ -188,9 +198,11 @@ class AcpAgent:
         from acp_agent.adapters.acp._mcp_servers import connect_mcp
 
         absolute_path(params.cwd, "cwd")
+        sent = additional_directories(params.additional_directories)
         session_id = stored_id(params.session_id)
         self._refuse_child(session_id, methods.SESSION_LOAD)
         acp_session = await self._open(session_id)
+        await _activate(acp_session, sent)
         replayed = await acp_session.replay()
         await connect_mcp(acp_session.session, params.mcp_servers)
         await acp_session.send_commands()
@@ -204,8 +216,10 @@ class AcpAgent:
         from acp_agent.adapters.acp._mcp_servers import connect_mcp
 
         absolute_path(params.cwd, "cwd")
+        sent = additional_directories(params.additional_directories)
         self._refuse_child(str(params.session_id), methods.SESSION_RESUME)
         acp_session = await self._open(stored_id(params.session_id))
+        await _activate(acp_session, sent)
         await acp_session.learn_and_subscribe()
         await connect_mcp(acp_session.session, params.mcp_servers)
         await acp_session.send_session_updates_after_response()
@@ -222,12 +236,14 @@ class AcpAgent:
         message belongs to; `beforeMessage: id` (a person's message) keeps what came
         before it, so it can be sent anew. Message ids are those chunks and prompt
         answers carry. The fork keeps the source's model, mode and thinking effort,
-        and its title, marked "(fork)".
+        and its title, marked "(fork)"; it keeps the source's additional directories
+        unless it sends its own, and activates only those it sends.
         """
         from acp_agent.adapters.acp._mcp_servers import connect_mcp
         from acp_agent.capabilities import CHECKPOINTS, SESSION_CONTROLS
 
         absolute_path(params.cwd, "cwd")
+        sent = additional_directories(params.additional_directories)
         anchor = fork_anchor(params.meta)
         source_id = stored_id(params.session_id)
         self._refuse_child(source_id, methods.SESSION_FORK)
@@ -236,9 +252,12 @@ class AcpAgent:
         source = attached.session if attached is not None else await self._load(source_id)
         try:
             values = source.scope.get(SESSION_CONTROLS).values()
+            directories = None if sent is None else _other_roots(source.cwd, sent)
             with wire_errors(source_id, field=anchor.field if anchor else None):
                 cut = await _fork_cut(source.main, anchor)
-                fork = await runtime.fork_session(source.main, at=cut)
+                fork = await runtime.fork_session(
+                    source.main, at=cut, additional_directories=directories
+                )
             title = source.record.title
         finally:
             if attached is None:
@@ -250,6 +269,7 @@ class AcpAgent:
             checkpoints = runtime.scope.get(CHECKPOINTS)
             await anyio.to_thread.run_sync(checkpoints.copy_session, source_id, str(fork.id))
         acp_fork = self._attach(fork)
+        acp_fork.controls.set_additional_directories(directories or ())
         await acp_fork.controls.adopt(fork.main, values)
         if title:
             await fork.set_title(f"{title} (fork)")
@@ -439,6 +459,25 @@ class AcpAgent:
                 f"Resource not found: no session {session_id}", {"sessionId": session_id}
             )
         return acp_session
+
+
+def _other_roots(cwd: str, directories: tuple[str, ...] | None) -> tuple[str, ...]:
+    """`directories` as the session keeps them: resolved, once each, the cwd left out."""
+    from acp_agent.capabilities import workspace_roots
+
+    return tuple(str(root) for root in workspace_roots(cwd, directories or ())[1:])
+
+
+async def _activate(acp_session: AcpSession, sent: tuple[str, ...] | None) -> None:
+    """Give a loaded or resumed session the roots the request sent, none if it sent none
+    (ACP: "when omitted or empty, no additional roots are activated"); a list it sent
+    replaces the one kept with the session, which is kept otherwise."""
+    session = acp_session.session
+    directories = _other_roots(session.cwd, sent)
+    if sent is not None:
+        with wire_errors(session.id):
+            await session.set_additional_directories(directories)
+    acp_session.controls.set_additional_directories(directories)
 
 
 async def _fork_cut(branch: Branch, anchor: ForkAnchor | None) -> Seq:

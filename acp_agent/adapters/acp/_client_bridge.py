@@ -7,7 +7,9 @@ questions with `session/request_permission`, showing the call and the full
 command or path (in a code fence no line of it can close, `fenced`), what the
 call would do (the diff of a change, what a deletion removes, an MCP call's
 arguments), and the four answers; a question the client cancels (it must, once it sent
-`session/cancel`) or cannot answer counts as cancelled.
+`session/cancel`) or cannot answer counts as cancelled. Each question carries
+`_meta: {"acp-agent": {"outsideRoots": bool}}`: whether the call reaches outside
+every root of the workspace (a front end may refuse those without asking).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ __all__ = ("AcpClientBridge", "AcpPermissionPrompter", "AcpTerminal")
 
 logger = logging.getLogger(__name__)
 
+#: Our extensions live under this key of a question's `_meta`.
+_META_KEY = "acp-agent"
 _OPTION_KINDS = {kind.value: kind for kind in types.PermissionOptionKind}
 _TOOL_KINDS = {kind.value: kind for kind in types.ToolKind}
 
@@ -200,6 +204,7 @@ class AcpPermissionPrompter:
                 )
                 for option in question.options
             ],
+            meta={_META_KEY: {"outsideRoots": question.outside_roots}},
         )
         try:
             response = await self._connection.request(methods.SESSION_REQUEST_PERMISSION, request)

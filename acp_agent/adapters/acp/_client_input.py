@@ -7,7 +7,7 @@ open (a NUL in its `cwd`, a lone surrogate) is never created.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -15,7 +15,14 @@ import attrs
 from acp_agent.records import Record
 from protocol.errors import InvalidParams
 
-__all__ = ("FORK_META_KEY", "ForkAnchor", "absolute_path", "fork_anchor", "stored_id")
+__all__ = (
+    "FORK_META_KEY",
+    "ForkAnchor",
+    "absolute_path",
+    "additional_directories",
+    "fork_anchor",
+    "stored_id",
+)
 
 #: `session/fork` takes its anchor in `_meta[FORK_META_KEY]`.
 FORK_META_KEY: Final = "acp-agent"
@@ -55,6 +62,39 @@ def absolute_path(path: str, field: str) -> str:
     if not os.path.isabs(path):
         raise InvalidParams(f"Invalid params: {field}: must be an absolute path")
     return os.path.normpath(path)
+
+
+def additional_directories(
+    paths: Sequence[str] | None, field: str = "additionalDirectories"
+) -> tuple[str, ...] | None:
+    """The directories of an `additionalDirectories` list, each checked as `cwd` is, then
+    resolved (symlinks followed) and kept once, in order; None when the list was not sent.
+
+    -32602 naming the entry (`additionalDirectories[1]`) for one that is not an absolute
+    path, does not exist or is not a directory: a root the session could never use is
+    refused before anything is stored, not found missing at the first tool call.
+    """
+    if paths is None:
+        return None
+    kept: list[str] = []
+    for index, path in enumerate(paths):
+        entry = f"{field}[{index}]"
+        if not isinstance(path, str):
+            raise InvalidParams(f"Invalid params: {entry}: must be an absolute path")
+        normal = absolute_path(path, entry)
+        try:
+            resolved = os.path.realpath(normal, strict=True)
+        except FileNotFoundError:
+            raise InvalidParams(f"Invalid params: {entry}: {normal} does not exist") from None
+        except OSError as exc:
+            raise InvalidParams(
+                f"Invalid params: {entry}: {normal} cannot be used ({exc.strerror or exc})"
+            ) from None
+        if not os.path.isdir(resolved):
+            raise InvalidParams(f"Invalid params: {entry}: {normal} is not a directory")
+        if resolved not in kept:
+            kept.append(resolved)
+    return tuple(kept)
 
 
 @attrs.frozen

@@ -33,9 +33,12 @@ def iso_time(timestamp: float) -> str:
 
 
 def session_info(record: SessionRecord) -> types.SessionInfo:
+    """A stored session as listed; `additionalDirectories` (the list it was last given, to
+    send back on load or resume) is left out when there are none."""
     return types.SessionInfo(
         session_id=record.session_id,
         cwd=record.cwd,
+        additional_directories=list(record.additional_directories) or None,
         title=record.title,
         updated_at=iso_time(record.updated_at),
     )

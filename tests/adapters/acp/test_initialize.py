@@ -45,10 +45,12 @@ async def test_initialize_describes_the_agent_and_only_what_it_implements(agent:
     # MCP servers over stdio, streamable HTTP and SSE are connected (acp_agent.mcp).
     assert capabilities.mcp_capabilities.http is True
     assert capabilities.mcp_capabilities.sse is True
-    # Every stable session method works; fork is unstable, so not without --unstable.
+    # Every stable session method works, with additional directories (multi-root
+    # workspaces); fork is unstable, so not without --unstable.
     assert capabilities.session_capabilities == types.SessionCapabilities(
         list=types.SessionListCapabilities(),
         resume=types.SessionResumeCapabilities(),
         close=types.SessionCloseCapabilities(),
         delete=types.SessionDeleteCapabilities(),
+        additional_directories=types.SessionAdditionalDirectoriesCapabilities(),
     )
