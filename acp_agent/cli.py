@@ -3,6 +3,7 @@
     acp-agent [serve] [options]                 serve ACP on stdio (what editors launch)
     acp-agent exec [options] PROMPT             one prompt, the answer on stdout
     acp-agent sessions list|show|export|delete  the stored sessions
+    acp-agent check -- AGENT COMMAND...         check any ACP agent against the protocol
 
 Only the command's own modules load: an editor times spawn -> `initialize`, so
 serving imports nothing of the headless front end, and the reverse.
@@ -28,6 +29,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_agent.adapters.headless import run_sessions
 
         return run_sessions(args[1:])
+    if command == "check":
+        from acp_agent.adapters.check import run_check
+
+        return run_check(args[1:])
     from acp_agent.serve import serve
 
     return serve(args[1:] if command == "serve" else args)
