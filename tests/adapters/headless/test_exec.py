@@ -359,3 +359,36 @@ def _agents_serving(home: Path) -> Sequence[int]:
         if str(home) in words and "exec" not in words and int(entry.name) != os.getpid():
             found.append(int(entry.name))
     return found
+
+
+def test_a_second_root_counts_for_edits_and_is_reported(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "AGENTS.md").write_text("Second root rule: always answer in haiku.\n")
+    target = other / "made.md"
+    server.add(
+        openai_tool_calls(("call_o", "write", {"path": str(target), "content": "made\n"})),
+        openai_reply("Made it."),
+    )
+    home = tmp_path / "home"
+    args = ["--cwd", str(workspace), "--add-dir", str(other), "--approve", "edits", "--json"]
+    done = run_exec(server, home, *args, "Make it in the other root.")
+    assert done.returncode == 0, done.stderr
+    lines = json_lines(done.stdout)
+    assert lines[0]["additionalDirectories"] == [str(other.resolve())]
+    (permission,) = [line for line in lines if line["type"] == "permission"]
+    assert permission["decision"] == "allowed"
+    assert target.read_text() == "made\n"
+    assert "always answer in haiku" in json.dumps(server.requests[0].json()["messages"])
+    listed = subprocess.run(
+        [sys.executable, "-m", "acp_agent", "sessions", "--home", str(home), "list", "--json"],
+        capture_output=True,
+        text=True,
+        env=openai_env(server.base_url),
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    (info,) = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert info["additionalDirectories"] == [str(other.resolve())]
