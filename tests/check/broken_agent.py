@@ -3,8 +3,8 @@
     python tests/check/broken_agent.py [--break RULE] [--auth-required]
 
 Built on our `AgentConnection`. It advertises loadSession and sessionCapabilities
-list, close, delete and resume; keeps its sessions in a JSON file in its cwd (so
-a fresh process can load them); answers a prompt with one chunk ("Hello"), or,
+list, close, delete and resume; keeps its sessions in a JSON file (`BROKEN_AGENT_STORE`,
+so a fresh process can load them); answers a prompt with one chunk ("Hello"), or,
 for a prompt that asks to count, streams chunks until `session/cancel`. With
 `--break RULE` it breaks exactly that rule, as a real agent might; with
 `--auth-required` every prompt answers -32000, as an agent without a login does.
@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
@@ -27,7 +28,8 @@ from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import AcpError, InternalError, ResourceNotFound
 
-STORE = Path(".broken-agent-sessions.json")
+#: Where its sessions are kept across processes (the tests give each run its own).
+STORE = Path(os.environ.get("BROKEN_AGENT_STORE", ".broken-agent-sessions.json"))
 
 
 def main() -> None:

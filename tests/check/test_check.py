@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,12 @@ pytestmark = pytest.mark.timeout(TIMEOUT_S + 30)
 
 
 def check(*args: str, env: dict[str, str] | None = None) -> tuple[int, list[dict[str, Any]]]:
+    store = Path(tempfile.mkdtemp(prefix="broken-agent-")) / "sessions.json"
     done = subprocess.run(
         [sys.executable, "-m", "acp_agent", "check", "--json", *args],
         capture_output=True,
         text=True,
-        env=env or agent_env(),
+        env={**(env or agent_env()), "BROKEN_AGENT_STORE": str(store)},
         timeout=TIMEOUT_S,
         check=False,
     )

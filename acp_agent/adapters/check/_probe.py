@@ -1,12 +1,11 @@
 """The agent under test: one process of the checked command, seen through our client side.
 
-`Probe` starts the command with our `ClientConnection` in a scratch working
-directory and keeps everything a rule may need as evidence: every line the agent
-wrote, with when it arrived and what we had sent by then, the lines that were not
-JSON-RPC, each `session/update` with its arrival time, and the `fs/*` and
-`terminal/*` requests it made (which this client never advertises; they are
-answered with an error). Requests are typed (`request`) or raw (`raw_request`,
-for what the typed side refuses to send: an unknown method, a bad version).
+`Probe` starts the command with our `ClientConnection` and keeps everything a
+rule may need as evidence: every line the agent wrote, with when it arrived, the
+lines we wrote, the lines that were not JSON, and the `fs/*` and `terminal/*`
+requests it made (which this client never advertises; they are answered with an
+error). Requests are typed (`call`) or raw (`raw_request`, for what the typed side
+refuses to send: an unknown method, a bad version).
 """
 
 from __future__ import annotations
@@ -17,15 +16,16 @@ import itertools
 import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from protocol import methods, types
-from protocol._dispatch import Writer
 from protocol.connection import ClientConnection
 from protocol.errors import MethodNotFound
+
+if TYPE_CHECKING:
+    from protocol._dispatch import Writer
 
 __all__ = ("Probe", "Received")
 
@@ -53,10 +53,9 @@ class Received:
 class Probe(ClientConnection):
     """One process of the agent command, and what it did."""
 
-    def __init__(self, command: Sequence[str], cwd: Path, *, timeout_s: float) -> None:
+    def __init__(self, command: Sequence[str], *, timeout_s: float) -> None:
         super().__init__()
         self.command = list(command)
-        self.cwd = cwd
         self.timeout_s = timeout_s
         self.received: list[Received] = []
         #: Lines we wrote (raw and typed), for the schema check's response types.
@@ -75,7 +74,9 @@ class Probe(ClientConnection):
 
     async def start(self) -> None:
         """Start the command (its stdout and stdin are the connection)."""
-        await self.start_io(self.command[0], *self.command[1:], cwd=str(self.cwd))
+        # In the caller's directory, as a shell would run it: relative paths in the
+        # command work; the sessions are rooted in the checker's scratch directory.
+        await self.start_io(self.command[0], *self.command[1:])
         writer = self.protocol.writer
         assert writer is not None  # set by start_io
         self.protocol.writer = _RecordingWriter(writer, self.sent)
@@ -140,8 +141,9 @@ class Probe(ClientConnection):
             },
         )
 
-    async def end_input(self) -> float | None:
-        """Close the agent's stdin; seconds until it exited, or None if it did not in time."""
+    async def end_input(self, bound_s: float) -> float | None:
+        """Close the agent's stdin; seconds until it exited, or None if not within `bound_s`
+        (`close()` then ends it)."""
         process = self.process
         if process is None:
             return None
@@ -149,14 +151,15 @@ class Probe(ClientConnection):
         if process.stdin is not None:
             process.stdin.close()
         try:
-            await asyncio.wait_for(process.wait(), self.timeout_s)
+            await asyncio.wait_for(process.wait(), bound_s)
         except TimeoutError:
             return None
         return time.monotonic() - began
 
     async def close(self) -> None:
+        """End the process: it had its chance to exit on its own (`end_input`)."""
         with contextlib.suppress(Exception):
-            await self.stop(timeout_s=2.0)
+            await self.stop(timeout_s=0.1)
 
     # --- what the agent asks ----------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -38,6 +39,8 @@ EXIT_BOUND_S: Final = 2.0
 AUTH_REQUIRED: Final = -32000
 
 _MESSAGE_CHUNKS: Final = {"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"}
+#: The update kinds a prompt's turn produces (the rest describe the session).
+_TURN_UPDATES: Final = {*_MESSAGE_CHUNKS, "tool_call", "tool_call_update", "plan"}
 
 
 class _Inconclusive(Exception):
@@ -64,6 +67,7 @@ class Checker:
         self._findings: dict[str, Finding] = {}
         self._probes: list[Probe] = []
         self._exits: list[float | None] = []
+        #: The cwd of every session the checker makes (agents may write there).
         self._scratch = Path(tempfile.mkdtemp(prefix="acp-agent-check-"))
 
     async def run(self) -> list[Finding]:
@@ -103,9 +107,12 @@ class Checker:
             "no-unadvertised-client-calls",
             "exit-after-eof",
         }
-        for rules, group in groups:
-            if rules & self.only or everywhere & self.only:
-                await group()
+        try:
+            for rules, group in groups:
+                if rules & self.only or everywhere & self.only:
+                    await group()
+        finally:
+            shutil.rmtree(self._scratch, ignore_errors=True)
         self._judge_every_message()
         return [
             self._findings.get(r.id, Finding(r, Verdict.INCONCLUSIVE, "not reached"))
@@ -125,13 +132,16 @@ class Checker:
         self._findings[rule_id] = Finding(rule(rule_id), verdict, evidence)
 
     async def _probe(self) -> Probe:
-        probe = Probe(self.command, self._scratch, timeout_s=self.timeout_s)
+        probe = Probe(self.command, timeout_s=self.timeout_s)
         self._probes.append(probe)
         await probe.start()
         return probe
 
     async def _finish(self, probe: Probe) -> None:
-        self._exits.append(await probe.end_input())
+        # Waited a little past the bound: later than that fails the rule however late.
+        # Once one process was that slow, the others are not waited for.
+        slow_already = any(e is None for e in self._exits)
+        self._exits.append(await probe.end_input(0.2 if slow_already else EXIT_BOUND_S + 0.5))
         await probe.close()
 
     async def _ready(self, probe: Probe) -> dict[str, Any]:
@@ -269,7 +279,13 @@ class Checker:
                 self._find(rule_id, Verdict.INCONCLUSIVE, str(exc))
             return
         answered = time.monotonic()
-        during = [r.message for r in probe.updates(since=began) if r.at <= answered]
+        # The turn's own updates; a session-level one (commands, title) of another
+        # session may be late from its session/new and is no part of this prompt.
+        during = [
+            r.message
+            for r in probe.updates(since=began)
+            if r.at <= answered and _update_kind(r.message) in _TURN_UPDATES
+        ]
         foreign = [m for m in during if (m.get("params") or {}).get("sessionId") != session_id]
         self._find(
             "prompt-updates-session-id",
@@ -493,12 +509,7 @@ class Checker:
                         else f"nothing in the {self.quiet_s:g} s after the response",
                     )
                 else:
-                    chunks = [
-                        m
-                        for m in before
-                        if ((m.get("params") or {}).get("update") or {}).get("sessionUpdate")
-                        in _MESSAGE_CHUNKS
-                    ]
+                    chunks = [m for m in before if _update_kind(m) in _MESSAGE_CHUNKS]
                     self._find(
                         "resume-replays-nothing",
                         Verdict.FAIL if chunks else Verdict.PASS,
@@ -552,13 +563,17 @@ class Checker:
             "exit-after-eof",
             Verdict.FAIL if slow else Verdict.PASS if self._exits else Verdict.INCONCLUSIVE,
             (
-                "did not exit in time after stdin ended"
+                f"still running {EXIT_BOUND_S + 0.5:g} s after stdin ended"
                 if slow and slow[0] is None
                 else f"exited {slow[0]:.1f} s after stdin ended"
                 if slow
                 else f"{len(self._exits)} exit(s), slowest {max(e or 0 for e in self._exits):.2f} s"
             ),
         )
+
+
+def _update_kind(message: dict[str, Any]) -> Any:
+    return ((message.get("params") or {}).get("update") or {}).get("sessionUpdate")
 
 
 def _short(value: Any, limit: int = 200) -> str:

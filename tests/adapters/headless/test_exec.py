@@ -203,15 +203,19 @@ def test_approve_policies_inside_the_workspace(
         assert "rejected" in last_tool_message(server)  # the model is told
 
 
-@pytest.mark.parametrize("approve", ["edits", "all"])
+@pytest.mark.parametrize(
+    ("approve", "tool"), [("edits", "write"), ("all", "write"), ("all", "shell")]
+)
 def test_outside_the_roots_is_always_refused(
-    tmp_path: Path, server: FakeProviderServer, workspace: Path, approve: str
+    tmp_path: Path, server: FakeProviderServer, workspace: Path, approve: str, tool: str
 ) -> None:
     outside = tmp_path / "outside.txt"
-    server.add(
-        openai_tool_calls(("call_out", "write", {"path": str(outside), "content": "x\n"})),
-        openai_reply("Could not."),
+    arguments = (
+        {"path": str(outside), "content": "x\n"}
+        if tool == "write"
+        else {"command": "echo x > outside.txt", "cwd": str(tmp_path)}
     )
+    server.add(openai_tool_calls(("call_out", tool, arguments)), openai_reply("Could not."))
     done = run_exec(
         server, tmp_path / "home", "--cwd", str(workspace), "--approve", approve, "--json", "Go."
     )
