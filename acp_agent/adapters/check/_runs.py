@@ -174,8 +174,20 @@ class Checker:
             raise _Inconclusive(f"the prompt {why}: {error.get('message')} ({code})")
         return response
 
-    def _after(self, probe: Probe, session_id: str, since: float) -> list[Any]:
-        return [r.message for r in probe.updates(session_id, since=since)]
+    async def _nothing_after(
+        self, probe: Probe, session_id: str, answered: float, rule_id: str
+    ) -> None:
+        """Watch for `quiet_s` after a response answered at `answered`: any update of the
+        session then fails `rule_id`."""
+        await asyncio.sleep(self.quiet_s)
+        late = [r.message for r in probe.updates(session_id, since=answered)]
+        self._find(
+            rule_id,
+            Verdict.FAIL if late else Verdict.PASS,
+            f"{len(late)} update(s) after the response, first: {_short(late[0])}"
+            if late
+            else f"nothing in the {self.quiet_s:g} s after the response",
+        )
 
     # --- the groups --------------------------------------------------------------------
 
@@ -273,7 +285,7 @@ class Checker:
     async def _prompt_rules(self, probe: Probe, session_id: str) -> None:
         began = time.monotonic()
         try:
-            response = await self._prompt(probe, session_id, self.prompt)
+            await self._prompt(probe, session_id, self.prompt)
         except _Inconclusive as exc:
             for rule_id in ("prompt-updates-session-id", "nothing-after-prompt-response"):
                 self._find(rule_id, Verdict.INCONCLUSIVE, str(exc))
@@ -296,15 +308,7 @@ class Checker:
             if during
             else "the prompt sent no updates",
         )
-        await asyncio.sleep(self.quiet_s)
-        late = self._after(probe, session_id, answered)
-        self._find(
-            "nothing-after-prompt-response",
-            Verdict.FAIL if late else Verdict.PASS,
-            f"{len(late)} update(s) after {_short(response)}, first: {_short(late[0])}"
-            if late
-            else f"nothing in the {self.quiet_s:g} s after the response",
-        )
+        await self._nothing_after(probe, session_id, answered, "nothing-after-prompt-response")
 
     async def _session_methods(self, probe: Probe, session_caps: dict[str, Any]) -> None:
         created = await self._new(probe)
@@ -406,15 +410,8 @@ class Checker:
                 Verdict.PASS if stop == "cancelled" else Verdict.FAIL,
                 f"after session/cancel the prompt answered {_short(response)}",
             )
-            await asyncio.sleep(self.quiet_s)
-            late = self._after(probe, session_id, answered)
-            self._find(
-                "nothing-after-cancelled-response",
-                Verdict.FAIL if late else Verdict.PASS,
-                f"{len(late)} update(s) after the cancelled response, first: {_short(late[0])}"
-                if late
-                else f"nothing in the {self.quiet_s:g} s after the response",
-            )
+            rule_id = "nothing-after-cancelled-response"
+            await self._nothing_after(probe, session_id, answered, rule_id)
         except _Inconclusive as exc:
             for rule_id in ("cancel-resolves-cancelled", "nothing-after-cancelled-response"):
                 self._find(rule_id, Verdict.INCONCLUSIVE, str(exc))
@@ -499,15 +496,8 @@ class Checker:
                         Verdict.PASS if before else Verdict.FAIL,
                         f"{len(before)} update(s) replayed before the response",
                     )
-                    await asyncio.sleep(self.quiet_s)
-                    late = self._after(probe, session_id, answered)
-                    self._find(
-                        "nothing-after-load-response",
-                        Verdict.FAIL if late else Verdict.PASS,
-                        f"{len(late)} update(s) after the response, first: {_short(late[0])}"
-                        if late
-                        else f"nothing in the {self.quiet_s:g} s after the response",
-                    )
+                    rule_id = "nothing-after-load-response"
+                    await self._nothing_after(probe, session_id, answered, rule_id)
                 else:
                     chunks = [m for m in before if _update_kind(m) in _MESSAGE_CHUNKS]
                     self._find(
