@@ -121,7 +121,11 @@ def main(argv: Sequence[str]) -> int:
     except UsageError as exc:
         reporter.warn(str(exc))
         return EXIT_USAGE
-    return asyncio.run(_Run(args, prompt, roots, reporter).run())
+    try:
+        return asyncio.run(_Run(args, prompt, roots, reporter).run())
+    except KeyboardInterrupt:  # before the turn began: nothing to cancel yet
+        reporter.warn("interrupted")
+        return EXIT_INTERRUPTED
 
 
 def agent_args(args: argparse.Namespace) -> list[str]:
@@ -176,6 +180,8 @@ class _Run:
                 stop_reason = "cancelled"
             else:
                 status = self._status(stop_reason, error)
+                if error is None and status == EXIT_FAILED:
+                    self.reporter.warn(f"the turn ended with {stop_reason}")
         except UsageError as exc:
             status, error = EXIT_USAGE, {"kind": "usage", "message": str(exc)}
         except HeldSession as exc:

@@ -239,6 +239,21 @@ def test_a_provider_failure_exits_1_with_the_error(
     assert done.stderr.startswith("acp-agent: ")
 
 
+def test_a_refusal_exits_1_and_says_so(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    refused = Exchange(
+        chunks=[openai_stream(openai_chunk({"refusal": "No."}), openai_chunk({}, "content_filter"))]
+    )
+    server.add(refused)
+    done = run_exec(server, tmp_path / "home", "--cwd", str(workspace), "--json", "Do it")
+    result = result_of(done.stdout)
+    assert result["stopReason"] == "refusal", result
+    assert done.returncode == 1
+    assert result["exitCode"] == 1
+    assert "the turn ended with refusal" in done.stderr
+
+
 @pytest.mark.parametrize(
     "args",
     [
