@@ -319,17 +319,7 @@ class ServerConnection:
             if isinstance(item, lsp.SymbolInformation):
                 symbols.append(_symbol_information(item))
             elif isinstance(item.location, lsp.Location):
-                start = item.location.range.start
-                symbols.append(
-                    Symbol(
-                        item.name,
-                        _kind(item.kind),
-                        _path_of(item.location.uri),
-                        start.line + 1,
-                        start.character + 1,
-                        item.container_name,
-                    )
-                )
+                symbols.append(_symbol(item.name, item.kind, item.location, item.container_name))
         return symbols
 
     async def _ask(self, request: Any) -> Any:
@@ -404,14 +394,15 @@ def _kind(kind: lsp.SymbolKind) -> str:
 
 
 def _symbol_information(item: lsp.SymbolInformation) -> Symbol:
-    start = item.location.range.start
+    return _symbol(item.name, item.kind, item.location, item.container_name)
+
+
+def _symbol(
+    name: str, kind: lsp.SymbolKind, location: lsp.Location, container: str | None
+) -> Symbol:
+    start = location.range.start
     return Symbol(
-        item.name,
-        _kind(item.kind),
-        _path_of(item.location.uri),
-        start.line + 1,
-        start.character + 1,
-        item.container_name,
+        name, _kind(kind), _path_of(location.uri), start.line + 1, start.character + 1, container
     )
 
 

@@ -25,6 +25,7 @@ from tests.support.fake_provider import (
     openai_stream,
     openai_tool_calls,
 )
+from tests.support.processes import command_lines
 
 pytestmark = pytest.mark.e2e
 
@@ -174,16 +175,16 @@ extensions = [".py"]
 def servers_in(workspace: Path) -> list[int]:
     """Processes (Linux /proc) running a language server with `workspace` as their cwd."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+    for pid, argv in command_lines().items():
+        command = " ".join(argv)
+        if "ruff" not in command and "basedpyright" not in command:
             continue
         try:
-            cwd = (entry / "cwd").resolve()
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            cwd = Path(f"/proc/{pid}/cwd").resolve()
         except OSError:
             continue
-        if cwd == workspace.resolve() and (b"ruff" in command or b"basedpyright" in command):
-            found.append(int(entry.name))
+        if cwd == workspace.resolve():
+            found.append(pid)
     return found
 
 

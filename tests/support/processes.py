@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ("alive", "children_of", "group_members")
+__all__ = ("alive", "children_of", "command_lines", "group_members")
 
 
 def _stat(pid: int) -> tuple[str, int, int] | None:
@@ -54,3 +54,15 @@ def children_of(ppid: int, *, command_contains: str = "") -> list[int]:
         if command_contains in command:
             children.append(pid)
     return sorted(children)
+
+
+def command_lines() -> dict[int, list[str]]:
+    """Every live process's command line, split into its arguments: pid -> argv."""
+    found = {}
+    for pid in _living():
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        found[pid] = [word.decode(errors="replace") for word in raw.split(b"\0") if word]
+    return found

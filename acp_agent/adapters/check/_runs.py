@@ -131,6 +131,11 @@ class Checker:
             return
         self._findings[rule_id] = Finding(rule(rule_id), verdict, evidence)
 
+    def _undecided(self, *rule_ids: str, why: str) -> None:
+        """`rule_ids` cannot be decided on this agent, for the reason `why`."""
+        for rule_id in rule_ids:
+            self._find(rule_id, Verdict.INCONCLUSIVE, why)
+
     async def _probe(self) -> Probe:
         probe = Probe(self.command, timeout_s=self.timeout_s)
         self._probes.append(probe)
@@ -230,8 +235,7 @@ class Checker:
             await self._prompt_rules(probe, first)
             await self._session_methods(probe, capabilities.get("sessionCapabilities") or {})
         except _Inconclusive as exc:
-            for rule_id in ("session-new-unique-ids", "prompt-updates-session-id"):
-                self._find(rule_id, Verdict.INCONCLUSIVE, str(exc))
+            self._undecided("session-new-unique-ids", "prompt-updates-session-id", why=str(exc))
         except (TimeoutError, PeerError) as exc:
             self._find("session-new-unique-ids", Verdict.INCONCLUSIVE, _gone(exc, probe))
         finally:
@@ -287,8 +291,9 @@ class Checker:
         try:
             await self._prompt(probe, session_id, self.prompt)
         except _Inconclusive as exc:
-            for rule_id in ("prompt-updates-session-id", "nothing-after-prompt-response"):
-                self._find(rule_id, Verdict.INCONCLUSIVE, str(exc))
+            self._undecided(
+                "prompt-updates-session-id", "nothing-after-prompt-response", why=str(exc)
+            )
             return
         answered = time.monotonic()
         # The turn's own updates; a session-level one (commands, title) of another
@@ -413,8 +418,9 @@ class Checker:
             rule_id = "nothing-after-cancelled-response"
             await self._nothing_after(probe, session_id, answered, rule_id)
         except _Inconclusive as exc:
-            for rule_id in ("cancel-resolves-cancelled", "nothing-after-cancelled-response"):
-                self._find(rule_id, Verdict.INCONCLUSIVE, str(exc))
+            self._undecided(
+                "cancel-resolves-cancelled", "nothing-after-cancelled-response", why=str(exc)
+            )
         except (TimeoutError, PeerError) as exc:
             self._find("cancel-resolves-cancelled", Verdict.INCONCLUSIVE, _gone(exc, probe))
         finally:
@@ -432,11 +438,11 @@ class Checker:
                 await self._prompt(maker, candidate, self.prompt)
                 prompted = candidate
             except _Inconclusive as exc:
-                for rule_id in ("load-replays-before-response", "nothing-after-load-response"):
-                    self._find(rule_id, Verdict.INCONCLUSIVE, str(exc))
+                self._undecided(
+                    "load-replays-before-response", "nothing-after-load-response", why=str(exc)
+                )
         except (_Inconclusive, TimeoutError, PeerError) as exc:
-            for rule_id in ("load-never-prompted", "resume-never-prompted"):
-                self._find(rule_id, Verdict.INCONCLUSIVE, str(exc))
+            self._undecided("load-never-prompted", "resume-never-prompted", why=str(exc))
             return
         finally:
             await self._finish(maker)

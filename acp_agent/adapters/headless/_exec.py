@@ -133,7 +133,7 @@ def agent_args(args: argparse.Namespace) -> list[str]:
     passed = []
     if args.home is not None:
         passed += ["--home", str(args.home)]
-    if args.script is not None:
+    if getattr(args, "script", None) is not None:
         passed += ["--script", str(args.script)]
     if getattr(args, "max_turn_requests", None) is not None:
         passed += ["--max-turn-requests", str(args.max_turn_requests)]

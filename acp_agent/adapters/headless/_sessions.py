@@ -77,7 +77,6 @@ async def _run(args: argparse.Namespace) -> int:
     async def refuse(request: types.RequestPermissionRequest) -> types.RequestPermissionResponse:
         return types.RequestPermissionResponse(outcome=types.CancelledPermissionOutcome())
 
-    args.script = None
     agent = AgentProcess(
         on_update=lambda session_id, update: updates.append((session_id, update)),
         answer=refuse,

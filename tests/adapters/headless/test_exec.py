@@ -31,6 +31,7 @@ from tests.support.fake_provider import (
     openai_stream,
     openai_tool_calls,
 )
+from tests.support.processes import command_lines
 
 TIMEOUT_S = 60
 
@@ -366,18 +367,11 @@ def test_the_agent_child_is_gone_when_exec_ends(
 
 def _agents_serving(home: Path) -> Sequence[int]:
     """Agent processes (Linux /proc) started with `--home home`, other than an exec."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        words = [word.decode(errors="replace") for word in argv]
-        if str(home) in words and "exec" not in words and int(entry.name) != os.getpid():
-            found.append(int(entry.name))
-    return found
+    return [
+        pid
+        for pid, argv in command_lines().items()
+        if str(home) in argv and "exec" not in argv and pid != os.getpid()
+    ]
 
 
 def test_a_second_root_counts_for_edits_and_is_reported(
