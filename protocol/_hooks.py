@@ -1,13 +1,14 @@
 """cattrs hooks for the generated ACP types, grouped by purpose.
 
-Everything here is driven by the generated tables in `protocol.types`
-(`WIRE_FIELDS`, `TAGGED_UNIONS`, `UNTAGGED_UNIONS`): wire names, tags,
-leniency and unstable fields are data, not special cases.
+Everything here is driven by the generated tables (`WIRE_FIELDS`, `TAGGED_UNIONS`,
+`UNTAGGED_UNIONS`) of the parts of `protocol.types` loaded so far, as
+`protocol._wire.LOADED_TABLES` collects them: wire names, tags, leniency and
+unstable fields are data, not special cases. Nothing here imports a part.
 """
 
 from __future__ import annotations
 
-import enum
+import threading
 import types as pytypes
 import typing
 from collections.abc import Callable
@@ -17,8 +18,15 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from protocol import types
-from protocol._wire import JSON_NULL, JsonNull, TaggedUnion, UntaggedUnion, WireField
+from protocol._wire import (
+    JSON_NULL,
+    LOADED_TABLES,
+    JsonNull,
+    TaggedUnion,
+    UntaggedUnion,
+    WireEnum,
+    WireField,
+)
 
 __all__ = ("register_hooks",)
 
@@ -65,20 +73,15 @@ def _register_primitive_hooks(converter: cattrs.Converter) -> None:
     converter.register_structure_hook(float, structure_float)
     converter.register_structure_hook(bool, structure_bool)
 
-    # Our enums subclass str or int, so singledispatch would hand them the
-    # hooks above; each gets its own, more specific, registration.
-    for cls in types.ALL_TYPES:
-        if issubclass(cls, enum.Enum):
-            converter.register_structure_hook(cls, _enum_structure(cls))
+    # Our enums subclass str or int, so singledispatch would hand them the hooks
+    # above; their common base is more specific (it comes first in their MRO).
+    converter.register_structure_hook(WireEnum, _structure_enum)
 
 
-def _enum_structure(cls: type[enum.Enum]) -> StructureHook:
-    def structure_enum(value: Any, _: Any) -> Any:
-        if isinstance(value, bool):
-            raise ValueError(f"{value!r} is not a valid {cls.__name__}")
-        return cls(value)
-
-    return structure_enum
+def _structure_enum(value: Any, cls: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a valid {cls.__name__}")
+    return cls(value)
 
 
 def _json_type(value: Any) -> str:
@@ -168,22 +171,41 @@ def _union_members(t: Any) -> tuple[frozenset[Any], bool] | None:
     return frozenset(flat), optional
 
 
+class _UnionIndex:
+    """The loaded unions by their flattened member sets; it follows parts as they load."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._indexed = 0
+        self._tagged: dict[frozenset[Any], TaggedUnion] = {}
+        self._untagged: dict[frozenset[Any], UntaggedUnion] = {}
+
+    def find(self, members: frozenset[Any]) -> TaggedUnion | UntaggedUnion | None:
+        parts = LOADED_TABLES.parts
+        if len(parts) != self._indexed:
+            with self._lock:
+                for part in parts[self._indexed :]:
+                    for tagged_union in part.tagged_unions:
+                        flat: list[Any] = []
+                        for member in tagged_union.members:
+                            inner = _union_members(member)
+                            flat.extend(inner[0] if inner else [member])
+                        self._tagged[frozenset(flat)] = tagged_union
+                    for union in part.untagged_unions:
+                        self._untagged[frozenset(union.members) - {None}] = union
+                self._indexed = len(parts)
+        return self._tagged.get(members) or self._untagged.get(members)
+
+
 def _register_union_hooks(converter: cattrs.Converter) -> None:
-    tagged: dict[frozenset[Any], TaggedUnion] = {}
-    for tagged_union in types.TAGGED_UNIONS:
-        flat: list[Any] = []
-        for member in tagged_union.members:
-            inner = _union_members(member)
-            flat.extend(inner[0] if inner else [member])
-        tagged[frozenset(flat)] = tagged_union
-    untagged = {frozenset(u.members) - {None}: u for u in types.UNTAGGED_UNIONS}
+    index = _UnionIndex()
 
     def lookup(t: Any) -> tuple[TaggedUnion | UntaggedUnion, bool] | None:
         found = _union_members(t)
         if found is None:
             return None
         members, optional = found
-        union = tagged.get(members) or untagged.get(members)
+        union = index.find(members)
         return (union, optional) if union is not None else None
 
     def is_acp_union(t: Any) -> bool:
@@ -256,14 +278,33 @@ def _untagged_structure(converter: cattrs.Converter, union: UntaggedUnion) -> St
 
 def _register_struct_hooks(converter: cattrs.Converter, *, include_unstable: bool) -> None:
     # Factories, not eager hooks: cattrs builds each class's function on first
-    # use, when the hooks of the classes it contains are registered too.
+    # use, when the hooks of the classes it contains are registered too. Each one is
+    # built once: cattrs empties its whole hook cache whenever it meets a new list
+    # type, and rebuilding (compiling) every class's function after that cost the
+    # first prompts of a process ~0.4 ms a class, again and again. So hooks registered
+    # after a class's first use do not reach it: register yours first.
+    unstructure_built: dict[type, Callable[[Any], Any]] = {}
+    structure_built: dict[type, StructureHook] = {}
+
     def is_acp_class(t: Any) -> bool:
-        return isinstance(t, type) and t in types.WIRE_FIELDS
+        return isinstance(t, type) and t in LOADED_TABLES.wire_fields
 
     def unstructure_factory(cls: Any) -> Callable[[Any], Any]:
+        built = unstructure_built.get(cls)
+        if built is None:
+            built = unstructure_built[cls] = _unstructure_fn(cls)
+        return built
+
+    def structure_factory(cls: Any) -> StructureHook:
+        built = structure_built.get(cls)
+        if built is None:
+            built = structure_built[cls] = _structure_fn(cls)
+        return built
+
+    def _unstructure_fn(cls: Any) -> Callable[[Any], Any]:
         attrs.resolve_types(cls)  # the generated annotations are strings until now
         overrides: dict[str, Any] = {}
-        for wire in types.WIRE_FIELDS[cls]:
+        for wire in LOADED_TABLES.wire_fields[cls]:
             # Required fields and tags are always written; optional ones only
             # when they differ from their default.
             overrides[wire.name] = override(
@@ -273,9 +314,9 @@ def _register_struct_hooks(converter: cattrs.Converter, *, include_unstable: boo
             )
         return make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=True, **overrides)
 
-    def structure_factory(cls: Any) -> StructureHook:
+    def _structure_fn(cls: Any) -> StructureHook:
         attrs.resolve_types(cls)
-        by_name = {f.name: f for f in types.WIRE_FIELDS[cls]}
+        by_name = {f.name: f for f in LOADED_TABLES.wire_fields[cls]}
         overrides: dict[str, Any] = {}
         for attribute in attrs.fields(cls):
             wire = by_name[attribute.name]

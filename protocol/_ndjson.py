@@ -114,6 +114,19 @@ class ThreadedLineReader:
         # from writing to it as the thread closes it.
         self._wake_lock = threading.RLock()
         self._wake: tuple[int, int] | None = None
+        # Lines the thread has read, and lines `readline()` has returned: each counter is
+        # written by one thread only, so their difference is safe to read from any.
+        self._read = 0
+        self._taken = 0
+
+    @property
+    def lines_waiting(self) -> int:
+        """Lines read from the stream and not yet returned by `readline()` (any thread).
+
+        What a background job gives way to: a request may be waiting for the loop
+        before any handler of it has started.
+        """
+        return self._read - self._taken
 
     async def readline(self) -> bytes | OversizedLine:
         if self._stopped:
@@ -128,6 +141,7 @@ class ThreadedLineReader:
             )
             thread.start()
         line = await self._queue.get()
+        self._taken += 1
         self._room.release()
         return b"" if self._stopped else line
 
@@ -160,6 +174,7 @@ class ThreadedLineReader:
                 line = self._next_line()
                 if self._stopped:
                     return
+                self._read += 1
                 try:
                     loop.call_soon_threadsafe(queue.put_nowait, line)
                 except RuntimeError:

@@ -8,19 +8,25 @@ rather than in `if`s means a schema update changes only generated code.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
 
 __all__ = (
     "JSON_NULL",
+    "LOADED_TABLES",
     "JsonNull",
+    "LoadedTables",
     "OpenEnumMixin",
     "TaggedUnion",
     "UntaggedUnion",
+    "WireEnum",
     "WireField",
     "WireStruct",
+    "WireTables",
+    "merge_tables",
 )
 
 
@@ -127,7 +133,18 @@ class UntaggedUnion:
     members: tuple[Any, ...]
 
 
-class OpenEnumMixin:
+class WireEnum:
+    """The base of every generated enum: the converter's strict enum hook applies to it.
+
+    Our enums are also `str` or `int`; without a base of their own, cattrs would hand
+    them the strict hook for plain strings and numbers. One base registers once for
+    all, whichever part of `protocol.types` defines them and whenever it loads.
+    """
+
+    __slots__ = ()
+
+
+class OpenEnumMixin(WireEnum):
     """Lets a string or integer enum accept values the schema leaves open.
 
     The schema marks some enums as open (an "other" variant): unknown values
@@ -146,3 +163,70 @@ class OpenEnumMixin:
         pseudo._name_ = f"UNKNOWN_{value}"
         pseudo._value_ = value
         return pseudo
+
+
+@attrs.frozen
+class WireTables:
+    """The tables of one generated part of `protocol.types` (or of several, merged)."""
+
+    #: Each class's attributes as they appear on the wire.
+    wire_fields: Mapping[type, tuple[WireField, ...]]
+    #: The schema `$defs` name that validates each class's or enum's wire form.
+    definition_of: Mapping[type, str]
+    tagged_unions: tuple[TaggedUnion, ...]
+    untagged_unions: tuple[UntaggedUnion, ...]
+    #: Classes merged from untagged alternatives: a valid instance sets every field
+    #: of at least one of these sets.
+    alternatives: Mapping[type, tuple[tuple[str, ...], ...]]
+    #: The classes and enums only in the unstable schema.
+    unstable_types: frozenset[type]
+    #: Every enum, then every class.
+    all_types: tuple[type, ...]
+
+
+def merge_tables(parts: Iterable[WireTables]) -> WireTables:
+    """One set of tables holding every one of `parts`, in order."""
+    parts = tuple(parts)
+    return WireTables(
+        wire_fields={k: v for p in parts for k, v in p.wire_fields.items()},
+        definition_of={k: v for p in parts for k, v in p.definition_of.items()},
+        tagged_unions=tuple(u for p in parts for u in p.tagged_unions),
+        untagged_unions=tuple(u for p in parts for u in p.untagged_unions),
+        alternatives={k: v for p in parts for k, v in p.alternatives.items()},
+        unstable_types=frozenset(t for p in parts for t in p.unstable_types),
+        all_types=tuple(t for p in parts for t in p.all_types),
+    )
+
+
+class LoadedTables:
+    """The tables of the parts of `protocol.types` imported so far.
+
+    A part adds its tables as its last statement. The converter looks classes and
+    unions up here rather than in `protocol.types`, whose tables import every part:
+    a class handed to the converter was imported with its part, so it is here.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parts: tuple[WireTables, ...] = ()
+        #: Every loaded class's wire fields (what the converter's hooks read).
+        self.wire_fields: dict[type, tuple[WireField, ...]] = {}
+        #: Attribute name -> JSON key, for error messages.
+        self.wire_names: dict[str, str] = {}
+
+    @property
+    def parts(self) -> tuple[WireTables, ...]:
+        """The loaded parts, in the order they loaded."""
+        return self._parts
+
+    def add(self, part: WireTables) -> None:
+        """Make `part`'s classes and unions known to the converter."""
+        with self._lock:
+            self.wire_fields.update(part.wire_fields)
+            for fields in part.wire_fields.values():
+                self.wire_names.update((f.name, f.wire_name) for f in fields)
+            self._parts = (*self._parts, part)
+
+
+#: The process's loaded tables (each generated part adds to it).
+LOADED_TABLES: Final = LoadedTables()

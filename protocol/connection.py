@@ -45,7 +45,7 @@ from protocol._ndjson import (
     ThreadedLineReader,
     iter_lines,
 )
-from protocol.converter import get_converter
+from protocol.converter import shared_converter
 from protocol.limits import MAX_AGENT_LINE_BYTES
 from protocol.methods import MessageKind
 from protocol.text_chunks import TextChunks, encode_text_chunks
@@ -139,7 +139,7 @@ class AgentConnection(_Endpoint):
     protocol: AgentSideProtocol
 
     def __init__(self, *, unstable: bool = False) -> None:
-        self.protocol = AgentSideProtocol(get_converter(include_unstable=unstable))
+        self.protocol = AgentSideProtocol(shared_converter(include_unstable=unstable))
         self.protocol.unstable = unstable
         self._stop_event = threading.Event()
         self._source: ThreadedLineReader | None = None
@@ -211,6 +211,12 @@ class AgentConnection(_Endpoint):
             writer.close()
             self._stop_event.set()
 
+    @property
+    def input_waiting(self) -> int:
+        """Lines read from stdin that the loop has not taken yet (safe from any thread)."""
+        source = self._source
+        return 0 if source is None else source.lines_waiting
+
     def stop(self) -> None:
         """End the input now, as the end of stdin would; `start_io` then winds down and returns.
 
@@ -265,7 +271,7 @@ class ClientConnection(_Endpoint):
     protocol: ClientSideProtocol
 
     def __init__(self, *, unstable: bool = False) -> None:
-        self.protocol = ClientSideProtocol(get_converter(include_unstable=unstable))
+        self.protocol = ClientSideProtocol(shared_converter(include_unstable=unstable))
         self.protocol.unstable = unstable
         self._server: asyncio.subprocess.Process | None = None
         self._async_tasks: list[asyncio.Task[None]] = []

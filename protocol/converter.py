@@ -8,14 +8,15 @@ leniency hints when reading. Unstable fields are written only on request.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import cattrs
 
-from protocol import types
 from protocol._hooks import register_hooks
+from protocol._wire import LOADED_TABLES
 
-__all__ = ("get_converter", "structure_error_message")
+__all__ = ("get_converter", "shared_converter", "structure_error_message")
 
 
 def get_converter(
@@ -31,7 +32,19 @@ def get_converter(
     return target
 
 
-_WIRE_NAMES = {f.name: f.wire_name for fields in types.WIRE_FIELDS.values() for f in fields}
+def shared_converter(*, include_unstable: bool = False) -> cattrs.Converter:
+    """The process's converter for ACP types (one per `include_unstable`), never modified.
+
+    cattrs compiles a class's (un)structure function on its first use by a converter:
+    a converter per session or per prompt paid that again each time (~50 ms of a
+    `session/new`). Use `get_converter()` for one to add hooks to.
+    """
+    return _shared(include_unstable)
+
+
+@functools.cache
+def _shared(include_unstable: bool) -> cattrs.Converter:
+    return get_converter(include_unstable=include_unstable)
 
 
 def structure_error_message(exc: BaseException) -> str:
@@ -65,7 +78,7 @@ def _note_path(exc: BaseException) -> tuple[str, ...]:
     for note in getattr(exc, "__notes__", ()):
         name: Any = getattr(note, "name", None)
         if isinstance(name, str):
-            return (_WIRE_NAMES.get(name, name),)
+            return (LOADED_TABLES.wire_names.get(name, name),)
         if isinstance(name, int):
             return (f"[{name}]",)
         if isinstance(note, str) and note.startswith("Structuring array @ index "):

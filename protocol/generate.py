@@ -1,4 +1,4 @@
-"""Generate `protocol/types.py` and `protocol/methods.py` from the vendored schema.
+"""Generate `protocol/types.py` (with its parts) and `protocol/methods.py` from the schema.
 
 Run `python -m protocol.generate` to regenerate, `--check` to fail on drift
 (CI and a test do). Four stages, in order: load the JSON Schemas, validate
@@ -789,24 +789,157 @@ def docstring(text: str, indent: str, unstable: bool) -> list[str]:
     ]
 
 
+@attrs.frozen
+class Part:
+    """One generated module of wire types: the closure of its methods' types."""
+
+    module: str
+    #: What it holds, for its docstring (lower case, no full stop).
+    summary: str
+    #: The methods whose params and results it holds (with what they contain, less what
+    #: earlier parts hold); None for everything left.
+    methods: tuple[str, ...] | None
+
+
+#: The session methods that run in a turn, not in setting a session up.
+TURN_METHODS = ("session/prompt", "session/update", "session/request_permission", "session/cancel")
+
+#: The parts `protocol.types` is split into, in load order. Answering `initialize`
+#: imports only the first: an editor times spawn -> initialize, and all ~230 classes
+#: cost ~75 ms to build. `session/new` adds the second, a prompt the third; the last
+#: loads when the agent first asks its client something (or in the warm-up).
+PARTS = (
+    Part(
+        "_types_handshake",
+        "what answering `initialize` and `authenticate` needs, every enum and string alias",
+        ("initialize", "authenticate", "$/cancel_request"),
+    ),
+    Part(
+        "_types_sessions",
+        "what the session methods add: new, load, resume, fork, list and settings",
+        ("session/*",),
+    ),
+    Part(
+        "_types_prompts",
+        "what a prompt, its updates and its cancelling add",
+        ("session/prompt", "session/update", "session/cancel"),
+    ),
+    Part(
+        "_types_others",
+        "the rest: what an agent asks of its client (permission, files, terminals,"
+        " elicitation) and the unstable methods",
+        None,
+    ),
+)
+
+_TABLE_NAMES = (
+    "ALL_TYPES",
+    "DEFINITION_OF",
+    "WIRE_FIELDS",
+    "TAGGED_UNIONS",
+    "UNTAGGED_UNIONS",
+    "UNSTABLE_TYPES",
+    "ALTERNATIVES",
+)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text))
+
+
 class Emitter:
     """Writes the model as Python source, in a fixed order."""
 
     def __init__(self, model: Model) -> None:
         self.model = model
+        self.part_of = self._partition()
 
-    def types_module(self) -> str:
+    # -- the split into parts ------------------------------------------------
+
+    def _references(self) -> dict[str, set[str]]:
+        """Each definition's name -> the names its source mentions."""
+        refs: dict[str, set[str]] = {}
+        for s in self.model.structs:
+            refs[s.name] = set()
+            for f in s.fields:
+                refs[s.name] |= _words(f.type.render()) | _words(f.default or "")
+        for u in self.model.unions:
+            refs[u.name] = {w for m in u.members for w in _words(m)}
+        for a in self.model.aliases:
+            refs[a.name] = _words(a.target)
+        for e in self.model.enums:
+            refs[e.name] = set()
+        return refs
+
+    def _partition(self) -> dict[str, int]:
+        """Each definition's name -> the index in `PARTS` of the part that defines it."""
+        refs = self._references()
+        part_of: dict[str, int] = {}
+        # String aliases and enums go first: every part's annotations may name them, and
+        # modules build lookup tables of enum values when they load (~20 enums, cheap).
+        for a in self.model.aliases:
+            if a.target in ("str", "int", "float", "bool", "Any"):
+                part_of[a.name] = 0
+        for e in self.model.enums:
+            part_of[e.name] = 0
+        for index, part in enumerate(PARTS):
+            if part.methods is None:
+                roots = list(refs)
+            else:
+                roots = []
+                for m in self.model.methods:
+                    if self._in(m.name, part.methods):
+                        roots += [m.params, *([m.result] if m.result else [])]
+            stack = roots
+            while stack:
+                name = stack.pop()
+                if name in part_of or name not in refs:
+                    continue
+                part_of[name] = index
+                stack.extend(refs[name])
+        return part_of
+
+    @staticmethod
+    def _in(method: str, patterns: tuple[str, ...]) -> bool:
+        if method in TURN_METHODS and method not in patterns:
+            return False
+        return any(
+            method == p or (p.endswith("/*") and method.startswith(p[:-1])) for p in patterns
+        )
+
+    def _part_model(self, index: int) -> Model:
+        """The definitions of part `index`, in the model's order."""
+
+        def mine(name: str) -> bool:
+            return self.part_of[name] == index
+
+        return Model(
+            enums=[e for e in self.model.enums if mine(e.name)],
+            aliases=[a for a in self.model.aliases if mine(a.name)],
+            structs=[s for s in self.model.structs if mine(s.name)],
+            unions=[u for u in self.model.unions if mine(u.name)],
+        )
+
+    # -- the modules ------------------------------------------------------------
+
+    def part_module(self, index: int) -> str:
+        part = PARTS[index]
+        model = self._part_model(index)
+        own = (
+            {e.name for e in model.enums}
+            | {a.name for a in model.aliases}
+            | {s.name for s in model.structs}
+            | {u.name for u in model.unions}
+        )
+        refs = self._references()
+        used = set().union(*(refs[name] for name in own)) if own else set()
         out: list[str] = [
             BANNER.rstrip(),
-            '"""ACP v1 wire types, generated from the vendored JSON Schema.',
+            f'"""ACP v1 wire types, part {index + 1} of {len(PARTS)}: {part.summary}.',
             "",
-            "Every class is an attrs class with snake_case attributes; `protocol.converter`",
-            "maps them to camelCase JSON, writes tags, omits unset optional fields and",
-            "keeps `_meta` (the `meta` attribute). Use `JSON_NULL` where null clears a field.",
+            "Import them from `protocol.types`, which loads this part when one is first used.",
             '"""',
             "",
-        ]
-        out += [
             "from __future__ import annotations",
             "",
             "import enum",
@@ -816,56 +949,159 @@ class Emitter:
             "",
             "from protocol._wire import (",
             "    JSON_NULL,",
+            "    LOADED_TABLES,",
             "    JsonNull,",
             "    OpenEnumMixin,",
             "    TaggedUnion,",
             "    UntaggedUnion,",
+            "    WireEnum,",
             "    WireField,",
             "    WireStruct,",
+            "    WireTables,",
             ")",
+        ]
+        for earlier in range(index):
+            names = sorted(n for n in used - own if self.part_of.get(n) == earlier)
+            if names:
+                out += [f"from protocol.{PARTS[earlier].module} import ("]
+                out += [f"    {n}," for n in names]
+                out += [")"]
+        out.append("")
+        out += self._emit_aliases(model, primitive=True)
+        out += self._emit_enums(model)
+        out += self._emit_structs(model)
+        out += self._emit_aliases(model, primitive=False)
+        out += self._emit_unions(model)
+        out += self._emit_tables(model)
+        out += [
+            "",
+            "TABLES: Final = WireTables(",
+            "    wire_fields=WIRE_FIELDS,",
+            "    definition_of=DEFINITION_OF,",
+            "    tagged_unions=TAGGED_UNIONS,",
+            "    untagged_unions=UNTAGGED_UNIONS,",
+            "    alternatives=ALTERNATIVES,",
+            "    unstable_types=UNSTABLE_TYPES,",
+            "    all_types=ALL_TYPES,",
+            ")",
+            "",
+            "# Last: the converter may now meet this part's classes.",
+            "LOADED_TABLES.add(TABLES)",
+        ]
+        names = sorted(own | {"TABLES"})
+        out += ["", "__all__ = ("] + [f"    {n!r}," for n in names] + [")", ""]
+        return "\n".join(out)
+
+    def types_module(self) -> str:
+        """The one public face of the parts: each name imports its part on first use."""
+        by_part: dict[int, list[str]] = {i: [] for i in range(len(PARTS))}
+        for name, index in sorted(self.part_of.items()):
+            by_part[index].append(name)
+        out: list[str] = [
+            BANNER.rstrip(),
+            '"""ACP v1 wire types, generated from the vendored JSON Schema.',
+            "",
+            "Every class is an attrs class with snake_case attributes; `protocol.converter`",
+            "maps them to camelCase JSON, writes tags, omits unset optional fields and",
+            "keeps `_meta` (the `meta` attribute). Use `JSON_NULL` where null clears a field.",
+            "",
+            f"The definitions are generated into {len(PARTS)} parts that load on first use, so",
+            "answering `initialize` builds ~40 classes, not ~230:",
+            "",
+            *[f"- `{p.module}`: {p.summary}{';' if p is not PARTS[-1] else '.'}" for p in PARTS],
+            "",
+            "This module is their public face: `types.NewSessionRequest` imports the part",
+            "that defines it. The tables (`WIRE_FIELDS`, `ALL_TYPES`...) merge every part,",
+            "so using one loads them all.",
+            '"""',
+            "",
+            "from __future__ import annotations",
+            "",
+            "import sys",
+            "from typing import TYPE_CHECKING, Any, Final",
+            "",
+            "from protocol._wire import JSON_NULL, JsonNull, merge_tables",
             "",
             f"SCHEMA_VERSION: Final = {SCHEMA_VERSION!r}",
             "PROTOCOL_VERSION: Final = 1",
             "",
+            "if TYPE_CHECKING:",
         ]
-        out += self._emit_aliases(primitive=True)
-        out += self._emit_enums()
-        out += self._emit_structs()
-        out += self._emit_aliases(primitive=False)
-        out += self._emit_unions()
-        out += self._emit_tables()
-        names = sorted(
-            ["JSON_NULL", "JsonNull", "SCHEMA_VERSION", "PROTOCOL_VERSION"]
-            + [a.name for a in self.model.aliases]
-            + [e.name for e in self.model.enums]
-            + [s.name for s in self.model.structs]
-            + [u.name for u in self.model.unions]
-            + [
-                "ALL_TYPES",
-                "DEFINITION_OF",
-                "WIRE_FIELDS",
-                "TAGGED_UNIONS",
-                "UNTAGGED_UNIONS",
-                "UNSTABLE_TYPES",
-                "ALTERNATIVES",
-            ]
-        )
-        out += ["", "__all__ = ("] + [f"    {n!r}," for n in names] + [")", ""]
+        for index, part in enumerate(PARTS):
+            out += [f"    from protocol.{part.module} import ("]
+            out += [f"        {n}," for n in by_part[index]]
+            out += ["    )"]
+        out += [
+            "    from protocol._wire import TaggedUnion, UntaggedUnion, WireField",
+            "",
+            "    WIRE_FIELDS: dict[type, tuple[WireField, ...]]",
+            "    DEFINITION_OF: dict[type, str]",
+            "    TAGGED_UNIONS: tuple[TaggedUnion, ...]",
+            "    UNTAGGED_UNIONS: tuple[UntaggedUnion, ...]",
+            "    ALTERNATIVES: dict[type, tuple[tuple[str, ...], ...]]",
+            "    UNSTABLE_TYPES: frozenset[type]",
+            "    ALL_TYPES: tuple[type, ...]",
+            "",
+            "#: Each part's module and the names it defines.",
+            "_PARTS: Final[dict[str, tuple[str, ...]]] = {",
+        ]
+        for index, part in enumerate(PARTS):
+            out += [f"    'protocol.{part.module}': ("]
+            out += [f"        {n!r}," for n in by_part[index]]
+            out += ["    ),"]
+        out += [
+            "}",
+            "_PART_OF: Final = {n: module for module, names in _PARTS.items() for n in names}",
+            "#: The merged tables, by name: the `WireTables` attribute each one is.",
+            "_TABLES: Final = {",
+            *[f"    {t!r}: {t.lower()!r}," for t in _TABLE_NAMES],
+            "}",
+            "",
+            "",
+            "if not TYPE_CHECKING:",
+            "",
+            "    def __getattr__(name: str) -> Any:",
+            '        """Import the part that defines `name` (every part, for a table)."""',
+            "        module = _PART_OF.get(name)",
+            "        if module is not None:",
+            "            value = getattr(_part(module), name)",
+            "        elif name in _TABLES:",
+            "            merged = merge_tables(_part(m).TABLES for m in _PARTS)",
+            "            value = getattr(merged, _TABLES[name])",
+            "        else:",
+            '            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
+            "        globals()[name] = value",
+            "        return value",
+            "",
+            "",
+            "def _part(module: str) -> Any:",
+            "    # An import statement's machinery, not importlib.import_module: `-X importtime`",
+            "    # (the startup benchmark's report) sees only the former.",
+            "    __import__(module)",
+            "    return sys.modules[module]",
+            "",
+            "",
+            "def __dir__() -> list[str]:",
+            "    return list(__all__)",
+        ]
+        fixed = ["JSON_NULL", "JsonNull", "SCHEMA_VERSION", "PROTOCOL_VERSION"]
+        names = sorted([*fixed, *self.part_of, *_TABLE_NAMES])
+        out += ["", "", "__all__ = ("] + [f"    {n!r}," for n in names] + [")", ""]
         return "\n".join(out)
 
-    def _emit_aliases(self, *, primitive: bool) -> list[str]:
+    def _emit_aliases(self, model: Model, *, primitive: bool) -> list[str]:
         out = []
-        for a in sorted(self.model.aliases, key=lambda a: a.name):
+        for a in sorted(model.aliases, key=lambda a: a.name):
             is_prim = a.target in ("str", "int", "float", "bool", "Any")
             if is_prim != primitive:
                 continue
             out += ["", *comment_block(a.description, ""), f"{a.name}: TypeAlias = {a.target}"]
         return out
 
-    def _emit_enums(self) -> list[str]:
+    def _emit_enums(self, model: Model) -> list[str]:
         out = []
-        for e in self.model.enums:
-            bases = ("OpenEnumMixin, " if e.open else "") + f"{e.value_type}, enum.Enum"
+        for e in model.enums:
+            bases = ("OpenEnumMixin" if e.open else "WireEnum") + f", {e.value_type}, enum.Enum"
             out += ["", ""]
             if not e.open:
                 out.append("@enum.unique")
@@ -890,9 +1126,9 @@ class Emitter:
             return f"{t} | None"
         return t
 
-    def _emit_structs(self) -> list[str]:
+    def _emit_structs(self, model: Model) -> list[str]:
         out = []
-        for s in self.model.structs:
+        for s in model.structs:
             # repr, eq and hash come from `WireStruct`: attrs would compile three methods
             # per class, most of what importing this module costs.
             decorator = "@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)"
@@ -912,10 +1148,10 @@ class Emitter:
                 out.append(f"    {f.name}: {self._py_type(f)}{default}")
         return out
 
-    def _emit_unions(self) -> list[str]:
+    def _emit_unions(self, model: Model) -> list[str]:
         out = []
         # Unions may reference other unions: emit in dependency order.
-        pending = list(self.model.unions)
+        pending = list(model.unions)
         done: set[str] = set()
         union_names = {u.name for u in pending}
         while pending:
@@ -939,7 +1175,7 @@ class Emitter:
                 raise ValueError(f"cyclic unions: {[u.name for u in pending]}")
         return out
 
-    def _emit_tables(self) -> list[str]:
+    def _emit_tables(self, model: Model) -> list[str]:
         out = [
             "",
             "",
@@ -949,7 +1185,7 @@ class Emitter:
             "",
         ]
         out.append("WIRE_FIELDS: Final[dict[type, tuple[WireField, ...]]] = {")
-        for s in self.model.structs:
+        for s in model.structs:
             out.append(f"    {s.name}: (")
             for f in s.fields:
                 args = [repr(f.name), repr(f.wire_name)]
@@ -971,12 +1207,12 @@ class Emitter:
         out.append("}")
         out.append("")
         out.append("DEFINITION_OF: Final[dict[type, str]] = {")
-        out += [f"    {s.name}: {s.definition!r}," for s in self.model.structs]
-        out += [f"    {e.name}: {e.name!r}," for e in self.model.enums]
+        out += [f"    {s.name}: {s.definition!r}," for s in model.structs]
+        out += [f"    {e.name}: {e.name!r}," for e in model.enums]
         out.append("}")
         out.append("")
         out.append("TAGGED_UNIONS: Final[tuple[TaggedUnion, ...]] = (")
-        for u in self.model.unions:
+        for u in model.unions:
             if u.tag is None:
                 continue
             by_tag = ", ".join(f"{value!r}: {cls}" for value, cls in u.by_tag)
@@ -989,7 +1225,7 @@ class Emitter:
         out.append(")")
         out.append("")
         out.append("UNTAGGED_UNIONS: Final[tuple[UntaggedUnion, ...]] = (")
-        for u in self.model.unions:
+        for u in model.unions:
             if u.tag is None:
                 out.append(
                     f"    UntaggedUnion(name={u.name!r}, members=({', '.join(u.members)},)),"
@@ -999,22 +1235,22 @@ class Emitter:
         out.append("#: Classes merged from untagged alternatives: a valid instance sets every")
         out.append("#: field of at least one of these sets.")
         out.append("ALTERNATIVES: Final[dict[type, tuple[tuple[str, ...], ...]]] = {")
-        for s in self.model.structs:
+        for s in model.structs:
             if s.alternatives:
                 out.append(f"    {s.name}: {s.alternatives!r},")
         out.append("}")
         out.append("")
         unstable = sorted(
-            [s.name for s in self.model.structs if s.unstable]
-            + [e.name for e in self.model.enums if e.unstable]
+            [s.name for s in model.structs if s.unstable]
+            + [e.name for e in model.enums if e.unstable]
         )
         out.append("UNSTABLE_TYPES: Final[frozenset[type]] = frozenset({")
         out += [f"    {n}," for n in unstable]
         out.append("})")
         out.append("")
         out.append("ALL_TYPES: Final[tuple[type, ...]] = (")
-        out += [f"    {e.name}," for e in self.model.enums]
-        out += [f"    {s.name}," for s in self.model.structs]
+        out += [f"    {e.name}," for e in model.enums]
+        out += [f"    {s.name}," for s in model.structs]
         out.append(")")
         # Annotations stay strings until the converter first handles a class (it resolves
         # them then): resolving all ~230 at import was a third of the import's time.
@@ -1071,12 +1307,23 @@ class Emitter:
             "    name: str",
             "    side: Side",
             "    kind: MessageKind",
-            "    #: The type params structure into (a class or a union alias).",
-            "    params_type: Any",
-            "    #: The type of the result; None for notifications.",
-            "    result_type: Any",
+            "    #: The name in `protocol.types` of the type params structure into.",
+            "    params: str",
+            "    #: The name of the result's type; None for notifications.",
+            "    result: str | None",
             "    #: False for methods only in the unstable schema.",
             "    stable: bool",
+            "",
+            "    @property",
+            "    def params_type(self) -> Any:",
+            '        """The type params structure into (a class or a union alias)."""',
+            "        # By name: the table would otherwise import every part of the types.",
+            "        return getattr(types, self.params)",
+            "",
+            "    @property",
+            "    def result_type(self) -> Any:",
+            '        """The type of the result; None for notifications."""',
+            "        return None if self.result is None else getattr(types, self.result)",
             "",
         ]
         for wire_name in sorted({m.name for m in self.model.methods}):
@@ -1087,14 +1334,14 @@ class Emitter:
             for m in self.model.methods:
                 if m.kind != kind:
                     continue
-                result = f"types.{m.result}" if m.result else "None"
+                result = repr(m.result) if m.result else "None"
                 out += [
                     f"    {m.name!r}: MethodSpec(",
                     f"        name={m.name!r},",
                     f"        side=Side.{m.side.upper()},",
                     f"        kind=MessageKind.{kind.upper()},",
-                    f"        params_type=types.{m.params},",
-                    f"        result_type={result},",
+                    f"        params={m.params!r},",
+                    f"        result={result},",
                     f"        stable={m.stable},",
                     "    ),",
                 ]
@@ -1127,6 +1374,7 @@ def generate() -> dict[str, str]:
     model = Builder(stable, unstable).build()
     emitter = Emitter(model)
     files = {"types.py": emitter.types_module(), "methods.py": emitter.methods_module()}
+    files |= {f"{part.module}.py": emitter.part_module(i) for i, part in enumerate(PARTS)}
     return {name: _format(text) for name, text in files.items()}
 
 
@@ -1147,6 +1395,13 @@ def _format(source: str) -> str:
 def _write(files: Mapping[str, str], directory: Path) -> None:
     for name, text in files.items():
         (directory / name).write_text(text, encoding="utf-8")
+    for stale in _stale_parts(files, directory):
+        stale.unlink()
+
+
+def _stale_parts(files: Mapping[str, str], directory: Path) -> list[Path]:
+    """Part modules in `directory` that the generation no longer writes."""
+    return sorted(p for p in directory.glob("_types_*.py") if p.name not in files)
 
 
 def _diff(files: Mapping[str, str], directory: Path) -> Iterable[str]:
@@ -1172,6 +1427,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             _write(files, Path(tmp))
             drift = "".join(_diff(files, OUTPUT_DIR))
+            drift += "".join(f"stale: {p}\n" for p in _stale_parts(files, OUTPUT_DIR))
         if drift:
             sys.stderr.write(drift)
             sys.stderr.write(

@@ -27,13 +27,17 @@ __all__ = ("ChunkKind", "TextChunks", "encode_text_chunks")
 #: The `sessionUpdate` of a chunk of text.
 ChunkKind: TypeAlias = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
 
-_UPDATE_CLASSES: dict[
-    str, type[types.AgentMessageChunk | types.AgentThoughtChunk | types.UserMessageChunk]
-] = {
-    "agent_message_chunk": types.AgentMessageChunk,
-    "agent_thought_chunk": types.AgentThoughtChunk,
-    "user_message_chunk": types.UserMessageChunk,
-}
+
+def _update_class(
+    kind: ChunkKind,
+) -> type[types.AgentMessageChunk | types.AgentThoughtChunk | types.UserMessageChunk]:
+    # At call time: naming the classes at import would load the types' turn part
+    # with the connection, before `initialize` is answered.
+    if kind == "agent_thought_chunk":
+        return types.AgentThoughtChunk
+    if kind == "user_message_chunk":
+        return types.UserMessageChunk
+    return types.AgentMessageChunk
 
 
 @attrs.frozen
@@ -47,7 +51,7 @@ class TextChunks:
 
     def updates(self) -> list[types.SessionUpdate]:
         """The chunks as typed updates (what `encode_text_chunks` writes)."""
-        update_class = _UPDATE_CLASSES[self.kind]
+        update_class = _update_class(self.kind)
         return [
             update_class(content=types.TextContent(text=text), message_id=self.message_id)
             for text in self.texts

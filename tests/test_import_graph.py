@@ -121,7 +121,8 @@ def test_the_graph_is_read_from_every_module() -> None:
     graph = import_graph()
     assert "acp_agent.core._branch" in graph
     assert "acp_agent.core._events" in graph["acp_agent.core._branch"]
-    assert "protocol.types" in graph["protocol.converter"]
+    assert "protocol.types" in graph["protocol.methods"]
+    assert "protocol._types_handshake" in graph["protocol._types_sessions"]
 
 
 def test_a_cycle_would_be_found() -> None:

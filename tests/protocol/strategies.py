@@ -16,7 +16,7 @@ import attrs
 from hypothesis import strategies as st
 
 from protocol import types
-from protocol._wire import JSON_NULL
+from protocol._wire import JSON_NULL, OpenEnumMixin
 
 __all__ = ("json_values", "strategy_for")
 
@@ -63,7 +63,7 @@ def strategy_for(t: Any, constraints: dict[str, Any] | None = None) -> st.Search
         return st.just(JSON_NULL)
     if isinstance(t, type) and issubclass(t, enum.Enum):
         known = st.sampled_from(list(t))
-        if issubclass(t, types.OpenEnumMixin):  # type: ignore[attr-defined]
+        if issubclass(t, OpenEnumMixin):
             made = st.text(min_size=1, max_size=6).map(lambda s: t("_" + s))
             if issubclass(t, int):
                 made = st.integers(-31999, -31000).map(t)

@@ -35,8 +35,6 @@ logger = logging.getLogger(__name__)
 
 #: Our extensions live under this key of a question's `_meta`.
 _META_KEY = "acp-agent"
-_OPTION_KINDS = {kind.value: kind for kind in types.PermissionOptionKind}
-_TOOL_KINDS = {kind.value: kind for kind in types.ToolKind}
 
 
 class AcpClientBridge:
@@ -183,7 +181,7 @@ class AcpPermissionPrompter:
             tool_call=types.ToolCallUpdate(
                 tool_call_id=question.call_id,
                 title=question.title,
-                kind=_TOOL_KINDS.get(question.kind.value, types.ToolKind.OTHER),
+                kind=_tool_kind(question.kind.value),
                 status=types.ToolCallStatus.PENDING,
                 content=[
                     types.Content(content=types.TextContent(text=_question_text(question))),
@@ -200,7 +198,7 @@ class AcpPermissionPrompter:
                 types.PermissionOption(
                     option_id=option.option_id,
                     name=option.label,
-                    kind=_OPTION_KINDS[option.choice.value],
+                    kind=types.PermissionOptionKind(option.choice.value),
                 )
                 for option in question.options
             ],
@@ -245,3 +243,10 @@ def _question_text(question: PermissionQuestion) -> str:
     if question.note:
         lines.append(question.note)
     return "\n\n".join(lines)
+
+
+def _tool_kind(value: str) -> types.ToolKind:
+    """The wire kind of one of ours, OTHER when ACP has none like it."""
+    # Looked up at call time: a table built at import would load the wire types'
+    # turn part with the session, before its answer.
+    return next((kind for kind in types.ToolKind if kind.value == value), types.ToolKind.OTHER)

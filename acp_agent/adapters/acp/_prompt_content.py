@@ -37,7 +37,7 @@ import anyio.to_thread
 
 from acp_agent.capabilities import ClientBridge
 from protocol import types
-from protocol.converter import get_converter
+from protocol.converter import shared_converter
 from protocol.errors import AcpError, ConnectionClosed, InvalidParams, PeerError
 
 __all__ = (
@@ -88,7 +88,7 @@ class PromptContent:
         self._roots = tuple(roots)
         self._images = images
         self._model = model
-        self._converter = get_converter()
+        self._converter = shared_converter()
 
     def check(self, blocks: Sequence[types.ContentBlock]) -> None:
         """Refuse kinds the session cannot take (before anything is recorded)."""

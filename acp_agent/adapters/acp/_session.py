@@ -240,15 +240,15 @@ class AcpSession:
         session from the answer.
         """
         commands = await self.listed_commands()
-        updates: list[types.SessionUpdate] = [_commands_update(commands)]
         title = self.session.record.title
-        if title:
-            updates.append(types.SessionInfoUpdate(title=title))
         self._listed_commands = commands
 
         def send() -> None:
-            for update in updates:
-                self.stream.send(update)
+            # Built here, not before: the update types are the wire types' turn part,
+            # which the answer itself does not need (it loads after the answer is out).
+            self.stream.send(_commands_update(commands))
+            if title:
+                self.stream.send(types.SessionInfoUpdate(title=title))
 
         self._connection.after_response(send)
 

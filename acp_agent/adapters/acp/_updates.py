@@ -73,7 +73,7 @@ from acp_agent.core import (
 )
 from acp_agent.records import Record
 from protocol import types
-from protocol.converter import get_converter
+from protocol.converter import shared_converter
 from protocol.text_chunks import TextChunks
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ class UpdateTranslator:
         self._local_terminals: dict[str, str] = {}
         #: Branch showings already sent as a `tool_call`.
         self._showings: set[str] = set()
-        self._converter = get_converter()
+        self._converter = shared_converter()
 
     def streamed_text(self, event: Event) -> TextChunks | None:
         """The chunks of `event` if it is streamed text (a text or reasoning delta), else
