@@ -157,6 +157,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
         SESSION_MODULES,
         TOOL_MODULES,
         Warmup,
+        prepare_wire_types,
         warmup_enabled,
     )
     from acp_agent.capabilities import ConfiguredModels
@@ -208,13 +209,22 @@ def serve(argv: Sequence[str] | None = None) -> int:
 
     host = RuntimeHost(open_store, assemble, on_close=models.aclose)
     connection = AgentConnection(unstable=args.unstable)
-    connection.on_shutdown(host.aclose)
     warmup = None
     if warmup_enabled():
         # HTTP and the providers only when a real model answers by default.
         warm = SESSION_MODULES + (() if script is not None else PROVIDER_MODULES) + TOOL_MODULES
-        warmup = Warmup(warm, busy=lambda: connection.protocol.running_handlers > 0)
-    AcpAgent(connection, host, models, config_dir=paths.config_dir, warmup=warmup).register()
+        warmup = Warmup(
+            warm,
+            # A request gets the GIL first: from when its line is read, not only once
+            # its handler runs (the loop may be busy until then).
+            busy=lambda: connection.protocol.running_handlers > 0 or connection.input_waiting > 0,
+            then=[prepare_wire_types(connection.protocol.converter)],
+        )
+    agent = AcpAgent(connection, host, models, config_dir=paths.config_dir, warmup=warmup)
+    agent.register()
+    # Sessions still being assembled stop first (giving their leases back), then the runtime.
+    connection.on_shutdown(agent.aclose)
+    connection.on_shutdown(host.aclose)
     if os.environ.get("ACP_AGENT_DEBUG") == "1":
         from acp_agent.adapters.acp._debug import register_debug
 

@@ -45,7 +45,7 @@ from acp_agent.capabilities._permissions import (
     PermissionPrompter,
     RefusingPrompter,
 )
-from acp_agent.core import Branch, ConfigurationAdopted, Event, new_id
+from acp_agent.core import Branch, ConfigurationAdopted, Event, EventDraft, new_id
 from acp_agent.models import ReasoningEffort
 from acp_agent.records import Record
 
@@ -166,6 +166,13 @@ class SessionControls:
         await branch.record_fact(
             ConfigurationAdopted(new_id("cfg"), dict(values)), producer=CONTROLS_PRODUCER
         )
+
+    def first_facts(self) -> list[EventDraft]:
+        """What `adopt` would record of a new session's model and mode, to be written with
+        the session itself: a session whose answer went out is loadable with them even
+        if the process ends before the session is assembled."""
+        values = {MODEL_KEY: self.model_id, MODE_KEY: self.mode.value}
+        return [EventDraft(ConfigurationAdopted(new_id("cfg"), values), CONTROLS_PRODUCER)]
 
     def values(self) -> dict[str, Any]:
         """The current settings as `adopt` takes them (a fork keeps its source's)."""

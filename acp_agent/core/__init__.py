@@ -99,7 +99,13 @@ from acp_agent.core._ids import (
 )
 from acp_agent.core._lifecycle import CloseOnce, TaskSpawner
 from acp_agent.core._lineage import Lineage, LineagePart
-from acp_agent.core._runtime import RUNTIME, Runtime, open_runtime
+from acp_agent.core._runtime import (
+    RUNTIME,
+    Runtime,
+    create_stored_session,
+    new_session_record,
+    open_runtime,
+)
 from acp_agent.core._scopes import (
     Assembler,
     Cleanup,
@@ -276,6 +282,7 @@ __all__ = (
     "Usage",
     "UserInputAdopted",
     "anchor_digest",
+    "create_stored_session",
     "decode_event",
     "encode_event",
     "encode_payload",
@@ -283,6 +290,7 @@ __all__ = (
     "is_hidden",
     "message_cut",
     "new_id",
+    "new_session_record",
     "open_runtime",
     "project_batch",
     "prompt_cut",

@@ -21,7 +21,8 @@ import attrs
 
 from acp_agent.core._branch import Branch
 from acp_agent.core._errors import IllegalCut, ScopeClosed
-from acp_agent.core._ids import NO_SEQ, BranchId, Seq, SessionId, new_id
+from acp_agent.core._events import Event, EventDraft
+from acp_agent.core._ids import NO_SEQ, BatchId, BranchId, Seq, SessionId, new_id
 from acp_agent.core._scopes import Scope, ScopeKind, ScopeState, ServiceKey, ServiceRegistry
 from acp_agent.core._session import SESSION, Session, SessionContext
 from acp_agent.core._store import (
@@ -33,7 +34,13 @@ from acp_agent.core._store import (
     Store,
 )
 
-__all__ = ("RUNTIME", "Runtime", "open_runtime")
+__all__ = (
+    "RUNTIME",
+    "Runtime",
+    "create_stored_session",
+    "new_session_record",
+    "open_runtime",
+)
 
 
 class Runtime:
@@ -79,20 +86,20 @@ class Runtime:
 
         `additional_directories` are the workspace's other roots, kept with the session.
         """
-        now = self.clock()
-        session_id = SessionId(new_id("sess"))
-        main_id = BranchId(new_id("br"))
-        record = SessionRecord(
-            session_id,
-            cwd,
-            main_id,
-            now,
-            now,
-            title,
-            additional_directories=tuple(additional_directories),
+        record = new_session_record(
+            cwd, at=self.clock(), title=title, additional_directories=additional_directories
         )
-        await self.store.create_session(record, _main_record(record))
+        await create_stored_session(self.store, record)
         return await self._open(record)
+
+    async def open_created(self, record: SessionRecord) -> Session:
+        """Open a session `create_stored_session` wrote (and leased to this process).
+
+        How an answer can wait only for the write, not for the session's assembly; if
+        it cannot be opened, its lease is given back.
+        """
+        async with self._opening:
+            return await self._open(record)
 
     async def load_session(self, session_id: SessionId) -> Session:
         """Open a stored session: lease it, then rebuild its open branches.
@@ -204,6 +211,38 @@ class Runtime:
     def _forget_session(self, session: Session) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
+
+
+def new_session_record(
+    cwd: str,
+    *,
+    at: float,
+    title: str | None = None,
+    additional_directories: Sequence[str] = (),
+) -> SessionRecord:
+    """The record of a new session in `cwd`, created at `at`, with fresh ids."""
+    return SessionRecord(
+        SessionId(new_id("sess")),
+        cwd,
+        BranchId(new_id("br")),
+        at,
+        at,
+        title,
+        additional_directories=tuple(additional_directories),
+    )
+
+
+async def create_stored_session(
+    store: Store, record: SessionRecord, facts: Sequence[EventDraft] = ()
+) -> None:
+    """Write a new session with its main branch, leased to this process, and `facts` as
+    the branch's first batch, in one transaction: from then on it survives a crash and
+    `session/load` finds it as it was answered."""
+    history = [
+        Event(record.main_branch_id, Seq(seq), BatchId(1), d.payload, d.producer, record.created_at)
+        for seq, d in enumerate(facts, start=1)
+    ]
+    await store.create_session(record, _main_record(record), history=history)
 
 
 def _main_record(session: SessionRecord) -> BranchRecord:

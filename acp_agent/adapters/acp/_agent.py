@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +44,7 @@ from acp_agent.adapters.acp._client_input import (
 )
 from acp_agent.adapters.acp._host import RuntimeHost
 from acp_agent.adapters.acp._listing import PAGE_SIZE, decode_cursor, encode_cursor, session_info
+from acp_agent.adapters.acp._opening import OpeningSessions
 from acp_agent.adapters.acp._rewind import REWIND_METHOD
 from acp_agent.adapters.acp._warmup import Warmup
 from acp_agent.adapters.acp._wire_errors import wire_errors
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
     from acp_agent.adapters.acp._session import AcpSession
     from acp_agent.adapters.acp._updates import UpdateTranslator
     from acp_agent.capabilities import ModelSource
-    from acp_agent.core import Branch, Runtime, Seq, Session
+    from acp_agent.core import Branch, Runtime, Seq, Session, SessionRecord, Store
 
 __all__ = ("AGENT_NAME", "AGENT_TITLE", "AcpAgent")
 
@@ -98,7 +99,13 @@ class AcpAgent:
         self._config_dir = config_dir
         self._clock = clock
         self._sessions: dict[str, AcpSession] = {}
+        #: Sessions answered and still being assembled (or that failed to be).
+        self._opening = OpeningSessions()
         self._client_capabilities: types.ClientCapabilities | None = None
+
+    async def aclose(self) -> None:
+        """Stop the sessions still being assembled (at shutdown, before the runtime closes)."""
+        await self._opening.aclose()
 
     def register(self) -> None:
         """Register the handlers on the connection (`session/fork` only when unstable)."""
@@ -134,6 +141,7 @@ class AcpAgent:
         self._client_capabilities = params.client_capabilities
         if self._warmup is not None:
             self._connection.after_response(self._warmup.start)
+            self._connection.after_response(self._host.open_store_early)
         unstable = self._connection.unstable
         return types.InitializeResponse(
             protocol_version=types.PROTOCOL_VERSION,
@@ -170,28 +178,61 @@ class AcpAgent:
     # --- opening sessions -----------------------------------------------------------------
 
     async def new_session(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
-        """Start a session rooted at the absolute `cwd` (and its `additionalDirectories`);
-        its commands follow the answer."""
+        """Start a session rooted at the absolute `cwd` (and its `additionalDirectories`).
+
+        The answer waits only for the session to be stored; it is assembled behind the
+        answer, its commands follow, and a request about it waits for that (`_opening`).
+        """
         cwd = absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
-        from acp_agent.adapters.acp._mcp_servers import connect_mcp
-        from acp_agent.capabilities import MODE_KEY, MODEL_KEY, PermissionMode
+        from acp_agent.adapters.acp._options import config_options, mode_state
+        from acp_agent.capabilities import SessionControls
+        from acp_agent.core import create_stored_session, new_session_record
 
         directories = _other_roots(cwd, sent)
-        runtime = await self._runtime()
         with wire_errors():
-            session = await runtime.create_session(cwd, additional_directories=directories)
-        acp_session = self._attach(session)
-        controls = acp_session.controls
-        controls.set_additional_directories(directories)
-        await controls.adopt(
-            session.main, {MODEL_KEY: controls.model_id, MODE_KEY: PermissionMode.ASK.value}
+            store = await self._host.store()
+            record = new_session_record(cwd, at=self._clock(), additional_directories=directories)
+            # The default model, asking for permission: recorded with the session, which
+            # its assembly restores them from.
+            controls = SessionControls(record.session_id, cwd)
+            controls.model_id = self._models.default_model()
+            await create_stored_session(store, record, controls.first_facts())
+        session_id = str(record.session_id)
+        self._opening.expect(session_id)
+        servers = params.mcp_servers
+        self._connection.after_response(
+            lambda: self._opening.assemble(
+                session_id, lambda: self._assemble_new(store, record, servers)
+            )
         )
+        logger.info("Session %s started", session_id)
+        return types.NewSessionResponse(
+            session_id=session_id,
+            modes=mode_state(controls),
+            config_options=config_options(controls, self._models),
+        )
+
+    async def _assemble_new(
+        self, store: Store, record: SessionRecord, servers: Sequence[types.McpServer] | None
+    ) -> None:
+        """Open a session `new_session` stored and answered, then send its commands."""
+        from acp_agent.adapters.acp._mcp_servers import connect_mcp
+
+        try:
+            runtime = await self._runtime()
+        except BaseException:
+            # Never opened (shutting down, or no runtime): its lease goes back now.
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await store.release_session(record.session_id)
+            raise
+        with wire_errors():
+            session = await runtime.open_created(record)  # gives the lease back if it fails
+        acp_session = self._attach(session)
+        acp_session.controls.set_additional_directories(record.additional_directories)
         acp_session.subscribe()
-        await connect_mcp(session, params.mcp_servers)
-        await acp_session.send_session_updates_after_response()
-        logger.info("Session %s started", session.id)
-        return types.NewSessionResponse(session_id=session.id, **acp_session.settings())
+        await connect_mcp(session, servers)
+        await acp_session.send_commands()
 
     async def load_session(self, params: types.LoadSessionRequest) -> types.LoadSessionResponse:
         """Replay a stored session's conversation and commands, then answer; nothing follows."""
@@ -248,6 +289,7 @@ class AcpAgent:
         source_id = stored_id(params.session_id)
         self._refuse_child(source_id, methods.SESSION_FORK)
         runtime = await self._runtime()
+        await self._opening.settled(source_id)
         attached = self._sessions.get(source_id)
         source = attached.session if attached is not None else await self._load(source_id)
         try:
@@ -285,11 +327,12 @@ class AcpAgent:
         from acp_agent.adapters.acp._rewind import rewind_params, rewind_session
 
         session_id, message_id = rewind_params(params)
-        acp_session = self._session(session_id, REWIND_METHOD)
+        acp_session = await self._session(session_id, REWIND_METHOD)
         return await rewind_session(acp_session, message_id)
 
     async def _open(self, session_id: str) -> AcpSession:
         """The session, attached: open here already, or loaded from the store."""
+        await self._opening.settled(session_id)
         acp_session = self._sessions.get(session_id)
         if acp_session is None:
             acp_session = self._attach(await self._load(session_id))
@@ -360,6 +403,7 @@ class AcpAgent:
         A session that is not open here has nothing to close.
         """
         self._refuse_child(str(params.session_id), methods.SESSION_CLOSE)
+        await self._opening.settled(str(params.session_id))
         acp_session = self._sessions.pop(str(params.session_id), None)
         if acp_session is not None:
             await acp_session.close()
@@ -373,6 +417,7 @@ class AcpAgent:
 
         session_id = stored_id(params.session_id)
         self._refuse_child(session_id, methods.SESSION_DELETE)
+        await self._opening.settled(session_id)
         acp_session = self._sessions.pop(session_id, None)
         if acp_session is not None:
             await acp_session.close()
@@ -394,7 +439,7 @@ class AcpAgent:
         """Switch the permission mode; the editor gets the mode and the option set first."""
         from acp_agent.capabilities import MODE_KEY
 
-        acp_session = self._session(params.session_id, methods.SESSION_SET_MODE)
+        acp_session = await self._session(params.session_id, methods.SESSION_SET_MODE)
         await acp_session.adopt(acp_session.change(MODE_KEY, str(params.mode_id), "modeId"))
         return types.SetSessionModeResponse()
 
@@ -402,7 +447,7 @@ class AcpAgent:
         self, params: types.SetSessionConfigOptionRequest
     ) -> types.SetSessionConfigOptionResponse:
         """Change one option; the answer carries the complete option set."""
-        acp_session = self._session(params.session_id, methods.SESSION_SET_CONFIG_OPTION)
+        acp_session = await self._session(params.session_id, methods.SESSION_SET_CONFIG_OPTION)
         if not isinstance(params, types.SetSessionConfigOptionRequestValueId):
             raise InvalidParams(f"Invalid params: {params.config_id}: takes a value id")
         values = acp_session.change(str(params.config_id), str(params.value), "value")
@@ -416,7 +461,7 @@ class AcpAgent:
         """Run one turn (or a command); a prompt arriving mid-turn waits for the turn before."""
         from acp_agent.adapters.acp._prompt_turn import run_prompt
 
-        acp_session = self._session(params.session_id, methods.SESSION_PROMPT)
+        acp_session = await self._session(params.session_id, methods.SESSION_PROMPT)
         return await run_prompt(acp_session, params.prompt, self._models)
 
     async def cancel(self, params: types.CancelNotification) -> None:
@@ -424,6 +469,7 @@ class AcpAgent:
 
         A subagent session's id cancels that child's current step only.
         """
+        await self._opening.settled(str(params.session_id))
         acp_session = self._sessions.get(params.session_id)
         parent = self._parent_of(str(params.session_id))
         if parent is not None and parent.subagents is not None:
@@ -451,7 +497,10 @@ class AcpAgent:
 
             raise refuse(session_id, parent.session_id, method)
 
-    def _session(self, session_id: str, method: str) -> AcpSession:
+    async def _session(self, session_id: str, method: str) -> AcpSession:
+        """The open session `session_id` (waiting for its assembly if it is still being
+        assembled); -32002 if there is none."""
+        await self._opening.ready(session_id)
         acp_session = self._sessions.get(session_id)
         if acp_session is None:
             self._refuse_child(session_id, method)

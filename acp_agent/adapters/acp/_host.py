@@ -1,8 +1,9 @@
 """The agent's runtime, hosted in the connection's event loop from first use to exit.
 
 The connection runs one asyncio loop until stdin ends. The first handler
-that needs the runtime starts the host task, which opens the SQLite store
-and the runtime (`open_runtime`) and keeps them open; when the loop shuts
+that needs the runtime starts the host task, which opens the SQLite store (or
+finds it opened early, once `initialize` was answered) and the runtime
+(`open_runtime`) and keeps them open; when the loop shuts
 down (`aclose`, from the connection's shutdown) it cancels the host, which
 closes every session (each turn still running is interrupted and recorded as
 such), then the store and the model source. A handler waiting for the runtime
@@ -59,6 +60,16 @@ class RuntimeHost:
         self._on_close = on_close
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[Runtime] | None = None
+        self._opening: asyncio.Future[Store] | None = None
+
+    def open_store_early(self) -> None:
+        """Start opening the store now, in its worker thread (called once `initialize` is
+        answered, with the warm-up): the first session then finds SQLite's file work
+        done, or under way beside its imports, instead of starting it after them."""
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(self._open_store())
+            # Its failure is reported when a session needs the store, not as never retrieved.
+            self._opening.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     async def runtime(self) -> Runtime:
         """The runtime, opening it on first use; `RuntimeUnavailable` if it cannot open."""
@@ -69,6 +80,18 @@ class RuntimeHost:
             self._task = loop.create_task(self._host(self._ready), name="acp-agent runtime")
         return await asyncio.shield(self._ready)
 
+    async def store(self) -> Store:
+        """The store, opening it if nothing has yet; `RuntimeUnavailable` if it cannot open.
+
+        It can be used before the runtime is open: `session/new` writes its session with it.
+        """
+        self.open_store_early()
+        assert self._opening is not None
+        try:
+            return await asyncio.shield(self._opening)
+        except Exception as exc:
+            raise RuntimeUnavailable(f"the session store could not be opened: {exc}") from exc
+
     async def aclose(self) -> None:
         """Close the runtime, then the store and the model source, if they were opened.
 
@@ -77,6 +100,9 @@ class RuntimeHost:
         worker-thread call walk all tasks, which turned a large shutdown quadratic.
         """
         task = self._task
+        if task is None and self._opening is not None:
+            await _discard(self._opening)  # opened early for a session that never came
+            return
         if task is None or task.done():
             return
         # Closing makes garbage faster than the collector's thresholds expect, and each
@@ -91,7 +117,9 @@ class RuntimeHost:
 
         # The store opens in a worker thread while `assemble` imports the capabilities
         # on this one: SQLite's file work overlaps the imports instead of following them.
-        opening = asyncio.ensure_future(self._open_store())
+        self.open_store_early()
+        assert self._opening is not None
+        opening = self._opening
         await asyncio.sleep(0)  # let it reach its thread before the imports hold the loop
         try:
             registry = self._assemble()

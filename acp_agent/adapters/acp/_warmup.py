@@ -8,7 +8,9 @@ the answer and the person opens a thread; the first `session/new` and the first
 prompt then find them loaded. It gives way to requests: while a handler runs it
 starts no new import (with the GIL, anything it did then would slow the handler),
 so a request that arrives meanwhile waits at most for the module being imported,
-which is usually one it needs itself.
+which is usually one it needs itself. Then it builds the converter's functions for the
+wire types of a session's first answers and prompt (`FIRST_WIRE_TYPES`): cattrs
+compiles one per class on its first use, which the first prompt paid for.
 
 Two threads importing at once cannot deadlock, because no module-level import
 cycle joins two packages (`tests/test_import_graph.py` holds that). A failed import
@@ -26,23 +28,30 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 __all__ = (
+    "FIRST_WIRE_TYPES",
     "PROVIDER_MODULES",
     "SESSION_MODULES",
     "TOOL_MODULES",
     "Warmup",
     "WarmupState",
+    "prepare_wire_types",
     "warmup_enabled",
 )
 
 logger = logging.getLogger(__name__)
 
-#: What the first `session/new` and the first prompt import, in the order they do.
+#: What the first `session/new` and the first prompt import, in the order they do: the
+#: answer's own needs first (a `session/new` right after `initialize` finds them loaded or
+#: loading, not competing with modules it does not need), then the session's assembly
+#: behind the answer, then the prompt's.
 SESSION_MODULES: Final = (
-    "acp_agent.core",
+    "protocol._types_sessions",
     "acp_agent.store",
+    "acp_agent.core",
+    "acp_agent.adapters.acp._options",
     "acp_agent.capabilities._assembly",
     "acp_agent.tools",
     "acp_agent.mcp",
@@ -56,6 +65,10 @@ SESSION_MODULES: Final = (
     "acp_agent.adapters.acp._prompt_turn",
     "acp_agent.capabilities._titles",
     "acp_agent.capabilities._rewind_command",
+    # The prompt's wire types (content, updates, tool calls), then those of what the
+    # agent asks its client (permission, files, terminals).
+    "protocol._types_prompts",
+    "protocol._types_others",
 )
 
 #: What the first request to a model over HTTP imports (httpx is most of it).
@@ -78,6 +91,58 @@ TOOL_MODULES: Final = (
     "acp_agent.tools._html",
 )
 
+#: The wire types a session's first answers and first prompt read ("structure") or
+#: write ("unstructure"): the update kinds, the prompt, its answer and a question.
+FIRST_WIRE_TYPES: Final = (
+    ("structure", "NewSessionRequest"),
+    ("unstructure", "NewSessionResponse"),
+    ("structure", "PromptRequest"),
+    ("unstructure", "PromptResponse"),
+    ("unstructure", "SessionNotification"),
+    *(
+        ("unstructure", update)
+        for update in (
+            "UserMessageChunk",
+            "AgentMessageChunk",
+            "AgentThoughtChunk",
+            "ToolCall",
+            "ToolCallProgress",
+            "Plan",
+            "AvailableCommandsUpdate",
+            "CurrentModeUpdate",
+            "ConfigOptionUpdate",
+            "SessionInfoUpdate",
+            "UsageUpdate",
+            # What a tool call and a message hold (union members: each class is its own).
+            "Content",
+            "Diff",
+            "Terminal",
+            "TextContent",
+            "ResourceLink",
+            "EmbeddedResource",
+        )
+    ),
+    ("unstructure", "RequestPermissionRequest"),
+    ("structure", "RequestPermissionResponse"),
+)
+
+
+def prepare_wire_types(converter: Any) -> Callable[[], None]:
+    """A warm-up step: build `converter`'s functions for `FIRST_WIRE_TYPES`."""
+
+    def prepare() -> None:
+        from protocol import types
+
+        for direction, name in FIRST_WIRE_TYPES:
+            wire_type = getattr(types, name)
+            if direction == "structure":
+                converter.get_structure_hook(wire_type)
+            else:
+                converter.get_unstructure_hook(wire_type)
+
+    return prepare
+
+
 #: The environment switch; `0` turns the warm-up off.
 WARMUP_VARIABLE: Final = "ACP_AGENT_WARMUP"
 
@@ -96,11 +161,18 @@ class WarmupState(enum.Enum):
 
 
 class Warmup:
-    """Imports `modules` once, in a daemon thread, when `start()` is first called,
-    each only while `busy()` is false."""
+    """Imports `modules`, then runs each of `then`, once, in a daemon thread, when
+    `start()` is first called; each only while `busy()` is false."""
 
-    def __init__(self, modules: Sequence[str], *, busy: Callable[[], bool] = lambda: False) -> None:
+    def __init__(
+        self,
+        modules: Sequence[str],
+        *,
+        busy: Callable[[], bool] = lambda: False,
+        then: Sequence[Callable[[], object]] = (),
+    ) -> None:
         self.modules = tuple(modules)
+        self._then = tuple(then)
         self._busy = busy
         self._started = False
         self._done = threading.Event()
@@ -127,16 +199,25 @@ class Warmup:
     def _run(self) -> None:
         try:
             for name in self.modules:
-                # A prompt's handler runs for the whole turn: looking again less and
-                # less often keeps a paused warm-up from taking the GIL off a stream.
-                pause = _BUSY_POLL_S
-                while self._busy():
-                    time.sleep(pause)
-                    pause = min(pause * 2, _MAX_BUSY_POLL_S)
+                self._wait_until_idle()
                 try:
                     importlib.import_module(name)
                 except Exception:
                     logger.exception("warm-up: %s could not be imported", name)
+            for step in self._then:
+                self._wait_until_idle()
+                try:
+                    step()
+                except Exception:
+                    logger.exception("warm-up: %s failed", getattr(step, "__qualname__", step))
         finally:
             self._done.set()
             logger.debug("warm-up done: %d modules", len(self.modules))
+
+    def _wait_until_idle(self) -> None:
+        # A prompt's handler runs for the whole turn: looking again less and less
+        # often keeps a paused warm-up from taking the GIL off a stream.
+        pause = _BUSY_POLL_S
+        while self._busy():
+            time.sleep(pause)
+            pause = min(pause * 2, _MAX_BUSY_POLL_S)

@@ -4,7 +4,8 @@ Every editor start pays for what the first answer imports. With `ACP_AGENT_DEBUG
 the agent serves `_acp-agent/debug/modules`; right after `initialize`, with the
 background warm-up switched off (`ACP_AGENT_WARMUP=0`), it must not have loaded the
 language-server libraries, HTTP, the MCP SDK, the model providers, the tools or the
-runtime core: they are for sessions and prompts, not for the handshake. With the
+runtime core, nor the wire types past the handshake's: they are for sessions and
+prompts, not for the handshake. With the
 warm-up on, they load after the answer, and the first session and prompt find
 them loaded.
 """
@@ -35,6 +36,10 @@ NOT_FOR_INITIALIZE = (
     # The runtime loads with the first session.
     "acp_agent.core",
     "acp_agent.capabilities.context",
+    # Of the wire types, only the handshake's part: the rest is most of their cost.
+    "protocol._types_sessions",
+    "protocol._types_prompts",
+    "protocol._types_others",
 )
 
 
@@ -51,10 +56,12 @@ async def test_answering_initialize_imports_no_lsp_http_mcp_provider_or_tool_cod
         await anyio.sleep(0.3)  # a warm-up, if one ran, would show now
         later = await client.request_raw("_acp-agent/debug/modules", {})
         session_id = await client.new_session(tmp_path)
+        # The session assembles behind its answer; a request about it waits for that.
+        await client.request_raw("session/set_mode", {"sessionId": session_id, "modeId": "ask"})
         after_session = await client.request_raw("_acp-agent/debug/modules", {})
 
     modules = answer["result"]["modules"]
-    assert "protocol.types" in modules  # the request answers from inside the agent
+    assert "protocol._types_handshake" in modules  # the request answers from inside the agent
     assert (answer["result"]["warmup"], later["result"]["warmup"]) == ("off", "off")
     for seen in (modules, later["result"]["modules"]):
         loaded = [m for m in seen if any(matches(m, prefix) for prefix in NOT_FOR_INITIALIZE)]

@@ -1,5 +1,6 @@
-"""The warm-up thread: it imports its modules once, gives way while handlers run, and
-a module that fails to import is logged without stopping the rest."""
+"""The warm-up thread: it imports its modules once, then runs its steps, gives way while
+handlers run, and a module or step that fails is logged without stopping the rest; its
+wire step leaves the first prompt nothing to compile."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.adapters.acp._warmup import Warmup, WarmupState, warmup_enabled
+import protocol._hooks
+from acp_agent.adapters.acp._warmup import (
+    Warmup,
+    WarmupState,
+    prepare_wire_types,
+    warmup_enabled,
+)
+from protocol import types
+from protocol.converter import get_converter
 
 
 @pytest.fixture
@@ -68,6 +77,58 @@ def test_a_module_that_fails_is_logged_and_the_rest_still_load(
     assert warmup.wait(10)
     assert all(name in sys.modules for name in modules)
     assert "warm_broken could not be imported" in caplog.text
+
+
+def test_its_steps_run_after_the_modules_and_one_that_fails_stops_none(
+    modules: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    seen: list[bool] = []
+
+    def broken() -> None:
+        raise RuntimeError("broken on purpose")
+
+    def step() -> None:
+        seen.append(all(name in sys.modules for name in modules))
+
+    warmup = Warmup(modules, then=[broken, step])
+    warmup.start()
+
+    assert warmup.wait(10)
+    assert seen == [True]
+    assert "broken failed" in caplog.text
+
+
+def test_the_wire_step_builds_what_a_first_prompt_writes_and_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[type] = []
+    make = protocol._hooks.make_dict_unstructure_fn
+
+    def counting(cls: type, *args: object, **kwargs: object) -> object:
+        built.append(cls)
+        return make(cls, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(protocol._hooks, "make_dict_unstructure_fn", counting)
+    converter = get_converter()
+
+    prepare_wire_types(converter)()
+    assert types.ToolCall in built
+    prepared = len(built)
+
+    update = types.ToolCall(
+        tool_call_id="call_1",
+        title="Read a.py",
+        kind=types.ToolKind.READ,
+        status=types.ToolCallStatus.PENDING,
+        content=[types.Content(content=types.TextContent(text="x"))],
+    )
+    note = types.SessionNotification(session_id="sess_1", update=update)
+    converter.unstructure(note)
+    converter.unstructure(types.PromptResponse(stop_reason=types.StopReason.END_TURN))
+    converter.structure(
+        {"sessionId": "sess_1", "prompt": [{"type": "text", "text": "Go"}]}, types.PromptRequest
+    )
+    assert built[prepared:] == []  # nothing left to compile
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,75 @@
+"""Sessions answered before they are assembled: requests about one wait for its assembly,
+hear why it failed, and shutdown stops what is still assembling."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from acp_agent.adapters.acp._opening import OpeningSessions
+
+
+async def test_a_request_waits_for_the_assembly_then_goes_on() -> None:
+    opening = OpeningSessions()
+    release = asyncio.Event()
+    steps: list[str] = []
+
+    async def assembly() -> None:
+        await release.wait()
+        steps.append("assembled")
+
+    opening.expect("sess_1")
+    opening.assemble("sess_1", assembly)
+    waiter = asyncio.create_task(opening.ready("sess_1"))
+    await asyncio.sleep(0.01)
+    assert not waiter.done()  # still assembling
+
+    release.set()
+    await asyncio.wait_for(waiter, 1)
+    assert steps == ["assembled"]
+    await asyncio.wait_for(opening.ready("sess_1"), 1)  # and at once from then on
+
+
+async def test_a_session_not_being_assembled_is_ready_at_once() -> None:
+    await asyncio.wait_for(OpeningSessions().ready("sess_unknown"), 1)
+
+
+async def test_a_failed_assembly_is_told_to_every_later_request_but_not_to_closing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    opening = OpeningSessions()
+
+    async def assembly() -> None:
+        raise RuntimeError("no runtime")
+
+    opening.expect("sess_1")
+    opening.assemble("sess_1", assembly)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="no runtime"):
+            await asyncio.wait_for(opening.ready("sess_1"), 1)
+    await asyncio.wait_for(opening.settled("sess_1"), 1)  # close and delete go on
+    assert "session sess_1 could not be assembled" in caplog.text
+
+
+async def test_shutdown_stops_an_assembly_still_running() -> None:
+    opening = OpeningSessions()
+    started = asyncio.Event()
+    stopped: list[bool] = []
+
+    async def assembly() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            stopped.append(True)
+            raise
+
+    opening.expect("sess_1")
+    opening.assemble("sess_1", assembly)
+    await started.wait()
+    await asyncio.wait_for(opening.aclose(), 1)
+
+    assert stopped == [True]
+    with pytest.raises(asyncio.CancelledError):
+        await opening.ready("sess_1")
