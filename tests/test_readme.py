@@ -137,6 +137,26 @@ def test_start_command_runs_a_console_script_declared_in_pyproject() -> None:
     )
 
 
+def tool_installs(name: str) -> list[tuple[str, str]]:
+    """The (installer, what) pairs of the README's tool-install block `name`."""
+    language, body = readme_block(name)
+    assert language == "sh"
+    return re.findall(r"(uvx|uv tool install|pipx install) (\S+?)(?:,|\s|$)", body)
+
+
+def test_readme_tool_installs_name_the_clone_and_the_distribution() -> None:
+    assert tool_installs("tool-install-clone") == [("uv tool install", "."), ("pipx install", ".")]
+    name = pyproject()["project"]["name"]
+    assert tool_installs("tool-install-name") == [
+        ("uvx", name),
+        ("uv tool install", name),
+        ("pipx install", name),
+    ]
+    # uvx runs the script named like the package: it must be the agent.
+    scripts = pyproject()["project"]["scripts"]
+    assert scripts[name] == scripts["acp-agent"]
+
+
 def test_readme_script_example_is_a_valid_script() -> None:
     language, body = readme_block("script-example")
     assert language == "json"
