@@ -2,8 +2,8 @@
 
 ;; acp-agent in Emacs through agent-shell (https://github.com/xenodium/agent-shell).
 ;; Load this from your init file, replace the path with the absolute path of the
-;; `acp-agent' script inside your clone's virtual environment, then run
-;; `M-x acp-agent-shell'.
+;; `acp-agent' script inside your clone's virtual environment (or with "acp-agent"
+;; once it is installed as a tool), then run `M-x acp-agent-shell'.
 
 (require 'agent-shell)
 
@@ -19,6 +19,10 @@
                    (acp-make-client
                     :command "/absolute/path/to/acp-agent/.venv/bin/acp-agent"
                     :command-params '()
+                    ;; Added to Emacs's own environment, which the agent inherits: an
+                    ;; ANTHROPIC_API_KEY exported before Emacs started (or set with
+                    ;; `setenv') reaches it too.
+                    :environment-variables '("ACP_AGENT_MODEL=anthropic/claude-sonnet-4-5")
                     :context-buffer buffer))))
 
 (defun acp-agent-shell ()
