@@ -51,13 +51,10 @@ async def check_model(setup: DoctorSetup) -> Check:
 
 
 async def _check_model(setup: DoctorSetup) -> Check:
-    if setup.model is not None:
-        chosen: str | None = setup.model
-        source = "--model"
-    elif setup.script is not None:
+    asks_script = setup.model is None or setup.model.startswith(f"{SCRIPTED_PROVIDER}/")
+    if setup.script is not None and asks_script:
         return _scripted(setup)
-    else:
-        chosen, source = None, None
+    chosen, source = (setup.model, "--model") if setup.model is not None else (None, None)
     try:
         config = load_models_config(setup.config_file, setup.env)
     except ConfigFileInvalid as exc:
@@ -105,6 +102,12 @@ def _scripted(setup: DoctorSetup) -> Check:
             f"the script cannot be played: {exc}",
             f"fix {setup.script} (its format: README, The scripted model); acp-agent "
             "refuses to start with it",
+        )
+    if setup.model is not None and setup.model != script.model_id:
+        return _problem(
+            f"--model {setup.model} is not the script's model: {setup.script} plays "
+            f"{script.model_id}",
+            f"ask for {script.model_id} (scripted/<file name without .json>)",
         )
     return Check(
         NAME,

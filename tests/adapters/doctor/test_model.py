@@ -210,3 +210,22 @@ def test_an_anthropic_model_it_does_not_have_is_unknown_after_checking_the_list(
         "/v1/models/claude-nope",
         "/v1/models?limit=1000",
     ]
+
+
+def test_a_script_is_the_model_and_a_broken_one_is_a_problem(tmp_path: Path) -> None:
+    good = tmp_path / "hello.json"
+    good.write_text('{"replies": [[{"text": "Hello."}]]}')
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"replies": []}')
+
+    played = run_doctor(tmp_path / "home", "--json", env=agent_env(ACP_AGENT_SCRIPT=str(good)))
+    refused = run_doctor(tmp_path / "home", "--json", "--script", str(broken), env=agent_env())
+
+    assert (played.returncode, played.check("model")["summary"]) == (
+        0,
+        f"scripted/hello: plays {good} (no provider needed)",
+    )
+    assert played.check("model")["details"] == {"chosen by": "ACP_AGENT_SCRIPT"}
+    model = refused.check("model")
+    assert (refused.returncode, model["status"]) == (1, "problem")
+    assert model["summary"].startswith(f"the script cannot be played: {broken}")
