@@ -164,11 +164,17 @@ def _setup(args: argparse.Namespace, env: Mapping[str, str]) -> DoctorSetup | st
 
 
 async def run_checks(setup: DoctorSetup) -> Report:
-    """Every check, in screen order; the provider and the MCP servers are asked at once."""
+    """Every check, in screen order.
+
+    The provider is asked before the MCP servers start, not beside them: loading the
+    MCP SDK blocks the event loop for a second or two, which would count against the
+    provider's `--timeout` and its reported answer time.
+    """
     first: list[Check] = [check_version(), check_paths(setup), check_config_file(setup)]
     store = check_store(setup)
     lsp = check_lsp(setup)
     configured = configured_servers(setup)
     project = check_project(setup, configured)
-    model, mcp = await asyncio.gather(check_model(setup), check_mcp(setup, configured))
+    model = await check_model(setup)
+    mcp = await check_mcp(setup, configured)
     return Report((*first, model, store, *mcp, *lsp, project))
