@@ -18,7 +18,7 @@ from pathlib import Path
 
 from acp_agent.adapters.doctor._redaction import redact_check
 from acp_agent.adapters.doctor._report import Check, DetailValue, Status
-from acp_agent.adapters.doctor._setup import DoctorSetup, is_secret_name
+from acp_agent.adapters.doctor._setup import DoctorSetup, is_secret
 from acp_agent.mcp import (
     PROJECT_CONFIG_PATH,
     ConfiguredServers,
@@ -115,9 +115,7 @@ def _secrets(configured: ConfiguredServers) -> list[str]:
     every = [*configured.servers, *(entry.config for entry in configured.disabled)]
     for config in every:
         if isinstance(config, StdioServerConfig):
-            found.update(
-                value for key, value in config.env if is_secret_name(key) and len(value) >= 4
-            )
+            found.update(value for key, value in config.env if is_secret(key, value))
         else:
             for _, value in config.headers:
                 found.add(value)

@@ -35,8 +35,6 @@ __all__ = ("NAME", "check_model")
 NAME: Final = "model"
 #: How many of a provider's listed models a "not listed" check shows.
 _SHOWN_MODELS: Final = 8
-#: The environment variables that make a model available when nothing names one.
-_FALLBACKS: Final = (("ANTHROPIC_API_KEY", "anthropic"), ("OPENAI_API_KEY", "openai"))
 
 
 async def check_model(setup: DoctorSetup) -> Check:
@@ -128,9 +126,9 @@ def _default_choice(config: ModelsConfig, setup: DoctorSetup) -> tuple[str | Non
         model_id = resolve_model(config, setup.env).model_id
     except ProviderNotConfigured:
         return None, None
-    provider = model_id.partition("/")[0]
-    variable = next((var for var, name in _FALLBACKS if name == provider), None)
-    return model_id, f"{variable} is set" if variable else "the built-in default"
+    # With nothing named, a model comes only from a provider whose key is set.
+    variable = config.providers[model_id.partition("/")[0]].api_key_env
+    return model_id, f"{variable} is set"
 
 
 def _url_source(resolved: ResolvedModel, config: ModelsConfig, setup: DoctorSetup) -> str:

@@ -172,6 +172,10 @@ async def _probe_anthropic(client: httpx.AsyncClient, resolved: ResolvedModel) -
             "the answer is not a models list",
             elapsed_ms=elapsed_ms,
         )
+    if resolved.model in ids:  # a server that lists, but has no per-model lookup
+        return ProviderAnswer(
+            ProbeOutcome.LISTED, listing.shown, response.status_code, elapsed_ms=elapsed_ms
+        )
     return ProviderAnswer(
         ProbeOutcome.NOT_LISTED,
         one.shown,

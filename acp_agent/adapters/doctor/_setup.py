@@ -18,17 +18,18 @@ import attrs
 from acp_agent.paths import AgentPaths
 from acp_agent.records import Record
 
-__all__ = ("DoctorSetup", "is_secret_name")
+__all__ = ("DoctorSetup", "is_secret")
 
 #: Environment names whose values are secrets (API keys, tokens, passwords).
 _SECRET_NAME: Final = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.I)
-#: A secret shorter than this is not looked for in the output (it would match words).
-_SHORTEST_SECRET: Final = 4
+#: A secret shorter than this is not looked for in the output (it would match words such
+#: as `true`); keys and tokens are far longer.
+_SHORTEST_SECRET: Final = 8
 
 
-def is_secret_name(name: str) -> bool:
-    """Whether an environment variable (or header) named so holds a secret."""
-    return _SECRET_NAME.search(name) is not None
+def is_secret(name: str, value: str) -> bool:
+    """Whether an environment variable named `name` holding `value` is a secret to hide."""
+    return _SECRET_NAME.search(name) is not None and len(value) >= _SHORTEST_SECRET
 
 
 @attrs.frozen
@@ -60,9 +61,5 @@ class DoctorSetup(Record):
 
     def secrets(self) -> list[str]:
         """Values in the environment that look like secrets, longest first."""
-        found = {
-            value
-            for name, value in self.env.items()
-            if is_secret_name(name) and len(value) >= _SHORTEST_SECRET
-        }
+        found = {value for name, value in self.env.items() if is_secret(name, value)}
         return sorted(found, key=len, reverse=True)
