@@ -4,9 +4,10 @@
     acp-agent exec [options] PROMPT             one prompt, the answer on stdout
     acp-agent sessions list|show|export|delete  the stored sessions
     acp-agent check -- AGENT COMMAND...         check any ACP agent against the protocol
+    acp-agent doctor [options]                  what works in this set-up, what to fix
 
 Only the command's own modules load: an editor times spawn -> `initialize`, so
-serving imports nothing of the headless front end, and the reverse.
+serving imports nothing of the headless front ends (nor of doctor), and the reverse.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_agent.adapters.check import run_check
 
         return run_check(args[1:])
+    if command == "doctor":
+        from acp_agent.adapters.doctor import run_doctor
+
+        return run_doctor(args[1:])
     from acp_agent.serve import serve
 
     return serve(args[1:] if command == "serve" else args)

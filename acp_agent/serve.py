@@ -48,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="acp-agent",
         description="A coding agent served over the Agent Client Protocol on stdio.",
         epilog="Headless commands: acp-agent exec PROMPT (one prompt, the answer on stdout); "
-        "acp-agent sessions list|show|export|delete. Each has --help.",
+        "acp-agent sessions list|show|export|delete; acp-agent doctor (what works in this "
+        "set-up, what to fix). Each has --help.",
     )
     parser.add_argument(
         "--script",

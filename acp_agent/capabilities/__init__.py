@@ -105,6 +105,7 @@ if TYPE_CHECKING:
     )
     from acp_agent.capabilities._model_source import (
         DEFAULT_CONTEXT_WINDOW,
+        DOCTOR_HINT,
         SCRIPT_HINT,
         ConfiguredModels,
         ModelHandle,
@@ -254,6 +255,7 @@ __all__ = (
     "DEFAULT_JOB_LIMIT",
     "DEFAULT_MAX_TURN_REQUESTS",
     "DEFAULT_THOUGHT_LEVEL",
+    "DOCTOR_HINT",
     "GUIDE",
     "INVALID_ARGUMENTS_KEY",
     "INVALID_REASON_KEY",
@@ -536,6 +538,7 @@ _LAZY: Final = {
     "RuleDecision": "_permissions",
     "RuleScope": "_permissions",
     "SCRIPT_HINT": "_model_source",
+    "DOCTOR_HINT": "_model_source",
     "SESSION_CONTROLS": "_assembly",
     "SessionControls": "_session_controls",
     "SessionOption": "_session_controls",

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "DEFAULT_CONTEXT_WINDOW",
+    "DOCTOR_HINT",
     "SCRIPT_HINT",
     "ConfiguredModels",
     "ModelHandle",
@@ -99,6 +100,8 @@ SCRIPT_HINT: Final = (
     " To try acp-agent without a provider, start it with --script FILE "
     "(or ACP_AGENT_SCRIPT) to play scripted replies."
 )
+#: Ends every "no model is configured" a person reads: where to see what is wrong.
+DOCTOR_HINT: Final = " Run `acp-agent doctor` to check the set-up."
 
 
 def context_window_for(model: str) -> int:
@@ -249,7 +252,9 @@ class ConfiguredModels:
             resolved = resolve_model(self._config, self._env, chosen)
         except ProviderNotConfigured as exc:
             if chosen is None:
-                raise ProviderNotConfigured(f"{exc}{SCRIPT_HINT}", provider=exc.provider) from exc
+                raise ProviderNotConfigured(
+                    f"{exc}{SCRIPT_HINT}{DOCTOR_HINT}", provider=exc.provider
+                ) from exc
             raise
         provider = build_provider(resolved, self._http_client())
         return ModelHandle(

@@ -44,7 +44,7 @@ from typing import Any, Final, Literal, Protocol
 
 import attrs
 
-from acp_agent.capabilities._model_source import ModelSource
+from acp_agent.capabilities._model_source import DOCTOR_HINT, ModelSource
 from acp_agent.capabilities._permissions import list_rules, revoke_rule, rule_text
 from acp_agent.capabilities._session_controls import (
     MODE_KEY,
@@ -388,7 +388,7 @@ class CommandRunner:
         current = self.controls.model_id
         if not arguments:
             if current is None:
-                return "No model is configured for this session."
+                return f"No model is configured for this session.{DOCTOR_HINT}"
             offered = self._choices(MODEL_KEY)
             return f"Model: `{current}`.\n\nAvailable: {offered}\n\nSwitch with `/model <id>`."
         return await self._change(MODEL_KEY, arguments, host, "Model")

@@ -76,14 +76,16 @@ from acp_agent.models._scripted import (
 )
 
 if TYPE_CHECKING:
-    from acp_agent.models._anthropic import AnthropicProvider
+    from acp_agent.models._anthropic import ANTHROPIC_VERSION, AnthropicProvider
     from acp_agent.models._config import (
+        MODEL_ENV,
         ModelsConfig,
         Pricing,
         ProviderSettings,
         ResolvedModel,
         available_models,
         build_provider,
+        builtin_providers,
         load_models_config,
         resolve_model,
     )
@@ -91,8 +93,11 @@ if TYPE_CHECKING:
     from acp_agent.models._openai import OpenAIProvider
     from acp_agent.models._reply import Reply, ReplyBuilder
     from acp_agent.models._retry import NO_RETRY, RetryPolicy, Sleep
+    from acp_agent.models._status import redact_secrets
 
 __all__ = (
+    "ANTHROPIC_VERSION",
+    "MODEL_ENV",
     "NO_RETRY",
     "SCRIPTED_PROVIDER",
     "AnthropicProvider",
@@ -151,10 +156,12 @@ __all__ = (
     "UsageReported",
     "available_models",
     "build_provider",
+    "builtin_providers",
     "load_models_config",
     "load_script",
     "new_http_client",
     "parse_script",
+    "redact_secrets",
     "resolve_model",
 )
 
@@ -165,17 +172,21 @@ _LAZY = {
     "Sleep": "acp_agent.models._retry",
     "Reply": "acp_agent.models._reply",
     "ReplyBuilder": "acp_agent.models._reply",
+    "ANTHROPIC_VERSION": "acp_agent.models._anthropic",
     "AnthropicProvider": "acp_agent.models._anthropic",
     "OpenAIProvider": "acp_agent.models._openai",
     "new_http_client": "acp_agent.models._http",
+    "MODEL_ENV": "acp_agent.models._config",
     "ModelsConfig": "acp_agent.models._config",
     "Pricing": "acp_agent.models._config",
     "ProviderSettings": "acp_agent.models._config",
     "ResolvedModel": "acp_agent.models._config",
     "available_models": "acp_agent.models._config",
     "build_provider": "acp_agent.models._config",
+    "builtin_providers": "acp_agent.models._config",
     "load_models_config": "acp_agent.models._config",
     "resolve_model": "acp_agent.models._config",
+    "redact_secrets": "acp_agent.models._status",
 }
 
 

@@ -166,6 +166,18 @@ def test_an_invalid_config_file_names_the_file_and_the_mistake(
     assert isinstance(caught.value, ProviderNotConfigured)
 
 
+def test_the_tables_other_packages_read_from_the_same_file_are_left_to_them(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "default_model = 'ollama/qwen3'\n"
+        "[mcp_servers.docs]\nurl = 'https://example.com/mcp'\n"
+        "[lsp.servers.rust-analyzer]\ncommand = ['rust-analyzer']\nextensions = ['.rs']\n"
+    )
+    config = load_models_config(config_file(tmp_path, text), {})
+    assert config.default_model == "ollama/qwen3"
+
+
 def test_pickers_offer_only_models_whose_keys_are_present(tmp_path: Path) -> None:
     config = load_models_config(config_file(tmp_path, OPENROUTER), {})
     assert available_models(config, {"OPENAI_API_KEY": "k"}) == [

@@ -13,6 +13,11 @@ request is recorded (method, path, headers, body) for golden tests. With
 refuses a prompt over the model's context window (400,
 `context_length_exceeded`), without taking an exchange.
 
+GET requests (the models lists: `GET /v1/models` of both formats, Anthropic's
+`GET /v1/models/{id}`) take no exchange from a queue: `serve_get(path, exchange)`
+answers every GET of that path (its query ignored) the same way until changed, and
+any other path is a 404 in OpenAI's error format. They are recorded too.
+
 The wire builders below write the OpenAI and Anthropic streaming formats
 byte for byte as those APIs do: compact JSON, `data: ` lines, a blank line
 after each event, `event: ` names for Anthropic.
@@ -42,10 +47,14 @@ __all__ = (
     "RecordedRequest",
     "RecordingSleep",
     "anthropic_event",
+    "anthropic_model",
+    "anthropic_model_list",
     "anthropic_stream",
     "anthropic_text_block",
     "json_error",
+    "json_response",
     "openai_chunk",
+    "openai_model_list",
     "openai_reply",
     "openai_stream",
     "openai_tool_calls",
@@ -114,6 +123,7 @@ class FakeProviderServer:
         """`route` names the queue a request body takes its exchange from (`add(queue=)`)."""
         self._route = route
         self._queues: dict[str, deque[Exchange | Callable[[Any], Exchange]]] = {}
+        self._get_routes: dict[str, Exchange] = {}
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.requests: list[RecordedRequest] = []
@@ -142,6 +152,11 @@ class FakeProviderServer:
         """
         with self._lock:
             self._queues.setdefault(queue, deque()).extend(exchanges)
+
+    def serve_get(self, path: str, exchange: Exchange) -> None:
+        """Answer every GET of `path` (its query ignored) with `exchange`, until changed."""
+        with self._lock:
+            self._get_routes[path] = exchange
 
     def start(self) -> FakeProviderServer:
         self._thread.start()
@@ -173,24 +188,43 @@ class FakeProviderServer:
             status=418, headers={"content-type": "application/json"}, chunks=[refusal.encode()]
         )
 
+    def _get_exchange(self, path: str) -> Exchange:
+        with self._lock:
+            exchange = self._get_routes.get(path.partition("?")[0])
+        if exchange is not None:
+            return exchange
+        message = f"fake provider: no GET route for {path}"
+        return json_error(404, {"error": {"message": message, "type": "invalid_request_error"}})
+
     def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length)
+            def _record(self, body: bytes) -> None:
                 server.requests.append(
                     RecordedRequest(
-                        method="POST",
+                        method=self.command,
                         path=self.path,
                         client_port=self.client_address[1],
                         headers={name.lower(): value for name, value in self.headers.items()},
                         body=body,
                     )
                 )
+
+            def do_GET(self) -> None:
+                self._record(b"")
+                try:
+                    server._respond(self, server._get_exchange(self.path))
+                except (BrokenPipeError, ConnectionResetError):
+                    server.disconnected.set()
+                    self.close_connection = True
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length)
+                self._record(body)
                 try:
                     limit = server.body_limit
                     if limit is not None and len(body) > limit:
@@ -283,6 +317,13 @@ def sse_data(payload: Any, event: str | None = None) -> bytes:
 
 def json_error(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Exchange:
     """An error response with a JSON body."""
+    return json_response(body, status=status, headers=headers)
+
+
+def json_response(
+    body: Any, *, status: int = 200, headers: Mapping[str, str] | None = None
+) -> Exchange:
+    """A response with a JSON body."""
     return Exchange(
         status=status,
         headers={"content-type": "application/json", **(headers or {})},
@@ -327,6 +368,15 @@ def openai_stream(*chunks: Mapping[str, Any] | bytes, done: bool = True) -> byte
     return body + (b"data: [DONE]\n\n" if done else b"")
 
 
+def openai_model_list(*model_ids: str) -> Exchange:
+    """`GET /v1/models` of an OpenAI-compatible server listing `model_ids`."""
+    data = [
+        {"id": model_id, "object": "model", "created": 1767225600, "owned_by": "fake"}
+        for model_id in model_ids
+    ]
+    return json_response({"object": "list", "data": data})
+
+
 # Anthropic Messages
 
 
@@ -351,6 +401,32 @@ def anthropic_text_block(index: int, *pieces: str) -> bytes:
         for piece in pieces
     )
     return start + deltas + anthropic_event("content_block_stop", index=index)
+
+
+def _anthropic_model_info(model_id: str) -> dict[str, Any]:
+    return {
+        "type": "model",
+        "id": model_id,
+        "display_name": model_id.replace("-", " ").title(),
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+
+
+def anthropic_model(model_id: str) -> Exchange:
+    """`GET /v1/models/{id}` of Anthropic: the model (an alias answers with its full id)."""
+    return json_response(_anthropic_model_info(model_id))
+
+
+def anthropic_model_list(*model_ids: str) -> Exchange:
+    """`GET /v1/models` of Anthropic: one page listing `model_ids`."""
+    return json_response(
+        {
+            "data": [_anthropic_model_info(model_id) for model_id in model_ids],
+            "has_more": False,
+            "first_id": model_ids[0] if model_ids else None,
+            "last_id": model_ids[-1] if model_ids else None,
+        }
+    )
 
 
 def openai_reply(text: str) -> Exchange:

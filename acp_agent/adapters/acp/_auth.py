@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from acp_agent.capabilities import ModelSource, ProviderKey
+from acp_agent.capabilities import DOCTOR_HINT, ModelSource, ProviderKey
 from protocol import types
 from protocol.errors import AuthRequired, InvalidParams
 
@@ -58,7 +58,7 @@ def check_method(models: ModelSource, method: str) -> None:
         if models.default_model() is None:
             raise AuthRequired(
                 "Authentication required: no model is configured yet; "
-                "set ACP_AGENT_MODEL or default_model, then restart the agent"
+                f"set ACP_AGENT_MODEL or default_model, then restart the agent.{DOCTOR_HINT}"
             )
         return
     for key in models.provider_keys():

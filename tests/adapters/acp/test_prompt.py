@@ -96,8 +96,26 @@ async def test_prompt_without_a_provider_is_answered_with_how_to_configure_one(
         "ACP_AGENT_MODEL",
         f"{tmp_path / 'home'}/config/config.toml",  # the fixture's home
         "--script",
+        "Run `acp-agent doctor` to check the set-up.",
     ):
         assert hint in message
+
+
+async def test_the_model_command_without_a_provider_points_to_doctor(
+    unscripted_agent: AcpTestClient,
+):
+    await initialize(unscripted_agent)
+    session_id = await new_session(unscripted_agent)
+
+    await unscripted_agent.request(
+        methods.SESSION_PROMPT, prompt_request(session_id, types.TextContent(text="/model"))
+    )
+
+    answers = [text_of(u) for u in unscripted_agent.updates_for(session_id)]
+    assert (
+        "No model is configured for this session. Run `acp-agent doctor` to check the set-up."
+        in answers
+    )
 
 
 async def test_prompt_to_an_unknown_session_is_resource_not_found_naming_the_session(

@@ -55,6 +55,7 @@ async def test_without_any_model_a_session_opens_and_authenticate_says_what_to_s
     # only `authenticate` reports what is missing.
     assert "sessionId" in new["result"]
     assert model["error"]["code"] == AuthRequired.CODE
+    assert model["error"]["message"].endswith("Run `acp-agent doctor` to check the set-up.")
     assert [s.session_id for s in listed.sessions] == [new["result"]["sessionId"]]
 
 
