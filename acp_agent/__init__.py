@@ -2,4 +2,7 @@
 
 __version__ = "0.1.0"
 
-__all__ = ("__version__",)
+#: The name it is distributed under on PyPI ("acp-agent" there is another project).
+DISTRIBUTION = "acp-coding-agent"
+
+__all__ = ("DISTRIBUTION", "__version__")

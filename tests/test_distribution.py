@@ -44,7 +44,11 @@ DIST = PROJECT["name"]
 REGISTRY_ENTRY = ROOT / "registry" / DIST / "agent.json"
 
 #: The generated modules and the vendored schema protocol.validation reads at run time.
-GENERATED = ("protocol/types.py", "protocol/methods.py")
+GENERATED = (
+    "protocol/types.py",
+    "protocol/methods.py",
+    *sorted(f"protocol/{p.name}" for p in (ROOT / "protocol").glob("_types_*.py")),
+)
 SCHEMA = ("protocol/schema/schema.json", "protocol/schema/schema.unstable.json")
 #: The packages the wheel installs; every file git has under them must be in it.
 PACKAGES = ("acp_agent/", "protocol/")
@@ -183,7 +187,7 @@ def test_sdist_carries_the_sources_the_generated_modules_and_the_schema(built: B
     top = f"{DIST.replace('-', '_')}-{acp_agent.__version__}"
     assert built.sdist.name == f"{top}.tar.gz"
     assert {*GENERATED, *SCHEMA, "protocol/schema/README.md"} <= names
-    assert {"pyproject.toml", "README.md", "MANIFEST.in", "PKG-INFO"} <= names
+    assert {"pyproject.toml", "README.md", "MANIFEST.in", "PKG-INFO", "LICENSE"} <= names
     expected = {n for n in built.sources if n.startswith(PACKAGES)}
     assert expected - names == set(), "files git has under the packages are missing from the sdist"
     # The tests read the whole repository; the sdist only builds the wheel.
@@ -204,6 +208,8 @@ def test_wheel_carries_the_packages_their_data_and_both_scripts(built: Built) ->
     assert {n.split("/", 1)[0] for n in names} == {"acp_agent", "protocol", dist_info}
     assert re.search(rf"^Name: {re.escape(DIST)}$", metadata, re.MULTILINE), metadata[:300]
     assert re.search(rf"^Version: {re.escape(version)}$", metadata, re.MULTILINE)
+    assert re.search(r"^License-Expression: Apache-2.0$", metadata, re.MULTILINE)
+    assert f"{dist_info}/licenses/LICENSE" in names  # the licence's text travels with it
     scripts = dict(
         line.replace(" ", "").split("=", 1)
         for line in entry_points.split("[console_scripts]", 1)[1].strip().splitlines()
@@ -255,3 +261,7 @@ def test_registry_command_passes_the_registry_auth_check(installed: Installed) -
     # The registry reads a method without "type" as "agent".
     kinds = [method.get("type", "agent") for method in methods]
     assert {"agent", "terminal"} & set(kinds), methods
+
+
+def test_the_code_names_the_distribution_pyproject_publishes() -> None:
+    assert acp_agent.DISTRIBUTION == DIST

@@ -102,6 +102,7 @@ def test_entry_says_what_pyproject_says() -> None:
     data = entry()
     assert data["description"] == PROJECT["description"]
     assert data["license"] == PROJECT["license"]
+    assert data["authors"] == [author["name"] for author in PROJECT["authors"]]
 
 
 def test_icon_is_a_16px_square_monochrome_svg() -> None:

@@ -291,7 +291,7 @@ def _resolve(config: ModelsConfig, env: Mapping[str, str], model_id: str) -> Res
     api_key = env.get(provider.api_key_env) if provider.api_key_env else None
     if provider.key_required and not api_key:
         raise ProviderNotConfigured(
-            f"model {model_id!r} needs an API key: set {provider.api_key_env}",
+            f"model {model_id!r} needs an API key: set {provider.api_key_env}.",
             provider=provider.name,
         )
     return ResolvedModel(provider, model, api_key or None, provider.prices.get(model))

@@ -120,8 +120,10 @@ def test_only_the_vendors_own_api_requires_a_key() -> None:
     config = load_models_config(None, {})
     with pytest.raises(ProviderNotConfigured, match="set OPENAI_API_KEY"):
         resolve_model(config, {}, "openai/gpt-4.1")
-    with pytest.raises(ProviderNotConfigured, match="set ANTHROPIC_API_KEY"):
+    with pytest.raises(ProviderNotConfigured, match="set ANTHROPIC_API_KEY") as caught:
         resolve_model(config, {}, "anthropic/claude-sonnet-4-5")
+    # A sentence: hints (`--script`, `acp-agent doctor`) may follow it.
+    assert str(caught.value).endswith("set ANTHROPIC_API_KEY.")
     local = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}
     resolved = resolve_model(load_models_config(None, local), local, "openai/qwen2.5-coder")
     assert resolved.api_key is None

@@ -21,7 +21,7 @@ def check_version() -> Check:
     details: dict[str, DetailValue] = {"python": sys.executable}
     where = Path(acp_agent.__file__).parent
     try:
-        installed = importlib.metadata.version("acp-agent")
+        installed = importlib.metadata.version(acp_agent.DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return Check(
             "version",

@@ -8,6 +8,7 @@ answers. The store is a real SQLite file (one made by `acp-agent exec`, or junk)
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+import acp_agent
 from tests.adapters.doctor.support import row, run_doctor
 from tests.mcp.support import SERVERS
 from tests.support import agent_env, write_script
@@ -283,3 +285,12 @@ def test_a_directory_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> Non
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"acp-agent doctor: --cwd: not a directory: {tmp_path / 'nope'}\n"
     assert zero.returncode == 2
+
+
+def test_the_version_is_the_installed_distributions(tmp_path: Path) -> None:
+    report = run_doctor(tmp_path / "home", "--json", env=agent_env())
+
+    version = report.check("version")
+    assert version["status"] == "ok", version
+    assert version["summary"].startswith(f"acp-agent {acp_agent.__version__} (Python ")
+    assert importlib.metadata.version(acp_agent.DISTRIBUTION) == acp_agent.__version__
