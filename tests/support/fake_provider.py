@@ -16,7 +16,9 @@ refuses a prompt over the model's context window (400,
 GET requests (the models lists: `GET /v1/models` of both formats, Anthropic's
 `GET /v1/models/{id}`) take no exchange from a queue: `serve_get(path, exchange)`
 answers every GET of that path (its query ignored) the same way until changed, and
-any other path is a 404 in OpenAI's error format. They are recorded too.
+any other path is a 404 in OpenAI's error format; they are recorded too. A server
+never given a GET route answers every GET 501, unrecorded, as a chat-only server
+(and the http.server default) does.
 
 The wire builders below write the OpenAI and Anthropic streaming formats
 byte for byte as those APIs do: compact JSON, `data: ` lines, a blank line
@@ -214,6 +216,9 @@ class FakeProviderServer:
                 )
 
             def do_GET(self) -> None:
+                if not server._get_routes:
+                    self.send_error(501, f"Unsupported method ({self.command!r})")
+                    return
                 self._record(b"")
                 try:
                     server._respond(self, server._get_exchange(self.path))

@@ -146,13 +146,13 @@ def test_a_model_the_provider_does_not_list_is_an_unknown_model(
 def test_a_server_that_cannot_list_models_is_a_warning_not_a_failure(
     tmp_path: Path, server: FakeProviderServer
 ) -> None:
-    env = openai_env(server.base_url, api_key=KEY)  # no GET route: every GET is a 404
+    env = openai_env(server.base_url, api_key=KEY)  # no GET route: a chat-only server, 501
 
     report = run_doctor(tmp_path / "home", "--json", env=env)
 
     model = report.check("model")
     assert (report.returncode, model["status"]) == (0, "warning")
-    assert "cannot list models (HTTP 404)" in model["summary"]
+    assert "cannot list models (HTTP 501)" in model["summary"]
     assert "the model was not checked" in model["summary"]
 
 
