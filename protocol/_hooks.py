@@ -181,9 +181,9 @@ class _UnionIndex:
         self._untagged: dict[frozenset[Any], UntaggedUnion] = {}
 
     def find(self, members: frozenset[Any]) -> TaggedUnion | UntaggedUnion | None:
-        parts = LOADED_TABLES.parts
-        if len(parts) != self._indexed:
+        if len(LOADED_TABLES.parts) != self._indexed:
             with self._lock:
+                parts = LOADED_TABLES.parts
                 for part in parts[self._indexed :]:
                     for tagged_union in part.tagged_unions:
                         flat: list[Any] = []

@@ -199,7 +199,6 @@ class AcpAgent:
             controls.model_id = self._models.default_model()
             await create_stored_session(store, record, controls.first_facts())
         session_id = str(record.session_id)
-        self._opening.expect(session_id)
         servers = params.mcp_servers
         self._connection.after_response(
             lambda: self._opening.assemble(

@@ -28,17 +28,16 @@ class OpeningSessions:
         self._opening: dict[str, asyncio.Future[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def expect(self, session_id: str) -> None:
-        """Note that `session_id` is answered but not yet assembled (from its handler)."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def assemble(self, session_id: str, assembly: Callable[[], Awaitable[None]]) -> None:
+        """Run `assembly` for `session_id`, now answered: call it once the answer is
+        written, before the loop takes another request (an `after_response` callback)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
         # A failure is told to the requests that wait; none may ever come.
         done.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._opening[session_id] = done
-
-    def assemble(self, session_id: str, assembly: Callable[[], Awaitable[None]]) -> None:
-        """Run `assembly` for an expected session (call it once the answer is written)."""
-        task = asyncio.get_running_loop().create_task(
-            self._run(session_id, assembly), name=f"assembling session {session_id}"
+        task = loop.create_task(
+            self._run(session_id, assembly, done), name=f"assembling session {session_id}"
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -64,8 +63,12 @@ class OpeningSessions:
             with contextlib.suppress(BaseException):
                 await task
 
-    async def _run(self, session_id: str, assembly: Callable[[], Awaitable[None]]) -> None:
-        done = self._opening[session_id]
+    async def _run(
+        self,
+        session_id: str,
+        assembly: Callable[[], Awaitable[None]],
+        done: asyncio.Future[None],
+    ) -> None:
         try:
             await assembly()
         except asyncio.CancelledError:

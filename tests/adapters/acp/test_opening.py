@@ -19,7 +19,6 @@ async def test_a_request_waits_for_the_assembly_then_goes_on() -> None:
         await release.wait()
         steps.append("assembled")
 
-    opening.expect("sess_1")
     opening.assemble("sess_1", assembly)
     waiter = asyncio.create_task(opening.ready("sess_1"))
     await asyncio.sleep(0.01)
@@ -43,7 +42,6 @@ async def test_a_failed_assembly_is_told_to_every_later_request_but_not_to_closi
     async def assembly() -> None:
         raise RuntimeError("no runtime")
 
-    opening.expect("sess_1")
     opening.assemble("sess_1", assembly)
     for _ in range(2):
         with pytest.raises(RuntimeError, match="no runtime"):
@@ -65,7 +63,6 @@ async def test_shutdown_stops_an_assembly_still_running() -> None:
             stopped.append(True)
             raise
 
-    opening.expect("sess_1")
     opening.assemble("sess_1", assembly)
     await started.wait()
     await asyncio.wait_for(opening.aclose(), 1)
