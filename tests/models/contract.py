@@ -9,7 +9,6 @@ same neutral events, the same errors, the same retry behaviour.
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import ClassVar
@@ -52,6 +51,7 @@ from tests.support.fake_provider import (
     Exchange,
     FakeProviderServer,
     RecordingSleep,
+    closed_port,
     split_at,
 )
 
@@ -485,7 +485,4 @@ class ProviderContract:
 
 def unused_port_url() -> str:
     """A base URL on 127.0.0.1 whose port nothing listens on."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{closed_port()}"

@@ -53,6 +53,7 @@ __all__ = (
     "anthropic_model_list",
     "anthropic_stream",
     "anthropic_text_block",
+    "closed_port",
     "json_error",
     "json_response",
     "openai_chunk",
@@ -460,3 +461,12 @@ def openai_tool_calls(*calls: tuple[str, str, Mapping[str, Any]]) -> Exchange:
             )
         ]
     )
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (it was just bound and released): where
+    a test points a client that must fail to connect."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port

@@ -185,7 +185,7 @@ class AcpAgent:
         """
         cwd = absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
-        from acp_agent.adapters.acp._options import config_options, mode_state
+        from acp_agent.adapters.acp._options import session_settings
         from acp_agent.capabilities import SessionControls
         from acp_agent.core import create_stored_session, new_session_record
 
@@ -207,9 +207,7 @@ class AcpAgent:
         )
         logger.info("Session %s started", session_id)
         return types.NewSessionResponse(
-            session_id=session_id,
-            modes=mode_state(controls),
-            config_options=config_options(controls, self._models),
+            session_id=session_id, **session_settings(controls, self._models)
         )
 
     async def _assemble_new(

@@ -8,12 +8,25 @@ the model and the thinking effort are config options only (see
 
 from __future__ import annotations
 
+from typing import Any
+
 from acp_agent.capabilities import MODES, ModelSource, SessionControls, SessionOption
 from protocol import types
 
-__all__ = ("config_option_update", "config_options", "mode_state", "mode_update")
+__all__ = (
+    "config_option_update",
+    "config_options",
+    "mode_state",
+    "mode_update",
+    "session_settings",
+)
 
 _CATEGORIES = {category.value: category for category in types.SessionConfigOptionCategory}
+
+
+def session_settings(controls: SessionControls, models: ModelSource) -> dict[str, Any]:
+    """The `modes` and `configOptions` every session response carries, complete."""
+    return {"modes": mode_state(controls), "config_options": config_options(controls, models)}
 
 
 def mode_state(controls: SessionControls) -> types.SessionModeState:

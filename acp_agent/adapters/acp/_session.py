@@ -21,12 +21,7 @@ import anyio.to_thread
 import attrs
 
 from acp_agent.adapters.acp._client_bridge import AcpClientBridge, AcpPermissionPrompter
-from acp_agent.adapters.acp._options import (
-    config_option_update,
-    config_options,
-    mode_state,
-    mode_update,
-)
+from acp_agent.adapters.acp._options import config_option_update, mode_update, session_settings
 from acp_agent.adapters.acp._slash_commands import build_runner, commands_update
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator
@@ -261,11 +256,7 @@ class AcpSession:
 
     def settings(self) -> dict[str, Any]:
         """The `modes` and `configOptions` every session response carries, complete."""
-
-        return {
-            "modes": mode_state(self.controls),
-            "config_options": config_options(self.controls, self._models),
-        }
+        return session_settings(self.controls, self._models)
 
     def change(self, option_id: str, value: str, field: str) -> dict[str, Any]:
         """The settings one option change makes; -32602 naming `field` if it is not one."""

@@ -98,19 +98,10 @@ async def _probe_openai(client: httpx.AsyncClient, resolved: ResolvedModel) -> P
     headers = {"accept": "application/json"}
     if resolved.api_key is not None:
         headers["authorization"] = f"Bearer {resolved.api_key}"
-    answer = await _get(client, target, headers, resolved)
-    if isinstance(answer, ProviderAnswer):
-        return answer
-    response, elapsed_ms = answer
-    ids = _ids(response)
-    if ids is None:
-        return ProviderAnswer(
-            ProbeOutcome.CANNOT_LIST,
-            target.shown,
-            response.status_code,
-            "the answer is not a models list",
-            elapsed_ms=elapsed_ms,
-        )
+    listed = await _get_list(client, target, headers, resolved)
+    if isinstance(listed, ProviderAnswer):
+        return listed
+    ids, response, elapsed_ms = listed
     model = resolved.model
     for candidate in (model, f"{model}:latest"):
         if candidate in ids:
@@ -159,19 +150,10 @@ async def _probe_anthropic(client: httpx.AsyncClient, resolved: ResolvedModel) -
     listing = url_target(
         f"{base}/v1/models?limit={_ANTHROPIC_PAGE}", authorization=None, owner=settings.name
     )
-    answer = await _get(client, listing, headers, resolved)
-    if isinstance(answer, ProviderAnswer):
-        return answer
-    response, elapsed_ms = answer
-    ids = _ids(response)
-    if ids is None:
-        return ProviderAnswer(
-            ProbeOutcome.CANNOT_LIST,
-            listing.shown,
-            response.status_code,
-            "the answer is not a models list",
-            elapsed_ms=elapsed_ms,
-        )
+    listed = await _get_list(client, listing, headers, resolved)
+    if isinstance(listed, ProviderAnswer):
+        return listed
+    ids, response, elapsed_ms = listed
     if resolved.model in ids:  # a server that lists, but has no per-model lookup
         return ProviderAnswer(
             ProbeOutcome.LISTED, listing.shown, response.status_code, elapsed_ms=elapsed_ms
@@ -183,6 +165,30 @@ async def _probe_anthropic(client: httpx.AsyncClient, resolved: ResolvedModel) -
         listed=tuple(ids),
         elapsed_ms=elapsed_ms,
     )
+
+
+async def _get_list(
+    client: httpx.AsyncClient,
+    target: UrlTarget,
+    headers: Mapping[str, str],
+    resolved: ResolvedModel,
+) -> tuple[list[str], httpx.Response, int] | ProviderAnswer:
+    """The model ids a models list answered, with the answer and its time in ms; or the
+    outcome that ends the probe (a failure, or an answer that is not a list)."""
+    answer = await _get(client, target, headers, resolved)
+    if isinstance(answer, ProviderAnswer):
+        return answer
+    response, elapsed_ms = answer
+    ids = _ids(response)
+    if ids is None:
+        return ProviderAnswer(
+            ProbeOutcome.CANNOT_LIST,
+            target.shown,
+            response.status_code,
+            "the answer is not a models list",
+            elapsed_ms=elapsed_ms,
+        )
+    return ids, response, elapsed_ms
 
 
 async def _get(

@@ -14,7 +14,6 @@ server received.
 from __future__ import annotations
 
 import base64
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from tests.support import UPDATE_TIMEOUT_S, EditorClient, agent_env, running_age
 from tests.support.fake_provider import (
     Exchange,
     FakeProviderServer,
+    closed_port,
     json_error,
     openai_chunk,
     openai_stream,
@@ -47,14 +47,6 @@ DEBUG = ("--log-level", "DEBUG")
 def server() -> Iterator[FakeProviderServer]:
     with FakeProviderServer() as fake:
         yield fake
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 nothing listens on (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def credentialed_env(port: int, **extra: str) -> dict[str, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -12,7 +11,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ("KEY", "Doctor", "closed_port", "row", "run_doctor")
+__all__ = ("KEY", "Doctor", "row", "run_doctor")
 
 #: The API key the tests configure: it must never appear in what doctor prints.
 KEY = "sk-doctor-secret-0123456789abcdef"
@@ -59,11 +58,3 @@ def row(screen: str, name: str) -> str:
         if line and not line[0].isspace() and line.split()[1:2] == [name]
     ]
     return line
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 nothing listens on (it was just bound and released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port

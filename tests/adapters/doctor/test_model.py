@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.adapters.doctor.support import KEY, closed_port, row, run_doctor
+from tests.adapters.doctor.support import KEY, row, run_doctor
 from tests.support import agent_env, openai_env
 from tests.support.fake_provider import (
     FakeProviderServer,
     anthropic_model,
     anthropic_model_list,
+    closed_port,
     json_error,
     openai_model_list,
 )
