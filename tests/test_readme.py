@@ -1,7 +1,7 @@
-"""The README's set-up commands and editor snippet stay true.
+"""The README's set-up commands and examples, and the docs' examples, stay true.
 
-The README marks what these tests read with `<!-- readme-check: NAME -->` comments,
-each right above a fenced code block.
+README.md and docs/*.md mark what these tests read with `<!-- readme-check: NAME -->`
+comments, each right above a fenced code block; a name is used once across them all.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from tests.editor_configs.snippets import PLACEHOLDER_COMMAND
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 CI_RUN = ROOT / ".ci" / "run"
 PYPROJECT = ROOT / "pyproject.toml"
 ZED_SETTINGS = ROOT / "editor-configs" / "zed" / "settings.json"
@@ -46,14 +47,24 @@ RESPONSE_TIMEOUT_S = 10.0
 EXIT_TIMEOUT_S = 10.0
 
 
+def checked_documents() -> list[Path]:
+    """The files that may hold `readme-check` blocks: the README and the docs pages."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
 def readme_block(name: str) -> tuple[str, str]:
     """The (language, body) of the fenced block right after `<!-- readme-check: NAME -->`."""
-    text = README.read_text()
     marker = f"<!-- readme-check: {name} -->"
-    assert text.count(marker) == 1, f"README.md must contain {marker!r} exactly once"
+    holders = [(path, path.read_text()) for path in checked_documents()]
+    found = [(path, text) for path, text in holders if marker in text]
+    names = [str(path.relative_to(ROOT)) for path, _ in found]
+    assert len(found) == 1, f"{marker!r} must be in one of README.md and docs/*.md, not {names}"
+    [(path, text)] = found
+    where = path.relative_to(ROOT)
+    assert text.count(marker) == 1, f"{where} must contain {marker!r} exactly once"
     after = text.split(marker, 1)[1]
     match = re.match(r"\s*```(\w*)\n(.*?)\n```\n", after, re.DOTALL)
-    assert match, f"no fenced code block right after {marker!r} in README.md"
+    assert match, f"no fenced code block right after {marker!r} in {where}"
     return match.group(1), match.group(2)
 
 
@@ -76,6 +87,13 @@ def ci_test_command() -> str:
 
 def pyproject() -> dict[str, Any]:
     return tomllib.loads(PYPROJECT.read_text())
+
+
+@pytest.mark.parametrize(
+    "name", ["start-command", "initialize-line", "test-command", "zed-settings", "first-prompt"]
+)
+def test_what_a_newcomer_runs_first_is_in_the_readme_itself(name: str) -> None:
+    assert f"<!-- readme-check: {name} -->" in README.read_text()
 
 
 def test_zed_settings_file_is_the_snippet_shown_in_the_readme() -> None:
@@ -104,8 +122,9 @@ def test_readme_test_command_is_the_one_ci_runs() -> None:
 def test_readme_commands_install_into_the_same_venv_with_extras_that_exist() -> None:
     start = readme_command("start-command").split(" && ")
     tests = readme_command("test-command").split(" && ")
-    assert start[:2] == ["python3 -m venv .venv", ".venv/bin/pip install -e ."]
-    assert tests[:2] == ["python3 -m venv .venv", ".venv/bin/pip install -e '.[dev]'"]
+    # Quiet installs, so the agent's answer is not lost under pip's output.
+    assert start[:2] == ["python3 -m venv .venv", ".venv/bin/pip install -q -e ."]
+    assert tests[:2] == ["python3 -m venv .venv", ".venv/bin/pip install -q -e '.[dev]'"]
     assert "dev" in pyproject()["project"]["optional-dependencies"]
     assert tests[2:] == [".venv/bin/python -m pytest"]
 
@@ -189,6 +208,30 @@ def test_readme_branches_script_example_is_a_valid_script() -> None:
     assert played.reply_for(0) == (ToolCallStep("shell", '{"command":"pytest -q"}'),)
     assert played.reply_for(1) == (TextDelta("All tests pass."),)
     assert script.reply_for(2) == (TextDelta("The tests pass."),)
+
+
+@pytest.mark.e2e
+def test_readme_first_prompt_prints_the_scripted_reply(tmp_path: Path) -> None:
+    language, body = readme_block("first-prompt")
+    assert language == "sh"
+    write_script, run_prompt = body.splitlines()
+    [script_json] = re.findall(r"^echo '([^']*)' > hello\.json$", write_script)
+    [reply] = parse_script(json.loads(script_json)).reply_for(0)
+    assert isinstance(reply, TextDelta)
+    assert f"It prints `{reply.text}`" in README.read_text()
+    # The README runs it from the clone's root, after the set-up made .venv there; here
+    # .venv is this environment, where the tests run.
+    (tmp_path / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    env = {**os.environ, "ACP_AGENT_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        ["bash", "-c", f"set -e\n{write_script}\n{run_prompt}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, reply.text + "\n"), done.stderr
 
 
 def read_line(fd: int, deadline: float) -> tuple[bytes, bytes]:

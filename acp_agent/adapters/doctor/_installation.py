@@ -101,7 +101,8 @@ def check_config_file(setup: DoctorSetup) -> Check:
             "config",
             Status.PROBLEM,
             f"cannot be used: {exc}",
-            "fix the file (its format: README, Models); until then no configured model answers",
+            "fix the file (its format: docs/configuration.md, Models); until then no configured "
+            "model answers",
             gates_prompt=gates,
         )
     details: dict[str, DetailValue] = {"providers": sorted(config.providers)}

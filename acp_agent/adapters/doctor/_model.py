@@ -98,7 +98,7 @@ def _scripted(setup: DoctorSetup) -> Check:
     except ScriptError as exc:
         return _problem(
             f"the script cannot be played: {exc}",
-            f"fix {setup.script} (its format: README, The scripted model); acp-agent "
+            f"fix {setup.script} (its format: docs/scripted-model.md); acp-agent "
             "refuses to start with it",
         )
     if setup.model is not None and setup.model != script.model_id:

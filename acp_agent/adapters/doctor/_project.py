@@ -1,6 +1,6 @@
 """The workspace's own files, and which of them act without the person's say-so.
 
-What a workspace can bring, and the trust each needs (see the README):
+What a workspace can bring, and the trust each needs (see docs/):
 
 - `AGENTS.md` files: rules for the model, read at every turn; text only, they
   grant nothing, so they need no enabling;

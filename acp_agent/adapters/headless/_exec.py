@@ -98,7 +98,9 @@ def parser() -> argparse.ArgumentParser:
         help="continue the most recent session in the workspace",
     )
     parser.add_argument("--max-turn-requests", type=int, metavar="N")
-    parser.add_argument("--json", action="store_true", help="JSON lines on stdout (see README)")
+    parser.add_argument(
+        "--json", action="store_true", help="JSON lines on stdout (see docs/headless.md)"
+    )
     parser.add_argument("--home", type=Path, metavar="DIR", help="as for acp-agent")
     parser.add_argument("--script", type=Path, metavar="FILE", help="as for acp-agent")
     return parser
