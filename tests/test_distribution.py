@@ -188,6 +188,10 @@ def test_sdist_carries_the_sources_the_generated_modules_and_the_schema(built: B
     assert built.sdist.name == f"{top}.tar.gz"
     assert {*GENERATED, *SCHEMA, "protocol/schema/README.md"} <= names
     assert {"pyproject.toml", "README.md", "MANIFEST.in", "PKG-INFO", "LICENSE"} <= names
+    # The reference the README links travels with it.
+    docs = {n for n in built.sources if n.startswith("docs/") and n.endswith(".md")}
+    assert "docs/configuration.md" in docs
+    assert docs - names == set(), "docs/ pages the README links are missing from the sdist"
     expected = {n for n in built.sources if n.startswith(PACKAGES)}
     assert expected - names == set(), "files git has under the packages are missing from the sdist"
     # The tests read the whole repository; the sdist only builds the wheel.
