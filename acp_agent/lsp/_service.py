@@ -42,9 +42,10 @@ __all__ = ("DEFAULT_SETTLE_S", "CodeIntelligence", "Findings", "ServerStatus", "
 logger = logging.getLogger(__name__)
 
 #: How long a call's result waits, at most, for the servers' diagnostics. Measured
-#: (`benchmarks/lsp.py`): a cold basedpyright answers an edit in about 2 s on an idle
-#: machine and 4 to 6 s on two busy cores, ruff in a tenth of that; warm, both in
-#: well under a second. A server that answers sooner ends the wait sooner.
+#: (`benchmarks/lsp.py`, 2 cores): a session's first edit, basedpyright starting, comes
+#: back in about 2 s idle and up to 4.6 s with six other busy processes; ruff's alone
+#: in a tenth of that; later edits in well under a second. Twice the worst seen; a
+#: server that answers sooner ends the wait sooner.
 DEFAULT_SETTLE_S: Final = 10.0
 #: How long a navigation tool waits for its server to start (the model asked for it).
 _NAVIGATOR_START_S: Final = 30.0
