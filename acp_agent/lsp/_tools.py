@@ -342,8 +342,9 @@ Language servers ({servers}) read the Python files your calls change. When a cha
 introduces problems (an undefined name, a syntax or type error), the call's result ends \
 with "New problems the language server reports after this change:", one per line \
 (`path:line:column: severity [server code] message`); problems that were there before \
-are not repeated. Fix what you introduced unless it is intended. `diagnostics` lists a \
-file's current problems at any time.{navigation} A server that stops or comes back is \
+are not repeated. Fix what you introduced unless it is intended. A server that had not \
+finished checking in time is named there: its problems may be missing. `diagnostics` lists \
+a file's current problems at any time.{navigation} A server that stops or comes back is \
 reported as `<notification source="lsp">`.""",
     )
 
