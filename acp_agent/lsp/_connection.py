@@ -35,7 +35,7 @@ from urllib.parse import unquote, urlparse
 import attrs
 import cattrs
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import default_converter
 
@@ -237,11 +237,6 @@ class ServerConnection:
         """The version of `path` last sent (None: not open)."""
         return self._versions.get(str(path))
 
-    @property
-    def pulls(self) -> bool:
-        """Whether the server is asked for problems (pull diagnostics) rather than waited for."""
-        return bool(self._pulls)
-
     def problems(self, path: Path) -> list[Problem]:
         """The last problems known for `path` (none yet: empty)."""
         return list(self._published.get(str(path), (None, []))[1])
@@ -286,6 +281,9 @@ class ServerConnection:
                         problems += self._problems(key, report.items)
                     else:  # "unchanged" (it answers a result id, and none is sent)
                         problems += self.problems(path)
+        except JsonRpcMethodNotFound:
+            self._pulls.clear()  # it offered what it does not answer: its publications count
+            return
         except JsonRpcException as exc:
             # Refused (it is busy, or the document changed meanwhile): asked again.
             logger.debug("%s refused a pull of %s: %s", self.spec.name, path.name, exc)
