@@ -26,11 +26,16 @@ workspace and the tool, narrowed by what the call needs: a command prefix
 relative to the cwd, or `/home/me/lib/src/**`, absolute, for a file in
 another root of the workspace: its additional directories), the whole tool
 otherwise (and for MCP tools, named `mcp__<server>__<tool>`). Rules are
-listed with `list_rules` and revoked with `revoke_rule`.
+listed with `list_rules` and revoked with `revoke_rule`; a rule that says
+what one in force says is kept once.
 
-A command rule never matches a command line that chains or redirects
-(`;`, `&&`, `|`, `>`, `$(`, backticks, newlines): `git status; rm -rf ~` is
-asked about even where `git status` is always allowed.
+A command-prefix rule never matches a command line that chains, pipes,
+redirects or loops (`;`, `&&`, `|`, `>`, `$(`, backticks, newlines):
+`git status; rm -rf ~` is asked about even where `git status` is always
+allowed. "Always" on such a command remembers that exact command line (an
+exact-command rule, the one kind that covers a chain), and nothing longer or
+shorter. An "always" answer is offered only when the rule it would keep
+covers the very call asked about, so the same call is not asked again.
 """
 
 from __future__ import annotations
@@ -119,6 +124,8 @@ class RuleScope(enum.StrEnum):
     TOOL = "tool"
     #: Commands starting with these words (whole words), without chaining.
     COMMAND_PREFIX = "command_prefix"
+    #: This command line exactly (surrounding blanks aside), chained or not.
+    EXACT_COMMAND = "exact_command"
     #: Paths matching a glob relative to the workspace's cwd, or an absolute one for the
     #: other roots (`**` spans folders).
     PATH_GLOB = "path_glob"
@@ -278,12 +285,19 @@ def options_for(
 ) -> tuple[PermissionOption, ...]:
     """The answers to offer, labelled with what "always" would remember.
 
-    Paths outside the workspace are always asked, so "allow always" is not offered.
+    Paths outside the workspace are always asked, so "allow always" is not offered;
+    neither "always" is offered when the rule it keeps would not cover this very call.
     """
     scope, pattern = rule_for(tool, need, workspace, roots)
-    what = _scope_text(tool, scope, pattern)
     allow_once = PermissionOption(PermissionChoice.ALLOW_ONCE, "Allow once")
     reject_once = PermissionOption(PermissionChoice.REJECT_ONCE, "Reject")
+    if not _covers_itself(tool, need, workspace, scope, pattern):
+        return (allow_once, reject_once)
+    what = (
+        "this exact command"
+        if scope is RuleScope.EXACT_COMMAND
+        else _scope_text(tool, scope, pattern)
+    )
     reject_always = PermissionOption(
         PermissionChoice.REJECT_ALWAYS, f"Always reject {what} in this workspace"
     )
@@ -293,6 +307,14 @@ def options_for(
         PermissionChoice.ALLOW_ALWAYS, f"Always allow {what} in this workspace"
     )
     return (allow_once, allow_always, reject_once, reject_always)
+
+
+def _covers_itself(
+    tool: str, need: PermissionNeed, workspace: str, scope: RuleScope, pattern: str
+) -> bool:
+    """Whether the rule an "always" answer keeps would match the very call it answers."""
+    draft = PermissionRule("", workspace, tool, scope.value, pattern, RuleDecision.ALLOW, 0.0)
+    return rule_matches(draft, tool, need, workspace)
 
 
 # --- rules ----------------------------------------------------------------------------
@@ -309,7 +331,10 @@ def rule_for(
     if tool.startswith(MCP_TOOL_PREFIX):
         return RuleScope.MCP_TOOL, ""
     if need.effect is Effect.EXECUTE and need.target:
-        return RuleScope.COMMAND_PREFIX, command_prefix(need.target)
+        prefix = command_prefix(need.target)
+        if _prefix_covers(prefix, need.target):
+            return RuleScope.COMMAND_PREFIX, prefix
+        return RuleScope.EXACT_COMMAND, need.target.strip()
     if need.effect in (Effect.EDIT, Effect.READ_ONLY) and need.target:
         relative = _relative(need.target, workspace)
         if relative is not None:
@@ -325,7 +350,8 @@ def command_prefix(command: str) -> str:
 
     The program and the next word, unless that word names a path, a value or
     a pattern (contains `/`, `=`, `.`, `~`, `$`, `*` or `?`); only the first
-    command of a chain counts (`cd build && make` keeps `cd build`).
+    command of a chain counts (`cd build && make` keeps `cd build`), though no
+    prefix rule covers a chain: `rule_for` keeps such a command line exactly.
     """
     first = _COMPOUND.split(command, maxsplit=1)[0]
     try:
@@ -348,20 +374,27 @@ def rule_matches(rule: PermissionRule, tool: str, need: PermissionNeed, workspac
     if scope in (RuleScope.TOOL, RuleScope.MCP_TOOL):
         return True
     if scope == RuleScope.COMMAND_PREFIX:
-        command = need.target.strip()
-        if not command or _COMPOUND.search(command):
-            return False
-        try:
-            words, prefix = shlex.split(command), shlex.split(rule.pattern)
-        except ValueError:
-            return False
-        return bool(prefix) and words[: len(prefix)] == prefix
+        return _prefix_covers(rule.pattern, need.target)
+    if scope == RuleScope.EXACT_COMMAND:
+        return bool(rule.pattern) and need.target.strip() == rule.pattern
     if scope == RuleScope.PATH_GLOB:
         if rule.pattern.startswith("/"):  # a folder of another root, named absolutely
             return _glob_matches(rule.pattern, PurePosixPath(need.target).as_posix())
         relative = _relative(need.target, workspace)
         return relative is not None and _glob_matches(rule.pattern, relative)
     return False
+
+
+def _prefix_covers(pattern: str, command: str) -> bool:
+    """Whether a command starts with the pattern's words and neither chains nor redirects."""
+    command = command.strip()
+    if not command or _COMPOUND.search(command):
+        return False
+    try:
+        words, prefix = shlex.split(command), shlex.split(pattern)
+    except ValueError:
+        return False
+    return bool(prefix) and words[: len(prefix)] == prefix
 
 
 async def list_rules(store: Store, workspace: str | None = None) -> list[PermissionRule]:
@@ -389,6 +422,7 @@ async def remember(
 ) -> PermissionRule | None:
     """Keep an "always" answer as a rule for the workspace; None for a "once" answer.
 
+    Returns the rule in force: one the store already keeps when it says the same.
     `roots` are the workspace's other roots (see `rule_for`).
     """
     if not choice.remembered:
@@ -409,8 +443,7 @@ async def remember(
         session_id=SessionId(session_id),
         call_id=CallId(call_id),
     )
-    await store.add_permission_rule(rule)
-    return rule
+    return await store.add_permission_rule(rule)
 
 
 def _relative(target: str, workspace: str) -> str | None:
@@ -444,6 +477,8 @@ def _scope_text(tool: str, scope: RuleScope, pattern: str) -> str:
     """What a rule covers, in plain words (no markdown: option names are shown as is)."""
     if scope is RuleScope.COMMAND_PREFIX:
         return f"commands starting with {pattern}"
+    if scope is RuleScope.EXACT_COMMAND:
+        return f"exactly the command {pattern}"
     if scope is RuleScope.PATH_GLOB:
         action = _FILE_ACTIONS.get(tool, f"the {tool} tool on")
         folder = pattern.removesuffix("**").rstrip("/")

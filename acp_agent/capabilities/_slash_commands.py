@@ -471,7 +471,7 @@ class CommandRunner:
 
 def _rule_line(rule: Any) -> str:
     decision = "always allow" if rule.decision == "allow" else "always reject"
-    tool = f" ({rule.tool})" if rule.scope == "command_prefix" else ""
+    tool = f" ({rule.tool})" if rule.scope in ("command_prefix", "exact_command") else ""
     return f"{decision} {rule_text(rule)}{tool}"
 
 

@@ -392,8 +392,12 @@ class Store(Protocol):
 
     # permission rules: per workspace, not per session; no lease needed
 
-    async def add_permission_rule(self, rule: PermissionRule) -> None:
-        """Keep a new rule; `StoreConflict` if its id is taken."""
+    async def add_permission_rule(self, rule: PermissionRule) -> PermissionRule:
+        """Keep a new rule and return it; `StoreConflict` if its id is taken.
+
+        A rule in force that says the same (workspace, tool, scope, pattern and
+        decision) is kept once: that one is returned and nothing is added.
+        """
         ...
 
     async def list_permission_rules(

@@ -1,11 +1,19 @@
 """One language server process, driven with pygls's language client.
 
 `ServerConnection.start()` spawns the server in a process group of its own,
-initializes it for one workspace root and keeps the diagnostics it publishes, by
+initializes it for one workspace root and keeps the diagnostics it gives, by
 document. `sync(path, text)` opens or changes a document with its full text and
 returns the version sent; `problems_after(path, version, deadline)` waits (until
 `deadline` at the latest) for the diagnostics of that version. `aclose()` asks
 the server to shut down and exit, then ends its process group.
+
+Diagnostics come one of two ways. A server that offers `textDocument/diagnostic`
+(pull diagnostics: in its capabilities, like ruff, or registered later through
+`client/registerCapability`, the only way basedpyright offers it) is asked for a
+document's problems, and its answer is about the text last sent. Any other server
+publishes them (`textDocument/publishDiagnostics`), and the publication for the
+version sent is waited for. A server still starting is waited for the same way:
+until it registers, its publications count; once it registers, it is asked.
 
 pygls and lsprotocol are imported here only: this module loads when a session
 first needs a server, never on the ACP serving path.
@@ -27,6 +35,7 @@ from urllib.parse import unquote, urlparse
 import attrs
 import cattrs
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import default_converter
 
@@ -43,6 +52,9 @@ logger = logging.getLogger(__name__)
 _REQUEST_TIMEOUT_S: Final = 10.0
 #: How long an exiting server gets before its process group is killed.
 _EXIT_GRACE_S: Final = 1.0
+#: After a pull the server refused (busy, or the document changed), the pause before
+#: asking again.
+_PULL_RETRY_S: Final = 0.1
 
 _SEVERITY: Final = {
     lsp.DiagnosticSeverity.Error: "error",
@@ -62,10 +74,13 @@ class ServerConnection:
             "acp-agent", acp_agent.__version__, converter_factory=_converter
         )
         self._versions: dict[str, int] = {}
-        #: By path: the version the server said (None: it says none), the problems, and
-        #: the count of publications when it came (a server without versions is waited
-        #: for by that).
+        #: By path: the version the problems are of (None: the server said none), the
+        #: problems, and the count of publications when they came (a server that says
+        #: no version is waited for by that).
         self._published: dict[str, tuple[int | None, list[Problem], int]] = {}
+        #: Its pull diagnostics (`textDocument/diagnostic`): each registration's id ("" for
+        #: the one in its capabilities) and identifier. Empty: it publishes instead.
+        self._pulls: dict[str, str | None] = {}
         self._sent_at: dict[str, int] = {}
         #: The text last sent for each open document.
         self._texts: dict[str, str] = {}
@@ -76,22 +91,26 @@ class ServerConnection:
 
         def published(params: lsp.PublishDiagnosticsParams) -> None:
             path = _path_of(params.uri)
-            # Hints are not problems: they grey out unused or unreachable code.
-            problems = [
-                self._problem(path, d)
-                for d in params.diagnostics
-                if d.severity != lsp.DiagnosticSeverity.Hint
-            ]
             self._publications += 1
+            problems = self._problems(path, params.diagnostics)
             self._published[path] = (params.version, problems, self._publications)
-            self._changed.set()
-            self._changed = asyncio.Event()
+            self._wake()
 
         def configuration(params: lsp.ConfigurationParams) -> list[Any]:
-            return [spec.settings.get(item.section or "") for item in params.items]
+            return [_section(spec.settings, item.section or "") for item in params.items]
+
+        def registered(params: lsp.RegistrationParams) -> None:
+            for registration in params.registrations:
+                if registration.method == lsp.TEXT_DOCUMENT_DIAGNOSTIC:
+                    self._pulls[registration.id] = _identifier(registration.register_options)
+            self._wake()  # a wait for a publication asks instead from now on
+
+        def unregistered(params: lsp.UnregistrationParams) -> None:
+            for gone in params.unregisterations:
+                self._pulls.pop(gone.id, None)
 
         def accepted(params: Any) -> None:
-            return None  # registrations and progress tokens: nothing to keep
+            return None  # progress tokens, refresh requests: nothing to keep
 
         def said(params: Any) -> None:
             logger.debug("%s says: %s", spec.name, getattr(params, "message", params))
@@ -99,13 +118,20 @@ class ServerConnection:
         client = self._client
         client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)(published)
         client.feature(lsp.WORKSPACE_CONFIGURATION)(configuration)
-        client.feature(lsp.CLIENT_REGISTER_CAPABILITY)(accepted)
+        client.feature(lsp.CLIENT_REGISTER_CAPABILITY)(registered)
+        client.feature(lsp.CLIENT_UNREGISTER_CAPABILITY)(unregistered)
         client.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CREATE)(accepted)
+        # Problems are asked for when an edit needs them, so a refresh changes nothing.
+        client.feature(lsp.WORKSPACE_DIAGNOSTIC_REFRESH)(accepted)
         for method in (
             lsp.WINDOW_LOG_MESSAGE,
             lsp.WINDOW_SHOW_MESSAGE,
             lsp.PROGRESS,
             "telemetry/event",
+            # basedpyright's own progress reports, sent whatever the client said.
+            "pyright/beginProgress",
+            "pyright/reportProgress",
+            "pyright/endProgress",
         ):
             client.feature(method)(said)
 
@@ -137,6 +163,8 @@ class ServerConnection:
                     publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(
                         version_support=True
                     ),
+                    # Dynamic too: basedpyright offers pull diagnostics only by registering.
+                    diagnostic=lsp.DiagnosticClientCapabilities(dynamic_registration=True),
                     synchronization=lsp.TextDocumentSyncClientCapabilities(did_save=True),
                     hover=lsp.HoverClientCapabilities(
                         content_format=[lsp.MarkupKind.PlainText, lsp.MarkupKind.Markdown]
@@ -150,11 +178,14 @@ class ServerConnection:
         )
         try:
             async with asyncio.timeout(_REQUEST_TIMEOUT_S):
-                await self._client.initialize_async(params)
+                result = await self._client.initialize_async(params)
         except (TimeoutError, Exception) as exc:
             self.last_error = f"initialize failed: {exc!r}"
             await self.aclose()
             raise ServerUnavailable(f"{self.spec.name}: {self.last_error}") from exc
+        provider = result.capabilities.diagnostic_provider
+        if provider is not None:
+            self._pulls[""] = provider.identifier
         self._client.initialized(lsp.InitializedParams())
         logger.info("language server %s started for %s", self.spec.name, self.root)
 
@@ -202,13 +233,17 @@ class ServerConnection:
         """The text the server was last told `path` holds (None: not open)."""
         return self._texts.get(str(path))
 
+    def version(self, path: Path) -> int | None:
+        """The version of `path` last sent (None: not open)."""
+        return self._versions.get(str(path))
+
     def problems(self, path: Path) -> list[Problem]:
-        """The last problems published for `path` (none yet: empty)."""
+        """The last problems known for `path` (none yet: empty)."""
         return list(self._published.get(str(path), (None, []))[1])
 
     async def problems_after(self, path: Path, version: int, deadline: float) -> list[Problem]:
-        """The problems of `path` at `version`, waiting for them until `deadline` (loop
-        time); `TimeoutError` if they did not come."""
+        """The problems of `path` at `version` (or a later one), asked for or waited for
+        until `deadline` (loop time); `TimeoutError` if they did not come."""
         key = str(path)
         loop = asyncio.get_running_loop()
         while True:
@@ -223,10 +258,52 @@ class ServerConnection:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise TimeoutError
+            if self._pulls:
+                await self._pull(path, remaining)
+                continue
             changed = self._changed
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(remaining, 0.25)):
                     await changed.wait()
+
+    async def _pull(self, path: Path, remaining: float) -> None:
+        """Ask for `path`'s problems (`TimeoutError` after `remaining` seconds) and keep
+        them as those of the version last sent: the server reads messages in order."""
+        key = str(path)
+        version = self._versions.get(key)
+        problems: list[Problem] = []
+        try:
+            async with asyncio.timeout(remaining):
+                for identifier in sorted(set(self._pulls.values()), key=str):
+                    params = lsp.DocumentDiagnosticParams(_document(path), identifier=identifier)
+                    report = await self._client.text_document_diagnostic_async(params)
+                    if isinstance(report, lsp.RelatedFullDocumentDiagnosticReport):
+                        problems += self._problems(key, report.items)
+                    else:  # "unchanged" (it answers a result id, and none is sent)
+                        problems += self.problems(path)
+        except JsonRpcMethodNotFound:
+            self._pulls.clear()  # it offered what it does not answer: its publications count
+            return
+        except JsonRpcException as exc:
+            # Refused (it is busy, or the document changed meanwhile): asked again.
+            logger.debug("%s refused a pull of %s: %s", self.spec.name, path.name, exc)
+            await asyncio.sleep(min(_PULL_RETRY_S, remaining))
+            return
+        known = self._published.get(key)
+        if version is not None and (known is None or known[0] is None or known[0] <= version):
+            self._published[key] = (version, problems, self._publications)
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake every wait for problems: something they wait for may have come."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _problems(self, path: str, diagnostics: typing.Sequence[lsp.Diagnostic]) -> list[Problem]:
+        # Hints are not problems: they grey out unused or unreachable code.
+        return [
+            self._problem(path, d) for d in diagnostics if d.severity != lsp.DiagnosticSeverity.Hint
+        ]
 
     async def aclose(self) -> None:
         """Shut the server down (shutdown, exit), then end its process group."""
@@ -436,6 +513,28 @@ def _structure_filter(converter: cattrs.Converter, union: Any, value: Any, _: An
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
+
+
+def _section(settings: typing.Mapping[str, Any], section: str) -> Any:
+    """What `workspace/configuration` answers for `section`: that key of `settings`, or the
+    value at its dotted path (`basedpyright.analysis` in `{"basedpyright": {"analysis": …}}`)."""
+    if section in settings:
+        return settings[section]
+    value: Any = settings
+    for part in section.split("."):
+        if not isinstance(value, typing.Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _identifier(options: Any) -> str | None:
+    """The `identifier` of pull-diagnostics registration options, however they are read."""
+    if isinstance(options, typing.Mapping):
+        identifier = options.get("identifier")
+    else:
+        identifier = getattr(options, "identifier", None)
+    return identifier if isinstance(identifier, str) else None
 
 
 def _path_of(uri: str) -> str:

@@ -4,6 +4,8 @@ A server reports every problem of a file after each change; what matters to the
 model is what the change added. A problem after the change is old when the file
 had one before with the same server, code and message on the line the change moved
 it to (lines are mapped through the change with difflib); everything else is new.
+Problems two servers report alike (the same place, the same message) are described
+once, naming both.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import attrs
 
 from acp_agent.records import Record
 
-__all__ = ("Problem", "compare", "describe", "line_map", "new_problems")
+__all__ = ("Problem", "alike_key", "compare", "describe", "line_map", "new_problems")
 
 
 @attrs.frozen
@@ -34,6 +36,18 @@ class Problem(Record):
 
     def same_issue(self, other: Problem) -> bool:
         return (self.server, self.code, self.message) == (other.server, other.code, other.message)
+
+
+def alike_key(problem: Problem) -> tuple[object, ...]:
+    """What makes two servers' problems the same one: the file, the range, the message."""
+    return (
+        problem.path,
+        problem.line,
+        problem.column,
+        problem.end_line,
+        problem.end_column,
+        problem.message,
+    )
 
 
 def line_map(before: str, after: str) -> dict[int, int]:
@@ -73,13 +87,18 @@ def compare(
 
 
 def describe(problems: Sequence[Problem], *, shown: str | None = None) -> str:
-    """The problems, one line each: `path:line:column: severity [server code] message`."""
-    lines = []
+    """The problems, one line each: `path:line:column: severity [server code] message`;
+    problems alike (`alike_key`) are one line naming every server: `[ruff F821, pylsp]`."""
+    alike: dict[tuple[object, ...], list[Problem]] = {}
     for problem in problems:
-        code = f" {problem.code}" if problem.code else ""
-        where = shown or problem.path
+        alike.setdefault(alike_key(problem), []).append(problem)
+    lines = []
+    for same in alike.values():
+        first = same[0]
+        sources = dict.fromkeys(f"{p.server} {p.code}" if p.code else p.server for p in same)
+        where = shown or first.path
         lines.append(
-            f"{where}:{problem.line}:{problem.column}: {problem.severity} "
-            f"[{problem.server}{code}] {problem.message}"
+            f"{where}:{first.line}:{first.column}: {first.severity} "
+            f"[{', '.join(sources)}] {first.message}"
         )
     return "\n".join(lines)

@@ -73,7 +73,8 @@ BASEDPYRIGHT = ServerSpec(
     ),
     suffixes=(".py", ".pyi"),
     language_id="python",
-    settings={"basedpyright.analysis": {"typeCheckingMode": "standard"}},
+    # It asks for the `basedpyright` section and reads `analysis` in it.
+    settings={"basedpyright": {"analysis": {"typeCheckingMode": "standard"}}},
     navigates=True,
 )
 

@@ -4,10 +4,14 @@
 configured server handles, it starts that server for the file's workspace root if
 it is not running yet (one process per server and root, shared by the session's
 branches), tells it the file's content before the change (unless it already has
-it) and after, and waits until it has published both diagnostics, or until the
-settle bound (`settle_s`, 1.5 s by default) has passed since the review began:
-the call's result never waits longer, whatever the server does. The problems the
-change added (see `_problems`) become the text the model reads with the result.
+it) and after, and waits for the problems of both from every server that reads the
+file, a server still starting included, until the bound (`settle_s`, 10 s by
+default: a cold basedpyright on a busy machine) has passed since the review began.
+The result never waits longer, whatever a server does, and returns as soon as
+every server has answered. The problems the change added (see `_problems`; two
+servers' alike problems once) become the text the model reads with the result,
+and a server that did not finish in time, or is not running, is named there:
+its problems may be missing.
 
 A server that cannot start or dies is remembered with its error; the next change
 tries it again. A session whose calls never change a file a server handles never
@@ -24,24 +28,53 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import attrs
 
 from acp_agent.capabilities import ChangedFile
-from acp_agent.lsp._problems import Problem, compare, describe
+from acp_agent.lsp._problems import Problem, alike_key, compare, describe
 from acp_agent.lsp._servers import ServerSpec, ServerUnavailable, default_servers
 
 if TYPE_CHECKING:
     from acp_agent.lsp._connection import ServerConnection
 
-__all__ = ("DEFAULT_SETTLE_S", "CodeIntelligence", "ServerStatus")
+__all__ = ("DEFAULT_SETTLE_S", "CodeIntelligence", "Findings", "ServerStatus", "missing_notes")
 
 logger = logging.getLogger(__name__)
 
-#: How long a call's result waits, at most, for the servers' diagnostics.
-DEFAULT_SETTLE_S: Final = 1.5
+#: How long a call's result waits, at most, for the servers' diagnostics. Measured
+#: (`benchmarks/lsp.py`, 2 cores): a session's first edit, basedpyright starting, comes
+#: back in about 2 s idle and up to 4.6 s with six other busy processes; ruff's alone
+#: in a tenth of that; later edits in well under a second. Twice the worst seen; a
+#: server that answers sooner ends the wait sooner.
+DEFAULT_SETTLE_S: Final = 10.0
 #: How long a navigation tool waits for its server to start (the model asked for it).
 _NAVIGATOR_START_S: Final = 30.0
 #: The longest wait before starting a server that keeps failing again.
 _MAX_BACKOFF_S: Final = 60.0
+
+
+@attrs.frozen
+class Findings:
+    """What the servers said of a file: its problems, and the servers (by name) that
+    did not finish checking in time or are not running, whose problems may be missing."""
+
+    problems: tuple[Problem, ...]
+    unfinished: tuple[str, ...] = ()
+    not_running: tuple[str, ...] = ()
+
+    def notes(self) -> list[str]:
+        """A line for each server whose problems may be missing."""
+        return missing_notes(self.unfinished, self.not_running)
+
+
+def missing_notes(unfinished: Sequence[str], not_running: Sequence[str]) -> list[str]:
+    """What a result says of servers that did not finish checking, or are not running."""
+    notes = [
+        f"{name} has not finished checking: problems may be missing; `diagnostics` asks again."
+        for name in unfinished
+    ]
+    notes += [f"{name} is not running: its problems are missing." for name in not_running]
+    return notes
 
 
 class ServerStatus:
@@ -108,48 +141,75 @@ class CodeIntelligence:
         ]
 
     async def review(self, files: Sequence[ChangedFile]) -> str | None:
-        """The problems `files`' changes added, as text for the model; None if none (or
-        no server answered within the settle bound)."""
+        """The problems `files`' changes added, as text for the model, with the servers
+        that did not finish in time or are not running; None when there is nothing to say."""
         if self._closed:
             return None
         deadline = asyncio.get_running_loop().time() + self.settle_s
-        found: list[str] = []
-        cleared = 0
+        new: list[Problem] = []
+        gone: list[Problem] = []
+        #: (server, path) pairs not done: still waiting when the bound ends.
+        pending: set[tuple[str, Path]] = set()
+        not_running: set[str] = set()
 
         async def review_one(spec: ServerSpec, changed: ChangedFile) -> None:
-            nonlocal cleared
-            outcome = await self._review_one(spec, changed, deadline)
-            if outcome is not None:
-                new, gone = outcome
-                if new:
-                    found.append(describe(new, shown=self.shown(changed.path)))
-                cleared += gone
+            pending.add((spec.name, changed.path))
+            try:
+                outcome = await self._review_one(spec, changed, deadline)
+            except TimeoutError:
+                return  # still pending: it did not finish
+            except ServerUnavailable:
+                not_running.add(spec.name)
+            except Exception:
+                logger.exception("code intelligence failed to review a change")
+                not_running.add(spec.name)
+            else:
+                if outcome is not None:
+                    new.extend(outcome[0])
+                    gone.extend(outcome[1])
+            pending.discard((spec.name, changed.path))
 
-        try:
-            # Every server at once: the bound is for the whole review, not per server.
-            with anyio.fail_after(self.settle_s + 0.5):
-                async with anyio.create_task_group() as group:
-                    for changed in files:
-                        for spec in self._servers:
-                            if spec.handles(changed.path):
-                                group.start_soon(review_one, spec, changed)
-        except TimeoutError:
-            logger.info("code intelligence did not settle within %.1f s", self.settle_s)
-        except Exception:
-            logger.exception("code intelligence failed to review a change")
-        if not found and not cleared:
-            return None
+        # Every server at once: the bound is for the whole review, not per server. The
+        # waits end at the deadline themselves; this is the net under them.
+        with anyio.move_on_after(self.settle_s + 0.5):
+            async with anyio.create_task_group() as group:
+                for changed in files:
+                    for spec in self._servers:
+                        if spec.handles(changed.path):
+                            group.start_soon(review_one, spec, changed)
+        unfinished = {name for name, _ in pending}
+        if unfinished:
+            logger.info("%s did not finish within %.1f s", ", ".join(unfinished), self.settle_s)
         parts = []
-        if found:
+        if new:
             parts.append("New problems the language server reports after this change:")
-            parts.extend(found)
+            parts.extend(self._described(new))
+        cleared = len({alike_key(problem) for problem in gone})
         if cleared:
             parts.append(f"{cleared} problem(s) reported before this change are gone.")
-        return "\n".join(parts)
+        parts += missing_notes(self._ordered(unfinished), self._ordered(not_running - unfinished))
+        return "\n".join(parts) if parts else None
+
+    def _described(self, problems: Sequence[Problem]) -> list[str]:
+        """Each file's problems, described (alike ones once), in line order."""
+        by_file: dict[str, list[Problem]] = {}
+        order = {spec.name: index for index, spec in enumerate(self._servers)}
+        for problem in sorted(
+            problems, key=lambda p: (p.path, p.line, p.column, order.get(p.server, len(order)))
+        ):
+            by_file.setdefault(problem.path, []).append(problem)
+        return [describe(found, shown=self.shown(Path(path))) for path, found in by_file.items()]
+
+    def _ordered(self, names: set[str]) -> list[str]:
+        """`names` in the order the servers are configured."""
+        return [spec.name for spec in self._servers if spec.name in names]
 
     async def _review_one(
         self, spec: ServerSpec, changed: ChangedFile, deadline: float
-    ) -> tuple[list[Problem], int] | None:
+    ) -> tuple[list[Problem], list[Problem]] | None:
+        """(the problems the change brought in, those it took away) by this server; None
+        when it has nothing to say of the file. `TimeoutError` when it did not finish by
+        `deadline`; `ServerUnavailable` when it is not running."""
         root = self._root_of(changed.path)
         if root is None:
             return None
@@ -159,34 +219,32 @@ class CodeIntelligence:
             if running is not None and running.alive:
                 running.forget(path)
             return None
-        connection = await self._connection(spec, root, deadline)
-        if connection is None:
-            return None
         after_text = _text(changed.after)
         before_text = _text(changed.before) if changed.before is not None else ""
         if after_text is None or before_text is None:
             return None  # not text: nothing a server reads
+        connection = await self._connection(spec, root, deadline)
         try:
-            if connection.is_open(path):
-                before = connection.problems(path)
-            elif changed.before is not None:
-                version = connection.sync(path, before_text)
-                before = await connection.problems_after(path, version, deadline)
-            else:
+            if changed.before is None:
                 before = []
+            else:
+                sent = connection.version(path)
+                if sent is None or connection.text_sent(path) != before_text:
+                    sent = connection.sync(path, before_text)
+                before = await connection.problems_after(path, sent, deadline)
             version = connection.sync(path, after_text)
             after = await connection.problems_after(path, version, deadline)
         except TimeoutError:
-            return None
+            raise
         except Exception as exc:
             self._lost(spec, root, f"{exc}")
-            return None
-        new, gone = compare(before, after, before_text, after_text)
-        return new, len(gone)
+            raise ServerUnavailable(f"{spec.name}: {exc}") from exc
+        return compare(before, after, before_text, after_text)
 
-    async def _connection(
-        self, spec: ServerSpec, root: Path, deadline: float
-    ) -> ServerConnection | None:
+    async def _connection(self, spec: ServerSpec, root: Path, deadline: float) -> ServerConnection:
+        """The server for `root`, started if need be. `TimeoutError` when it is still
+        starting at `deadline` (it goes on: it is ready for the next change);
+        `ServerUnavailable` when it cannot start, or failed lately and waits its backoff."""
         key = (spec.name, root)
         connection = self._connections.get(key)
         if connection is not None:
@@ -196,13 +254,16 @@ class CodeIntelligence:
         task = self._starting.get(key)
         if task is None:
             if asyncio.get_running_loop().time() < self._retry_at.get(key, 0.0):
-                return None  # it failed lately: tried again after its backoff
+                raise ServerUnavailable(self._errors.get(key, f"{spec.name} failed lately"))
             task = asyncio.ensure_future(self._start(spec, root))
             self._starting[key] = task
         remaining = deadline - asyncio.get_running_loop().time()
         if remaining <= 0 or not await _finishes_within(task, remaining):
-            return None  # still starting: it is ready for the next change
-        return self._connections.get(key)
+            raise TimeoutError
+        started = self._connections.get(key)
+        if started is None:
+            raise ServerUnavailable(self._errors.get(key, f"{spec.name} did not start"))
+        return started
 
     async def _start(self, spec: ServerSpec, root: Path) -> ServerConnection | None:
         from acp_agent.lsp._connection import ServerConnection  # pygls: only when needed
@@ -264,10 +325,11 @@ class CodeIntelligence:
         if spec is None or root is None:
             raise ServerUnavailable(f"no language server navigates {path.name}")
         loop = asyncio.get_running_loop()
-        connection = await self._connection(spec, root, loop.time() + _NAVIGATOR_START_S)
-        if connection is None:
+        try:
+            connection = await self._connection(spec, root, loop.time() + _NAVIGATOR_START_S)
+        except (TimeoutError, ServerUnavailable) as exc:
             error = self._errors.get((spec.name, root), "it did not start in time")
-            raise ServerUnavailable(f"{spec.name} is not available: {error}")
+            raise ServerUnavailable(f"{spec.name} is not available: {error}") from exc
         if connection.text_sent(path) != text:
             version = connection.sync(path, text)
             with contextlib.suppress(TimeoutError):
@@ -275,31 +337,39 @@ class CodeIntelligence:
                 await connection.problems_after(path, version, loop.time() + self.settle_s)
         return connection
 
-    async def problems_of(self, path: Path, text: str, timeout_s: float) -> list[Problem]:
-        """Every problem the servers handling `path` report for `text` (for a tool)."""
+    async def problems_of(self, path: Path, text: str, timeout_s: float) -> Findings:
+        """Every problem the servers handling `path` report for `text` (for a tool), and
+        those that did not finish within `timeout_s` or are not running."""
         root = self._root_of(path)
         if root is None:
-            return []
+            return Findings(())
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         found: list[Problem] = []
+        unfinished: set[str] = set()
+        not_running: set[str] = set()
 
         async def ask(spec: ServerSpec) -> None:
-            connection = await self._connection(spec, root, deadline)
-            if connection is None:
-                return
-            if connection.text_sent(path) == text:
-                found.extend(connection.problems(path))
-                return
-            version = connection.sync(path, text)
-            with contextlib.suppress(TimeoutError):
+            try:
+                connection = await self._connection(spec, root, deadline)
+                version = connection.version(path)
+                if version is None or connection.text_sent(path) != text:
+                    version = connection.sync(path, text)
                 found.extend(await connection.problems_after(path, version, deadline))
+            except TimeoutError:
+                unfinished.add(spec.name)
+            except ServerUnavailable:
+                not_running.add(spec.name)
 
         async with anyio.create_task_group() as group:
             for spec in self._servers:
                 if spec.handles(path):
                     group.start_soon(ask, spec)
-        return sorted(found, key=lambda p: (p.line, p.column, p.server))
+        order = {spec.name: index for index, spec in enumerate(self._servers)}
+        found.sort(key=lambda p: (p.line, p.column, order.get(p.server, len(order))))
+        return Findings(
+            tuple(found), tuple(self._ordered(unfinished)), tuple(self._ordered(not_running))
+        )
 
     def handles(self, path: Path) -> bool:
         """Whether any configured server handles `path`."""

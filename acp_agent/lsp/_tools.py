@@ -34,7 +34,7 @@ from acp_agent.capabilities import (
 from acp_agent.capabilities.context import GuideEntry
 from acp_agent.lsp._problems import Problem, describe
 from acp_agent.lsp._servers import ServerUnavailable
-from acp_agent.lsp._service import CodeIntelligence
+from acp_agent.lsp._service import CodeIntelligence, missing_notes
 from acp_agent.tools import WorkspacePath, path_need, present_path, resolve_path, walk
 
 __all__ = (
@@ -276,9 +276,11 @@ class DiagnosticsTool(_CodeTool):
         if not self.intel.handles(path):
             message = f"No language server reads {path.name}."
             return ToolResult((TextContent(message),), message)
-        problems = await self.intel.problems_of(path, text, DIAGNOSTICS_TIMEOUT_S)
+        findings = await self.intel.problems_of(path, text, DIAGNOSTICS_TIMEOUT_S)
+        problems = findings.problems
         shown = self.intel.shown(path)
         body = describe(problems, shown=shown) if problems else f"No problems in {shown}."
+        body = "\n".join([body, *findings.notes()])
         locations = tuple(Location(str(path), p.line) for p in problems[:MAX_PLACES])
         return ToolResult((TextContent(body),), body, locations=locations or None)
 
@@ -288,6 +290,9 @@ class DiagnosticsTool(_CodeTool):
         files = files[:MAX_FILES]
         deadline = anyio.current_time() + WORKSPACE_TIMEOUT_S
         problems: list[Problem] = []
+        lines: list[str] = []
+        unfinished: dict[str, None] = {}
+        not_running: dict[str, None] = {}
         for path in files:
             remaining = deadline - anyio.current_time()
             if remaining <= 0:
@@ -296,15 +301,21 @@ class DiagnosticsTool(_CodeTool):
                 text = await anyio.Path(path).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
-            problems += await self.intel.problems_of(
+            findings = await self.intel.problems_of(
                 path, text, min(remaining, DIAGNOSTICS_TIMEOUT_S)
             )
-        lines = [describe([p], shown=self.intel.shown(Path(p.path))) for p in problems[:MAX_PLACES]]
-        if len(problems) > MAX_PLACES:
-            lines.append(f"... and {len(problems) - MAX_PLACES} more")
+            problems += findings.problems
+            if findings.problems:  # alike problems of two servers: one line
+                lines += describe(findings.problems, shown=self.intel.shown(path)).split("\n")
+            unfinished.update(dict.fromkeys(findings.unfinished))
+            not_running.update(dict.fromkeys(findings.not_running))
+        count = len(lines)
+        if count > MAX_PLACES:
+            lines[MAX_PLACES:] = [f"... and {count - MAX_PLACES} more"]
         checked = f"{len(files)} file(s) checked" + (f" (the first {MAX_FILES})" if more else "")
-        summary = f"{checked}; {len(problems)} problem(s)."
+        summary = f"{checked}; {count} problem(s)."
         text = "\n".join([*lines, summary]) if lines else f"{checked}; no problems."
+        text = "\n".join([text, *missing_notes(list(unfinished), list(not_running))])
         locations = tuple(Location(p.path, p.line) for p in problems[:MAX_PLACES])
         return ToolResult((TextContent(text),), text, locations=locations or None)
 
@@ -331,8 +342,9 @@ Language servers ({servers}) read the Python files your calls change. When a cha
 introduces problems (an undefined name, a syntax or type error), the call's result ends \
 with "New problems the language server reports after this change:", one per line \
 (`path:line:column: severity [server code] message`); problems that were there before \
-are not repeated. Fix what you introduced unless it is intended. `diagnostics` lists a \
-file's current problems at any time.{navigation} A server that stops or comes back is \
+are not repeated. Fix what you introduced unless it is intended. A server that had not \
+finished checking in time is named there: its problems may be missing. `diagnostics` lists \
+a file's current problems at any time.{navigation} A server that stops or comes back is \
 reported as `<notification source="lsp">`.""",
     )
 

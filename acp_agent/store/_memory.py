@@ -242,11 +242,15 @@ class MemoryStore:
 
     # --- permission rules ---------------------------------------------------------------
 
-    async def add_permission_rule(self, rule: PermissionRule) -> None:
+    async def add_permission_rule(self, rule: PermissionRule) -> PermissionRule:
         db = await self._enter()
         if rule.rule_id in db.rules:
             raise StoreConflict(f"permission rule {rule.rule_id} already exists")
+        for kept in db.rules.values():
+            if kept.revoked_at is None and _what_it_says(kept) == _what_it_says(rule):
+                return kept
         db.rules[rule.rule_id] = rule
+        return rule
 
     async def list_permission_rules(
         self, *, workspace: str | None = None, include_revoked: bool = False
@@ -294,3 +298,8 @@ class MemoryStore:
             if lease[0] == self._token:
                 del self.database.leases[session_id]
         self._closed = True
+
+
+def _what_it_says(rule: PermissionRule) -> tuple[str, ...]:
+    """What a rule says, without who chose it and when: the store keeps such a rule once."""
+    return (rule.workspace, rule.tool, rule.scope, rule.pattern, rule.decision)

@@ -397,14 +397,25 @@ class SqliteStore:
 
     # --- permission rules --------------------------------------------------------------
 
-    async def add_permission_rule(self, rule: PermissionRule) -> None:
-        def write(db: sqlite3.Connection) -> None:
-            db.execute(
-                f"INSERT INTO permission_rules ({_RULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                attrs.astuple(rule),
-            )
+    async def add_permission_rule(self, rule: PermissionRule) -> PermissionRule:
+        def write(db: sqlite3.Connection) -> PermissionRule:
+            # One transaction: two answers at once (two sessions, two processes) keep one rule.
+            with _transaction(db):
+                same = db.execute(
+                    f"SELECT {_RULE_COLUMNS} FROM permission_rules"
+                    " WHERE workspace = ? AND tool = ? AND scope = ? AND pattern = ?"
+                    " AND decision = ? AND revoked_at IS NULL ORDER BY rowid LIMIT 1",
+                    (rule.workspace, rule.tool, rule.scope, rule.pattern, rule.decision),
+                ).fetchone()
+                if same is not None:
+                    return PermissionRule(*same)
+                db.execute(
+                    f"INSERT INTO permission_rules ({_RULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    attrs.astuple(rule),
+                )
+            return rule
 
-        await self._run(write, f"add permission rule {rule.rule_id}")
+        return await self._run(write, f"add permission rule {rule.rule_id}")
 
     async def list_permission_rules(
         self, *, workspace: str | None = None, include_revoked: bool = False

@@ -172,6 +172,59 @@ def test_the_options_say_what_always_would_remember():
 
 
 @pytest.mark.parametrize(
+    "command",
+    [
+        "for i in 1 2; do echo n$i; done",
+        "cd build && make",
+        "git log | head -5",
+        "echo done > out.txt",
+        "while true\ndo sleep 1\ndone",
+        "echo 'unterminated",
+    ],
+)
+def test_always_on_a_command_no_prefix_rule_covers_remembers_that_exact_command(command: str):
+    need = PermissionNeed(Effect.EXECUTE, command)
+
+    assert rule_for("shell", need, WORKSPACE) == (RuleScope.EXACT_COMMAND, command)
+    labels = [option.label for option in options_for("shell", need, WORKSPACE)]
+    assert labels == [
+        "Allow once",
+        "Always allow this exact command in this workspace",
+        "Reject",
+        "Always reject this exact command in this workspace",
+    ]
+    exact = rule("shell", RuleScope.EXACT_COMMAND, command)
+    assert isinstance(decide(PermissionMode.ASK, "shell", need, [exact], WORKSPACE), Allow)
+    longer = PermissionNeed(Effect.EXECUTE, command + "; rm -rf ~")
+    assert isinstance(decide(PermissionMode.ASK, "shell", longer, [exact], WORKSPACE), Ask)
+
+
+@pytest.mark.parametrize(
+    ("tool", "need"),
+    [
+        ("shell", RUN),
+        ("shell", PermissionNeed(Effect.EXECUTE, "for i in 1 2; do echo n$i; done")),
+        ("shell", PermissionNeed(Effect.EXECUTE, 'git commit -m "two words"')),
+        ("shell", PermissionNeed(Effect.EXECUTE, "  ls -la  ")),
+        ("write", EDIT),
+        ("edit", PermissionNeed(Effect.EDIT, "/work/project/README.md")),
+        ("edit", PermissionNeed(Effect.EDIT, "/work/lib/io/read.py")),
+        ("fetch", FETCH),
+        ("mcp__github__create_issue", FETCH),
+    ],
+)
+def test_every_always_offered_keeps_a_rule_that_covers_the_same_call_next_time(
+    tool: str, need: PermissionNeed
+):
+    scope, pattern = rule_for(tool, need, WORKSPACE, ["/work/lib"])
+    kept = rule(tool, scope, pattern)
+
+    assert rule_matches(kept, tool, need, WORKSPACE)
+    again = decide(PermissionMode.ASK, tool, need, [kept], WORKSPACE, ["/work/lib"])
+    assert isinstance(again, Allow)
+
+
+@pytest.mark.parametrize(
     ("tool", "need", "label"),
     [
         ("edit", PermissionNeed(Effect.EDIT, "/work/project/README.md"), "edits to any file"),

@@ -130,7 +130,7 @@ async def killed_and_changed_again(tmp_path: Path, intel: CodeIntelligence) -> N
     assert status.running
 
 
-async def test_a_server_that_never_answers_costs_at_most_the_settle_bound(
+async def test_a_server_that_never_answers_costs_at_most_the_bound_and_is_named(
     tmp_path: Path,
 ) -> None:
     silent = ServerSpec(
@@ -147,7 +147,9 @@ async def test_a_server_that_never_answers_costs_at_most_the_settle_bound(
     finally:
         await service.aclose()
 
-    assert said is None
+    assert said == (
+        "silent has not finished checking: problems may be missing; `diagnostics` asks again."
+    )
     assert took < 0.5 + 0.5  # the bound, plus the review's own slack
 
 
@@ -200,14 +202,14 @@ async def test_a_server_that_keeps_failing_is_started_again_only_after_a_backoff
     )
     intel = CodeIntelligence(lambda: [tmp_path], servers=[failing], settle_s=5.0)
     try:
-        for _ in range(3):
-            assert await intel.review([change(tmp_path / "a.py", "x = 1\n")]) is None
+        said = [await intel.review([change(tmp_path / "a.py", "x = 1\n")]) for _ in range(3)]
         report = intel.status_report()
     finally:
         await intel.aclose()
 
     # Once, again at once, then not before a second has passed.
     assert starts.read_text() == "xx"
+    assert said == ["failing is not running: its problems are missing."] * 3
     assert "| failing |" in report
     assert "| down |" in report
 

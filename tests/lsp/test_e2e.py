@@ -106,6 +106,71 @@ async def test_a_write_with_an_undefined_name_tells_the_model_and_the_person(
     assert expected in shown_text(final)
 
 
+CLEAN = "def total(items: list[int]) -> int:\n    return sum(items)\n"
+#: ruff: F821 (`itemz`); basedpyright: the return type, and `itemz` in its own words.
+BROKEN = "def total(items: list[int]) -> str:\n    return sum(itemz)\n"
+#: basedpyright alone: a wrong return type (line 6); both ruffs: `missing` (line 9).
+WRONG_RETURN = CLEAN + '\n\ndef name() -> int:\n    return "total"\n\n\nprint(missing)\n'
+
+
+@pytest.mark.skipif(BASEDPYRIGHT not in default_servers(), reason="needs the `types` extra")
+async def test_a_cold_first_edit_reports_its_problems_or_says_they_may_be_missing(
+    tmp_path: Path,
+) -> None:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "app.py").write_text(CLEAN)
+    # A second server that reports exactly what ruff does: its problems are ruff's.
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.toml").write_text(
+        f"[lsp.servers.ruff-again]\ncommand = [{sys.executable!r}, '-m', 'ruff', 'server']\n"
+        "extensions = ['.py']\nlanguage = 'python'\n"
+    )
+
+    def write(call_id: str, content: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "tool_call": {
+                    "name": "write",
+                    "arguments": {"path": "app.py", "content": content},
+                    "id": call_id,
+                }
+            }
+        ]
+
+    script = write_script(
+        tmp_path / "script.json",
+        [{"tool_call": {"name": "read", "arguments": {"path": "app.py"}, "id": "read"}}],
+        write("cold", BROKEN),
+        [{"text": "Broke it."}],
+        write("warm", WRONG_RETURN),
+        [{"text": "Again."}],
+    )
+    # The default bound (no ACP_AGENT_LSP_SETTLE_S): the one a person gets.
+    env = agent_env(ACP_AGENT_LSP="1", ACP_AGENT_WARMUP="0")
+    async with running_agent(home, script=script, env=env) as client:
+        session_id = await client.new_session(workspace)
+        client.answers = ["allow_always"]
+        await client.prompt(session_id, "Break it.")
+        await client.prompt(session_id, "Again.")
+        updates = client.updates_for(session_id)
+
+    cold = shown_text(calls_of(updates, "cold")[-1])
+    expected = {
+        "ruff": "app.py:2:16: error [ruff F821",
+        "ruff-again": "ruff-again F821] Undefined name `itemz`",
+        "basedpyright": "app.py:2:12: error [basedpyright reportReturnType]",
+    }
+    for server, problem in expected.items():
+        missing = f"{server} has not finished checking: problems may be missing;"
+        assert (problem in cold) != (missing in cold), cold  # one or the other, never neither
+    warm = shown_text(calls_of(updates, "warm")[-1]).splitlines()
+    assert "app.py:6:12: error [basedpyright reportReturnType] Type" in "\n".join(warm)
+    undefined = [line for line in warm if "Undefined name `missing`" in line]
+    assert undefined == ["app.py:9:7: error [ruff F821, ruff-again F821] Undefined name `missing`"]
+    assert not [line for line in warm if "finished checking" in line or "not running" in line]
+
+
 async def test_code_intelligence_can_be_switched_off(
     tmp_path: Path, server: FakeProviderServer
 ) -> None:

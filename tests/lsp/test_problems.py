@@ -45,3 +45,18 @@ def test_problems_read_as_path_line_column_severity_server_code_message() -> Non
     text = describe([problem(3)], shown="a.py")
 
     assert text == "a.py:3:5: error [ruff F821] Undefined name `x`"
+
+
+def test_a_problem_two_servers_report_alike_is_one_line_naming_both() -> None:
+    ruff = problem(3)
+    twin = Problem("pylsp", "/w/a.py", 3, 5, "warning", "Undefined name `x`")
+    elsewhere = Problem("pylsp", "/w/a.py", 3, 9, "error", "Undefined name `x`")
+    other = Problem("pylsp", "/w/a.py", 3, 5, "error", "Name `x` is not defined")
+
+    text = describe([ruff, twin, elsewhere, other], shown="a.py")
+
+    assert text.splitlines() == [
+        "a.py:3:5: error [ruff F821, pylsp] Undefined name `x`",
+        "a.py:3:9: error [pylsp] Undefined name `x`",
+        "a.py:3:5: error [pylsp] Name `x` is not defined",
+    ]

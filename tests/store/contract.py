@@ -523,6 +523,30 @@ class StoreContract:
             with pytest.raises(StoreConflict):
                 await store.add_permission_rule(rule("rule_1", "/work/b"))
 
+    async def test_a_rule_that_says_what_one_in_force_says_is_kept_once(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            first = rule("rule_1", "/work/a", scope="exact_command", pattern="a; b")
+            assert await store.add_permission_rule(first) == first
+            assert (
+                await store.add_permission_rule(
+                    rule("rule_2", "/work/a", scope="exact_command", pattern="a; b")
+                )
+                == first
+            )
+            # Saying something else (another decision, workspace or pattern) is another rule.
+            others = [
+                rule("rule_3", "/work/a", scope="exact_command", pattern="a; b", decision="deny"),
+                rule("rule_4", "/work/b", scope="exact_command", pattern="a; b"),
+                rule("rule_5", "/work/a", scope="exact_command", pattern="a; c"),
+            ]
+            assert [await store.add_permission_rule(each) for each in others] == others
+            await store.revoke_permission_rule("rule_1", revoked_at=50.0)
+            again = rule("rule_6", "/work/a", scope="exact_command", pattern="a; b")
+            assert await store.add_permission_rule(again) == again  # the kept one was revoked
+            assert await store.list_permission_rules() == [*others, again]
+
     async def test_rules_outlive_the_handle_that_added_them(self, stores: StoreFactory) -> None:
         async with stores.open() as store:
             await store.add_permission_rule(rule("rule_1", "/work/a"))

@@ -187,6 +187,60 @@ async def test_permissions_lists_remembered_rules_and_a_revoked_one_is_asked_aga
     assert len(client.permission_requests) == 2  # asked again after the revocation
 
 
+def call(name: str, call_id: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_call": {"name": name, "arguments": arguments, "id": call_id}}
+
+
+LOOP = "for i in 1 2; do echo n$i; done"
+
+
+async def test_always_on_a_command_a_chain_and_an_edit_asks_no_more_and_keeps_each_rule_once(
+    tmp_path: Path,
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("one\n")
+
+    def turn(suffix: str, old: str, new: str) -> list[list[dict[str, Any]]]:
+        return [
+            [call("read", f"r{suffix}", path="notes.txt")],
+            [
+                shell("echo hi", f"s{suffix}"),
+                shell(LOOP, f"l{suffix}"),
+                call("edit", f"e{suffix}", path="notes.txt", old_text=old, new_text=new),
+            ],
+            [{"text": "Done."}],
+        ]
+
+    script = write_script(tmp_path / "s.json", *turn("1", "one", "two"), *turn("2", "two", "3"))
+    async with running_agent(tmp_path / "home", script=script) as client:
+        session_id = await client.new_session(workspace)
+        client.answers = ["allow_always"] * 6  # enough for both turns, should both ask
+        await run(client, session_id, "First")
+        asked_first = sorted(q.tool_call.tool_call_id for q in client.permission_requests)
+        loop_question = next(
+            q for q in client.permission_requests if q.tool_call.tool_call_id == "l1"
+        )
+        await run(client, session_id, "Again")
+        listing, _ = await run(client, session_id, "/permissions")
+
+    assert asked_first == ["e1", "l1", "s1"]
+    assert [o.name for o in loop_question.options] == [
+        "Allow once",
+        "Always allow this exact command in this workspace",
+        "Reject",
+        "Always reject this exact command in this workspace",
+    ]
+    assert len(client.permission_requests) == 3  # the second turn asked nothing
+    assert (workspace / "notes.txt").read_text() == "3\n"
+    rules = [line.split(": ", 1)[1] for line in listing.splitlines() if line.startswith("- `")]
+    assert sorted(rules) == [
+        "always allow commands starting with echo hi (shell)",
+        "always allow edits to any file",
+        f"always allow exactly the command {LOOP} (shell)",
+    ]
+
+
 async def test_rules_shows_the_workspace_and_user_rules(tmp_path: Path):
     home, workspace = tmp_path / "home", tmp_path / "workspace"
     workspace.mkdir()
