@@ -37,7 +37,7 @@ from typing import Any, Final
 import anyio
 import anyio.to_thread
 
-from acp_agent.capabilities import ClientBridge
+from acp_agent.capabilities import ClientBridge, ClientTimedOut
 from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
 from protocol import types
 from protocol.converter import shared_converter
@@ -155,7 +155,13 @@ class PromptContent:
         if self._client.can_read_files:
             try:
                 return await self._client.read_text_file(str(path))
-            except (AcpError, PeerError, ConnectionClosed, NotImplementedError) as exc:
+            except (
+                AcpError,
+                PeerError,
+                ConnectionClosed,
+                NotImplementedError,
+                ClientTimedOut,
+            ) as exc:
                 logger.info("the editor could not read %s (%s); reading the disk", path, exc)
 
         def read_disk() -> str | None:
