@@ -221,7 +221,14 @@ def serve(argv: Sequence[str] | None = None) -> int:
             busy=lambda: connection.protocol.running_handlers > 0 or connection.input_waiting > 0,
             then=[prepare_wire_types(connection.protocol.converter)],
         )
-    agent = AcpAgent(connection, host, models, config_dir=paths.config_dir, warmup=warmup)
+    agent = AcpAgent(
+        connection,
+        host,
+        models,
+        config_dir=paths.config_dir,
+        warmup=warmup,
+        editor_timeout_s=_editor_timeout_s(),
+    )
     agent.register()
     # Sessions still being assembled stop first (giving their leases back), then the runtime.
     connection.on_shutdown(agent.aclose)
@@ -254,6 +261,17 @@ def serve(argv: Sequence[str] | None = None) -> int:
     logging.shutdown()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _editor_timeout_s() -> float | None:
+    """How long each request to the editor waits for its answer (`ACP_AGENT_EDITOR_TIMEOUT_S`,
+    seconds; None when unset or not a positive number: the default, 30)."""
+    value = os.environ.get("ACP_AGENT_EDITOR_TIMEOUT_S")
+    try:
+        timeout = float(value) if value else None
+    except ValueError:
+        return None
+    return timeout if timeout is not None and timeout > 0 else None
 
 
 def _write_stall_s() -> float:

@@ -14,7 +14,13 @@ right for ACP. What the engine does:
   errors without traceback `data` (the traceback goes to the log);
 - our outgoing requests kept apart from the peer's incoming ones, so equal
   ids from the two sides never collide, and late replies to abandoned
-  requests are dropped (W6);
+  requests are dropped (W6); a request may have a deadline, after which it is
+  withdrawn with `$/cancel_request` and fails with `PeerTimedOut`;
+- a line that cannot be read (not UTF-8, not JSON) is answered -32700 with a
+  null id, the only id JSON-RPC 2.0 allows when none can be read (Zed's Rust
+  SDK does the same), its first bytes are logged, and it fails nothing else:
+  it may have been an answer to one of our requests, which then ends at its
+  deadline;
 - `$/cancel_request` answered with -32800 by cancelling the handler task (W7);
 - `after_response(callback)`: a request handler schedules work for right after
   its successful response is written (notifications about a session the peer
@@ -67,7 +73,9 @@ from protocol.errors import (
     InvalidParams,
     MessageTooDeep,
     MethodNotFound,
+    ParseError,
     PeerDisconnected,
+    PeerTimedOut,
     RemoteProtocolError,
     RequestCancelled,
     UnstableNotEnabled,
@@ -90,6 +98,8 @@ Handler = Callable[[Any], Any]
 _EXTENSION_PREFIX: Final = "_"
 #: How many abandoned request ids are remembered (to drop their late answers quietly).
 _MAX_ABANDONED: Final = 1024
+#: How much of a line that cannot be read is logged.
+_LOGGED_BYTES: Final = 200
 _TOO_DEEP: Final = f"nested deeper than {MAX_JSON_DEPTH} levels (the limit)"
 
 #: The callbacks the running request handler scheduled for after its response.
@@ -220,7 +230,15 @@ class AcpProtocol:
             case ErrorResponse(msg_id, error):
                 self._receive_response(msg_id, None, error)
             case Rejected(msg_id, error):
-                logger.warning("Rejected a line from the peer: %s", error.message)
+                if isinstance(error, ParseError) and isinstance(line, bytes):
+                    logger.warning(
+                        "Could not read a line from the peer (%s); its first %d bytes: %r",
+                        error.message,
+                        _LOGGED_BYTES,
+                        line[:_LOGGED_BYTES],
+                    )
+                else:
+                    logger.warning("Rejected a line from the peer: %s", error.message)
                 self._send_error(msg_id, error)
             case Dropped(method, reason):
                 logger.warning("Dropped notification %r from the peer: %s", method, reason)
@@ -476,25 +494,31 @@ class AcpProtocol:
         future = self._send_request(method, params, msg_id)[1]
         return asyncio.shield(asyncio.wrap_future(future))
 
-    async def request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any, *, timeout_s: float | None = None) -> Any:
         """Send request `method`, await the answer and return it structured.
 
         Raises the `AcpError` the peer answered with, `RemoteProtocolError` for
-        a result that does not fit, `PeerDisconnected` if the peer goes away.
-        If the caller is cancelled before the answer came, the peer is sent
-        `$/cancel_request` (never for a request it already answered).
+        a result that does not fit, `PeerDisconnected` if the peer goes away,
+        `PeerTimedOut` when `timeout_s` (None: no deadline) passes first. If the
+        caller is cancelled or the deadline passes before the answer came, the
+        peer is sent `$/cancel_request` (never for a request it already
+        answered) and a late answer is dropped quietly.
         """
         msg_id, future = self._send_request(method, params, None)
         try:
             # The shield keeps a cancelled caller from cancelling the future the
             # late answer will be delivered to (W6).
-            raw = await asyncio.shield(asyncio.wrap_future(future))
+            async with asyncio.timeout(timeout_s):
+                raw = await asyncio.shield(asyncio.wrap_future(future))
+        except TimeoutError:
+            if not future.done():
+                self._abandon(msg_id)
+                logger.warning("No answer to %r (id %r) within %g s", method, msg_id, timeout_s)
+                raise PeerTimedOut(method, timeout_s or 0.0) from None
+            raw = future.result()  # answered just as the deadline passed: the answer counts
         except asyncio.CancelledError:
             if not future.done():  # answered already: there is nothing left to cancel
-                # Abandoned: a late answer is dropped, never set on a future nobody awaits.
-                self._pending.pop(msg_id, None)
-                self._remember_abandoned(msg_id)
-                self._tell_peer_cancelled(msg_id)
+                self._abandon(msg_id)
             raise
         spec = methods.REQUESTS.get(method)
         if spec is None:
@@ -530,6 +554,13 @@ class AcpProtocol:
             del self._pending[msg_id]
             raise
         return msg_id, future
+
+    def _abandon(self, msg_id: RequestId) -> None:
+        """Give up on request `msg_id`: a late answer is dropped, never set on a future
+        nobody awaits, and the peer is told it may stop working on it."""
+        self._pending.pop(msg_id, None)
+        self._remember_abandoned(msg_id)
+        self._tell_peer_cancelled(msg_id)
 
     def _remember_abandoned(self, msg_id: RequestId) -> None:
         if len(self._abandoned) >= _MAX_ABANDONED:

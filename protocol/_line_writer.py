@@ -11,11 +11,18 @@ seconds, the peer is taken as gone. `write` then raises `BrokenPipeError`
 (the engine closes the connection) and `on_gone` runs once, so the agent
 winds down as on the end of its input. `drain` waits for what is queued to
 be written before the process exits.
+
+A reader that closes its end is noticed without a write: a second daemon thread
+waits in `poll` on the descriptor (an error or hang-up is reported even when no
+event is asked for: a pipe whose reader closed, a socket the peer shut) beside a
+wake-up pipe, and takes the peer as gone the moment that happens, so an agent
+with nothing to say does not linger for an editor that left.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import select
@@ -68,6 +75,15 @@ class QueuedLineWriter:
         self._watch: threading.Timer | None = None
         self._thread = threading.Thread(target=self._run, name="acp-line-writer", daemon=True)
         self._thread.start()
+        #: The wake-up pipe of the thread watching for the reader to close its end, open
+        #: while it runs; the lock keeps `close()` from writing to it as the thread closes it.
+        self._wake_lock = threading.Lock()
+        self._wake: tuple[int, int] | None = None
+        if hasattr(select, "poll"):
+            self._wake = os.pipe()
+            threading.Thread(
+                target=self._watch_reader, args=(self._wake[0],), name="acp-peer-watch", daemon=True
+            ).start()
 
     @property
     def gone(self) -> bool:
@@ -159,6 +175,33 @@ class QueuedLineWriter:
             self._changed.notify_all()
         if watch is not None:
             watch.cancel()
+        with self._wake_lock:
+            if self._wake is not None:
+                with contextlib.suppress(OSError):
+                    os.write(self._wake[1], b"x")
+
+    def _watch_reader(self, wake: int) -> None:
+        """Wait, writing nothing, until the reader closes its end (the peer is gone then)
+        or `close()` is called."""
+        try:
+            poller = select.poll()
+            poller.register(self._fd, 0)  # errors and hang-ups are reported regardless
+            poller.register(wake, select.POLLIN)
+            while True:
+                for fd, events in poller.poll():
+                    if fd == wake:
+                        return
+                    if events & select.POLLNVAL:
+                        return  # the descriptor was closed here: nothing left to watch
+                    if events & (select.POLLERR | select.POLLHUP):
+                        self._give_up("the peer closed its end")
+                        return
+        finally:
+            with self._wake_lock:
+                if self._wake is not None:
+                    for fd in self._wake:
+                        os.close(fd)
+                    self._wake = None
 
     def _give_up(self, why: str) -> None:
         with self._changed:

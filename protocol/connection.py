@@ -86,14 +86,15 @@ class _Endpoint:
         """Send notification `method` to the peer; `params` is its `protocol.types` class."""
         self.protocol.notify(method, params)
 
-    async def request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any, *, timeout_s: float | None = None) -> Any:
         """Send request `method`, await the peer and return its typed result.
 
         Raises the peer's `AcpError`, `RemoteProtocolError` for a malformed
-        result, or `PeerDisconnected`; cancelling the caller sends the peer
-        `$/cancel_request`.
+        result, `PeerDisconnected`, or `PeerTimedOut` once `timeout_s` passed
+        without an answer (None: wait as long as it takes); cancelling the
+        caller, or the deadline passing, sends the peer `$/cancel_request`.
         """
-        return await self.protocol.request(method, params)
+        return await self.protocol.request(method, params, timeout_s=timeout_s)
 
     def after_response(self, callback: Callable[[], None]) -> None:
         """From a request handler: call `callback` right after its successful response.

@@ -14,7 +14,8 @@ The tree (``code`` is the JSON-RPC error code on the wire)::
 
     PeerError                     the other side misbehaved or went away
     ├── RemoteProtocolError       it sent a malformed response or result
-    └── PeerDisconnected          it closed the stream before answering
+    ├── PeerDisconnected          it closed the stream before answering
+    └── PeerTimedOut              it did not answer within the request's deadline
 
     ConnectionMisuse(RuntimeError)  our own code used the connection wrongly
     ├── ConnectionNotStarted      sending before the connection has started
@@ -45,6 +46,7 @@ __all__ = (
     "ParseError",
     "PeerDisconnected",
     "PeerError",
+    "PeerTimedOut",
     "RemoteProtocolError",
     "RequestCancelled",
     "ResourceNotFound",
@@ -172,6 +174,19 @@ class PeerDisconnected(PeerError):
 
     def __init__(self, message: str = "the peer closed the connection before answering"):
         super().__init__(message)
+
+
+class PeerTimedOut(PeerError):
+    """The peer did not answer a request we sent within its deadline.
+
+    The request was withdrawn (`$/cancel_request`) and a late answer is dropped,
+    but the peer may have carried it out: whether it did is unknown.
+    """
+
+    def __init__(self, method: str, timeout_s: float):
+        self.method = method
+        self.timeout_s = timeout_s
+        super().__init__(f"the peer did not answer {method} within {timeout_s:g} s")
 
 
 class ConnectionMisuse(RuntimeError):

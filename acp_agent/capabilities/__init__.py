@@ -18,9 +18,11 @@ import importlib
 from typing import TYPE_CHECKING, Any, Final
 
 from acp_agent.capabilities._client_bridge import (
+    DEFAULT_REQUEST_TIMEOUT_S,
     NO_CLIENT,
     ClientBridge,
     ClientTerminal,
+    ClientTimedOut,
     NoClient,
     NotOffered,
     TerminalExit,
@@ -254,6 +256,7 @@ __all__ = (
     "DEFAULT_CONTEXT_WINDOW",
     "DEFAULT_JOB_LIMIT",
     "DEFAULT_MAX_TURN_REQUESTS",
+    "DEFAULT_REQUEST_TIMEOUT_S",
     "DEFAULT_THOUGHT_LEVEL",
     "DOCTOR_HINT",
     "GUIDE",
@@ -304,6 +307,7 @@ __all__ = (
     "Choice",
     "ClientBridge",
     "ClientTerminal",
+    "ClientTimedOut",
     "CoalescingRecorder",
     "CommandHost",
     "CommandInvocation",

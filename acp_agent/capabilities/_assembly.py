@@ -189,12 +189,14 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         return CheckpointStore(settings.checkpoints_dir)
 
     async def rewinder(scope: Scope) -> Rewinder:
+        controls = scope.get(SESSION_CONTROLS)
         return Rewinder(
             scope.get(SESSION),
             scope.get(STORE),
             scope.get(CHECKPOINTS),
             branches=scope.get(BRANCHES),
             jobs=scope.get(JOBS),
+            roots=lambda: controls.roots,
         )
 
     async def job_registry(scope: Scope) -> JobRegistry:

@@ -44,6 +44,10 @@ logger = logging.getLogger(__name__)
 MAX_KEPT_BYTES: Final = 64 * 1024 * 1024
 #: Who records `FileChanged` facts.
 CHECKPOINTS_PRODUCER: Final = "capabilities.checkpoints"
+#: The `after` of a change whose outcome is unknown (an unconfirmed write): no content
+#: has this digest, so whatever the path holds later, other than what it held
+#: before, counts as changed outside the agent.
+UNKNOWN_AFTER: Final = "unknown"
 _LINK_PREFIX: Final = b"symlink\x00"
 
 
@@ -197,6 +201,12 @@ class CallChanges(Record):
     async def before_write(self, path: Path, data: bytes) -> None:
         await self.record([(path, _digest(data))])
         self.written[path] = data
+
+    async def after_unconfirmed_write(self, path: Path) -> None:
+        # What the editor holds is unknown: the review reads the disk, and a rewind finds
+        # the file either as it was (ours) or changed outside the agent (a conflict).
+        self.written.pop(path, None)
+        await self.record([(path, UNKNOWN_AFTER)])
 
     async def before_remove(self, path: Path) -> None:
         entries = await anyio.to_thread.run_sync(lambda: list(entries_under(path)))

@@ -3,26 +3,39 @@
 Declared here, implemented by the ACP adapter over `fs/*` and `terminal/*`
 requests. Each capability is present only when the client advertised it;
 tools fall back to the local disk and local processes otherwise.
+
+No request waits forever: each has a deadline (`ClientBridge.request_timeout_s`)
+and raises `ClientTimedOut` when it passes, except the wait for a terminal's
+exit, which its caller bounds (a command's `timeout_s`; a background job runs
+for hours and is checked by `output` polls instead). Text the editor returns
+(files, terminal output) holds no lone surrogate: each became U+FFFD.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 import attrs
 
 from acp_agent.records import Record
 
 __all__ = (
+    "DEFAULT_REQUEST_TIMEOUT_S",
     "NO_CLIENT",
     "ClientBridge",
     "ClientTerminal",
+    "ClientTimedOut",
     "NoClient",
     "NotOffered",
     "TerminalExit",
     "TerminalOutput",
 )
+
+
+#: How long a request to the editor waits for its answer unless configured otherwise:
+#: long enough for a slow editor (a large file, a busy machine).
+DEFAULT_REQUEST_TIMEOUT_S: Final = 30.0
 
 
 class NotOffered(NotImplementedError):
@@ -31,6 +44,19 @@ class NotOffered(NotImplementedError):
     def __init__(self, feature: str) -> None:
         super().__init__(f"the client does not offer {feature}")
         self.feature = feature
+
+
+class ClientTimedOut(Exception):
+    """The editor did not answer a request within its deadline; the request was withdrawn.
+
+    Whether the editor carried it out anyway is unknown: a write may have landed,
+    a command may have started. `request` is the ACP method, for messages.
+    """
+
+    def __init__(self, request: str, timeout_s: float) -> None:
+        super().__init__(f"the editor did not answer {request} within {timeout_s:g} s")
+        self.request = request
+        self.timeout_s = timeout_s
 
 
 @attrs.frozen
@@ -58,7 +84,10 @@ class ClientTerminal(Protocol):
 
     async def output(self) -> TerminalOutput: ...
 
-    async def wait_for_exit(self) -> TerminalExit: ...
+    async def wait_for_exit(self, *, bounded: bool = False) -> TerminalExit:
+        """Until the command ends: as long as it takes, or with `bounded` no longer than
+        any other request to the editor (`ClientTimedOut` then)."""
+        ...
 
     async def kill(self) -> None: ...
 
@@ -85,6 +114,10 @@ class ClientBridge(Protocol):
     #: The client renders `_meta.terminal_output` streaming (Zed's extension).
     @property
     def streams_terminal_output(self) -> bool: ...
+
+    #: How long each request to the editor waits for its answer (`ClientTimedOut` after).
+    @property
+    def request_timeout_s(self) -> float: ...
 
     async def read_text_file(
         self, path: str, *, line: int | None = None, limit: int | None = None
@@ -115,6 +148,7 @@ class NoClient:
     can_write_files = False
     has_terminals = False
     streams_terminal_output = False
+    request_timeout_s = DEFAULT_REQUEST_TIMEOUT_S
 
     async def read_text_file(
         self, path: str, *, line: int | None = None, limit: int | None = None

@@ -10,6 +10,9 @@ a replay (`session/load`) shows a call exactly, with no tool loaded:
     {"type": "plan", "entries": [{"content", "priority", "status"}, ...]}
 
 Locations are `{"path": abs, "line": int | None}`.
+
+Tool and MCP output is outside text: `with_valid_text` replaces every lone
+surrogate in a result with U+FFFD before it is kept (`acp_agent.lone_surrogates`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import attrs
 
 from acp_agent.capabilities._nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities._tool import (
@@ -28,9 +33,19 @@ from acp_agent.capabilities._tool import (
     PlanContent,
     TerminalContent,
     TextContent,
+    ToolResult,
 )
+from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
 
-__all__ = ("decode_locations", "encode_locations", "encode_parts", "json_safe", "text_part")
+__all__ = (
+    "decode_locations",
+    "encode_locations",
+    "encode_parts",
+    "json_safe",
+    "text_part",
+    "valid_parts",
+    "with_valid_text",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -105,3 +120,36 @@ def json_safe(value: Any) -> Any:
         logger.warning("a tool's raw output is not JSON; recording its repr")
         return repr(value)[:10_000]
     return value
+
+
+def with_valid_text(result: ToolResult) -> ToolResult:
+    """`result` with each lone surrogate in its text replaced by U+FFFD (itself if none)."""
+    content = valid_parts(result.content)
+    model_text = replace_lone_surrogates(result.model_text)
+    raw_output = replace_in_json(result.raw_output)
+    if (
+        content is result.content
+        and model_text is result.model_text
+        and raw_output is result.raw_output
+    ):
+        return result
+    return attrs.evolve(result, content=content, model_text=model_text, raw_output=raw_output)
+
+
+def valid_parts(parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
+    """`parts` with each lone surrogate in their text replaced (the same tuple if none)."""
+    repaired = tuple(_valid_part(part) for part in parts)
+    return parts if all(a is b for a, b in zip(repaired, parts, strict=True)) else repaired
+
+
+def _valid_part(part: ContentPart) -> ContentPart:
+    if isinstance(part, TextContent):
+        text = replace_lone_surrogates(part.text)
+        return part if text is part.text else TextContent(text)
+    if isinstance(part, DiffContent):
+        old = None if part.old_text is None else replace_lone_surrogates(part.old_text)
+        new, path = replace_lone_surrogates(part.new_text), replace_lone_surrogates(part.path)
+        if old is part.old_text and new is part.new_text and path is part.path:
+            return part
+        return DiffContent(path, old, new)
+    return part  # images, terminals and plans carry no outside text of their own

@@ -29,3 +29,9 @@ class FileChanges(Protocol):
     async def before_move(self, source: Path, destination: Path) -> None:
         """`source` (with all it holds) is about to become `destination`."""
         ...
+
+    async def after_unconfirmed_write(self, path: Path) -> None:
+        """A write to `path` announced by `before_write` may or may not have happened
+        (the editor did not confirm it): treat what `path` holds from now on as changed
+        outside the agent."""
+        ...

@@ -12,6 +12,11 @@ the restores are recorded as changes of their own, made, and
 `ConversationRewound` is recorded: history stays, but from the message on it
 is out of the model's context and of a replay. Commands, fetches and MCP
 calls cannot be undone; the outcome names them.
+
+A rewind never writes outside the workspace: each path is resolved when it is
+planned and again when it is acted on, with the tools' containment (every root,
+every link on the way followed). One that now leads outside (a directory on its
+way became a link to elsewhere) is a conflict: nothing changes, and it is named.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import contextlib
 import logging
 import os
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -94,7 +100,8 @@ class RewindOutcome(Record):
     rewound: bool
     restored: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
-    #: Files changed outside the agent since it last wrote them (nothing was changed).
+    #: Files changed outside the agent since it last wrote them, or whose path now leads
+    #: outside the workspace (nothing was changed).
     conflicts: tuple[str, ...] = ()
     not_undone: tuple[str, ...] = ()
 
@@ -137,12 +144,15 @@ class Rewinder:
         *,
         branches: BranchManager,
         jobs: JobManager,
+        roots: Callable[[], Sequence[Path]],
     ) -> None:
         self.session = session
         self.store = store
         self.checkpoints = checkpoints
         self.branches = branches
         self.jobs = jobs
+        #: The workspace's roots now (resolved): nothing outside them is touched.
+        self.roots = roots
         self._lock = anyio.Lock()
 
     async def points(self) -> list[RewindPoint]:
@@ -195,17 +205,19 @@ class Rewinder:
             start = (point.recorded_at, point.seq)
             changes = [c for c in activity.changes if c.order >= start]
             not_undone = tuple(text for order, text in activity.effects if order >= start)
-            plan = await anyio.to_thread.run_sync(_plan, changes)
+            roots = tuple(self.roots())
+            plan = await anyio.to_thread.run_sync(_plan, changes, roots)
             if plan.conflicts:
                 return RewindOutcome(message_id, False, conflicts=plan.conflicts)
             rewind_id = new_id("rw")
             recorder = CallChanges(self.checkpoints, self.session.main, rewind_id)
             await recorder.record([(Path(path), fact.before) for path, fact in plan.restores])
             session_id = str(self.session.id)
-            restored, removed, lost = await anyio.to_thread.run_sync(
-                _restore, plan.restores, self.checkpoints, session_id
+            restored, removed, lost, outside = await anyio.to_thread.run_sync(
+                _restore, plan.restores, self.checkpoints, session_id, roots
             )
             not_undone += tuple(f"{path}: its earlier content was not kept" for path in lost)
+            not_undone += tuple(f"{path}: {_OUTSIDE}; not touched" for path in outside)
             await self.session.main.append(
                 [
                     EventDraft(
@@ -291,8 +303,22 @@ class _Plan(Record):
     conflicts: tuple[str, ...]
 
 
-def _plan(changes: list[_Change]) -> _Plan:
-    """What to restore, and which files changed outside the agent (blocking: reads files)."""
+#: Why a path is not touched: a link on its way leads out of every root.
+_OUTSIDE: Final = "it now leads outside the workspace (a directory on its way is a link)"
+
+
+def _leads_outside(path: Path, roots: Sequence[Path]) -> bool:
+    """Whether acting on `path` now (replacing or removing the entry itself, never following
+    it) would touch a place outside every root: its directory, with every link followed."""
+    if not roots:
+        return True
+    directory = Path(os.path.realpath(path.parent))
+    return not any(directory == root or directory.is_relative_to(root) for root in roots)
+
+
+def _plan(changes: list[_Change], roots: Sequence[Path]) -> _Plan:
+    """What to restore, and which files changed outside the agent or now lead outside the
+    workspace (blocking: reads files)."""
     first: dict[str, FileChanged] = {}
     last: dict[str, FileChanged] = {}
     for change in changes:
@@ -301,6 +327,11 @@ def _plan(changes: list[_Change]) -> _Plan:
     restores, conflicts = [], []
     for path in sorted(first):
         target, latest = first[path], last[path]
+        if _leads_outside(Path(path), roots) or any(
+            _leads_outside(Path(made), roots) for made in target.made_dirs
+        ):
+            conflicts.append(f"{path}: {_OUTSIDE}; not touched")
+            continue
         current = entry_digest(Path(path))
         # A change that failed left the file as it was before it: that is ours too.
         if current not in (latest.after, latest.before):
@@ -311,18 +342,30 @@ def _plan(changes: list[_Change]) -> _Plan:
 
 
 def _restore(
-    restores: list[tuple[str, FileChanged]], checkpoints: CheckpointStore, session_id: str
-) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """Put every file back as `before` says (blocking): (restored, removed, not kept)."""
-    restored, removed, lost = [], [], []
+    restores: list[tuple[str, FileChanged]],
+    checkpoints: CheckpointStore,
+    session_id: str,
+    roots: Sequence[Path],
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """Put every file back as `before` says (blocking): (restored, removed, not kept,
+    not touched because it now leads outside the workspace).
+
+    Each path is checked again right before it is acted on: a link made since the plan
+    does not lead a write out of the workspace either.
+    """
+    restored, removed, lost, outside = [], [], [], []
     for path_text, target in restores:
         path = Path(path_text)
+        if _leads_outside(path, roots):
+            outside.append(path_text)
+            continue
         if target.before is None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             for made in reversed(target.made_dirs):  # what was made to hold it, if empty
-                with contextlib.suppress(OSError):
-                    os.rmdir(made)
+                if not _leads_outside(Path(made), roots):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(made)
             removed.append(path_text)
             continue
         if target.before_link is not None:
@@ -338,7 +381,7 @@ def _restore(
             continue
         _write_back(path, data, target.before_mode)
         restored.append(path_text)
-    return tuple(restored), tuple(removed), tuple(lost)
+    return tuple(restored), tuple(removed), tuple(lost), tuple(outside)
 
 
 def _write_back(path: Path, data: bytes, mode: int | None) -> None:

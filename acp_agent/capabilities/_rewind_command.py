@@ -74,8 +74,9 @@ def _report(
         listed = "\n".join(f"- {_cell(conflict)}" for conflict in outcome.conflicts)
         return (
             "Not rewound, and nothing was changed: these files were changed outside the "
-            f"agent since it last wrote them:\n{listed}\n\nKeep what you need of them, "
-            "undo those changes, and rewind again."
+            "agent since it last wrote them, or their path now leads outside the "
+            f"workspace:\n{listed}\n\nKeep what you need of them, undo those changes (or "
+            "remove the link), and rewind again."
         )
     lines = [f'Rewound to just before message {point.number} ("{_cell(point.text)}").']
     if outcome.restored:

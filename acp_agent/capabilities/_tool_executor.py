@@ -49,6 +49,8 @@ from acp_agent.capabilities._content import (
     encode_parts,
     json_safe,
     text_part,
+    valid_parts,
+    with_valid_text,
 )
 from acp_agent.capabilities._cuts import cut_middle
 from acp_agent.capabilities._jobs import JobManager
@@ -109,6 +111,7 @@ from acp_agent.core import (
     TurnState,
     new_id,
 )
+from acp_agent.lone_surrogates import replace_lone_surrogates
 
 __all__ = (
     "CANCELLED_ANSWER",
@@ -223,7 +226,7 @@ class _Progress:
             TextContent(cut_middle(part.text, PROGRESS_CHARS, "{omitted} characters left out"))
             if isinstance(part, TextContent)
             else part
-            for part in parts
+            for part in valid_parts(tuple(parts))
         ]
         self._recorder.add(
             EventDraft(ToolCallProgressed(self._call_id, encode_parts(shown)), TOOLS_PRODUCER)
@@ -231,6 +234,7 @@ class _Progress:
 
     async def terminal_output(self, terminal_id: str, data: str) -> None:
         if data:
+            data = replace_lone_surrogates(data)
             self._recorder.add(
                 EventDraft(ToolCallOutputDelta(self._call_id, terminal_id, data), TOOLS_PRODUCER)
             )
@@ -606,7 +610,7 @@ class ToolExecutor:
     async def _record_finished(self, call: _Call) -> None:
         assert call.result is not None
         result = await self.budget.apply(
-            call.result, session_id=self.branch.session_id, call_id=call.call_id
+            with_valid_text(call.result), session_id=self.branch.session_id, call_id=call.call_id
         )
         locations = None if result.locations is None else encode_locations(result.locations)
         await self.branch.append(

@@ -9,11 +9,17 @@ children behind.
 
 Ending a server: close its stdin, give it `EXIT_GRACE_S` to exit, signal
 its group with SIGTERM, and after `KILL_AFTER_S` with SIGKILL.
+
+A message holding a lone surrogate (`\\ud800`, which JSON allows and the SDK's
+parser refuses) is taken with each one replaced by U+FFFD, the Unicode policy
+for outside text (`acp_agent.lone_surrogates`), rather than dropped: a dropped
+answer would leave its call waiting.
 """
 
 from __future__ import annotations
 
 import collections
+import json
 import logging
 import os
 import signal
@@ -29,6 +35,7 @@ from anyio.abc import Process
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
+from acp_agent.lone_surrogates import replace_in_json
 from acp_agent.mcp._lines import MAX_MESSAGE_BYTES, LineSplitter, OverLongLine, message_id
 
 __all__ = ("EXIT_GRACE_S", "KILL_AFTER_S", "ServerProcess", "stdio_transport")
@@ -111,7 +118,13 @@ def _parse(line: bytes | bytearray) -> SessionMessage | Exception:
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError as exc:
-        return exc
+        if b"\\u" not in line:
+            return exc
+        try:  # maybe a lone surrogate, which only Python's parser takes
+            value = replace_in_json(json.loads(line))
+            message = mcp_types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+        except ValueError:
+            return exc
     return SessionMessage(message)
 
 

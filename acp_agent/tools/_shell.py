@@ -3,10 +3,13 @@
 With client terminals (`terminal/*`) the command runs in a terminal the
 editor owns: its output is live there (the call shows the terminal at once),
 the tool waits for exit against its timeout, kills on timeout or cancel, and
-always releases the terminal. Otherwise the command runs locally in its own
-process group (see `_process`); its output streams to the editor as Zed's
-`_meta.terminal_output` when the client renders that, else as replaced text
-content, and a timeout or cancellation kills the whole group.
+always releases the terminal. Every other request to the editor has its own
+deadline: an editor that does not confirm the start, the kill or the output
+in time gets an error result saying what is unknown (the command may run).
+Otherwise the command runs locally in its own process group (see
+`_process`); its output streams to the editor as Zed's `_meta.terminal_output`
+when the client renders that, else as replaced text content, and a timeout or
+cancellation kills the whole group.
 
 The model gets the exit status and the output, capped: the first
 `HEAD_BYTES` and last `TAIL_BYTES` are kept and the cut is stated.
@@ -26,9 +29,11 @@ start: ``{"command", "cwd", "via", "job_id", "terminal_id", "background": true}`
 from __future__ import annotations
 
 import codecs
+import contextlib
+import logging
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -37,6 +42,7 @@ import attrs
 
 from acp_agent.capabilities.tool import (
     ClientTerminal,
+    ClientTimedOut,
     ContentPart,
     Effect,
     JobLimitReached,
@@ -58,6 +64,8 @@ from acp_agent.tools._background import ClientJob, LocalJob
 from acp_agent.tools._common import fenced, short
 from acp_agent.tools._process import OutputCapture, run_local
 from acp_agent.tools._workspace import WorkspacePath, outside_need, resolve_path
+
+logger = logging.getLogger(__name__)
 
 __all__ = (
     "CLIENT_OUTPUT_LIMIT",
@@ -109,6 +117,73 @@ _NON_INTERACTIVE: Final = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PRO
 
 def _environment() -> dict[str, str]:
     return {**os.environ, **_NON_INTERACTIVE}
+
+
+async def _cleanup(step: Callable[[], Awaitable[None]]) -> None:
+    """One request to the editor while cleaning up: bounded, and a failure only logged
+    (the terminal is being given up either way)."""
+    with anyio.move_on_after(_CLEANUP_WAIT_S):
+        try:
+            await step()
+        except Exception as exc:
+            logger.info("cleaning up a client terminal: %s", exc)
+
+
+def _unconfirmed_start(call: _Call, error: ClientTimedOut) -> ToolResult:
+    """The result of a command the editor did not confirm starting: it may be running."""
+    text = (
+        f"Not confirmed: the editor did not confirm starting the command within "
+        f"{error.timeout_s:g} s: it may be running in an editor terminal, or not at all. "
+        "Check (for example for its effects) before running it again."
+    )
+    return ToolResult(
+        (TextContent(text),),
+        text,
+        is_error=True,
+        raw_output={
+            "command": call.command,
+            "cwd": str(call.cwd.path),
+            "via": "client",
+            "error": "editor_timeout",
+        },
+    )
+
+
+def _unanswered_result(
+    call: _Call,
+    terminal: ClientTerminal,
+    exited: TerminalExit | None,
+    timed_out: bool,
+    error: ClientTimedOut,
+) -> ToolResult:
+    """The result when the editor stopped answering about a terminal after its command
+    ran (the kill after a timeout, or the output)."""
+    exit_code = exited.exit_code if exited else None
+    signal = exited.signal if exited else None
+    status = _status_line(exit_code, signal, timed_out, call.timeout_s)
+    if error.request == "terminal/kill":
+        status = f"Timed out after {call.timeout_s} s."
+        what = "the command may still be running in its terminal"
+    else:
+        what = "its output is not known; the editor's terminal shows it"
+    text = (
+        f"{status}\nThe editor did not answer {error.request} within {error.timeout_s:g} s: {what}."
+    )
+    return ToolResult(
+        (TerminalContent(terminal.terminal_id), TextContent(text)),
+        text,
+        is_error=True,
+        raw_output={
+            "command": call.command,
+            "cwd": str(call.cwd.path),
+            "via": "client",
+            "exit_code": exit_code,
+            "signal": signal,
+            "timed_out": timed_out,
+            "terminal_id": terminal.terminal_id,
+            "error": "editor_timeout",
+        },
+    )
 
 
 def _status_line(exit_code: int | None, signal: str | None, timed_out: bool, timeout_s: int) -> str:
@@ -226,7 +301,9 @@ class ShellTool(Record):
                         env=_NON_INTERACTIVE,
                         cwd=cwd,
                         output_byte_limit=CLIENT_OUTPUT_LIMIT,
-                    )
+                    ),
+                    # Checked on as often as a request may take: bounded polls, never idle.
+                    poll_s=context.client.request_timeout_s,
                 )
                 assert job.terminal_id is not None
                 terminal.append(job.terminal_id)
@@ -242,6 +319,8 @@ class ShellTool(Record):
         except JobLimitReached as exc:
             text = f"Not started: {exc}."
             return ToolResult((TextContent(text),), text, is_error=True)
+        except ClientTimedOut as exc:
+            return _unconfirmed_start(call, exc)
         text = (
             f"Started in the background as job {started.job_id}. It runs on while you work; "
             "its end arrives as a notification. `job_output` reads its output so far, "
@@ -330,20 +409,26 @@ class ShellTool(Record):
         )
 
     async def _run_in_client(self, call: _Call, context: ToolContext) -> ToolResult:
-        terminal = await context.client.create_terminal(
-            _shell(),
-            ["-c", call.command],
-            env=_NON_INTERACTIVE,
-            cwd=str(call.cwd.path),
-            output_byte_limit=CLIENT_OUTPUT_LIMIT,
-        )
+        try:
+            terminal = await context.client.create_terminal(
+                _shell(),
+                ["-c", call.command],
+                env=_NON_INTERACTIVE,
+                cwd=str(call.cwd.path),
+                output_byte_limit=CLIENT_OUTPUT_LIMIT,
+            )
+        except ClientTimedOut as exc:
+            return _unconfirmed_start(call, exc)
         exited: TerminalExit | None = None
+        killed = False
         head = b""
         try:
             # Embedded, and sent, before its exit is awaited: the editor shows it live.
             await context.progress.content([TerminalContent(terminal.terminal_id)])
             await context.progress.flush()
             await context.client.updates_sent()
+            # The exit is awaited as long as the command may run (its own timeout bounds
+            # it); every other request to the editor has a deadline of its own.
             with anyio.move_on_after(call.timeout_s) as deadline:
                 exit_seen = anyio.Event()
                 async with anyio.create_task_group() as group:
@@ -354,7 +439,10 @@ class ShellTool(Record):
                         # requests, never cancelling one in flight.
                         nonlocal head
                         while not exit_seen.is_set():
-                            seen = await terminal.output()
+                            try:
+                                seen = await terminal.output()
+                            except ClientTimedOut:
+                                return  # the start is a nicety; the exit is what counts
                             if seen.truncated:
                                 return
                             head = seen.output.encode("utf-8")[:HEAD_BYTES]
@@ -367,34 +455,36 @@ class ShellTool(Record):
                     exited = await terminal.wait_for_exit()
                     exit_seen.set()
             timed_out = deadline.cancelled_caught
-            if timed_out:
-                await terminal.kill()
-                with anyio.move_on_after(_CLEANUP_WAIT_S):
-                    exited = await terminal.wait_for_exit()
-            final = await terminal.output()
-            if final.exit is not None:
-                exited = final.exit
-            result = self._client_result(
-                call, terminal, final.output, final.truncated, head, exited, timed_out
-            )
+            try:
+                if timed_out:
+                    await terminal.kill()
+                    with contextlib.suppress(ClientTimedOut):  # its status is then unknown
+                        exited = await terminal.wait_for_exit(bounded=True)
+                final = await terminal.output()
+            except ClientTimedOut as exc:
+                result = _unanswered_result(call, terminal, exited, timed_out, exc)
+                # A kill unanswered is not asked again: the release kills it too (ACP).
+                killed = exc.request == "terminal/kill"
+            else:
+                if final.exit is not None:
+                    exited = final.exit
+                result = self._client_result(
+                    call, terminal, final.output, final.truncated, head, exited, timed_out
+                )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 if exited is None:
-                    with anyio.move_on_after(_CLEANUP_WAIT_S):
-                        await terminal.kill()
-                with anyio.move_on_after(_CLEANUP_WAIT_S):
-                    await terminal.release()
+                    await _cleanup(terminal.kill)
+                await _cleanup(terminal.release)
             raise
-        ended = exited
+        kill_first = exited is None and not killed
 
         async def release_once_shown() -> None:
             # The result shows the terminal too: release only after it reached the editor.
             await context.client.updates_sent()
-            if ended is None:
-                with anyio.move_on_after(_CLEANUP_WAIT_S):
-                    await terminal.kill()
-            with anyio.move_on_after(_CLEANUP_WAIT_S):
-                await terminal.release()
+            if kill_first:
+                await _cleanup(terminal.kill)
+            await _cleanup(terminal.release)
 
         return attrs.evolve(result, after_recorded=release_once_shown)
 

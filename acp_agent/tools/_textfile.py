@@ -13,6 +13,11 @@ A file is read and written through one of two channels, decided per file:
 
 A stamp is a digest of what the channel returned; an edit compares the
 branch's stamp with a fresh one (`file_modified_since_read`).
+
+An editor that does not answer in time is a refusal: a read (`editor_timeout`)
+read nothing; a write (`write_unconfirmed`) may or may not have landed, so the
+checkpoint treats the file as changed outside the agent from then on
+(`FileChanges.after_unconfirmed_write`) and the model is told to read it first.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import Final, Literal
 import anyio
 import attrs
 
-from acp_agent.capabilities.tool import ClientBridge, FileChanges
+from acp_agent.capabilities.tool import ClientBridge, ClientTimedOut, FileChanges
 from acp_agent.records import Record
 
 __all__ = (
@@ -208,7 +213,14 @@ async def load_snapshot(path: Path, client: ClientBridge) -> FileSnapshot:
             f"{path} is a binary file ({size} bytes); the text tools do not read or edit it",
         )
     if client.can_read_files and codec.is_plain_utf8:
-        text = await client.read_text_file(str(path))
+        try:
+            text = await client.read_text_file(str(path))
+        except ClientTimedOut as exc:
+            raise FileRefusal(
+                "editor_timeout",
+                f"the editor did not answer reading {path} within {exc.timeout_s:g} s; "
+                "nothing was read. Retry later, or read it another way (`shell`)",
+            ) from None
         return FileSnapshot(path, text, codec, "client", _stamp(text.encode("utf-8")), size)
     return FileSnapshot(path, codec.decode(data), codec, "disk", _stamp(data), size)
 
@@ -276,14 +288,24 @@ async def store_text(
 
     Through the editor when it offers writes and the file is plain UTF-8 (or
     new), else atomically on disk. Raises `FileRefusal` when `text` does not
-    fit the file's encoding. `changes` is told first (a checkpoint of the file).
+    fit the file's encoding, or when the editor does not confirm the write in
+    time (`write_unconfirmed`). `changes` is told first (a checkpoint of the file).
     """
     data = snapshot.codec.encode(text)
     if changes is not None:
         await changes.before_write(snapshot.path, data)
     if client.can_write_files and snapshot.codec.is_plain_utf8:
         await anyio.to_thread.run_sync(_make_parent, snapshot.path)
-        await client.write_text_file(str(snapshot.path), text)
+        try:
+            await client.write_text_file(str(snapshot.path), text)
+        except ClientTimedOut as exc:
+            if changes is not None:
+                await changes.after_unconfirmed_write(snapshot.path)
+            raise FileRefusal(
+                "write_unconfirmed",
+                f"the editor did not confirm the write within {exc.timeout_s:g} s: the file "
+                "may have changed; read it before retrying",
+            ) from None
         return "client"
     await anyio.to_thread.run_sync(_write_atomically, snapshot.path, data)
     return "disk"

@@ -7,7 +7,9 @@ answers the running prompt, exits with status 0, leaves neither the
 command's process group nor the MCP server behind, and a new agent on the
 same home loads the session with the call failed as interrupted, never run
 again. Once shutdown is under way, another stop signal ends the process at
-once, by that signal.
+once, by that signal. Each agent starts with the signals it is sent at their
+default action, so this holds however the suite itself was started (under
+`nohup`, in the background); a re-run of them in such a suite checks that.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -48,6 +51,10 @@ STOPS: dict[str, signal.Signals | None] = {
     "SIGHUP": signal.SIGHUP,
     "SIGINT": signal.SIGINT,
 }
+#: What each agent here starts with at the default action, whatever the suite started
+#: with: under `nohup` (and in the background) the suite ignores SIGHUP and SIGINT, and
+#: the agent rightly keeps an ignore it inherits.
+SENT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 async def wait_for(condition: Callable[[], object], *, timeout_s: float = WAIT_S) -> None:
@@ -95,7 +102,7 @@ async def test_stopping_the_agent_mid_tool_run_ends_its_children_and_records_the
     script = shell_script(tmp_path)
     mcp_pids: list[int] = []
     try:
-        async with running_agent(home, script=script) as client:
+        async with running_agent(home, script=script, default_signals=SENT_SIGNALS) as client:
             response = await client.request(
                 methods.SESSION_NEW,
                 types.NewSessionRequest(cwd=str(workspace), mcp_servers=[mcp_server("tools")]),
@@ -175,7 +182,7 @@ def test_only_protocol_lines_reach_stdout_while_a_signal_shuts_the_agent_down(
         "--script",
         str(shell_script(tmp_path)),
     ]
-    agent = RawAgent(command, env=agent_env())
+    agent = RawAgent(command, env=agent_env(), default_signals=SENT_SIGNALS)
     try:
         agent.send_json(
             {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
@@ -262,7 +269,9 @@ async def test_a_second_signal_during_shutdown_ends_the_agent_at_once_by_that_si
     workspace.mkdir()
     server_pids: list[int] = []
     try:
-        async with running_agent(tmp_path / "home", script=script) as client:
+        async with running_agent(
+            tmp_path / "home", script=script, default_signals=SENT_SIGNALS
+        ) as client:
             agent = client.process
             assert agent is not None
             response = await client.request(
@@ -284,3 +293,50 @@ async def test_a_second_signal_during_shutdown_ends_the_agent_at_once_by_that_si
         kill_leftovers(tmp_path / "none", server_pids)
 
     assert returncode == -signal.SIGTERM
+
+
+#: The signal tests whose agents would keep an ignore the suite inherited: the first
+#: runs by default, the rest are slow.
+_IGNORED_BY_THE_SUITE = (
+    "test_only_protocol_lines_reach_stdout_while_a_signal_shuts_the_agent_down[SIGHUP]",
+    "test_stopping_the_agent_mid_tool_run_ends_its_children_and_records_the_call[SIGHUP]",
+    "test_stopping_the_agent_mid_tool_run_ends_its_children_and_records_the_call[SIGINT]",
+)
+
+
+def _ignore_hangups_and_interrupts() -> None:
+    """What `nohup cmd &` gives a suite: SIGHUP and SIGINT ignored."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        pytest.param(_IGNORED_BY_THE_SUITE[:1], id="sample"),
+        pytest.param(_IGNORED_BY_THE_SUITE[1:], id="rest", marks=pytest.mark.slow),
+    ],
+)
+def test_the_signal_tests_pass_in_a_suite_that_ignores_sighup_and_sigint(names: tuple[str, ...]):
+    here = Path(__file__).resolve()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            "0",  # one process: the suite's own workers would only add start-up time
+            "-p",
+            "no:cacheprovider",
+            *(f"{here}::{name}" for name in names),
+        ],
+        cwd=here.parents[2],
+        capture_output=True,
+        timeout=300,
+        preexec_fn=_ignore_hangups_and_interrupts,
+    )
+
+    output = result.stdout.decode(errors="replace")
+    assert result.returncode == 0, output[-4000:]
+    assert f"{len(names)} passed" in output, output[-4000:]

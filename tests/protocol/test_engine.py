@@ -17,6 +17,7 @@ import pytest
 from protocol import methods, types
 from protocol._dispatch import AcpProtocol, AgentSideProtocol, ClientSideProtocol
 from protocol.converter import get_converter
+from protocol.errors import PeerTimedOut
 
 
 class _Wire:
@@ -111,6 +112,65 @@ async def test_a_late_answer_to_a_cancelled_request_is_dropped(
     assert "unknown request id" not in caplog.text
     assert read.content == "late"
     assert agent._pending == {}
+
+
+async def test_a_request_past_its_deadline_is_withdrawn_and_its_late_answer_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent, client, to_client, _ = _pair()
+    release = asyncio.Event()
+
+    async def read_text_file(params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
+        await release.wait()
+        return types.ReadTextFileResponse(content="late")
+
+    client.register(methods.FS_READ_TEXT_FILE, read_text_file)
+    client._cancel_incoming = lambda raw_params: None  # type: ignore[method-assign]
+    with pytest.raises(PeerTimedOut) as timed_out:
+        await agent.request(methods.FS_READ_TEXT_FILE, _read("/a"), timeout_s=0.05)
+    with caplog.at_level(logging.DEBUG, logger="protocol._dispatch"):
+        release.set()
+        await asyncio.sleep(0.05)
+
+    assert str(timed_out.value) == "the peer did not answer fs/read_text_file within 0.05 s"
+    cancels = [json.loads(line) for line in to_client.lines if b"$/cancel_request" in line]
+    assert cancels == [
+        {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "agent-1"}}
+    ]
+    assert "Dropped the late answer to abandoned request 'agent-1'" in caplog.text
+    assert agent._pending == {}
+
+
+async def test_an_unreadable_line_is_answered_and_logged_and_fails_no_pending_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent, client, to_client, _ = _pair()
+    answer = asyncio.Event()
+
+    async def read_text_file(params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
+        await answer.wait()
+        return types.ReadTextFileResponse(content="in the end")
+
+    client.register(methods.FS_READ_TEXT_FILE, read_text_file)
+    asking = asyncio.ensure_future(agent.request(methods.FS_READ_TEXT_FILE, _read("/a")))
+    await asyncio.sleep(0.02)
+    garbage = b'{"jsonrpc":"2.0","id":"agent-1","result":{"content":"\xff' + b"x" * 300
+    with caplog.at_level(logging.WARNING, logger="protocol._dispatch"):
+        agent.receive_line(garbage)
+    await asyncio.sleep(0.02)
+    still_waiting = not asking.done()
+    answer.set()
+    read = await asyncio.wait_for(asking, 5)
+
+    assert still_waiting
+    assert read.content == "in the end"
+    assert json.loads(to_client.lines[-1]) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "Parse error: invalid UTF-8 at byte 53"},
+    }
+    assert repr(garbage[:200]) in caplog.text
+    assert repr(garbage[:201]) not in caplog.text
 
 
 async def test_a_cancelled_handler_is_answered_request_cancelled_and_leaves_no_trace() -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from typing import Any, TypeVar
 from protocol import methods, types
 from tests.support.client import AcpTestClient
 from tests.support.editor_client import EditorClient
+from tests.support.processes import reset_signals
 
 __all__ = (
     "AGENT_HOME",
@@ -107,15 +109,22 @@ async def connected(
     env: Mapping[str, str] | None = None,
     umask: int = -1,
     exit_code: int | None = None,
+    default_signals: Collection[signal.Signals] = (),
 ) -> AsyncIterator[_Client]:
     """`client` talking to a new `command` process over its stdin and stdout.
 
     On exit the process is stopped (its stdin closed) and every line it wrote,
     those written while stopping included, is checked against the schema; with
     `exit_code`, so is its exit status. `env` is its whole environment (default:
-    ours), `umask` its umask (-1 keeps ours).
+    ours), `umask` its umask (-1 keeps ours); `default_signals` start at their
+    default action in it, whatever ours are (an ignored signal is inherited).
     """
-    await client.start_io(*command, env=None if env is None else dict(env), umask=umask)
+    await client.start_io(
+        *command,
+        env=None if env is None else dict(env),
+        umask=umask,
+        preexec_fn=reset_signals(default_signals),
+    )
     try:
         yield client
     finally:
@@ -139,6 +148,7 @@ async def running_agent(
     initialize: bool = True,
     umask: int = -1,
     exit_code: int | None = None,
+    default_signals: Collection[signal.Signals] = (),
 ) -> AsyncIterator[EditorClient]:
     """The real agent with `home`, initialized; stopped and its wire checked on exit.
 
@@ -149,7 +159,9 @@ async def running_agent(
     - `capabilities`: what the client advertises in `initialize` (default: what
       `client.capabilities()` says); `initialize=False` leaves `initialize` to the test;
     - `umask`: the agent's umask (-1 keeps ours);
-    - `exit_code`: when given, the status the agent must have exited with.
+    - `exit_code`: when given, the status the agent must have exited with;
+    - `default_signals`: signals the agent starts with at their default action, whatever
+      ours are (the signal tests: under `nohup` this process ignores SIGHUP).
     """
     command = [sys.executable, "-m", "acp_agent", "--home", str(home), *args]
     if script is not None:
@@ -167,6 +179,7 @@ async def running_agent(
         env=agent_env() if env is None else env,
         umask=umask,
         exit_code=exit_code,
+        default_signals=default_signals,
     ):
         if initialize:
             await client.request(

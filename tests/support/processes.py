@@ -1,10 +1,28 @@
-"""What runs on this machine, read from /proc: a process, its process group, its children."""
+"""What runs on this machine, read from /proc: a process, its process group, its children;
+and how a test starts one with the signal dispositions it needs."""
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Callable, Collection
 from pathlib import Path
 
-__all__ = ("alive", "children_of", "command_lines", "group_members")
+__all__ = ("alive", "children_of", "command_lines", "group_members", "reset_signals")
+
+
+def reset_signals(signals: Collection[signal.Signals]) -> Callable[[], None] | None:
+    """A `preexec_fn` that puts `signals` back to their default action in the child (None
+    for none): an ignored signal stays ignored across exec, and a suite started under
+    `nohup` ignores SIGHUP (in the background, SIGINT too) in every process it starts."""
+    if not signals:
+        return None
+    chosen = tuple(signals)
+
+    def reset() -> None:
+        for signum in chosen:
+            signal.signal(signum, signal.SIG_DFL)
+
+    return reset
 
 
 def _stat(pid: int) -> tuple[str, int, int] | None:

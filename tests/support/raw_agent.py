@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import queue
+import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import IO, Any
+
+from tests.support.processes import reset_signals
 
 __all__ = ("RawAgent",)
 
@@ -22,15 +25,25 @@ LINE_TIMEOUT_S = 10.0
 
 
 class RawAgent:
-    """One agent process; `send` bytes, `read_message` JSON lines."""
+    """One agent process; `send` bytes, `read_message` JSON lines.
 
-    def __init__(self, command: Sequence[str], *, env: Mapping[str, str] | None = None):
+    `default_signals` start at their default action in the agent, whatever ours are.
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        default_signals: Collection[signal.Signals] = (),
+    ):
         self.process = subprocess.Popen(
             list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
+            preexec_fn=reset_signals(default_signals),
         )
         #: Every line written to the agent (bad ones included), and every line it wrote.
         self.sent: list[bytes] = []

@@ -118,7 +118,7 @@ class EditorTerminal:
         text = bytes(self._output).decode("utf-8", "replace")
         return TerminalOutput(text, self._truncated, exited)
 
-    async def wait_for_exit(self) -> TerminalExit:
+    async def wait_for_exit(self, *, bounded: bool = False) -> TerminalExit:
         self._check("terminal/wait_for_exit")
         return await self._settle()
 
@@ -146,6 +146,8 @@ class EditorBridge:
     can_write_files: bool = True
     has_terminals: bool = True
     streams_terminal_output: bool = False
+    #: What the tools take as the bound of each request (this editor always answers).
+    request_timeout_s: float = 30.0
     #: Open buffers with unsaved text, by absolute path.
     buffers: dict[str, str] = attrs.field(factory=dict)
     #: Every request the tools made, as (method, path or terminal id).

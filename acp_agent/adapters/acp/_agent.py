@@ -80,6 +80,8 @@ class AcpAgent:
     * `config_dir`: the person's config directory (commands, rules, `config.toml`).
     * `clock`: wall time (permission rule revocations).
     * `warmup`: started once `initialize` is answered (see `_warmup`); None: none.
+    * `editor_timeout_s`: how long each request to the editor (`fs/*`, `terminal/*`)
+      waits for its answer; None: the default (`DEFAULT_REQUEST_TIMEOUT_S`).
     """
 
     def __init__(
@@ -91,8 +93,10 @@ class AcpAgent:
         config_dir: Path | None = None,
         clock: Callable[[], float] = time.time,
         warmup: Warmup | None = None,
+        editor_timeout_s: float | None = None,
     ) -> None:
         self._warmup = warmup
+        self._editor_timeout_s = editor_timeout_s
         self._connection = connection
         self._host = host
         self._models = models
@@ -357,6 +361,7 @@ class AcpAgent:
             subagents=takes_subagents(
                 self._client_capabilities, unstable=self._connection.unstable
             ),
+            editor_timeout_s=self._editor_timeout_s,
         )
         self._sessions[session.id] = acp_session
         return acp_session

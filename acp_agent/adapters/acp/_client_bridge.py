@@ -2,12 +2,18 @@
 
 `AcpClientBridge` implements the capabilities' `ClientBridge` with
 `fs/read_text_file`, `fs/write_text_file` and `terminal/*`, each offered
-only when the client advertised it. `AcpPermissionPrompter` asks permission
+only when the client advertised it. Each request waits at most
+`request_timeout_s` for its answer (`ACP_AGENT_EDITOR_TIMEOUT_S`, default 30):
+then it is withdrawn with `$/cancel_request` and fails with `ClientTimedOut`.
+`terminal/wait_for_exit` alone waits as long as its caller lets it, unless
+asked to be bounded. A lone surrogate in text the editor returns (a file,
+terminal output) becomes U+FFFD. `AcpPermissionPrompter` asks permission
 questions with `session/request_permission`, showing the call and the full
 command or path (in a code fence no line of it can close, `fenced`), what the
 call would do (the diff of a change, what a deletion removes, an MCP call's
-arguments), and the four answers; a question the client cancels (it must, once it sent
-`session/cancel`) or cannot answer counts as cancelled. Each question carries
+arguments), and the four answers. A question waits for the person, however
+long (cancelling the turn withdraws it); a question the client cancels (it
+must, once it sent `session/cancel`) or cannot answer counts as cancelled. Each question carries
 `_meta: {"acp-agent": {"outsideRoots": bool}}`: whether the call reaches outside
 every root of the workspace (a front end may refuse those without asking).
 """
@@ -16,8 +22,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from acp_agent.capabilities import (
+    DEFAULT_REQUEST_TIMEOUT_S,
+    ClientTimedOut,
     NotOffered,
     PermissionAnswer,
     PermissionChoice,
@@ -25,9 +34,10 @@ from acp_agent.capabilities import (
     TerminalExit,
     TerminalOutput,
 )
+from acp_agent.lone_surrogates import replace_lone_surrogates
 from protocol import methods, types
 from protocol.connection import AgentConnection
-from protocol.errors import AcpError, ConnectionClosed, PeerDisconnected
+from protocol.errors import AcpError, ConnectionClosed, PeerDisconnected, PeerTimedOut
 
 __all__ = ("AcpClientBridge", "AcpPermissionPrompter", "AcpTerminal")
 
@@ -35,6 +45,16 @@ logger = logging.getLogger(__name__)
 
 #: Our extensions live under this key of a question's `_meta`.
 _META_KEY = "acp-agent"
+
+
+async def _ask_editor(
+    connection: AgentConnection, method: str, params: Any, timeout_s: float | None
+) -> Any:
+    """`connection.request`, with a deadline passing as `ClientTimedOut`."""
+    try:
+        return await connection.request(method, params, timeout_s=timeout_s)
+    except PeerTimedOut as exc:
+        raise ClientTimedOut(method, exc.timeout_s) from None
 
 
 class AcpClientBridge:
@@ -45,9 +65,15 @@ class AcpClientBridge:
         connection: AgentConnection,
         session_id: str,
         capabilities: types.ClientCapabilities | None,
+        *,
+        request_timeout_s: float | None = None,
     ) -> None:
         self._connection = connection
         self._session_id = session_id
+        #: None: `DEFAULT_REQUEST_TIMEOUT_S`.
+        self._timeout_s = (
+            DEFAULT_REQUEST_TIMEOUT_S if request_timeout_s is None else request_timeout_s
+        )
         capabilities = capabilities or types.ClientCapabilities()
         fs = capabilities.fs or types.FileSystemCapabilities()
         self._reads = fs.read_text_file
@@ -77,25 +103,33 @@ class AcpClientBridge:
     def streams_terminal_output(self) -> bool:
         return self._streams
 
+    @property
+    def request_timeout_s(self) -> float:
+        return self._timeout_s
+
     async def read_text_file(
         self, path: str, *, line: int | None = None, limit: int | None = None
     ) -> str:
         if not self._reads:
             raise NotOffered("fs/read_text_file")
-        response = await self._connection.request(
+        response = await _ask_editor(
+            self._connection,
             methods.FS_READ_TEXT_FILE,
             types.ReadTextFileRequest(
                 session_id=self._session_id, path=path, line=line, limit=limit
             ),
+            self._timeout_s,
         )
-        return str(response.content)
+        return replace_lone_surrogates(str(response.content))
 
     async def write_text_file(self, path: str, content: str) -> None:
         if not self._writes:
             raise NotOffered("fs/write_text_file")
-        await self._connection.request(
+        await _ask_editor(
+            self._connection,
             methods.FS_WRITE_TEXT_FILE,
             types.WriteTextFileRequest(session_id=self._session_id, path=path, content=content),
+            self._timeout_s,
         )
 
     async def create_terminal(
@@ -109,7 +143,8 @@ class AcpClientBridge:
     ) -> AcpTerminal:
         if not self._terminals:
             raise NotOffered("terminals")
-        response = await self._connection.request(
+        response = await _ask_editor(
+            self._connection,
             methods.TERMINAL_CREATE,
             types.CreateTerminalRequest(
                 session_id=self._session_id,
@@ -119,52 +154,67 @@ class AcpClientBridge:
                 cwd=cwd,
                 output_byte_limit=output_byte_limit,
             ),
+            self._timeout_s,
         )
-        return AcpTerminal(self._connection, self._session_id, str(response.terminal_id))
+        return AcpTerminal(
+            self._connection, self._session_id, str(response.terminal_id), self._timeout_s
+        )
 
 
 class AcpTerminal:
     """A terminal the client runs a command in."""
 
-    def __init__(self, connection: AgentConnection, session_id: str, terminal_id: str) -> None:
+    def __init__(
+        self, connection: AgentConnection, session_id: str, terminal_id: str, timeout_s: float
+    ) -> None:
         self._connection = connection
         self._session_id = session_id
         self._terminal_id = terminal_id
+        self._timeout_s = timeout_s
 
     @property
     def terminal_id(self) -> str:
         return self._terminal_id
 
     async def output(self) -> TerminalOutput:
-        response = await self._connection.request(
+        response = await _ask_editor(
+            self._connection,
             methods.TERMINAL_OUTPUT,
             types.TerminalOutputRequest(session_id=self._session_id, terminal_id=self._terminal_id),
+            self._timeout_s,
         )
         status = response.exit_status
         exit = None if status is None else TerminalExit(status.exit_code, status.signal)
-        return TerminalOutput(str(response.output), bool(response.truncated), exit)
+        output = replace_lone_surrogates(str(response.output))
+        return TerminalOutput(output, bool(response.truncated), exit)
 
-    async def wait_for_exit(self) -> TerminalExit:
-        response = await self._connection.request(
+    async def wait_for_exit(self, *, bounded: bool = False) -> TerminalExit:
+        response = await _ask_editor(
+            self._connection,
             methods.TERMINAL_WAIT_FOR_EXIT,
             types.WaitForTerminalExitRequest(
                 session_id=self._session_id, terminal_id=self._terminal_id
             ),
+            self._timeout_s if bounded else None,
         )
         return TerminalExit(response.exit_code, response.signal)
 
     async def kill(self) -> None:
-        await self._connection.request(
+        await _ask_editor(
+            self._connection,
             methods.TERMINAL_KILL,
             types.KillTerminalRequest(session_id=self._session_id, terminal_id=self._terminal_id),
+            self._timeout_s,
         )
 
     async def release(self) -> None:
-        await self._connection.request(
+        await _ask_editor(
+            self._connection,
             methods.TERMINAL_RELEASE,
             types.ReleaseTerminalRequest(
                 session_id=self._session_id, terminal_id=self._terminal_id
             ),
+            self._timeout_s,
         )
 
 

@@ -16,9 +16,11 @@ What each block becomes (the model reads the recorded blocks):
   (`ModelSource.traits`); otherwise the prompt is refused (invalid params).
 - `audio`: refused (not advertised).
 
-Files are cut at `MAX_ATTACHMENT_CHARS`, with a note saying so. A block that
-was changed keeps what the person sent in `_meta["acp-agent"]["sent"]`, and
-`session/load` replays that, so a reloaded thread shows the link, not the file.
+Files are cut at `MAX_ATTACHMENT_CHARS`, with a note saying so. A lone surrogate
+anywhere in a block (the text typed, a file the editor returned) is recorded as
+U+FFFD (`acp_agent.lone_surrogates`). A block that was changed keeps what the
+person sent in `_meta["acp-agent"]["sent"]`, and `session/load` replays that, so
+a reloaded thread shows the link, not the file.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from typing import Any, Final
 import anyio
 import anyio.to_thread
 
-from acp_agent.capabilities import ClientBridge
+from acp_agent.capabilities import ClientBridge, ClientTimedOut
+from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
 from protocol import types
 from protocol.converter import shared_converter
 from protocol.errors import AcpError, ConnectionClosed, InvalidParams, PeerError
@@ -114,7 +117,7 @@ class PromptContent:
         """The blocks as recorded (see the module docstring)."""
         recorded = []
         for block in blocks:
-            sent: dict[str, Any] = self._converter.unstructure(block)
+            sent: dict[str, Any] = replace_in_json(self._converter.unstructure(block))
             if isinstance(block, types.ResourceLink):
                 recorded.append(await self._link(block, sent))
             elif isinstance(block, types.EmbeddedResource) and isinstance(
@@ -136,6 +139,7 @@ class PromptContent:
         text = await self._read(resolved)
         if text is None:
             return sent
+        text = replace_lone_surrogates(text)
         if len(text) > MAX_ATTACHMENT_CHARS:
             total = len(text)
             text = (
@@ -151,7 +155,13 @@ class PromptContent:
         if self._client.can_read_files:
             try:
                 return await self._client.read_text_file(str(path))
-            except (AcpError, PeerError, ConnectionClosed, NotImplementedError) as exc:
+            except (
+                AcpError,
+                PeerError,
+                ConnectionClosed,
+                NotImplementedError,
+                ClientTimedOut,
+            ) as exc:
                 logger.info("the editor could not read %s (%s); reading the disk", path, exc)
 
         def read_disk() -> str | None:

@@ -7,10 +7,11 @@ The message id is one a prompt's answer returned (`_meta["acp-agent"].messageId`
 the id its replayed `user_message_chunk`s carry). The session goes back to just
 before that message: the files the agent changed since are put back, and the
 conversation after it is left out from then on (see `capabilities._rewind`).
-A conflict (a file changed outside the agent) changes nothing and is listed
-with `rewound: false`. Refused (-32600) while a prompt, a branch or a job of
-the session runs; -32602 for a message the session cannot go back to. No
-`session/update` is sent: the next `session/load` shows the rewind.
+A conflict (a file changed outside the agent, or a path that now leads outside
+the workspace through a link) changes nothing and is listed with `rewound:
+false`. Refused (-32600) while a prompt, a branch or a job of the session runs;
+-32602 for a message the session cannot go back to. No `session/update` is
+sent: the next `session/load` shows the rewind.
 """
 
 from __future__ import annotations

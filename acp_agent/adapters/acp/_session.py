@@ -120,12 +120,16 @@ class AcpSession:
         config_dir: Path | None,
         clock: Callable[[], float],
         subagents: bool = False,
+        editor_timeout_s: float | None = None,
     ) -> AcpSession:
         """The editor's side of an open core session: its files, terminals and person
-        (`client_bridge`), its stream, its slash commands."""
+        (`client_bridge`, its requests bounded by `editor_timeout_s`; None: the default),
+        its stream, its slash commands."""
 
         controls = session.scope.get(SESSION_CONTROLS)
-        bridge = AcpClientBridge(connection, session.id, client_capabilities)
+        bridge = AcpClientBridge(
+            connection, session.id, client_capabilities, request_timeout_s=editor_timeout_s
+        )
         controls.client = bridge
         controls.prompter = AcpPermissionPrompter(connection, session.id)
         stream = SessionStream(connection, session.id, translator(replay=False))
