@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
+import anyio.lowlevel
 import attrs
 
 from acp_agent.capabilities.tool import (
@@ -410,19 +411,24 @@ class ShellTool(Record):
 
     async def _run_in_client(self, call: _Call, context: ToolContext) -> ToolResult:
         try:
-            terminal = await context.client.create_terminal(
-                _shell(),
-                ["-c", call.command],
-                env=_NON_INTERACTIVE,
-                cwd=str(call.cwd.path),
-                output_byte_limit=CLIENT_OUTPUT_LIMIT,
-            )
+            # Shielded (the request has its own deadline): a cancel that came while the
+            # editor was starting the command must still learn its terminal, to kill and
+            # release it below, or the command would run on in the editor unseen.
+            with anyio.CancelScope(shield=True):
+                terminal = await context.client.create_terminal(
+                    _shell(),
+                    ["-c", call.command],
+                    env=_NON_INTERACTIVE,
+                    cwd=str(call.cwd.path),
+                    output_byte_limit=CLIENT_OUTPUT_LIMIT,
+                )
         except ClientTimedOut as exc:
             return _unconfirmed_start(call, exc)
         exited: TerminalExit | None = None
         killed = False
         head = b""
         try:
+            await anyio.lowlevel.checkpoint()  # a cancel during the start ends it here
             # Embedded, and sent, before its exit is awaited: the editor shows it live.
             await context.progress.content([TerminalContent(terminal.terminal_id)])
             await context.progress.flush()

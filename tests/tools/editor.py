@@ -148,6 +148,8 @@ class EditorBridge:
     streams_terminal_output: bool = False
     #: What the tools take as the bound of each request (this editor always answers).
     request_timeout_s: float = 30.0
+    #: How long the editor takes to answer `terminal/create` once the command started.
+    create_answer_delay_s: float = 0.0
     #: Open buffers with unsaved text, by absolute path.
     buffers: dict[str, str] = attrs.field(factory=dict)
     #: Every request the tools made, as (method, path or terminal id).
@@ -223,6 +225,8 @@ class EditorBridge:
         terminal = EditorTerminal(self, terminal_id, process, output_byte_limit)
         self.terminals.append(terminal)
         self._group.start_soon(terminal.pump)
+        if self.create_answer_delay_s:
+            await anyio.sleep(self.create_answer_delay_s)
         return terminal
 
     def methods(self) -> list[str]:

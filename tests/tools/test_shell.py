@@ -101,6 +101,21 @@ async def test_cancelling_the_call_kills_sleep_1000_and_its_grandchildren(
             assert client.methods()[-2:] == ["terminal/kill", "terminal/release"]
 
 
+async def test_cancelling_while_the_editor_starts_the_command_still_kills_and_releases_it(
+    workspace: Path,
+) -> None:
+    # The editor starts the command, then takes a while to answer: a cancel in between
+    # must not leave the command running in the editor's terminal, unseen.
+    async with EditorBridge(create_answer_delay_s=0.5) as editor:
+        session = Session([workspace], editor)
+        async with anyio.create_task_group() as group:
+            group.start_soon(session.run, SHELL, {"command": TREE})
+            pids = await pids_in(workspace, ["shell.pid", "child.pid", "grandchild.pid"])
+            group.cancel_scope.cancel()
+        assert await all_dead(pids)
+        assert editor.methods()[-2:] == ["terminal/kill", "terminal/release"]
+
+
 async def test_background_processes_left_running_are_killed_when_the_command_exits(
     workspace: Path,
 ) -> None:
