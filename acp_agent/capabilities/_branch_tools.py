@@ -89,7 +89,7 @@ async def _start(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolRe
 async def _status(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
     branch_id = _str(arguments, "branch_id", required=False)
     lines = [manager.line(branch_id)] if branch_id else manager.lines()
-    return text_result(_render(lines), raw=[_describe(line) for line in lines])
+    return text_result(_render(lines), raw={"branches": [_describe(line) for line in lines]})
 
 
 async def _message(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
@@ -109,7 +109,7 @@ async def _wait(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolRes
         raise ToolInputError("`timeout_s` must be a number of seconds")
     every = arguments.get("all", False) is True
     lines = await manager.wait(ids, every=every, timeout_s=min(float(timeout), _MAX_WAIT_S))
-    return text_result(_render(lines), raw=[_describe(line) for line in lines])
+    return text_result(_render(lines), raw={"branches": [_describe(line) for line in lines]})
 
 
 async def _close(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:

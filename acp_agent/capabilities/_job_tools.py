@@ -69,9 +69,9 @@ async def _output(manager: JobManager, arguments: Mapping[str, Any]) -> ToolResu
     if job_id is None:
         jobs = manager.jobs()
         if not jobs:
-            return text_result("No background jobs in this session.", raw=[])
+            return text_result("No background jobs in this session.", raw={"jobs": []})
         return text_result(
-            "\n".join(job.summary() for job in jobs), raw=[_describe(j) for j in jobs]
+            "\n".join(job.summary() for job in jobs), raw={"jobs": [_describe(j) for j in jobs]}
         )
     job = manager.job(job_id)
     limit = int(_number(arguments, "tail_bytes", _DEFAULT_TAIL, _MAX_TAIL))

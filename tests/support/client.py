@@ -1,8 +1,8 @@
 """The ACP test client: our `ClientConnection`, recording everything for assertions.
 
-It keeps every line both ways (to check the wire against the schema and
-to assert on exact bytes), the agent's stderr, and every `session/update`,
-with `wait_for_update` to await one. `updates_for` gives a session's
+It keeps every line both ways (to check the wire against the schema and a
+strict client's demands, and to assert on exact bytes), the agent's stderr,
+and every `session/update`, with `wait_for_update` to await one. `updates_for` gives a session's
 conversation (what its turns showed); the updates about the session itself
 (its commands, title, mode and options) are in `session_updates_for`.
 """
@@ -17,6 +17,7 @@ from typing import Any
 from protocol import methods, types
 from protocol.connection import ClientConnection
 from tests.support.schema_validation import WireValidator
+from tests.support.strict_updates import strict_problems
 
 __all__ = ("SESSION_LEVEL_UPDATES", "UPDATE_TIMEOUT_S", "AcpTestClient")
 
@@ -162,8 +163,10 @@ class AcpTestClient(ClientConnection):
         return [n.update for n in self.updates if n.session_id == session_id]
 
     def wire_problems(self) -> list[str]:
-        """Every way the agent's lines break the schema (empty when all are valid)."""
-        return WireValidator(unstable=self.unstable).problems(self.sent, self.received)
+        """Every way the agent's lines break the schema, or would be dropped by a strict
+        client (`strict_updates`); empty when all are valid."""
+        schema = WireValidator(unstable=self.unstable).problems(self.sent, self.received)
+        return schema + strict_problems(self.received)
 
 
 def _conversation(update: types.SessionUpdate) -> bool:

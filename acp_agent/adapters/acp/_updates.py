@@ -19,7 +19,8 @@
 `ToolCallOutputDelta`           live only, for clients that render Zed's terminal `_meta`:
                                 `tool_call_update` with `_meta.terminal_output`
 `ToolResultRecorded`            `tool_call_update` completed or failed, with content,
-                                `rawOutput` and locations (a plan part becomes a `plan`)
+                                `rawOutput` (always an object: `raw_object`) and
+                                locations (a plan part becomes a `plan`)
 `BranchShown`                   a branch shown in its parent's turn: `tool_call` (kind
                                 `other`, titled with the branch's title) the first
                                 time a showing appears, `tool_call_update` after, in
@@ -83,6 +84,7 @@ __all__ = (
     "ModelFacts",
     "UpdateTranslator",
     "failure_text",
+    "raw_object",
     "rewind_marker",
     "rewind_text",
     "takes_subagents",
@@ -360,7 +362,7 @@ class UpdateTranslator:
                 ),
                 content=parts,
                 locations=(None if payload.locations is None else _locations(payload.locations)),
-                raw_output=payload.raw_output,
+                raw_output=raw_object(payload.raw_output),
                 meta=meta,
             )
         )
@@ -455,6 +457,16 @@ def rewind_text(rewound: ConversationRewound) -> str:
             "Not undone (these ran, and their effects remain): " + "; ".join(rewound.not_undone)
         )
     return "\n\n".join(lines)
+
+
+def raw_object(raw: Any) -> dict[str, Any] | None:
+    """`rawOutput` as a JSON object, as strict clients type it (Toad drops an update whose
+    `rawOutput` is not one): a list goes under `items`, any other value under `value`."""
+    if raw is None or isinstance(raw, dict):
+        return raw
+    if isinstance(raw, list):
+        return {"items": raw}
+    return {"value": raw}
 
 
 def _locations(stored: list[dict[str, Any]]) -> list[types.ToolCallLocation]:
