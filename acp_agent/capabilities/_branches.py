@@ -14,10 +14,12 @@ steers them:
   source="branch/ID">` with the report; it reaches main's next request;
 - **showing**: while a turn of main runs, each child is shown in it as a
   `BranchShown` fact on main (the adapter shows it as a tool call): updated as
-  the child works, completed when it ends, or, when main's turn ends first,
-  closed with "still running; reports in a later turn". Outside main's turns
-  nothing is recorded on main but notifications (no update reaches the editor
-  between turns); changes are shown at the start of main's next turn;
+  the child works, completed when it ends. When main's turn ends first, the
+  showing stays open (still working, never shown done) and says that its end
+  shows at the next prompt; at the start of main's next turn, before the
+  model's reply, that same showing goes on or ends with what the child did
+  meanwhile. Outside main's turns nothing is recorded on main but
+  notifications (no update reaches the editor between turns);
 - **asking**: a child's permission question waits for a turn of main, and is
   then asked on the child's showing, naming it (`GatedPrompter`); a front end
   that shows each child as a session of its own sets `ask_directly`, and the
@@ -82,7 +84,8 @@ BRANCHES_PRODUCER: Final = "capabilities.branches"
 DEFAULT_BRANCH_LIMIT: Final = 4
 #: The most of a report a notification carries (the whole is in the child's history).
 _REPORT_CHARS: Final = 20_000
-_DETACHED: Final = "Still running; it reports in a later turn."
+#: The last line of a showing left open when main's turn ends (the child still works).
+_STILL_WORKING: Final = "Still working; its end shows at your next prompt."
 
 BRANCHES_GUIDE_ENTRY: Final = GuideEntry(
     "core/branches",
@@ -227,7 +230,9 @@ class BranchManager:
         async with self._display_lock:
             self._main_turn_open = True
             for line in self._lines.values():
-                if line.unshown or line.state.working:
+                if line.display_id is not None and not line.display_done:
+                    await self._show(line, new=False)  # left open: it goes on, or ends
+                elif line.unshown or line.state.working:
                     await self._show(line, new=True)
             for watcher in list(self._watchers):
                 await watcher.main_turn_started()
@@ -237,9 +242,15 @@ class BranchManager:
     async def turn_ending(self, turn: Turn) -> None:
         async with self._display_lock:
             for line in self._lines.values():
-                if line.display_id is not None and not line.display_done:
-                    state = "detached" if line.state.working else line.state.value
-                    await self._record_shown(line, state, [*line.lines, _DETACHED], done=True)
+                if line.display_id is None or line.display_done:
+                    continue
+                if not line.state.working:  # it ended as the turn did: shown ended
+                    await self._show(line, new=False)
+                    continue
+                # Never shown done while it works: open, saying when its end shows.
+                lines = [*line.lines, _STILL_WORKING]
+                await self._record_shown(line, line.state.value, lines, done=False)
+                line.shown_look = (line.display_id, line.state.value, tuple(lines), None)
             self._main_turn_open = False
             self._main_turn_opened = anyio.Event()
 

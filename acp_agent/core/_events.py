@@ -448,9 +448,10 @@ class BranchShown(Payload):
     """How a child line of work is shown in its parent's turn, at this moment.
 
     Recorded on the parent, only while a parent turn runs, so a replay shows
-    what the live turn showed: `display_id` names one showing (a child shown
-    again in a later turn gets a new one); `done` says the showing is over
-    (the child finished, or the parent's turn ended while it ran).
+    what the live turn showed: `display_id` names one showing (a child that
+    works again later gets a new one); `done` says the showing is over (the
+    child stopped working). A showing still working when the parent's turn
+    ends stays open and goes on, or ends, at the parent's next turn.
     """
 
     KIND: ClassVar[str] = "branch.shown"
@@ -458,7 +459,8 @@ class BranchShown(Payload):
     display_id: str
     title: str
     #: `running`, `waiting` (for the person's approval), `finished`, `failed`,
-    #: `interrupted`, `closed`, or `detached` (still running after the parent's turn).
+    #: `interrupted`, `closed`; `detached` in older records (a showing closed, done,
+    #: while the child still ran).
     state: str
     #: The child's steps so far, a line each (bounded), then its report.
     lines: list[str] = attrs.field(factory=list)

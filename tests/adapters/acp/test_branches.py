@@ -139,7 +139,9 @@ async def test_two_branches_read_files_while_the_main_line_writes_a_third(tmp_pa
     assert agent_text(updates) == "Both reported."
 
 
-async def test_a_branch_still_running_when_the_turn_ends_reports_in_the_next_turn(tmp_path: Path):
+async def test_a_branch_still_working_when_the_turn_ends_is_never_shown_done_and_ends_next_turn(
+    tmp_path: Path,
+):
     workspace = workspace_in(tmp_path)
     script = write_script(
         tmp_path / "script.json",
@@ -159,15 +161,19 @@ async def test_a_branch_still_running_when_the_turn_ends_reports_in_the_next_tur
         second_turn = client.updates_for(session_id)[len(first_turn) :]
 
     [running] = showings(first_turn, "slow")
-    assert statuses(running) == ["in_progress", "completed"]
-    assert text_of(running[-1]) == "Still running; it reports in a later turn."
-    assert running[-1].meta["branch"]["state"] == "detached"  # type: ignore[index]
+    # Never shown done while it works: the row stays in progress and says when it ends.
+    assert statuses(running) == ["in_progress", "in_progress"]
+    assert text_of(running[-1]) == "Still working; its end shows at your next prompt."
+    assert running[-1].meta["branch"]["state"] == "running"  # type: ignore[index]
     assert between == []  # nothing reaches the editor between a response and the next prompt
-    [report] = showings(second_turn, "slow")
-    assert isinstance(report[0], types.ToolCall)
-    assert report[0].status == types.ToolCallStatus.COMPLETED
-    assert text_of(report[0]) == "slow work done"
-    assert second_turn[0] is report[0]  # shown at the start of the turn, before the reply
+    # The same row ends at the start of the next prompt, before the model's reply.
+    [ended] = second_turn[:1]
+    assert isinstance(ended, types.ToolCallProgress)
+    assert ended.tool_call_id == running[0].tool_call_id
+    assert ended.status == types.ToolCallStatus.COMPLETED
+    assert text_of(ended) == "slow work done"
+    assert showings(second_turn, "slow") == []  # no second row for it
+    assert agent_text(second_turn) == "It reported."
 
 
 async def test_a_message_from_the_main_line_starts_the_branch_again(tmp_path: Path):
@@ -360,13 +366,17 @@ async def test_a_question_outside_the_main_turn_waits_for_the_next_prompt(tmp_pa
         assert client.permission_requests == []  # a command is not a turn of the model
         before = len(client.updates_for(session_id))
         await client.prompt(session_id, "Go ahead")
-        turn = client.updates_for(session_id)[before:]
+        updates = client.updates_for(session_id)
 
     [question] = client.permission_requests
     assert question.tool_call.title == "Branch 'asker' asks: Write out.txt"
     assert (workspace / "out.txt").read_text() == "hello\n"
-    [showing] = showings(turn, "asker")
-    assert showing[0].meta["branch"]["state"] == "waiting"  # type: ignore[index]
+    # Its row, left open at the first prompt's end, goes on in this one and ends.
+    [showing] = showings(updates, "asker")
+    turn = {id(update) for update in updates[before:]}
+    in_turn = [update for update in showing if id(update) in turn]
+    assert in_turn[0].meta["branch"]["state"] == "waiting"  # type: ignore[index]
+    assert question.tool_call.tool_call_id == showing[0].tool_call_id
     assert text_of(showing[-1]) == "✓ Write out.txt\n\nwrote out.txt"
 
 
@@ -412,10 +422,11 @@ async def test_a_branch_killed_mid_step_is_interrupted_never_rerun_and_the_sessi
         listed = await again.prompt(session_id, "/branches")
 
     assert marker.read_text() == "ran\n"  # nothing re-ran
-    # The replay shows the branch as the live turn did (still running at its end).
+    # The replay shows the branch as the live turn did (still working at its end).
     [was] = showings(replayed, "victim")
     assert text_of(was[-1]) == (
-        "→ Run `echo ran >> runs.txt && sleep 30`\nStill running; it reports in a later turn."
+        "→ Run `echo ran >> runs.txt && sleep 30`\n"
+        "Still working; its end shows at your next prompt."
     )
     [now] = showings(turn, "victim")
     assert now[0].meta["branch"]["state"] == "interrupted"  # type: ignore[index]
