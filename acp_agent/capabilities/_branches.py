@@ -24,6 +24,10 @@ steers them:
   then asked on the child's showing, naming it (`GatedPrompter`); a front end
   that shows each child as a session of its own sets `ask_directly`, and the
   question goes at once to the child's session;
+- **running commands**: a child shown as a row of main runs its commands here,
+  not in the editor's terminals (`client_of`); one shown as a session of its own
+  uses the editor's terminals on its own session (`client_directly`), embedded in
+  its own tool call;
 - **watching**: such a front end `watch`es the children (`LineWatcher`): it
   hears of each as it opens, of each change, and of each turn of main;
 - **steering**: a message (`BranchMessageReceived`, a `<branch-message>` to
@@ -42,6 +46,7 @@ import anyio
 import attrs
 
 from acp_agent.capabilities._branch_lines import ChildLine, LineFollower, LineState
+from acp_agent.capabilities._client_bridge import ClientBridge, TerminalsWithheld
 from acp_agent.capabilities._cuts import cut_middle
 from acp_agent.capabilities._permissions import (
     PermissionAnswer,
@@ -171,6 +176,9 @@ class BranchManager:
         #: Asks a child's questions at once, on the child's own (set by a front end that
         #: shows children as sessions); None: they wait for a turn of main.
         self.ask_directly: Callable[[BranchId], PermissionPrompter] | None = None
+        #: A child's own editor, terminals included (set by the same front end; None: a
+        #: child shown as a row of main runs its commands without the editor's terminals).
+        self.client_directly: Callable[[BranchId], ClientBridge] | None = None
 
     # --- assembly -----------------------------------------------------------------------
 
@@ -195,6 +203,14 @@ class BranchManager:
         if titled:
             raise NotABranch(f"several branches are titled {branch_id!r}; name one by its id")
         raise NotABranch(f"no branch {branch_id!r} in this session")
+
+    def client_of(self, branch_id: BranchId, shared: ClientBridge) -> ClientBridge:
+        """The editor a child's calls use: its own, when it is shown as a session of its
+        own; else the session's `shared` one without terminals (one created for it would
+        float outside its row, or be refused between prompts), so its commands run here."""
+        if self.client_directly is not None:
+            return self.client_directly(branch_id)
+        return TerminalsWithheld(shared)
 
     def watch(self, watcher: LineWatcher) -> None:
         """Tell `watcher` of every child from now on (those open now: see `lines`)."""

@@ -43,6 +43,7 @@ import attrs
 
 from acp_agent.capabilities._change_review import ChangedFile, ChangeReview
 from acp_agent.capabilities._checkpoints import CallChanges, CheckpointStore
+from acp_agent.capabilities._client_bridge import ClientBridge
 from acp_agent.capabilities._content import (
     decode_locations,
     encode_locations,
@@ -255,6 +256,8 @@ class ToolExecutor:
     * `budget`: caps each copy of a result before it is recorded (`result_budget`).
     * `prompter`: asks the person instead of the session's (a child's questions
       wait for a turn of main).
+    * `client`: the editor the calls use instead of the session's (asked at each
+      call: a child shown as a row of main runs its commands without terminals).
     * `jobs`: the session's background jobs, handed to calls as `ToolContext.jobs`.
     * `checkpoints`: where calls keep what files held before they change them
       (`ToolContext.changes`; None: not kept, no rewind).
@@ -273,6 +276,7 @@ class ToolExecutor:
         clock: Callable[[], float],
         budget: ResultBudget | None = None,
         prompter: PermissionPrompter | None = None,
+        client: Callable[[], ClientBridge] | None = None,
         jobs: JobManager | None = None,
         checkpoints: CheckpointStore | None = None,
         review: ChangeReview | None = None,
@@ -284,6 +288,8 @@ class ToolExecutor:
         self.jobs = jobs
         #: Who asks the person (None: the session's prompter, `controls.prompter`).
         self.prompter = prompter
+        #: The editor the calls use (None: the session's, `controls.client`).
+        self._client = client
         self.budget = budget if budget is not None else ResultBudget(None)
         self.controls = controls
         self.store = store
@@ -501,7 +507,7 @@ class ToolExecutor:
             branch_id=self.branch.id,
             call_id=call.call_id,
             roots=self.controls.roots,
-            client=self.controls.client,
+            client=self._client() if self._client is not None else self.controls.client,
             progress=progress,
             read_stamps=self.read_stamps,
             jobs=self.jobs.host(self.branch, call.call_id) if self.jobs is not None else None,

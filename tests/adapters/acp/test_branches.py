@@ -21,6 +21,7 @@ from protocol import types
 from tests.support import EditorClient, line_of_request, openai_env, running_agent, write_script
 from tests.support.editor_client import allow_all
 from tests.support.fake_provider import FakeProviderServer, openai_reply, openai_tool_calls
+from tests.tools.editor import EditorBridge
 
 pytestmark = pytest.mark.e2e
 
@@ -174,6 +175,33 @@ async def test_a_branch_still_working_when_the_turn_ends_is_never_shown_done_and
     assert text_of(ended) == "slow work done"
     assert showings(second_turn, "slow") == []  # no second row for it
     assert agent_text(second_turn) == "It reported."
+
+
+async def test_a_branch_runs_its_commands_itself_never_in_a_terminal_outside_its_row(
+    tmp_path: Path,
+):
+    # An editor terminal made for a branch shown as a row would float where the editor
+    # puts new terminals (Toad: the bottom), or be refused between prompts (acpx).
+    workspace = workspace_in(tmp_path)
+    script = write_script(
+        tmp_path / "script.json",
+        [branch("runner")],
+        [tool("branch_wait", all=True, timeout_s=20)],
+        [text("Done.")],
+        branches=[child("runner", [tool("shell", command="echo ran > ran.txt")], [text("ran")])],
+    )
+    async with EditorBridge(has_terminals=True) as editor:
+        client = EditorClient(editor=editor, decide=allow_all)
+        async with running_agent(tmp_path / "home", script=script, client=client):
+            session_id = await client.new_session(workspace)
+            await client.prompt(session_id)
+            updates = client.updates_for(session_id)
+            asked = [m.get("method") for m in client.messages if "method" in m]
+
+    assert (workspace / "ran.txt").read_text() == "ran\n"
+    assert "terminal/create" not in asked
+    [showing] = showings(updates, "runner")
+    assert text_of(showing[-1]) == "✓ Run `echo ran > ran.txt`\n\nran"
 
 
 async def test_a_message_from_the_main_line_starts_the_branch_again(tmp_path: Path):
