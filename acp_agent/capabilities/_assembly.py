@@ -299,6 +299,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             await manager.attach_child(branch, title=title, task=created.task or "")
         else:
             manager.attach_main(branch)
+            scope.get(JOBS).attach_main(branch)
         return loop
 
     registry.register(RESULT_BUDGET, result_budget)

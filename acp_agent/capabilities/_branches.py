@@ -133,7 +133,14 @@ class LineWatcher(Protocol):
 
 
 class BranchLimitReached(Exception):
-    """As many children are working as allowed; the model is told, nothing queues."""
+    """As many children are working as allowed; the model is told, nothing queues.
+
+    Its text says so for anyone; `advice` tells the model what it can do.
+    """
+
+    def __init__(self, message: str, advice: str | None = None) -> None:
+        super().__init__(message)
+        self.advice = advice
 
 
 class NotABranch(LookupError):
@@ -289,9 +296,10 @@ class BranchManager:
         """
         working = [line for line in self._lines.values() if line.state.working]
         if len(working) >= self.limit:
+            working_now = "1 branch is" if len(working) == 1 else f"{len(working)} branches are"
             raise BranchLimitReached(
-                f"{len(working)} branches are working, the most this session allows "
-                f"({self.limit}); wait for one (branch_wait) or close one (branch_close)"
+                f"{working_now} working, the most this session allows ({self.limit})",
+                "wait for one (branch_wait) or close one (branch_close)",
             )
         main = self.main
         label = (title or _title_of(task)).strip() or "branch"

@@ -158,6 +158,21 @@ _RELOADED_RUNNING = (
     "Interrupted: the tools were reloaded while this call was running, so it may have had "
     "effects. Check the state before retrying."
 )
+#: What the person reads instead of a text that also tells the model what to do next.
+_FOR_PERSON: Final = {
+    RESTART_RUNNING: (
+        "Interrupted: the agent stopped while this ran, so it may have done part of its "
+        "work. It is not run again."
+    ),
+    RESTART_NOT_STARTED: "Not run: the agent stopped before this started.",
+    _CANCELLED_RUNNING: (
+        "Interrupted: the turn was cancelled while this ran, so it may have done part of its work."
+    ),
+    _CANCELLED_ASKING: "Not run: the turn was cancelled while you were being asked.",
+    _RELOADED_RUNNING: (
+        "Interrupted: the tools were reloaded while this ran, so it may have done part of its work."
+    ),
+}
 
 
 class CallStage(enum.Enum):
@@ -420,7 +435,7 @@ class ToolExecutor:
         decision = decide(controls.mode, request.tool, need, rules, controls.workspace, roots)
         admitted: list[Payload] = []
         if isinstance(decision, Refuse):
-            await self._record_unrun(call, decision.explanation)
+            await self._record_unrun(call, decision.explanation, shown=decision.shown)
             return
         if isinstance(decision, Ask):
             # Never a dry run outside the workspace: reading there needs the answer first.
@@ -433,17 +448,13 @@ class ToolExecutor:
             if answer.choice is not None and answer.choice.remembered:
                 await self._remember(answer.choice, call, need)
             if answer.choice is None or not answer.choice.allows:
-                text = (
-                    _CANCELLED_ASKING
+                text, shown = (
+                    (_CANCELLED_ASKING, None)
                     if answer.choice is None
                     else _rejected_text(answer.choice, request.tool)
                 )
-                await self.branch.append(
-                    [
-                        EventDraft(answered, TOOLS_PRODUCER),
-                        self._result_draft(request, text, ToolOutcome.NOT_EXECUTED),
-                    ]
-                )
+                not_run = self._result_draft(request, text, ToolOutcome.NOT_EXECUTED, shown=shown)
+                await self.branch.append([EventDraft(answered, TOOLS_PRODUCER), not_run])
                 call.stage = CallStage.RECORDED
                 return
             admitted.append(answered)
@@ -608,8 +619,12 @@ class ToolExecutor:
 
     # --- recording ------------------------------------------------------------------------
 
-    async def _record_unrun(self, call: _Call, text: str, *, raw_output: Any = None) -> None:
-        draft = self._result_draft(call.request, text, ToolOutcome.NOT_EXECUTED, raw_output)
+    async def _record_unrun(
+        self, call: _Call, text: str, *, raw_output: Any = None, shown: str | None = None
+    ) -> None:
+        draft = self._result_draft(
+            call.request, text, ToolOutcome.NOT_EXECUTED, raw_output, shown=shown
+        )
         await self.branch.append([draft])
         call.stage = CallStage.RECORDED
 
@@ -669,13 +684,22 @@ class ToolExecutor:
 
     @staticmethod
     def _result_draft(
-        request: ToolCallRequested, text: str, outcome: ToolOutcome, raw_output: Any = None
+        request: ToolCallRequested,
+        text: str,
+        outcome: ToolOutcome,
+        raw_output: Any = None,
+        *,
+        shown: str | None = None,
     ) -> EventDraft:
+        """A result the runtime writes: `text` for the model, `shown` (default: the
+        person's words for `text`, or `text` itself) for the person."""
+        if shown is None:
+            shown = _FOR_PERSON.get(text, text)
         return EventDraft(
             ToolResultRecorded(
                 request.call_id,
                 request.request_id,
-                [text_part(text)],
+                [text_part(shown)],
                 is_error=True,
                 outcome=outcome,
                 model_text=text,
@@ -701,12 +725,14 @@ def _outcome(answer: PermissionAnswer) -> str:
     return CANCELLED_ANSWER if answer.choice is None else answer.choice.value
 
 
-def _rejected_text(choice: PermissionChoice, tool: str) -> str:
+def _rejected_text(choice: PermissionChoice, tool: str) -> tuple[str, str]:
+    """What the model reads of a rejected call, and what the person reads."""
     always = " and chose to always reject such calls here" if choice.remembered else ""
-    return (
+    model = (
         f"Not run: the person rejected this {tool} call{always}. Do not retry it as is; "
         "ask them what they want instead, or take another way."
     )
+    return model, f"Not run: you rejected it{always}."
 
 
 def _kind(value: str | None) -> ToolKind:

@@ -43,6 +43,7 @@ __all__ = (
     "EventDraft",
     "FileChanged",
     "GuideAdopted",
+    "JobEndShown",
     "JobEnded",
     "JobStarted",
     "ModelReasoningDelta",
@@ -528,6 +529,34 @@ class JobEnded(Payload):
 
 
 @attrs.frozen
+class JobEndShown(Payload):
+    """A background job's end as the person is shown it, in a turn of the main line.
+
+    Recorded on main only while a turn of main runs: the one running when the job
+    ended, or else main's next one, at its start; so the person reads the end
+    before the model's reply to it, and a replay shows it where the live turn
+    did. `display_id` names the row; the rest is what it says.
+    """
+
+    KIND: ClassVar[str] = "job.end_shown"
+    job_id: str
+    display_id: str
+    command: str
+    #: As `JobEnded.state`, and how it ended for the person ("exited with code 0").
+    state: str
+    outcome: str
+    exit_code: int | None = None
+    signal: str | None = None
+    duration_s: float | None = None
+    #: The line of work that started it: `main`, or a branch's title.
+    line: str = "main"
+    #: The last lines of its output (bounded).
+    tail: str = ""
+    #: The client terminal it ran in (None: it ran here; its output is kept).
+    terminal_id: str | None = None
+
+
+@attrs.frozen
 class FileChanged(Payload):
     """A tool call is about to change a file: what it holds now and what it will hold.
 
@@ -704,6 +733,7 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
         BranchEnded,
         JobStarted,
         JobEnded,
+        JobEndShown,
         FileChanged,
         ConversationRewound,
         CompactionStarted,

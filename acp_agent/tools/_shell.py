@@ -197,6 +197,14 @@ def _status_line(exit_code: int | None, signal: str | None, timed_out: bool, tim
     return f"Exit code {exit_code}."
 
 
+def _not_started(exc: JobLimitReached) -> ToolResult:
+    """The result of a job the limit refused: what the model can do; for the person,
+    how to stop one."""
+    text = f"Not started: {exc}; {exc.advice}." if exc.advice else f"Not started: {exc}."
+    shown = f"Not started: {exc}. `/jobs` lists them; `/jobs stop <job id>` stops one."
+    return ToolResult((TextContent(shown),), text, is_error=True)
+
+
 DEFINITION: Final = ToolDefinition(
     name="shell",
     description=_DESCRIPTION,
@@ -289,8 +297,7 @@ class ShellTool(Record):
         try:
             jobs.check_room()
         except JobLimitReached as exc:
-            text = f"Not started: {exc}."
-            return ToolResult((TextContent(text),), text, is_error=True)
+            return _not_started(exc)
         terminal: list[str] = []
 
         async def spawn() -> JobProcess:
@@ -318,8 +325,7 @@ class ShellTool(Record):
         try:
             started = await jobs.start(call.command, cwd, spawn)
         except JobLimitReached as exc:
-            text = f"Not started: {exc}."
-            return ToolResult((TextContent(text),), text, is_error=True)
+            return _not_started(exc)
         except ClientTimedOut as exc:
             return _unconfirmed_start(call, exc)
         text = (
@@ -327,9 +333,14 @@ class ShellTool(Record):
             "its end arrives as a notification. `job_output` reads its output so far, "
             "`job_stop` stops it."
         )
-        content: tuple[ContentPart, ...] = (TextContent(text),)
+        shown = (
+            f"Running in the background as job `{started.job_id[:12]}`. Its end shows here "
+            "when it ends during this prompt, else at your next one; "
+            f"`/jobs stop {started.job_id[:12]}` stops it."
+        )
+        content: tuple[ContentPart, ...] = (TextContent(shown),)
         if terminal:
-            content = (TerminalContent(terminal[0]), TextContent(text))
+            content = (TerminalContent(terminal[0]), TextContent(shown))
         return ToolResult(
             content=content,
             model_text=text,

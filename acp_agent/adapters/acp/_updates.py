@@ -26,6 +26,8 @@
                                 time a showing appears, `tool_call_update` after, in
                                 progress while the branch works, completed (failed
                                 when it failed) with its steps and report as content
+`JobEndShown`                   a background job's end: a completed `tool_call`
+                                "Job … ended" (`_job_rows`)
 `ConversationRewound`           replay only: an `agent_message_chunk` marking where the
                                 session was rewound (what came after the message it
                                 went back to is not replayed; live, `/rewind` says it)
@@ -53,12 +55,14 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
 
+from acp_agent.adapters.acp._job_rows import job_end_row
 from acp_agent.adapters.acp._prompt_content import sent_block
 from acp_agent.capabilities.context import CompactionView, compaction_view
 from acp_agent.core import (
     BranchShown,
     ConversationRewound,
     Event,
+    JobEndShown,
     ModelReasoningDelta,
     ModelRequestFailed,
     ModelRequestFinished,
@@ -251,6 +255,8 @@ class UpdateTranslator:
             return [types.SessionInfoUpdate(title=title)]
         if isinstance(payload, BranchShown):
             return [] if self.subagents else [self._branch(payload)]
+        if isinstance(payload, JobEndShown):
+            return [job_end_row(payload)]
         if isinstance(payload, ConversationRewound):
             return [rewind_marker(payload)] if self.replay else []
         view = compaction_view(payload)

@@ -252,8 +252,8 @@ async def test_closing_one_branch_leaves_its_sibling_running(tmp_path: Path):
     assert statuses(keeper)[-1] == "completed"
     assert text_of(keeper[-1]) == "kept going"
     assert listed.stop_reason == types.StopReason.END_TURN
-    rows = [row for row in table.splitlines() if row.startswith("| `br_")]
-    assert [row.split(" | ")[1:3] for row in rows] == [["doomed", "closed"], ["keeper", "finished"]]
+    rows = [row for row in table.splitlines() if row.startswith("- ")]
+    assert [row.split(",")[0] for row in rows] == ["- doomed: closed", "- keeper: finished"]
 
 
 async def test_cancel_stops_the_main_turn_and_every_branch_which_can_go_on(tmp_path: Path):
@@ -313,10 +313,8 @@ async def test_a_branch_has_no_branch_tools_and_the_limit_refuses_more(tmp_path:
         updates = client.updates_for(session_id)
 
     refused = result_text(updates, "Start a branch: second")
-    assert refused == (
-        "Not run: 1 branches are working, the most this session allows (1); wait for one "
-        "(branch_wait) or close one (branch_close)."
-    )
+    # The person reads the limit; the model is also told what it can do about it.
+    assert refused == "Not run: 1 branch is working, the most this session allows (1)."
     [first] = showings(updates, "first")
     assert text_of(first[-1]) == "✗ Start a branch: grandchild\n\ncould not branch"
     assert showings(updates, "grandchild") == []
@@ -461,7 +459,7 @@ async def test_a_branch_killed_mid_step_is_interrupted_never_rerun_and_the_sessi
     assert statuses(now) == ["failed"]
     assert listed.stop_reason == types.StopReason.END_TURN
     table = agent_text(again.updates_for(session_id)[len(replayed) + len(turn) :])
-    assert "| victim | interrupted |" in table
+    assert "- victim: interrupted, last activity" in table
 
 
 async def test_a_branch_report_reaches_the_main_line_request_as_a_notification(tmp_path: Path):
