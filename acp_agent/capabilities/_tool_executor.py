@@ -441,7 +441,10 @@ class ToolExecutor:
             # Never a dry run outside the workspace: reading there needs the answer first.
             preview = () if need.outside_workspace else await self._preview(call, tool)
             if isinstance(preview, ToolResult):  # it cannot be done: nobody is asked
-                await self._record_unrun(call, preview.model_text, raw_output=preview.raw_output)
+                shown = "\n\n".join(p.text for p in preview.content if isinstance(p, TextContent))
+                await self._record_unrun(
+                    call, preview.model_text, raw_output=preview.raw_output, shown=shown or None
+                )
                 return
             answer = await self._ask(call, need, decision, preview)
             answered = PermissionAnswered(call.permission_id or "", call.call_id, _outcome(answer))
