@@ -441,9 +441,9 @@ class ToolExecutor:
             # Never a dry run outside the workspace: reading there needs the answer first.
             preview = () if need.outside_workspace else await self._preview(call, tool)
             if isinstance(preview, ToolResult):  # it cannot be done: nobody is asked
-                shown = "\n\n".join(p.text for p in preview.content if isinstance(p, TextContent))
+                said = "\n\n".join(p.text for p in preview.content if isinstance(p, TextContent))
                 await self._record_unrun(
-                    call, preview.model_text, raw_output=preview.raw_output, shown=shown or None
+                    call, preview.model_text, raw_output=preview.raw_output, shown=said or None
                 )
                 return
             answer = await self._ask(call, need, decision, preview)
@@ -451,11 +451,11 @@ class ToolExecutor:
             if answer.choice is not None and answer.choice.remembered:
                 await self._remember(answer.choice, call, need)
             if answer.choice is None or not answer.choice.allows:
-                text, shown = (
-                    (_CANCELLED_ASKING, None)
-                    if answer.choice is None
-                    else _rejected_text(answer.choice, request.tool)
-                )
+                shown: str | None = None
+                if answer.choice is None:
+                    text = _CANCELLED_ASKING
+                else:
+                    text, shown = _rejected_text(answer.choice, request.tool)
                 not_run = self._result_draft(request, text, ToolOutcome.NOT_EXECUTED, shown=shown)
                 await self.branch.append([EventDraft(answered, TOOLS_PRODUCER), not_run])
                 call.stage = CallStage.RECORDED
