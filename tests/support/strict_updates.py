@@ -9,15 +9,17 @@ update that is not; Zed keeps one row per tool call) takes an update only if:
 - a tool call's status never goes back: once `completed` or `failed`, it is never
   `pending` or `in_progress` again (nor is it announced again).
 
-`strict_problems(received)` checks every `session/update` the agent wrote (and the
-tool call of each `session/request_permission`); keys the schema does not define
-are the schema check's (`protocol.validation`).
+`strict_problems(received, loads)` checks every `session/update` the agent wrote
+(and the tool call of each `session/request_permission`); a `session/load` starts
+its session afresh (a client shows the replay as a new conversation), so `loads`
+gives, by index into `received`, the sessions loaded from there on. Keys the
+schema does not define are the schema check's (`protocol.validation`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 __all__ = ("strict_problems",)
@@ -26,12 +28,16 @@ _ENDED: Final = frozenset({"completed", "failed"})
 _RAW_FIELDS: Final = ("rawInput", "rawOutput")
 
 
-def strict_problems(received: Iterable[bytes]) -> list[str]:
+def strict_problems(
+    received: Iterable[bytes], loads: Mapping[int, set[str]] | None = None
+) -> list[str]:
     """Every way the agent's `received` lines would be dropped by a strict client."""
     problems: list[str] = []
     #: (session id, tool call id) -> its last status (None: announced without one).
     calls: dict[tuple[str, str], str | None] = {}
     for number, line in enumerate(received, 1):
+        for loaded in (loads or {}).get(number - 1, ()):
+            calls = {key: status for key, status in calls.items() if key[0] != loaded}
         message = _decoded(line)
         if message is None:
             continue
@@ -52,7 +58,7 @@ def strict_problems(received: Iterable[bytes]) -> list[str]:
 def _decoded(line: bytes) -> dict[str, Any] | None:
     try:
         message = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None  # the schema check reports it
     return message if isinstance(message, dict) else None
 

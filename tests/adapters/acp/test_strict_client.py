@@ -97,3 +97,14 @@ def test_a_stored_list_raw_output_goes_out_as_an_object():
     assert isinstance(update, types.ToolCallProgress)
     wire = shared_converter().unstructure(update)
     assert wire["rawOutput"] == {"items": [{"branch_id": "b1"}]}
+
+
+def test_a_load_starts_its_session_afresh():
+    replayed = [update_line(call("pending")), update_line(progress("completed"))]
+    lines = replayed + replayed + [update_line(progress("in_progress"))]
+
+    # A second load of the session replays its calls again: a new conversation.
+    assert strict_problems(lines, {2: {"s1"}}) == [
+        "line 5: tool call c1 went from completed back to in_progress"
+    ]
+    assert strict_problems(lines)[0] == "line 3: tool call c1 announced again after completed"
