@@ -49,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
         description="A coding agent served over the Agent Client Protocol on stdio.",
         epilog="Headless commands: acp-agent exec PROMPT (one prompt, the answer on stdout); "
         "acp-agent sessions list|show|export|delete; acp-agent doctor (what works in this "
-        "set-up, what to fix). Each has --help.",
+        "set-up, what to fix); acp-agent check -- AGENT COMMAND (check any ACP agent "
+        "against the protocol's rules). Each has --help.",
     )
     parser.add_argument(
         "--script",

@@ -41,6 +41,7 @@ from acp_agent.capabilities._branches import (
 )
 from acp_agent.capabilities._change_review import ChangeReview
 from acp_agent.capabilities._checkpoints import CheckpointStore
+from acp_agent.capabilities._client_bridge import ClientBridge
 from acp_agent.capabilities._job_registry import JobRegistry
 from acp_agent.capabilities._job_tools import job_tools
 from acp_agent.capabilities._jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager
@@ -244,9 +245,13 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
 
     async def tool_executor(scope: Scope) -> ToolExecutor:
         branch, controls = scope.get(BRANCH), scope.get(SESSION_CONTROLS)
-        prompter = None
+        prompter: GatedPrompter | None = None
+        client: Callable[[], ClientBridge] | None = None
         if branch.parent_id is not None:  # a child asks during main's turns, naming itself
-            prompter = GatedPrompter(scope.get(BRANCHES), branch.id, lambda: controls.prompter)
+            manager = scope.get(BRANCHES)
+            prompter = GatedPrompter(manager, branch.id, lambda: controls.prompter)
+            # Read at each call: the front end sets the session's editor after assembly.
+            client = lambda: manager.client_of(branch.id, controls.client)  # noqa: E731
         executor = ToolExecutor(
             branch,
             controls,
@@ -254,6 +259,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             clock=settings.clock,
             budget=scope.get(RESULT_BUDGET),
             prompter=prompter,
+            client=client,
             jobs=scope.get(JOBS),
             checkpoints=scope.get(CHECKPOINTS),
             review=scope.find(CHANGE_REVIEW),
@@ -293,6 +299,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             await manager.attach_child(branch, title=title, task=created.task or "")
         else:
             manager.attach_main(branch)
+            scope.get(JOBS).attach_main(branch)
         return loop
 
     registry.register(RESULT_BUDGET, result_budget)

@@ -83,13 +83,17 @@ async def _start(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolRe
         f"Started branch {line.branch_id} ({line.title!r}). It works on its own, alongside "
         "you; its report arrives as a notification when it is done (or use branch_wait)."
     )
-    return text_result(text, raw={"branch_id": line.branch_id, "title": line.title})
+    shown = (
+        f"Started the branch {line.title!r} ({line.branch_id}). It works alongside the main "
+        "line; what it does shows as it works."
+    )
+    return text_result(text, raw={"branch_id": line.branch_id, "title": line.title}, shown=shown)
 
 
 async def _status(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
     branch_id = _str(arguments, "branch_id", required=False)
     lines = [manager.line(branch_id)] if branch_id else manager.lines()
-    return text_result(_render(lines), raw=[_describe(line) for line in lines])
+    return text_result(_render(lines), raw={"branches": [_describe(line) for line in lines]})
 
 
 async def _message(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
@@ -109,7 +113,7 @@ async def _wait(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolRes
         raise ToolInputError("`timeout_s` must be a number of seconds")
     every = arguments.get("all", False) is True
     lines = await manager.wait(ids, every=every, timeout_s=min(float(timeout), _MAX_WAIT_S))
-    return text_result(_render(lines), raw=[_describe(line) for line in lines])
+    return text_result(_render(lines), raw={"branches": [_describe(line) for line in lines]})
 
 
 async def _close(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
@@ -214,13 +218,12 @@ def branch_commands(manager: BranchManager) -> dict[str, ExtraCommand]:
         lines = manager.lines()
         if not lines:
             return "No branches in this session. Start one with `/branch <task>`."
-        rows = ["| Branch | Title | State | Last activity |", "|---|---|---|---|"]
-        for line in lines:
+        rows = ["Branches:", ""]
+        for line in lines:  # a list, not a table: it fits a narrow client
             state = line.state.value
             if line.state is LineState.WAITING:
                 state = "waiting for your approval (asked in your next prompt)"
-            title = line.title.replace("|", "\\|")
-            rows.append(f"| `{line.branch_id}` | {title} | {state} | {line.last_active()} |")
+            rows.append(f"- {line.title}: {state}, last activity {line.last_active()}")
         return "\n".join(rows)
 
     async def start_branch(arguments: str) -> str:

@@ -14,14 +14,20 @@ steers them:
   source="branch/ID">` with the report; it reaches main's next request;
 - **showing**: while a turn of main runs, each child is shown in it as a
   `BranchShown` fact on main (the adapter shows it as a tool call): updated as
-  the child works, completed when it ends, or, when main's turn ends first,
-  closed with "still running; reports in a later turn". Outside main's turns
-  nothing is recorded on main but notifications (no update reaches the editor
-  between turns); changes are shown at the start of main's next turn;
+  the child works, completed when it ends. When main's turn ends first, the
+  showing stays open (still working, never shown done) and says that its end
+  shows at the next prompt; at the start of main's next turn, before the
+  model's reply, that same showing goes on or ends with what the child did
+  meanwhile. Outside main's turns nothing is recorded on main but
+  notifications (no update reaches the editor between turns);
 - **asking**: a child's permission question waits for a turn of main, and is
   then asked on the child's showing, naming it (`GatedPrompter`); a front end
   that shows each child as a session of its own sets `ask_directly`, and the
   question goes at once to the child's session;
+- **running commands**: a child shown as a row of main runs its commands here,
+  not in the editor's terminals (`client_of`); one shown as a session of its own
+  uses the editor's terminals on its own session (`client_directly`), embedded in
+  its own tool call;
 - **watching**: such a front end `watch`es the children (`LineWatcher`): it
   hears of each as it opens, of each change, and of each turn of main;
 - **steering**: a message (`BranchMessageReceived`, a `<branch-message>` to
@@ -40,6 +46,7 @@ import anyio
 import attrs
 
 from acp_agent.capabilities._branch_lines import ChildLine, LineFollower, LineState
+from acp_agent.capabilities._client_bridge import ClientBridge, TerminalsWithheld
 from acp_agent.capabilities._cuts import cut_middle
 from acp_agent.capabilities._permissions import (
     PermissionAnswer,
@@ -82,7 +89,8 @@ BRANCHES_PRODUCER: Final = "capabilities.branches"
 DEFAULT_BRANCH_LIMIT: Final = 4
 #: The most of a report a notification carries (the whole is in the child's history).
 _REPORT_CHARS: Final = 20_000
-_DETACHED: Final = "Still running; it reports in a later turn."
+#: The last line of a showing left open when main's turn ends (the child still works).
+_STILL_WORKING: Final = "Still working; its end shows at your next prompt."
 
 BRANCHES_GUIDE_ENTRY: Final = GuideEntry(
     "core/branches",
@@ -125,7 +133,14 @@ class LineWatcher(Protocol):
 
 
 class BranchLimitReached(Exception):
-    """As many children are working as allowed; the model is told, nothing queues."""
+    """As many children are working as allowed; the model is told, nothing queues.
+
+    Its text says so for anyone; `advice` tells the model what it can do.
+    """
+
+    def __init__(self, message: str, advice: str | None = None) -> None:
+        super().__init__(message)
+        self.advice = advice
 
 
 class NotABranch(LookupError):
@@ -168,6 +183,9 @@ class BranchManager:
         #: Asks a child's questions at once, on the child's own (set by a front end that
         #: shows children as sessions); None: they wait for a turn of main.
         self.ask_directly: Callable[[BranchId], PermissionPrompter] | None = None
+        #: A child's own editor, terminals included (set by the same front end; None: a
+        #: child shown as a row of main runs its commands without the editor's terminals).
+        self.client_directly: Callable[[BranchId], ClientBridge] | None = None
 
     # --- assembly -----------------------------------------------------------------------
 
@@ -192,6 +210,14 @@ class BranchManager:
         if titled:
             raise NotABranch(f"several branches are titled {branch_id!r}; name one by its id")
         raise NotABranch(f"no branch {branch_id!r} in this session")
+
+    def client_of(self, branch_id: BranchId, shared: ClientBridge) -> ClientBridge:
+        """The editor a child's calls use: its own, when it is shown as a session of its
+        own; else the session's `shared` one without terminals (one created for it would
+        float outside its row, or be refused between prompts), so its commands run here."""
+        if self.client_directly is not None:
+            return self.client_directly(branch_id)
+        return TerminalsWithheld(shared)
 
     def watch(self, watcher: LineWatcher) -> None:
         """Tell `watcher` of every child from now on (those open now: see `lines`)."""
@@ -227,7 +253,9 @@ class BranchManager:
         async with self._display_lock:
             self._main_turn_open = True
             for line in self._lines.values():
-                if line.unshown or line.state.working:
+                if line.display_id is not None and not line.display_done:
+                    await self._show(line, new=False)  # left open: it goes on, or ends
+                elif line.unshown or line.state.working:
                     await self._show(line, new=True)
             for watcher in list(self._watchers):
                 await watcher.main_turn_started()
@@ -237,9 +265,15 @@ class BranchManager:
     async def turn_ending(self, turn: Turn) -> None:
         async with self._display_lock:
             for line in self._lines.values():
-                if line.display_id is not None and not line.display_done:
-                    state = "detached" if line.state.working else line.state.value
-                    await self._record_shown(line, state, [*line.lines, _DETACHED], done=True)
+                if line.display_id is None or line.display_done:
+                    continue
+                if not line.state.working:  # it ended as the turn did: shown ended
+                    await self._show(line, new=False)
+                    continue
+                # Never shown done while it works: open, saying when its end shows.
+                lines = [*line.lines, _STILL_WORKING]
+                await self._record_shown(line, line.state.value, lines, done=False)
+                line.shown_look = (line.display_id, line.state.value, tuple(lines), None)
             self._main_turn_open = False
             self._main_turn_opened = anyio.Event()
 
@@ -262,9 +296,10 @@ class BranchManager:
         """
         working = [line for line in self._lines.values() if line.state.working]
         if len(working) >= self.limit:
+            working_now = "1 branch is" if len(working) == 1 else f"{len(working)} branches are"
             raise BranchLimitReached(
-                f"{len(working)} branches are working, the most this session allows "
-                f"({self.limit}); wait for one (branch_wait) or close one (branch_close)"
+                f"{working_now} working, the most this session allows ({self.limit})",
+                "wait for one (branch_wait) or close one (branch_close)",
             )
         main = self.main
         label = (title or _title_of(task)).strip() or "branch"

@@ -30,6 +30,7 @@ __all__ = (
     "NotOffered",
     "TerminalExit",
     "TerminalOutput",
+    "TerminalsWithheld",
 )
 
 
@@ -174,3 +175,53 @@ class NoClient:
 
 
 NO_CLIENT = NoClient()
+
+
+class TerminalsWithheld:
+    """`client` without its terminals: commands run locally, files still go through it.
+
+    What a branch shown as a row of main's turn uses: a terminal the editor
+    creates for it would be shown where the editor puts new terminals (at the
+    bottom of the conversation, under whatever row is last), or refused outside
+    a prompt, never in the branch's row.
+    """
+
+    has_terminals = False
+    streams_terminal_output = False
+
+    def __init__(self, client: ClientBridge) -> None:
+        self._client = client
+
+    @property
+    def can_read_files(self) -> bool:
+        return self._client.can_read_files
+
+    @property
+    def can_write_files(self) -> bool:
+        return self._client.can_write_files
+
+    @property
+    def request_timeout_s(self) -> float:
+        return self._client.request_timeout_s
+
+    async def read_text_file(
+        self, path: str, *, line: int | None = None, limit: int | None = None
+    ) -> str:
+        return await self._client.read_text_file(path, line=line, limit=limit)
+
+    async def write_text_file(self, path: str, content: str) -> None:
+        await self._client.write_text_file(path, content)
+
+    async def updates_sent(self) -> None:
+        await self._client.updates_sent()
+
+    async def create_terminal(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+    ) -> ClientTerminal:
+        raise NotOffered("terminals")

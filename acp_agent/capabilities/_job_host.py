@@ -73,7 +73,14 @@ class JobProcess(Protocol):
 
 
 class JobLimitReached(Exception):
-    """As many jobs run as the session allows; nothing was started."""
+    """As many jobs run as the session allows; nothing was started.
+
+    Its text says so for anyone; `advice` tells the model what it can do.
+    """
+
+    def __init__(self, message: str, advice: str | None = None) -> None:
+        super().__init__(message)
+        self.advice = advice
 
 
 @attrs.frozen

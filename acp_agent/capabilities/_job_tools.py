@@ -9,10 +9,15 @@ Every line of work is offered them; a job is named by its id.
                 and the last output of a job (waiting up to `wait_s` for its end)
 `job_stop`      `job_id`: stop it (SIGTERM, then SIGKILL), its processes too
 ==============  ================================================================
+
+What they return says "you" to the model; the person reads the same with
+"the agent" (`Job.outcome`). A job is named by its id, or by its start as
+`/jobs` shows it (`job_` and 8 hex digits).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -69,9 +74,11 @@ async def _output(manager: JobManager, arguments: Mapping[str, Any]) -> ToolResu
     if job_id is None:
         jobs = manager.jobs()
         if not jobs:
-            return text_result("No background jobs in this session.", raw=[])
+            return text_result("No background jobs in this session.", raw={"jobs": []})
         return text_result(
-            "\n".join(job.summary() for job in jobs), raw=[_describe(j) for j in jobs]
+            "\n".join(job.summary() for job in jobs),
+            raw={"jobs": [_describe(j) for j in jobs]},
+            shown="\n".join(job.summary(reader="person") for job in jobs),
         )
     job = manager.job(job_id)
     limit = int(_number(arguments, "tail_bytes", _DEFAULT_TAIL, _MAX_TAIL))
@@ -80,8 +87,12 @@ async def _output(manager: JobManager, arguments: Mapping[str, Any]) -> ToolResu
         await manager.wait(job, wait_s)
     output = await manager.output(job)
     shown = _tail(output.text, limit) if output.text else "(no output yet)"
-    text = f"{job.summary()}\nOutput ({output.total_bytes} bytes in all):\n{shown}"
-    return text_result(text, raw={**_describe(job), "output_bytes": output.total_bytes})
+    output_text = f"Output ({output.total_bytes} bytes in all):\n{shown}"
+    return text_result(
+        f"{job.summary()}\n{output_text}",
+        raw={**_describe(job), "output_bytes": output.total_bytes},
+        shown=f"{job.summary(reader='person')}\n{output_text}",
+    )
 
 
 async def _stop(manager: JobManager, arguments: Mapping[str, Any]) -> ToolResult:
@@ -89,9 +100,17 @@ async def _stop(manager: JobManager, arguments: Mapping[str, Any]) -> ToolResult
     assert job_id is not None
     job = manager.job(job_id)
     if job.state is not JobState.RUNNING:
-        return text_result(f"Nothing to stop: {job.summary()}", raw=_describe(job))
+        return text_result(
+            f"Nothing to stop: {job.summary()}",
+            raw=_describe(job),
+            shown=f"Nothing to stop: {job.summary(reader='person')}",
+        )
     job = await manager.stop(job_id, by="model")
-    return text_result(f"Stopped: {job.summary()}", raw=_describe(job))
+    return text_result(
+        f"Stopped: {job.summary()}",
+        raw=_describe(job),
+        shown=f"Stopped: {job.summary(reader='person')}",
+    )
 
 
 _ID: Final = {"type": "string", "description": "The job's id, as `shell` returned it."}
@@ -142,8 +161,37 @@ def job_tools(manager: JobManager) -> list[RuntimeTool[JobManager]]:
     ]
 
 
+#: How much of a job's id `/jobs` shows (`job_` and 8 hex digits): a command takes it.
+_SHORT_ID: Final = 12
+#: How much of a command, and of the end of a job's output, `/jobs` shows.
+_COMMAND_CHARS: Final = 40
+_SHOWN_OUTPUT: Final = 4096
+
+
+def _fenced(text: str) -> str:
+    """`text` in a Markdown code block no line of it can close."""
+    longest = max((len(run) for run in re.findall(r"`{3,}", text)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}\n{text.rstrip(chr(10))}\n{fence}"
+
+
+def _short_command(command: str) -> str:
+    first, _, rest = command.strip().partition("\n")
+    if len(first) > _COMMAND_CHARS:
+        return first[: _COMMAND_CHARS - 1] + "…"
+    return first + ("…" if rest else "")
+
+
+def _ran(manager: JobManager, job: Job) -> str:
+    if job.duration_s is not None:
+        return f"after {job.duration_s:.1f} s"
+    if job.state is JobState.RUNNING and job.started_at:
+        return f"for {manager.now() - job.started_at:.0f} s so far"
+    return ""
+
+
 def job_commands(manager: JobManager) -> dict[str, ExtraCommand]:
-    """`/jobs` (list them) and `/jobs stop <id>` (stop one)."""
+    """`/jobs` (list them), `/jobs <job id>` (one, with its output) and `/jobs stop <job id>`."""
 
     async def jobs(arguments: str) -> str:
         words = arguments.split()
@@ -154,31 +202,49 @@ def job_commands(manager: JobManager) -> dict[str, ExtraCommand]:
                 job = await manager.stop(words[1], by="person")
             except NoSuchJob as exc:
                 return f"Not stopped: {exc}."
-            return f"`{job.job_id}` {job.outcome(reader='person')}."
+            return f"`{job.job_id[:_SHORT_ID]}` {job.outcome(reader='person')}."
+        if len(words) == 1:
+            try:
+                return await _one(manager.job(words[0]))
+            except NoSuchJob as exc:
+                return f"Not found: {exc}."
         if words:
-            return "Usage: `/jobs` lists the background jobs; `/jobs stop <job id>` stops one."
+            return "Usage: `/jobs`, `/jobs <job id>` or `/jobs stop <job id>`."
         listed = manager.jobs()
         if not listed:
             return "No background jobs in this session."
-        rows = ["| Job | Command | State | Line | Ran |", "|---|---|---|---|---|"]
+        lines = ["Background jobs:", ""]
         for job in listed:
-            command = job.command.replace("|", "\\|").replace("\n", " ")
-            if job.duration_s is not None:
-                ran = f"{job.duration_s:.1f} s"
-            elif job.state is JobState.RUNNING and job.started_at:
-                ran = f"{manager.now() - job.started_at:.0f} s so far"
-            else:
-                ran = ""
-            line = job.line.replace("|", "\\|")
-            rows.append(
-                f"| `{job.job_id}` | `{command}` | {job.outcome(reader='person')} "
-                f"| {line} | {ran} |"
+            line = "" if job.line == "main" else f", branch {job.line!r}"
+            ran = _ran(manager, job)
+            lines.append(
+                f"- `{job.job_id[:_SHORT_ID]}` `{_short_command(job.command)}`: "
+                f"{job.outcome(reader='person')}{f' {ran}' if ran else ''}{line}"
             )
-        return "\n".join(rows) + "\n\nStop one with `/jobs stop <job id>`."
+        lines += ["", "`/jobs <job id>` shows one with its output; `/jobs stop <job id>` stops it."]
+        return "\n".join(lines)
+
+    async def _one(job: Job) -> str:
+        output = await manager.output(job)
+        ran = _ran(manager, job)
+        text = [
+            f"`{job.job_id[:_SHORT_ID]}` `{job.command}` {job.outcome(reader='person')}"
+            f"{f' {ran}' if ran else ''}.",
+        ]
+        if output.text:
+            text.append(f"Its output ({output.total_bytes} bytes in all), the end of it:")
+            text.append(_fenced(_tail(output.text, _SHOWN_OUTPUT)))
+        else:
+            text.append("It printed nothing (yet).")
+        return "\n\n".join(text)
 
     return {
         "jobs": ExtraCommand(
-            CommandSpec("jobs", "List the background jobs; `/jobs stop <id>` stops one", "stop id"),
+            CommandSpec(
+                "jobs",
+                "List the background jobs, show one (`/jobs <job id>`) or stop one",
+                "stop <job id>",
+            ),
             jobs,
         )
     }

@@ -14,6 +14,10 @@ A tool call hands its running command over (`JobHost.start`, see
   source="job/ID">` with the command, how it ended, the run time and the
   last lines of output; it reaches that line's next model request. A job
   the model stopped itself is not reported back to it: its tool said so;
+- **showing**: the person sees every end the model is told of, as a
+  `JobEndShown` fact on the main line (the adapter shows it as a completed
+  tool call "Job … ended"): at once when a turn of main runs, else at the
+  start of main's next turn, before the model's reply; never between turns;
 - **recovery**: a line opened after the agent died finds jobs started and
   never ended; a surviving process group is killed (only if its leader is
   still the same process, by start mark) and the job is recorded
@@ -50,9 +54,11 @@ from acp_agent.core import (
     BranchId,
     CallId,
     JobEnded,
+    JobEndShown,
     JobStarted,
     ScopeClosed,
     StoreError,
+    Turn,
     new_id,
 )
 from acp_agent.process_marks import kill_group_of
@@ -130,6 +136,8 @@ class Job:
     #: Wall time it started (for the person).
     started_at: float
     process: JobProcess | None = None
+    #: The client terminal it runs in (None: it runs here).
+    terminal_id: str | None = None
     state: JobState = JobState.RUNNING
     exit: JobExit | None = None
     duration_s: float | None = None
@@ -171,10 +179,10 @@ class Job:
             return f"exited with code {self.exit.exit_code}"
         return "ended (exit status unknown)"
 
-    def summary(self) -> str:
-        """One line for the model: id, state, run time, command."""
+    def summary(self, *, reader: str = "model") -> str:
+        """One line: id, state, run time, command (`reader` as for `outcome`)."""
         took = f", {_seconds(self.duration_s)}" if self.duration_s is not None else ""
-        return f"{self.job_id} ({self.via}) {self.outcome()}{took}: `{self.command}`"
+        return f"{self.job_id} ({self.via}) {self.outcome(reader=reader)}{took}: `{self.command}`"
 
 
 def _seconds(value: float) -> str:
@@ -230,6 +238,29 @@ class JobManager:
         self._jobs: dict[str, Job] = {}
         #: Spawns under way: they count against the limit before they are jobs.
         self._starting = 0
+        #: The session's main line, where ends are shown (once it opened).
+        self._main: Branch | None = None
+        #: Held while deciding to record on main: no showing slips past main's turn end.
+        self._show_lock = anyio.Lock()
+        self._main_turn_open = False
+        #: Ends the person has not been shown yet (they wait for a turn of main).
+        self._unshown: list[Job] = []
+
+    def attach_main(self, main: Branch) -> None:
+        """The main line opened: show the jobs' ends in its turns."""
+        self._main = main
+        main.observe_turns(self)
+
+    async def turn_started(self, turn: Turn) -> None:
+        async with self._show_lock:
+            self._main_turn_open = True
+            waiting, self._unshown = self._unshown, []
+            for job in waiting:
+                await self._show_end(job)
+
+    async def turn_ending(self, turn: Turn) -> None:
+        async with self._show_lock:
+            self._main_turn_open = False
 
     def host(self, branch: Branch, call_id: str) -> JobHost:
         """The job host for one call of `branch`."""
@@ -244,10 +275,17 @@ class JobManager:
         return list(self._jobs.values())
 
     def job(self, job_id: str) -> Job:
-        job = self._jobs.get(job_id.strip())
-        if job is None:
-            raise NoSuchJob(f"no job {job_id!r} in this session")
-        return job
+        """The job with this id, or the one whose id starts so (as `/jobs` shows it)."""
+        wanted = job_id.strip()
+        job = self._jobs.get(wanted)
+        if job is not None:
+            return job
+        found = [j for j in self._jobs.values() if wanted and j.job_id.startswith(wanted)]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise NoSuchJob(f"several jobs' ids start with {wanted!r}; give more of it")
+        raise NoSuchJob(f"no job {job_id!r} in this session")
 
     def running(self) -> list[Job]:
         return [job for job in self._jobs.values() if job.state is JobState.RUNNING]
@@ -259,8 +297,8 @@ class JobManager:
         if busy >= self.limit:
             running = "1 background job is" if busy == 1 else f"{busy} background jobs are"
             raise JobLimitReached(
-                f"{running} running, the most this session allows "
-                f"({self.limit}); stop one (job_stop) or wait for one to end"
+                f"{running} running, the most this session allows ({self.limit})",
+                "stop one (job_stop) or wait for one to end",
             )
 
     async def start(
@@ -287,6 +325,7 @@ class JobManager:
             process.via,
             self._clock(),
             process,
+            process.terminal_id,
         )
         if process.pgid is not None:  # noted first: even a crash right now is cleaned up
             self._registry.add(job.job_id, process.pgid, process.start_mark)
@@ -372,6 +411,7 @@ class JobManager:
                 await job.branch.record_fact(ended, producer=JOBS_PRODUCER)
                 if notify:
                     await record_notification(job.branch, f"job/{job.job_id}", _report(job))
+                    await self._ended(job)
         except (BranchClosed, ScopeClosed, StoreError):
             # Closing (or the store failed): a later load records it interrupted.
             logger.info("the end of job %s was not recorded", job.job_id)
@@ -427,6 +467,7 @@ class JobManager:
                 record.cwd,
                 record.via,
                 0.0,
+                terminal_id=record.terminal_id,
             )
             job.ended.set()
             self._jobs[job_id] = job
@@ -450,8 +491,41 @@ class JobManager:
             try:
                 await branch.record_fact(fact, producer=JOBS_PRODUCER)
                 await record_notification(branch, f"job/{job_id}", _report(job))
+                await self._ended(job)
             except (BranchClosed, ScopeClosed):
                 return
+
+    # --- showing ends to the person ----------------------------------------------------------
+
+    async def _ended(self, job: Job) -> None:
+        """Show the person that `job` ended: now in main's turn, or at main's next one."""
+        async with self._show_lock:
+            if self._main_turn_open:
+                await self._show_end(job)
+            else:
+                self._unshown.append(job)
+
+    async def _show_end(self, job: Job) -> None:
+        """Record the row of `job`'s end on main (hold the lock, main's turn open)."""
+        if self._main is None:
+            return
+        shown = JobEndShown(
+            job.job_id,
+            f"{job.job_id}.ended",
+            job.command,
+            job.state.value,
+            job.outcome(reader="person"),
+            job.exit.exit_code if job.exit else None,
+            job.exit.signal if job.exit else None,
+            job.duration_s,
+            job.line,
+            _last_lines(job.output),
+            job.terminal_id,
+        )
+        try:
+            await self._main.record_fact(shown, producer=JOBS_PRODUCER)
+        except (BranchClosed, ScopeClosed):
+            return  # the session is closing
 
 
 def _report(job: Job) -> str:

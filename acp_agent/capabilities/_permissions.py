@@ -217,9 +217,11 @@ class Allow(Record):
 
 @attrs.frozen
 class Refuse(Record):
-    """Do not run the call; `explanation` is what the model reads."""
+    """Do not run the call; `explanation` is what the model reads, `shown` what the person
+    reads (None: the explanation)."""
 
     explanation: str
+    shown: str | None = None
 
 
 @attrs.frozen
@@ -250,13 +252,17 @@ def decide(
         if rule.decision == RuleDecision.DENY and rule_matches(rule, tool, need, workspace):
             return Refuse(
                 f"Not run: the person chose to always reject {rule_text(rule)} in this "
-                "workspace. Do not try to get around it; ask the person if it is needed."
+                "workspace. Do not try to get around it; ask the person if it is needed.",
+                f"Not run: you chose to always reject {rule_text(rule)} in this workspace "
+                "(`/permissions` lists the rules).",
             )
     if mode is PermissionMode.PLAN and need.effect is not Effect.READ_ONLY:
         return Refuse(
             "Not run: the session is in plan mode, which is read-only. Only calls that read "
             "run; describe the change or command you would make instead, and the person can "
-            "leave plan mode to let you make it."
+            "leave plan mode to let you make it.",
+            "Not run: this session is in plan mode, where only reads run "
+            "(`/mode <mode id>` switches it).",
         )
     if outside:
         paths = ", ".join(need.outside_workspace)

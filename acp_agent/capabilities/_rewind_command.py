@@ -36,7 +36,9 @@ def rewind_commands(rewinder: Rewinder, workspace: Path) -> dict[str, ExtraComma
         if not words:
             return _listing(points, shown)
         if len(words) != 1 or not words[0].isdigit():
-            return "Usage: `/rewind` lists your messages; `/rewind <number>` goes back to one."
+            return (
+                "Usage: `/rewind` lists your messages; `/rewind <message number>` goes back to one."
+            )
         number = int(words[0])
         point = next((p for p in points if p.number == number), None)
         if point is None:
@@ -61,8 +63,8 @@ def _listing(points: Sequence[RewindPoint], shown: Callable[[Iterable[str]], str
         rows.append(f"| {point.number} | {_cell(point.text)} | {changed} | {effects} |")
     return (
         "\n".join(rows)
-        + "\n\n`/rewind <#>` goes back to just before that message: the files the agent "
-        "changed since are put back (unless one was changed outside the agent: then "
+        + "\n\n`/rewind <message number>` goes back to just before that message: the files "
+        "the agent changed since are put back (unless one was changed outside the agent: then "
         "nothing changes), and the conversation after it is left out from then on."
     )
 

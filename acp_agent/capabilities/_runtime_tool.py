@@ -32,9 +32,11 @@ __all__ = ("RuntimeTool", "object_schema", "text_result")
 S = TypeVar("S")
 
 
-def text_result(text: str, *, error: bool = False, raw: Any = None) -> ToolResult:
-    """A result of one text, the same for the model and the editor."""
-    return ToolResult((TextContent(text),), text, is_error=error, raw_output=raw)
+def text_result(
+    text: str, *, error: bool = False, raw: Any = None, shown: str | None = None
+) -> ToolResult:
+    """A result of one text for the model; the editor shows `shown` (default: the same)."""
+    return ToolResult((TextContent(text if shown is None else shown),), text, error, raw)
 
 
 def object_schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
@@ -56,7 +58,8 @@ class RuntimeTool(Record, Generic[S]):
     service: S
     #: Why this call may not run here (None: it may).
     refuse: Callable[[S, ToolContext], str | None] = _never
-    #: The service's refusals, shown to the model as "Not run: …".
+    #: The service's refusals, shown as "Not run: …" (the model also reads an
+    #: exception's `advice`, when it has one).
     expected: tuple[type[Exception], ...] = ()
 
     def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
@@ -72,4 +75,7 @@ class RuntimeTool(Record, Generic[S]):
         try:
             return await self.act(self.service, arguments)
         except self.expected as exc:
-            return text_result(f"Not run: {exc}.", error=True)
+            advice = getattr(exc, "advice", None)
+            shown = f"Not run: {exc}."
+            text = f"Not run: {exc}; {advice}." if advice else shown
+            return text_result(text, error=True, shown=shown)

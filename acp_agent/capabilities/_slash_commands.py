@@ -101,17 +101,23 @@ class CommandSpec(Record):
 
     name: str
     description: str
-    #: What to type after the name, when it takes arguments.
+    #: What to type after the name, when it takes arguments: one argument named plainly
+    #: ("model id"), or words and `<placeholders>` ("revoke <rule id>").
     hint: str | None = None
+
+    def usage(self) -> str:
+        """How it is typed: `/mode <mode id>`, `/permissions revoke <rule id>`."""
+        if self.hint is None:
+            return f"/{self.name}"
+        typed = self.hint if "<" in self.hint else f"<{self.hint}>"
+        return f"/{self.name} {typed}"
 
 
 BUILTIN_COMMANDS: Final = (
     CommandSpec("help", "Show the commands and what they do"),
     CommandSpec("compact", "Summarise the conversation so far to free context"),
     CommandSpec("model", "Show the models, or switch this session's model", "model id"),
-    CommandSpec(
-        "mode", "Show the permission modes, or switch this session's mode", "ask | plan | ..."
-    ),
+    CommandSpec("mode", "Show the permission modes, or switch this session's mode", "mode id"),
     CommandSpec(
         "permissions", "List remembered permission rules, or revoke one", "revoke <rule id>"
     ),
@@ -353,8 +359,7 @@ class CommandRunner:
         lines = ["Commands:", ""]
         templates = {template.spec.name: template for template in self.templates()}
         for spec in self.commands():
-            usage = f"/{spec.name}" + (f" <{spec.hint}>" if spec.hint else "")
-            line = f"- `{usage}`: {spec.description}"
+            line = f"- `{spec.usage()}`: {spec.description}"
             template = templates.get(spec.name)
             if template is not None:
                 line += f" (from {template.origin} `{template.path}`)"
@@ -390,7 +395,9 @@ class CommandRunner:
             if current is None:
                 return f"No model is configured for this session.{DOCTOR_HINT}"
             offered = self._choices(MODEL_KEY)
-            return f"Model: `{current}`.\n\nAvailable: {offered}\n\nSwitch with `/model <id>`."
+            return (
+                f"Model: `{current}`.\n\nAvailable: {offered}\n\nSwitch with `/model <model id>`."
+            )
         return await self._change(MODEL_KEY, arguments, host, "Model")
 
     async def _mode(self, arguments: str, host: CommandHost) -> str:
@@ -398,7 +405,7 @@ class CommandRunner:
             offered = self._choices(MODE_KEY)
             return (
                 f"Mode: `{self.controls.mode.value}`.\n\nModes: {offered}\n\n"
-                "Switch with `/mode <id>`."
+                "Switch with `/mode <mode id>`."
             )
         return await self._change(MODE_KEY, arguments, host, "Mode")
 

@@ -43,6 +43,7 @@ import attrs
 
 from acp_agent.capabilities._change_review import ChangedFile, ChangeReview
 from acp_agent.capabilities._checkpoints import CallChanges, CheckpointStore
+from acp_agent.capabilities._client_bridge import ClientBridge
 from acp_agent.capabilities._content import (
     decode_locations,
     encode_locations,
@@ -157,6 +158,21 @@ _RELOADED_RUNNING = (
     "Interrupted: the tools were reloaded while this call was running, so it may have had "
     "effects. Check the state before retrying."
 )
+#: What the person reads instead of a text that also tells the model what to do next.
+_FOR_PERSON: Final = {
+    RESTART_RUNNING: (
+        "Interrupted: the agent stopped while this ran, so it may have done part of its "
+        "work. It is not run again."
+    ),
+    RESTART_NOT_STARTED: "Not run: the agent stopped before this started.",
+    _CANCELLED_RUNNING: (
+        "Interrupted: the turn was cancelled while this ran, so it may have done part of its work."
+    ),
+    _CANCELLED_ASKING: "Not run: the turn was cancelled while you were being asked.",
+    _RELOADED_RUNNING: (
+        "Interrupted: the tools were reloaded while this ran, so it may have done part of its work."
+    ),
+}
 
 
 class CallStage(enum.Enum):
@@ -255,6 +271,8 @@ class ToolExecutor:
     * `budget`: caps each copy of a result before it is recorded (`result_budget`).
     * `prompter`: asks the person instead of the session's (a child's questions
       wait for a turn of main).
+    * `client`: the editor the calls use instead of the session's (asked at each
+      call: a child shown as a row of main runs its commands without terminals).
     * `jobs`: the session's background jobs, handed to calls as `ToolContext.jobs`.
     * `checkpoints`: where calls keep what files held before they change them
       (`ToolContext.changes`; None: not kept, no rewind).
@@ -273,6 +291,7 @@ class ToolExecutor:
         clock: Callable[[], float],
         budget: ResultBudget | None = None,
         prompter: PermissionPrompter | None = None,
+        client: Callable[[], ClientBridge] | None = None,
         jobs: JobManager | None = None,
         checkpoints: CheckpointStore | None = None,
         review: ChangeReview | None = None,
@@ -284,6 +303,8 @@ class ToolExecutor:
         self.jobs = jobs
         #: Who asks the person (None: the session's prompter, `controls.prompter`).
         self.prompter = prompter
+        #: The editor the calls use (None: the session's, `controls.client`).
+        self._client = client
         self.budget = budget if budget is not None else ResultBudget(None)
         self.controls = controls
         self.store = store
@@ -414,30 +435,29 @@ class ToolExecutor:
         decision = decide(controls.mode, request.tool, need, rules, controls.workspace, roots)
         admitted: list[Payload] = []
         if isinstance(decision, Refuse):
-            await self._record_unrun(call, decision.explanation)
+            await self._record_unrun(call, decision.explanation, shown=decision.shown)
             return
         if isinstance(decision, Ask):
             # Never a dry run outside the workspace: reading there needs the answer first.
             preview = () if need.outside_workspace else await self._preview(call, tool)
             if isinstance(preview, ToolResult):  # it cannot be done: nobody is asked
-                await self._record_unrun(call, preview.model_text, raw_output=preview.raw_output)
+                said = "\n\n".join(p.text for p in preview.content if isinstance(p, TextContent))
+                await self._record_unrun(
+                    call, preview.model_text, raw_output=preview.raw_output, shown=said or None
+                )
                 return
             answer = await self._ask(call, need, decision, preview)
             answered = PermissionAnswered(call.permission_id or "", call.call_id, _outcome(answer))
             if answer.choice is not None and answer.choice.remembered:
                 await self._remember(answer.choice, call, need)
             if answer.choice is None or not answer.choice.allows:
-                text = (
-                    _CANCELLED_ASKING
-                    if answer.choice is None
-                    else _rejected_text(answer.choice, request.tool)
-                )
-                await self.branch.append(
-                    [
-                        EventDraft(answered, TOOLS_PRODUCER),
-                        self._result_draft(request, text, ToolOutcome.NOT_EXECUTED),
-                    ]
-                )
+                shown: str | None = None
+                if answer.choice is None:
+                    text = _CANCELLED_ASKING
+                else:
+                    text, shown = _rejected_text(answer.choice, request.tool)
+                not_run = self._result_draft(request, text, ToolOutcome.NOT_EXECUTED, shown=shown)
+                await self.branch.append([EventDraft(answered, TOOLS_PRODUCER), not_run])
                 call.stage = CallStage.RECORDED
                 return
             admitted.append(answered)
@@ -501,7 +521,7 @@ class ToolExecutor:
             branch_id=self.branch.id,
             call_id=call.call_id,
             roots=self.controls.roots,
-            client=self.controls.client,
+            client=self._client() if self._client is not None else self.controls.client,
             progress=progress,
             read_stamps=self.read_stamps,
             jobs=self.jobs.host(self.branch, call.call_id) if self.jobs is not None else None,
@@ -602,8 +622,12 @@ class ToolExecutor:
 
     # --- recording ------------------------------------------------------------------------
 
-    async def _record_unrun(self, call: _Call, text: str, *, raw_output: Any = None) -> None:
-        draft = self._result_draft(call.request, text, ToolOutcome.NOT_EXECUTED, raw_output)
+    async def _record_unrun(
+        self, call: _Call, text: str, *, raw_output: Any = None, shown: str | None = None
+    ) -> None:
+        draft = self._result_draft(
+            call.request, text, ToolOutcome.NOT_EXECUTED, raw_output, shown=shown
+        )
         await self.branch.append([draft])
         call.stage = CallStage.RECORDED
 
@@ -663,13 +687,22 @@ class ToolExecutor:
 
     @staticmethod
     def _result_draft(
-        request: ToolCallRequested, text: str, outcome: ToolOutcome, raw_output: Any = None
+        request: ToolCallRequested,
+        text: str,
+        outcome: ToolOutcome,
+        raw_output: Any = None,
+        *,
+        shown: str | None = None,
     ) -> EventDraft:
+        """A result the runtime writes: `text` for the model, `shown` (default: the
+        person's words for `text`, or `text` itself) for the person."""
+        if shown is None:
+            shown = _FOR_PERSON.get(text, text)
         return EventDraft(
             ToolResultRecorded(
                 request.call_id,
                 request.request_id,
-                [text_part(text)],
+                [text_part(shown)],
                 is_error=True,
                 outcome=outcome,
                 model_text=text,
@@ -695,12 +728,14 @@ def _outcome(answer: PermissionAnswer) -> str:
     return CANCELLED_ANSWER if answer.choice is None else answer.choice.value
 
 
-def _rejected_text(choice: PermissionChoice, tool: str) -> str:
+def _rejected_text(choice: PermissionChoice, tool: str) -> tuple[str, str]:
+    """What the model reads of a rejected call, and what the person reads."""
     always = " and chose to always reject such calls here" if choice.remembered else ""
-    return (
+    model = (
         f"Not run: the person rejected this {tool} call{always}. Do not retry it as is; "
         "ask them what they want instead, or take another way."
     )
+    return model, f"Not run: you rejected it{always}."
 
 
 def _kind(value: str | None) -> ToolKind:

@@ -43,6 +43,7 @@ __all__ = (
     "EventDraft",
     "FileChanged",
     "GuideAdopted",
+    "JobEndShown",
     "JobEnded",
     "JobStarted",
     "ModelReasoningDelta",
@@ -448,9 +449,10 @@ class BranchShown(Payload):
     """How a child line of work is shown in its parent's turn, at this moment.
 
     Recorded on the parent, only while a parent turn runs, so a replay shows
-    what the live turn showed: `display_id` names one showing (a child shown
-    again in a later turn gets a new one); `done` says the showing is over
-    (the child finished, or the parent's turn ended while it ran).
+    what the live turn showed: `display_id` names one showing (a child that
+    works again later gets a new one); `done` says the showing is over (the
+    child stopped working). A showing still working when the parent's turn
+    ends stays open and goes on, or ends, at the parent's next turn.
     """
 
     KIND: ClassVar[str] = "branch.shown"
@@ -458,7 +460,8 @@ class BranchShown(Payload):
     display_id: str
     title: str
     #: `running`, `waiting` (for the person's approval), `finished`, `failed`,
-    #: `interrupted`, `closed`, or `detached` (still running after the parent's turn).
+    #: `interrupted`, `closed`; `detached` in older records (a showing closed, done,
+    #: while the child still ran).
     state: str
     #: The child's steps so far, a line each (bounded), then its report.
     lines: list[str] = attrs.field(factory=list)
@@ -523,6 +526,34 @@ class JobEnded(Payload):
     output_bytes: int = 0
     #: Who stopped it, for `stopped` (`model` or `person`).
     stopped_by: str | None = None
+
+
+@attrs.frozen
+class JobEndShown(Payload):
+    """A background job's end as the person is shown it, in a turn of the main line.
+
+    Recorded on main only while a turn of main runs: the one running when the job
+    ended, or else main's next one, at its start; so the person reads the end
+    before the model's reply to it, and a replay shows it where the live turn
+    did. `display_id` names the row; the rest is what it says.
+    """
+
+    KIND: ClassVar[str] = "job.end_shown"
+    job_id: str
+    display_id: str
+    command: str
+    #: As `JobEnded.state`, and how it ended for the person ("exited with code 0").
+    state: str
+    outcome: str
+    exit_code: int | None = None
+    signal: str | None = None
+    duration_s: float | None = None
+    #: The line of work that started it: `main`, or a branch's title.
+    line: str = "main"
+    #: The last lines of its output (bounded).
+    tail: str = ""
+    #: The client terminal it ran in (None: it ran here; its output is kept).
+    terminal_id: str | None = None
 
 
 @attrs.frozen
@@ -702,6 +733,7 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
         BranchEnded,
         JobStarted,
         JobEnded,
+        JobEndShown,
         FileChanged,
         ConversationRewound,
         CompactionStarted,

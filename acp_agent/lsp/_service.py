@@ -121,11 +121,12 @@ class CodeIntelligence:
                 f"Language servers: {names}. None is running yet: each starts when a "
                 "call first changes (or a code tool reads) a file it reads."
             )
-        lines = ["| Server | Root | State | Last error |", "|---|---|---|---|"]
-        for status in rows:
+        lines = ["Language servers:", ""]
+        for status in rows:  # a list, not a table: it fits a narrow client
             state = "running" if status.running else "starting" if status.error is None else "down"
-            error = (status.error or "").replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| {status.name} | `{status.root}` | {state} | {error or '-'} |")
+            error = " ".join((status.error or "").split())
+            line = f"- {status.name}: {state}, for `{status.root}`"
+            lines.append(f"{line}; last error: {error}" if error else line)
         return "\n".join(lines)
 
     def statuses(self) -> list[ServerStatus]:

@@ -47,9 +47,11 @@ def text_result(
 
 
 def refusal_result(refusal: FileRefusal, **details: Any) -> ToolResult:
-    """An error result for a refusal: its message for the model, its code in `raw_output`."""
-    return text_result(
-        refusal.message,
+    """An error result for a refusal: what happened for the person, that and what to do
+    for the model, its code in `raw_output`."""
+    return ToolResult(
+        content=(TextContent(refusal.message),),
+        model_text=refusal.model_text,
         is_error=True,
         raw_output={"error": refusal.code, "message": refusal.message, **details},
     )

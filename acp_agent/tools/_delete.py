@@ -194,7 +194,7 @@ async def _inspect(target: WorkspacePath, recursive: bool, context: ToolContext)
         if not recursive and any(path.iterdir()):
             raise FileRefusal(
                 "directory_not_empty",
-                f"{target.display} is a directory with {len(files)} file(s) in it; "
+                f"{target.display} is a directory with {len(files)} file(s) in it",
                 "set recursive to delete it with everything in it",
             )
         return _Deletion(target, kind, files=tuple(files))

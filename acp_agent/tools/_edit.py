@@ -182,14 +182,14 @@ def apply_replacements(
                 hint = " (it matches when leading/trailing whitespace is ignored: check it)"
             raise FileRefusal(
                 "no_match",
-                f"{label} was not found in {display}{hint}. Copy it exactly from the file "
-                "as it is now (read it again if unsure); no change was made.",
+                f"{label} was not found in {display}{hint}; no change was made",
+                "copy it exactly from the file as it is now (read it again if unsure)",
             )
         if found > 1 and not change.replace_all:
             raise FileRefusal(
                 "ambiguous_match",
-                f"{label} matches {found} places in {display}: include more surrounding "
-                "text to make it unique, or set replace_all; no change was made.",
+                f"{label} matches {found} places in {display}; no change was made",
+                "include more surrounding text to make it unique, or set replace_all",
             )
         work = work.replace(old, new)
         count += found
@@ -224,7 +224,7 @@ class EditTool(Record):
         snapshot = await load_snapshot(target.path, context.client)
         if snapshot.text is None:
             raise FileRefusal(
-                "not_found", f"{target.display} does not exist (use `write` to create it)"
+                "not_found", f"{target.display} does not exist", "use `write` to create it"
             )
         require_fresh_read(snapshot, context.read_stamps.get(str(target.path)), target.display)
         replacements = parse_replacements(arguments)

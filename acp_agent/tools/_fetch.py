@@ -103,7 +103,7 @@ class FetchTool(Record):
 
     def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
         url = arguments.get("url")
-        title = f"Fetch {short(url, 100)}" if isinstance(url, str) and url else "Fetch"
+        title = f"Fetch {short(url, 60)}" if isinstance(url, str) and url else "Fetch"
         return ToolPresentation(title, ToolKind.FETCH)
 
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:

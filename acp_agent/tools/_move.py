@@ -218,7 +218,8 @@ async def _inspect(
         if not overwrite:
             raise FileRefusal(
                 "destination_exists",
-                f"{destination.display} already exists; set overwrite to replace it",
+                f"{destination.display} already exists",
+                "set overwrite to replace it",
             )
         if existing == "directory":
             raise FileRefusal("destination_exists", f"{destination.display} is a directory")

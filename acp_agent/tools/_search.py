@@ -197,7 +197,7 @@ class GlobTool(Record):
     def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
         pattern = arguments.get("pattern")
         name = display_path(arguments.get("path") or ".", roots)
-        shown = f"`{short(pattern)}`" if isinstance(pattern, str) else "files"
+        shown = f"'{short(pattern, 40)}'" if isinstance(pattern, str) else "files"
         where = "" if name == "." else f" in {name}"
         return ToolPresentation(f"Find {shown}{where}", ToolKind.SEARCH)
 
@@ -328,9 +328,9 @@ class GrepTool(Record):
     def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
         pattern = arguments.get("pattern")
         name = display_path(arguments.get("path") or ".", roots)
-        shown = f"`{short(pattern)}`" if isinstance(pattern, str) else "text"
+        shown = f"'{short(pattern, 40)}'" if isinstance(pattern, str) else "text"
         where = "" if name == "." else f" in {name}"
-        return ToolPresentation(f"Search for {shown}{where}", ToolKind.SEARCH)
+        return ToolPresentation(f"Search {shown}{where}", ToolKind.SEARCH)
 
     def _query(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> _Query:
         pattern = require_str(arguments, "pattern")

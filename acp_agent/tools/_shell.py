@@ -21,9 +21,21 @@ terminal, so the person watches the job live.
 
 `raw_output`: ``{"command", "cwd", "via": "client"|"local", "exit_code",
 "signal", "timed_out", "output_bytes" (local runs), "truncated",
-"terminal_id"}``. For a local run shown as a terminal the adapter takes
+"terminal_id", "output"}``. For a local run shown as a terminal the adapter takes
 `exit_code` and `signal` from it for `_meta.terminal_exit`. A background
 start: ``{"command", "cwd", "via", "job_id", "terminal_id", "background": true}``.
+
+Where the call shows a terminal, `output` holds the last lines of the output
+(at most `_RAW_TAIL_LINES` lines, `_RAW_TAIL_CHARS` characters). Like
+claude-agent-acp and codex-acp, the output reaches each client once: a client
+that renders terminals (Zed, Toad) shows the terminal and, since the call has
+content, not `rawOutput` (Zed shows it only for a call with no content); one
+that embeds terminals it never prints (acpx) prints `rawOutput`'s `output`.
+Text content beside the terminal would show it twice wherever terminals render.
+A call shown without a terminal carries its output as text content instead.
+
+Titles: a plain read, list or search says what it reads (`_command_titles`);
+any other command is "Run `…`", cut to `_TITLE_CHARS`.
 """
 
 from __future__ import annotations
@@ -62,6 +74,7 @@ from acp_agent.capabilities.tool import (
 from acp_agent.records import Record
 from acp_agent.tools._args import optional_int, require_str
 from acp_agent.tools._background import ClientJob, LocalJob
+from acp_agent.tools._command_titles import command_title
 from acp_agent.tools._common import fenced, short
 from acp_agent.tools._process import OutputCapture, run_local
 from acp_agent.tools._workspace import WorkspacePath, outside_need, resolve_path
@@ -92,6 +105,13 @@ STREAM_LIMIT_BYTES: Final = 1024 * 1024
 _REFRESH_S: Final = 0.5
 #: Bounded waits while cleaning up a client terminal.
 _CLEANUP_WAIT_S: Final = 5.0
+#: The most of a command a title shows: a narrow client cuts a longer title, and the
+#: status icon after it with it (the whole command is in `rawInput`).
+_TITLE_CHARS: Final = 60
+#: What `raw_output["output"]` keeps of the end of the output of a command shown as a
+#: terminal (for a client that embeds terminals it never prints).
+_RAW_TAIL_LINES: Final = 20
+_RAW_TAIL_CHARS: Final = 2000
 
 _DESCRIPTION = """\
 Run a shell command (bash -c) and return its exit status and output (stdout and \
@@ -197,6 +217,23 @@ def _status_line(exit_code: int | None, signal: str | None, timed_out: bool, tim
     return f"Exit code {exit_code}."
 
 
+def _raw_tail(output: str) -> str:
+    """The end of a command's output for `raw_output["output"]`: its last lines, bounded."""
+    lines = output.rstrip("\n").splitlines()
+    kept = lines[-_RAW_TAIL_LINES:]
+    tail = "\n".join(kept)[-_RAW_TAIL_CHARS:]
+    earlier = len(lines) - len(kept)
+    return f"[{earlier} earlier lines not shown]\n{tail}" if earlier else tail
+
+
+def _not_started(exc: JobLimitReached) -> ToolResult:
+    """The result of a job the limit refused: what the model can do; for the person,
+    how to stop one."""
+    text = f"Not started: {exc}; {exc.advice}." if exc.advice else f"Not started: {exc}."
+    shown = f"Not started: {exc}. `/jobs` lists them; `/jobs stop <job id>` stops one."
+    return ToolResult((TextContent(shown),), text, is_error=True)
+
+
 DEFINITION: Final = ToolDefinition(
     name="shell",
     description=_DESCRIPTION,
@@ -257,9 +294,13 @@ class ShellTool(Record):
 
     def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
         command = arguments.get("command")
-        title = f"Run `{short(command)}`" if isinstance(command, str) and command else "Run"
+        if not isinstance(command, str) or not command:
+            return ToolPresentation(title="Run", kind=ToolKind.EXECUTE)
         if arguments.get("background") is True:
-            title += " in the background"
+            title = f"Run `{short(command, _TITLE_CHARS)}` in the background"
+        else:
+            # A plain read, list or search says what it reads; the rest, the command.
+            title = command_title(command) or f"Run `{short(command, _TITLE_CHARS)}`"
         return ToolPresentation(title=title, kind=ToolKind.EXECUTE)
 
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
@@ -289,8 +330,7 @@ class ShellTool(Record):
         try:
             jobs.check_room()
         except JobLimitReached as exc:
-            text = f"Not started: {exc}."
-            return ToolResult((TextContent(text),), text, is_error=True)
+            return _not_started(exc)
         terminal: list[str] = []
 
         async def spawn() -> JobProcess:
@@ -318,8 +358,7 @@ class ShellTool(Record):
         try:
             started = await jobs.start(call.command, cwd, spawn)
         except JobLimitReached as exc:
-            text = f"Not started: {exc}."
-            return ToolResult((TextContent(text),), text, is_error=True)
+            return _not_started(exc)
         except ClientTimedOut as exc:
             return _unconfirmed_start(call, exc)
         text = (
@@ -327,9 +366,14 @@ class ShellTool(Record):
             "its end arrives as a notification. `job_output` reads its output so far, "
             "`job_stop` stops it."
         )
-        content: tuple[ContentPart, ...] = (TextContent(text),)
+        shown = (
+            f"Running in the background as job `{started.job_id[:12]}`. Its end shows here "
+            "when it ends during this prompt, else at your next one; "
+            f"`/jobs stop {started.job_id[:12]}` stops it."
+        )
+        content: tuple[ContentPart, ...] = (TextContent(shown),)
         if terminal:
-            content = (TerminalContent(terminal[0]), TextContent(text))
+            content = (TerminalContent(terminal[0]), TextContent(shown))
         return ToolResult(
             content=content,
             model_text=text,
@@ -406,6 +450,8 @@ class ShellTool(Record):
                 "output_bytes": capture.total,
                 "truncated": capture.omitted > 0,
                 "terminal_id": terminal_id if streaming else None,
+                # Shown as a terminal: its end here too (the text content carries it else).
+                **({"output": _raw_tail(output)} if streaming else {}),
             },
         )
 
@@ -534,5 +580,6 @@ class ShellTool(Record):
                 "timed_out": timed_out,
                 "truncated": truncated or capture.omitted > 0,
                 "terminal_id": terminal.terminal_id,
+                "output": _raw_tail(output),
             },
         )

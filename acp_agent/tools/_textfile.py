@@ -62,12 +62,21 @@ _BOMS: Final = (
 
 
 class FileRefusal(Exception):
-    """A file operation refused for a reason the model can act on; `code` names the reason."""
+    """A file operation refused for a reason the model can act on; `code` names the reason.
 
-    def __init__(self, code: str, message: str):
+    `message` says what happened (what the person reads); `advice`, what the model
+    can do about it (it reads both: `model_text`).
+    """
+
+    def __init__(self, code: str, message: str, advice: str | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.advice = advice
+
+    @property
+    def model_text(self) -> str:
+        return f"{self.message}; {self.advice}" if self.advice else self.message
 
 
 @attrs.frozen
@@ -97,7 +106,7 @@ class TextCodec(Record):
             bad = text[error.start : error.end]
             raise FileRefusal(
                 "unencodable_text",
-                f"the file is {self.label}, which cannot hold {bad!r}; "
+                f"the file is {self.label}, which cannot hold {bad!r}",
                 "the file keeps its encoding, so use characters it can represent",
             ) from None
 
@@ -187,12 +196,13 @@ def _read_bytes(path: Path) -> tuple[bytes | None, int]:
     except FileNotFoundError:
         return None, 0
     if path.is_dir():
-        raise FileRefusal("is_a_directory", f"{path} is a directory; use `list` or `glob`")
+        raise FileRefusal("is_a_directory", f"{path} is a directory", "use `list` or `glob`")
     if info.st_size > MAX_TEXT_BYTES:
         raise FileRefusal(
             "file_too_large",
             f"{path} is {info.st_size} bytes, more than the {MAX_TEXT_BYTES} bytes "
-            "the file tools read whole; use `grep`, or `shell` with head/tail/sed",
+            "the file tools read whole",
+            "use `grep`, or `shell` with head/tail/sed",
         )
     try:
         return path.read_bytes(), info.st_size
@@ -340,13 +350,13 @@ def require_fresh_read(snapshot: FileSnapshot, seen: str | None, display: str) -
     if seen is None:
         raise FileRefusal(
             "file_not_read",
-            f"{display} exists and has not been read in this branch: read it first, "
-            "then retry (so the change is made against what is there now)",
+            f"{display} exists and has not been read in this branch",
+            "read it first, then retry (so the change is made against what is there now)",
         )
     if seen != snapshot.stamp:
         raise FileRefusal(
             "file_modified_since_read",
-            f"file_modified_since_read: {display} changed after this branch last read it "
-            "(another branch, the person, or a program changed it). Read it again, then "
-            "redo the change against its current content.",
+            f"{display} changed after this branch last read it (another branch, the "
+            "person, or a program changed it)",
+            "read it again, then redo the change against its current content",
         )

@@ -157,7 +157,7 @@ async def test_stopping_the_agent_mid_tool_run_ends_its_children_and_records_the
     ]
     # Recorded by the shutdown itself, not settled by the next load ("by restart").
     text = call[-1].content[0].content.text  # type: ignore[index,union-attr]
-    assert text.startswith("Interrupted: the turn was cancelled while this call was running")
+    assert text.startswith("Interrupted: the turn was cancelled while this ran")
     assert after_load.stop_reason == types.StopReason.END_TURN
     assert types.AgentMessageChunk(content=types.TextContent(text="After the restart.")) in unnamed(
         later

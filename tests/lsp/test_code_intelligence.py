@@ -210,8 +210,7 @@ async def test_a_server_that_keeps_failing_is_started_again_only_after_a_backoff
     # Once, again at once, then not before a second has passed.
     assert starts.read_text() == "xx"
     assert said == ["failing is not running: its problems are missing."] * 3
-    assert "| failing |" in report
-    assert "| down |" in report
+    assert f"- failing: down, for `{tmp_path}`; last error: " in report
 
 
 def test_the_status_report_before_any_server_starts(tmp_path: Path) -> None:

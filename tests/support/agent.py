@@ -114,7 +114,8 @@ async def connected(
     """`client` talking to a new `command` process over its stdin and stdout.
 
     On exit the process is stopped (its stdin closed) and every line it wrote,
-    those written while stopping included, is checked against the schema; with
+    those written while stopping included, is checked against the schema and a
+    strict client's demands (`tests.support.strict_updates`); with
     `exit_code`, so is its exit status. `env` is its whole environment (default:
     ours), `umask` its umask (-1 keeps ours); `default_signals` start at their
     default action in it, whatever ours are (an ignored signal is inherited).
@@ -129,7 +130,8 @@ async def connected(
         yield client
     finally:
         await client.stop()
-    assert client.wire_problems() == []
+    problems = client.wire_problems()
+    assert problems == [], "\n".join(problems)
     if exit_code is not None:
         assert client.process is not None
         assert client.process.returncode == exit_code

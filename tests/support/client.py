@@ -1,8 +1,8 @@
 """The ACP test client: our `ClientConnection`, recording everything for assertions.
 
-It keeps every line both ways (to check the wire against the schema and
-to assert on exact bytes), the agent's stderr, and every `session/update`,
-with `wait_for_update` to await one. `updates_for` gives a session's
+It keeps every line both ways (to check the wire against the schema and a
+strict client's demands, and to assert on exact bytes), the agent's stderr,
+and every `session/update`, with `wait_for_update` to await one. `updates_for` gives a session's
 conversation (what its turns showed); the updates about the session itself
 (its commands, title, mode and options) are in `session_updates_for`.
 """
@@ -17,6 +17,7 @@ from typing import Any
 from protocol import methods, types
 from protocol.connection import ClientConnection
 from tests.support.schema_validation import WireValidator
+from tests.support.strict_updates import strict_problems
 
 __all__ = ("SESSION_LEVEL_UPDATES", "UPDATE_TIMEOUT_S", "AcpTestClient")
 
@@ -36,7 +37,7 @@ SESSION_LEVEL_UPDATES = (
 class _RecordingWriter:
     """Passes writes on and keeps a copy of each line."""
 
-    def __init__(self, inner: Any, lines: list[bytes], on_write: Callable[[], None]):
+    def __init__(self, inner: Any, lines: list[bytes], on_write: Callable[[bytes], None]):
         self._inner = inner
         self._lines = lines
         self._on_write = on_write
@@ -44,7 +45,7 @@ class _RecordingWriter:
     def write(self, data: bytes) -> None:
         self._lines.append(data)
         self._inner.write(data)
-        self._on_write()
+        self._on_write(data)
 
     def close(self) -> None:
         self._inner.close()
@@ -65,12 +66,24 @@ class AcpTestClient(ClientConnection):
         self.updates: list[types.SessionNotification] = []
         self._update_arrived = asyncio.Event()
         self._activity = asyncio.Event()
+        #: The sessions loaded from each point on (an index into `received`).
+        self._loads: dict[int, set[str]] = {}
         self._raw_ids = 0
         self.register(methods.SESSION_UPDATE, self._on_update)
 
     async def start_io(self, cmd: str, *args: str, **kwargs: Any) -> None:
         await super().start_io(cmd, *args, **kwargs)
-        self.protocol.writer = _RecordingWriter(self.protocol.writer, self.sent, self._activity.set)
+        self.protocol.writer = _RecordingWriter(self.protocol.writer, self.sent, self._wrote)
+
+    def _wrote(self, line: bytes) -> None:
+        self._activity.set()
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return  # tests send garbage on purpose
+        if isinstance(message, dict) and message.get("method") == methods.SESSION_LOAD:
+            session_id = str((message.get("params") or {}).get("sessionId"))
+            self._loads.setdefault(len(self.received), set()).add(session_id)
 
     def line_received(self, line: bytes) -> None:
         self.received.append(line)
@@ -162,8 +175,10 @@ class AcpTestClient(ClientConnection):
         return [n.update for n in self.updates if n.session_id == session_id]
 
     def wire_problems(self) -> list[str]:
-        """Every way the agent's lines break the schema (empty when all are valid)."""
-        return WireValidator(unstable=self.unstable).problems(self.sent, self.received)
+        """Every way the agent's lines break the schema, or would be dropped by a strict
+        client (`strict_updates`); empty when all are valid."""
+        schema = WireValidator(unstable=self.unstable).problems(self.sent, self.received)
+        return schema + strict_problems(self.received, self._loads)
 
 
 def _conversation(update: types.SessionUpdate) -> bool:

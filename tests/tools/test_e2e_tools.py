@@ -167,7 +167,10 @@ async def test_an_edit_conflict_is_refused_and_succeeds_after_a_fresh_read(
     assert response.stop_reason == types.StopReason.END_TURN
     refused = agent.final("edit_1")
     assert refused["status"] == "failed"
-    assert "file_modified_since_read" in text_of(refused)
+    assert text_of(refused) == (  # the person reads what happened; the model, what to do too
+        "a.py changed after this branch last read it (another branch, the person, or a "
+        "program changed it)"
+    )
     succeeded = agent.final("edit_2")
     assert succeeded["status"] == "completed"
     assert diff_of(succeeded) == [
@@ -438,7 +441,7 @@ async def test_one_call_of_each_kind_reaches_the_editor_with_title_locations_and
         "edit": "Edit src/app.py",
         "delete": "Delete tmp.txt",
         "move": "Move old.txt → new.txt",
-        "search": "Search for `return` in src",
+        "search": "Search 'return' in src",
         "execute": "Run `echo hello`",
         "think": "Update plan",
         "fetch": f"Fetch {url}",

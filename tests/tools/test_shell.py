@@ -65,6 +65,16 @@ async def test_a_client_terminal_is_shown_at_once_and_always_released(workspace:
     assert methods[-2:] == ["updates_sent", "terminal/release"]
     assert session.progress.flushes >= 1
     assert "hi\n" in result.model_text
+    # For a client that embeds terminals it never prints: the end of the output, once.
+    assert result.raw_output["output"] == "hi"
+
+
+async def test_a_terminal_result_keeps_only_the_last_lines_of_its_output(workspace: Path) -> None:
+    async with EditorBridge() as editor:
+        result = await Session([workspace], editor).run(SHELL, {"command": "seq 1 100"})
+    shown = "\n".join(str(n) for n in range(81, 101))
+    assert result.raw_output["output"] == f"[80 earlier lines not shown]\n{shown}"
+    assert result.content == (TerminalContent("term-1"),)  # no text beside the terminal
 
 
 async def test_a_timeout_kills_the_command_and_its_children(
@@ -176,6 +186,7 @@ async def test_local_output_streams_as_terminal_output_when_the_editor_renders_i
     assert result.raw_output["terminal_id"] == "local-call_1"
     assert result.raw_output["exit_code"] == 0
     assert result.raw_output["signal"] is None
+    assert result.raw_output["output"] == "one\ntwo"
 
 
 async def test_streaming_stops_at_its_limit_and_says_so(workspace: Path) -> None:
@@ -208,3 +219,39 @@ def test_the_title_quotes_the_command(workspace: Path) -> None:
     assert presentation.kind is ToolKind.EXECUTE
     assert SHELL.present({"command": "a\nb"}, [workspace]).title == "Run `a…`"
     assert SHELL.present({}, [workspace]).title == "Run"
+    # Short enough that a narrow client keeps the status icon after it.
+    long = SHELL.present({"command": "python -m pytest " + "tests/x.py " * 20}, [workspace])
+    assert long.title == "Run `python -m pytest tests/x.py tests/x.py tests/x.py tests/x.p…`"
+
+
+@pytest.mark.parametrize(
+    ("command", "title"),
+    [
+        ("cat src/app.py", "Read src/app.py"),
+        ("cat a.txt b.txt c.txt", "Read a.txt, b.txt and 1 more"),
+        ("head -n 40 src/app.py", "Read src/app.py:1-40"),
+        ("tail -5 log.txt", "Read the last 5 lines of log.txt"),
+        ("sed -n '10,40p' src/app.py", "Read src/app.py:10-40"),
+        ("ls -la src", "List src"),
+        ("ls", "List ."),
+        ("find src -name '*.py'", "Find '*.py' in src"),
+        ("grep -rn TODO src", "Search 'TODO' in src"),
+        ("rg -e 'fn main' --type rust", "Search 'fn main'"),
+        # Anything that is more than a plain read keeps its command.
+        ("cat a.txt | wc -l", None),
+        ("cat a.txt > b.txt", None),
+        ("tail -f log.txt", None),
+        ("sed -n '1w out' a.txt", None),
+        ("find . -name x -delete", None),
+        ("rg --pre ./run.sh x", None),
+        ("tree -o out.txt", None),
+        ("cat $(ls)", None),
+        ("pytest -q", None),
+    ],
+)
+def test_a_plain_read_list_or_search_says_what_it_reads(
+    workspace: Path, command: str, title: str | None
+) -> None:
+    presentation = SHELL.present({"command": command}, [workspace])
+    assert presentation.title == (title or f"Run `{command}`")
+    assert presentation.kind is ToolKind.EXECUTE  # still a command, asked about as one

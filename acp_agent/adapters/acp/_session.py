@@ -145,16 +145,9 @@ class AcpSession:
                 manager=session.scope.get(BRANCHES),
                 translator=lambda: translator(replay=False),
                 prompter=lambda child_id: AcpPermissionPrompter(connection, child_id),
+                client=lambda child_id: AcpClientBridge(connection, child_id, client_capabilities),
             )
             presenter.open()
-            children = presenter
-
-            async def all_caught_up() -> None:
-                # A child's terminal is embedded on the child's own session: wait for it too.
-                await stream.caught_up()
-                await children.caught_up()
-
-            bridge.caught_up = all_caught_up
         return cls(
             session,
             connection=connection,

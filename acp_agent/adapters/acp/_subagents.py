@@ -19,6 +19,8 @@ Each child line of work is a restricted session whose id is its branch id:
   linked by `senderMessageId` / `recipientMessageId`. Between main's turns
   main's session carries only `subagent_update` patches: a view for main
   waits for main's next turn;
+- **editor**: the child's file and terminal requests carry its id too, so a
+  command's terminal is embedded in the child's own tool call (`client_of`);
 - **cancel**: `session/cancel` with the child's id stops that child's current
   step only; every other method on a child's id is refused (`refuse`);
 - **replay**: `session/load` by such a client replays each child after main's
@@ -35,11 +37,13 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from acp_agent.adapters.acp._client_bridge import AcpClientBridge
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator
 from acp_agent.capabilities import BranchManager, ChildLine, LineState
 from acp_agent.core import (
     BranchCreated,
+    BranchId,
     BranchMessageReceived,
     Event,
     ModelRequestStarted,
@@ -201,6 +205,7 @@ class SubagentPresenter:
     * `manager`: the session's branches.
     * `translator`: makes a live translator for a child's stream.
     * `prompter`: makes the permission prompter of a session id.
+    * `client`: makes the editor's side (files, terminals) of a session id.
     """
 
     def __init__(
@@ -212,6 +217,7 @@ class SubagentPresenter:
         manager: BranchManager,
         translator: Callable[[], UpdateTranslator],
         prompter: Callable[[str], PermissionPrompter],
+        client: Callable[[str], AcpClientBridge],
     ) -> None:
         self._connection = connection
         self._parent_id = parent_id
@@ -219,6 +225,8 @@ class SubagentPresenter:
         self._manager = manager
         self._translator = translator
         self._prompter = prompter
+        self._client = client
+        self._clients: dict[str, AcpClientBridge] = {}
         self._children: dict[str, _Child] = {}
         #: Views for main's session waiting for main's next turn.
         self._held: list[types.SessionUpdate] = []
@@ -227,10 +235,12 @@ class SubagentPresenter:
         """Follow the manager's children from now on; their questions go to their sessions."""
         self._manager.watch(self)
         self._manager.ask_directly = lambda branch_id: self._prompter(str(branch_id))
+        self._manager.client_directly = self.client_of
 
     def close(self) -> None:
         self._manager.unwatch(self)
         self._manager.ask_directly = None
+        self._manager.client_directly = None
         for child in self._children.values():
             child.stream.close()
 
@@ -238,6 +248,22 @@ class SubagentPresenter:
         """Wait (briefly) until every child's stream sent what its line published."""
         for child in list(self._children.values()):
             await child.stream.caught_up()
+
+    def client_of(self, branch_id: BranchId) -> AcpClientBridge:
+        """The editor's side of a child's session: its requests carry the child's id, and
+        a terminal is released only once the child's own updates showing it were sent."""
+        child_id = str(branch_id)
+        bridge = self._clients.get(child_id)
+        if bridge is None:
+            bridge = self._clients[child_id] = self._client(child_id)
+
+            async def caught_up() -> None:
+                child = self._children.get(child_id)
+                if child is not None:
+                    await child.stream.caught_up()
+
+            bridge.caught_up = caught_up
+        return bridge
 
     def is_child(self, session_id: str) -> bool:
         return session_id in self._children

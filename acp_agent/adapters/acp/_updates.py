@@ -19,12 +19,15 @@
 `ToolCallOutputDelta`           live only, for clients that render Zed's terminal `_meta`:
                                 `tool_call_update` with `_meta.terminal_output`
 `ToolResultRecorded`            `tool_call_update` completed or failed, with content,
-                                `rawOutput` and locations (a plan part becomes a `plan`)
+                                `rawOutput` (always an object: `raw_object`) and
+                                locations (a plan part becomes a `plan`)
 `BranchShown`                   a branch shown in its parent's turn: `tool_call` (kind
                                 `other`, titled with the branch's title) the first
                                 time a showing appears, `tool_call_update` after, in
                                 progress while the branch works, completed (failed
                                 when it failed) with its steps and report as content
+`JobEndShown`                   a background job's end: a completed `tool_call`
+                                "Job … ended" (`_job_rows`)
 `ConversationRewound`           replay only: an `agent_message_chunk` marking where the
                                 session was rewound (what came after the message it
                                 went back to is not replayed; live, `/rewind` says it)
@@ -52,12 +55,14 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
 
+from acp_agent.adapters.acp._job_rows import job_end_row
 from acp_agent.adapters.acp._prompt_content import sent_block
 from acp_agent.capabilities.context import CompactionView, compaction_view
 from acp_agent.core import (
     BranchShown,
     ConversationRewound,
     Event,
+    JobEndShown,
     ModelReasoningDelta,
     ModelRequestFailed,
     ModelRequestFinished,
@@ -83,6 +88,7 @@ __all__ = (
     "ModelFacts",
     "UpdateTranslator",
     "failure_text",
+    "raw_object",
     "rewind_marker",
     "rewind_text",
     "takes_subagents",
@@ -249,6 +255,8 @@ class UpdateTranslator:
             return [types.SessionInfoUpdate(title=title)]
         if isinstance(payload, BranchShown):
             return [] if self.subagents else [self._branch(payload)]
+        if isinstance(payload, JobEndShown):
+            return [job_end_row(payload)]
         if isinstance(payload, ConversationRewound):
             return [rewind_marker(payload)] if self.replay else []
         view = compaction_view(payload)
@@ -360,7 +368,7 @@ class UpdateTranslator:
                 ),
                 content=parts,
                 locations=(None if payload.locations is None else _locations(payload.locations)),
-                raw_output=payload.raw_output,
+                raw_output=raw_object(payload.raw_output),
                 meta=meta,
             )
         )
@@ -455,6 +463,16 @@ def rewind_text(rewound: ConversationRewound) -> str:
             "Not undone (these ran, and their effects remain): " + "; ".join(rewound.not_undone)
         )
     return "\n\n".join(lines)
+
+
+def raw_object(raw: Any) -> dict[str, Any] | None:
+    """`rawOutput` as a JSON object, as strict clients type it (Toad drops an update whose
+    `rawOutput` is not one): a list goes under `items`, any other value under `value`."""
+    if raw is None or isinstance(raw, dict):
+        return raw
+    if isinstance(raw, list):
+        return {"items": raw}
+    return {"value": raw}
 
 
 def _locations(stored: list[dict[str, Any]]) -> list[types.ToolCallLocation]:

@@ -36,9 +36,17 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="one JSON object per rule")
     parser.add_argument("--only", nargs="+", default=[], metavar="RULE", help="check only these")
     parser.add_argument("--strict", action="store_true", help="a failed SHOULD rule fails too")
-    parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="the prompt rules send")
     parser.add_argument(
-        "--timeout", type=float, default=30.0, metavar="S", help="seconds to wait for an answer"
+        "--prompt",
+        default=DEFAULT_PROMPT,
+        help=f"the prompt rules send (default: {DEFAULT_PROMPT!r})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds to wait for an answer (default 30)",
     )
     parser.add_argument(
         "--quiet",
@@ -47,7 +55,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="S",
         help="seconds to watch for updates after a response (default 1)",
     )
-    parser.add_argument("agent", nargs=argparse.REMAINDER, metavar="-- AGENT COMMAND")
+    parser.add_argument(
+        "agent",
+        nargs=argparse.REMAINDER,
+        metavar="-- AGENT COMMAND",
+        help="the agent to check: its command line, after --",
+    )
     return parser
 
 

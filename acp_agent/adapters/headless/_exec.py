@@ -8,6 +8,9 @@ PROMPT `-` reads the prompt from stdin. The agent runs as a child process servin
 ACP (`AgentProcess`), so a run sees exactly what an editor gets. The policy answers
 its permission questions (`_policy`); what is written is described in `_report`.
 
+With no model to answer, a session the run created is deleted again: nothing is
+stored. Progress on stderr names each tool call by its title (`_progress`).
+
 Exit status: 0 when the turn ended (`end_turn`, `max_tokens`, `max_turn_requests`),
 1 on an agent or provider failure (or a `refusal`), 2 on a usage error, 3 when a
 permission the turn needed was refused, 4 when the session is open in another
@@ -28,6 +31,7 @@ from typing import Any, Final
 
 from acp_agent.adapters.headless._agent_process import AgentProcess, HeldSession, held_by
 from acp_agent.adapters.headless._policy import Approve, decide, option_for
+from acp_agent.adapters.headless._progress import ToolProgress
 from acp_agent.adapters.headless._report import Reporter
 from acp_agent.adapters.headless._transcript import Transcript
 from protocol import methods, types
@@ -39,6 +43,7 @@ __all__ = (
     "EXIT_INTERRUPTED",
     "EXIT_REFUSED",
     "EXIT_USAGE",
+    "PERMISSION_MODES",
     "UsageError",
     "agent_args",
     "main",
@@ -53,6 +58,9 @@ EXIT_INTERRUPTED: Final = 130
 
 #: Stop reasons that end a turn as asked (the rest, and errors, are failures).
 _ENDED: Final = frozenset({"end_turn", "max_tokens", "max_turn_requests"})
+
+#: The permission modes `--mode` takes (the agent's: a test keeps them the same).
+PERMISSION_MODES: Final = ("ask", "accept-edits", "plan", "bypass")
 
 #: How long a cancelled turn gets to answer before the agent is stopped anyway.
 _CANCEL_GRACE_S: Final = 10.0
@@ -80,7 +88,14 @@ def parser() -> argparse.ArgumentParser:
         help="another workspace root (repeatable)",
     )
     parser.add_argument("--model", metavar="ID", help="the model, e.g. anthropic/claude-sonnet-4")
-    parser.add_argument("--mode", metavar="ID", help="the permission mode: ask, accept-edits, ...")
+    parser.add_argument(
+        "--mode",
+        choices=PERMISSION_MODES,
+        metavar="ID",
+        help="the permission mode: ask (the default: ask before edits, commands and the "
+        "network), accept-edits (edits run; the rest is asked), plan (only reads run), "
+        "bypass (everything runs; outside the roots is still asked)",
+    )
     parser.add_argument(
         "--approve",
         type=Approve,
@@ -97,7 +112,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue the most recent session in the workspace",
     )
-    parser.add_argument("--max-turn-requests", type=int, metavar="N")
+    parser.add_argument(
+        "--max-turn-requests",
+        type=int,
+        metavar="N",
+        help="model requests the turn may make before it stops with max_turn_requests "
+        "(as for acp-agent; default 50)",
+    )
     parser.add_argument(
         "--json", action="store_true", help="JSON lines on stdout (see docs/headless.md)"
     )
@@ -164,6 +185,9 @@ class _Run:
         self.reporter = reporter
         self.session_id: str | None = None
         self.transcript = Transcript()
+        self.tools = ToolProgress(reporter)
+        #: This run created the session (not `--resume`, `--continue`).
+        self.created = False
         self.refusals = 0
         self.usage: dict[str, Any] | None = None
         self.agent = AgentProcess(
@@ -177,6 +201,8 @@ class _Run:
                 await self.agent.start()
                 await self._open_session()
                 stop_reason, message_id, error = await self._turn()
+                if error is not None and error.get("kind") == "not_configured":
+                    await self._forget_session()
             except _Interrupted:
                 status = EXIT_INTERRUPTED
                 stop_reason = "cancelled"
@@ -252,6 +278,7 @@ class _Run:
                 types.NewSessionRequest(cwd=cwd, mcp_servers=[], additional_directories=extra),
             )
             self.session_id = str(created.session_id)
+            self.created = True
             options = created.config_options
         self.reporter.line(
             "session",
@@ -261,6 +288,17 @@ class _Run:
             resumed=resume_id is not None,
         )
         await self._configure(options or [])
+
+    async def _forget_session(self) -> None:
+        """No model could answer: a session this run created is deleted, so a run that
+        could not prompt leaves nothing stored (the result names no session)."""
+        if not self.created or self.session_id is None:
+            return
+        with contextlib.suppress(AcpError, PeerError):
+            await self.agent.request(
+                methods.SESSION_DELETE, types.DeleteSessionRequest(session_id=self.session_id)
+            )
+            self.session_id = None
 
     async def _last_session(self, cwd: str) -> str:
         listed = await self.agent.request(methods.SESSION_LIST, types.ListSessionsRequest(cwd=cwd))
@@ -335,14 +373,9 @@ class _Run:
         if session_id != self.session_id:
             return  # a branch's own session (subagents): in the JSON only
         self.transcript.add(update)
-        kind = update.get("sessionUpdate")
-        if kind == "usage_update":
+        self.tools.update(update)
+        if update.get("sessionUpdate") == "usage_update":
             self.usage = {key: update.get(key) for key in ("used", "size", "cost")}
-        elif kind == "tool_call":
-            self.reporter.progress(f"tool: {update.get('title')}")
-        elif kind == "tool_call_update" and update.get("status") in ("completed", "failed"):
-            title = update.get("title") or update.get("toolCallId")
-            self.reporter.progress(f"tool {update['status']}: {title}")
 
     async def _answer(
         self, request: types.RequestPermissionRequest

@@ -48,17 +48,41 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--home", type=Path, metavar="DIR", help="as for acp-agent")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    listing = commands.add_parser("list", help="the sessions, most recent first")
+    session_id = "the session's id, as `acp-agent sessions list` shows it"
+    listing = commands.add_parser(
+        "list",
+        help="the sessions, most recent first",
+        description="List the stored sessions, most recent first: id, last update, title, "
+        "workspace.",
+    )
     listing.add_argument("--cwd", type=Path, metavar="DIR", help="only those of workspace DIR")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
-    show = commands.add_parser("show", help="a session's transcript")
-    show.add_argument("session_id", metavar="ID")
-    export = commands.add_parser("export", help="a session's updates or transcript")
-    export.add_argument("session_id", metavar="ID")
-    export.add_argument("--format", choices=("json", "markdown"), default="json")
+    show = commands.add_parser(
+        "show",
+        help="a session's transcript",
+        description="Print a stored session as a readable transcript.",
+    )
+    show.add_argument("session_id", metavar="ID", help=session_id)
+    export = commands.add_parser(
+        "export",
+        help="a session's updates or transcript",
+        description="Write a stored session out: its updates as JSON, or a transcript.",
+    )
+    export.add_argument("session_id", metavar="ID", help=session_id)
+    export.add_argument(
+        "--format",
+        choices=("json", "markdown"),
+        default="json",
+        help="json: every update as the agent sends it on a load (default); markdown: "
+        "the readable transcript",
+    )
     export.add_argument("--output", type=Path, metavar="FILE", help="write to FILE, not stdout")
-    delete = commands.add_parser("delete", help="delete a session for good")
-    delete.add_argument("session_id", metavar="ID")
+    delete = commands.add_parser(
+        "delete",
+        help="delete a session for good",
+        description="Delete a stored session and everything kept for it, for good.",
+    )
+    delete.add_argument("session_id", metavar="ID", help=session_id)
     return parser
 
 

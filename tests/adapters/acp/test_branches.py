@@ -21,6 +21,7 @@ from protocol import types
 from tests.support import EditorClient, line_of_request, openai_env, running_agent, write_script
 from tests.support.editor_client import allow_all
 from tests.support.fake_provider import FakeProviderServer, openai_reply, openai_tool_calls
+from tests.tools.editor import EditorBridge
 
 pytestmark = pytest.mark.e2e
 
@@ -139,7 +140,9 @@ async def test_two_branches_read_files_while_the_main_line_writes_a_third(tmp_pa
     assert agent_text(updates) == "Both reported."
 
 
-async def test_a_branch_still_running_when_the_turn_ends_reports_in_the_next_turn(tmp_path: Path):
+async def test_a_branch_still_working_when_the_turn_ends_is_never_shown_done_and_ends_next_turn(
+    tmp_path: Path,
+):
     workspace = workspace_in(tmp_path)
     script = write_script(
         tmp_path / "script.json",
@@ -159,15 +162,46 @@ async def test_a_branch_still_running_when_the_turn_ends_reports_in_the_next_tur
         second_turn = client.updates_for(session_id)[len(first_turn) :]
 
     [running] = showings(first_turn, "slow")
-    assert statuses(running) == ["in_progress", "completed"]
-    assert text_of(running[-1]) == "Still running; it reports in a later turn."
-    assert running[-1].meta["branch"]["state"] == "detached"  # type: ignore[index]
+    # Never shown done while it works: the row stays in progress and says when it ends.
+    assert statuses(running) == ["in_progress", "in_progress"]
+    assert text_of(running[-1]) == "Still working; its end shows at your next prompt."
+    assert running[-1].meta["branch"]["state"] == "running"  # type: ignore[index]
     assert between == []  # nothing reaches the editor between a response and the next prompt
-    [report] = showings(second_turn, "slow")
-    assert isinstance(report[0], types.ToolCall)
-    assert report[0].status == types.ToolCallStatus.COMPLETED
-    assert text_of(report[0]) == "slow work done"
-    assert second_turn[0] is report[0]  # shown at the start of the turn, before the reply
+    # The same row ends at the start of the next prompt, before the model's reply.
+    [ended] = second_turn[:1]
+    assert isinstance(ended, types.ToolCallProgress)
+    assert ended.tool_call_id == running[0].tool_call_id
+    assert ended.status == types.ToolCallStatus.COMPLETED
+    assert text_of(ended) == "slow work done"
+    assert showings(second_turn, "slow") == []  # no second row for it
+    assert agent_text(second_turn) == "It reported."
+
+
+async def test_a_branch_runs_its_commands_itself_never_in_a_terminal_outside_its_row(
+    tmp_path: Path,
+):
+    # An editor terminal made for a branch shown as a row would float where the editor
+    # puts new terminals (Toad: the bottom), or be refused between prompts (acpx).
+    workspace = workspace_in(tmp_path)
+    script = write_script(
+        tmp_path / "script.json",
+        [branch("runner")],
+        [tool("branch_wait", all=True, timeout_s=20)],
+        [text("Done.")],
+        branches=[child("runner", [tool("shell", command="echo ran > ran.txt")], [text("ran")])],
+    )
+    async with EditorBridge(has_terminals=True) as editor:
+        client = EditorClient(editor=editor, decide=allow_all)
+        async with running_agent(tmp_path / "home", script=script, client=client):
+            session_id = await client.new_session(workspace)
+            await client.prompt(session_id)
+            updates = client.updates_for(session_id)
+            asked = [m.get("method") for m in client.messages if "method" in m]
+
+    assert (workspace / "ran.txt").read_text() == "ran\n"
+    assert "terminal/create" not in asked
+    [showing] = showings(updates, "runner")
+    assert text_of(showing[-1]) == "✓ Run `echo ran > ran.txt`\n\nran"
 
 
 async def test_a_message_from_the_main_line_starts_the_branch_again(tmp_path: Path):
@@ -218,8 +252,8 @@ async def test_closing_one_branch_leaves_its_sibling_running(tmp_path: Path):
     assert statuses(keeper)[-1] == "completed"
     assert text_of(keeper[-1]) == "kept going"
     assert listed.stop_reason == types.StopReason.END_TURN
-    rows = [row for row in table.splitlines() if row.startswith("| `br_")]
-    assert [row.split(" | ")[1:3] for row in rows] == [["doomed", "closed"], ["keeper", "finished"]]
+    rows = [row for row in table.splitlines() if row.startswith("- ")]
+    assert [row.split(",")[0] for row in rows] == ["- doomed: closed", "- keeper: finished"]
 
 
 async def test_cancel_stops_the_main_turn_and_every_branch_which_can_go_on(tmp_path: Path):
@@ -279,10 +313,8 @@ async def test_a_branch_has_no_branch_tools_and_the_limit_refuses_more(tmp_path:
         updates = client.updates_for(session_id)
 
     refused = result_text(updates, "Start a branch: second")
-    assert refused == (
-        "Not run: 1 branches are working, the most this session allows (1); wait for one "
-        "(branch_wait) or close one (branch_close)."
-    )
+    # The person reads the limit; the model is also told what it can do about it.
+    assert refused == "Not run: 1 branch is working, the most this session allows (1)."
     [first] = showings(updates, "first")
     assert text_of(first[-1]) == "✗ Start a branch: grandchild\n\ncould not branch"
     assert showings(updates, "grandchild") == []
@@ -360,13 +392,17 @@ async def test_a_question_outside_the_main_turn_waits_for_the_next_prompt(tmp_pa
         assert client.permission_requests == []  # a command is not a turn of the model
         before = len(client.updates_for(session_id))
         await client.prompt(session_id, "Go ahead")
-        turn = client.updates_for(session_id)[before:]
+        updates = client.updates_for(session_id)
 
     [question] = client.permission_requests
     assert question.tool_call.title == "Branch 'asker' asks: Write out.txt"
     assert (workspace / "out.txt").read_text() == "hello\n"
-    [showing] = showings(turn, "asker")
-    assert showing[0].meta["branch"]["state"] == "waiting"  # type: ignore[index]
+    # Its row, left open at the first prompt's end, goes on in this one and ends.
+    [showing] = showings(updates, "asker")
+    turn = {id(update) for update in updates[before:]}
+    in_turn = [update for update in showing if id(update) in turn]
+    assert in_turn[0].meta["branch"]["state"] == "waiting"  # type: ignore[index]
+    assert question.tool_call.tool_call_id == showing[0].tool_call_id
     assert text_of(showing[-1]) == "✓ Write out.txt\n\nwrote out.txt"
 
 
@@ -412,17 +448,18 @@ async def test_a_branch_killed_mid_step_is_interrupted_never_rerun_and_the_sessi
         listed = await again.prompt(session_id, "/branches")
 
     assert marker.read_text() == "ran\n"  # nothing re-ran
-    # The replay shows the branch as the live turn did (still running at its end).
+    # The replay shows the branch as the live turn did (still working at its end).
     [was] = showings(replayed, "victim")
     assert text_of(was[-1]) == (
-        "→ Run `echo ran >> runs.txt && sleep 30`\nStill running; it reports in a later turn."
+        "→ Run `echo ran >> runs.txt && sleep 30`\n"
+        "Still working; its end shows at your next prompt."
     )
     [now] = showings(turn, "victim")
     assert now[0].meta["branch"]["state"] == "interrupted"  # type: ignore[index]
     assert statuses(now) == ["failed"]
     assert listed.stop_reason == types.StopReason.END_TURN
     table = agent_text(again.updates_for(session_id)[len(replayed) + len(turn) :])
-    assert "| victim | interrupted |" in table
+    assert "- victim: interrupted, last activity" in table
 
 
 async def test_a_branch_report_reaches_the_main_line_request_as_a_notification(tmp_path: Path):

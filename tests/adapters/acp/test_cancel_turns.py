@@ -94,7 +94,7 @@ async def test_cancel_during_a_tool_run_interrupts_it_and_answers_cancelled(tmp_
     last = calls_of(updates, "s1")[-1]
     assert last.status == types.ToolCallStatus.FAILED
     text = last.content[0].content.text  # type: ignore[index,union-attr]
-    assert text.startswith("Interrupted: the turn was cancelled while this call was running")
+    assert text.startswith("Interrupted: the turn was cancelled while this ran")
 
 
 async def test_cancel_during_a_permission_question_settles_it_and_runs_nothing(tmp_path: Path):
@@ -115,7 +115,7 @@ async def test_cancel_during_a_permission_question_settles_it_and_runs_nothing(t
     last = calls_of(updates, "p1")[-1]
     assert last.status == types.ToolCallStatus.FAILED
     text = last.content[0].content.text  # type: ignore[index,union-attr]
-    assert text == "Not run: the turn was cancelled while the person was being asked."
+    assert text == "Not run: the turn was cancelled while you were being asked."
 
 
 async def test_after_a_cancelled_turn_the_next_prompt_runs_normally(tmp_path: Path):

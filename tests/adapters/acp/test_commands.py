@@ -84,7 +84,8 @@ async def test_help_lists_built_ins_mcp_and_the_workspace_and_user_templates(tmp
     assert review.input == types.UnstructuredCommandInput(hint="arguments")
     assert reply.startswith("Commands:")
     assert mcp == "No MCP servers are configured for this session."
-    assert "- `/mode <ask | plan | ...>`: Show the permission modes" in reply
+    assert "- `/mode <mode id>`: Show the permission modes" in reply
+    assert "- `/permissions revoke <rule id>`: List remembered permission rules" in reply
     assert "- `/explain`: Explain code (from user" in reply
     assert "- `/review <arguments>`: Review $ARGUMENTS carefully. (from workspace" in reply
     # A built-in is answered without the model and is no exchange: no title, no usage.

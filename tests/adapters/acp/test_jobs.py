@@ -145,6 +145,16 @@ async def test_a_job_reports_once_in_the_next_request_of_its_line(tmp_path: Path
         u for u in updates if isinstance(u, types.ToolCall) and "in the background" in u.title
     ]
     assert call.title == "Run `sleep 0.5; echo done` in the background"
+    # It ended during the turn: the person sees that at once, before the reply to it.
+    [ended] = [u for u in updates if isinstance(u, types.ToolCall) and u.title.startswith("Job ")]
+    assert ended.title == "Job `sleep 0.5; echo done` ended"
+    reply = next(u for u in updates if isinstance(u, types.AgentMessageChunk))
+    assert updates.index(ended) < updates.index(reply)
+    where = ended.content[-1].content.text  # type: ignore[index,union-attr]
+    if editor is not None:
+        assert where.endswith("All of its output is in its terminal, in the call that started it.")
+    else:
+        assert where.endswith("What was kept of its output: `/jobs job_" + job_id[4:12] + "`.")
     if editor is not None:
         # The job ran in the editor's terminal, shown in the call, released once it ended.
         terminal_id = editor.terminals[0].terminal_id
@@ -197,21 +207,21 @@ async def test_output_is_read_while_it_runs_and_a_stopped_job_is_gone(tmp_path: 
     # The model stopped it itself: no notification comes back for it.
     assert notifications(bodies[4]) == []
     assert listed.stop_reason == types.StopReason.END_TURN
-    assert "| was stopped by the agent |" in table  # the person reads who stopped it
-    assert f"`{command}`" in table
+    # The person reads who stopped it, and the command cut to fit a narrow client.
+    assert "`echo $$ > job.pid; echo first; exec sle…`: was stopped by the agent" in table
 
 
-async def test_a_job_outlives_its_turn_and_reports_in_a_later_one(tmp_path: Path):
+async def test_a_job_outlives_its_turn_and_its_end_shows_at_the_next_prompt(tmp_path: Path):
     workspace = workspace_in(tmp_path)
+    home = tmp_path / "home"
     with FakeProviderServer() as server:
         server.add(
             shell("c1", "sleep 1; echo late"),
             openai_reply("It runs."),
             openai_reply("It ended."),
         )
-        async with running_agent(
-            tmp_path / "home", env=openai_env(server.base_url), client=allowing()
-        ) as client:
+        env = openai_env(server.base_url)
+        async with running_agent(home, env=env, client=allowing()) as client:
             session_id = await client.new_session(workspace)
             await client.prompt(session_id, "Start it")
             at_end = len(client.updates_for(session_id))
@@ -219,16 +229,42 @@ async def test_a_job_outlives_its_turn_and_reports_in_a_later_one(tmp_path: Path
             between = client.updates_for(session_id)[at_end:]
             listed = await client.prompt(session_id, "/jobs")
             table = agent_text(client.updates_for(session_id)[at_end:])
+            [short_id] = re.findall(r"`(job_[0-9a-f]{8})`", table)
+            before_show = len(client.updates_for(session_id))
+            await client.prompt(session_id, f"/jobs {short_id}")
+            before_turn = len(client.updates_for(session_id))
+            shown = agent_text(client.updates_for(session_id)[before_show:])
             await client.prompt(session_id, "What happened?")
+            turn = client.updates_for(session_id)[before_turn:]
+        async with running_agent(home, env=env) as again:
+            await again.load(session_id, workspace)
+            replayed = again.updates_for(session_id)
         bodies = [r.json() for r in server.requests]
 
     assert between == []  # nothing reaches the editor between turns
     assert listed.stop_reason == types.StopReason.END_TURN
-    assert "exited with code 0" in table
+    assert "`sleep 1; echo late`: exited with code 0 after" in table
+    # `/jobs <job id>`: the job, and the end of what it printed.
+    assert shown.startswith(f"`{short_id}` `sleep 1; echo late` exited with code 0 after ")
+    assert shown.endswith("Its output (5 bytes in all), the end of it:\n\n```\nlate\n```")
     assert notifications(bodies[1]) == []
     [notice] = notifications(bodies[2])
     assert "(`sleep 1; echo late`) exited with code 0" in notice
     assert "Its last output:\nlate" in notice
+    # The person sees it end at the start of the next prompt, before the model's reply.
+    row = turn[0]
+    assert isinstance(row, types.ToolCall)
+    assert row.title == "Job `sleep 1; echo late` ended"
+    assert row.status == types.ToolCallStatus.COMPLETED
+    text = row.content[0].content.text  # type: ignore[index,union-attr]
+    assert text.startswith("The background job `sleep 1; echo late` exited with code 0 after ")
+    assert f"It was started by the main line (job `{short_id}`)." in text
+    assert "Its last output:\n```\nlate\n```" in text
+    assert f"What was kept of its output: `/jobs {short_id}`." in text
+    assert agent_text(turn) == "It ended."
+    # A load shows it where the live turn did.
+    [again] = [u for u in replayed if isinstance(u, types.ToolCall) and u.title.startswith("Job ")]
+    assert again == row
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -270,7 +306,7 @@ async def test_cancel_leaves_a_job_running_and_closing_the_session_ends_it(
 
     assert running_after_cancel
     assert listed.stop_reason == types.StopReason.END_TURN
-    assert "| is running |" in table
+    assert ": is running for " in table
     assert "error" not in closed
     assert not alive(pid)
 
@@ -322,7 +358,9 @@ async def test_after_sigkill_a_surviving_job_is_killed_and_shown_interrupted(tmp
             after_load = again.updates_for(session_id)[loaded:]
             listed = await again.prompt(session_id, "/jobs")
             table = agent_text(again.updates_for(session_id)[loaded:])
+            before_turn = len(again.updates_for(session_id))
             await again.prompt(session_id, "What happened to it?")
+            turn = again.updates_for(session_id)[before_turn:]
         bodies = [r.json() for r in server.requests]
 
     assert len(survived) == 2  # its own process group outlived the agent
@@ -332,6 +370,14 @@ async def test_after_sigkill_a_surviving_job_is_killed_and_shown_interrupted(tmp
     [notice] = notifications(bodies[2])
     assert "was interrupted: the agent stopped while it ran; it is not re-run" in notice
     assert "`echo $$ &gt; job.pid; sleep 1000 &amp; wait`" in notice  # escaped as tag text
+    # The person sees it too, at the start of the next prompt.
+    row = turn[0]
+    assert isinstance(row, types.ToolCall)
+    assert row.title == "Job `echo $$ > job.pid; sleep 1000 & wait` ended"
+    assert row.content[0].content.text.startswith(  # type: ignore[index,union-attr]
+        "The background job `echo $$ > job.pid; sleep 1000 & wait` was interrupted: the agent "
+        "stopped while it ran; it is not re-run."
+    )
 
 
 async def test_the_job_limit_refuses_and_names_it(tmp_path: Path):
@@ -386,7 +432,8 @@ async def test_a_branch_job_reports_to_the_branch_and_ends_when_the_branch_close
             server_pid = int((workspace / "server.pid").read_text())
             await wait_for(lambda: not alive(server_pid))
             await client.prompt(session_id, "/jobs")
-            table = agent_text(client.updates_for(session_id))
+            updates = client.updates_for(session_id)
+            table = agent_text(updates)
         requests = [(line_of_request(r.body), r.json()) for r in server.requests]
 
     branch_bodies = [body for line, body in requests if line == "branch"]
@@ -397,8 +444,13 @@ async def test_a_branch_job_reports_to_the_branch_and_ends_when_the_branch_close
     assert "(`sleep 0.5; echo checked`) exited with code 0" in notice
     # The job reported to the line that started it, not to main.
     assert all(notifications(body) == [] for body in main_bodies)
-    assert "| `sleep 0.5; echo checked` | exited with code 0 | check |" in table
-    assert "| `echo $$ > server.pid; exec sleep 1000` | was killed" in table
+    assert "`sleep 0.5; echo checked`: exited with code 0 after" in table
+    assert ", branch 'check'" in table
+    # The person sees it end in the main line's turn, naming the branch that started it.
+    [ended] = [u for u in updates if isinstance(u, types.ToolCall) and u.title.startswith("Job ")]
+    assert ended.title == "Job `sleep 0.5; echo checked` ended"
+    assert "It was started by the branch 'check'" in ended.content[0].content.text  # type: ignore[index,union-attr]
+    assert "`echo $$ > server.pid; exec sleep 1000`: was killed" in table
 
 
 async def test_a_loud_job_costs_bounded_memory_and_a_bounded_record(tmp_path: Path):

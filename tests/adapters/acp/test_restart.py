@@ -95,7 +95,7 @@ async def test_sigkill_during_a_tool_run_then_load_shows_it_interrupted_and_neve
     ]
     assert call[0].raw_input == {"command": COMMAND}
     text = call[-1].content[0].content.text  # type: ignore[index,union-attr]
-    assert text.startswith("Interrupted by restart; not re-run")
+    assert text.startswith("Interrupted: the agent stopped while this ran")
     # The loaded session goes on with the next reply; the call never ran again.
     assert after_load.stop_reason == types.StopReason.END_TURN
     assert types.AgentMessageChunk(content=types.TextContent(text="After the restart.")) in unnamed(

@@ -22,6 +22,7 @@ from protocol import methods, types
 from tests.support import EditorClient, running_agent
 from tests.support.editor_client import allow_all
 from tests.test_readme import readme_block
+from tests.tools.editor import EditorBridge
 
 pytestmark = pytest.mark.e2e
 
@@ -172,6 +173,36 @@ async def test_a_branch_is_announced_then_talks_on_its_own_session(tmp_path: Pat
     assert index_of(client, lambda n: isinstance(n.update, types.SessionMessage)) < index_of(
         client, lambda n: isinstance(n.update, types.ToolCall) and str(n.session_id) == child
     )
+
+
+async def test_a_child_command_runs_in_a_terminal_of_its_own_session_embedded_in_its_call(
+    tmp_path: Path,
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    script = one_branch(
+        tmp_path, "runner", "Run it", [tool("shell", command="echo hi")], [{"text": "ran"}]
+    )
+    async with EditorBridge(has_terminals=True) as editor:
+        client = EditorClient(editor=editor, decide=allow_all, unstable=True)
+        async with subagents_agent(tmp_path / "home", script, client):
+            session_id = await client.new_session(workspace)
+            await client.prompt(session_id)
+            [child] = {str(u.session_id) for u in announced(client, session_id)}
+            child_updates = client.session_updates_for(child)
+            created = [m for m in client.messages if m.get("method") == "terminal/create"]
+
+    [request] = created
+    assert request["params"]["sessionId"] == child  # the terminal is the child's
+    [terminal_id] = [t.terminal_id for t in editor.terminals]
+    embedded = [
+        part.terminal_id
+        for update in child_updates
+        if isinstance(update, types.ToolCallProgress)
+        for part in update.content or []
+        if isinstance(part, types.Terminal)
+    ]
+    assert terminal_id in embedded
 
 
 async def test_cancelling_a_child_stops_only_that_child(tmp_path: Path):

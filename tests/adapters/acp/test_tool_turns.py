@@ -78,7 +78,7 @@ async def test_a_turn_with_two_tool_calls_asks_each_and_runs_only_the_allowed_on
         types.ToolCallStatus.FAILED,
     ]
     refusal = refused[-1].content[0].content.text  # type: ignore[index,union-attr]
-    assert refusal.startswith("Not run: the person rejected this shell call")
+    assert refusal == "Not run: you rejected it."  # the model reads more: what to do now
     # The turn's updates: the reply, both proposals, the runs, the next reply.
     kinds = [k for k in kinds_of(updates) if k != "tool_call_update"]
     assert kinds == [

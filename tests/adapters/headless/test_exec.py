@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import WireValidator, openai_env, running_agent
+from tests.support import WireValidator, agent_env, openai_env, running_agent
 from tests.support.fake_provider import (
     Chunk,
     Exchange,
@@ -238,6 +238,33 @@ def test_a_provider_failure_exits_1_with_the_error(
     assert result["exitCode"] == 1
     assert result["error"]["kind"] == "authentication"
     assert done.stderr.startswith("acp-agent: ")
+
+
+def test_a_run_with_no_model_to_answer_stores_nothing(tmp_path: Path, workspace: Path) -> None:
+    home = tmp_path / "home"
+    done = subprocess.run(
+        exec_command(home, "--cwd", str(workspace), "--json", "Hello"),
+        capture_output=True,
+        text=True,
+        env=agent_env(),  # no model keys, no configured model
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    result = result_of(done.stdout)
+    assert result["error"]["kind"] == "not_configured"
+    assert result["sessionId"] is None  # nothing was kept
+    assert "No model is configured" in done.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "acp_agent", "sessions", "--home", str(home), "list"],
+        capture_output=True,
+        text=True,
+        env=agent_env(),
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert (listed.returncode, listed.stdout) == (0, "")
+    assert "no sessions" in listed.stderr
 
 
 def test_a_refusal_exits_1_and_says_so(
