@@ -71,6 +71,7 @@ from acp_agent.core import (
     Seq,
     ServiceKey,
     ServiceRegistry,
+    Turn,
     TurnId,
 )
 from acp_agent.models import ScriptLine
@@ -167,7 +168,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         return registry
 
     async def branches(scope: Scope) -> BranchManager:
-        async def start_turn(branch: Branch, turn_id: TurnId) -> object:
+        async def start_turn(branch: Branch, turn_id: TurnId) -> Turn:
             return await branch.scope.get(MODEL_LOOP).start_turn(turn_id, [])
 
         return BranchManager(

@@ -15,16 +15,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sqlite3
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from protocol import methods, types
 from tests.adapters.acp.support import text_of_updates
 from tests.faults.support import store_problems
-from tests.support import running_agent, write_script
+from tests.support import EditorClient, running_agent, write_script
+from tests.support.editor_client import allow_all
 from tests.support.steps import text_of
 
 pytestmark = pytest.mark.e2e
@@ -62,6 +65,12 @@ def fill(disk: Path) -> Path:
                 while True:
                     file.write(b"\0" * size)
     return filler
+
+
+async def wait_until(condition: Callable[[], bool], timeout_s: float = 15.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not condition():  # noqa: ASYNC110 - what we wait for is a file
+            await asyncio.sleep(0.02)
 
 
 def texts(updates: list[types.SessionUpdate], kind: type) -> list[str]:
@@ -131,3 +140,92 @@ async def test_a_full_disk_answers_the_prompt_and_the_session_recovers_once_free
         # Nothing of the first prompt could be recorded.
         assert prompts == ["And now?"]
     assert store_problems(database) == []
+
+
+def _tool(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_call": {"name": name, "arguments": arguments}}
+
+
+def _branch_rows(updates: list[types.SessionUpdate]) -> dict[str, list[Any]]:
+    """Each showing of a branch (a `tool_call` titled "Branch: ...") and its updates."""
+    rows: dict[str, list[Any]] = {}
+    for update in updates:
+        if isinstance(update, types.ToolCall) and update.title.startswith("Branch: "):
+            rows[update.tool_call_id] = [update]
+        elif isinstance(update, types.ToolCallProgress) and update.tool_call_id in rows:
+            rows[update.tool_call_id].append(update)
+    return rows
+
+
+def _final_status(row: list[Any]) -> str:
+    return [u.status.value for u in row if u.status is not None][-1]
+
+
+def _row_text(row: list[Any]) -> str:
+    parts = [u for u in row if u.content][-1].content
+    return "\n".join(p.content.text for p in parts if isinstance(p, types.Content))
+
+
+def _notifications_of_branches(database: Path) -> int:
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT payload FROM events WHERE kind = 'notification'").fetchall()
+    return sum('"branch/' in payload for (payload,) in rows)
+
+
+async def test_a_full_disk_while_a_branch_streams_ends_it_and_the_main_line_is_told_once_freed(
+    small_disk: Path, tmp_path: Path
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    home = small_disk / "home"
+    database = home / "data" / "sessions.sqlite3"
+    # Main starts a branch and waits for it far longer than the test may take; the branch
+    # says it started, then streams far more than a full disk takes.
+    script = write_script(
+        tmp_path / "s.json",
+        [
+            _tool("branch", task="Write a lot", title="streamer"),
+            _tool("branch_wait", timeout_s=600),
+        ],
+        [{"text": "Told."}],
+        branches=[
+            {
+                "title": "streamer",
+                "replies": [
+                    [_tool("shell", command="touch started")],
+                    [{"text": "Streaming. "}, {"sleep_ms": 300}, *[{"text": "x" * 4096}] * 100],
+                ],
+            }
+        ],
+    )
+    async with running_agent(home, script=script, client=EditorClient(decide=allow_all)) as client:
+        session_id = await client.new_session(workspace)
+        prompt = asyncio.create_task(client.prompt(session_id, "Go."))
+        await wait_until(lambda: (workspace / "started").exists())
+        filler = fill(small_disk)
+        # `branch_wait` returns as the branch ends, far before its 600 s.
+        full = await asyncio.wait_for(prompt, 30)
+        filler.unlink()
+        listed = await client.prompt(session_id, "/branches")
+        table = text_of_updates(client.updates_for(session_id)[-1:])
+        healed = await client.prompt(session_id, "And now?")
+    assert full.meta is not None
+    assert full.meta["acp-agent"]["error"]["kind"] == "storage_full"
+    assert listed.stop_reason == types.StopReason.END_TURN
+    assert "| streamer | failed: the disk was full" in table
+    assert healed.stop_reason == types.StopReason.END_TURN
+    assert "error" not in (healed.meta or {}).get("acp-agent", {})
+    assert store_problems(database) == []
+    assert _notifications_of_branches(database) == 1
+
+    for _ in range(2):
+        async with running_agent(home, script=script) as client:
+            await client.load(session_id, workspace)
+            replay = client.updates_for(session_id)
+        rows = _branch_rows(replay)
+        assert rows
+        assert {_final_status(row) for row in rows.values()} == {"failed"}, rows
+        for row in rows.values():
+            assert "The disk was full, so its work could not be recorded" in _row_text(row)
+        assert store_problems(database) == []
+        assert _notifications_of_branches(database) == 1
