@@ -36,23 +36,29 @@ pytestmark = pytest.mark.e2e
 DISK_SIZE = "8m"
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
+@contextlib.contextmanager
+def mounted(mount: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` at `mount` (skips the test where it cannot be mounted)."""
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs for the agent's home needs root")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(mount)],
+    mount.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
         capture_output=True,
         text=True,
     )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    with mounted(tmp_path / "disk", DISK_SIZE) as mount:
+        yield mount
 
 
 def fill(disk: Path) -> Path:
@@ -229,3 +235,75 @@ async def test_a_full_disk_while_a_branch_streams_ends_it_and_the_main_line_is_t
             assert "The disk was full, so its work could not be recorded" in _row_text(row)
         assert store_problems(database) == []
         assert _notifications_of_branches(database) == 1
+
+
+def _storage_error(answer: dict[str, Any]) -> dict[str, Any]:
+    """The `acp-agent` error an error response carries in its data."""
+    assert answer["error"]["code"] == -32603, answer
+    error: dict[str, Any] = answer["error"]["data"]["acp-agent"]["error"]
+    return error
+
+
+async def test_opening_a_session_on_a_full_disk_is_answered_storage_full_naming_the_disk(
+    small_disk: Path, tmp_path: Path
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    home = small_disk / "home"
+    script = write_script(tmp_path / "s.json", [{"text": "Hello."}])
+    async with running_agent(home, script=script) as client:
+        session_id = await client.new_session(workspace)
+        await client.prompt(session_id, "Hi.")
+    fill(small_disk)
+    opened = {"cwd": str(workspace), "mcpServers": []}
+    async with running_agent(home, script=script) as client:
+        answers = [
+            await client.request_raw("session/new", opened),
+            await client.request_raw("session/load", {"sessionId": session_id, **opened}),
+            await client.request_raw("session/resume", {"sessionId": session_id, **opened}),
+        ]
+    for answer in answers:
+        error = _storage_error(answer)
+        assert error["kind"] == "storage_full"
+        assert error["location"] == str(home / "data")
+        message = answer["error"]["message"]
+        assert f"the disk at {small_disk} is full" in message
+        assert f"the session store in {home / 'data'} cannot be written" in message
+
+
+async def test_on_a_tiny_disk_the_log_gives_back_freed_room_and_a_full_load_names_it(
+    tmp_path: Path,
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    # Room for a few replies of 200 KB: the log never reaches SQLite's own checkpoint.
+    with mounted(tmp_path / "tiny", "2m") as disk:
+        home = disk / "home"
+        wal = home / "data" / "sessions.sqlite3-wal"
+        script = write_script(tmp_path / "s.json", *[[{"text": "x" * 4096}] * 50] * 8)
+        async with running_agent(home, script=script) as client:
+            session_id = await client.new_session(workspace)
+            await client.prompt(session_id, "Write.")
+            await client.prompt(session_id, "Write.")
+            filler = fill(disk)
+            full = await client.prompt(session_id, "Write.")
+            log_when_full = wal.stat().st_size
+            filler.unlink()
+            healed = await client.prompt(session_id, "Write.")
+            log_when_healed = wal.stat().st_size
+            fill(disk)
+            assert client.process is not None
+            client.process.kill()
+            await client.process.wait()
+        async with running_agent(home, script=script) as client:
+            answer = await client.request_raw(
+                "session/load", {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+            )
+    assert full.meta is not None
+    assert full.meta["acp-agent"]["error"]["kind"] == "storage_full"
+    assert healed.meta is not None
+    assert "error" not in healed.meta["acp-agent"]
+    # Once there was room, the log was checkpointed and cut back, not left to refill it.
+    assert log_when_healed < log_when_full / 2, (log_when_full, log_when_healed)
+    assert _storage_error(answer)["kind"] == "storage_full"
+    assert str(home / "data") in answer["error"]["message"]
