@@ -1,10 +1,15 @@
 """The process groups the agent starts: registered before each runs, ended when it dies.
 
 Standard library only (and `acp_agent.process_marks`): the reaper imports this
-package without site-packages (see `_reaper`).
+package without site-packages (see `_reaper`). `Gate` loads on first use: the
+agent's start sweeps the notes and configures the registry without it.
 """
 
-from acp_agent.process_groups._gate import Gate
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from acp_agent.process_groups._notes import GroupNotes
 from acp_agent.process_groups._registry import (
     GroupRegistry,
@@ -12,6 +17,9 @@ from acp_agent.process_groups._registry import (
     process_groups,
     use_process_groups,
 )
+
+if TYPE_CHECKING:
+    from acp_agent.process_groups._gate import Gate
 
 __all__ = (
     "Gate",
@@ -21,3 +29,11 @@ __all__ = (
     "process_groups",
     "use_process_groups",
 )
+
+
+def __getattr__(name: str) -> Any:
+    if name != "Gate":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = importlib.import_module(f"{__name__}._gate").Gate
+    globals()[name] = value
+    return value

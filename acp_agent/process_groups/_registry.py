@@ -29,11 +29,14 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from acp_agent.process_groups._gate import Gate
-from acp_agent.process_groups._link import ReaperLink
 from acp_agent.process_groups._notes import GroupNotes
 from acp_agent.process_marks import start_mark
+
+if TYPE_CHECKING:
+    from acp_agent.process_groups._gate import Gate
+    from acp_agent.process_groups._link import ReaperLink
 
 __all__ = ("GroupRegistry", "Registration", "process_groups", "use_process_groups")
 
@@ -69,14 +72,16 @@ class GroupRegistry:
 
     def __init__(self, notes_dir: Path | None = None, *, reaper: bool = False) -> None:
         self._notes = GroupNotes(notes_dir)
-        self._link = ReaperLink() if reaper else None
+        self._reaper = reaper
+        #: Made with the first group (the agent's start does not pay for it).
+        self._link: ReaperLink | None = None
         self._names = itertools.count(1)
         self._pid = os.getpid()
 
     @property
     def enabled(self) -> bool:
         """Whether groups are registered at all (else commands start ungated)."""
-        return self._link is not None or self._notes.directory is not None
+        return self._reaper or self._notes.directory is not None
 
     @property
     def reaper_pid(self) -> int | None:
@@ -93,6 +98,9 @@ class GroupRegistry:
     ) -> Gate:
         """The door for a command about to start in a group of its own; `gate.admit(pid)`
         returns its `Registration` (None when the registry is not enabled)."""
+        # Loaded with the first command, not at the agent's start (subprocess, shutil).
+        from acp_agent.process_groups._gate import Gate
+
         register = self._register if self.enabled else None
         return Gate(argv, register, protocol_stdin=protocol_stdin, env=env, cwd=cwd)
 
@@ -112,11 +120,12 @@ class GroupRegistry:
             # No /proc: a group cannot be told from a later one reusing its id, so
             # neither the reaper nor a sweep may kill it; nothing is promised here.
             return Registration(self, name, pgid, None)
-        unnoted = self._notes.add(name, pgid, mark)
+        # The reaper first, told where the note goes: killed between the two, the reaper
+        # still ends the group (not yet started: the gate is shut) and removes its note.
         unheld: str | None = "no reaper is kept"
-        if self._link is not None:
-            note = None if unnoted else self._notes.path_of(name)
-            unheld = self._link.hold(name, pgid, mark, note)
+        if self._reaper:
+            unheld = self._reaper_link().hold(name, pgid, mark, self._notes.path_of(name))
+        unnoted = self._notes.add(name, pgid, mark)
         unguarded = None
         if unnoted is not None and unheld is not None:
             unguarded = f"{unnoted}; {unheld}"
@@ -124,6 +133,13 @@ class GroupRegistry:
         elif unnoted is not None and self._notes.directory is not None:
             logger.warning("group %d is not noted on disk (%s); the reaper holds it", pgid, unnoted)
         return Registration(self, name, pgid, unguarded)
+
+    def _reaper_link(self) -> ReaperLink:
+        if self._link is None:
+            from acp_agent.process_groups._link import ReaperLink  # with the first group
+
+            self._link = ReaperLink()
+        return self._link
 
     def _release(self, name: str) -> None:
         self._notes.remove(name)
