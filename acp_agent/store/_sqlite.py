@@ -9,11 +9,11 @@ option for those who prefer speed.
 Every call runs on a worker thread (`anyio.to_thread`), one at a time per
 store, over one connection in autocommit mode; each write is one
 `BEGIN IMMEDIATE` transaction, so a batch, its projections and its lease
-check commit together or not at all. The write-ahead log is kept bounded
-(`_wal`): a disk freed after it filled is not filled again by the log. A
-full disk is `StoreFull`, also where SQLite reports it as an I/O error. Sessions are leased per process (see
+check commit together or not at all. Sessions are leased per process (see
 `acp_agent.store._leases`): a second process gets `SessionHeld`, and a lease
-of a process that is gone is taken over.
+of a process that is gone is taken over. The write-ahead log is kept bounded
+(`_wal`): a disk freed after it filled is not filled again by the log. A full
+disk is `StoreFull`, also where SQLite reports it as an I/O error.
 
 One module past 600 lines on purpose: it is the one implementation of the
 `Store` protocol over one schema, each method a transaction; leases and the

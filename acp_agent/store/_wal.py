@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-__all__ = ("RETRY_S", "WAL_LIMIT_BYTES", "WalBound", "bound_wal")
+__all__ = ("RETRY_S", "WAL_LIMIT_BYTES", "WalBound", "bound_wal", "truncate_wal")
 
 logger = logging.getLogger(__name__)
 
