@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sqlite3
 import subprocess
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from tests.adapters.acp.support import text_of_updates
 from tests.faults.support import store_problems
 from tests.support import EditorClient, running_agent, write_script
 from tests.support.editor_client import allow_all
+from tests.support.processes import group_members
 from tests.support.steps import text_of
 
 pytestmark = pytest.mark.e2e
@@ -307,3 +309,40 @@ async def test_on_a_tiny_disk_the_log_gives_back_freed_room_and_a_full_load_name
     assert log_when_healed < log_when_full / 2, (log_when_full, log_when_healed)
     assert _storage_error(answer)["kind"] == "storage_full"
     assert str(home / "data") in answer["error"]["message"]
+
+
+async def test_a_command_whose_registration_cannot_be_written_runs_and_ends_with_the_agent(
+    small_disk: Path, tmp_path: Path
+):
+    """The notes' folder is on a full disk: the command runs, the reaper still holds it."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    (home / "data").mkdir(parents=True)
+    (home / "data" / "jobs").symlink_to(small_disk)
+    fill(small_disk)
+    script = write_script(
+        tmp_path / "s.json", [_tool("shell", command="echo $$ > cmd.pid; sleep 120")]
+    )
+    pid_file = workspace / "cmd.pid"
+    try:
+        async with running_agent(
+            home, script=script, client=EditorClient(decide=allow_all)
+        ) as client:
+            session_id = await client.new_session(workspace)
+            turn = asyncio.create_task(client.prompt(session_id, "Run it."))
+            turn.add_done_callback(lambda task: task.cancelled() or task.exception())
+            await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+            noted = sorted(os.listdir(small_disk))
+            assert client.process is not None
+            client.process.kill()
+            await client.process.wait()
+        leader = int(pid_file.read_text())
+        with contextlib.suppress(TimeoutError):
+            await wait_until(lambda: group_members(leader) == [], 5.0)
+        assert noted == ["filler"]  # nothing could be noted on that disk
+        assert group_members(leader) == []
+    finally:
+        if pid_file.exists() and pid_file.read_text().strip():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(pid_file.read_text()), signal.SIGKILL)
