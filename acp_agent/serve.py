@@ -27,7 +27,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -195,7 +194,6 @@ def serve(argv: Sequence[str] | None = None) -> int:
                 results_dir=paths.data_dir / "tool-results",
                 branch_limit=max_branches or DEFAULT_BRANCH_LIMIT,
                 job_limit=max_jobs or DEFAULT_JOB_LIMIT,
-                jobs_dir=paths.data_dir / "jobs",
                 checkpoints_dir=paths.data_dir / "checkpoints",
             ),
         )
@@ -241,12 +239,14 @@ def serve(argv: Sequence[str] | None = None) -> int:
 
     logger = logging.getLogger("acp_agent")
     logger.info("acp-agent %s serving ACP on stdio (pid %d)", acp_agent.__version__, os.getpid())
-    # Jobs a dead agent left running end now, not when their session is next opened;
-    # off the serving path, so `initialize` does not wait for it.
-    from acp_agent.capabilities import JobRegistry
+    # Every process group this agent starts is registered before it runs: a reaper ends
+    # them if the agent dies, and a note on disk lets the next start end what it could not.
+    # Those a dead agent left noted end now, before `initialize` is answered.
+    from acp_agent.process_groups import GroupRegistry, use_process_groups
 
-    sweep = JobRegistry(paths.data_dir / "jobs").sweep
-    threading.Thread(target=sweep, name="job sweep", daemon=True).start()
+    groups = GroupRegistry(paths.data_dir / "jobs", reaper=True)
+    groups.sweep()
+    use_process_groups(groups)
     # SIGTERM and SIGHUP end the input as the end of stdin does (SIGINT: asyncio.run does).
     connection.start_io(
         stdin=sys.stdin.buffer,

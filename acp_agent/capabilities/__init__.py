@@ -83,7 +83,6 @@ if TYPE_CHECKING:
         json_safe,
         text_part,
     )
-    from acp_agent.capabilities._job_registry import JobRegistry
     from acp_agent.capabilities._job_tools import JOB_TOOL_NAMES, job_commands, job_tools
     from acp_agent.capabilities._jobs import (
         DEFAULT_JOB_LIMIT,
@@ -265,7 +264,6 @@ __all__ = (
     "JOBS",
     "JOBS_GUIDE_ENTRY",
     "JOBS_PRODUCER",
-    "JOB_REGISTRY",
     "JOB_TOOL_NAMES",
     "LOOP_PRODUCER",
     "MAX_BATCH_EVENTS",
@@ -327,7 +325,6 @@ __all__ = (
     "InvalidSetting",
     "Job",
     "JobManager",
-    "JobRegistry",
     "JobState",
     "LineFollower",
     "LineState",
@@ -595,8 +592,6 @@ _LAZY: Final = {
     "JobManager": "_jobs",
     "JobState": "_jobs",
     "NoSuchJob": "_jobs",
-    "JOB_REGISTRY": "_assembly",
-    "JobRegistry": "_job_registry",
 }
 
 

@@ -8,9 +8,7 @@
         loop = session.main.scope.get(MODEL_LOOP)
         turn = await loop.start_turn(turn_id, content)
 
-Per process: the `ResultBudget` every call's result passes (`RESULT_BUDGET`),
-and the `JobRegistry` where local jobs are noted (the command line sweeps it
-as the agent starts).
+Per process: the `ResultBudget` every call's result passes (`RESULT_BUDGET`).
 Per session: `SessionControls` (model, mode, the editor's side), the
 `BranchManager`, the `JobManager`, the `ToolSet` and the `GuideRegistry`
 (tools and MCP servers register guide entries for their inputs there; every
@@ -42,7 +40,6 @@ from acp_agent.capabilities._branches import (
 from acp_agent.capabilities._change_review import ChangeReview
 from acp_agent.capabilities._checkpoints import CheckpointStore
 from acp_agent.capabilities._client_bridge import ClientBridge
-from acp_agent.capabilities._job_registry import JobRegistry
 from acp_agent.capabilities._job_tools import job_tools
 from acp_agent.capabilities._jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager
 from acp_agent.capabilities._loop import LoopSettings, ModelLoop
@@ -75,6 +72,7 @@ from acp_agent.core import (
     Seq,
     ServiceKey,
     ServiceRegistry,
+    Turn,
     TurnId,
 )
 from acp_agent.models import ScriptLine
@@ -87,7 +85,6 @@ __all__ = (
     "CONTEXT",
     "GUIDE",
     "JOBS",
-    "JOB_REGISTRY",
     "MODEL_LOOP",
     "RESULT_BUDGET",
     "REWINDER",
@@ -100,7 +97,6 @@ __all__ = (
 
 BRANCHES: Final[ServiceKey[BranchManager]] = ServiceKey("branches", ScopeKind.SESSION)
 JOBS: Final[ServiceKey[JobManager]] = ServiceKey("jobs", ScopeKind.SESSION)
-JOB_REGISTRY: Final[ServiceKey[JobRegistry]] = ServiceKey("job_registry", ScopeKind.PROCESS)
 RESULT_BUDGET: Final[ServiceKey[ResultBudget]] = ServiceKey("result_budget", ScopeKind.PROCESS)
 CHECKPOINTS: Final[ServiceKey[CheckpointStore]] = ServiceKey("checkpoints", ScopeKind.PROCESS)
 #: Registered by what reviews a call's file changes (`acp_agent.lsp`); optional.
@@ -137,8 +133,6 @@ class CapabilitySettings(Record):
     * `result_limits`: the caps of each copy of a tool result.
     * `branch_limit`: how many branches the model may have working at once.
     * `job_limit`: how many background jobs may run at once in a session.
-    * `jobs_dir`: where local jobs are noted, so a restart kills what a dead agent
-      left running (None: not noted).
     * `checkpoints_dir`: where what files held before a tool changed them is kept,
       per session, for a rewind (None: not kept).
     """
@@ -153,7 +147,6 @@ class CapabilitySettings(Record):
     result_limits: ResultLimits = attrs.field(factory=ResultLimits)
     branch_limit: int = DEFAULT_BRANCH_LIMIT
     job_limit: int = DEFAULT_JOB_LIMIT
-    jobs_dir: Path | None = None
     checkpoints_dir: Path | None = None
 
 
@@ -176,7 +169,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         return registry
 
     async def branches(scope: Scope) -> BranchManager:
-        async def start_turn(branch: Branch, turn_id: TurnId) -> object:
+        async def start_turn(branch: Branch, turn_id: TurnId) -> Turn:
             return await branch.scope.get(MODEL_LOOP).start_turn(turn_id, [])
 
         return BranchManager(
@@ -200,13 +193,8 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             roots=lambda: controls.roots,
         )
 
-    async def job_registry(scope: Scope) -> JobRegistry:
-        return JobRegistry(settings.jobs_dir)
-
     async def jobs(scope: Scope) -> JobManager:
-        return JobManager(
-            limit=settings.job_limit, clock=settings.clock, registry=scope.get(JOB_REGISTRY)
-        )
+        return JobManager(limit=settings.job_limit, clock=settings.clock)
 
     async def toolset(scope: Scope) -> ToolSet:
         return ToolSet(
@@ -303,7 +291,6 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         return loop
 
     registry.register(RESULT_BUDGET, result_budget)
-    registry.register(JOB_REGISTRY, job_registry)
     registry.register(CHECKPOINTS, checkpoints)
     registry.register(SESSION_CONTROLS, session_controls)
     registry.register(GUIDE, guide)

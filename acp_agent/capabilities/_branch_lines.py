@@ -37,6 +37,7 @@ from acp_agent.core import (
     ToolResultRecorded,
     TurnCancelRequested,
     TurnEnded,
+    TurnId,
     TurnInterrupted,
     UserInputAdopted,
 )
@@ -67,6 +68,17 @@ class LineState(enum.StrEnum):
         return self in (LineState.RUNNING, LineState.WAITING)
 
 
+#: The states in which a turn can have been cut short from outside the model.
+_CUT_SHORT: Final = frozenset({LineState.FAILED, LineState.INTERRUPTED})
+#: Why, by stop reason, as the person and the main line read it.
+_WHY: Final = {
+    "interrupted": "the agent stopped while it worked; it is not re-run",
+    "storage_full": "the disk was full, so its work could not be recorded and it stopped",
+    "storage_unavailable": "its work could not be recorded (the session store failed), "
+    "so it stopped",
+}
+
+
 @attrs.define(eq=False)
 class ChildLine:
     """What is known of one child: its state, steps and report, and how it is shown."""
@@ -80,15 +92,21 @@ class ChildLine:
     #: The text of its last finished turn's last reply.
     report: str | None = None
     #: How its last turn ended (a stop reason; `cancelled` when the person stopped it,
-    #: `interrupted` when a restart cut it short), None while it runs.
+    #: `interrupted` when a restart cut it short, `storage_full` or `storage_unavailable`
+    #: when the store could not record its work), None while it runs.
     stop_reason: str | None = None
     last_activity: float = 0.0
     #: Turns of it that ended, and how many of those main was notified of.
     turns_ended: int = 0
     notified: int = 0
-    #: Its current showing in a turn of main, and whether that showing is over.
+    #: Its current showing in a turn of main, whether that showing is on record, and
+    #: whether it is over.
     display_id: str | None = None
+    display_recorded: bool = False
     display_done: bool = True
+    #: Its turn whose ending the store could not take: counted as ended here, and
+    #: recorded once the store takes it (that record is not counted again).
+    unrecorded_turn: TurnId | None = None
     #: Something changed while main had no turn: show it at the next one.
     unshown: bool = False
     #: What was last recorded of it (showing, state, steps, report).
@@ -110,7 +128,25 @@ class ChildLine:
     def summary(self) -> str:
         """One line for `branch_status`."""
         state, when = self.state.value, self.last_active()
+        why = self.why_ended()
+        state = f"{state}: {why}" if why else state
         return f"{self.branch_id} {self.title!r}: {state} (last activity {when})"
+
+    def why_ended(self) -> str | None:
+        """Why its last turn ended without finishing its work, when it was not the model's
+        doing: a restart cut it short, or the store could not record it."""
+        if self.state not in _CUT_SHORT:
+            return None
+        return _WHY.get(self.stop_reason or "")
+
+    def end_unrecorded(self, turn_id: TurnId, stop_reason: str) -> None:
+        """Its turn `turn_id` settled, but its ending could not be recorded (`stop_reason`:
+        `storage_full` or `storage_unavailable`): it ended all the same, failed."""
+        self.unrecorded_turn = turn_id
+        self.turns_ended += 1
+        self.state = LineState.FAILED
+        self.stop_reason = stop_reason
+        self.report = "".join(self._reply).strip() or None
 
     async def wait_change(self) -> None:
         await self._changed.wait()
@@ -177,6 +213,12 @@ class LineFollower:
     def _apply(self, event: Event) -> tuple[bool, bool]:
         """Fold one of the child's own events; returns (changed, its turn ended)."""
         line, payload = self.line, event.payload
+        if (
+            isinstance(payload, TurnEnded | TurnInterrupted)
+            and payload.turn_id == line.unrecorded_turn
+        ):
+            line.unrecorded_turn = None  # its end, owed to the record: counted already
+            return True, False
         if isinstance(payload, UserInputAdopted):
             line.state = LineState.RUNNING
             line.stop_reason = None

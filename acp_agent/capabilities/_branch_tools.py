@@ -42,6 +42,7 @@ def _describe(line: ChildLine) -> dict[str, Any]:
         "branch_id": line.branch_id,
         "title": line.title,
         "state": line.state.value,
+        "why": line.why_ended(),
         "steps": list(line.lines),
         "report": line.report,
     }
@@ -223,6 +224,8 @@ def branch_commands(manager: BranchManager) -> dict[str, ExtraCommand]:
             state = line.state.value
             if line.state is LineState.WAITING:
                 state = "waiting for your approval (asked in your next prompt)"
+            elif line.why_ended():
+                state = f"{state}: {line.why_ended()}"
             rows.append(f"- {line.title}: {state}, last activity {line.last_active()}")
         return "\n".join(rows)
 

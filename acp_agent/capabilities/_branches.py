@@ -32,11 +32,19 @@ steers them:
   hears of each as it opens, of each change, and of each turn of main;
 - **steering**: a message (`BranchMessageReceived`, a `<branch-message>` to
   the child) starts a turn of a child that is not working; cancel stops every
-  child's current step; close ends a child's line of work, never a sibling's.
+  child's current step; close ends a child's line of work, never a sibling's;
+- **ending what could not end on record**: a child's turn whose ending the
+  store could not take (a full disk) ends here all the same, failed (so
+  `wait` returns); its ending, main's notification and the closing of its
+  showing are recorded at main's next turn, once the store takes them. A
+  child found ended after a restart has its showing that a dead agent left
+  open closed as it loads, with the reason, so a replay never shows it working.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -64,6 +72,8 @@ from acp_agent.core import (
     NotificationReceived,
     ScopeClosed,
     Session,
+    StoreError,
+    StoreFull,
     Turn,
     TurnId,
     new_id,
@@ -154,7 +164,7 @@ class BranchManager:
 
     * `session`: the session whose main line starts children.
     * `start_turn`: starts a turn of a branch with input already on record
-      (its model loop's `start_turn(turn_id, [])`).
+      (its model loop's `start_turn(turn_id, [])`) and returns it.
     * `limit`: how many children may work at once.
     * `clock`: wall time for the last activity.
     """
@@ -165,7 +175,7 @@ class BranchManager:
         self,
         session: Session,
         *,
-        start_turn: Callable[[Branch, TurnId], Awaitable[object]],
+        start_turn: Callable[[Branch, TurnId], Awaitable[Turn]],
         limit: int = DEFAULT_BRANCH_LIMIT,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -236,11 +246,16 @@ class BranchManager:
         """A child opened (started now, or loaded): follow it from its timeline."""
         line = ChildLine(child, title, task, last_activity=self._clock())
         self._lines[child.id] = line
-        line.notified = await self._notified(child.id)
+        line.notified, left_open = await self._told_and_shown(child.id)
         line.follower = LineFollower(line, on_change=self._changed, on_end=self._ended)
         await child.dispatcher.subscribe_rebuilt(line.follower)
         for watcher in list(self._watchers):
             await watcher.line_attached(line)
+        if not line.state.working:
+            # A dead agent left it shown working: those showings end now, before a replay.
+            for display_id in left_open:
+                line.display_id, line.display_recorded, line.display_done = display_id, True, False
+                await self._close_showing(line)
         if line.turns_ended > line.notified:
             # It ended while nothing could tell main (a restart cut it short): tell main
             # now, and show it in main's next turn.
@@ -252,6 +267,8 @@ class BranchManager:
     async def turn_started(self, turn: Turn) -> None:
         async with self._display_lock:
             self._main_turn_open = True
+            for line in self._lines.values():
+                await self._record_owed(line)
             for line in self._lines.values():
                 if line.display_id is not None and not line.display_done:
                     await self._show(line, new=False)  # left open: it goes on, or ends
@@ -384,10 +401,42 @@ class BranchManager:
         line.state = LineState.RUNNING
         line.last_activity = self._clock()
         try:
-            await self._start_turn(line.branch, TurnId(new_id("turn")))
+            turn = await self._start_turn(line.branch, TurnId(new_id("turn")))
         except BaseException:
             line.state = before
             raise
+        follow = functools.partial(self._follow_turn, line, turn)
+        with contextlib.suppress(ScopeClosed):  # closing: the turn is interrupted on record
+            line.branch.scope.start_soon(follow, name=f"branch turn {turn.turn_id}")
+
+    async def _follow_turn(self, line: ChildLine, turn: Turn) -> None:
+        """Once a child's turn settled: if the store could not take its ending, it ends
+        here all the same, failed, so no one waits on it (see `_record_owed`)."""
+        await turn.wait_settled()
+        error = turn.record_error
+        if turn.unrecorded_ending is None or not isinstance(error, StoreError):
+            return
+        reason = "storage_full" if isinstance(error, StoreFull) else "storage_unavailable"
+        logger.error(
+            "branch %s stopped: its work could not be recorded (%s)", line.branch_id, error
+        )
+        line.end_unrecorded(turn.turn_id, reason)
+        await self._ended(line)
+
+    async def _record_owed(self, line: ChildLine) -> None:
+        """Record what the store could not take when it happened (hold the display lock, at
+        the start of a turn of main): the child's turn ending, main's notification, the
+        end of its showing. What still cannot be recorded stays owed."""
+        try:
+            if line.unrecorded_turn is not None:
+                await line.branch.record_owed_ending()
+            await self._notify(line)
+            if line.display_id is not None and not line.display_done and not line.state.working:
+                await self._close_showing(line)
+        except StoreError as exc:
+            logger.warning("branch %s: still cannot record its end: %s", line.branch_id, exc)
+        except (BranchClosed, ScopeClosed):
+            pass
 
     async def _changed(self, line: ChildLine) -> None:
         """A child changed: show it in main's turn if one runs, else show it later."""
@@ -412,6 +461,7 @@ class BranchManager:
         """Record how the child looks now (hold the display lock, main's turn open)."""
         if new:  # unique across restarts too: a replay shows every showing apart
             line.display_id = new_id("show")
+            line.display_recorded = False
         done = not line.state.working
         report = line.report if done else None
         look = (line.display_id, line.state.value, tuple(line.lines), report)
@@ -424,6 +474,9 @@ class BranchManager:
         self, line: ChildLine, state: str, lines: list[str], *, done: bool
     ) -> None:
         assert line.display_id is not None
+        why = line.why_ended()
+        if done and why:  # cut short from outside (a restart, the store): say so
+            lines = [*lines, f"{why[0].upper()}{why[1:]}."]
         fact = BranchShown(
             line.branch_id,
             line.display_id,
@@ -437,7 +490,20 @@ class BranchManager:
             await self.main.record_fact(fact, producer=BRANCHES_PRODUCER)
         except (BranchClosed, ScopeClosed):
             return  # the session is closing
+        except StoreError as exc:
+            # Not on record (a full disk): ended at main's next turn (`_record_owed`).
+            logger.warning("branch %s could not be shown: %s", line.branch_id, exc)
+            return
+        line.display_recorded = True
         line.display_done = done
+
+    async def _close_showing(self, line: ChildLine) -> None:
+        """End the child's showing left open on record (a dead agent's, or one the store
+        could not close), as the child is now, saying why it ended, if not by itself."""
+        if not line.display_recorded:
+            line.display_done = True  # never on record: nothing shows it
+            return
+        await self._record_shown(line, line.state.value, [*line.lines], done=True)
 
     async def _notify(self, line: ChildLine) -> None:
         """Tell main the child's turn ended, with its report."""
@@ -453,6 +519,8 @@ class BranchManager:
             verb = "was stopped by the person before it finished; message it to go on"
         elif line.state is LineState.FINISHED and line.stop_reason not in (None, "end_turn"):
             verb = f"stopped ({line.stop_reason})"
+        elif line.state is LineState.FAILED and line.why_ended():
+            verb = f"failed: {line.why_ended()}"
         report = cut_middle(
             line.report or "(no report)", _REPORT_CHARS, "{omitted} characters left out"
         )
@@ -461,18 +529,27 @@ class BranchManager:
             await record_notification(self.main, f"branch/{line.branch_id}", text)
         except (BranchClosed, ScopeClosed):
             return
+        except StoreError as exc:
+            # Not on record (a full disk): told at main's next turn (`_record_owed`).
+            logger.warning("main could not be told of branch %s: %s", line.branch_id, exc)
+            return
         line.notified = line.turns_ended
 
-    async def _notified(self, branch_id: BranchId) -> int:
+    async def _told_and_shown(self, branch_id: BranchId) -> tuple[int, list[str]]:
+        """From main's record: how often main was told of the child's end, and its showings
+        left open (by a dead agent)."""
         main = self._main
         if main is None:
-            return 0
+            return 0, []
         source = f"branch/{branch_id}"
-        return sum(
-            1
-            for event in await main.read()
-            if isinstance(event.payload, NotificationReceived) and event.payload.source == source
-        )
+        told, done_by_showing = 0, {}
+        for event in await main.read():
+            payload = event.payload
+            if isinstance(payload, NotificationReceived) and payload.source == source:
+                told += 1
+            elif isinstance(payload, BranchShown) and payload.branch_id == branch_id:
+                done_by_showing[payload.display_id] = payload.done
+        return told, [shown for shown, done in done_by_showing.items() if not done]
 
 
 def _title_of(task: str) -> str:

@@ -21,8 +21,9 @@ A tool call hands its running command over (`JobHost.start`, see
 - **recovery**: a line opened after the agent died finds jobs started and
   never ended; a surviving process group is killed (only if its leader is
   still the same process, by start mark) and the job is recorded
-  `interrupted`, never restarted (and a new agent kills what a dead one
-  left at once, from the `JobRegistry` on disk, before any session opens);
+  `interrupted`, never restarted (a local job's group was ended already
+  when the agent died, by its reaper, or when the next agent started:
+  `acp_agent.process_groups`);
 - **limit**: at most `limit` jobs run at once in a session.
 """
 
@@ -46,7 +47,6 @@ from acp_agent.capabilities._job_host import (
     JobProcess,
     StartedJob,
 )
-from acp_agent.capabilities._job_registry import JobRegistry
 from acp_agent.capabilities.context import GuideEntry, record_notification
 from acp_agent.core import (
     Branch,
@@ -220,7 +220,6 @@ class JobManager:
 
     * `limit`: how many jobs may run at once.
     * `clock`: wall time, for when a job started.
-    * `registry`: where local jobs are noted for a restart to kill (default: nowhere).
     """
 
     name = "background jobs"
@@ -230,10 +229,8 @@ class JobManager:
         *,
         limit: int = DEFAULT_JOB_LIMIT,
         clock: Callable[[], float] = time.time,
-        registry: JobRegistry | None = None,
     ) -> None:
         self.limit = limit
-        self._registry = registry if registry is not None else JobRegistry(None)
         self._clock = clock
         self._jobs: dict[str, Job] = {}
         #: Spawns under way: they count against the limit before they are jobs.
@@ -327,8 +324,6 @@ class JobManager:
             process,
             process.terminal_id,
         )
-        if process.pgid is not None:  # noted first: even a crash right now is cleaned up
-            self._registry.add(job.job_id, process.pgid, process.start_mark)
         started = JobStarted(
             job.job_id,
             CallId(call_id),
@@ -348,7 +343,6 @@ class JobManager:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_WAIT_S):
                 await process.release()
             self._jobs.pop(job.job_id, None)
-            self._registry.remove(job.job_id)
             raise
         # Not the command: it may hold a secret, and logs never do.
         logger.info("job %s started on %s (%s)", job.job_id, branch.id, process.via)
@@ -393,7 +387,6 @@ class JobManager:
                 await process.release()
             except Exception:
                 logger.warning("could not release job %s", job.job_id, exc_info=True)
-        self._registry.remove(job.job_id)
         job.state, job.exit = state, exited
         job.output, job.output_bytes = output.text, output.total_bytes
         ended = JobEnded(
@@ -484,7 +477,6 @@ class JobManager:
             killed = False
             if record.via == "local" and record.pgid is not None:
                 killed = kill_group_of(record.pgid, record.start_mark)
-            self._registry.remove(job_id)
             job.state = JobState.INTERRUPTED
             logger.info("job %s was left by a previous run (killed: %s)", job_id, killed)
             fact = JobEnded(job_id, JobState.INTERRUPTED.value)

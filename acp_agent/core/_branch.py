@@ -249,6 +249,14 @@ class Branch:
             await self.record_fact(ending)
             previous.unrecorded_ending = None
 
+    async def record_owed_ending(self) -> None:
+        """Record the ending the last turn could not (the store failed then); nothing if
+        none is owed or a turn runs. Raises what the store raises if it still cannot."""
+        async with self._turn_lock:
+            previous = self._turn
+            if previous is not None and previous.settled:
+                await self._record_owed_ending()
+
     async def end_turn(self, turn_id: TurnId, stop_reason: str) -> None:
         """Record that the turn finished; its leftover work is cancelled. Idempotent."""
         turn = self._turn

@@ -42,6 +42,7 @@ from pygls.protocol import default_converter
 import acp_agent
 from acp_agent.lsp._problems import Problem
 from acp_agent.lsp._servers import ServerSpec, ServerUnavailable
+from acp_agent.process_groups import Registration, process_groups
 from acp_agent.records import Record
 
 __all__ = ("Place", "ServerConnection", "Symbol")
@@ -87,6 +88,7 @@ class ServerConnection:
         self._publications = 0
         self._changed = asyncio.Event()
         self._stderr: asyncio.Task[None] | None = None
+        self._registration: Registration | None = None
         self.last_error: str | None = None
 
         def published(params: lsp.PublishDiagnosticsParams) -> None:
@@ -143,12 +145,17 @@ class ServerConnection:
     async def start(self) -> None:
         """Spawn and initialize the server; `ServerUnavailable` if it cannot be."""
         try:
-            await self._client.start_io(
-                *self.spec.command, cwd=str(self.root), start_new_session=True
-            )
+            # A group of its own, registered before the server runs (the agent's reaper
+            # ends it if the agent dies); the door opens with the first line on its stdin.
+            gate = process_groups().gate(self.spec.command, protocol_stdin=True, cwd=self.root)
+            await self._client.start_io(*gate.argv, cwd=str(self.root), start_new_session=True)
         except OSError as exc:
             raise ServerUnavailable(f"{self.spec.name} could not be started: {exc}") from exc
         process = self._client._server
+        if process is not None:
+            self._registration = gate.admit(process.pid)
+            if gate.first_line and process.stdin is not None:
+                process.stdin.write(gate.first_line)
         if process is not None and process.stderr is not None:
             self._stderr = asyncio.create_task(self._log_stderr(process.stderr))
         params = lsp.InitializeParams(
@@ -323,6 +330,8 @@ class ServerConnection:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(_EXIT_GRACE_S):
                         await process.wait()
+        if self._registration is not None:
+            self._registration.release()
         with contextlib.suppress(Exception):
             await client.stop()  # type: ignore[no-untyped-call]  # pygls is untyped here
         if self._stderr is not None:

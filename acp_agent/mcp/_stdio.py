@@ -37,6 +37,7 @@ from mcp.shared.message import SessionMessage
 
 from acp_agent.lone_surrogates import replace_in_json
 from acp_agent.mcp._lines import MAX_MESSAGE_BYTES, LineSplitter, OverLongLine, message_id
+from acp_agent.process_groups import process_groups
 
 __all__ = ("EXIT_GRACE_S", "KILL_AFTER_S", "ServerProcess", "stdio_transport")
 
@@ -183,9 +184,13 @@ async def stdio_transport(
     Leaving ends the server and its process group (shielded: a cancelled caller
     cannot leak it).
     """
+    environment = {**get_default_environment(), **env}
+    # A group of its own, registered before the server runs: the agent's reaper ends it
+    # if the agent dies. The door opens with the first line on its stdin.
+    gate = process_groups().gate([command, *args], protocol_stdin=True, env=environment, cwd=cwd)
     process = await anyio.open_process(
-        [command, *args],
-        env={**get_default_environment(), **env},
+        gate.argv,
+        env=environment,
         cwd=cwd,
         start_new_session=True,
         stdin=subprocess.PIPE,
@@ -193,6 +198,11 @@ async def stdio_transport(
         stderr=subprocess.PIPE,
     )
     info.process = process
+    registration = gate.admit(process.pid)
+    if gate.first_line:
+        assert process.stdin is not None
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.send(gate.first_line)
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -243,4 +253,6 @@ async def stdio_transport(
                 await _stop(process)
                 with anyio.move_on_after(KILL_AFTER_S):
                     await process.aclose()
+                if registration is not None:
+                    registration.release()
             group.cancel_scope.cancel()

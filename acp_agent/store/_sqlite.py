@@ -11,7 +11,9 @@ store, over one connection in autocommit mode; each write is one
 `BEGIN IMMEDIATE` transaction, so a batch, its projections and its lease
 check commit together or not at all. Sessions are leased per process (see
 `acp_agent.store._leases`): a second process gets `SessionHeld`, and a lease
-of a process that is gone is taken over.
+of a process that is gone is taken over. The write-ahead log is kept bounded
+(`_wal`): a disk freed after it filled is not filled again by the log. A full
+disk is `StoreFull`, also where SQLite reports it as an I/O error.
 
 One module past 600 lines on purpose: it is the one implementation of the
 `Store` protocol over one schema, each method a transaction; leases and the
@@ -24,6 +26,7 @@ import contextlib
 import errno
 import json
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -65,6 +68,7 @@ from acp_agent.core import (
 from acp_agent.store._leases import LeaseOwner, is_running, this_process
 from acp_agent.store._migrations import migrate
 from acp_agent.store._rules import check_new_session
+from acp_agent.store._wal import WalBound, bound_wal
 
 __all__ = (
     "DATABASE_FILE_NAME",
@@ -106,6 +110,8 @@ _BRANCH_AND_LAST_SEQ: Final = (
 
 #: A session's `updated_at` (its place in the recency order) moves at most this often.
 RECENCY_STEP_S: Final = 1.0
+#: Below this much room, an I/O error of SQLite's is taken as a full disk.
+_FULL_BELOW_BYTES: Final = 1024 * 1024
 
 
 def default_database_path(data_dir: Path) -> Path:
@@ -125,6 +131,8 @@ class SqliteStore:
         self._limiter = anyio.CapacityLimiter(1)
         # Session -> the `updated_at` this handle last wrote.
         self._recency: dict[SessionId, float] = {}
+        # A truncating checkpoint owed since a write failed for room (see `_wal`).
+        self._wal = WalBound()
 
     @classmethod
     async def open(
@@ -140,8 +148,14 @@ class SqliteStore:
             connection = self._connection
             if connection is None:
                 raise StoreUnavailable(f"{what}: the store is closed")
-            with _translated(what, self.path):
-                return func(connection)
+            try:
+                with _translated(what, self.path):
+                    result = func(connection)
+            except StoreFull:
+                self._wal.out_of_room()
+                raise
+            self._wal.after_call(connection)
+            return result
 
         return await anyio.to_thread.run_sync(guarded, limiter=self._limiter)
 
@@ -538,6 +552,7 @@ def _connect(path: Path, synchronous: Synchronous, busy_timeout_s: float) -> sql
             connection.execute(f"PRAGMA synchronous = {synchronous}")
             connection.execute("PRAGMA foreign_keys = ON")
             migrate(connection)
+            bound_wal(connection, path)
         except BaseException:
             connection.close()
             raise
@@ -574,7 +589,9 @@ def _translated(what: str, path: Path) -> Iterator[None]:
             error = StoreCorrupt(f"{what}: {exc}")
         elif name.startswith("SQLITE_CONSTRAINT"):
             error = StoreConflict(f"{what}: {exc}")
-        elif name == "SQLITE_FULL":
+        elif name == "SQLITE_FULL" or (_is_io_error(name) and _disk_full(path)):
+            # SQLite names a full disk only where it writes the database or its log; its
+            # other files (the shared-memory index) fail as I/O errors.
             error = StoreFull(f"{what}: {exc}", location=str(path))
         else:
             error = StoreUnavailable(f"{what}: {exc}")
@@ -583,6 +600,22 @@ def _translated(what: str, path: Path) -> Iterator[None]:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise StoreFull(f"{what}: {exc}", location=str(path)) from exc
         raise StoreUnavailable(f"{what}: {exc}") from exc
+
+
+def _is_io_error(name: str) -> bool:
+    return name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN"))
+
+
+def _disk_full(path: Path) -> bool:
+    """Whether the disk holding `path` has (next to) no room left."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        stats = os.statvfs(folder)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < _FULL_BELOW_BYTES
 
 
 def _require_session(db: sqlite3.Connection, session_id: SessionId) -> None:

@@ -28,6 +28,7 @@ from acp_agent.capabilities.tool import (
     TerminalExit,
     TerminalOutput,
 )
+from acp_agent.process_groups import Registration
 from acp_agent.process_marks import start_mark
 from acp_agent.tools._process import (
     OutputCapture,
@@ -62,8 +63,11 @@ class LocalJob:
     via = "local"
     terminal_id = None
 
-    def __init__(self, process: anyio.abc.Process) -> None:
+    def __init__(self, process: anyio.abc.Process, registration: Registration | None) -> None:
         self._process = process
+        self._registration = registration
+        #: Why nothing would end it had the agent died (see `Registration.unguarded`).
+        self.unguarded = None if registration is None else registration.unguarded
         self.pgid: int | None = process.pid
         self.start_mark: str | None = start_mark(process.pid)
         self._capture = OutputCapture(JOB_HEAD_BYTES, JOB_TAIL_BYTES)
@@ -72,7 +76,7 @@ class LocalJob:
 
     @classmethod
     async def spawn(cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> LocalJob:
-        return cls(await open_group(argv, cwd=cwd, env=env))
+        return cls(*await open_group(argv, cwd=cwd, env=env))
 
     async def wait(self) -> JobExit:
         process = self._process
@@ -110,6 +114,8 @@ class LocalJob:
             kill_group(self.pgid)
         with anyio.CancelScope(shield=True):
             await self._process.aclose()
+        if self._registration is not None:
+            self._registration.release()
 
 
 class ClientJob:

@@ -1,9 +1,10 @@
 """Running a command locally: its own process group, capped output, nothing left behind.
 
 The command starts in a new session (`start_new_session=True`), so it leads a
-process group of its own; every way a run ends — timeout, cancellation, or
-the command exiting while children it started still run — ends with SIGKILL
-to the whole group, and the process is reaped. Output (stdout and stderr
+process group of its own, registered before it runs (`acp_agent.process_groups`:
+if the agent dies, its reaper ends the group); every way a run ends — timeout,
+cancellation, or the command exiting while children it started still run —
+ends with SIGKILL to the whole group, and the process is reaped. Output (stdout and stderr
 merged) is captured with a head and a tail kept and the middle counted, so
 any amount of output costs bounded memory.
 """
@@ -22,6 +23,7 @@ import anyio
 import anyio.abc
 import attrs
 
+from acp_agent.process_groups import Registration, process_groups
 from acp_agent.records import Record
 
 __all__ = (
@@ -84,17 +86,24 @@ class OutputCapture:
 
 async def open_group(
     argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None
-) -> anyio.abc.Process:
-    """Start `argv` leading a process group of its own: stdin empty, stdout and stderr merged."""
-    return await anyio.open_process(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-    )
+) -> tuple[anyio.abc.Process, Registration | None]:
+    """Start `argv` leading a process group of its own: stdin empty, stdout and stderr merged.
+
+    The group is registered before the command runs; returns the process and its
+    registration (None where the process registers no groups), to `release` once the
+    group is over.
+    """
+    with process_groups().gate(argv, env=env, cwd=cwd) as gate:
+        process = await anyio.open_process(
+            gate.argv,
+            stdin=gate.stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+        return process, gate.admit(process.pid)
 
 
 async def follow_output(
@@ -140,6 +149,8 @@ class LocalExit(Record):
     #: The signal name (e.g. "SIGKILL") when a signal ended it.
     signal: str | None
     timed_out: bool
+    #: Why nothing would have ended it had the agent died (see `Registration.unguarded`).
+    unguarded: str | None = None
 
 
 def kill_group(pgid: int) -> None:
@@ -169,7 +180,7 @@ async def run_local(
     Cancelling the caller kills the group (and re-raises); so does the
     timeout, which is reported as `timed_out`.
     """
-    process = await open_group(argv, cwd=cwd, env=env)
+    process, registration = await open_group(argv, cwd=cwd, env=env)
     pgid = process.pid
     try:
         with anyio.move_on_after(timeout_s) as deadline:
@@ -179,7 +190,10 @@ async def run_local(
         with anyio.CancelScope(shield=True):
             kill_group(pgid)
             await process.aclose()
+            if registration is not None:
+                registration.release()
+    unguarded = None if registration is None else registration.unguarded
     code = process.returncode
     if code is not None and code < 0:
-        return LocalExit(None, signal_name(-code), timed_out)
-    return LocalExit(code, None, timed_out)
+        return LocalExit(None, signal_name(-code), timed_out, unguarded)
+    return LocalExit(code, None, timed_out, unguarded)

@@ -44,6 +44,7 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
+from acp_agent.process_groups import process_groups
 from acp_agent.records import Record
 from acp_agent.tools._args import optional_bool, optional_int, optional_str, require_str
 from acp_agent.tools._common import fenced, short
@@ -450,14 +451,17 @@ def _json_text(field: Mapping[str, Any]) -> str:
 async def _ripgrep(executable: str, query: _Query) -> tuple[list[GrepMatch], bool]:
     target = query.target.path
     directory = target if target.is_dir() else target.parent
-    process = await anyio.open_process(
-        _ripgrep_command(executable, query),
-        cwd=directory,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    # A group of its own, registered before it runs (ended with the agent if it dies).
+    with process_groups().gate(_ripgrep_command(executable, query), cwd=directory) as gate:
+        process = await anyio.open_process(
+            gate.argv,
+            cwd=directory,
+            stdin=gate.stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        registration = gate.admit(process.pid)
     matches: list[GrepMatch] = []
     truncated = False
     errors = bytearray()
@@ -494,6 +498,8 @@ async def _ripgrep(executable: str, query: _Query) -> tuple[list[GrepMatch], boo
         with anyio.CancelScope(shield=True):
             kill_group(process.pid)
             await process.aclose()
+            if registration is not None:
+                registration.release()
     if process.returncode == 2 and not truncated and not matches:
         message = bytes(errors).decode("utf-8", "replace").strip()
         raise ToolInputError(f"ripgrep refused the search: {message}")

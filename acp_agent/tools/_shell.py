@@ -207,6 +207,14 @@ def _unanswered_result(
     )
 
 
+def _unguarded_note(why: str) -> str:
+    """What the person reads of a command nothing would end if the agent were killed."""
+    return (
+        f"Note: this command could not be registered for cleanup ({why}): if the agent is "
+        "killed while it runs, it keeps running."
+    )
+
+
 def _status_line(exit_code: int | None, signal: str | None, timed_out: bool, timeout_s: int) -> str:
     if timed_out:
         return f"Timed out after {timeout_s} s; the command and its children were killed."
@@ -332,6 +340,7 @@ class ShellTool(Record):
         except JobLimitReached as exc:
             return _not_started(exc)
         terminal: list[str] = []
+        unguarded: list[str] = []
 
         async def spawn() -> JobProcess:
             if context.client.has_terminals:
@@ -351,9 +360,12 @@ class ShellTool(Record):
                 # Embedded at once (before any release): the person watches it live.
                 await context.progress.content([TerminalContent(job.terminal_id)])
                 return job
-            return await LocalJob.spawn(
+            local = await LocalJob.spawn(
                 [_shell(), "-c", call.command], cwd=call.cwd.path, env=_environment()
             )
+            if local.unguarded is not None:
+                unguarded.append(local.unguarded)
+            return local
 
         try:
             started = await jobs.start(call.command, cwd, spawn)
@@ -371,6 +383,9 @@ class ShellTool(Record):
             "when it ends during this prompt, else at your next one; "
             f"`/jobs stop {started.job_id[:12]}` stops it."
         )
+        if unguarded:
+            text += "\n" + _unguarded_note(unguarded[0])
+            shown += "\n" + _unguarded_note(unguarded[0])
         content: tuple[ContentPart, ...] = (TextContent(shown),)
         if terminal:
             content = (TerminalContent(terminal[0]), TextContent(shown))
@@ -436,6 +451,10 @@ class ShellTool(Record):
             if streaming
             else (TextContent(model_text),)
         )
+        if ended.unguarded is not None:
+            note = _unguarded_note(ended.unguarded)
+            model_text += f"\n{note}"
+            content = (*content[:1], TextContent(note)) if streaming else (TextContent(model_text),)
         return ToolResult(
             content=content,
             model_text=model_text,

@@ -18,9 +18,11 @@ from typing import Any
 
 import anyio
 
-from acp_agent.capabilities import PermissionMode
+from acp_agent.capabilities import BRANCHES, LineState, PermissionMode
 from acp_agent.core import (
     Batch,
+    BranchShown,
+    NotificationReceived,
     StoreFull,
     Turn,
     TurnEnded,
@@ -30,7 +32,7 @@ from acp_agent.core import (
     new_id,
 )
 from acp_agent.store import MemoryStore
-from tests.capabilities.support import CountingTool, in_process_agent
+from tests.capabilities.support import CountingTool, in_process_agent, payloads_of
 
 SCRIPT = {
     "replies": [
@@ -126,3 +128,72 @@ async def test_a_turn_settles_whatever_write_fails_and_the_branch_goes_on_once_h
             assert open_turn is None
             # The tool never ran twice.
             assert tool.runs <= 1
+
+
+BRANCH_SCRIPT = {
+    "replies": [
+        [
+            {"tool_call": {"name": "branch", "arguments": {"task": "Count", "title": "w"}}},
+            # Far longer than the test may take: it returns because the branch ended.
+            {"tool_call": {"name": "branch_wait", "arguments": {"timeout_s": 600}}},
+        ],
+        [{"text": "Told."}],
+    ],
+    "branches": [
+        {
+            "title": "w",
+            "replies": [
+                [{"tool_call": {"name": "count", "arguments": {"label": "w"}}}],
+                [{"sleep_ms": 100}, {"text": "Streaming a reply the store cannot take."}],
+            ],
+        }
+    ],
+}
+
+
+async def test_a_branch_whose_work_cannot_be_recorded_ends_failed_and_main_is_told_once_healed(
+    tmp_path: Path,
+):
+    store = FullStore(None)
+    tool = CountingTool(tmp_path / "counter.txt")
+    async with in_process_agent(
+        BRANCH_SCRIPT,
+        tmp_path,
+        store=store,
+        tools=lambda: [tool],  # type: ignore[arg-type]
+    ) as agent:
+        agent.controls.mode = PermissionMode.BYPASS
+        manager = agent.session.scope.get(BRANCHES)
+        first = TurnId(new_id("turn"))
+        turn = await agent.loop.start_turn(first, [{"type": "text", "text": "Go"}])
+        with anyio.fail_after(10):
+            while tool.runs == 0:  # noqa: ASYNC110 - the branch's side effect is a file
+                await anyio.sleep(0.005)
+        store.fail_from = store.appends + 1  # the disk fills
+        with anyio.fail_after(10):  # `branch_wait` returned as the branch ended
+            await turn.wait_settled()
+        [line] = manager.lines()
+        assert line.state is LineState.FAILED
+        assert line.why_ended() == (
+            "the disk was full, so its work could not be recorded and it stopped"
+        )
+        store.heal()
+        again = await agent.prompt("Again")
+        assert await agent.wait_turn_over(again) == TurnEnded(again, "end_turn")
+        main_history = await agent.history()
+        child_history = await line.branch.read(gt=line.branch.cut_seq)
+        shown: dict[str, BranchShown] = {}
+        for payload in payloads_of(main_history, BranchShown):
+            shown[payload.display_id] = payload
+    told = [
+        p for p in payloads_of(main_history, NotificationReceived) if p.source.startswith("branch/")
+    ]
+    assert len(told) == 1
+    assert "failed: the disk was full" in told[0].text
+    assert shown
+    assert all(p.done and p.state == "failed" for p in shown.values()), shown
+    # The branch's own record: its cut-short turn ended, once, recorded once space was back.
+    [ending] = payloads_of(child_history, TurnEnded, TurnInterrupted)
+    [adopted] = payloads_of(child_history, UserInputAdopted)
+    assert ending == TurnEnded(adopted.input_id, "error")
+    assert tool.runs == 1

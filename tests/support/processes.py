@@ -7,7 +7,17 @@ import signal
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-__all__ = ("alive", "children_of", "command_lines", "group_members", "reset_signals")
+from acp_agent.process_marks import start_mark
+
+__all__ = (
+    "alive",
+    "children_of",
+    "command_lines",
+    "descendants_of",
+    "group_members",
+    "reset_signals",
+    "still_running",
+)
 
 
 def reset_signals(signals: Collection[signal.Signals]) -> Callable[[], None] | None:
@@ -72,6 +82,28 @@ def children_of(ppid: int, *, command_contains: str = "") -> list[int]:
         if command_contains in command:
             children.append(pid)
     return sorted(children)
+
+
+def descendants_of(pid: int) -> dict[int, str]:
+    """Every live process below `pid` (children, theirs, ...): pid -> its start mark, to
+    tell it from a later process given the same pid (`still_running`)."""
+    living = _living()
+    found: dict[int, str] = {}
+    parents = {pid}
+    while parents:
+        children = {child for child, (ppid, _) in living.items() if ppid in parents}
+        children -= found.keys()
+        for child in children:
+            mark = start_mark(child)
+            if mark is not None:
+                found[child] = mark
+        parents = children
+    return found
+
+
+def still_running(processes: dict[int, str]) -> list[int]:
+    """Which of `processes` (pid -> start mark, from `descendants_of`) are still alive."""
+    return sorted(pid for pid, mark in processes.items() if alive(pid) and start_mark(pid) == mark)
 
 
 def command_lines() -> dict[int, list[str]]:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 
 from acp_agent.capabilities import TerminalContent, TextContent, ToolInputError, ToolKind
+from acp_agent.process_groups import GroupRegistry, process_groups, use_process_groups
 from acp_agent.tools import ShellTool
 from acp_agent.tools._shell import CLIENT_OUTPUT_LIMIT, HEAD_BYTES, STREAM_LIMIT_BYTES, TAIL_BYTES
 from tests.tools.editor import EditorBridge
@@ -255,3 +257,28 @@ def test_a_plain_read_list_or_search_says_what_it_reads(
     presentation = SHELL.present({"command": command}, [workspace])
     assert presentation.title == (title or f"Run `{command}`")
     assert presentation.kind is ToolKind.EXECUTE  # still a command, asked about as one
+
+
+@pytest.fixture
+def unregistrable(tmp_path: Path) -> Iterator[None]:
+    """Groups registered nowhere: no reaper, and a file where the notes' folder should be."""
+    taken = tmp_path / "jobs"
+    taken.write_text("not a folder")
+    before = process_groups()
+    use_process_groups(GroupRegistry(taken, reaper=False))
+    try:
+        yield
+    finally:
+        use_process_groups(before)
+
+
+@pytest.mark.usefixtures("unregistrable")
+async def test_a_command_registered_nowhere_still_runs_and_the_person_is_told(
+    workspace: Path,
+) -> None:
+    result = await Session([workspace]).run(SHELL, {"command": "echo hi"})
+    assert "hi\n" in result.model_text
+    assert not result.is_error
+    assert "Note: this command could not be registered for cleanup (" in result.model_text
+    assert result.model_text.endswith("if the agent is killed while it runs, it keeps running.")
+    assert result.content == (TextContent(result.model_text),)

@@ -135,7 +135,9 @@ class RuntimeHost:
             store = await opening
         except Exception as exc:
             logger.exception("the store could not be opened")
-            ready.set_exception(RuntimeUnavailable(f"the session store could not be opened: {exc}"))
+            unavailable = RuntimeUnavailable(f"the session store could not be opened: {exc}")
+            unavailable.__cause__ = exc  # a full disk is answered as one (`wire_errors`)
+            ready.set_exception(unavailable)
             return
         try:
             async with open_runtime(store, registry=registry) as runtime:

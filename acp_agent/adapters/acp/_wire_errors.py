@@ -6,6 +6,11 @@
 Inside the block, an error the core, the store or the runtime host raises is
 answered as the table says; anything else propagates (a handler's own
 `AcpError`, or a bug, which the connection answers -32603 and logs).
+
+A store that cannot be written (ACP has no code for it) is -32603 with
+`data: {"acp-agent": {"error": {"kind", "message", "location"}}}`, the kind
+`storage_full` (its message names the disk and the store's folder) or
+`storage_unavailable`, as a prompt's answer names them in its `_meta`.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from acp_agent.adapters.acp._host import RuntimeUnavailable
 from protocol.errors import AcpError, InternalError, InvalidParams, InvalidRequest, ResourceNotFound
@@ -43,6 +49,61 @@ def _internal(exc: Exception, session_id: str | None, field: str | None) -> AcpE
     return InternalError(f"Internal error: {exc}")
 
 
+def _storage(exc: Exception, session_id: str | None, field: str | None) -> AcpError:
+    """A store that cannot be written: a full disk names the disk and the store's folder."""
+    from acp_agent.core import StoreFull  # loaded by now (the table matched a store error)
+
+    if not isinstance(exc, StoreFull):
+        return InternalError(f"Internal error: {exc}", _storage_data(exc))
+    where = getattr(exc, "location", None)
+    folder = Path(where).parent if where else None
+    message = (
+        f"Internal error: the disk at {_mount_point(folder)} is full, so the session store "
+        f"in {folder} cannot be written; free some space there and try again"
+        if folder is not None
+        else "Internal error: the disk is full, so the session store cannot be written"
+    )
+    return InternalError(message, _storage_data(exc))
+
+
+def _unavailable(exc: Exception, session_id: str | None, field: str | None) -> AcpError:
+    """The runtime could not open: named as the store's failure when that was the cause."""
+    from acp_agent.core import StoreFull, StoreUnavailable  # the core loads with a session
+
+    cause = exc.__cause__
+    if isinstance(cause, StoreFull):
+        return _storage(cause, session_id, field)
+    if isinstance(cause, StoreUnavailable):
+        return InternalError(f"Internal error: {exc}", _storage_data(cause))
+    return _internal(exc, session_id, field)
+
+
+def _storage_data(exc: Exception) -> dict[str, object]:
+    """`data` of a store error's answer: `{"acp-agent": {"error": {kind, message, location}}}`."""
+    from acp_agent.core import StoreFull  # loaded by now (the table matched a store error)
+
+    error = {"kind": "storage_full" if isinstance(exc, StoreFull) else "storage_unavailable"}
+    error["message"] = str(exc)
+    where = getattr(exc, "location", None)
+    if where:
+        error["location"] = str(Path(where).parent)
+    return {"acp-agent": {"error": error}}
+
+
+def _mount_point(folder: Path) -> Path:
+    """The mount point of the file system `folder` (or its nearest existing parent) is on."""
+    path = folder
+    try:
+        while not path.exists() and path != path.parent:
+            path = path.parent
+        device = path.stat().st_dev
+        while path != path.parent and path.parent.stat().st_dev == device:
+            path = path.parent
+    except OSError:
+        return folder
+    return path
+
+
 _Row = tuple[type[Exception], Callable[[Exception, str | None, str | None], AcpError]]
 
 
@@ -50,14 +111,15 @@ _Row = tuple[type[Exception], Callable[[Exception, str | None, str | None], AcpE
 def _table() -> tuple[_Row, ...]:
     """Most specific first: `SessionHeld` and `StoreNotFound` are `StoreError`s too.
     Built on first use: the core loads with the first session, not with `initialize`."""
-    from acp_agent.core import IllegalCut, SessionHeld, StoreError, StoreNotFound
+    from acp_agent.core import IllegalCut, SessionHeld, StoreError, StoreNotFound, StoreUnavailable
 
     return (
         (StoreNotFound, _not_found),
         (SessionHeld, _held),
         (IllegalCut, _illegal_cut),
+        (StoreUnavailable, _storage),
         (StoreError, _internal),
-        (RuntimeUnavailable, _internal),
+        (RuntimeUnavailable, _unavailable),
     )
 
 

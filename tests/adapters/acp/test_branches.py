@@ -459,7 +459,10 @@ async def test_a_branch_killed_mid_step_is_interrupted_never_rerun_and_the_sessi
     assert statuses(now) == ["failed"]
     assert listed.stop_reason == types.StopReason.END_TURN
     table = agent_text(again.updates_for(session_id)[len(replayed) + len(turn) :])
-    assert "- victim: interrupted, last activity" in table
+    assert (
+        "- victim: interrupted: the agent stopped while it worked; it is not re-run, last activity"
+        in table
+    )
 
 
 async def test_a_branch_report_reaches_the_main_line_request_as_a_notification(tmp_path: Path):

@@ -31,7 +31,7 @@ from tests.support.fake_provider import (
     openai_reply,
     openai_tool_calls,
 )
-from tests.support.processes import alive, group_members
+from tests.support.processes import alive, children_of, group_members
 from tests.tools.editor import EditorBridge
 
 pytestmark = pytest.mark.e2e
@@ -328,7 +328,7 @@ async def test_the_agent_exiting_ends_its_jobs(tmp_path: Path):
         await wait_for(lambda: group_members(pgid) == [])
 
 
-async def test_after_sigkill_a_surviving_job_is_killed_and_shown_interrupted(tmp_path: Path):
+async def test_after_sigkill_a_job_ends_with_the_agent_and_is_shown_interrupted(tmp_path: Path):
     workspace = workspace_in(tmp_path)
     home = tmp_path / "home"
     with FakeProviderServer() as server:
@@ -348,10 +348,9 @@ async def test_after_sigkill_a_surviving_job_is_killed_and_shown_interrupted(tmp
             assert client.process is not None
             os.kill(client.process.pid, signal.SIGKILL)
             await client.process.wait()
-        survived = group_members(pgid)
+        # Its reaper ended the job's whole group at once: no restart needed.
+        await wait_for(lambda: group_members(pgid) == [])
         async with running_agent(home, env=env, client=allowing()) as again:
-            # The new agent ends what the dead one left as it starts, before any load.
-            await wait_for(lambda: group_members(pgid) == [])
             await again.load(session_id, workspace)
             loaded = len(again.updates_for(session_id))
             await anyio.sleep(0.3)
@@ -363,7 +362,6 @@ async def test_after_sigkill_a_surviving_job_is_killed_and_shown_interrupted(tmp
             turn = again.updates_for(session_id)[before_turn:]
         bodies = [r.json() for r in server.requests]
 
-    assert len(survived) == 2  # its own process group outlived the agent
     assert after_load == []  # nothing after the load's response
     assert listed.stop_reason == types.StopReason.END_TURN
     assert "was interrupted" in table
@@ -378,6 +376,40 @@ async def test_after_sigkill_a_surviving_job_is_killed_and_shown_interrupted(tmp
         "The background job `echo $$ > job.pid; sleep 1000 & wait` was interrupted: the agent "
         "stopped while it ran; it is not re-run."
     )
+
+
+async def test_a_job_both_the_agent_and_its_reaper_left_ends_before_initialize_is_answered(
+    tmp_path: Path,
+):
+    workspace = workspace_in(tmp_path)
+    home = tmp_path / "home"
+    with FakeProviderServer() as server:
+        server.add(shell("c1", "echo $$ > job.pid; sleep 1000 & wait"), openai_reply("Started."))
+        async with running_agent(
+            home, env=openai_env(server.base_url), client=allowing()
+        ) as client:
+            session_id = await client.new_session(workspace)
+            await client.prompt(session_id, "Start it")
+            await wait_for(lambda: (workspace / "job.pid").read_text().strip() != "")
+            pgid = int((workspace / "job.pid").read_text())
+            await wait_for(lambda: len(group_members(pgid)) == 2)
+            assert client.process is not None
+            [reaper] = children_of(client.process.pid, command_contains="process_groups._reaper")
+            os.kill(reaper, signal.SIGKILL)  # both killed at once: only the disk note is left
+            os.kill(client.process.pid, signal.SIGKILL)
+            await client.process.wait()
+        await anyio.sleep(0.3)
+        survived = group_members(pgid)
+        async with running_agent(home, env=openai_env(server.base_url)):
+            # The new agent's sweep ended it before `initialize` was answered.
+            swept = group_members(pgid)
+    try:
+        assert len(survived) == 2
+        assert swept == []
+        assert list((home / "data" / "jobs").glob("*.json")) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
 
 
 async def test_the_job_limit_refuses_and_names_it(tmp_path: Path):

@@ -1,4 +1,4 @@
-"""Killing what a dead agent left running: start marks and the job registry, with real processes."""
+"""Killing what a dead agent left running: start marks and the notes on disk, real processes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities import JobRegistry
+from acp_agent.process_groups import GroupNotes
 from acp_agent.process_marks import GONE, kill_group_of, start_mark
 from tests.support.processes import alive, group_members
 
@@ -69,14 +69,14 @@ def test_members_left_after_their_leader_died_are_still_killed():
     assert _gone(leader.pid)
 
 
-def test_the_sweep_kills_jobs_of_a_dead_agent_and_leaves_a_live_agents(tmp_path: Path):
+def test_the_sweep_kills_groups_of_a_dead_agent_and_leaves_a_live_agents(tmp_path: Path):
     dead_agent = subprocess.Popen([sys.executable, "-c", "pass"])
     dead_agent.wait()
     orphan = _group("sleep 1000 & wait")
     kept = _group("sleep 1000 & wait")
     try:
-        registry = JobRegistry(tmp_path)
-        registry.add("job_kept", kept.pid, start_mark(kept.pid))  # ours: this agent runs
+        notes = GroupNotes(tmp_path)
+        assert notes.add("job_kept", kept.pid, start_mark(kept.pid)) is None  # ours: we run
         (tmp_path / "job_orphan.json").write_text(
             json.dumps(
                 {
@@ -88,11 +88,11 @@ def test_the_sweep_kills_jobs_of_a_dead_agent_and_leaves_a_live_agents(tmp_path:
             )
         )
         (tmp_path / "job_broken.json").write_text("{")
-        assert JobRegistry(tmp_path).sweep() == 1
+        assert GroupNotes(tmp_path).sweep() == 1
         assert _gone(orphan.pid)
         assert alive(kept.pid)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["job_kept.json"]
-        registry.remove("job_kept")
+        notes.remove("job_kept")
         assert list(tmp_path.iterdir()) == []
     finally:
         for process in (orphan, kept):
