@@ -251,15 +251,17 @@ class BranchManager:
         await child.dispatcher.subscribe_rebuilt(line.follower)
         for watcher in list(self._watchers):
             await watcher.line_attached(line)
+        closed = False
         if not line.state.working:
             # A dead agent left it shown working: those showings end now, before a replay.
             for display_id in left_open:
                 line.display_id, line.display_recorded, line.display_done = display_id, True, False
                 await self._close_showing(line)
+                closed = True
         if line.turns_ended > line.notified:
             # It ended while nothing could tell main (a restart cut it short): tell main
-            # now, and show it in main's next turn.
-            await self._ended(line)
+            # now, and show it in main's next turn (unless its row was just ended above).
+            await (self._notify(line) if closed else self._ended(line))
         return line
 
     # --- main's turns -------------------------------------------------------------------
@@ -504,6 +506,8 @@ class BranchManager:
             line.display_done = True  # never on record: nothing shows it
             return
         await self._record_shown(line, line.state.value, [*line.lines], done=True)
+        if line.display_done:
+            line.unshown = False  # it shows the child as it is now: no second row for it
 
     async def _notify(self, line: ChildLine) -> None:
         """Tell main the child's turn ended, with its report."""

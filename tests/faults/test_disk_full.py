@@ -220,7 +220,7 @@ async def test_a_full_disk_while_a_branch_streams_ends_it_and_the_main_line_is_t
     assert full.meta is not None
     assert full.meta["acp-agent"]["error"]["kind"] == "storage_full"
     assert listed.stop_reason == types.StopReason.END_TURN
-    assert "| streamer | failed: the disk was full" in table
+    assert "- streamer: failed: the disk was full" in table
     assert healed.stop_reason == types.StopReason.END_TURN
     assert "error" not in (healed.meta or {}).get("acp-agent", {})
     assert store_problems(database) == []

@@ -216,9 +216,8 @@ async def test_kill_9_with_branches_working_leaves_nothing_running_and_they_repl
             assert last_status(row) == "failed", row
             assert row[-1].meta["branch"]["state"] == "interrupted"
             assert "The agent stopped while it worked; it is not re-run." in row_text(row)
-    assert (
-        "| worker | interrupted: the agent stopped while it worked; it is not re-run |"
-        in "".join(u.content.text for u in table if isinstance(u, types.AgentMessageChunk))
+    assert "- worker: interrupted: the agent stopped while it worked; it is not re-run," in "".join(
+        u.content.text for u in table if isinstance(u, types.AgentMessageChunk)
     )
     assert "worker': interrupted" in tool_result(asked, "Branch status")
     assert len(notifications_to_main(database)) == 1

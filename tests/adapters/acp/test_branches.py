@@ -448,15 +448,16 @@ async def test_a_branch_killed_mid_step_is_interrupted_never_rerun_and_the_sessi
         listed = await again.prompt(session_id, "/branches")
 
     assert marker.read_text() == "ran\n"  # nothing re-ran
-    # The replay shows the branch as the live turn did (still working at its end).
+    # The load ends the showing the agent's death left open, before it replays it:
+    # failed, saying why, never still in progress.
     [was] = showings(replayed, "victim")
     assert text_of(was[-1]) == (
-        "→ Run `echo ran >> runs.txt && sleep 30`\n"
-        "Still working; its end shows at your next prompt."
+        "✗ Run `echo ran >> runs.txt && sleep 30`\n"
+        "The agent stopped while it worked; it is not re-run."
     )
-    [now] = showings(turn, "victim")
-    assert now[0].meta["branch"]["state"] == "interrupted"  # type: ignore[index]
-    assert statuses(now) == ["failed"]
+    assert statuses(was)[-1] == "failed"
+    assert was[-1].meta["branch"]["state"] == "interrupted"  # type: ignore[index]
+    assert showings(turn, "victim") == []  # already shown ended: no second row
     assert listed.stop_reason == types.StopReason.END_TURN
     table = agent_text(again.updates_for(session_id)[len(replayed) + len(turn) :])
     assert (
