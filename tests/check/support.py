@@ -59,7 +59,7 @@ async def _check(command: Sequence[str], limit: asyncio.Semaphore, **bounds: flo
     async with limit:
         checker = Checker(command, **bounds)
         findings = await checker.run()
-        return Outcome(findings, checker.run_state.stopped, checker.cut_short, checker.pids)
+        return Outcome(findings, checker.stopped, checker.cut_short, checker.pids)
 
 
 def check_all(

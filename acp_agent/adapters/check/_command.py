@@ -110,7 +110,7 @@ def main(argv: Sequence[str]) -> int:
         deadline_s=args.deadline,
     )
     findings = asyncio.run(checker.run())
-    print(report(findings, as_json=args.json, stopped=checker.run_state.stopped))
+    print(report(findings, as_json=args.json, stopped=checker.stopped))
     return exit_status(findings, strict=args.strict)
 
 

@@ -74,6 +74,11 @@ class Checker:
         self.elapsed_s = 0.0
 
     @property
+    def stopped(self) -> str:
+        """Why the run ended before every rule was reached ("" when it did not)."""
+        return self.run_state.stopped
+
+    @property
     def pids(self) -> list[int]:
         """The process (and process group) id of every agent process started."""
         return self.run_state.pids
