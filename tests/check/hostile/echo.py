@@ -1,10 +1,8 @@
-"""Writes back every line it reads, as a misconfigured relay would, after a greeting
-and a batch of its own: a client that answers garbage or arrays loops with it."""
+"""Echoes every line it reads back as chat ("echo: ..."), as a misconfigured relay
+would: a client that answers what it cannot parse feeds it forever."""
 
 import sys
 
-print("hello?", flush=True)
-print("[1, 2, 3]", flush=True)
 for line in sys.stdin:
-    sys.stdout.write(line)
+    sys.stdout.write("echo: " + line)
     sys.stdout.flush()

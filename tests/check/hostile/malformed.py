@@ -1,5 +1,9 @@
-"""Answers every request with one malformed shape (`SHAPES`), or, with --after-initialize,
-every request but a good initialize that advertises everything (so every probe runs)."""
+"""Answers every request with one malformed shape (`SHAPES`), but those whose methods
+follow --good: those are answered well (initialize advertising everything, so every
+probe behind it runs).
+
+    malformed.py SHAPE [--good METHOD ...]
+"""
 
 import json
 import sys
@@ -48,13 +52,16 @@ SHAPES = {
 }
 
 shape = SHAPES[sys.argv[1]]
-after_initialize = "--after-initialize" in sys.argv
+#: Methods answered well (initialize advertising everything), named after --good.
+good = set(sys.argv[sys.argv.index("--good") + 1 :]) if "--good" in sys.argv else set()
 for line in sys.stdin:
     message = json.loads(line)
     if "id" not in message:
         continue
-    if after_initialize and message.get("method") == "initialize":
-        answer = {**reply(message), "result": EVERYTHING}
+    if message.get("method") in good:
+        answer = reply(message)
+        if message["method"] == "initialize":
+            answer["result"] = EVERYTHING
     else:
         answer = shape(message["id"])
     print(answer if isinstance(answer, str) else json.dumps(answer), flush=True)
