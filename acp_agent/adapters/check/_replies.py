@@ -37,8 +37,8 @@ def short(value: Any, limit: int = 100) -> str:
     else:
         try:
             words = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        except (TypeError, ValueError):
-            words = repr(value)
+        except (TypeError, ValueError, RecursionError):
+            words = f"(a JSON {type(value).__name__} too deep to show)"
     return words if len(words) <= limit else words[:limit] + "…"
 
 

@@ -66,7 +66,7 @@ async def _config_options(run: Run, probe: Probe, session_id: str, options: Any)
         run.find(rule_id, Verdict.NOT_APPLICABLE, "session/new offered no configOptions")
         return
     problems = _option_problems(options)
-    switchable = [o for o in options if len(_values(o)) > 1]
+    switchable = [o for o in options if _other_value(o) is not None]
     # A mode or an effort rather than the model: switching models may need an account.
     switchable.sort(key=lambda o: dig(o, "category") in ("model", "model_config"))
     if problems or not switchable:
@@ -78,7 +78,7 @@ async def _config_options(run: Run, probe: Probe, session_id: str, options: Any)
         return
     option = switchable[0]
     config_id, current = dig(option, "id"), dig(option, "currentValue")
-    other = next(v for v in _values(option) if v != current)
+    other = _other_value(option)
     try:
         reply = await probe.request(
             methods.SESSION_SET_CONFIG_OPTION,
@@ -129,6 +129,12 @@ def _option_problems(options: list[Any]) -> list[str]:
             current = short(dig(option, "currentValue"), 40)
             problems.append(f"option {name}: currentValue {current} is not one of its values")
     return problems
+
+
+def _other_value(option: Any) -> str | None:
+    """A value of a select option other than its current one, if it offers one."""
+    current = dig(option, "currentValue")
+    return next((v for v in _values(option) if v != current), None)
 
 
 def _values(option: Any) -> list[Any]:
