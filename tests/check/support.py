@@ -10,24 +10,28 @@ milliseconds.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
+import pickle
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import attrs
+import pytest
 
 from acp_agent.adapters.check._command import exit_status
 from acp_agent.adapters.check._report import report
 from acp_agent.adapters.check._rules import Finding
 from acp_agent.adapters.check._runs import Checker
 
-__all__ = ("HERE", "Outcome", "check_all", "left_running")
+__all__ = ("HERE", "Outcome", "check_all", "left_running", "once", "python")
 
 HERE: Final = Path(__file__).resolve().parent
 #: Checks run side by side (agents take milliseconds; the checker mostly waits).
 _AT_ONCE: Final = 12
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -103,3 +107,21 @@ def left_running(pids: Sequence[int]) -> list[int]:
         if state != "Z" and (int(pgrp) in groups or pid in groups):
             alive.append(pid)
     return [p for p in alive if p != os.getpid()]
+
+
+def once(factory: pytest.TempPathFactory, name: str, compute: Callable[[], T]) -> T:
+    """`compute()`, run once per test session even across xdist's workers: the first
+    worker to ask computes it under a lock and leaves it for the others to read (a
+    module's tests may be spread over several workers)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return compute()
+    # The workers' temporary folders share a parent that is this session's own.
+    shared = factory.getbasetemp().parent / f"check-{name}.pickle"
+    with (shared.parent / f"check-{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shared.exists():
+            loaded: T = pickle.loads(shared.read_bytes())
+            return loaded
+        value = compute()
+        shared.write_bytes(pickle.dumps(value))
+        return value

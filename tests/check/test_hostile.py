@@ -14,11 +14,12 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from acp_agent.adapters.check._rules import RULES
-from tests.check.support import HERE, Outcome, check_all, left_running, python
+from tests.check.support import HERE, Outcome, check_all, left_running, once, python
 
 HOSTILE = HERE / "hostile"
 SHAPES = (
@@ -43,12 +44,13 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def child_pids(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("hostile") / "pids"
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+    """Each hostile agent's check, and (as "pids") what the wrapper's children were."""
+    return once(tmp_path_factory, "hostile", lambda: _check_hostile(tmp_path_factory))
 
 
-@pytest.fixture(scope="module")
-def hostile(child_pids: Path) -> dict[str, Outcome]:
+def _check_hostile(factory: pytest.TempPathFactory) -> dict[str, Any]:
+    child_pids = factory.mktemp("hostile") / "pids"
     os.environ["HOSTILE_PIDS"] = str(child_pids)  # the wrapper records its child there
     os.environ["PYTHON"] = sys.executable
     commands = {
@@ -60,24 +62,27 @@ def hostile(child_pids: Path) -> dict[str, Outcome]:
         commands[shape] = python(HOSTILE / "malformed.py", shape)
         commands[f"{shape}+"] = python(HOSTILE / "malformed.py", shape, "--good", "initialize")
     try:
-        return check_all(commands, timeout_s=1, quiet_s=0.3, deadline_s=60)
+        outcomes: dict[str, Any] = check_all(commands, timeout_s=1, quiet_s=0.3, deadline_s=60)
     finally:
         del os.environ["HOSTILE_PIDS"], os.environ["PYTHON"]
+    outcomes["pids"] = [int(p) for p in child_pids.read_text().split()]
+    return outcomes
 
 
 def test_every_hostile_agent_gets_a_whole_report_and_leaves_nothing_running(
-    hostile: dict[str, Outcome], child_pids: Path
+    hostile: dict[str, Any],
 ) -> None:
-    recorded = [int(p) for p in child_pids.read_text().split()]
+    recorded = hostile["pids"]
     assert recorded, "the wrapper's child was started"
-    for name, outcome in hostile.items():
+    outcomes = {name: o for name, o in hostile.items() if name != "pids"}
+    for name, outcome in outcomes.items():
         assert [f.rule.id for f in outcome.findings] == [r.id for r in RULES], name
         assert not outcome.cut_short, (name, outcome.text)
         assert outcome.status in (0, 1)
         assert "checker error" not in outcome.text, (name, outcome.text)
         assert "Traceback" not in outcome.text
         assert outcome.verdicts["initialize-version"] in ("pass", "fail"), (name, outcome.text)
-    pids = [p for outcome in hostile.values() for p in outcome.pids]
+    pids = [p for outcome in outcomes.values() for p in outcome.pids]
     assert left_running([*pids, *recorded]) == []
 
 
