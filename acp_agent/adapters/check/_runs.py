@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Final
 
@@ -71,7 +70,6 @@ class Checker:
         self.deadline_s = deadline_s
         #: Set when the deadline ended the run early.
         self.cut_short = False
-        self.elapsed_s = 0.0
 
     @property
     def stopped(self) -> str:
@@ -86,7 +84,6 @@ class Checker:
     async def run(self) -> list[Finding]:
         """Every asked-for rule's finding, in catalogue order."""
         run = self.run_state
-        began = time.monotonic()
         whole = bool(EVERY_MESSAGE & run.only)
         current = ""
         try:
@@ -104,7 +101,6 @@ class Checker:
         finally:
             await _close_all(run)
             shutil.rmtree(run.scratch, ignore_errors=True)
-        self.elapsed_s = time.monotonic() - began
         _judge_every_message(run)
         return run.findings()
 
