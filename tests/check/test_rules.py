@@ -85,3 +85,18 @@ def test_json_lines_keep_their_shape() -> None:
         "requires": RULES[0].text,
         "source": RULES[0].source,
     }
+
+
+def test_the_documented_rules_table_is_the_catalogue() -> None:
+    # Wherever the reference lives (the README, or docs/ once it moves there).
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+    rows = [
+        line
+        for page in pages
+        if page.is_file()
+        for line in page.read_text().splitlines()
+        if re.match(r"\| `[a-z0-9-]+` \| (MUST|SHOULD) \|", line)
+    ]
+    documented = [tuple(cell.strip(" `") for cell in row.split("|")[1:4]) for row in rows]
+    assert documented == [(r.id, str(r.level), r.text) for r in RULES]
+    assert not any("research/" in row for row in rows)
