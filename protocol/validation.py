@@ -51,6 +51,10 @@ class WireValidator:
             self.schema, default_specification=referencing.jsonschema.DRAFT202012
         )
         self._registry = referencing.Registry().with_resource("urn:acp", resource)
+        # Built once per definition and per sub-schema: building one costs far more than
+        # validating a message with it, and a chatty peer sends thousands of one kind.
+        self._by_def: dict[str, jsonschema.Draft202012Validator] = {}
+        self._by_sub: dict[int, jsonschema.Draft202012Validator] = {}
 
     @cached_property
     def _by_method(self) -> dict[str, dict[str, list[str]]]:
@@ -91,6 +95,10 @@ class WireValidator:
             return [f"not UTF-8 JSON ({exc}): {line[:120]!r}"]
         if not isinstance(message, dict):
             return [f"not a JSON object: {line[:120]!r}"]
+        return self.message_problems(message, asked)
+
+    def message_problems(self, message: dict[str, Any], asked: dict[Any, str]) -> list[str]:
+        """Problems with one message (decoded) written by the agent."""
         if message.get("jsonrpc") != "2.0":
             return ['"jsonrpc" is not "2.0"']
         if "method" in message:
@@ -102,6 +110,10 @@ class WireValidator:
         extra = set(message) - _ENVELOPE_KEYS[kind]
         if extra:
             return [f"envelope keys outside JSON-RPC: {sorted(extra)}"]
+        if kind != "notification" and not isinstance(message["id"], int | float | str | None):
+            return [f"an id that is neither a number, a string nor null: {message['id']!r}"[:200]]
+        if "method" in message and not isinstance(message["method"], str):
+            return [f"a method that is not a string: {message['method']!r}"[:200]]
         if kind == "error":
             return self._against(message["error"], ["Error"], "error")
         if kind == "result":
@@ -117,13 +129,18 @@ class WireValidator:
         entry = self._by_method.get(method)
         if entry is None or not entry[role]:
             return [f"{method}: not a method of this schema"]
+        if role == "params" and self.defs[entry[role][0]].get("x-side") == "agent":
+            return [f"{method}: a method the agent serves, called by the agent"]
         return self._against(payload, entry[role], method)
 
     def _against(self, instance: Any, def_names: list[str], what: str) -> list[str]:
         problems: list[str] = []
         for def_name in def_names:
-            schema = {"$ref": f"urn:acp#/$defs/{def_name}"}
-            errors = sorted(self._validator(schema).iter_errors(instance), key=str)
+            validator = self._by_def.get(def_name)
+            if validator is None:
+                schema = {"$ref": f"urn:acp#/$defs/{def_name}"}
+                validator = self._by_def[def_name] = self._validator(schema)
+            errors = sorted(validator.iter_errors(instance), key=str)
             if not errors:
                 undefined = list(self._undefined_keys(instance, self.defs[def_name], "$"))
                 if not undefined:
@@ -154,8 +171,15 @@ class WireValidator:
             yield from self._applicable(sub, instance)
         for keyword in ("anyOf", "oneOf"):
             for sub in node.get(keyword, ()):
-                if self._validator(self._rooted(sub)).is_valid(instance):
+                if self._sub_validator(sub).is_valid(instance):
                     yield from self._applicable(sub, instance)
+
+    def _sub_validator(self, sub: dict[str, Any]) -> jsonschema.Draft202012Validator:
+        # Sub-schemas are parts of `self.defs`, alive as long as we are: their ids are stable.
+        validator = self._by_sub.get(id(sub))
+        if validator is None:
+            validator = self._by_sub[id(sub)] = self._validator(self._rooted(sub))
+        return validator
 
     def _rooted(self, sub: Any) -> Any:
         # Sub-schemas use "#/$defs/..." refs: resolve them against our registry's root.

@@ -1,29 +1,34 @@
 """`acp-agent check`: point our client side at any ACP agent and see which rules it keeps.
 
     acp-agent check [--json] [--only RULE ...] [--strict] [--prompt TEXT] [--timeout S]
-                    [--quiet S] -- AGENT COMMAND ...
+                    [--quiet S] [--deadline S] -- AGENT COMMAND ...
 
-Prints one row per rule: its id, level, verdict (pass, fail, inconclusive, not
-applicable) and evidence; `--json` prints one JSON object per rule instead. Exit
-status 1 when a MUST rule fails (with `--strict`, a SHOULD rule too), 2 on a usage
-error, 0 otherwise. Rules that need a model turn are inconclusive, never failed,
-for an agent that needs a login or has no model.
+Prints one row per rule: its id, level and verdict (pass, fail, inconclusive, not
+applicable), its evidence on indented lines below; `--json` prints one JSON object
+per rule instead. Exit status 1 when a MUST rule fails (with `--strict`, a SHOULD
+rule too), 2 on a usage error, 0 otherwise. Rules that need a model turn are
+inconclusive, never failed, for an agent that needs a login or has no model.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import logging
 import shutil
 import sys
 from collections.abc import Sequence
 
+from acp_agent.adapters.check._report import report
 from acp_agent.adapters.check._rules import RULES, Finding, Level, Verdict
-from acp_agent.adapters.check._runs import DEFAULT_PROMPT, DEFAULT_QUIET_S, Checker
+from acp_agent.adapters.check._runs import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_QUIET_S,
+    DEFAULT_TIMEOUT_S,
+    Checker,
+)
+from acp_agent.adapters.check._steps import DEFAULT_PROMPT
 
-__all__ = ("main", "parser", "report")
+__all__ = ("exit_status", "main", "parser")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -44,16 +49,24 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout",
         type=float,
-        default=30.0,
+        default=DEFAULT_TIMEOUT_S,
         metavar="S",
-        help="seconds to wait for an answer (default 30)",
+        help=f"seconds to wait for an answer (default {DEFAULT_TIMEOUT_S:g})",
     )
     parser.add_argument(
         "--quiet",
         type=float,
         default=DEFAULT_QUIET_S,
         metavar="S",
-        help="seconds to watch for updates after a response (default 1)",
+        help=f"seconds to watch for updates after a response (default {DEFAULT_QUIET_S:g})",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=DEFAULT_DEADLINE_S,
+        metavar="S",
+        help=f"seconds the whole check may take (default {DEFAULT_DEADLINE_S:g}); the rules "
+        "it does not reach are inconclusive, and the report says so",
     )
     parser.add_argument(
         "agent",
@@ -73,54 +86,35 @@ def main(argv: Sequence[str]) -> int:
     command = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
     known = {r.id for r in RULES}
     unknown = [name for name in args.only if name not in known]
-    if not command or unknown or args.timeout <= 0 or args.quiet <= 0:
-        why = (
-            f"unknown rule(s): {', '.join(unknown)}"
-            if unknown
-            else "--timeout and --quiet must be positive"
-            if args.timeout <= 0 or args.quiet <= 0
-            else "name the agent command after --"
-        )
+    bounds = (args.timeout, args.quiet, args.deadline)
+    why = (
+        f"unknown rule(s): {', '.join(unknown)}"
+        if unknown
+        else "--timeout, --quiet and --deadline must be positive"
+        if min(bounds) <= 0
+        else "name the agent command after --"
+        if not command
+        else f"no such command: {command[0]}"
+        if shutil.which(command[0]) is None
+        else ""
+    )
+    if why:
         print(f"acp-agent check: {why}", file=sys.stderr)
         return 2
-    if shutil.which(command[0]) is None:
-        print(f"acp-agent check: no such command: {command[0]}", file=sys.stderr)
-        return 2
-    # Our raw probes' answers reach the connection too, which warns of ids it did not
-    # send; they are expected here.
-    logging.getLogger("protocol").setLevel(logging.ERROR)
     checker = Checker(
-        command, only=args.only, prompt=args.prompt, timeout_s=args.timeout, quiet_s=args.quiet
+        command,
+        only=args.only,
+        prompt=args.prompt,
+        timeout_s=args.timeout,
+        quiet_s=args.quiet,
+        deadline_s=args.deadline,
     )
     findings = asyncio.run(checker.run())
-    print(report(findings, as_json=args.json))
+    print(report(findings, as_json=args.json, stopped=checker.stopped))
+    return exit_status(findings, strict=args.strict)
+
+
+def exit_status(findings: Sequence[Finding], *, strict: bool) -> int:
+    """1 when a MUST rule failed (with `strict`, any rule), else 0."""
     failed = {f.rule.level for f in findings if f.verdict is Verdict.FAIL}
-    return 1 if Level.MUST in failed or (args.strict and failed) else 0
-
-
-def report(findings: Sequence[Finding], *, as_json: bool = False) -> str:
-    """The findings as a table (or JSON lines)."""
-    if as_json:
-        return "\n".join(
-            json.dumps(
-                {
-                    "version": 1,
-                    "rule": f.rule.id,
-                    "level": str(f.rule.level),
-                    "verdict": str(f.verdict),
-                    "evidence": f.evidence,
-                    "requires": f.rule.text,
-                    "source": f.rule.source,
-                },
-                ensure_ascii=False,
-            )
-            for f in findings
-        )
-    width = max((len(f.rule.id) for f in findings), default=4)
-    rows = [f"{'rule':<{width}}  level   verdict         evidence"]
-    for f in findings:
-        rows.append(f"{f.rule.id:<{width}}  {f.rule.level:<6}  {f.verdict:<14}  {f.evidence}")
-    counts = {v: sum(1 for f in findings if f.verdict is v) for v in Verdict}
-    rows.append("")
-    rows.append(", ".join(f"{n} {v}" for v, n in counts.items() if n))
-    return "\n".join(rows)
+    return 1 if Level.MUST in failed or (strict and failed) else 0

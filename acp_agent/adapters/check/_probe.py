@@ -1,11 +1,15 @@
-"""The agent under test: one process of the checked command, seen through our client side.
+"""The agent under test seen through a client of our own: requests, answers, what arrives.
 
-`Probe` starts the command with our `ClientConnection` and keeps everything a
-rule may need as evidence: every line the agent wrote, with when it arrived, the
-lines we wrote, the lines that were not JSON, and the `fs/*` and `terminal/*`
-requests it made (which this client never advertises; they are answered with an
-error). Requests are typed (`call`) or raw (`raw_request`, for what the typed side
-refuses to send: an unknown method, a bad version).
+`Probe` speaks JSON-RPC to one `AgentProcess` the way a strict and careful client
+does: it sends requests and waits a bounded time for their responses, answers the
+agent's own requests (a permission question is declined, and every client method
+is refused: this client advertises none), and answers nothing else; a line that is
+not a request (garbage, an array, a stray response) is evidence, never something
+to reply to. Each line goes to the run's `WireJudge` as it arrives and to the open
+`Window`s; nothing else of it is kept.
+
+A request whose agent is gone fails at once (`NoAnswer`, naming how the process
+ended and its last stderr lines), never after the timeout.
 """
 
 from __future__ import annotations
@@ -15,183 +19,304 @@ import contextlib
 import itertools
 import json
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterator, Sequence
+from typing import Any, Final
 
-import attrs
-
+from acp_agent.adapters.check._judge import NOT_JSON, WireJudge
+from acp_agent.adapters.check._process import AgentProcess
+from acp_agent.adapters.check._replies import Reply, dig, short
 from protocol import methods, types
-from protocol.connection import ClientConnection
-from protocol.errors import MethodNotFound
 
-if TYPE_CHECKING:
-    from protocol._dispatch import Writer
-
-__all__ = ("Probe", "Received")
+__all__ = ("NoAnswer", "Probe", "Window")
 
 #: Client methods this checker never advertises: an agent must not call them.
-UNADVERTISED: Final = (
-    methods.FS_READ_TEXT_FILE,
-    methods.FS_WRITE_TEXT_FILE,
-    methods.TERMINAL_CREATE,
-    methods.TERMINAL_OUTPUT,
-    methods.TERMINAL_WAIT_FOR_EXIT,
-    methods.TERMINAL_KILL,
-    methods.TERMINAL_RELEASE,
+UNADVERTISED: Final = frozenset(
+    {
+        methods.FS_READ_TEXT_FILE,
+        methods.FS_WRITE_TEXT_FILE,
+        methods.TERMINAL_CREATE,
+        methods.TERMINAL_OUTPUT,
+        methods.TERMINAL_WAIT_FOR_EXIT,
+        methods.TERMINAL_KILL,
+        methods.TERMINAL_RELEASE,
+        methods.ELICITATION_CREATE,
+    }
 )
+_MESSAGE_CHUNKS: Final = frozenset(
+    {"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"}
+)
+#: The update kinds a turn produces (the rest describe the session: title, commands, usage).
+TURN_UPDATES: Final = frozenset({*_MESSAGE_CHUNKS, "tool_call", "tool_call_update", "plan"})
 
 
-@attrs.frozen
-class Received:
-    """One line the agent wrote, decoded when it is JSON, and when it came."""
+class NoAnswer(Exception):
+    """A request got no response: none in time, or the agent went away (`gone`)."""
 
-    at: float
-    line: bytes
-    message: Any
+    def __init__(self, why: str, *, gone: bool, before: bool = False) -> None:
+        super().__init__(why)
+        self.why = why
+        self.gone = gone
+        #: The agent was gone before the request was sent: nothing was asked of it.
+        self.before = before
 
 
-class Probe(ClientConnection):
-    """One process of the agent command, and what it did."""
+class Window:
+    """The updates of one session from when it opened: before and after a response.
 
-    def __init__(self, command: Sequence[str], *, timeout_s: float) -> None:
-        super().__init__()
-        self.command = list(command)
+    Counts by kind and keeps the first of each, nothing more. `answered` is when the
+    response it waits for arrived (set by the probe as that line is read, so what
+    follows it in the same read is counted after it).
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.answered: float | None = None
+        #: (after the response?, kind group) -> (count, first line)
+        self._seen: dict[tuple[bool, str], tuple[int, bytes]] = {}
+        self.first_update = asyncio.Event()
+        #: Responses to no request of ours (an answer to a notification, say), and the first.
+        self.stray = 0
+        self.first_stray = b""
+
+    def update(self, line: bytes, message: dict[str, Any]) -> None:
+        params = message.get("params")
+        kind = dig(params, "update", "sessionUpdate")
+        kind = kind if isinstance(kind, str) else None
+        mine = dig(params, "sessionId") == self.session_id
+        group = (
+            ("chunk" if kind in _MESSAGE_CHUNKS else "turn") if kind in TURN_UPDATES else "session"
+        )
+        key = (self.answered is not None, ("mine-" if mine else "other-") + group)
+        count, first = self._seen.get(key, (0, line[:300]))
+        self._seen[key] = (count + 1, first)
+        if mine:
+            self.first_update.set()
+
+    def count(self, *groups: str, after: bool) -> int:
+        """Updates of the given groups (`mine-chunk`, `mine-turn`, `mine-session`, `other-…`)."""
+        return sum(self._seen.get((after, g), (0, b""))[0] for g in groups)
+
+    def first(self, *groups: str, after: bool) -> str:
+        for g in groups:
+            seen = self._seen.get((after, g))
+            if seen is not None:
+                return short(seen[1])
+        return ""
+
+
+class Probe:
+    """One process of the agent command, spoken to as a client that advertises nothing."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        judge: WireJudge,
+        timeout_s: float,
+        label: str,
+    ) -> None:
+        self.judge = judge
         self.timeout_s = timeout_s
-        self.received: list[Received] = []
-        #: Lines we wrote (raw and typed), for the schema check's response types.
-        self.sent: list[bytes] = []
-        self.not_json: list[bytes] = []
-        #: (method, params) of every fs/terminal request the agent made.
-        self.unadvertised_calls: list[tuple[str, Any]] = []
-        self.permission_requests: list[Any] = []
-        self.stderr_tail: list[str] = []
-        self._raw_ids = itertools.count(1)
-        self._raw_answers: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        for method in UNADVERTISED:
-            self.register(method, self._unadvertised(method))
-        self.register(methods.SESSION_REQUEST_PERMISSION, self._permission)
-        self.register(methods.SESSION_UPDATE, lambda params: None)
+        #: Names this process in evidence ("run 3").
+        self.label = label
+        self.process = AgentProcess(command, on_line=self._line, on_oversized=self._oversized)
+        self._ids = itertools.count(1)
+        #: Our requests' ids (exactly as sent) and their methods, for the schema check.
+        self.asked: dict[Any, str] = {}
+        self._waiting: dict[Any, tuple[asyncio.Future[Reply], Window | None]] = {}
+        self._windows: list[Window] = []
+        self.lines = 0
+        self._gone_watch: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
-        """Start the command (its stdout and stdin are the connection)."""
-        # In the caller's directory, as a shell would run it: relative paths in the
-        # command work; the sessions are rooted in the checker's scratch directory.
-        await self.start_io(self.command[0], *self.command[1:])
-        writer = self.protocol.writer
-        assert writer is not None  # set by start_io
-        self.protocol.writer = _RecordingWriter(writer, self.sent)
+        """Start the agent (`OSError` when its command cannot be run)."""
+        await self.process.start()
+        self._gone_watch = asyncio.ensure_future(self._fail_waiting_when_gone())
 
-    # --- what the agent writes -------------------------------------------------------
+    # --- what we send -------------------------------------------------------------------
 
-    def line_received(self, line: bytes) -> None:
+    async def request(self, method: str, params: Any, *, marks: Window | None = None) -> Reply:
+        """Send request `method`; its response (`NoAnswer` if none comes, or when gone).
+
+        `marks`: the window whose `answered` is the moment the response arrives. The ids
+        alternate between numbers and strings, so both are seen echoed.
+        """
+        if self.process.ended.is_set():
+            raise NoAnswer(self.gone_why(), gone=True, before=True)
+        n = next(self._ids)
+        msg_id: int | str = n if n % 2 else f"check-{n}"
+        answer: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self.asked[msg_id] = method
+        self._waiting[msg_id] = (answer, marks)
+        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         try:
-            message = json.loads(line)
-        except ValueError:
-            self.not_json.append(line)
-            message = None
-        self.received.append(Received(time.monotonic(), line, message))
-        if isinstance(message, dict) and "method" not in message:
-            answer = self._raw_answers.pop(str(message.get("id")), None)
-            if answer is not None and not answer.done():
-                answer.set_result(message)
+            return await asyncio.wait_for(answer, self.timeout_s)
+        except TimeoutError:
+            if self.process.ended.is_set():
+                raise NoAnswer(self.gone_why(), gone=True) from None
+            deaf = "; it stopped reading its stdin" if self.process.stopped_reading else ""
+            raise NoAnswer(
+                f"no answer to {method} within {self.timeout_s:g} s{deaf}", gone=False
+            ) from None
+        finally:
+            self._waiting.pop(msg_id, None)
 
-    def stderr_received(self, line: bytes) -> None:
-        self.stderr_tail = [*self.stderr_tail[-19:], line.decode("utf-8", "replace").rstrip()]
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def updates(self, session_id: str | None = None, *, since: float = 0.0) -> list[Received]:
-        """The `session/update`s received after `since` (of `session_id`, if given)."""
-        return [
-            r
-            for r in self.received
-            if r.at > since
-            and isinstance(r.message, dict)
-            and r.message.get("method") == methods.SESSION_UPDATE
-            and (
-                session_id is None or (r.message.get("params") or {}).get("sessionId") == session_id
-            )
-        ]
+    def send(self, message: dict[str, Any]) -> None:
+        self.process.write(json.dumps(message).encode() + b"\n")
 
-    # --- what we send -----------------------------------------------------------------
-
-    async def call(self, method: str, params: Any) -> Any:
-        """A typed request, bounded by the probe's timeout."""
-        return await asyncio.wait_for(self.request(method, params), self.timeout_s)
-
-    async def raw_request(self, method: str, params: Any) -> dict[str, Any]:
-        """Send a hand-written request; its whole response message (`TimeoutError` if none)."""
-        msg_id = f"check-{next(self._raw_ids)}"
-        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._raw_answers[msg_id] = answer
-        self.raw_send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-        return await asyncio.wait_for(answer, self.timeout_s)
-
-    def raw_send(self, message: dict[str, Any]) -> None:
-        writer = self.protocol.writer
-        assert writer is not None, "start() first"
-        writer.write(json.dumps(message).encode())
-
-    async def initialize(self, version: int = types.PROTOCOL_VERSION) -> dict[str, Any]:
-        """`initialize` as a client with no capabilities; the raw response message."""
-        return await self.raw_request(
+    async def initialize(self, version: int = types.PROTOCOL_VERSION) -> Reply:
+        """`initialize` as a client that offers no file system, terminal or elicitation."""
+        return await self.request(
             methods.INITIALIZE,
             {
                 "protocolVersion": version,
-                "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
+                "clientCapabilities": {
+                    "fs": {"readTextFile": False, "writeTextFile": False},
+                    "terminal": False,
+                },
                 "clientInfo": {"name": "acp-agent-check", "version": "1"},
             },
         )
 
-    async def end_input(self, bound_s: float) -> float | None:
-        """Close the agent's stdin; seconds until it exited, or None if not within `bound_s`
-        (`close()` then ends it)."""
-        process = self.process
-        if process is None:
-            return None
-        began = time.monotonic()
-        if process.stdin is not None:
-            process.stdin.close()
+    @contextlib.contextmanager
+    def watch(self, session_id: str) -> Iterator[Window]:
+        """A window on `session_id`'s updates while the block runs."""
+        window = Window(session_id)
+        self._windows.append(window)
         try:
-            await asyncio.wait_for(process.wait(), bound_s)
-        except TimeoutError:
-            return None
-        return time.monotonic() - began
+            yield window
+        finally:
+            self._windows.remove(window)
+
+    @property
+    def gone(self) -> bool:
+        return self.process.ended.is_set()
+
+    def gone_why(self) -> str:
+        """How the agent went away, with its last stderr lines."""
+        how = self.process.how_it_ended()
+        what = f"the agent {how}" if self.process.exited.is_set() else "the agent closed its stdout"
+        tail = " | ".join(list(self.process.stderr_tail)[-3:])
+        return what + (f"; stderr: {tail}" if tail else "; nothing on stderr")
+
+    # --- what the agent writes ----------------------------------------------------------
+
+    def _line(self, line: bytes) -> None:
+        self.lines += 1
+        try:
+            message: Any = json.loads(line)
+        except (ValueError, RecursionError):
+            message = NOT_JSON
+        self.judge.line(line, message, self._asked_for(message), f"{self.label} line {self.lines}")
+        if not isinstance(message, dict):
+            return  # garbage, a batch, a bare value: evidence only, never answered
+        method = message.get("method")
+        if isinstance(method, str):
+            if "id" in message:
+                self._answer(method, message)
+            elif method == methods.SESSION_UPDATE:
+                for window in self._windows:
+                    window.update(line, message)
+            return
+        if "method" not in message and "id" in message:
+            self._response(line, message)  # even one of the wrong shape: Reply says what is wrong
+
+    def _asked_for(self, message: Any) -> dict[Any, str]:
+        """What the schema check needs to know of our requests to judge `message`: a
+        response whose id came back as another type (response-ids-echoed's business)
+        is still checked as the response to its method."""
+        if not isinstance(message, dict) or "method" in message:
+            return self.asked
+        msg_id = message.get("id")
+        if _exact(msg_id, self.asked) is not None:
+            return self.asked
+        key = _loose(msg_id, self.asked)
+        return self.asked if key is None else {msg_id: self.asked[key]}
+
+    def _response(self, line: bytes, message: dict[str, Any]) -> None:
+        msg_id = message.get("id")
+        key = _exact(msg_id, self.asked)
+        if key is not None:
+            self.judge.ids_echoed += 1
+        elif (key := _loose(msg_id, self.asked)) is not None:
+            self.judge.ids_wrong.add(
+                [f"the response to request id {key!r} carries the id {short(msg_id, 40)}"],
+                self.label,
+            )
+        else:
+            # An answer to nothing we asked: to a notification, or to an id never sent.
+            if msg_id is not None:
+                self.judge.ids_wrong.add(
+                    [f"a response to id {short(msg_id, 40)}, which was never sent"], self.label
+                )
+            for window in self._windows:
+                window.stray += 1
+                window.first_stray = window.first_stray or line[:300]
+            return
+        waiting = self._waiting.get(key)
+        if waiting is None:
+            return  # late, or a second answer: the schema and id checks saw it
+        answer, marks = waiting
+        if marks is not None and marks.answered is None:
+            marks.answered = time.monotonic()
+        if not answer.done():
+            answer.set_result(Reply(message))
+
+    def _answer(self, method: str, message: dict[str, Any]) -> None:
+        """Answer one request of the agent's; a client answers requests and nothing else."""
+        msg_id = message.get("id")
+        if method == methods.SESSION_REQUEST_PERMISSION:
+            result = {"outcome": _decline(dig(message, "params", "options"))}
+            self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            return
+        if method in UNADVERTISED:
+            self.judge.unadvertised.add([f"the agent called {method}"], self.label)
+        error = {"code": -32601, "message": f"Method not found: {method[:100]}"}
+        self.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+    def _oversized(self, size: int) -> None:
+        self.lines += 1
+        self.judge.oversized.add([f"a line of {size} bytes, skipped"], self.label)
+
+    async def _fail_waiting_when_gone(self) -> None:
+        await self.process.ended.wait()
+        # Its stdout may end a moment before its exit is seen: wait for the status to say.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.process.exited.wait(), 0.2)
+        why = self.gone_why()
+        for answer, _ in list(self._waiting.values()):
+            if not answer.done():
+                answer.set_exception(NoAnswer(why, gone=True))
 
     async def close(self) -> None:
-        """End the process: it had its chance to exit on its own (`end_input`)."""
-        with contextlib.suppress(Exception):
-            await self.stop(timeout_s=0.1)
-
-    # --- what the agent asks ----------------------------------------------------------
-
-    def _unadvertised(self, method: str) -> Any:
-        def refuse(params: Any) -> Any:
-            self.unadvertised_calls.append((method, params))
-            raise MethodNotFound(f"Method not found: {method} (not advertised)")
-
-        return refuse
-
-    async def _permission(
-        self, params: types.RequestPermissionRequest
-    ) -> types.RequestPermissionResponse:
-        self.permission_requests.append(params)
-        for option in params.options:
-            if option.kind in (
-                types.PermissionOptionKind.REJECT_ONCE,
-                types.PermissionOptionKind.REJECT_ALWAYS,
-            ):
-                return types.RequestPermissionResponse(
-                    outcome=types.SelectedPermissionOutcome(option_id=option.option_id)
-                )
-        return types.RequestPermissionResponse(outcome=types.CancelledPermissionOutcome())
+        """End the process and its whole group; bounded."""
+        await self.process.close()
+        if self._gone_watch is not None:
+            self._gone_watch.cancel()
 
 
-class _RecordingWriter:
-    """Writes through to the agent and keeps each line (the schema check needs our ids)."""
+def _exact(msg_id: Any, table: dict[Any, Any]) -> Any:
+    """`msg_id` when it is a key of `table` exactly (a number or a string, as sent)."""
+    # type() and not isinstance: True == 1 and 1.0 == 1, but neither is the id 1 as sent.
+    return msg_id if type(msg_id) in (int, str) and msg_id in table else None
 
-    def __init__(self, writer: Writer, sent: list[bytes]) -> None:
-        self._writer = writer
-        self._sent = sent
 
-    def write(self, data: bytes) -> None:
-        self._sent.append(data)
-        self._writer.write(data)
+def _loose(msg_id: Any, table: dict[Any, Any]) -> Any:
+    """The key of `table` that `msg_id` stands for with its type changed (1 and "1")."""
+    if isinstance(msg_id, bool) or not isinstance(msg_id, int | float | str):
+        return None
+    text = str(int(msg_id)) if isinstance(msg_id, float) and msg_id.is_integer() else str(msg_id)
+    return next((k for k in table if str(k) == text), None)
+
+
+def _decline(options: Any) -> dict[str, Any]:
+    """The outcome that declines a permission question: a reject option, else cancelled."""
+    for option in options if isinstance(options, list) else []:
+        if dig(option, "kind") in ("reject_once", "reject_always") and isinstance(
+            dig(option, "optionId"), str
+        ):
+            return {"outcome": "selected", "optionId": option["optionId"]}
+    return {"outcome": "cancelled"}
