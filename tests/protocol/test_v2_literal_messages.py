@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import pytest
+from jsonschema import Draft202012Validator
 
 from protocol.v2 import methods, types
 from protocol.v2.converter import get_converter
@@ -252,8 +253,21 @@ def spec_type(method: str, part: str) -> Any:
     return spec.params_type if part == "params" else spec.result_type
 
 
+def wire_problems(validator: WireValidator, method: str, part: str, payload: Any) -> list[str]:
+    """What `validator` finds wrong with `payload` as the peer writing it would send it.
+
+    The validator reads an agent's lines; what a client writes (the params of the
+    methods an agent serves) is checked against its definition directly.
+    """
+    spec = methods.REQUESTS.get(method) or methods.NOTIFICATIONS[method]
+    if part == "params" and spec.side is methods.Side.AGENT:
+        schema = {"$ref": f"#/$defs/{spec.params}", "$defs": validator.defs}
+        return [e.message for e in Draft202012Validator(schema).iter_errors(payload)]
+    return validator.problems(*as_lines(method, part, payload))
+
+
 def as_lines(method: str, part: str, payload: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
-    """The line a peer would write carrying `payload`, and what it answers (for results)."""
+    """The line an agent would write carrying `payload` (after the request, for results)."""
     if part == "params":
         kind = methods.REQUESTS.get(method)
         line = {"jsonrpc": "2.0", "method": method, "params": payload}
@@ -275,7 +289,7 @@ def test_v2_literal_structures_writes_back_identically_and_validates(
 ) -> None:
     value = CONVERTER.structure(literal, spec_type(method, part))
     assert CONVERTER.unstructure(value) == literal
-    assert V2.problems(*as_lines(method, part, literal)) == []
+    assert wire_problems(V2, method, part, literal) == []
 
 
 @pytest.mark.parametrize(
@@ -286,7 +300,7 @@ def test_unstable_v2_literal_round_trips_and_validates_against_the_unstable_draf
 ) -> None:
     value = UNSTABLE_CONVERTER.structure(literal, spec_type(method, part))
     assert UNSTABLE_CONVERTER.unstructure(value) == literal
-    assert V2_UNSTABLE.problems(*as_lines(method, part, literal)) == []
+    assert wire_problems(V2_UNSTABLE, method, part, literal) == []
     assert unstable_parts(value), "expected a shape only the unstable draft defines"
 
 
@@ -374,8 +388,12 @@ def test_the_v2_validator_tells_v2_lines_from_v1_ones() -> None:
     v2_answer = as_lines("session/prompt", "result", {"messageId": "m-1"})
     assert V2.problems(*v2_answer) == []
     assert V1.problems(*v2_answer) != []
-    load = as_lines("session/load", "params", {"sessionId": "s", "cwd": "/p", "mcpServers": []})
-    assert V2.problems(*load) == ["line 1: session/load: not a method of this schema"]
+    # v2 removed the client file system: an agent reading through it speaks v1.
+    read = {"sessionId": "s", "path": FILE}
+    line = {"jsonrpc": "2.0", "id": 5, "method": "fs/read_text_file", "params": read}
+    read_lines: tuple[list[bytes], list[bytes]] = ([], [json.dumps(line).encode()])
+    assert V1.problems(*read_lines) == []
+    assert V2.problems(*read_lines) == ["line 1: fs/read_text_file: not a method of this schema"]
     stray = as_lines("session/prompt", "result", {"messageId": "m-1", "stopReason": "end_turn"})
     assert V2.problems(*stray) == [f"line 1: session/prompt: {UNDEFINED_KEY}: $.stopReason"]
 
