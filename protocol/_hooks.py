@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import types as pytypes
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -310,9 +310,11 @@ def _register_struct_hooks(converter: cattrs.Converter, *, include_unstable: boo
             overrides[wire.name] = override(
                 rename=wire.wire_name,
                 omit_if_default=not (wire.required or wire.tag),
-                omit=wire.unstable and not include_unstable,
+                omit=(wire.unstable and not include_unstable) or wire.rest,
             )
-        return make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=True, **overrides)
+        built = make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=True, **overrides)
+        rest = _rest_field(cls)
+        return built if rest is None else _with_rest_written(built, rest)
 
     def _structure_fn(cls: Any) -> StructureHook:
         attrs.resolve_types(cls)
@@ -320,18 +322,53 @@ def _register_struct_hooks(converter: cattrs.Converter, *, include_unstable: boo
         overrides: dict[str, Any] = {}
         for attribute in attrs.fields(cls):
             wire = by_name[attribute.name]
+            if wire.rest:
+                overrides[attribute.name] = override(omit=True)
+                continue
             hook = _lenient_structure(converter, attribute, wire)
             overrides[attribute.name] = override(rename=wire.wire_name, struct_hook=hook)
-        return make_dict_structure_fn(
+        built = make_dict_structure_fn(
             cls,
             converter,
             _cattrs_forbid_extra_keys=False,
             _cattrs_detailed_validation=True,
             **overrides,
         )
+        rest = _rest_field(cls)
+        return built if rest is None else _with_rest_read(built, rest, by_name.values())
 
     converter.register_unstructure_hook_factory(is_acp_class, unstructure_factory)
     converter.register_structure_hook_factory(is_acp_class, structure_factory)
+
+
+# -- open members: the properties no field names ----------------------------
+
+
+def _rest_field(cls: type) -> WireField | None:
+    return next((f for f in LOADED_TABLES.wire_fields[cls] if f.rest), None)
+
+
+def _with_rest_written(built: Callable[[Any], Any], rest: WireField) -> Callable[[Any], Any]:
+    def unstructure(value: Any) -> Any:
+        out = built(value)
+        for key, item in getattr(value, rest.name).items():
+            out.setdefault(key, item)  # a named field wins over a stray copy of its key
+        return out
+
+    return unstructure
+
+
+def _with_rest_read(
+    built: StructureHook, rest: WireField, fields: Iterable[WireField]
+) -> StructureHook:
+    named = frozenset(f.wire_name for f in fields if not f.rest)
+
+    def structure(value: Any, cls: Any) -> Any:
+        instance = built(value, cls)
+        unnamed = {key: item for key, item in value.items() if key not in named}
+        return attrs.evolve(instance, **{rest.name: unnamed}) if unnamed else instance
+
+    return structure
 
 
 def _default_of(attribute: attrs.Attribute[Any]) -> Callable[[], Any]:

@@ -105,6 +105,9 @@ class WireField:
     unstable: bool = False
     #: JSON Schema constraints (`minimum`, `maximum`, `minLength`), for tests.
     constraints: Mapping[str, Any] = attrs.field(factory=dict)
+    #: Not one property but the rest: an open member's properties that no other field
+    #: names (an extension's payload), kept as they came and written back beside them.
+    rest: bool = False
 
 
 @attrs.frozen

@@ -1,10 +1,11 @@
-"""Generate `protocol/types.py` (with its parts) and `protocol/methods.py` from the schema.
+"""Generate each ACP version's `types.py` (with its parts) and `methods.py` from its schema.
 
 Run `python -m protocol.generate` to regenerate, `--check` to fail on drift
-(CI and a test do). Four stages, in order: load the JSON Schemas, validate
-them, build an intermediate model (`Struct`, `Enum`, `Alias`, `Union`,
-`Method`), and emit Python from it. Schema quirks are handled in one place,
-`customizations()`, never by editing the output.
+(CI and a test do). Each `Target` (ACP v1 into `protocol/`, v2 into `protocol/v2/`)
+goes through four stages, in order: load its JSON Schemas, validate them, build an
+intermediate model (`Struct`, `Enum`, `Alias`, `Union`, `Method`), and emit Python
+from it. Schema quirks are handled in one place, `customizations()`, never by
+editing the output.
 
 One script on purpose, as lsprotocol's generator is: it runs once per schema
 update, reads top to bottom, and its output is what is reviewed.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import json
 import keyword
 import re
@@ -30,10 +32,7 @@ import attrs
 __all__ = ("generate", "main")
 
 SCHEMA_DIR = Path(__file__).with_name("schema")
-STABLE_SCHEMA = SCHEMA_DIR / "schema.json"
-UNSTABLE_SCHEMA = SCHEMA_DIR / "schema.unstable.json"
 OUTPUT_DIR = Path(__file__).parent
-SCHEMA_VERSION = "1 (npm @agentclientprotocol/sdk 2.4.0, about schema-v1.25)"
 
 # --------------------------------------------------------------------------
 # Stage 3's intermediate model
@@ -84,6 +83,20 @@ class Field:
     default_on_null: bool = False
     unstable: bool = False
     constraints: tuple[tuple[str, Any], ...] = ()
+    rest: bool = False
+
+
+#: The field of an open member holding the properties its schema does not name.
+REST_FIELD = Field(
+    wire_name="*",
+    name="extra",
+    type=TypeRef("map", item=ANY),
+    required=False,
+    nullable=False,
+    default="attrs.Factory(dict)",
+    description="The properties this form does not name, kept as they came.",
+    rest=True,
+)
 
 
 @attrs.frozen
@@ -164,31 +177,187 @@ class Customizations:
     skipped: frozenset[str]
     #: (union, tag value) -> class name, where the derived name would collide.
     variant_names: Mapping[tuple[str, str], str]
+    #: Words in a nullable optional field's description saying that `null` clears it
+    #: (so `null` and absence differ: `JSON_NULL` and `None`).
+    null_clears_field: tuple[str, ...] = ("null to clear",)
+    #: Words in a definition's description saying that `null` clears any of its
+    #: nullable optional fields (v2's upserts: absence leaves a value unchanged).
+    null_clears_definition: tuple[str, ...] = ()
+    #: Whether open "other" members keep the properties they do not name (`extra`).
+    keep_unknown_properties: bool = False
 
 
-def customizations() -> Customizations:
-    """The schema quirks we correct, each with the reason."""
-    return Customizations(
-        skipped=frozenset(
-            {
-                # Envelopes: the engine (protocol/_dispatch.py) frames id/method/params.
-                "AgentRequest",
-                "AgentResponse",
-                "AgentNotification",
-                "ClientRequest",
-                "ClientResponse",
-                "ClientNotification",
-                "ProxyRequest",
-                "ProxyResponse",
-                "ProxyNotification",
-            }
+#: The envelopes of both versions: the engine (protocol/_dispatch.py) frames id/method/params.
+_ENVELOPES = frozenset(
+    {
+        "AgentRequest",
+        "AgentResponse",
+        "AgentNotification",
+        "ClientRequest",
+        "ClientResponse",
+        "ClientNotification",
+        "ProxyRequest",
+        "ProxyResponse",
+        "ProxyNotification",
+    }
+)
+
+
+def customizations(version: int = 1) -> Customizations:
+    """The schema quirks we correct in protocol `version`, each with the reason."""
+    if version == 1:
+        return Customizations(
+            skipped=_ENVELOPES,
+            variant_names={
+                # `ToolCallUpdate` is also the plain type used by permission requests.
+                ("SessionUpdate", "tool_call_update"): "ToolCallProgress",
+                ("RequestPermissionOutcome", "cancelled"): "CancelledPermissionOutcome",
+            },
+        )
+    if version == 2:
+        return Customizations(
+            skipped=_ENVELOPES,
+            variant_names={
+                # `StateUpdate` is also the union `session/status` answers with, and
+                # `ToolCallUpdate` the plain type permission requests name (as in v1).
+                ("SessionUpdate", "state_update"): "SessionStateUpdate",
+                ("SessionUpdate", "tool_call_update"): "ToolCallProgress",
+            },
+            # v2 updates are upserts: "omitted fields leave the existing value unchanged,
+            # `null` clears". Its descriptions say so per definition or per field.
+            null_clears_field=("null to clear", "`null` clears"),
+            null_clears_definition=("patch semantics", "`null` clears"),
+            # "Receivers that do not understand this ... should preserve" the payload, and
+            # extensions ride there (`{"type": "_acp-agent/after", "cursor": ...}`).
+            keep_unknown_properties=True,
+        )
+    raise ValueError(f"no customizations for protocol version {version}")
+
+
+# --------------------------------------------------------------------------
+# Targets: the versions generated, where from and where to
+# --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Part:
+    """One generated module of wire types: the closure of its methods' types."""
+
+    module: str
+    #: What it holds, for its docstring (lower case, no full stop).
+    summary: str
+    #: The methods whose params and results it holds (with what they contain, less what
+    #: earlier parts hold); None for everything left.
+    methods: tuple[str, ...] | None
+
+
+#: The session methods that run in a turn, not in setting a session up.
+TURN_METHODS = ("session/prompt", "session/update", "session/request_permission", "session/cancel")
+
+#: The parts `protocol.types` is split into, in load order. Answering `initialize`
+#: imports only the first: an editor times spawn -> initialize, and all ~230 classes
+#: cost ~75 ms to build. `session/new` adds the second, a prompt the third; the last
+#: loads when the agent first asks its client something (or in the warm-up).
+V1_PARTS = (
+    Part(
+        "_types_handshake",
+        "what answering `initialize` and `authenticate` needs, every enum and string alias",
+        ("initialize", "authenticate", "$/cancel_request"),
+    ),
+    Part(
+        "_types_sessions",
+        "what the session methods add: new, load, resume, fork, list and settings",
+        ("session/*",),
+    ),
+    Part(
+        "_types_prompts",
+        "what a prompt, its updates and its cancelling add",
+        ("session/prompt", "session/update", "session/cancel"),
+    ),
+    Part(
+        "_types_others",
+        "the rest: what an agent asks of its client (permission, files, terminals,"
+        " elicitation) and the unstable methods",
+        None,
+    ),
+)
+
+#: The parts `protocol.v2.types` is split into, in load order, for the same reasons.
+V2_PARTS = (
+    Part(
+        "_types_handshake",
+        "what answering `initialize` and `auth/*` needs, every enum and string alias",
+        ("initialize", "auth/login", "auth/logout", "$/cancel_request"),
+    ),
+    Part(
+        "_types_sessions",
+        "what the session methods add: new, resume, list, close and settings",
+        ("session/*",),
+    ),
+    Part(
+        "_types_prompts",
+        "what a prompt, its updates and its cancelling (turn, tool call, terminal) add",
+        (
+            "session/prompt",
+            "session/update",
+            "session/cancel",
+            "tool_call/cancel",
+            "terminal/cancel",
         ),
-        variant_names={
-            # `ToolCallUpdate` is also the plain type used by permission requests.
-            ("SessionUpdate", "tool_call_update"): "ToolCallProgress",
-            ("RequestPermissionOutcome", "cancelled"): "CancelledPermissionOutcome",
-        },
-    )
+    ),
+    Part(
+        "_types_others",
+        "the rest: what an agent asks of its client (permission, elicitation) and the"
+        " unstable methods",
+        None,
+    ),
+)
+
+
+@attrs.frozen
+class Target:
+    """One ACP version: its vendored schema, the package its modules go to, their split."""
+
+    version: int
+    #: The folder holding its `schema.json` and `schema.unstable.json`.
+    schema_dir: Path
+    #: The dotted package its modules are written into.
+    package: str
+    #: Written into its types module: which schema the types were generated from.
+    schema_version: str
+    parts: tuple[Part, ...]
+    #: How much answering `initialize` builds, for its types module's docstring.
+    initialize_builds: str
+
+    @property
+    def output_dir(self) -> Path:
+        """The folder of `package`."""
+        return OUTPUT_DIR.parent.joinpath(*self.package.split("."))
+
+    @property
+    def schema_files(self) -> str:
+        """The schema files as the banner names them (`protocol/schema/*.json`)."""
+        return f"{self.schema_dir.relative_to(OUTPUT_DIR.parent).as_posix()}/*.json"
+
+
+V1 = Target(
+    version=1,
+    schema_dir=SCHEMA_DIR,
+    package="protocol",
+    schema_version="1 (npm @agentclientprotocol/sdk 2.4.0, about schema-v1.25)",
+    parts=V1_PARTS,
+    initialize_builds="~40 classes, not ~230",
+)
+V2 = Target(
+    version=2,
+    schema_dir=SCHEMA_DIR / "v2",
+    package="protocol.v2",
+    schema_version="2 (npm @agentclientprotocol/sdk 2.4.0, the v2 draft of 2026-11)",
+    parts=V2_PARTS,
+    initialize_builds="~40 classes, not ~260",
+)
+#: Every version generated, in order.
+TARGETS = (V1, V2)
 
 
 # --------------------------------------------------------------------------
@@ -196,11 +365,15 @@ def customizations() -> Customizations:
 # --------------------------------------------------------------------------
 
 
-def load() -> tuple[dict[str, Any], dict[str, Any]]:
-    """Read the stable and unstable schemas' `$defs`."""
-    stable = json.loads(STABLE_SCHEMA.read_text(encoding="utf-8"))
-    unstable = json.loads(UNSTABLE_SCHEMA.read_text(encoding="utf-8"))
+def load(target: Target = V1) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Read `target`'s stable and unstable schemas."""
+    stable = json.loads((target.schema_dir / "schema.json").read_text(encoding="utf-8"))
+    unstable = json.loads((target.schema_dir / "schema.unstable.json").read_text(encoding="utf-8"))
     return stable, unstable
+
+
+#: Digests of the schemas this process found valid against the JSON Schema meta-schema.
+_META_CHECKED: set[str] = set()
 
 
 def validate(*schemas: Mapping[str, Any]) -> None:
@@ -208,7 +381,11 @@ def validate(*schemas: Mapping[str, Any]) -> None:
     from jsonschema import Draft202012Validator
 
     for schema in schemas:
-        Draft202012Validator.check_schema(schema)
+        # Against the meta-schema, once per content: most of what generating costs.
+        digest = hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()
+        if digest not in _META_CHECKED:
+            Draft202012Validator.check_schema(schema)
+            _META_CHECKED.add(digest)
         defs = schema.get("$defs")
         if not isinstance(defs, dict) or not defs:
             raise ValueError("schema has no $defs")
@@ -286,10 +463,12 @@ def is_unstable_text(description: str) -> bool:
 class Builder:
     """Turns `$defs` into the intermediate model."""
 
-    def __init__(self, stable: Mapping[str, Any], unstable: Mapping[str, Any]) -> None:
+    def __init__(
+        self, stable: Mapping[str, Any], unstable: Mapping[str, Any], custom: Customizations
+    ) -> None:
         self.stable = stable["$defs"]
         self.defs = unstable["$defs"]
-        self.custom = customizations()
+        self.custom = custom
         self.model = Model()
         self.ref_counts = Counter(r.split("/")[-1] for r in _refs(unstable["$defs"]))
         self.emitted: set[str] = set()
@@ -303,6 +482,13 @@ class Builder:
         if owner is None or owner not in self.stable:
             return False
         return prop not in _property_names(self.stable[owner])
+
+    def null_clears(self, owner: str | None, description: str) -> bool:
+        """Whether `null` clears a nullable optional field (so it differs from absence)."""
+        if any(words in description for words in self.custom.null_clears_field):
+            return True
+        owner_description = str(self.defs.get(owner or "", {}).get("description") or "")
+        return any(words in owner_description for words in self.custom.null_clears_definition)
 
     def type_of(self, schema: Mapping[str, Any], hint: str) -> tuple[TypeRef, bool]:
         """A property schema's type and whether it admits null."""
@@ -384,21 +570,7 @@ class Builder:
                 default = "attrs.Factory(dict)"
         if default is None and not required:
             default = "None"
-        # Constraints may sit on the field or on the alias it refers to.
-        ref = ref_name(schema)
-        source = self.defs[ref] if ref is not None and ftype.kind == "named" else schema
-        if source.get("type") not in ("integer", "string", None) or "properties" in source:
-            source = schema
-        constraints = tuple(
-            (key, source[key]) for key in ("minimum", "maximum", "minLength") if key in source
-        )
-        fmt = source.get("format") or schema.get("format")
-        if ftype.kind == "named" and source is not schema and source.get("type") == "integer":
-            ftype_for_bounds = TypeRef("prim", "int")
-        else:
-            ftype_for_bounds = ftype
-        if ftype_for_bounds.name == "int" and isinstance(fmt, str):
-            constraints += _int_format_bounds(fmt, dict(constraints))
+        constraints = self.constraints_of(schema, ftype)
         return Field(
             wire_name=prop,
             name=snake(prop),
@@ -407,13 +579,50 @@ class Builder:
             nullable=nullable or (not required and default == "None"),
             default=default,
             description=description,
-            explicit_null=nullable and not required and "null to clear" in description,
+            explicit_null=nullable and not required and self.null_clears(owner, description),
             default_on_error=bool(schema.get("x-deserialize-default-on-error")),
             skip_invalid_items=bool(schema.get("x-deserialize-skip-invalid-items")),
             default_on_null=bool(schema.get("x-deserialize-default-on-null")),
             unstable=self.field_unstable(owner, prop),
             constraints=constraints,
         )
+
+    def constraints_of(
+        self, schema: Mapping[str, Any], ftype: TypeRef
+    ) -> tuple[tuple[str, Any], ...]:
+        """The JSON Schema constraints a value of `schema` must meet (for the tests)."""
+        # Constraints may sit on the field or on the alias it refers to.
+        ref = ref_name(schema)
+        source = self.defs[ref] if ref is not None and ftype.kind == "named" else schema
+        if source.get("type") not in ("integer", "string", None) or "properties" in source:
+            source = schema
+        keys = ("minimum", "maximum", "minLength", "minItems")
+        constraints = tuple((key, source[key]) for key in keys if key in source)
+        if not constraints and source.get("type") is None:
+            # An alias of alternatives that all state the same (v2's select options).
+            alternatives = variants_of(source) or []
+            shared = [
+                key
+                for key in keys
+                if alternatives
+                and all(key in a for a in alternatives)
+                and len({json.dumps(a[key]) for a in alternatives}) == 1
+            ]
+            constraints = tuple((key, alternatives[0][key]) for key in shared)
+        fmt = source.get("format") or schema.get("format")
+        if ftype.kind == "named" and source is not schema and source.get("type") == "integer":
+            ftype_for_bounds = TypeRef("prim", "int")
+        else:
+            ftype_for_bounds = ftype
+        if ftype_for_bounds.name == "int" and isinstance(fmt, str):
+            constraints += _int_format_bounds(fmt, dict(constraints))
+        items = schema.get("items")
+        if ftype.kind == "list" and ftype.item is not None and isinstance(items, dict):
+            # An array of constrained values (v2's `supported` protocol versions).
+            inner = self.constraints_of(items, ftype.item)
+            if inner:
+                constraints += (("items", dict(inner)),)
+        return constraints
 
     def fields_of(
         self, owner: str | None, node: Mapping[str, Any], *, optional_all: bool = False
@@ -563,9 +772,18 @@ class Builder:
         variants: list[dict[str, Any]],
         tag: str,
         base: list[Field] | None,
+        *,
+        definition: str | None = None,
+        unstable: bool | None = None,
     ) -> None:
+        """A union told apart by `tag`; `base` holds the fields every member shares.
+
+        A union nested in another (`definition` names the outermost, which validates
+        it) gets the outer tags in `base` and its stability from the outer member.
+        """
         description = str(node.get("description") or "")
-        union_unstable = self.def_unstable(name)
+        union_unstable = self.def_unstable(name) if unstable is None else unstable
+        definition = definition or name
         by_tag: list[tuple[str, str]] = []
         default = fallback = None
         members: list[str] = []
@@ -580,7 +798,7 @@ class Builder:
                 fields = [
                     f for f in [*(base or []), *self.fields_of(name, v)] if f.wire_name != tag
                 ]
-                self.add_struct(cls_name, name, variant_description, fields, union_unstable)
+                self.add_struct(cls_name, definition, variant_description, fields, union_unstable)
                 default = cls_name
                 members.append(cls_name)
                 continue
@@ -591,9 +809,11 @@ class Builder:
                     f if f.wire_name != tag else attrs.evolve(f, required=True, default=None)
                     for f in self.fields_of(name, v)
                 ]
+                if self.custom.keep_unknown_properties and v.get("additionalProperties") is True:
+                    fields.append(REST_FIELD)
                 self.add_struct(
                     cls_name,
-                    name,
+                    definition,
                     variant_description,
                     fields,
                     union_unstable,
@@ -617,7 +837,7 @@ class Builder:
                 else:
                     description = variant_description
                     fields = list(base or []) + self.fields_of(ref or name, v)
-                self.add_struct(cls_name, name, description, fields, union_unstable)
+                self.add_struct(cls_name, definition, description, fields, union_unstable)
                 default = cls_name
                 members.append(cls_name)
                 continue
@@ -639,7 +859,7 @@ class Builder:
                 else:
                     self.add_struct(
                         ref,
-                        name,
+                        definition,
                         str(ref_node.get("description") or variant_description),
                         [tag_field, *self.fields_of(ref, ref_node)],
                         variant_unstable,
@@ -651,10 +871,30 @@ class Builder:
                 extra = self.fields_of(ref, self.defs[ref]) if ref is not None else []
                 inline = [f for f in self.fields_of(name, v) if f.wire_name != tag]
                 fields = [tag_field, *(base or []), *extra, *inline]
-                alternatives = self.untagged_alternatives(self.defs[ref]) if ref else ()
-                self.add_struct(
-                    cls_name, name, variant_description, fields, variant_unstable, alternatives
-                )
+                inner_tag = _variant_tag(self.defs[ref]) if ref is not None else None
+                if ref is not None and inner_tag is not None:
+                    # A member that is itself a tagged union, used elsewhere too: a copy of
+                    # it whose members carry this tag as well (v2's `state_update`).
+                    ref_node = self.defs[ref]
+                    self.build_tagged(
+                        cls_name,
+                        ref_node,
+                        variants_of(ref_node) or [],
+                        inner_tag,
+                        base=[tag_field, *(base or []), *extra, *inline],
+                        definition=definition,
+                        unstable=variant_unstable,
+                    )
+                else:
+                    alternatives = self.untagged_alternatives(self.defs[ref]) if ref else ()
+                    self.add_struct(
+                        cls_name,
+                        definition,
+                        variant_description,
+                        fields,
+                        variant_unstable,
+                        alternatives,
+                    )
             by_tag.append((value, cls_name))
             members.append(cls_name)
         self.model.unions.append(
@@ -725,6 +965,12 @@ class Builder:
             )
 
 
+def _variant_tag(node: Mapping[str, Any]) -> str | None:
+    """The property that tells a union's variants apart; None if it has none or several."""
+    tags = {t[0] for t in (const_tag(v) for v in variants_of(node) or []) if t is not None}
+    return tags.pop() if len(tags) == 1 else None
+
+
 def _property_names(node: Any) -> set[str]:
     """Property names declared by a definition, its alternatives included."""
     names: set[str] = set()
@@ -759,10 +1005,12 @@ def _int_format_bounds(fmt: str, known: Mapping[str, Any]) -> tuple[tuple[str, A
 # Stage 4: emit
 # --------------------------------------------------------------------------
 
-BANNER = """\
-# Generated by `python -m protocol.generate` from protocol/schema/*.json.
-# DO NOT EDIT: change the schema or the generator, then regenerate.
-"""
+
+def banner(target: Target) -> str:
+    return (
+        f"# Generated by `python -m protocol.generate` from {target.schema_files}.\n"
+        "# DO NOT EDIT: change the schema or the generator, then regenerate."
+    )
 
 
 def comment_block(text: str, indent: str) -> list[str]:
@@ -789,49 +1037,6 @@ def docstring(text: str, indent: str, unstable: bool) -> list[str]:
     ]
 
 
-@attrs.frozen
-class Part:
-    """One generated module of wire types: the closure of its methods' types."""
-
-    module: str
-    #: What it holds, for its docstring (lower case, no full stop).
-    summary: str
-    #: The methods whose params and results it holds (with what they contain, less what
-    #: earlier parts hold); None for everything left.
-    methods: tuple[str, ...] | None
-
-
-#: The session methods that run in a turn, not in setting a session up.
-TURN_METHODS = ("session/prompt", "session/update", "session/request_permission", "session/cancel")
-
-#: The parts `protocol.types` is split into, in load order. Answering `initialize`
-#: imports only the first: an editor times spawn -> initialize, and all ~230 classes
-#: cost ~75 ms to build. `session/new` adds the second, a prompt the third; the last
-#: loads when the agent first asks its client something (or in the warm-up).
-PARTS = (
-    Part(
-        "_types_handshake",
-        "what answering `initialize` and `authenticate` needs, every enum and string alias",
-        ("initialize", "authenticate", "$/cancel_request"),
-    ),
-    Part(
-        "_types_sessions",
-        "what the session methods add: new, load, resume, fork, list and settings",
-        ("session/*",),
-    ),
-    Part(
-        "_types_prompts",
-        "what a prompt, its updates and its cancelling add",
-        ("session/prompt", "session/update", "session/cancel"),
-    ),
-    Part(
-        "_types_others",
-        "the rest: what an agent asks of its client (permission, files, terminals,"
-        " elicitation) and the unstable methods",
-        None,
-    ),
-)
-
 _TABLE_NAMES = (
     "ALL_TYPES",
     "DEFINITION_OF",
@@ -850,8 +1055,11 @@ def _words(text: str) -> set[str]:
 class Emitter:
     """Writes the model as Python source, in a fixed order."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, target: Target) -> None:
         self.model = model
+        self.target = target
+        self.parts = target.parts
+        self.package = target.package
         self.part_of = self._partition()
 
     # -- the split into parts ------------------------------------------------
@@ -872,7 +1080,7 @@ class Emitter:
         return refs
 
     def _partition(self) -> dict[str, int]:
-        """Each definition's name -> the index in `PARTS` of the part that defines it."""
+        """Each definition's name -> the index in `self.parts` of the part that defines it."""
         refs = self._references()
         part_of: dict[str, int] = {}
         # String aliases and enums go first: every part's annotations may name them, and
@@ -882,7 +1090,7 @@ class Emitter:
                 part_of[a.name] = 0
         for e in self.model.enums:
             part_of[e.name] = 0
-        for index, part in enumerate(PARTS):
+        for index, part in enumerate(self.parts):
             if part.methods is None:
                 roots = list(refs)
             else:
@@ -923,7 +1131,7 @@ class Emitter:
     # -- the modules ------------------------------------------------------------
 
     def part_module(self, index: int) -> str:
-        part = PARTS[index]
+        part = self.parts[index]
         model = self._part_model(index)
         own = (
             {e.name for e in model.enums}
@@ -934,10 +1142,12 @@ class Emitter:
         refs = self._references()
         used = set().union(*(refs[name] for name in own)) if own else set()
         out: list[str] = [
-            BANNER.rstrip(),
-            f'"""ACP v1 wire types, part {index + 1} of {len(PARTS)}: {part.summary}.',
+            banner(self.target),
+            f'"""ACP v{self.target.version} wire types, part {index + 1} of {len(self.parts)}:'
+            f" {part.summary}.",
             "",
-            "Import them from `protocol.types`, which loads this part when one is first used.",
+            f"Import them from `{self.package}.types`, which loads this part when one is first"
+            " used.",
             '"""',
             "",
             "from __future__ import annotations",
@@ -963,7 +1173,7 @@ class Emitter:
         for earlier in range(index):
             names = sorted(n for n in used - own if self.part_of.get(n) == earlier)
             if names:
-                out += [f"from protocol.{PARTS[earlier].module} import ("]
+                out += [f"from {self.package}.{self.parts[earlier].module} import ("]
                 out += [f"    {n}," for n in names]
                 out += [")"]
         out.append("")
@@ -994,21 +1204,25 @@ class Emitter:
 
     def types_module(self) -> str:
         """The one public face of the parts: each name imports its part on first use."""
-        by_part: dict[int, list[str]] = {i: [] for i in range(len(PARTS))}
+        by_part: dict[int, list[str]] = {i: [] for i in range(len(self.parts))}
         for name, index in sorted(self.part_of.items()):
             by_part[index].append(name)
         out: list[str] = [
-            BANNER.rstrip(),
-            '"""ACP v1 wire types, generated from the vendored JSON Schema.',
+            banner(self.target),
+            f'"""ACP v{self.target.version} wire types, generated from the vendored JSON Schema.',
             "",
-            "Every class is an attrs class with snake_case attributes; `protocol.converter`",
+            f"Every class is an attrs class with snake_case attributes; `{self.package}.converter`",
             "maps them to camelCase JSON, writes tags, omits unset optional fields and",
             "keeps `_meta` (the `meta` attribute). Use `JSON_NULL` where null clears a field.",
             "",
-            f"The definitions are generated into {len(PARTS)} parts that load on first use, so",
-            "answering `initialize` builds ~40 classes, not ~230:",
+            f"The definitions are generated into {len(self.parts)} parts that load on first use,"
+            " so",
+            f"answering `initialize` builds {self.target.initialize_builds}:",
             "",
-            *[f"- `{p.module}`: {p.summary}{';' if p is not PARTS[-1] else '.'}" for p in PARTS],
+            *[
+                f"- `{p.module}`: {p.summary}{';' if p is not self.parts[-1] else '.'}"
+                for p in self.parts
+            ],
             "",
             "This module is their public face: `types.NewSessionRequest` imports the part",
             "that defines it. The tables (`WIRE_FIELDS`, `ALL_TYPES`...) merge every part,",
@@ -1022,13 +1236,13 @@ class Emitter:
             "",
             "from protocol._wire import JSON_NULL, JsonNull, merge_tables",
             "",
-            f"SCHEMA_VERSION: Final = {SCHEMA_VERSION!r}",
-            "PROTOCOL_VERSION: Final = 1",
+            f"SCHEMA_VERSION: Final = {self.target.schema_version!r}",
+            f"PROTOCOL_VERSION: Final = {self.target.version}",
             "",
             "if TYPE_CHECKING:",
         ]
-        for index, part in enumerate(PARTS):
-            out += [f"    from protocol.{part.module} import ("]
+        for index, part in enumerate(self.parts):
+            out += [f"    from {self.package}.{part.module} import ("]
             out += [f"        {n}," for n in by_part[index]]
             out += ["    )"]
         out += [
@@ -1045,8 +1259,8 @@ class Emitter:
             "#: Each part's module and the names it defines.",
             "_PARTS: Final[dict[str, tuple[str, ...]]] = {",
         ]
-        for index, part in enumerate(PARTS):
-            out += [f"    'protocol.{part.module}': ("]
+        for index, part in enumerate(self.parts):
+            out += [f"    '{self.package}.{part.module}': ("]
             out += [f"        {n!r}," for n in by_part[index]]
             out += ["    ),"]
         out += [
@@ -1197,6 +1411,7 @@ class Emitter:
                     "skip_invalid_items",
                     "default_on_null",
                     "unstable",
+                    "rest",
                 ):
                     if getattr(f, flag):
                         args.append(f"{flag}=True")
@@ -1258,16 +1473,39 @@ class Emitter:
 
     def methods_module(self) -> str:
         out = [
-            BANNER.rstrip(),
-            '"""The ACP method table, generated from the schema\'s `x-method` and `x-side`.',
-            "",
-            "`REQUESTS` and `NOTIFICATIONS` map a wire method name to its `MethodSpec`: the",
-            "params and result types, which side handles it, and whether it is stable.",
-            "A name may be both (`mcp/message`), so the two tables are separate.",
-            '"""',
+            banner(self.target),
+            *self._methods_docstring(),
             "",
         ]
-        out += [
+        out += self._method_vocabulary() if self.target.version == 1 else self._later_method_spec()
+        out += self._method_table()
+        return "\n".join(out)
+
+    def _methods_docstring(self) -> list[str]:
+        if self.target.version == 1:
+            return [
+                '"""The ACP method table, generated from the schema\'s `x-method` and `x-side`.',
+                "",
+                "`REQUESTS` and `NOTIFICATIONS` map a wire method name to its `MethodSpec`: the",
+                "params and result types, which side handles it, and whether it is stable.",
+                "A name may be both (`mcp/message`), so the two tables are separate.",
+                '"""',
+            ]
+        return [
+            f'"""The ACP v{self.target.version} method table, generated from the schema\'s'
+            " `x-method` and `x-side`.",
+            "",
+            "`REQUESTS` and `NOTIFICATIONS` map a wire method name to its `MethodSpec`: the",
+            f"params and result types (in `{self.package}.types`), which side handles it, and",
+            "whether it is stable. A name may be both (`mcp/message`), so the two tables are",
+            "separate. `Side` and `MessageKind` are v1's (`protocol.methods`), so one engine",
+            "can serve either version's table.",
+            '"""',
+        ]
+
+    def _method_vocabulary(self) -> list[str]:
+        """v1's header: `Side`, `MessageKind` and `MethodSpec`, which later versions share."""
+        return [
             "from __future__ import annotations",
             "",
             "import enum",
@@ -1326,6 +1564,42 @@ class Emitter:
             "        return None if self.result is None else getattr(types, self.result)",
             "",
         ]
+
+    def _later_method_spec(self) -> list[str]:
+        """A later version's header: v1's vocabulary, its `MethodSpec` reading its types."""
+        return [
+            "from __future__ import annotations",
+            "",
+            "from collections.abc import Mapping",
+            "from types import MappingProxyType",
+            "from typing import Any, Final",
+            "",
+            "import attrs",
+            "",
+            "from protocol import methods as _v1_methods",
+            "from protocol.methods import MessageKind, Side",
+            f"from {self.package} import types",
+            "",
+            "",
+            "@attrs.frozen",
+            "class MethodSpec(_v1_methods.MethodSpec):",
+            f'    """One method of v{self.target.version}: v1\'s `MethodSpec`, its types looked up'
+            f' in `{self.package}.types`."""',
+            "",
+            "    @property",
+            "    def params_type(self) -> Any:",
+            '        """The type params structure into (a class or a union alias)."""',
+            "        return getattr(types, self.params)",
+            "",
+            "    @property",
+            "    def result_type(self) -> Any:",
+            '        """The type of the result; None for notifications."""',
+            "        return None if self.result is None else getattr(types, self.result)",
+            "",
+        ]
+
+    def _method_table(self) -> list[str]:
+        out: list[str] = []
         for wire_name in sorted({m.name for m in self.model.methods}):
             const = upper_snake(wire_name.replace("$/", ""))
             out.append(f"{const}: Final = {wire_name!r}")
@@ -1359,7 +1633,7 @@ class Emitter:
             ]
             + [")", ""]
         )
-        return "\n".join(out)
+        return out
 
 
 # --------------------------------------------------------------------------
@@ -1368,13 +1642,23 @@ class Emitter:
 
 
 def generate() -> dict[str, str]:
-    """Return `{file name: source}` for every generated module."""
-    stable, unstable = load()
+    """Return `{path under protocol/: source}` for every generated module of every version."""
+    files: dict[str, str] = {}
+    for target in TARGETS:
+        folder = target.output_dir.relative_to(OUTPUT_DIR)
+        for name, text in generate_target(target).items():
+            files[(folder / name).as_posix()] = text
+    return files
+
+
+def generate_target(target: Target) -> dict[str, str]:
+    """Return `{file name: source}` for `target`'s modules."""
+    stable, unstable = load(target)
     validate(stable, unstable)
-    model = Builder(stable, unstable).build()
-    emitter = Emitter(model)
+    model = Builder(stable, unstable, customizations(target.version)).build()
+    emitter = Emitter(model, target)
     files = {"types.py": emitter.types_module(), "methods.py": emitter.methods_module()}
-    files |= {f"{part.module}.py": emitter.part_module(i) for i, part in enumerate(PARTS)}
+    files |= {f"{part.module}.py": emitter.part_module(i) for i, part in enumerate(target.parts)}
     return {name: _format(text) for name, text in files.items()}
 
 
@@ -1394,14 +1678,22 @@ def _format(source: str) -> str:
 
 def _write(files: Mapping[str, str], directory: Path) -> None:
     for name, text in files.items():
-        (directory / name).write_text(text, encoding="utf-8")
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
     for stale in _stale_parts(files, directory):
         stale.unlink()
 
 
 def _stale_parts(files: Mapping[str, str], directory: Path) -> list[Path]:
-    """Part modules in `directory` that the generation no longer writes."""
-    return sorted(p for p in directory.glob("_types_*.py") if p.name not in files)
+    """Part modules under `directory` that the generation no longer writes."""
+    found: list[Path] = []
+    for target in TARGETS:
+        folder = directory / target.output_dir.relative_to(OUTPUT_DIR)
+        for path in folder.glob("_types_*.py"):
+            if path.relative_to(directory).as_posix() not in files:
+                found.append(path)
+    return sorted(found)
 
 
 def _diff(files: Mapping[str, str], directory: Path) -> Iterable[str]:

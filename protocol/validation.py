@@ -1,6 +1,7 @@
 """Check every message one side wrote against the vendored ACP JSON Schema.
 
-Used by `acp-agent check` (on any agent) and by the tests (on ours). It imports
+Used by `acp-agent check` (on any agent) and by the tests (on ours), for either
+protocol version: `WireValidator(protocol_version=2)` reads the v2 draft. It imports
 jsonschema, so nothing on the serving path imports this module.
 
 The schema is the oracle, independent of our generated types: a response
@@ -24,9 +25,11 @@ import jsonschema
 import referencing
 import referencing.jsonschema
 
-__all__ = ("SCHEMA_DIR", "UNDEFINED_KEY", "WireValidator")
+__all__ = ("SCHEMA_DIR", "SCHEMA_DIRS", "UNDEFINED_KEY", "WireValidator")
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+#: Each protocol version's vendored schema folder.
+SCHEMA_DIRS = {1: SCHEMA_DIR, 2: SCHEMA_DIR / "v2"}
 
 #: The words of a problem that is a key the schema does not define (the rest are
 #: violations of the schema itself): extensions belong in `_meta`.
@@ -43,9 +46,13 @@ _ENVELOPE_KEYS = {
 class WireValidator:
     """Validates one side's messages given the other side's requests (for response types)."""
 
-    def __init__(self, *, unstable: bool = False):
+    def __init__(self, *, unstable: bool = False, protocol_version: int = 1):
+        folder = SCHEMA_DIRS.get(protocol_version)
+        if folder is None:
+            raise ValueError(f"no vendored schema for protocol version {protocol_version}")
+        self.protocol_version = protocol_version
         name = "schema.unstable.json" if unstable else "schema.json"
-        self.schema: dict[str, Any] = json.loads((SCHEMA_DIR / name).read_text())
+        self.schema: dict[str, Any] = json.loads((folder / name).read_text())
         self.defs: dict[str, Any] = self.schema["$defs"]
         resource = referencing.Resource.from_contents(
             self.schema, default_specification=referencing.jsonschema.DRAFT202012

@@ -43,13 +43,22 @@ PROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["
 DIST = PROJECT["name"]
 REGISTRY_ENTRY = ROOT / "registry" / DIST / "agent.json"
 
-#: The generated modules and the vendored schema protocol.validation reads at run time.
-GENERATED = (
-    "protocol/types.py",
-    "protocol/methods.py",
-    *sorted(f"protocol/{p.name}" for p in (ROOT / "protocol").glob("_types_*.py")),
+#: The generated modules (v1's and v2's) and the vendored schema protocol.validation reads
+#: at run time.
+GENERATED = tuple(
+    f"{folder}/{name}"
+    for folder in ("protocol", "protocol/v2")
+    for name in (
+        "types.py",
+        "methods.py",
+        *sorted(p.name for p in (ROOT / folder).glob("_types_*.py")),
+    )
 )
-SCHEMA = ("protocol/schema/schema.json", "protocol/schema/schema.unstable.json")
+SCHEMA = tuple(
+    f"protocol/schema/{version}{name}"
+    for version in ("", "v2/")
+    for name in ("schema.json", "schema.unstable.json")
+)
 #: The packages the wheel installs; every file git has under them must be in it.
 PACKAGES = ("acp_agent/", "protocol/")
 STEP_TIMEOUT_S = 600
@@ -228,7 +237,8 @@ def test_the_venv_imports_the_installed_packages_and_reads_their_schema(
     probe = (
         "import importlib.metadata, json, acp_agent, protocol\n"
         "from protocol.validation import WireValidator\n"
-        "defs = [len(WireValidator(unstable=u).defs) for u in (False, True)]\n"
+        "defs = [len(WireValidator(unstable=u, protocol_version=v).defs)\n"
+        "    for u in (False, True) for v in (1, 2)]\n"
         "print(json.dumps({'files': [acp_agent.__file__, protocol.__file__], 'defs': defs,\n"
         f"    'version': importlib.metadata.version({DIST!r})}}))\n"
     )

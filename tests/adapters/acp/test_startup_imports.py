@@ -5,9 +5,9 @@ the agent serves `_acp-agent/debug/modules`; right after `initialize`, with the
 background warm-up switched off (`ACP_AGENT_WARMUP=0`), it must not have loaded the
 language-server libraries, HTTP, the MCP SDK, the model providers, the tools or the
 runtime core, nor the wire types past the handshake's: they are for sessions and
-prompts, not for the handshake. With the
-warm-up on, they load after the answer, and the first session and prompt find
-them loaded.
+prompts, not for the handshake. Nor anything of ACP v2 (`protocol.v2`), then or
+later: a v1 client never pays for it. With the warm-up on, the rest loads after the
+answer, and the first session and prompt find it loaded.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ NOT_FOR_INITIALIZE = (
     "protocol._types_sessions",
     "protocol._types_prompts",
     "protocol._types_others",
+    # A v1 client's start pays nothing for v2: not its types, table or converter.
+    "protocol.v2",
 )
 
 
@@ -99,8 +101,10 @@ async def test_the_warm_up_loads_what_the_first_session_and_prompt_import(
     assert not any(matches(m, "httpx") for m in warmed)
     late = sorted(set(after) - set(warmed))
     assert [m for m in late if m.split(".")[0] in ("acp_agent", "protocol")] == []
-    # Serving, a session and a prompt never load the doctor front end.
+    # Serving, a session and a prompt never load the doctor front end, nor (for a v1
+    # client) anything of ACP v2.
     assert [m for m in after if matches(m, "acp_agent.adapters.doctor")] == []
+    assert [m for m in after if matches(m, "protocol.v2")] == []
 
 
 async def test_a_real_default_model_warms_http_and_the_providers(tmp_path: Path) -> None:
