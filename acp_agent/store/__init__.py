@@ -25,6 +25,7 @@ from acp_agent.store._location import (
     StoreUrlInvalid,
     open_store,
     parse_store_url,
+    redact_store_url,
     store_location,
 )
 from acp_agent.store._migrations import MIGRATIONS, Migration, migrate, schema_version
@@ -46,10 +47,12 @@ __all__ = (
     "PG_MIGRATIONS",
     "RECENCY_STEP_S",
     "STORE_ENV",
+    "LeaseHolderState",
     "LeaseOwner",
     "MemoryDatabase",
     "MemoryStore",
     "Migration",
+    "PostgresInspection",
     "PostgresStore",
     "SqliteStore",
     "StoreLocation",
@@ -57,12 +60,14 @@ __all__ = (
     "Synchronous",
     "connection_settings",
     "default_database_path",
+    "inspect_postgres",
     "is_running",
     "migrate",
     "migrate_postgres",
     "open_store",
     "parse_store_url",
     "postgres_schema_version",
+    "redact_store_url",
     "schema_version",
     "store_location",
     "this_process",
@@ -70,6 +75,7 @@ __all__ = (
 
 if TYPE_CHECKING:
     from acp_agent.store._memory import MemoryDatabase, MemoryStore
+    from acp_agent.store._pg_inspect import LeaseHolderState, PostgresInspection, inspect_postgres
     from acp_agent.store._pg_leases import DEFAULT_LEASE_TIMEOUT_S
     from acp_agent.store._pg_schema import (
         PG_MIGRATIONS,
@@ -88,6 +94,9 @@ _LAZY_NAMES: Final = {
     "MemoryDatabase": "_memory",
     "MemoryStore": "_memory",
     "DEFAULT_LEASE_TIMEOUT_S": "_pg_leases",
+    "LeaseHolderState": "_pg_inspect",
+    "PostgresInspection": "_pg_inspect",
+    "inspect_postgres": "_pg_inspect",
     "PG_MIGRATIONS": "_pg_schema",
     "migrate_postgres": "_pg_schema",
     "postgres_schema_version": "_pg_schema",

@@ -20,6 +20,7 @@ replaced (`StoreLocation.shown`), never as given.
 from __future__ import annotations
 
 import logging
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -41,6 +42,7 @@ __all__ = (
     "StoreUrlInvalid",
     "open_store",
     "parse_store_url",
+    "redact_store_url",
     "store_location",
 )
 
@@ -53,6 +55,8 @@ LEASE_TIMEOUT_ENV: Final = "ACP_AGENT_STORE_LEASE_TIMEOUT_S"
 
 _POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
 _SQLITE_SCHEME: Final = "sqlite:"
+#: libpq takes a password as a URL parameter too (`?password=...`).
+_PASSWORD_PARAMETER: Final = re.compile(r"([?&]password=)[^&\s]*", re.IGNORECASE)
 
 
 class StoreUrlInvalid(ValueError):
@@ -75,13 +79,18 @@ class StoreLocation(Record):
     @property
     def shown(self) -> str:
         """The location as a person may read it (a URL's credentials as `***`)."""
-        return redact_url_credentials(self.target)
+        return redact_store_url(self.target)
 
     @property
     def path(self) -> Path:
         """The SQLite file (only for `kind == "sqlite"`)."""
         assert self.kind == "sqlite"
         return Path(self.target)
+
+
+def redact_store_url(text: str) -> str:
+    """`text` with every URL's userinfo, and a `password=` parameter, as `***`."""
+    return _PASSWORD_PARAMETER.sub(r"\g<1>***", redact_url_credentials(text))
 
 
 def parse_store_url(
@@ -102,7 +111,7 @@ def parse_store_url(
             path = (base or Path.cwd()) / path
         return StoreLocation("sqlite", str(path), source)
     raise StoreUrlInvalid(
-        f"{source}: {redact_url_credentials(value)!r} is not a store URL "
+        f"{source}: {redact_store_url(value)!r} is not a store URL "
         "(postgresql://user@host/dbname, or sqlite:PATH)"
     )
 

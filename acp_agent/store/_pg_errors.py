@@ -20,7 +20,7 @@ import enum
 from typing import TYPE_CHECKING, Final
 
 from acp_agent.core import StoreConflict, StoreCorrupt, StoreError, StoreFull, StoreUnavailable
-from acp_agent.url_credentials import redact_url_credentials
+from acp_agent.store._location import redact_store_url
 
 if TYPE_CHECKING:
     import psycopg
@@ -65,7 +65,7 @@ def classify(exc: psycopg.Error) -> Failure:
 def translate(exc: psycopg.Error, what: str, *, location: str) -> StoreError:
     """The store error for `exc`, saying `what` failed; `location` is the redacted URL."""
     state = exc.sqlstate or ""
-    message = f"{what}: {redact_url_credentials(_first_line(exc))}"
+    message = f"{what}: {redact_store_url(_first_line(exc))}"
     if state == "53100":
         return StoreFull(message, location=location)
     if state.startswith("23"):

@@ -61,6 +61,7 @@ from acp_agent.core import (
     project_batch,
 )
 from acp_agent.store._leases import this_process
+from acp_agent.store._location import redact_store_url
 from acp_agent.store._pg_errors import Failure, classify, translate
 from acp_agent.store._pg_leases import DEFAULT_LEASE_TIMEOUT_S, LeaseKeeper, lease_lock_key
 from acp_agent.store._pg_pool import ConnectionPool
@@ -78,7 +79,6 @@ from acp_agent.store._rows import (
     snapshot_row,
 )
 from acp_agent.store._rules import check_new_session
-from acp_agent.url_credentials import redact_url_credentials
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -170,7 +170,7 @@ class PostgresStore:
         reconnect_s: float = DEFAULT_RECONNECT_S,
     ) -> PostgresStore:
         """Connect to the database at `url` and migrate it (retrying a server that is starting)."""
-        location = redact_url_credentials(url)
+        location = redact_store_url(url)
         try:
             import psycopg
         except ImportError as exc:
@@ -233,7 +233,7 @@ class PostgresStore:
                             "%s: the connection to %s was lost (%s); trying again",
                             what,
                             self.location,
-                            redact_url_credentials(str(exc).strip()),
+                            redact_store_url(str(exc).strip()),
                         )
                         in_doubt = True
                         await anyio.sleep(delay)

@@ -13,6 +13,7 @@ from acp_agent.store import (
     _location,
     _memory,
     _migrations,
+    _pg_inspect,
     _pg_schema,
     _postgres,
     _sqlite,
@@ -20,7 +21,16 @@ from acp_agent.store import (
 
 #: The modules whose public names are the package's surface (`_rules`, `_rows`, `_wal` and
 #: the `_pg_*` helpers of the PostgreSQL store are theirs). `_pg_leases` gives one name.
-MODULES = (_leases, _location, _memory, _migrations, _pg_schema, _postgres, _sqlite)
+MODULES = (
+    _leases,
+    _location,
+    _memory,
+    _migrations,
+    _pg_inspect,
+    _pg_schema,
+    _postgres,
+    _sqlite,
+)
 FROM_HELPERS = {"DEFAULT_LEASE_TIMEOUT_S"}
 
 

@@ -99,8 +99,10 @@ async def test_the_warm_up_loads_what_the_first_session_and_prompt_import(
     assert not any(matches(m, "httpx") for m in warmed)
     late = sorted(set(after) - set(warmed))
     assert [m for m in late if m.split(".")[0] in ("acp_agent", "protocol")] == []
-    # Serving, a session and a prompt never load the doctor front end.
-    assert [m for m in after if matches(m, "acp_agent.adapters.doctor")] == []
+    # Serving, a session and a prompt never load the doctor front end, nor, on the default
+    # store, the PostgreSQL store or its driver.
+    unneeded = ("acp_agent.adapters.doctor", "acp_agent.store._postgres", "psycopg")
+    assert [m for m in after if any(matches(m, prefix) for prefix in unneeded)] == []
 
 
 async def test_a_real_default_model_warms_http_and_the_providers(tmp_path: Path) -> None:
