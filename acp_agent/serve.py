@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Headless commands: acp-agent exec PROMPT (one prompt, the answer on stdout); "
         "acp-agent sessions list|show|export|delete; acp-agent doctor (what works in this "
         "set-up, what to fix); acp-agent check -- AGENT COMMAND (check any ACP agent "
-        "against the protocol's rules). Each has --help.",
+        "against the protocol's rules); acp-agent store migrate --to URL (copy the sessions "
+        "into another store). Each has --help.",
     )
     parser.add_argument(
         "--script",

@@ -17,6 +17,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Final
 
+from acp_agent.store._copy import (
+    DEFAULT_CHUNK_EVENTS,
+    CopyReport,
+    CopyVerification,
+    copy_sessions,
+    verify_copy,
+)
 from acp_agent.store._leases import LeaseOwner, is_running, this_process
 from acp_agent.store._location import (
     LEASE_TIMEOUT_ENV,
@@ -39,6 +46,7 @@ from acp_agent.store._sqlite import (
 
 __all__ = (
     "DATABASE_FILE_NAME",
+    "DEFAULT_CHUNK_EVENTS",
     "DEFAULT_LEASE_TIMEOUT_S",
     "DEFAULT_POOL_SIZE",
     "DEFAULT_RECONNECT_S",
@@ -47,6 +55,8 @@ __all__ = (
     "PG_MIGRATIONS",
     "RECENCY_STEP_S",
     "STORE_ENV",
+    "CopyReport",
+    "CopyVerification",
     "LeaseHolderState",
     "LeaseOwner",
     "MemoryDatabase",
@@ -59,6 +69,7 @@ __all__ = (
     "StoreUrlInvalid",
     "Synchronous",
     "connection_settings",
+    "copy_sessions",
     "default_database_path",
     "inspect_postgres",
     "is_running",
@@ -71,6 +82,7 @@ __all__ = (
     "schema_version",
     "store_location",
     "this_process",
+    "verify_copy",
 )
 
 if TYPE_CHECKING:

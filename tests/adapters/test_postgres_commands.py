@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from acp_agent.paths import resolve_paths
 from tests.adapters.doctor.support import run_doctor
 from tests.support import agent_env, write_script
 from tests.support.postgres import PostgresCluster, fresh_database, skip_without_postgres
@@ -118,3 +119,36 @@ def test_doctor_names_an_unreachable_postgresql_store_without_its_password(
         "from": "ACP_AGENT_STORE",
     }
     assert PASSWORD not in report.stdout + report.stderr
+
+
+def test_store_migrate_copies_a_persons_sessions_once_and_verifies_them(
+    tmp_path: Path, database: str
+) -> None:
+    home, workspace = tmp_path / "home", tmp_path / "workspace"
+    workspace.mkdir()
+    script = write_script(tmp_path / "hello.json", [{"text": "Hello."}])
+    for prompt in ("First", "Second"):
+        made = acp_agent(
+            "exec", "--home", str(home), "--script", str(script), "--cwd", str(workspace), prompt
+        )
+        assert made.returncode == 0, made.stderr
+    url = database.replace("postgresql:///", f"postgresql://postgres:{PASSWORD}@/", 1)
+    sqlite_path = resolve_paths(home).data_dir / "sessions.sqlite3"
+
+    first = acp_agent("store", "migrate", "--from", f"sqlite:{sqlite_path}", "--to", url)
+    again = acp_agent("store", "migrate", "--home", str(home), "--to", url, "--json")
+    on_sqlite = acp_agent("sessions", "--home", str(home), "list", "--json")
+    on_postgres = acp_agent("sessions", "--home", str(home), "--store", url, "list", "--json")
+
+    assert first.returncode == 0, first.stderr
+    assert "  2 sessions copied (" in first.stdout
+    assert "Verified: 2 sessions, 2 branches, " in first.stdout
+    assert again.returncode == 0, again.stderr
+    outcome = json.loads(again.stdout)
+    assert (outcome["copied"], len(outcome["present"]), outcome["events"]) == ([], 2, 0)
+    assert outcome["verified"]["differences"] == []
+    assert outcome["to"].startswith("postgresql://***@/")
+    listed = [json.loads(line)["sessionId"] for line in on_sqlite.stdout.splitlines()]
+    assert [json.loads(line)["sessionId"] for line in on_postgres.stdout.splitlines()] == listed
+    for output in (first, again):
+        assert PASSWORD not in output.stdout + output.stderr

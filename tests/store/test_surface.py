@@ -9,6 +9,7 @@ import pytest
 
 import acp_agent.store
 from acp_agent.store import (
+    _copy,
     _leases,
     _location,
     _memory,
@@ -22,6 +23,7 @@ from acp_agent.store import (
 #: The modules whose public names are the package's surface (`_rules`, `_rows`, `_wal` and
 #: the `_pg_*` helpers of the PostgreSQL store are theirs). `_pg_leases` gives one name.
 MODULES = (
+    _copy,
     _leases,
     _location,
     _memory,
