@@ -408,7 +408,8 @@ class PostgresStore:
         )
 
         async def write(db: AsyncConnection[Any], in_doubt: bool) -> None:
-            async with db.transaction():
+            # Two round trips: BEGIN with the checks, then the rows, updates and COMMIT.
+            async with db.pipeline(), db.transaction():
                 cursor = await db.execute(
                     _APPEND_CHECK, {"session": session_id, "branch": branch_id}
                 )

@@ -58,15 +58,16 @@ class _Losing:
             async with self._real.transaction():
                 yield
             return
+        self._pool.lost += 1
         if moment == "before commit":
-            async with self._real.transaction():
-                yield
-                await self._real.close()  # the server rolls the open transaction back
+            with contextlib.suppress(psycopg.Error):  # the server rolls it back
+                async with self._real.transaction():
+                    yield
+                    await self._real.close()
         else:
             async with self._real.transaction():
                 yield
             await self._real.close()
-        self._pool.lost += 1
         raise psycopg.OperationalError("server closed the connection unexpectedly")
 
 
