@@ -306,8 +306,10 @@ async def pg_floor(url: str, size: int, batches: int) -> float:
 def pg_appends(url: str, rounds: int) -> list[dict[str, Any]]:
     results = []
     for size, batches in ((1, 1000), (100, 200)):
-        our_times = [anyio.run(pg_ours, url, size, batches) for _ in range(rounds)]
-        floor_times = [anyio.run(pg_floor, url, size, batches) for _ in range(rounds)]
+        our_times, floor_times = [], []
+        for _ in range(rounds):  # alternating, so both see the same machine noise
+            our_times.append(anyio.run(pg_ours, url, size, batches))
+            floor_times.append(anyio.run(pg_floor, url, size, batches))
         ours_s, floor_s = statistics.median(our_times), statistics.median(floor_times)
         results.append(
             {
@@ -400,13 +402,13 @@ def postgres_report(url: str, directory: Path, rounds: int) -> None:
     print("|---------:|----------------:|--------------------:|")
     for sessions in (1, 4, 16):
         batches = max(50, 800 // sessions)
-        sqlite_rate = statistics.median(
-            anyio.run(concurrent, directory / f"c{sessions}-{r}.db", sessions, batches)
-            for r in range(rounds)
-        )
-        pg_rate = statistics.median(
-            anyio.run(concurrent, url, sessions, batches) for _ in range(rounds)
-        )
+        sqlite_rates, pg_rates = [], []
+        for r in range(rounds):
+            sqlite_rates.append(
+                anyio.run(concurrent, directory / f"c{sessions}-{r}.db", sessions, batches)
+            )
+            pg_rates.append(anyio.run(concurrent, url, sessions, batches))
+        sqlite_rate, pg_rate = statistics.median(sqlite_rates), statistics.median(pg_rates)
         print(f"| {sessions} | {sqlite_rate:,.0f} | {pg_rate:,.0f} |")
 
 
