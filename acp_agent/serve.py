@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--store",
-        default=os.environ.get("ACP_AGENT_STORE") or None,
+        default=None,  # the environment's and the config's are read where the store opens
         metavar="URL",
         help="keep sessions in the store at URL: postgresql://user@host/dbname for a team's "
         "PostgreSQL, or sqlite:PATH (env ACP_AGENT_STORE; else [store] url in config.toml; "

@@ -7,9 +7,9 @@ PostgreSQL store takes a URL.
 
 Every module under this package is private (`_sqlite`, `_postgres`, `_memory`,
 `_migrations`, `_pg_schema`, `_leases`, `_pg_leases`, ...): this is its whole
-public surface. The in-memory and PostgreSQL stores load on first use: the
-agent opens neither unless asked, and an editor's start must not pay for their
-modules (nor for psycopg).
+public surface. The in-memory and PostgreSQL stores and the copying between
+stores load on first use: the agent opens neither store unless asked, and an
+editor's start must not pay for their modules (nor for psycopg).
 """
 
 from __future__ import annotations
@@ -17,13 +17,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Final
 
-from acp_agent.store._copy import (
-    DEFAULT_CHUNK_EVENTS,
-    CopyReport,
-    CopyVerification,
-    copy_sessions,
-    verify_copy,
-)
 from acp_agent.store._leases import LeaseOwner, is_running, this_process
 from acp_agent.store._location import (
     LEASE_TIMEOUT_ENV,
@@ -86,6 +79,13 @@ __all__ = (
 )
 
 if TYPE_CHECKING:
+    from acp_agent.store._copy import (
+        DEFAULT_CHUNK_EVENTS,
+        CopyReport,
+        CopyVerification,
+        copy_sessions,
+        verify_copy,
+    )
     from acp_agent.store._memory import MemoryDatabase, MemoryStore
     from acp_agent.store._pg_inspect import LeaseHolderState, PostgresInspection, inspect_postgres
     from acp_agent.store._pg_leases import DEFAULT_LEASE_TIMEOUT_S
@@ -103,6 +103,11 @@ if TYPE_CHECKING:
 
 #: Names whose module the default start never needs: loaded on first use.
 _LAZY_NAMES: Final = {
+    "DEFAULT_CHUNK_EVENTS": "_copy",
+    "CopyReport": "_copy",
+    "CopyVerification": "_copy",
+    "copy_sessions": "_copy",
+    "verify_copy": "_copy",
     "MemoryDatabase": "_memory",
     "MemoryStore": "_memory",
     "DEFAULT_LEASE_TIMEOUT_S": "_pg_leases",

@@ -64,6 +64,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_LEASE_TIMEOUT_S: Final = 30.0
 #: How long a takeover waits for the lock once the stale holder's connection was ended.
 _TAKEOVER_WAIT_S: Final = 5.0
+#: How long closing waits for a heartbeat under way.
+_CLOSE_WAIT_S: Final = 2.0
 
 _LEASE_ROW: Final = (
     "SELECT l.owner_token, h.pid, h.host, h.backend_pid,"
@@ -185,30 +187,41 @@ class LeaseKeeper:
             self._with_connection(release, f"release {len(wanted)} sessions")
 
     def close(self) -> None:
-        """Stop the heartbeat, give every lease back and close the lease connection."""
+        """Stop the heartbeat, give every lease back and close the lease connection.
+
+        Bounded: a heartbeat stuck on a server that does not answer is waited for
+        `_CLOSE_WAIT_S`, then its connection is closed under it (the server frees the
+        locks when it notices; the rows stay for the next process to take over).
+        """
         self._stop.set()
         thread = self._thread
         if thread is not None:
-            thread.join()
-        with self._mutex:
+            thread.join(_CLOSE_WAIT_S)
+        owned = self._mutex.acquire(timeout=_CLOSE_WAIT_S)
+        try:
             self._closed = True
             connection, self._connection = self._connection, None
             self._held.clear()
             if connection is None:
                 return
             try:
-                if not connection.closed:
+                if owned and not connection.closed:
                     token = self._owner.token
                     connection.execute(
                         "DELETE FROM session_leases WHERE owner_token = %s", (token,)
                     )
                     connection.execute("DELETE FROM lease_holders WHERE owner_token = %s", (token,))
+                elif not owned:
+                    logger.warning("leases not released at close: the lease connection is busy")
             except Exception as exc:
                 # The leases stay behind; closing the connection frees their locks, so the
                 # next process takes them over at once.
                 logger.warning("leases not released at close: %s", exc)
             finally:
                 connection.close()
+        finally:
+            if owned:
+                self._mutex.release()
 
     # --- the lease connection --------------------------------------------------------------
 
