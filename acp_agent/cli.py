@@ -5,6 +5,7 @@
     acp-agent sessions list|show|export|delete  the stored sessions
     acp-agent check -- AGENT COMMAND...         check any ACP agent against the protocol
     acp-agent doctor [options]                  what works in this set-up, what to fix
+    acp-agent store migrate --to URL            copy the sessions into another store
 
 Only the command's own modules load: an editor times spawn -> `initialize`, so
 serving imports nothing of the headless front ends (nor of doctor), and the reverse.
@@ -38,6 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_agent.adapters.doctor import run_doctor
 
         return run_doctor(args[1:])
+    if command == "store":
+        from acp_agent.adapters.store_admin import run_store
+
+        return run_store(args[1:])
     from acp_agent.serve import serve
 
     return serve(args[1:] if command == "serve" else args)

@@ -1,11 +1,11 @@
 """`acp-agent` (or `acp-agent serve`): serve ACP on stdio for the editor that launched us.
 
-    acp-agent [--script FILE] [--log-level LEVEL] [--home DIR] [--max-turn-requests N]
-              [--max-branches N] [--max-jobs N] [--unstable]
+    acp-agent [--script FILE] [--log-level LEVEL] [--home DIR] [--store URL]
+              [--max-turn-requests N] [--max-branches N] [--max-jobs N] [--unstable]
 
 Each flag has an environment twin (`ACP_AGENT_SCRIPT`, `ACP_AGENT_LOG_LEVEL`,
-`ACP_AGENT_HOME`, `ACP_AGENT_MAX_TURN_REQUESTS`, `ACP_AGENT_MAX_BRANCHES`,
-`ACP_AGENT_MAX_JOBS`);
+`ACP_AGENT_HOME`, `ACP_AGENT_STORE`, `ACP_AGENT_MAX_TURN_REQUESTS`,
+`ACP_AGENT_MAX_BRANCHES`, `ACP_AGENT_MAX_JOBS`);
 the flag wins. The model of
 new sessions is the script's (`scripted/<file name>`) with `--script`, else
 `ACP_AGENT_MODEL`, else the config file's `default_model`, else one the API
@@ -14,8 +14,10 @@ key variables make available (see `acp_agent.models._config`).
 Assembly: the models (`<config dir>/config.toml` and the environment), the
 built-in tools, the capabilities and MCP servers registered for every
 session and branch,
-the runtime over the SQLite store in the data directory (opened in the
-connection's event loop on first use), and the ACP adapter. Heavy imports
+the runtime over the store (the SQLite file in the data directory unless
+`--store`, `ACP_AGENT_STORE` or `[store] url` names another, such as a
+PostgreSQL database: `acp_agent.store._location`; opened in the connection's
+event loop once `initialize` is answered, or on first use), and the ACP adapter. Heavy imports
 wait until after argument parsing: editors and the startup benchmark time
 spawn → `initialize`.
 """
@@ -49,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Headless commands: acp-agent exec PROMPT (one prompt, the answer on stdout); "
         "acp-agent sessions list|show|export|delete; acp-agent doctor (what works in this "
         "set-up, what to fix); acp-agent check -- AGENT COMMAND (check any ACP agent "
-        "against the protocol's rules). Each has --help.",
+        "against the protocol's rules); acp-agent store migrate --to URL (copy the sessions "
+        "into another store). Each has --help.",
     )
     parser.add_argument(
         "--script",
@@ -72,6 +75,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="keep config, data, state and logs under DIR (env ACP_AGENT_HOME; "
         "default: the platform's user folders)",
+    )
+    parser.add_argument(
+        "--store",
+        default=None,  # the environment's and the config's are read where the store opens
+        metavar="URL",
+        help="keep sessions in the store at URL: postgresql://user@host/dbname for a team's "
+        "PostgreSQL, or sqlite:PATH (env ACP_AGENT_STORE; else [store] url in config.toml; "
+        "default: the SQLite file in the data folder)",
     )
     parser.add_argument(
         "--max-turn-requests",
@@ -203,9 +214,18 @@ def serve(argv: Sequence[str] | None = None) -> int:
         return registry
 
     async def open_store() -> Store:
-        from acp_agent.store import SqliteStore, default_database_path
+        # Chosen here, not at start: the choice reads config.toml, and psycopg loads only
+        # for a PostgreSQL store.
+        from acp_agent.store import open_store, store_location
 
-        return await SqliteStore.open(default_database_path(paths.data_dir))
+        location = store_location(
+            flag=args.store,
+            env=os.environ,
+            config_file=paths.config_dir / "config.toml",
+            data_dir=paths.data_dir,
+        )
+        logging.getLogger("acp_agent").info("session store: %s", location.shown)
+        return await open_store(location)
 
     host = RuntimeHost(open_store, assemble, on_close=models.aclose)
     connection = AgentConnection(unstable=args.unstable)

@@ -18,6 +18,18 @@ Usage (with the virtual environment that has acp-agent installed):
    Peak memory is traced (tracemalloc) in a separate run of each, so the
    timings do not pay for the tracing.
 
+With `--store postgresql` the same questions go to the PostgreSQL store, on a
+throwaway cluster started for the run (fsync and synchronous_commit on, a
+private unix socket; `tests/support/postgres.py`) or on `--postgres-url URL`:
+
+3. Durable appends through `Timeline.append` next to the floor: psycopg
+   inserting the same rows into the same schema, one transaction per batch,
+   on one connection of the same settings.
+4. Load of a 1,000-turn session (6 events a turn in 3 batches: 6,000 events):
+   `load_session` and reading its whole history, on both stores.
+5. Appends per second with 1, 4 and 16 sessions writing at once (1-event
+   batches, one store handle, its default pool of 8 connections), on both.
+
 It is a report: nothing here asserts a time.
 """
 
@@ -53,6 +65,8 @@ from acp_agent.core import (
     save_snapshot,
 )
 from acp_agent.store import SqliteStore, Synchronous, migrate
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TEXT = "tool output line: compiled 3 files, 0 warnings, tests pending"  # ~60 characters
 
@@ -240,6 +254,182 @@ def rebuilds(directory: Path, events: int) -> list[dict[str, Any]]:
     return results
 
 
+# --- PostgreSQL ------------------------------------------------------------------------------
+
+
+async def pg_ours(url: str, size: int, batches: int) -> float:
+    """`ours` on the PostgreSQL store."""
+    from acp_agent.store import PostgresStore
+
+    store = await PostgresStore.open(url)
+    try:
+        async with open_runtime(store) as runtime:
+            timeline = (await runtime.create_session("/bench")).main.timeline
+            work = [drafts(size, n) for n in range(batches)]
+            started = time.perf_counter()
+            for batch in work:
+                await timeline.append(batch)
+            return time.perf_counter() - started
+    finally:
+        await store.aclose()
+
+
+async def pg_floor(url: str, size: int, batches: int) -> float:
+    """Seconds for psycopg to insert the same rows on one connection, a transaction a batch."""
+    import psycopg
+
+    from acp_agent.store import connection_settings, migrate_postgres
+
+    rows = []
+    seq = 0
+    branch_id = BranchId(new_id("br"))
+    for n in range(batches):
+        first = seq + 1
+        batch_rows = []
+        for draft in drafts(size, n):
+            seq += 1
+            event = Event(
+                branch_id, Seq(seq), BatchId(first), draft.payload, draft.producer, time.time()
+            )
+            batch_rows.append(encode_event(event))
+        rows.append(batch_rows)
+    insert = "INSERT INTO events VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+    async with await psycopg.AsyncConnection.connect(url, **connection_settings()) as db:
+        await migrate_postgres(db)
+        started = time.perf_counter()
+        for batch_rows in rows:
+            async with db.transaction(), db.cursor() as cursor:
+                await cursor.executemany(insert, batch_rows)
+        return time.perf_counter() - started
+
+
+def pg_appends(url: str, rounds: int) -> list[dict[str, Any]]:
+    results = []
+    for size, batches in ((1, 1000), (100, 200)):
+        our_times, floor_times = [], []
+        for _ in range(rounds):  # alternating, so both see the same machine noise
+            our_times.append(anyio.run(pg_ours, url, size, batches))
+            floor_times.append(anyio.run(pg_floor, url, size, batches))
+        ours_s, floor_s = statistics.median(our_times), statistics.median(floor_times)
+        results.append(
+            {
+                "batch": size,
+                "events": size * batches,
+                "ours_events_per_s": size * batches / ours_s,
+                "floor_events_per_s": size * batches / floor_s,
+                "ours_batches_per_s": batches / ours_s,
+                "ratio": ours_s / floor_s,
+            }
+        )
+    return results
+
+
+async def open_bench_store(where: Path | str) -> Any:
+    from acp_agent.store import PostgresStore
+
+    if isinstance(where, str):
+        return await PostgresStore.open(where)
+    return await SqliteStore.open(where)
+
+
+async def long_session(where: Path | str, turns: int) -> str:
+    """A session of `turns` turns: a prompt (1 event), a reply with a call (4), a result (1)."""
+    store = await open_bench_store(where)
+    try:
+        async with open_runtime(store) as runtime:
+            session = await runtime.create_session("/bench")
+            for turn in range(turns):
+                for size in (1, 4, 1):
+                    await session.main.timeline.append(drafts(size, turn))
+            return session.id
+    finally:
+        await store.aclose()
+
+
+async def load(where: Path | str, session_id: str) -> tuple[float, int]:
+    """Seconds to load the session and read its whole history; the events read."""
+    store = await open_bench_store(where)
+    try:
+        async with open_runtime(store) as runtime:
+            started = time.perf_counter()
+            session = await runtime.load_session(session_id)  # type: ignore[arg-type]
+            events = await session.main.timeline.read()
+            return time.perf_counter() - started, len(events)
+    finally:
+        await store.aclose()
+
+
+async def concurrent(where: Path | str, sessions: int, batches: int) -> float:
+    """Events per second with `sessions` sessions appending 1-event batches at once."""
+    store = await open_bench_store(where)
+    try:
+        async with open_runtime(store) as runtime:
+            opened = [await runtime.create_session("/bench") for _ in range(sessions)]
+
+            async def write(timeline: Timeline) -> None:
+                for n in range(batches):
+                    await timeline.append(drafts(1, n))
+
+            started = time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for session in opened:
+                    group.start_soon(write, session.main.timeline)
+            return sessions * batches / (time.perf_counter() - started)
+    finally:
+        await store.aclose()
+
+
+def postgres_report(url: str, directory: Path, rounds: int) -> None:
+    print("\nPostgreSQL: durable appends (one transaction per batch; median of rounds):\n")
+    print("| batch | events | ours events/s | floor events/s | ours batches/s | ours/floor time |")
+    print("|------:|-------:|--------------:|---------------:|---------------:|----------------:|")
+    for row in pg_appends(url, rounds):
+        print(
+            f"| {row['batch']} | {row['events']} | {row['ours_events_per_s']:,.0f} "
+            f"| {row['floor_events_per_s']:,.0f} | {row['ours_batches_per_s']:,.0f} "
+            f"| {row['ratio']:.2f}x |"
+        )
+    print("\nLoad of a 1,000-turn session (6,000 events): load_session + the whole history:\n")
+    print("| store | events | seconds (median) |")
+    print("|-------|-------:|-----------------:|")
+    for name, where in (("SQLite", directory / "long.db"), ("PostgreSQL", url)):
+        session_id = anyio.run(long_session, where, 1000)
+        runs = [anyio.run(load, where, session_id) for _ in range(rounds)]
+        seconds = statistics.median(elapsed for elapsed, _ in runs)
+        print(f"| {name} | {runs[0][1]:,} | {seconds:.3f} |")
+    print("\nSessions appending at once (1-event batches, one store handle):\n")
+    print("| sessions | SQLite events/s | PostgreSQL events/s |")
+    print("|---------:|----------------:|--------------------:|")
+    for sessions in (1, 4, 16):
+        batches = max(50, 800 // sessions)
+        sqlite_rates, pg_rates = [], []
+        for r in range(rounds):
+            sqlite_rates.append(
+                anyio.run(concurrent, directory / f"c{sessions}-{r}.db", sessions, batches)
+            )
+            pg_rates.append(anyio.run(concurrent, url, sessions, batches))
+        sqlite_rate, pg_rate = statistics.median(sqlite_rates), statistics.median(pg_rates)
+        print(f"| {sessions} | {sqlite_rate:,.0f} | {pg_rate:,.0f} |")
+
+
+def with_postgres(url: str | None, run: Callable[[str], None]) -> None:
+    """`run(url)` on `url`, or on a throwaway cluster (fsync on) made for the run."""
+    if url is not None:
+        run(url)
+        return
+    sys.path.insert(0, str(ROOT))
+    from tests.support.postgres import PostgresCluster
+
+    cluster = PostgresCluster.start(fsync=True)
+    try:
+        name = cluster.create_database()
+        version = cluster.execute("SHOW server_version")[0][0]
+        print(f"PostgreSQL {version} (a throwaway cluster: fsync on, a unix socket)")
+        run(cluster.url(name))
+    finally:
+        cluster.close()
+
+
 # --- report --------------------------------------------------------------------------------------
 
 
@@ -249,9 +439,21 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000, help="events in the rebuilt branch")
     parser.add_argument("--synchronous", choices=["FULL", "NORMAL"], default="FULL")
     parser.add_argument("--dir", type=Path, help="where to put the databases (default: a temp dir)")
+    parser.add_argument(
+        "--store",
+        choices=["sqlite", "postgresql"],
+        default="sqlite",
+        help="postgresql: measure the PostgreSQL store (and its comparisons with SQLite)",
+    )
+    parser.add_argument("--postgres-url", help="a database to use instead of a throwaway cluster")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=options.dir) as directory:
         where = Path(directory)
+        if options.store == "postgresql":
+            with_postgres(
+                options.postgres_url, lambda url: postgres_report(url, where, options.rounds)
+            )
+            return
         print(
             f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, "
             f"synchronous={options.synchronous}, databases in {where}\n"

@@ -46,7 +46,6 @@ from acp_agent.core import (
     BranchRecord,
     CallId,
     Event,
-    ForkOrigin,
     PermissionRule,
     Seq,
     SeqTaken,
@@ -67,6 +66,18 @@ from acp_agent.core import (
 )
 from acp_agent.store._leases import LeaseOwner, is_running, this_process
 from acp_agent.store._migrations import migrate
+from acp_agent.store._rows import (
+    BRANCH_COLUMNS,
+    EVENT_COLUMNS,
+    RULE_COLUMNS,
+    SESSION_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    rule_record,
+    session_record,
+    session_row,
+    snapshot_record,
+    snapshot_row,
+)
 from acp_agent.store._rules import check_new_session
 from acp_agent.store._wal import WalBound, bound_wal
 
@@ -87,22 +98,6 @@ DATABASE_FILE_NAME: Final = "sessions.sqlite3"
 
 Synchronous = Literal["FULL", "NORMAL"]
 
-_EVENT_COLUMNS: Final = (
-    "branch_id, seq, batch_id, kind, payload, producer, recorded_at, format_version"
-)
-_SESSION_COLUMNS: Final = (
-    "session_id, cwd, main_branch_id, title, created_at, updated_at,"
-    " fork_session_id, fork_branch_id, fork_seq, additional_directories"
-)
-_BRANCH_COLUMNS: Final = "branch_id, session_id, parent_id, cut_seq, label, created_at, closed_at"
-_SNAPSHOT_COLUMNS: Final = (
-    "branch_id, interpreter, anchor_seq, interpreter_version, anchor_digest, ancestry,"
-    " state, checksum, created_at"
-)
-_RULE_COLUMNS: Final = (
-    "rule_id, workspace, tool, scope, pattern, decision, created_at, session_id, call_id,"
-    " revoked_at"
-)
 _BRANCH_AND_LAST_SEQ: Final = (
     "SELECT session_id, cut_seq, closed_at, (SELECT max(seq) FROM events WHERE branch_id = ?)"
     " FROM branches WHERE branch_id = ?"
@@ -170,12 +165,12 @@ class SqliteStore:
             rows = [encode_event(event) for event in history]
             with _transaction(db):
                 db.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    _session_row(session),
+                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    session_row(session),
                 )
                 _insert_branch(db, main)
                 db.executemany(
-                    f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows
+                    f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows
                 )
                 if history:
                     copied = project_batch(
@@ -189,11 +184,11 @@ class SqliteStore:
     async def get_session(self, session_id: SessionId) -> SessionRecord:
         def fetch(db: sqlite3.Connection) -> SessionRecord:
             row = db.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
             if row is None:
                 raise StoreNotFound(f"no session {session_id}")
-            return _session_record(row)
+            return session_record(row)
 
         return await self._run(fetch, f"get session {session_id}")
 
@@ -211,11 +206,11 @@ class SqliteStore:
                 values += [after.updated_at, after.session_id]
             clause = f" WHERE {' AND '.join(where)}" if where else ""
             rows = db.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions{clause}"
+                f"SELECT {SESSION_COLUMNS} FROM sessions{clause}"
                 " ORDER BY updated_at DESC, session_id DESC LIMIT ?",
                 (*values, limit),
             )
-            return [_session_record(row) for row in rows]
+            return [session_record(row) for row in rows]
 
         return await self._run(fetch, "list sessions")
 
@@ -257,10 +252,10 @@ class SqliteStore:
         def fetch(db: sqlite3.Connection) -> list[BranchRecord]:
             _require_session(db, session_id)
             rows = db.execute(
-                f"SELECT {_BRANCH_COLUMNS} FROM branches WHERE session_id = ? ORDER BY rowid",
+                f"SELECT {BRANCH_COLUMNS} FROM branches WHERE session_id = ? ORDER BY rowid",
                 (session_id,),
             )
-            return [_branch_record(row) for row in rows]
+            return [BranchRecord(*row) for row in rows]
 
         return await self._run(fetch, f"list branches of {session_id}")
 
@@ -340,7 +335,7 @@ class SqliteStore:
                 last_seq = cut_seq if last is None else last
             if batch.first_seq != last_seq + 1:
                 raise SeqTaken(branch_id, batch.first_seq, last_seq + 1)
-            db.executemany(f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows)
+            db.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows)
             _insert_results(db, branch_id, projection.results)
             if projection.closed_at is not None:
                 db.execute(
@@ -367,13 +362,13 @@ class SqliteStore:
         def fetch(db: sqlite3.Connection) -> list[Event]:
             if lte is None:
                 rows = db.execute(
-                    f"SELECT {_EVENT_COLUMNS} FROM events WHERE branch_id = ? AND seq > ?"
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE branch_id = ? AND seq > ?"
                     " ORDER BY seq",
                     (branch_id, gt),
                 )
             else:
                 rows = db.execute(
-                    f"SELECT {_EVENT_COLUMNS} FROM events WHERE branch_id = ? AND seq > ?"
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE branch_id = ? AND seq > ?"
                     " AND seq <= ? ORDER BY seq",
                     (branch_id, gt, lte),
                 )
@@ -416,15 +411,15 @@ class SqliteStore:
             # One transaction: two answers at once (two sessions, two processes) keep one rule.
             with _transaction(db):
                 same = db.execute(
-                    f"SELECT {_RULE_COLUMNS} FROM permission_rules"
+                    f"SELECT {RULE_COLUMNS} FROM permission_rules"
                     " WHERE workspace = ? AND tool = ? AND scope = ? AND pattern = ?"
                     " AND decision = ? AND revoked_at IS NULL ORDER BY rowid LIMIT 1",
                     (rule.workspace, rule.tool, rule.scope, rule.pattern, rule.decision),
                 ).fetchone()
                 if same is not None:
-                    return PermissionRule(*same)
+                    return rule_record(same)
                 db.execute(
-                    f"INSERT INTO permission_rules ({_RULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO permission_rules ({RULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     attrs.astuple(rule),
                 )
             return rule
@@ -443,9 +438,9 @@ class SqliteStore:
                 where.append("revoked_at IS NULL")
             clause = f" WHERE {' AND '.join(where)}" if where else ""
             rows = db.execute(
-                f"SELECT {_RULE_COLUMNS} FROM permission_rules{clause} ORDER BY rowid", values
+                f"SELECT {RULE_COLUMNS} FROM permission_rules{clause} ORDER BY rowid", values
             )
-            return [PermissionRule(*row) for row in rows]
+            return [rule_record(row) for row in rows]
 
         return await self._run(fetch, "list permission rules")
 
@@ -458,11 +453,11 @@ class SqliteStore:
                     (revoked_at, rule_id),
                 )
                 row = db.execute(
-                    f"SELECT {_RULE_COLUMNS} FROM permission_rules WHERE rule_id = ?", (rule_id,)
+                    f"SELECT {RULE_COLUMNS} FROM permission_rules WHERE rule_id = ?", (rule_id,)
                 ).fetchone()
             if row is None:
                 raise StoreNotFound(f"no permission rule {rule_id}")
-            return PermissionRule(*row)
+            return rule_record(row)
 
         return await self._run(write, f"revoke permission rule {rule_id}")
 
@@ -473,18 +468,9 @@ class SqliteStore:
             key = (snapshot.branch_id, snapshot.interpreter)
             with _transaction(db):
                 db.execute(
-                    f"INSERT OR REPLACE INTO snapshots ({_SNAPSHOT_COLUMNS})"
+                    f"INSERT OR REPLACE INTO snapshots ({SNAPSHOT_COLUMNS})"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        *key,
-                        snapshot.anchor_seq,
-                        snapshot.interpreter_version,
-                        snapshot.anchor_digest,
-                        json.dumps(snapshot.ancestry),
-                        snapshot.state,
-                        snapshot.checksum,
-                        snapshot.created_at,
-                    ),
+                    snapshot_row(snapshot),
                 )
                 db.execute(
                     "DELETE FROM snapshots WHERE branch_id = ? AND interpreter = ?"
@@ -498,11 +484,11 @@ class SqliteStore:
     async def get_snapshots(self, branch_id: BranchId, interpreter: str) -> list[Snapshot]:
         def fetch(db: sqlite3.Connection) -> list[Snapshot]:
             rows = db.execute(
-                f"SELECT {_SNAPSHOT_COLUMNS} FROM snapshots WHERE branch_id = ?"
+                f"SELECT {SNAPSHOT_COLUMNS} FROM snapshots WHERE branch_id = ?"
                 " AND interpreter = ? ORDER BY anchor_seq DESC",
                 (branch_id, interpreter),
             )
-            return [_snapshot(row) for row in rows]
+            return [snapshot_record(row) for row in rows]
 
         return await self._run(fetch, f"get snapshots of {branch_id}")
 
@@ -638,7 +624,7 @@ def _lease_owner(db: sqlite3.Connection, session_id: SessionId) -> LeaseOwner | 
 
 def _insert_branch(db: sqlite3.Connection, branch: BranchRecord) -> None:
     db.execute(
-        f"INSERT INTO branches ({_BRANCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO branches ({BRANCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (
             branch.branch_id,
             branch.session_id,
@@ -659,63 +645,3 @@ def _insert_results(
             "INSERT OR IGNORE INTO tool_results VALUES (?, ?, ?)",
             [(branch_id, call_id, seq) for call_id, seq in results],
         )
-
-
-def _session_row(session: SessionRecord) -> tuple[Any, ...]:
-    origin = session.fork_origin
-    return (
-        session.session_id,
-        session.cwd,
-        session.main_branch_id,
-        session.title,
-        session.created_at,
-        session.updated_at,
-        None if origin is None else origin.session_id,
-        None if origin is None else origin.branch_id,
-        None if origin is None else origin.seq,
-        json.dumps(list(session.additional_directories)),
-    )
-
-
-def _session_record(row: Sequence[Any]) -> SessionRecord:
-    session_id, cwd, main_branch_id, title, created_at, updated_at, *fork, directories = row
-    origin = None if fork[0] is None else ForkOrigin(*fork)
-    return SessionRecord(
-        session_id,
-        cwd,
-        main_branch_id,
-        created_at,
-        updated_at,
-        title,
-        origin,
-        _directories(session_id, directories),
-    )
-
-
-def _directories(session_id: str, stored: object) -> tuple[str, ...]:
-    """A session's stored additional directories (a JSON array of strings). Unreadable ones
-    read as none, so one damaged row neither hides the session nor fails the list (fewer
-    roots only means more is asked about)."""
-    try:
-        value = json.loads(stored) if isinstance(stored, str) else None
-    except ValueError:
-        value = None
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        logger.warning("session %s: its additional directories are unreadable", session_id)
-        return ()
-    return tuple(value)
-
-
-def _branch_record(row: Sequence[Any]) -> BranchRecord:
-    return BranchRecord(*row)
-
-
-def _snapshot(row: Sequence[Any]) -> Snapshot:
-    branch_id, interpreter, anchor, version, digest, ancestry, state, checksum, created_at = row
-    try:
-        parts = tuple((str(b), int(s)) for b, s in json.loads(ancestry))
-    except (TypeError, ValueError):
-        parts = ()  # unreadable: it will not match any lineage, so it is skipped
-    return Snapshot(
-        branch_id, interpreter, version, anchor, digest, parts, bytes(state), checksum, created_at
-    )

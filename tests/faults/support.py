@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 __all__ = ("store_problems",)
 
 
-def store_problems(database: Path, *, ended: bool = True) -> list[str]:
+def store_problems(database: Path | str, *, ended: bool = True) -> list[str]:
     """What is torn in the store: integrity, gaps in seqs, a prompt without one ending.
 
-    With `ended=False` the last prompt of a branch may still be open (a process
-    killed mid-turn; the next load ends it).
+    `database` is an SQLite file, or a PostgreSQL URL (`postgresql://...`). With
+    `ended=False` the last prompt of a branch may still be open (a process killed
+    mid-turn; the next load ends it).
     """
+    if isinstance(database, str) and database.startswith("postgresql://"):
+        return _postgres_problems(database, ended=ended)
     problems = []
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
         if db.execute("PRAGMA integrity_check").fetchone() != ("ok",):
@@ -25,6 +29,26 @@ def store_problems(database: Path, *, ended: bool = True) -> list[str]:
                 (branch,),
             ).fetchall()
             problems += _branch_problems(branch, rows, ended=ended)
+    return problems
+
+
+def _postgres_problems(url: str, *, ended: bool) -> list[str]:
+    import psycopg
+
+    problems = []
+    with psycopg.connect(url) as db:
+        branches = [row[0] for row in db.execute("SELECT branch_id FROM branches")]
+        for branch in branches:
+            rows: list[Any] = db.execute(
+                "SELECT seq, batch_id, kind FROM events WHERE branch_id = %s ORDER BY seq",
+                (branch,),
+            ).fetchall()
+            problems += _branch_problems(branch, rows, ended=ended)
+        orphans = db.execute(
+            "SELECT count(*) FROM events WHERE branch_id NOT IN (SELECT branch_id FROM branches)"
+        ).fetchone()
+        if orphans and orphans[0]:
+            problems.append(f"{orphans[0]} events belong to no branch")
     return problems
 
 

@@ -8,6 +8,10 @@ ended once), the side effect happened at most once, and the next prompt works.
 
 By default each moment is tried once, at a fixed point. With
 `ACP_AGENT_SLOW_TESTS=1` each is tried at several random delays as well.
+
+The same matrix runs on a PostgreSQL store (both agents with `ACP_AGENT_STORE`
+naming one database of the test process's throwaway cluster): by default a
+sample, the moments in `POSTGRES_SAMPLE` at once; the rest with the slow tests.
 """
 
 from __future__ import annotations
@@ -25,24 +29,48 @@ import pytest
 
 from protocol import methods, types
 from tests.faults.support import store_problems
-from tests.support import EditorClient, openai_env, running_agent, write_script
+from tests.support import EditorClient, agent_env, openai_env, running_agent, write_script
 from tests.support.fake_provider import Exchange, FakeProviderServer, openai_chunk, openai_stream
+from tests.support.postgres import fresh_database, skip_without_postgres
 
 pytestmark = pytest.mark.e2e
 
 MOMENTS = ("stream", "tool", "permission", "compaction", "load")
 #: The delays (seconds, after the moment is reached) of the thorough run.
 RANDOM_DELAYS = 6
+#: The moments tried on PostgreSQL by default (the rest are slow there).
+POSTGRES_SAMPLE = ("tool", "permission")
 COMMAND = "echo $$ > pid.txt; echo ran >> counter.txt; sleep 30"
 
 
 def _cases() -> Iterator[Any]:
-    for moment in MOMENTS:
-        yield pytest.param(moment, 0.0, id=f"{moment}-at-once")
-        rng = random.Random(moment)
-        for _ in range(RANDOM_DELAYS):
-            delay = round(rng.uniform(0.0, 0.3), 3)
-            yield pytest.param(moment, delay, id=f"{moment}-after-{delay}s", marks=pytest.mark.slow)
+    for store in ("sqlite", "postgresql"):
+        prefix = "" if store == "sqlite" else "postgresql-"
+        for moment in MOMENTS:
+            sampled = store == "sqlite" or moment in POSTGRES_SAMPLE
+            marks = () if sampled else (pytest.mark.slow,)
+            yield pytest.param(store, moment, 0.0, id=f"{prefix}{moment}-at-once", marks=marks)
+            rng = random.Random(moment)
+            for _ in range(RANDOM_DELAYS):
+                delay = round(rng.uniform(0.0, 0.3), 3)
+                yield pytest.param(
+                    store,
+                    moment,
+                    delay,
+                    id=f"{prefix}{moment}-after-{delay}s",
+                    marks=pytest.mark.slow,
+                )
+
+
+@contextlib.contextmanager
+def _store(store: str, home: Path) -> Iterator[tuple[str | Path, dict[str, str]]]:
+    """Where the agents keep the session, and the environment that says so."""
+    if store == "sqlite":
+        yield home / "data" / "sessions.sqlite3", {}
+        return
+    skip_without_postgres(pytest.skip)
+    with fresh_database() as url:
+        yield url, {"ACP_AGENT_STORE": url}
 
 
 def _reply(text: str) -> Exchange:
@@ -107,10 +135,17 @@ def _script(tmp_path: Path, moment: str) -> Path:
     return write_script(tmp_path / "script.json", first, [{"text": "After."}])
 
 
-@pytest.mark.parametrize(("moment", "delay_s"), list(_cases()))
+@pytest.mark.parametrize(("store", "moment", "delay_s"), list(_cases()))
 async def test_sigkill_leaves_a_whole_store_that_loads_and_goes_on(
-    tmp_path: Path, moment: str, delay_s: float
+    tmp_path: Path, store: str, moment: str, delay_s: float
 ):
+    with _store(store, tmp_path / "home") as (database, store_env):
+        await _kill_and_load(tmp_path, moment, delay_s, database, store_env)
+
+
+async def _kill_and_load(
+    tmp_path: Path, moment: str, delay_s: float, database: str | Path, store_env: dict[str, str]
+) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     home = tmp_path / "home"
@@ -119,7 +154,8 @@ async def test_sigkill_leaves_a_whole_store_that_loads_and_goes_on(
     server = FakeProviderServer().start()
     # Compaction needs a summary request to hold: the OpenAI wire, held open.
     server.add(_reply("History."), Exchange(hold=True), _reply("Summary."), _reply("After."))
-    env = openai_env(server.base_url) if moment == "compaction" else None
+    env = openai_env(server.base_url) if moment == "compaction" else agent_env()
+    env = {**env, **store_env}
     try:
         async with running_agent(home, script=script, env=env) as client:
             session_id = await client.new_session(workspace)
@@ -128,7 +164,6 @@ async def test_sigkill_leaves_a_whole_store_that_loads_and_goes_on(
             _kill(client)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(client.process.wait(), 10)  # type: ignore[union-attr]
-        database = home / "data" / "sessions.sqlite3"
         assert store_problems(database, ended=False) == []
 
         async with running_agent(home, script=script, env=env) as client:

@@ -8,6 +8,11 @@ python tests/store/crash_writer.py append DB SESSION_ID SEED
 
 python tests/store/crash_writer.py hold DB SESSION_ID
     Load the session, print "held <pid>", then sleep: a live lease holder.
+    Each line read from stdin then appends one note: "appended <seq>" once
+    durable, or "refused <message>" when the store refuses it.
+
+DB is an SQLite file, or a PostgreSQL URL (`postgresql://...`; the lease
+timeout from `ACP_AGENT_STORE_LEASE_TIMEOUT_S`, default 30 s).
 """
 
 from __future__ import annotations
@@ -19,13 +24,27 @@ from pathlib import Path
 
 import anyio
 
-from acp_agent.core import EventDraft, NotificationReceived, SessionId, open_runtime
-from acp_agent.store import SqliteStore
+from acp_agent.core import (
+    EventDraft,
+    NotificationReceived,
+    SessionId,
+    Store,
+    StoreError,
+    open_runtime,
+)
+from acp_agent.store import LEASE_TIMEOUT_ENV, PostgresStore, SqliteStore
 
 
-async def append_forever(db: Path, session_id: SessionId, seed: int) -> None:
+async def open_store(db: str) -> Store:
+    if db.startswith("postgresql://"):
+        timeout_s = float(os.environ.get(LEASE_TIMEOUT_ENV) or 30)
+        return await PostgresStore.open(db, lease_timeout_s=timeout_s)
+    return await SqliteStore.open(Path(db))
+
+
+async def append_forever(db: str, session_id: SessionId, seed: int) -> None:
     rng = random.Random(seed)
-    store = await SqliteStore.open(db)
+    store = await open_store(db)
     async with open_runtime(store) as runtime:
         session = await runtime.load_session(session_id)
         main = session.main
@@ -40,16 +59,26 @@ async def append_forever(db: Path, session_id: SessionId, seed: int) -> None:
             print(f"durable {batch.last_seq}", flush=True)
 
 
-async def hold(db: Path, session_id: SessionId) -> None:
-    store = await SqliteStore.open(db)
+async def hold(db: str, session_id: SessionId) -> None:
+    store = await open_store(db)
     async with open_runtime(store) as runtime:
-        await runtime.load_session(session_id)
+        session = await runtime.load_session(session_id)
         print(f"held {os.getpid()}", flush=True)
+        async with anyio.wrap_file(sys.stdin) as lines:
+            async for _ in lines:
+                try:
+                    batch = await session.main.append(
+                        [EventDraft(NotificationReceived("hold", "one more"), "crash_writer")]
+                    )
+                except StoreError as exc:
+                    print(f"refused {exc}", flush=True)
+                else:
+                    print(f"appended {batch.last_seq}", flush=True)
         await anyio.sleep_forever()
 
 
 def main(argv: list[str]) -> None:
-    mode, db, session_id = argv[0], Path(argv[1]), SessionId(argv[2])
+    mode, db, session_id = argv[0], argv[1], SessionId(argv[2])
     if mode == "append":
         anyio.run(append_forever, db, session_id, int(argv[3]))
     elif mode == "hold":

@@ -8,10 +8,32 @@ from types import ModuleType
 import pytest
 
 import acp_agent.store
-from acp_agent.store import _leases, _memory, _migrations, _sqlite
+from acp_agent.store import (
+    _copy,
+    _leases,
+    _location,
+    _memory,
+    _migrations,
+    _pg_inspect,
+    _pg_schema,
+    _postgres,
+    _sqlite,
+)
 
-#: The modules whose public names are the package's surface (`_rules` is a helper of theirs).
-MODULES = (_leases, _memory, _migrations, _sqlite)
+#: The modules whose public names are the package's surface (`_rules`, `_rows`, `_wal` and
+#: the `_pg_*` helpers of the PostgreSQL store are theirs). `_pg_leases` gives one name.
+MODULES = (
+    _copy,
+    _leases,
+    _location,
+    _memory,
+    _migrations,
+    _pg_inspect,
+    _pg_schema,
+    _postgres,
+    _sqlite,
+)
+FROM_HELPERS = {"DEFAULT_LEASE_TIMEOUT_S"}
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
@@ -32,5 +54,5 @@ def test_every_module_lists_exactly_the_public_names_it_defines(module: ModuleTy
 
 def test_the_package_reexports_its_modules_public_names() -> None:
     from_modules = {name: getattr(module, name) for module in MODULES for name in module.__all__}
-    assert set(acp_agent.store.__all__) == set(from_modules)
+    assert set(acp_agent.store.__all__) == set(from_modules) | FROM_HELPERS
     assert all(getattr(acp_agent.store, name) is value for name, value in from_modules.items())

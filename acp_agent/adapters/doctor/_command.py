@@ -1,13 +1,15 @@
 """`acp-agent doctor`: what works in this set-up, and what to fix.
 
-    acp-agent doctor [--home DIR] [--script FILE] [--model ID] [--cwd DIR]
+    acp-agent doctor [--home DIR] [--script FILE] [--model ID] [--cwd DIR] [--store URL]
                      [--timeout S] [--mcp-timeout S] [--json]
 
 Looks at what `acp-agent` would use with the same settings (`--home` or
 `ACP_AGENT_HOME`, `--script` or `ACP_AGENT_SCRIPT`, `ACP_AGENT_MODEL` and the
 provider variables, the config file), without serving anything: the version and
 folders, the config file, the model new sessions would use and whether its
-provider answers (`--timeout`, default 5 s), the session store, the MCP servers
+provider answers (`--timeout`, default 5 s), the session store (`--store` or
+`ACP_AGENT_STORE` or `[store] url`: a PostgreSQL one is connected to and read:
+its schema version and its lease holders), the MCP servers
 (started once, within their startup timeout or `--mcp-timeout`), the language
 servers, and the workspace's own files (`--cwd`, default the current directory).
 
@@ -81,6 +83,13 @@ def parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         default=None,
         metavar="DIR",
         help="the workspace whose project files and MCP servers to check (default: here)",
+    )
+    parser.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="check the store at URL, as acp-agent --store (env ACP_AGENT_STORE; else "
+        "[store] url in config.toml; default: the SQLite file in the data folder)",
     )
     parser.add_argument(
         "--timeout",
@@ -160,6 +169,7 @@ def _setup(args: argparse.Namespace, env: Mapping[str, str]) -> DoctorSetup | st
         model=args.model,
         timeout_s=args.timeout,
         mcp_timeout_s=args.mcp_timeout,
+        store_url=args.store,
     )
 
 

@@ -29,8 +29,9 @@ from acp_agent.adapters.doctor._store import reading_store
 from acp_agent.adapters.doctor._warnings import collected_warnings
 from acp_agent.capabilities import load_templates
 from acp_agent.capabilities.context import scan_user_rules, scan_workspace_rules
+from acp_agent.core import StoreError
 from acp_agent.mcp import PROJECT_CONFIG_PATH, ConfiguredServers, McpOrigin
-from acp_agent.store import default_database_path, schema_version
+from acp_agent.store import StoreUrlInvalid, inspect_postgres, schema_version
 
 __all__ = ("NAME", "check_project")
 
@@ -110,7 +111,18 @@ def _ignored_tables(project_file: Path) -> list[str]:
 
 def _permission_rules(setup: DoctorSetup) -> int:
     """How many permission rules the person remembered for this workspace (0 if unknown)."""
-    path = default_database_path(setup.paths.data_dir)
+    workspace = str(setup.cwd.resolve())
+    try:
+        location = setup.store_location()
+    except StoreUrlInvalid:
+        return 0  # the store check says why
+    if location.kind == "postgresql":
+        try:
+            found = inspect_postgres(location.target, workspace=workspace, timeout_s=2.0)
+        except StoreError:
+            return 0  # the store check says why
+        return found.workspace_rules or 0
+    path = location.path
     if not path.is_file():
         return 0
     try:
@@ -119,7 +131,7 @@ def _permission_rules(setup: DoctorSetup) -> int:
                 return 0
             row = connection.execute(
                 "SELECT count(*) FROM permission_rules WHERE workspace = ? AND revoked_at IS NULL",
-                (str(setup.cwd.resolve()),),
+                (workspace,),
             ).fetchone()
     except (sqlite3.Error, OSError):
         return 0  # the store check says why

@@ -1,7 +1,8 @@
 """What doctor looks at: the agent's folders, its environment, the workspace, the limits.
 
 The same inputs `acp-agent` serves with (`--home` or `ACP_AGENT_HOME`, `--script`
-or `ACP_AGENT_SCRIPT`, `ACP_AGENT_MODEL` and the provider variables), plus the
+or `ACP_AGENT_SCRIPT`, `ACP_AGENT_MODEL` and the provider variables, `--store` or
+`ACP_AGENT_STORE`), plus the
 workspace a session would open (`--cwd`) and how long to wait for a provider or
 an MCP server. `secrets()` lists every value that must never be shown.
 """
@@ -12,11 +13,13 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
+from urllib.parse import unquote, urlsplit
 
 import attrs
 
 from acp_agent.paths import AgentPaths
 from acp_agent.records import Record
+from acp_agent.store import StoreLocation, store_location
 
 __all__ = ("DoctorSetup", "is_secret")
 
@@ -53,13 +56,39 @@ class DoctorSetup(Record):
     timeout_s: float = 5.0
     #: Caps each MCP server's own `startup_timeout_s` (None: its own).
     mcp_timeout_s: float | None = None
+    #: `--store`: the store URL to check (None: `ACP_AGENT_STORE`, the config, the default).
+    store_url: str | None = attrs.field(default=None, repr=False)
 
     @property
     def config_file(self) -> Path:
         """The person's `config.toml`."""
         return self.paths.config_dir / "config.toml"
 
+    def store_location(self) -> StoreLocation:
+        """The store the agent would use (`StoreUrlInvalid` when its URL cannot be used)."""
+        return store_location(
+            flag=self.store_url,
+            env=self.env,
+            config_file=self.config_file,
+            data_dir=self.paths.data_dir,
+        )
+
     def secrets(self) -> list[str]:
         """Values in the environment that look like secrets, longest first."""
         found = {value for name, value in self.env.items() if is_secret(name, value)}
+        # A store URL's password, given on the command line or in ACP_AGENT_STORE.
+        for url in (self.store_url, self.env.get("ACP_AGENT_STORE")):
+            password = _url_password(url)
+            if password is not None and len(password) >= _SHORTEST_SECRET:
+                found.add(password)
         return sorted(found, key=len, reverse=True)
+
+
+def _url_password(url: str | None) -> str | None:
+    if not url or "@" not in url:
+        return None
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return None
+    return None if password is None else unquote(password)

@@ -1,5 +1,14 @@
 """The session store: there, readable, intact, and how much it holds.
 
+The store is the one the agent would use (`--store`, `ACP_AGENT_STORE`,
+`[store] url`, else the SQLite file in the data folder). A PostgreSQL store
+is connected to and read in one read-only transaction (`inspect_postgres`):
+the server's version, the schema version, the sessions, and the lease table
+(each holder's pid, host and heartbeat; a stale one is named, as its sessions
+are taken over when next opened). An unreachable server, a refused login, a
+database this role cannot create the schema in, or a newer schema is a problem.
+The URL is shown without its credentials.
+
 The SQLite file is opened without creating it (`mode=rw`, so nothing is made
 where none was) and only read: `PRAGMA quick_check`, the schema version and the
 number of sessions. A read-write connection rather than a read-only one because
@@ -21,7 +30,15 @@ from typing import Final
 
 from acp_agent.adapters.doctor._report import Check, DetailValue, Status
 from acp_agent.adapters.doctor._setup import DoctorSetup
-from acp_agent.store import MIGRATIONS, default_database_path, schema_version
+from acp_agent.core import StoreError
+from acp_agent.store import (
+    MIGRATIONS,
+    PG_MIGRATIONS,
+    StoreLocation,
+    StoreUrlInvalid,
+    inspect_postgres,
+    schema_version,
+)
 
 __all__ = ("NAME", "check_store", "reading_store")
 
@@ -45,7 +62,13 @@ def reading_store(path: Path) -> Iterator[sqlite3.Connection]:
 
 def check_store(setup: DoctorSetup) -> Check:
     """The store check; a problem here means a prompt would not work."""
-    path = default_database_path(setup.paths.data_dir)
+    try:
+        location = setup.store_location()
+    except StoreUrlInvalid as exc:
+        return _problem(str(exc), "give a postgresql:// URL or sqlite:PATH", {})
+    if location.kind == "postgresql":
+        return _check_postgres(location, setup)
+    path = location.path
     details: dict[str, DetailValue] = {"path": str(path)}
     if not path.exists() and not path.is_symlink():
         return _absent(path, details)
@@ -148,3 +171,68 @@ def _sessions(count: int) -> str:
 
 def _problem(summary: str, fix: str, details: dict[str, DetailValue]) -> Check:
     return Check(NAME, Status.PROBLEM, summary, fix, details, gates_prompt=True)
+
+
+def _check_postgres(location: StoreLocation, setup: DoctorSetup) -> Check:
+    details: dict[str, DetailValue] = {"url": location.shown, "from": location.source}
+    try:
+        found = inspect_postgres(location.target, timeout_s=setup.timeout_s)
+    except StoreError as exc:
+        return _problem(
+            f"cannot be read: {exc}",
+            "check the URL, that the server runs and takes connections from here, and the "
+            "credentials (a password belongs in ~/.pgpass or PGPASSWORD)",
+            details,
+        )
+    details["server"] = f"PostgreSQL {found.server_version}"
+    details["schema version"] = found.schema_version
+    latest = PG_MIGRATIONS[-1].version
+    if found.schema_version == 0:
+        if not found.can_create:
+            return _problem(
+                "a new database this role cannot create the tables in",
+                "grant the role CREATE on the database's schema (or create the tables as "
+                "their owner by starting acp-agent once with that role)",
+                details,
+            )
+        return Check(
+            NAME,
+            Status.WARNING,
+            f"no sessions yet on PostgreSQL {found.server_version} (the tables are created "
+            "with the first start)",
+            details=details,
+            gates_prompt=True,
+        )
+    if found.schema_version > latest:
+        return _problem(
+            f"made by a newer acp-agent (schema {found.schema_version}, this one knows {latest})",
+            "upgrade acp-agent",
+            details,
+        )
+    details["sessions"] = found.sessions
+    details["lease holders"] = [
+        f"pid {h.pid} on {h.host}: {h.leases} "
+        f"{'session' if h.leases == 1 else 'sessions'}, heartbeat {h.silent_s:.0f} s ago"
+        + (f" (stale: older than its {h.timeout_s:.0f} s timeout)" if h.stale else "")
+        for h in found.holders
+    ]
+    held = sum(h.leases for h in found.holders) + found.orphan_leases
+    stale = [h for h in found.holders if h.stale and h.leases]
+    summary = (
+        f"{_sessions(found.sessions)} on PostgreSQL {found.server_version}, schema "
+        f"{found.schema_version}, {held} leased"
+    )
+    if found.schema_version < latest:
+        summary += f" (updated to schema {latest} at the next start)"
+    if stale:
+        names = ", ".join(f"pid {h.pid} on {h.host}" for h in stale)
+        return Check(
+            NAME,
+            Status.WARNING,
+            f"{summary}; a lease holder stopped beating: {names}",
+            "nothing to do if that process is gone: its sessions are taken over when next "
+            "opened; if it still runs, it is frozen or cut off from the database",
+            details,
+            gates_prompt=True,
+        )
+    return Check(NAME, Status.OK, summary, details=details, gates_prompt=True)

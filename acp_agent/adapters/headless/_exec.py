@@ -44,6 +44,7 @@ __all__ = (
     "EXIT_REFUSED",
     "EXIT_USAGE",
     "PERMISSION_MODES",
+    "STORE_HELP",
     "UsageError",
     "agent_args",
     "main",
@@ -68,6 +69,13 @@ _CANCEL_GRACE_S: Final = 10.0
 
 class UsageError(Exception):
     """What the person asked cannot be run as asked (exit status 2)."""
+
+
+#: The help of `--store`, the same for every headless command.
+STORE_HELP = (
+    "the session store, as for acp-agent: postgresql://user@host/dbname or sqlite:PATH "
+    "(env ACP_AGENT_STORE)"
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -123,6 +131,7 @@ def parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="JSON lines on stdout (see docs/headless.md)"
     )
     parser.add_argument("--home", type=Path, metavar="DIR", help="as for acp-agent")
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
     parser.add_argument("--script", type=Path, metavar="FILE", help="as for acp-agent")
     return parser
 
@@ -156,6 +165,8 @@ def agent_args(args: argparse.Namespace) -> list[str]:
     passed = []
     if args.home is not None:
         passed += ["--home", str(args.home)]
+    if getattr(args, "store", None):
+        passed += ["--store", args.store]
     if getattr(args, "script", None) is not None:
         passed += ["--script", str(args.script)]
     if getattr(args, "max_turn_requests", None) is not None:

@@ -1,6 +1,6 @@
 """`acp-agent sessions list|show|export|delete`: the stored sessions, from a terminal.
 
-    acp-agent sessions list [--cwd DIR] [--json]
+    acp-agent sessions [--home DIR] [--store URL] list [--cwd DIR] [--json]
     acp-agent sessions show ID
     acp-agent sessions export ID [--format json|markdown] [--output FILE]
     acp-agent sessions delete ID
@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from acp_agent.adapters.headless._agent_process import AgentProcess, HeldSession, held_by
-from acp_agent.adapters.headless._exec import EXIT_FAILED, EXIT_HELD, EXIT_USAGE, agent_args
+from acp_agent.adapters.headless._exec import (
+    EXIT_FAILED,
+    EXIT_HELD,
+    EXIT_USAGE,
+    STORE_HELP,
+    agent_args,
+)
 from acp_agent.adapters.headless._report import FORMAT_VERSION
 from acp_agent.adapters.headless._transcript import Transcript
 from protocol import methods, types
@@ -47,6 +53,7 @@ def parser() -> argparse.ArgumentParser:
         prog="acp-agent sessions", description="List, show, export or delete stored sessions."
     )
     parser.add_argument("--home", type=Path, metavar="DIR", help="as for acp-agent")
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     session_id = "the session's id, as `acp-agent sessions list` shows it"
     listing = commands.add_parser(

@@ -102,9 +102,15 @@ async def test_the_warm_up_loads_what_the_first_session_and_prompt_import(
     late = sorted(set(after) - set(warmed))
     assert [m for m in late if m.split(".")[0] in ("acp_agent", "protocol")] == []
     # Serving, a session and a prompt never load the doctor front end, nor (for a v1
-    # client) anything of ACP v2.
-    assert [m for m in after if matches(m, "acp_agent.adapters.doctor")] == []
-    assert [m for m in after if matches(m, "protocol.v2")] == []
+    # client) anything of ACP v2, nor, on the default store, the PostgreSQL store or its
+    # driver.
+    unneeded = (
+        "acp_agent.adapters.doctor",
+        "protocol.v2",
+        "acp_agent.store._postgres",
+        "psycopg",
+    )
+    assert [m for m in after if any(matches(m, prefix) for prefix in unneeded)] == []
 
 
 async def test_a_real_default_model_warms_http_and_the_providers(tmp_path: Path) -> None:
