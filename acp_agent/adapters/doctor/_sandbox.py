@@ -2,7 +2,7 @@
 
 Runs the same probe the agent does (`probe_sandbox`: bwrap on PATH, run once the
 way a command runs). Never a failure: without it, commands still run, asked
-about one by one in the modes that would have sandboxed them.
+about instead of sandboxed.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from acp_agent.sandbox import load_sandbox_settings, probe_sandbox, sandbox_poli
 
 __all__ = ("check_sandbox",)
 
+#: Where the sandbox is described.
+_DOCS = "docs/tools.md#the-command-sandbox"
 #: How long `bwrap --version` may take.
 _VERSION_TIMEOUT_S = 5.0
 
@@ -33,16 +35,16 @@ def check_sandbox(setup: DoctorSetup) -> Check:
     if not support.available:
         if support.bwrap is not None:
             details["bwrap"] = support.bwrap
-        fix = f"{support.fix}; " if support.fix else ""
+        fix = f"{support.fix} ({_DOCS})" if support.fix else f"see {_DOCS}"
         return Check(
             "sandbox",
             Status.WARNING,
             f"commands cannot run sandboxed: {support.reason}",
-            f"{fix}until then, every command is asked about (docs/sandbox.md)",
+            fix,
             details,
         )
     assert support.bwrap is not None
-    summary = f"{_version(support.bwrap)} can confine commands (docs/sandbox.md)"
+    summary = f"{_version(support.bwrap)} can confine commands"
     if settings.problems:
         return Check(
             "sandbox",

@@ -32,7 +32,7 @@ def test_bubblewrap_here_confines_commands(tmp_path: Path) -> None:
     assert check.status.value == "ok"
     assert check.summary.startswith("bubblewrap ")
     where = shutil.which("bwrap")
-    assert check.summary.endswith(f" at {where} can confine commands (docs/sandbox.md)")
+    assert check.summary.endswith(f" at {where} can confine commands")
     assert "config problems" not in check.details
 
 
@@ -62,5 +62,6 @@ def test_without_bwrap_doctor_warns_and_says_how_to_install_it(tmp_path: Path) -
     assert check["status"] == "warning"
     assert check["summary"] == "commands cannot run sandboxed: not installed: no bwrap on PATH"
     assert check["fix"].startswith("install bubblewrap: apt install bubblewrap (Debian, Ubuntu)")
+    assert check["fix"].endswith("(docs/tools.md#the-command-sandbox)")
     assert report.returncode == screen.returncode == 0  # a prompt still works
     assert row(screen.stdout, "sandbox").startswith("warning  sandbox  commands cannot run")
