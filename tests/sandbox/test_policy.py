@@ -185,3 +185,31 @@ def test_a_place_named_through_a_link_is_mounted_where_it_really_is(tmp_path: Pa
     argv = bwrap_argv(["true"], roots=(tmp_path / "link",), cwd=real, policy=SandboxPolicy())
 
     assert ("--bind", str(real), str(real)) in _mounts(argv)
+
+
+def test_the_documented_example_is_read_as_documented(tmp_path: Path) -> None:
+    docs = Path(__file__).parents[2] / "docs" / "tools.md"
+    text = docs.read_text()
+    start = text.index("```toml\n[sandbox]\n") + len("```toml\n")
+    config = tmp_path / "config.toml"
+    config.write_text(text[start : text.index("```", start)])
+
+    settings = load_sandbox_settings(config)
+
+    assert settings == SandboxSettings(
+        writable=("~/.cache/bazel", "/srv/shared-cache"),
+        hidden=("~/work/secrets", "~/.config/tokens.json"),
+        readable=("~/.npmrc",),
+        tool_caches=False,
+    )
+
+
+def test_the_documented_lists_are_the_defaults() -> None:
+    docs = (Path(__file__).parents[2] / "docs" / "tools.md").read_text()
+    section = docs[docs.index("## The command sandbox") : docs.index("## Big results")]
+    flat = " ".join(section.split())
+
+    for cache in DEFAULT_TOOL_CACHES:
+        assert f"`{cache}`" in flat
+    for place in DEFAULT_HIDDEN:
+        assert f"`{place}`" in flat
