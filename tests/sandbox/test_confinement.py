@@ -8,6 +8,7 @@ import os
 import secrets
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -316,3 +317,21 @@ async def test_a_root_inside_a_hidden_folder_stays_usable_and_the_rest_hidden(
     assert "PRIVATE KEY" not in output.decode()
     assert ended.exit_code != 0
     assert (inner / "made").read_text() == "ok\n"
+
+
+async def test_ordinary_tools_work_inside(play: Play) -> None:
+    (play.workspace / "test_one.py").write_text("def test_one():\n    assert True\n")
+    ruff = Path(sys.executable).parent / "ruff"
+    command = (
+        "python3 -m venv --without-pip .venv && .venv/bin/python -c 'print(42)' && "
+        f"{sys.executable} -m pytest -q -p no:xdist test_one.py && {ruff} check ."
+    )
+
+    ended, output = await run(play, command, play.sandbox())
+
+    assert ended.exit_code == 0, output
+    assert output.startswith("42\n")
+    assert "1 passed" in output
+    assert output.endswith("All checks passed!\n")
+    assert (play.workspace / ".pytest_cache").is_dir()
+    assert (play.workspace / ".ruff_cache").is_dir()
