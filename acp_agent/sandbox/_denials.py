@@ -4,7 +4,9 @@ A command that failed says so in its own words; the usual ones are
 recognised, line by line:
 
 - a write outside the writable places: "Read-only file system" (EROFS,
-  `[Errno 30]`), whatever the tool;
+  `[Errno 30]`), whatever the tool; or "Device or resource busy" (EBUSY)
+  renaming or removing a place protected in a root (`.git/config` is a mount
+  point), as `git config` does;
 - a read of a hidden place: "Permission denied", "No such file or directory"
   or "Read-only file system" naming a path under one of the policy's hidden
   places (a hidden file is unreadable, a hidden folder empty and unlistable);
@@ -34,7 +36,7 @@ import attrs
 from acp_agent.records import Record
 from acp_agent.sandbox._policy import SandboxPolicy
 
-__all__ = ("Denial", "DenialKind", "describe_denials", "find_denials")
+__all__ = ("MAX_DENIALS", "Denial", "DenialKind", "describe_denials", "find_denials")
 
 #: The most denials reported for one command (the first ones: later ones often follow).
 MAX_DENIALS: Final = 3

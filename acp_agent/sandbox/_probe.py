@@ -5,7 +5,8 @@ a hidden folder and file, the network off), so what it promises a command
 gets; the answer is kept per bwrap program for the life of the process (a
 few milliseconds once, nothing after). Where it cannot, `reason` says why in a
 line and `fix` how to enable it; `doctor` shows both, and the agent falls back
-to asking before every command.
+to asking before every command. The first probe of a program blocks while bwrap
+runs: from async code, call it in a worker thread (`anyio.to_thread.run_sync`).
 """
 
 from __future__ import annotations
@@ -126,9 +127,9 @@ def why_bwrap_failed(bwrap: str, stderr: str) -> SandboxSupport:
     return SandboxSupport(
         bwrap,
         f"bwrap cannot run here: {said}",
-        "bwrap needs to mount /proc and make namespaces: in a container, allow them (for "
-        "example docker run --security-opt seccomp=unconfined --cap-add SYS_ADMIN); "
-        "elsewhere see the message",
+        "bwrap needs to make namespaces and mount /proc: in a container, run it with them "
+        "allowed (Docker: --security-opt seccomp=unconfined --security-opt "
+        "apparmor=unconfined); elsewhere, see the message",
     )
 
 
