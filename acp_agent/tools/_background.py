@@ -30,6 +30,7 @@ from acp_agent.capabilities.tool import (
 )
 from acp_agent.process_groups import Registration
 from acp_agent.process_marks import start_mark
+from acp_agent.sandbox import Sandbox
 from acp_agent.tools._process import (
     OutputCapture,
     follow_output,
@@ -75,8 +76,16 @@ class LocalJob:
         self._released = False
 
     @classmethod
-    async def spawn(cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> LocalJob:
-        return cls(*await open_group(argv, cwd=cwd, env=env))
+    async def spawn(
+        cls,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        sandbox: Sandbox | None = None,
+    ) -> LocalJob:
+        """Start `argv` in a group of its own (confined to `sandbox`, when given)."""
+        return cls(*await open_group(argv, cwd=cwd, env=env, sandbox=sandbox))
 
     async def wait(self) -> JobExit:
         process = self._process

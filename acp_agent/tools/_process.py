@@ -7,6 +7,13 @@ cancellation, or the command exiting while children it started still run —
 ends with SIGKILL to the whole group, and the process is reaped. Output (stdout and stderr
 merged) is captured with a head and a tail kept and the middle counted, so
 any amount of output costs bounded memory.
+
+Given a `Sandbox`, the command runs inside it (`acp_agent.sandbox`): bwrap
+leads the group in the command's place, the command and everything it starts
+stay in that group, and bwrap's `--die-with-parent` ends the sandbox whenever
+bwrap itself is killed. Without one (None, the default) it runs as it is.
+The caller checks `probe_sandbox` first: without bwrap the start raises
+`FileNotFoundError`, as for any missing program (nothing runs unconfined).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import attrs
 
 from acp_agent.process_groups import Registration, process_groups
 from acp_agent.records import Record
+from acp_agent.sandbox import Sandbox
 
 __all__ = (
     "DRAIN_AFTER_EXIT_S",
@@ -85,14 +93,20 @@ class OutputCapture:
 
 
 async def open_group(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    sandbox: Sandbox | None = None,
 ) -> tuple[anyio.abc.Process, Registration | None]:
     """Start `argv` leading a process group of its own: stdin empty, stdout and stderr merged.
 
     The group is registered before the command runs; returns the process and its
     registration (None where the process registers no groups), to `release` once the
-    group is over.
+    group is over. With a `sandbox` the command runs confined to it.
     """
+    if sandbox is not None:
+        argv = sandbox.wrap(argv, cwd=cwd)
     with process_groups().gate(argv, env=env, cwd=cwd) as gate:
         process = await anyio.open_process(
             gate.argv,
@@ -174,13 +188,14 @@ async def run_local(
     env: Mapping[str, str] | None,
     timeout_s: float,
     on_output: Callable[[bytes], Awaitable[None]],
+    sandbox: Sandbox | None = None,
 ) -> LocalExit:
     """Run `argv` in its own process group, passing each output chunk to `on_output`.
 
     Cancelling the caller kills the group (and re-raises); so does the
-    timeout, which is reported as `timed_out`.
+    timeout, which is reported as `timed_out`. With a `sandbox` it runs confined.
     """
-    process, registration = await open_group(argv, cwd=cwd, env=env)
+    process, registration = await open_group(argv, cwd=cwd, env=env, sandbox=sandbox)
     pgid = process.pid
     try:
         with anyio.move_on_after(timeout_s) as deadline:

@@ -34,6 +34,12 @@ that embeds terminals it never prints (acpx) prints `rawOutput`'s `output`.
 Text content beside the terminal would show it twice wherever terminals render.
 A call shown without a terminal carries its output as text content instead.
 
+With a `sandbox` policy (None by default: today's behaviour) the command runs
+locally, in bubblewrap, confined to the policy and the session's roots, and so
+does a background job; the editor's terminals are not used, since the agent
+cannot confine what the editor runs (wrapping the editor's command line is for
+the modes that turn the sandbox on).
+
 Titles: a plain read, list or search says what it reads (`_command_titles`);
 any other command is "Run `…`", cut to `_TITLE_CHARS`.
 """
@@ -72,6 +78,7 @@ from acp_agent.capabilities.tool import (
     ToolResult,
 )
 from acp_agent.records import Record
+from acp_agent.sandbox import Sandbox, SandboxPolicy
 from acp_agent.tools._args import optional_int, require_str
 from acp_agent.tools._background import ClientJob, LocalJob
 from acp_agent.tools._command_titles import command_title
@@ -282,7 +289,13 @@ class _Call(Record):
 
 @attrs.frozen
 class ShellTool(Record):
-    """Runs commands through client terminals, or locally in their own process group."""
+    """Runs commands through client terminals, or locally in their own process group.
+
+    `sandbox`: run every command locally, confined to this policy and the session's
+    roots (None: as they are).
+    """
+
+    sandbox: SandboxPolicy | None = None
 
     @property
     def definition(self) -> ToolDefinition:
@@ -326,9 +339,15 @@ class ShellTool(Record):
             raise ToolInputError(f"`cwd` {call.cwd.display} is not a directory")
         if call.background:
             return await self._start_job(call, context)
-        if context.client.has_terminals:
+        if context.client.has_terminals and self.sandbox is None:
             return await self._run_in_client(call, context)
         return await self._run_locally(call, context)
+
+    def _sandbox(self, context: ToolContext) -> Sandbox | None:
+        """This tool's policy on the session's roots (None: no sandbox)."""
+        if self.sandbox is None:
+            return None
+        return Sandbox(self.sandbox, tuple(context.roots))
 
     async def _start_job(self, call: _Call, context: ToolContext) -> ToolResult:
         jobs = context.jobs
@@ -343,7 +362,7 @@ class ShellTool(Record):
         unguarded: list[str] = []
 
         async def spawn() -> JobProcess:
-            if context.client.has_terminals:
+            if context.client.has_terminals and self.sandbox is None:
                 job: JobProcess = ClientJob(
                     await context.client.create_terminal(
                         _shell(),
@@ -361,7 +380,10 @@ class ShellTool(Record):
                 await context.progress.content([TerminalContent(job.terminal_id)])
                 return job
             local = await LocalJob.spawn(
-                [_shell(), "-c", call.command], cwd=call.cwd.path, env=_environment()
+                [_shell(), "-c", call.command],
+                cwd=call.cwd.path,
+                env=_environment(),
+                sandbox=self._sandbox(context),
             )
             if local.unguarded is not None:
                 unguarded.append(local.unguarded)
@@ -442,6 +464,7 @@ class ShellTool(Record):
             env=_environment(),
             timeout_s=call.timeout_s,
             on_output=on_output,
+            sandbox=self._sandbox(context),
         )
         status = _status_line(ended.exit_code, ended.signal, ended.timed_out, call.timeout_s)
         output = capture.render()

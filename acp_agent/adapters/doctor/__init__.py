@@ -7,8 +7,8 @@ what it reports is what a session would get. Nothing imports it but `cli.py`,
 lazily: serving never loads it.
 
 - `run_doctor(argv)`: the command (`_command`); the checks are one module each
-  (`_installation`, `_model` with `_provider_probe`, `_store`, `_mcp`, `_lsp`,
-  `_project`), the report and its `--json` shape in `_report`, the screen in
+  (`_installation`, `_model` with `_provider_probe`, `_store`, `_sandbox`,
+  `_mcp`, `_lsp`, `_project`), the report and its `--json` shape in `_report`, the screen in
   `_screen`.
 """
 

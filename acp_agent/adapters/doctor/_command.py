@@ -9,9 +9,10 @@ provider variables, the config file), without serving anything: the version and
 folders, the config file, the model new sessions would use and whether its
 provider answers (`--timeout`, default 5 s), the session store (`--store` or
 `ACP_AGENT_STORE` or `[store] url`: a PostgreSQL one is connected to and read:
-its schema version and its lease holders), the MCP servers
-(started once, within their startup timeout or `--mcp-timeout`), the language
-servers, and the workspace's own files (`--cwd`, default the current directory).
+its schema version and its lease holders), the command sandbox (bubblewrap), the
+MCP servers (started once, within their startup timeout or `--mcp-timeout`), the
+language servers, and the workspace's own files (`--cwd`, default the current
+directory).
 
 Prints one aligned row per check (`--json`: the shape in `_report`). Exit status
 0 when a prompt would work (a model is configured and its provider answered, the
@@ -37,6 +38,7 @@ from acp_agent.adapters.doctor._model import check_model
 from acp_agent.adapters.doctor._project import check_project
 from acp_agent.adapters.doctor._redaction import redact_report
 from acp_agent.adapters.doctor._report import Check, Report
+from acp_agent.adapters.doctor._sandbox import check_sandbox
 from acp_agent.adapters.doctor._screen import render_screen, wants_colour
 from acp_agent.adapters.doctor._setup import DoctorSetup
 from acp_agent.adapters.doctor._store import check_store
@@ -182,9 +184,10 @@ async def run_checks(setup: DoctorSetup) -> Report:
     """
     first: list[Check] = [check_version(), check_paths(setup), check_config_file(setup)]
     store = check_store(setup)
+    sandbox = check_sandbox(setup)
     lsp = check_lsp(setup)
     configured = configured_servers(setup)
     project = check_project(setup, configured)
     model = await check_model(setup)
     mcp = await check_mcp(setup, configured)
-    return Report((*first, model, store, *mcp, *lsp, project))
+    return Report((*first, model, store, sandbox, *mcp, *lsp, project))

@@ -1,0 +1,58 @@
+"""An operating-system sandbox for the commands the agent runs: bubblewrap on Linux.
+
+A leaf: the tools and the process-group code import it, it imports neither.
+One module per idea:
+
+- `_policy`: `SandboxPolicy`, what a command may touch besides the session's
+  roots (writable tool caches, hidden secrets, the network, a private temp
+  folder), its documented defaults and `sandbox_policy` to build the person's;
+- `_settings`: the person's `[sandbox]` table in their `config.toml`;
+- `_argv`: `bwrap_argv` and `Sandbox` (a policy on a session's roots), the
+  command line that confines a command;
+- `_probe`: `probe_sandbox`, whether bwrap can run here, or why not and how to
+  enable it (cached);
+- `_denials`: `find_denials`, what the sandbox kept in, read from a command's
+  exit and output.
+
+`tools._process` wraps a local command when it is given a `Sandbox`; who asks
+for one (the modes, a rule) is decided above.
+"""
+
+from __future__ import annotations
+
+from acp_agent.sandbox._argv import Sandbox, bwrap_argv
+from acp_agent.sandbox._denials import Denial, DenialKind, describe_denials, find_denials
+from acp_agent.sandbox._policy import (
+    DEFAULT_HIDDEN,
+    DEFAULT_TOOL_CACHES,
+    PROTECTED_IN_ROOTS,
+    SandboxPolicy,
+    sandbox_policy,
+)
+from acp_agent.sandbox._probe import (
+    SandboxSupport,
+    forget_probes,
+    probe_sandbox,
+    why_bwrap_failed,
+)
+from acp_agent.sandbox._settings import SandboxSettings, load_sandbox_settings
+
+__all__ = (
+    "DEFAULT_HIDDEN",
+    "DEFAULT_TOOL_CACHES",
+    "PROTECTED_IN_ROOTS",
+    "Denial",
+    "DenialKind",
+    "Sandbox",
+    "SandboxPolicy",
+    "SandboxSettings",
+    "SandboxSupport",
+    "bwrap_argv",
+    "describe_denials",
+    "find_denials",
+    "forget_probes",
+    "load_sandbox_settings",
+    "probe_sandbox",
+    "sandbox_policy",
+    "why_bwrap_failed",
+)

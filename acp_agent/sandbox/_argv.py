@@ -1,0 +1,154 @@
+"""The bubblewrap command line that confines one command to a policy and a session's roots.
+
+    bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
+          --bind ROOT ROOT ...            the roots, tool caches, the private temp folder
+          --ro-bind ROOT/.git/hooks ...   protected inside a root
+          --perms 0111 --tmpfs SECRET_DIR  --ro-bind /dev/null SECRET_FILE ...
+          --unshare-pid --unshare-ipc [--unshare-net] --die-with-parent --cap-drop ALL
+          --remount-ro SECRET_DIR ... --setenv TMPDIR ... --chdir CWD -- COMMAND...
+
+The whole file system is read-only, `/dev` and `/proc` are the sandbox's own,
+`/tmp` is an empty one per command. Mounts go shallowest first, so the deeper
+of two nested places wins (at one path: hidden over protected over writable).
+A hidden folder is an empty read-only tmpfs that may be traversed but not
+listed (a root inside it stays reachable); a hidden file is `/dev/null`
+mounted without devices, so opening it fails with EACCES. Places that do not
+exist when the command starts are left out (bwrap needs its mount sources).
+
+`--cap-drop ALL` matters when the agent runs as root: bwrap keeps root's
+capabilities otherwise, and a command could remount `/` read-write. The
+command stays in the process group it was started in (no `--new-session`), so
+killing the group reaches it; and `--die-with-parent` ends the sandbox, with a
+command that left the group, when bwrap itself dies. A command started with
+no controlling terminal (as `tools._process` starts them) has nothing to gain
+from a new session; one run in a terminal (`new_session`) has.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from acp_agent.records import Record
+from acp_agent.sandbox._policy import SandboxPolicy
+
+__all__ = ("Sandbox", "bwrap_argv")
+
+#: A hidden folder: traversable (to reach a root inside it), not listable, not writable.
+_HIDDEN_DIR_PERMS: Final = "0111"
+
+
+class _Kind(enum.IntEnum):
+    """What a place is in the sandbox; at one path the higher value wins."""
+
+    WRITABLE = 1
+    PROTECTED = 2
+    HIDDEN = 3
+
+
+@attrs.frozen
+class _Mount:
+    path: Path
+    kind: _Kind
+    is_dir: bool
+
+    def options(self) -> Iterator[str]:
+        place = str(self.path)
+        if self.kind is _Kind.WRITABLE:
+            yield from ("--bind", place, place)
+        elif self.kind is _Kind.PROTECTED:
+            yield from ("--ro-bind", place, place)
+        elif self.is_dir:
+            yield from ("--perms", _HIDDEN_DIR_PERMS, "--tmpfs", place)
+        else:
+            yield from ("--ro-bind", "/dev/null", place)
+
+
+@attrs.frozen
+class Sandbox(Record):
+    """A policy applied to a session's roots: what a local command is wrapped in.
+
+    `bwrap` is the program to run (a path from `probe_sandbox`, or the name).
+    """
+
+    policy: SandboxPolicy
+    roots: tuple[Path, ...]
+    bwrap: str = "bwrap"
+
+    def wrap(self, command: Sequence[str], *, cwd: Path, new_session: bool = False) -> list[str]:
+        """`command` confined (see `bwrap_argv`)."""
+        return bwrap_argv(
+            command,
+            roots=self.roots,
+            cwd=cwd,
+            policy=self.policy,
+            bwrap=self.bwrap,
+            new_session=new_session,
+        )
+
+
+def bwrap_argv(
+    command: Sequence[str],
+    *,
+    roots: Sequence[Path],
+    cwd: Path,
+    policy: SandboxPolicy,
+    bwrap: str = "bwrap",
+    new_session: bool = False,
+) -> list[str]:
+    """The bwrap command line running `command` in `cwd`, confined to `policy` and `roots`.
+
+    `new_session`: the command gets a session of its own (for one run in a terminal,
+    where it could otherwise push input into that terminal); it then leaves its
+    process group, and only bwrap's death (`--die-with-parent`) ends it.
+    """
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    mounts = _mounts(roots, policy)
+    for mount in mounts:
+        argv += mount.options()
+    argv += ["--unshare-pid", "--unshare-ipc"]
+    if not policy.network:
+        argv.append("--unshare-net")
+    argv += ["--die-with-parent", "--cap-drop", "ALL"]
+    if new_session:
+        argv.append("--new-session")
+    # Last: a root inside a hidden folder needed its mount point made there first.
+    for mount in mounts:
+        if mount.kind is _Kind.HIDDEN and mount.is_dir:
+            argv += ["--remount-ro", str(mount.path)]
+    temp = policy.temp_dir.resolve() if policy.temp_dir is not None else Path("/tmp")
+    argv += ["--setenv", "TMPDIR", str(temp), "--chdir", str(cwd), "--", *command]
+    return argv
+
+
+def _mounts(roots: Sequence[Path], policy: SandboxPolicy) -> list[_Mount]:
+    """Every place that exists now, once (the stronger kind at one path), shallowest first."""
+    planned: dict[Path, _Mount] = {}
+
+    def plan(path: Path, kind: _Kind) -> None:
+        try:
+            real = path.resolve()
+            is_dir = real.is_dir()
+            exists = is_dir or real.exists()
+        except (OSError, RuntimeError):  # a loop of links, a folder we may not search
+            return
+        if not exists:
+            return
+        known = planned.get(real)
+        if known is None or kind > known.kind:
+            planned[real] = _Mount(real, kind, is_dir)
+
+    for place in (*roots, *policy.writable):
+        plan(place, _Kind.WRITABLE)
+    if policy.temp_dir is not None:
+        plan(policy.temp_dir, _Kind.WRITABLE)
+    for root in roots:
+        for inside in policy.protected_in_roots:
+            plan(root / inside, _Kind.PROTECTED)
+    for place in policy.hidden:
+        plan(place, _Kind.HIDDEN)
+    return sorted(planned.values(), key=lambda mount: (len(mount.path.parts), mount.kind))

@@ -1,0 +1,108 @@
+"""What the command sandbox adds to each command the agent runs.
+
+Usage (with the virtual environment that has acp-agent installed, bwrap on PATH):
+
+    .venv/bin/python benchmarks/sandbox.py [--runs N]
+
+Runs `true` and a tiny Python command (this interpreter's `-c 'print(1)'`) through the agent's
+own local command path (`tools._process.run_local`, as the shell tool runs them),
+with no sandbox and in the sandbox of the person's default policy (this machine's
+home: its existing tool caches and hidden places mounted, a workspace and a
+private temp folder), interleaved so both see the same machine noise. Reports
+median and p90 of each, the ratio sandboxed / plain, and the milliseconds added at
+the median, against the target: under 20 ms added per command.
+
+It is a report: nothing here asserts a time. Linux only (bubblewrap).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from acp_agent.paths import resolve_paths
+from acp_agent.sandbox import Sandbox, probe_sandbox, sandbox_policy
+from acp_agent.tools._process import run_local
+
+#: What the sandbox may add to one command, at the median.
+TARGET_ADDED_MS = 20.0
+
+COMMANDS = {"true": ["true"], "python -c 'print(1)'": [sys.executable, "-c", "print(1)"]}
+
+
+async def _once(argv: list[str], cwd: Path, sandbox: Sandbox | None) -> float:
+    """Seconds from start to exit of one run of `argv`."""
+
+    async def drop(chunk: bytes) -> None:
+        del chunk
+
+    started = time.perf_counter()
+    ended = await run_local(
+        argv, cwd=cwd, env=dict(os.environ), timeout_s=30, on_output=drop, sandbox=sandbox
+    )
+    elapsed = time.perf_counter() - started
+    if ended.exit_code != 0:
+        raise SystemExit(f"{argv} failed (sandboxed: {sandbox is not None}): {ended}")
+    return elapsed
+
+
+def _p90(values: list[float]) -> float:
+    return statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
+
+
+async def main(runs: int) -> int:
+    support = probe_sandbox()
+    if not support.available:
+        print(f"the sandbox cannot run here: {support.reason}", file=sys.stderr)
+        return 1
+    base = Path(tempfile.mkdtemp(prefix="acp-agent-sandbox-bench-", dir="/var/tmp"))
+    try:
+        workspace, temp = base / "workspace", base / "temp"
+        workspace.mkdir()
+        temp.mkdir()
+        policy = sandbox_policy(agent_paths=resolve_paths(None), temp_dir=temp)
+        sandbox = Sandbox(policy, (workspace,), bwrap=support.bwrap or "bwrap")
+        argv = sandbox.wrap(["true"], cwd=workspace)
+        mounts = sum(1 for word in argv if word in ("--bind", "--ro-bind", "--tmpfs"))
+        print(f"{support.bwrap}, {runs} runs each, {mounts} mounts per command")
+        print(f"{'command':<22} {'plain median/p90':>18} {'sandboxed median/p90':>22} "
+              f"{'ratio':>6} {'added':>9}")  # fmt: skip
+        worst = 0.0
+        for name, argv in COMMANDS.items():
+            plain: list[float] = []
+            confined: list[float] = []
+            for _ in range(3):  # warm the page cache for both
+                await _once(argv, workspace, None)
+                await _once(argv, workspace, sandbox)
+            for _ in range(runs):
+                plain.append(await _once(argv, workspace, None))
+                confined.append(await _once(argv, workspace, sandbox))
+            plain_ms = statistics.median(plain) * 1000
+            confined_ms = statistics.median(confined) * 1000
+            added = confined_ms - plain_ms
+            worst = max(worst, added)
+            print(
+                f"{name:<22} {plain_ms:8.1f} / {_p90(plain) * 1000:6.1f} ms "
+                f"{confined_ms:10.1f} / {_p90(confined) * 1000:6.1f} ms "
+                f"{confined_ms / plain_ms:6.2f} {added:6.1f} ms"
+            )
+        verdict = "met" if worst < TARGET_ADDED_MS else "NOT met"
+        print(f"target: under {TARGET_ADDED_MS:g} ms added per command: {verdict} "
+              f"(at most {worst:.1f} ms)")  # fmt: skip
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100, help="runs of each (default 100)")
+    sys.exit(anyio.run(main, parser.parse_args().runs))
