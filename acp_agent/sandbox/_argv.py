@@ -8,7 +8,9 @@
           --remount-ro SECRET_DIR ... --setenv TMPDIR ... --chdir CWD -- COMMAND...
 
 The whole file system is read-only, `/dev` and `/proc` are the sandbox's own,
-`/tmp` is an empty one per command. Mounts go shallowest first, so the deeper
+`/tmp` is an empty one per command, except that the places programs are run from
+there (folders on `PATH`, the agent's own Python) stay visible, read-only: a
+clone or a venv under `/tmp` keeps its tools. Mounts go shallowest first, so the deeper
 of two nested places wins (at one path: hidden over protected over writable).
 A hidden folder is an empty read-only tmpfs that may be traversed but not
 listed (a root inside it stays reachable); a hidden file is `/dev/null`
@@ -27,6 +29,8 @@ from a new session; one run in a terminal (`new_session`) has.
 from __future__ import annotations
 
 import enum
+import os
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final
@@ -45,6 +49,8 @@ _HIDDEN_DIR_PERMS: Final = "0111"
 class _Kind(enum.IntEnum):
     """What a place is in the sandbox; at one path the higher value wins."""
 
+    #: Under `/tmp`, where programs are run from: shown read-only over the empty `/tmp`.
+    VISIBLE = 0
     WRITABLE = 1
     PROTECTED = 2
     HIDDEN = 3
@@ -60,7 +66,7 @@ class _Mount:
         place = str(self.path)
         if self.kind is _Kind.WRITABLE:
             yield from ("--bind", place, place)
-        elif self.kind is _Kind.PROTECTED:
+        elif self.kind in (_Kind.PROTECTED, _Kind.VISIBLE):
             yield from ("--ro-bind", place, place)
         elif self.is_dir:
             yield from ("--perms", _HIDDEN_DIR_PERMS, "--tmpfs", place)
@@ -142,6 +148,8 @@ def _mounts(roots: Sequence[Path], policy: SandboxPolicy) -> list[_Mount]:
         if known is None or kind > known.kind:
             planned[real] = _Mount(real, kind, is_dir)
 
+    for place in _program_places_in_tmp():
+        plan(place, _Kind.VISIBLE)
     for place in (*roots, *policy.writable):
         plan(place, _Kind.WRITABLE)
     if policy.temp_dir is not None:
@@ -152,3 +160,12 @@ def _mounts(roots: Sequence[Path], policy: SandboxPolicy) -> list[_Mount]:
     for place in policy.hidden:
         plan(place, _Kind.HIDDEN)
     return sorted(planned.values(), key=lambda mount: (len(mount.path.parts), mount.kind))
+
+
+def _program_places_in_tmp() -> list[Path]:
+    """The folders under `/tmp` that programs are run from: those on `PATH` and the
+    agent's own interpreter's prefix (its venv), which the empty `/tmp` would hide."""
+    tmp = Path("/tmp")
+    candidates = [Path(entry) for entry in os.environ.get("PATH", "").split(os.pathsep) if entry]
+    candidates += [Path(sys.prefix), Path(sys.base_prefix)]
+    return [place for place in candidates if place.is_absolute() and tmp in place.parents]

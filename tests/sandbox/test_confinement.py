@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -335,3 +337,30 @@ async def test_ordinary_tools_work_inside(play: Play) -> None:
     assert output.endswith("All checks passed!\n")
     assert (play.workspace / ".pytest_cache").is_dir()
     assert (play.workspace / ".ruff_cache").is_dir()
+
+
+async def test_programs_run_from_tmp_stay_visible_read_only(
+    play: Play, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A clone or a venv under /tmp (CI's checkout, say): its programs still run inside,
+    # though /tmp itself is an empty one per command, and they cannot be changed there.
+    tools = Path(tempfile.mkdtemp(prefix="acp-agent-tools-", dir="/tmp"))
+    try:
+        hello = tools / "hello"
+        hello.write_text("#!/bin/sh\necho hello from tmp\n")
+        hello.chmod(0o755)
+        (Path("/tmp") / tools.name).with_suffix(".stray").write_text("not a program place")
+        monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+
+        ended, output = await run(
+            play,
+            f"hello && ! ls /tmp/{tools.name}.stray 2>/dev/null && ! echo x > {hello}",
+            play.sandbox(),
+        )
+
+        assert ended.exit_code == 0, output
+        assert output.startswith("hello from tmp\n")
+        assert hello.read_text() == "#!/bin/sh\necho hello from tmp\n"
+    finally:
+        shutil.rmtree(tools)
+        (Path("/tmp") / tools.name).with_suffix(".stray").unlink(missing_ok=True)
