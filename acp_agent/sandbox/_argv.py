@@ -94,6 +94,7 @@ class Sandbox(Record):
             policy=self.policy,
             bwrap=self.bwrap,
             new_session=new_session,
+            visible=program_places_in_tmp(),
         )
 
 
@@ -105,15 +106,17 @@ def bwrap_argv(
     policy: SandboxPolicy,
     bwrap: str = "bwrap",
     new_session: bool = False,
+    visible: Sequence[Path] = (),
 ) -> list[str]:
     """The bwrap command line running `command` in `cwd`, confined to `policy` and `roots`.
 
     `new_session`: the command gets a session of its own (for one run in a terminal,
     where it could otherwise push input into that terminal); it then leaves its
-    process group, and only bwrap's death (`--die-with-parent`) ends it.
+    process group, and only bwrap's death (`--die-with-parent`) ends it. `visible`:
+    places under `/tmp` shown read-only over its empty `/tmp` (`program_places_in_tmp`).
     """
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    mounts = _mounts(roots, policy)
+    mounts = _mounts(roots, policy, visible)
     for mount in mounts:
         argv += mount.options()
     argv += ["--unshare-pid", "--unshare-ipc"]
@@ -131,7 +134,7 @@ def bwrap_argv(
     return argv
 
 
-def _mounts(roots: Sequence[Path], policy: SandboxPolicy) -> list[_Mount]:
+def _mounts(roots: Sequence[Path], policy: SandboxPolicy, visible: Sequence[Path]) -> list[_Mount]:
     """Every place that exists now, once (the stronger kind at one path), shallowest first."""
     planned: dict[Path, _Mount] = {}
 
@@ -148,7 +151,7 @@ def _mounts(roots: Sequence[Path], policy: SandboxPolicy) -> list[_Mount]:
         if known is None or kind > known.kind:
             planned[real] = _Mount(real, kind, is_dir)
 
-    for place in _program_places_in_tmp():
+    for place in visible:
         plan(place, _Kind.VISIBLE)
     for place in (*roots, *policy.writable):
         plan(place, _Kind.WRITABLE)
@@ -162,7 +165,7 @@ def _mounts(roots: Sequence[Path], policy: SandboxPolicy) -> list[_Mount]:
     return sorted(planned.values(), key=lambda mount: (len(mount.path.parts), mount.kind))
 
 
-def _program_places_in_tmp() -> list[Path]:
+def program_places_in_tmp() -> list[Path]:
     """The folders under `/tmp` that programs are run from: those on `PATH` and the
     agent's own interpreter's prefix (its venv), which the empty `/tmp` would hide."""
     tmp = Path("/tmp")

@@ -213,3 +213,22 @@ def test_the_documented_lists_are_the_defaults() -> None:
         assert f"`{cache}`" in flat
     for place in DEFAULT_HIDDEN:
         assert f"`{place}`" in flat
+
+
+def test_visible_places_are_shown_read_only_and_a_root_inside_stays_writable(
+    tmp_path: Path,
+) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    root = venv / "work"
+    root.mkdir()
+
+    argv = bwrap_argv(
+        ["true"], roots=(root,), cwd=root, policy=SandboxPolicy(), visible=(venv, tmp_path / "gone")
+    )
+
+    assert _mounts(argv)[2:4] == [
+        ("--ro-bind", str(venv), str(venv)),
+        ("--bind", str(root), str(root)),
+    ]
+    assert str(tmp_path / "gone") not in argv
