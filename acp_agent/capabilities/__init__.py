@@ -31,11 +31,6 @@ from acp_agent.capabilities._client_bridge import (
 from acp_agent.capabilities._cuts import (
     cut_middle,
 )
-from acp_agent.capabilities._nesting import (
-    MAX_JSON_DEPTH,
-    TOO_DEEP,
-    nesting_exceeds,
-)
 
 if TYPE_CHECKING:
     from acp_agent.capabilities._assembly import (
@@ -267,7 +262,6 @@ __all__ = (
     "JOB_TOOL_NAMES",
     "LOOP_PRODUCER",
     "MAX_BATCH_EVENTS",
-    "MAX_JSON_DEPTH",
     "MAX_PIECES",
     "MAX_STEP_LINES",
     "MAX_TEMPLATE_BYTES",
@@ -290,7 +284,6 @@ __all__ = (
     "TOOLSET",
     "TOOLS_PRODUCER",
     "TOOL_EXECUTOR",
-    "TOO_DEEP",
     "WORKSPACE_COMMANDS_DIRECTORY",
     "Allow",
     "Ask",
@@ -406,7 +399,6 @@ __all__ = (
     "json_safe",
     "list_rules",
     "load_templates",
-    "nesting_exceeds",
     "options_for",
     "parse_invocation",
     "record_delta",

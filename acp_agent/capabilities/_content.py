@@ -24,7 +24,6 @@ from typing import Any
 
 import attrs
 
-from acp_agent.capabilities._nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities._tool import (
     ContentPart,
     DiffContent,
@@ -36,6 +35,7 @@ from acp_agent.capabilities._tool import (
     ToolResult,
 )
 from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
+from jsonbounds import TOO_DEEP, nesting_exceeds
 
 __all__ = (
     "decode_locations",

@@ -41,7 +41,6 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities._nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities.context._guide import GuideEntry
 from acp_agent.capabilities.context._notifications import render_notification
 from acp_agent.capabilities.context._rules import RuleLedger, render_rule_payload
@@ -85,6 +84,7 @@ from acp_agent.core import (
 )
 from acp_agent.models import Image, Message, Part, Reasoning, Text, ToolCall, ToolResult
 from acp_agent.records import Record
+from jsonbounds import TOO_DEEP, nesting_exceeds
 
 __all__ = (
     "BRANCH_MESSAGES_GUIDE_ENTRY",

@@ -1,10 +1,12 @@
-"""How deep JSON from outside the agent may nest: model tool arguments, tool outputs.
+"""How deep JSON from outside may nest: ACP messages, model tool arguments, tool outputs.
 
-The same bound as the ACP edge (`protocol.limits`, which the capabilities may
-not import): JSON that a provider or a tool server hands us is walked by
-recursive code later (recording, projection, the editor's updates), and a
-structure a few hundred levels deep would fail there, far from its cause. So
-it is refused where it enters, with a result the model reads.
+Everything a peer sends is walked by recursive code sooner or later (cattrs
+structuring and unstructuring, JSON encoding, the agent's recording and
+projections), so a value nested a few hundred levels deep would raise
+`RecursionError` far from the edge, where nobody can answer for it. So it is
+refused where it enters: at most `MAX_JSON_DEPTH` levels, counting the value
+itself as level 1. ACP's own shapes need fewer than ten; `_meta` values and
+tool arguments get the rest.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ TOO_DEEP: Final = f"nested deeper than {MAX_JSON_DEPTH} levels (the limit)"
 def nesting_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether JSON `value` nests objects and arrays deeper than `limit` levels.
 
-    Iterative, so it cannot itself run out of stack; tuples count as arrays.
+    Iterative, so it cannot itself run out of stack; it visits each container
+    once. Tuples count as arrays (what a Python value about to be encoded holds).
     """
     if not isinstance(value, dict | list | tuple):
         return False

@@ -1,66 +1,60 @@
-"""Lines out of a byte stream in linear time, each bounded: what a server's stdout gives.
+"""Lines out of a byte stream in linear time, each bounded: a peer's stdin, a server's stdout.
 
 `LineSplitter.feed(chunk)` scans only the new chunk for newlines and appends
 the bytes in between, so reading a message costs time proportional to its
 size (re-splitting the whole pending buffer for every 64 KiB chunk made a
-50 MB result cost minutes). A line longer than `max_line_bytes` is not kept:
-its bytes are counted and dropped up to its newline, and it comes out as an
+50 MB message cost minutes). A line longer than `max_line_bytes` is not
+kept: its bytes are counted and dropped up to its newline, so one line costs
+at most the limit in memory whatever its length, and it comes out as an
 `OverLongLine` carrying its first bytes (enough to find the JSON-RPC id of
 the answer it was).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 import attrs
 
-from acp_agent.records import Record
+__all__ = ("HEAD_BYTES", "LineSplitter", "OverLongLine")
 
-__all__ = ("HEAD_BYTES", "MAX_MESSAGE_BYTES", "LineSplitter", "OverLongLine", "message_id")
-
-#: The largest message an MCP server may send over stdio (newline excluded): generous
-#: for tool results (the result budget caps what is kept of them), and what one
-#: message may cost in memory.
-MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
 #: How much of an over-long line is kept, to tell which request it answered.
 HEAD_BYTES: Final = 512
 
-_ID: Final = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
-
 
 @attrs.frozen
-class OverLongLine(Record):
-    """A line that was longer than the limit: its size and its first bytes."""
+class OverLongLine:
+    """A line that was longer than the limit: skipped up to its newline, never kept."""
 
+    #: Its length, newline excluded.
     size_bytes: int
-    head: bytes
-
-
-def message_id(head: bytes) -> int | str | None:
-    """The JSON-RPC id in the first bytes of a message, if they name one."""
-    found = _ID.search(head)
-    if found is None:
-        return None
-    raw = found.group(1)
-    if raw.startswith(b'"'):
-        return raw[1:-1].decode("utf-8", "replace")
-    return int(raw)
+    #: The limit it is over.
+    limit_bytes: int
+    #: Its first `HEAD_BYTES` bytes.
+    head: bytes = attrs.field(repr=lambda head: f"<{len(head)} bytes>")
 
 
 class LineSplitter:
-    """Splits a stream's bytes into lines (without newlines), keeping at most the limit."""
+    """Splits a stream's bytes into lines (without newlines), keeping at most the limit.
 
-    def __init__(self, max_line_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    The lines it returns are the buffers they were gathered in (`bytearray`),
+    not copies: a copy of a 50 MB message is 50 MB more.
+    """
+
+    def __init__(self, max_line_bytes: int) -> None:
         self._max = max_line_bytes
         self._pending = bytearray()
         self._size = 0
         self._head = bytearray()
 
-    def feed(self, chunk: bytes) -> list[bytes | bytearray | OverLongLine]:
+    @property
+    def max_line_bytes(self) -> int:
+        """The longest line kept, newline excluded."""
+        return self._max
+
+    def feed(self, chunk: bytes) -> list[bytearray | OverLongLine]:
         """The lines `chunk` completes, in order."""
-        lines: list[bytes | bytearray | OverLongLine] = []
+        lines: list[bytearray | OverLongLine] = []
         start = 0
         while True:
             newline = chunk.find(b"\n", start)
@@ -71,7 +65,7 @@ class LineSplitter:
             lines.append(self._finish())
             start = newline + 1
 
-    def end(self) -> bytes | bytearray | OverLongLine | None:
+    def end(self) -> bytearray | OverLongLine | None:
         """The last line, if the stream ended without a newline after it."""
         if not self._size:
             return None
@@ -88,11 +82,10 @@ class LineSplitter:
         else:
             self._pending += memoryview(chunk)[start:end]
 
-    def _finish(self) -> bytes | bytearray | OverLongLine:
-        # The kept bytes go out as they are: a copy of a 50 MB message is 50 MB more.
-        line: bytes | bytearray | OverLongLine
+    def _finish(self) -> bytearray | OverLongLine:
+        line: bytearray | OverLongLine
         if self._size > self._max:
-            line = OverLongLine(self._size, bytes(self._head))
+            line = OverLongLine(self._size, self._max, bytes(self._head))
         else:
             line = self._pending
         self._pending = bytearray()
