@@ -39,7 +39,6 @@ from acp_agent.capabilities._branches import (
 )
 from acp_agent.capabilities._change_review import ChangeReview
 from acp_agent.capabilities._checkpoints import CheckpointStore
-from acp_agent.capabilities._client_bridge import ClientBridge
 from acp_agent.capabilities._job_tools import job_tools
 from acp_agent.capabilities._jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager
 from acp_agent.capabilities._loop import LoopSettings, ModelLoop
@@ -48,7 +47,6 @@ from acp_agent.capabilities._result_budget import ResultBudget, ResultLimits
 from acp_agent.capabilities._rewind import Rewinder
 from acp_agent.capabilities._session_controls import SessionControls
 from acp_agent.capabilities._slash_commands import available_commands, load_templates
-from acp_agent.capabilities._tool import Tool
 from acp_agent.capabilities._tool_executor import ToolExecutor
 from acp_agent.capabilities._toolset import ToolSet
 from acp_agent.capabilities.context import (
@@ -77,6 +75,7 @@ from acp_agent.core import (
 )
 from acp_agent.models import ScriptLine
 from acp_agent.records import Record
+from acp_agent.toolkit import ClientBridge, Tool
 
 __all__ = (
     "BRANCHES",

@@ -20,14 +20,17 @@ from typing import Any, Final
 
 from acp_agent.capabilities._branch_lines import ChildLine, LineState
 from acp_agent.capabilities._branches import BranchLimitReached, BranchManager, NotABranch
-from acp_agent.capabilities._runtime_tool import RuntimeTool, object_schema, text_result
-from acp_agent.capabilities._slash_commands import CommandSpec, ExtraCommand
-from acp_agent.capabilities._tool import (
+from acp_agent.toolkit import (
+    CommandSpec,
+    ExtraCommand,
+    RuntimeTool,
     ToolContext,
     ToolDefinition,
     ToolInputError,
     ToolKind,
     ToolResult,
+    object_schema,
+    text_result,
 )
 
 __all__ = ("BRANCH_TOOL_NAMES", "branch_commands", "branch_tools")

@@ -54,8 +54,6 @@ import anyio
 import attrs
 
 from acp_agent.capabilities._branch_lines import ChildLine, LineFollower, LineState
-from acp_agent.capabilities._client_bridge import ClientBridge, TerminalsWithheld
-from acp_agent.capabilities._cuts import cut_middle
 from acp_agent.capabilities._permissions import (
     PermissionAnswer,
     PermissionPrompter,
@@ -78,6 +76,11 @@ from acp_agent.core import (
     TurnId,
     new_id,
     quiet_cut,
+)
+from acp_agent.toolkit import (
+    ClientBridge,
+    TerminalsWithheld,
+    cut_middle,
 )
 
 __all__ = (

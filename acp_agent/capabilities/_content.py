@@ -24,7 +24,8 @@ from typing import Any
 
 import attrs
 
-from acp_agent.capabilities._tool import (
+from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
+from acp_agent.toolkit import (
     ContentPart,
     DiffContent,
     ImageContent,
@@ -34,7 +35,6 @@ from acp_agent.capabilities._tool import (
     TextContent,
     ToolResult,
 )
-from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
 from jsonbounds import TOO_DEEP, nesting_exceeds
 
 __all__ = (

@@ -22,9 +22,17 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from acp_agent.capabilities._jobs import Job, JobManager, JobState, NoSuchJob
-from acp_agent.capabilities._runtime_tool import RuntimeTool, object_schema, text_result
-from acp_agent.capabilities._slash_commands import CommandSpec, ExtraCommand
-from acp_agent.capabilities._tool import ToolDefinition, ToolInputError, ToolKind, ToolResult
+from acp_agent.toolkit import (
+    CommandSpec,
+    ExtraCommand,
+    RuntimeTool,
+    ToolDefinition,
+    ToolInputError,
+    ToolKind,
+    ToolResult,
+    object_schema,
+    text_result,
+)
 
 __all__ = ("JOB_TOOL_NAMES", "job_commands", "job_tools")
 

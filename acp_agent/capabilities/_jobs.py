@@ -1,7 +1,7 @@
 """Background jobs: commands that run while their line of work goes on, and report back.
 
-A tool call hands its running command over (`JobHost.start`, see
-`_job_host`); the session's `JobManager` then owns it:
+A tool call hands its running command over (`JobHost.start`, the
+`acp_agent.toolkit` interface); the session's `JobManager` then owns it:
 
 - **belonging**: a job belongs to the line of work (branch) whose call
   started it; it is watched in that line's scope, not the call's, so
@@ -39,14 +39,6 @@ from typing import Final
 import anyio
 import attrs
 
-from acp_agent.capabilities._job_host import (
-    JobExit,
-    JobHost,
-    JobLimitReached,
-    JobOutput,
-    JobProcess,
-    StartedJob,
-)
 from acp_agent.capabilities.context import GuideEntry, record_notification
 from acp_agent.core import (
     Branch,
@@ -63,6 +55,14 @@ from acp_agent.core import (
 )
 from acp_agent.process_marks import kill_group_of
 from acp_agent.records import Record
+from acp_agent.toolkit import (
+    JobExit,
+    JobHost,
+    JobLimitReached,
+    JobOutput,
+    JobProcess,
+    StartedJob,
+)
 
 __all__ = (
     "DEFAULT_JOB_LIMIT",

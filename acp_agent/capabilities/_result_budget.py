@@ -36,15 +36,15 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from acp_agent.capabilities._cuts import cut_middle
-from acp_agent.capabilities._tool import (
+from acp_agent.records import Record
+from acp_agent.toolkit import (
     ContentPart,
     DiffContent,
     ImageContent,
     TextContent,
     ToolResult,
+    cut_middle,
 )
-from acp_agent.records import Record
 
 __all__ = ("ResultBudget", "ResultLimits")
 

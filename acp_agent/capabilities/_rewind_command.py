@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Final
 
 from acp_agent.capabilities._rewind import Rewinder, RewindOutcome, RewindPoint, RewindRefused
-from acp_agent.capabilities._slash_commands import CommandSpec, ExtraCommand
+from acp_agent.toolkit import (
+    CommandSpec,
+    ExtraCommand,
+)
 
 __all__ = ("rewind_commands",)
 

@@ -38,7 +38,6 @@ from typing import Any, Final, cast
 
 import attrs
 
-from acp_agent.capabilities._client_bridge import NO_CLIENT, ClientBridge
 from acp_agent.capabilities._model_source import ModelSource
 from acp_agent.capabilities._permissions import (
     PermissionMode,
@@ -48,6 +47,10 @@ from acp_agent.capabilities._permissions import (
 from acp_agent.core import Branch, ConfigurationAdopted, Event, EventDraft, new_id
 from acp_agent.models import ReasoningEffort
 from acp_agent.records import Record
+from acp_agent.toolkit import (
+    NO_CLIENT,
+    ClientBridge,
+)
 
 __all__ = (
     "CONTROLS_PRODUCER",

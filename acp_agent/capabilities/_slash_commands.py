@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
@@ -62,6 +62,7 @@ from acp_agent.capabilities.context import (
 from acp_agent.core import Session, Store, StoreNotFound
 from acp_agent.models import ProviderError, ProviderNotConfigured, ToolSpec
 from acp_agent.records import Record
+from acp_agent.toolkit import CommandSpec, ExtraCommand
 
 __all__ = (
     "BUILTIN_COMMANDS",
@@ -71,8 +72,6 @@ __all__ = (
     "CommandHost",
     "CommandInvocation",
     "CommandRunner",
-    "CommandSpec",
-    "ExtraCommand",
     "PromptTemplate",
     "available_commands",
     "load_templates",
@@ -93,24 +92,6 @@ ARGUMENTS: Final = "$ARGUMENTS"
 _NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _FRONT_MATTER_KEYS: Final = ("description", "argument-hint")
 _DESCRIPTION_CHARS: Final = 80
-
-
-@attrs.frozen
-class CommandSpec(Record):
-    """A command as the editor lists it."""
-
-    name: str
-    description: str
-    #: What to type after the name, when it takes arguments: one argument named plainly
-    #: ("model id"), or words and `<placeholders>` ("revoke <rule id>").
-    hint: str | None = None
-
-    def usage(self) -> str:
-        """How it is typed: `/mode <mode id>`, `/permissions revoke <rule id>`."""
-        if self.hint is None:
-            return f"/{self.name}"
-        typed = self.hint if "<" in self.hint else f"<{self.hint}>"
-        return f"/{self.name} {typed}"
 
 
 BUILTIN_COMMANDS: Final = (
@@ -275,14 +256,6 @@ class CommandHost(Protocol):
     async def set_title(self, title: str) -> None:
         """Record the session's new title."""
         ...
-
-
-@attrs.frozen
-class ExtraCommand(Record):
-    """A built-in another component offers (`/mcp`): it answers with Markdown."""
-
-    spec: CommandSpec
-    run: Callable[[str], Awaitable[str]]
 
 
 class CommandRunner:

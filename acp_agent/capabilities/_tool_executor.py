@@ -43,7 +43,6 @@ import attrs
 
 from acp_agent.capabilities._change_review import ChangedFile, ChangeReview
 from acp_agent.capabilities._checkpoints import CallChanges, CheckpointStore
-from acp_agent.capabilities._client_bridge import ClientBridge
 from acp_agent.capabilities._content import (
     decode_locations,
     encode_locations,
@@ -53,7 +52,6 @@ from acp_agent.capabilities._content import (
     valid_parts,
     with_valid_text,
 )
-from acp_agent.capabilities._cuts import cut_middle
 from acp_agent.capabilities._jobs import JobManager
 from acp_agent.capabilities._permissions import (
     Ask,
@@ -68,19 +66,6 @@ from acp_agent.capabilities._permissions import (
 from acp_agent.capabilities._recorder import CoalescingRecorder
 from acp_agent.capabilities._result_budget import ResultBudget
 from acp_agent.capabilities._session_controls import SessionControls
-from acp_agent.capabilities._tool import (
-    ContentPart,
-    MemoryReadStamps,
-    PermissionNeed,
-    PreviewingTool,
-    ProgressSink,
-    TextContent,
-    Tool,
-    ToolContext,
-    ToolInputError,
-    ToolKind,
-    ToolResult,
-)
 from acp_agent.capabilities._toolset import ToolBindings, UnboundCall
 from acp_agent.core import (
     Branch,
@@ -113,6 +98,21 @@ from acp_agent.core import (
     new_id,
 )
 from acp_agent.lone_surrogates import replace_lone_surrogates
+from acp_agent.toolkit import (
+    ClientBridge,
+    ContentPart,
+    MemoryReadStamps,
+    PermissionNeed,
+    PreviewingTool,
+    ProgressSink,
+    TextContent,
+    Tool,
+    ToolContext,
+    ToolInputError,
+    ToolKind,
+    ToolResult,
+    cut_middle,
+)
 
 __all__ = (
     "CANCELLED_ANSWER",

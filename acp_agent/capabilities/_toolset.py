@@ -26,7 +26,10 @@ from types import MappingProxyType
 
 import anyio
 
-from acp_agent.capabilities._tool import Tool, ToolDefinition
+from acp_agent.toolkit import (
+    Tool,
+    ToolDefinition,
+)
 
 __all__ = ("GenerationState", "ToolBindings", "ToolGeneration", "ToolSet", "UnboundCall")
 

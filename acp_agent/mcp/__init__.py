@@ -9,7 +9,7 @@ are documented in `acp_agent.mcp._settings`).
 
 `McpServerManager` connects a session's servers in the background (never
 delaying the session), reports their statuses, offers their tools as
-`McpTool`s (the `Tool` contract of `acp_agent.capabilities`) named
+`McpTool`s (the `Tool` contract of `acp_agent.toolkit`) named
 `mcp__<server>__<tool>` in numbered generations, and reconnects crashed
 servers with bounded backoff. `register_mcp` makes them part of every
 session: its tool generations, its guide and its notifications.

@@ -17,7 +17,7 @@ from typing import Any
 
 import mcp.types as mcp_types
 
-from acp_agent.capabilities import (
+from acp_agent.toolkit import (
     ContentPart,
     ImageContent,
     TextContent,

@@ -25,23 +25,13 @@ from acp_agent.capabilities import (
     TOOLSET,
     CapabilitySettings,
     ConfiguredModels,
-    Effect,
     LoopSettings,
     ModelLoop,
     PermissionAnswer,
     PermissionChoice,
-    PermissionNeed,
     PermissionQuestion,
     SessionControls,
-    TextContent,
-    Tool,
-    ToolContext,
-    ToolDefinition,
     ToolExecutor,
-    ToolInputError,
-    ToolKind,
-    ToolPresentation,
-    ToolResult,
     ToolSet,
     register_capabilities,
 )
@@ -60,6 +50,18 @@ from acp_agent.core import (
 )
 from acp_agent.models import load_models_config, parse_script
 from acp_agent.store import MemoryStore
+from acp_agent.toolkit import (
+    Effect,
+    PermissionNeed,
+    TextContent,
+    Tool,
+    ToolContext,
+    ToolDefinition,
+    ToolInputError,
+    ToolKind,
+    ToolPresentation,
+    ToolResult,
+)
 
 __all__ = (
     "ENVIRONMENT",

@@ -8,8 +8,12 @@ import anyio
 import pytest
 
 from acp_agent.capabilities import JobManager, JobState
-from acp_agent.capabilities.tool import JobExit, JobLimitReached, JobOutput
 from acp_agent.core import BranchId, JobEnded, JobStarted, NotificationReceived, Seq
+from acp_agent.toolkit import (
+    JobExit,
+    JobLimitReached,
+    JobOutput,
+)
 
 
 class _Scope:

@@ -7,10 +7,8 @@ import pytest
 from acp_agent.capabilities import (
     Allow,
     Ask,
-    Effect,
     PermissionChoice,
     PermissionMode,
-    PermissionNeed,
     Refuse,
     RuleScope,
     command_prefix,
@@ -20,6 +18,10 @@ from acp_agent.capabilities import (
     rule_matches,
 )
 from acp_agent.core import PermissionRule
+from acp_agent.toolkit import (
+    Effect,
+    PermissionNeed,
+)
 
 WORKSPACE = "/work/project"
 

@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from acp_agent.capabilities import (
-    DiffContent,
-    ImageContent,
     ResultBudget,
     ResultLimits,
+)
+from acp_agent.toolkit import (
+    DiffContent,
+    ImageContent,
     TextContent,
     ToolResult,
     cut_middle,

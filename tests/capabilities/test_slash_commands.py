@@ -10,12 +10,12 @@ import pytest
 from acp_agent.capabilities import (
     BUILTIN_COMMANDS,
     CommandInvocation,
-    CommandSpec,
     available_commands,
     load_templates,
     parse_invocation,
     title_from_prompt,
 )
+from acp_agent.toolkit import CommandSpec
 
 NAMES = frozenset({"model", "review"})
 

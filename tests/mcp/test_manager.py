@@ -9,7 +9,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.capabilities import Effect, ImageContent, PermissionNeed, TextContent
 from acp_agent.mcp import (
     TOOL_NAME_PATTERN,
     HttpServerConfig,
@@ -22,6 +21,12 @@ from acp_agent.mcp import (
     StdioServerConfig,
     ToolSetChanged,
     load_configured_servers,
+)
+from acp_agent.toolkit import (
+    Effect,
+    ImageContent,
+    PermissionNeed,
+    TextContent,
 )
 from tests.mcp.servers.sample_png import PNG
 from tests.mcp.support import (

@@ -21,16 +21,8 @@ from acp_agent.capabilities import (
     JOB_TOOL_NAMES,
     CapabilitySettings,
     ConfiguredModels,
-    Effect,
     PermissionChoice,
     PermissionMode,
-    PermissionNeed,
-    TextContent,
-    ToolContext,
-    ToolDefinition,
-    ToolKind,
-    ToolPresentation,
-    ToolResult,
     register_capabilities,
 )
 from acp_agent.core import (
@@ -53,6 +45,16 @@ from acp_agent.mcp import (
 )
 from acp_agent.models import load_models_config, parse_script
 from acp_agent.store import MemoryStore
+from acp_agent.toolkit import (
+    Effect,
+    PermissionNeed,
+    TextContent,
+    ToolContext,
+    ToolDefinition,
+    ToolKind,
+    ToolPresentation,
+    ToolResult,
+)
 from tests.capabilities.support import ENVIRONMENT, Agent, AnsweringPrompter, payloads_of
 from tests.mcp.support import WAIT_S, process_alive, stdio_server
 

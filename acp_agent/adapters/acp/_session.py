@@ -35,11 +35,11 @@ if TYPE_CHECKING:
     from acp_agent.adapters.acp._subagents import SubagentPresenter
     from acp_agent.capabilities import (
         CommandRunner,
-        CommandSpec,
         ModelLoop,
         ModelSource,
         SessionControls,
     )
+    from acp_agent.toolkit import CommandSpec
 
 __all__ = ("AcpSession", "PendingPrompt")
 

@@ -19,8 +19,13 @@ from acp_agent.core import STORE, Session
 from protocol import types
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities import CommandRunner, CommandSpec, ModelSource, SessionControls
+    from acp_agent.capabilities import (
+        CommandRunner,
+        ModelSource,
+        SessionControls,
+    )
     from acp_agent.lsp import CodeIntelligence
+    from acp_agent.toolkit import CommandSpec
 
 __all__ = ("build_runner", "commands_update")
 
@@ -41,11 +46,13 @@ def build_runner(
         REWINDER,
         TOOLSET,
         CommandRunner,
-        CommandSpec,
-        ExtraCommand,
         branch_commands,
         job_commands,
         rewind_commands,
+    )
+    from acp_agent.toolkit import (
+        CommandSpec,
+        ExtraCommand,
     )
 
     extra: dict[str, ExtraCommand] = {

@@ -4,8 +4,8 @@ It keeps apart how to read the input (the guide, the system prompt: `_guide`)
 and what the input currently is: the history folded into messages
 (`_projection`), state from its sources (`_state_sources`), rules from
 `AGENTS.md` files (`_rules`), notifications (`_notifications`), each a block
-tagged by the runtime (`_tags`), and keeps that true across compaction
-(`_compaction`), estimating what fits the window (`_token_budget`).
+tagged by the runtime (the tags are `acp_agent.toolkit`'s), and keeps that
+true across compaction (`_compaction`), estimating what fits the window (`_token_budget`).
 `ContextEngine` (`_engine`) puts them together per branch; everything
 outside the package uses the names below.
 """
@@ -101,15 +101,6 @@ from acp_agent.capabilities.context._state_sources import (
     render_state,
     render_state_cleared,
 )
-from acp_agent.capabilities.context._tags import (
-    RUNTIME_TAGS,
-    escape_attribute,
-    escape_text,
-    neutralize_runtime_tags,
-    restore_runtime_tags,
-    tag,
-    wrap,
-)
 from acp_agent.capabilities.context._token_budget import (
     CHARS_PER_TOKEN,
     IMAGE_TOKENS,
@@ -142,7 +133,6 @@ __all__ = (
     "ROOT_RULE_PREFIX",
     "RULES_GUIDE_ENTRY",
     "RULE_FILE_NAME",
-    "RUNTIME_TAGS",
     "SKIPPED_DIRECTORIES",
     "STATE_GUIDE_ENTRY",
     "SUMMARY_INSTRUCTION",
@@ -186,13 +176,10 @@ __all__ = (
     "compaction_view",
     "default_guide_registry",
     "default_state_sources",
-    "escape_attribute",
-    "escape_text",
     "estimate_message_tokens",
     "estimate_request_tokens",
     "estimate_text_tokens",
     "guide_version",
-    "neutralize_runtime_tags",
     "read_all",
     "record_notification",
     "render_compaction",
@@ -202,14 +189,11 @@ __all__ = (
     "render_rule_payload",
     "render_state",
     "render_state_cleared",
-    "restore_runtime_tags",
     "run_compaction",
     "scan_root_rules",
     "scan_rule_files",
     "scan_user_rules",
     "scan_workspace_rules",
     "summary_request",
-    "tag",
     "user_input_parts",
-    "wrap",
 )

@@ -15,17 +15,17 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from acp_agent.capabilities._tool import (
+from acp_agent.records import Record
+from acp_agent.toolkit._parts import TextContent
+from acp_agent.toolkit._tool import (
     Effect,
     PermissionNeed,
-    TextContent,
     ToolContext,
     ToolDefinition,
     ToolKind,
     ToolPresentation,
     ToolResult,
 )
-from acp_agent.records import Record
 
 __all__ = ("RuntimeTool", "object_schema", "text_result")
 

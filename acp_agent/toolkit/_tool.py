@@ -12,32 +12,23 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from acp_agent.capabilities._client_bridge import ClientBridge
-from acp_agent.capabilities._file_changes import FileChanges
-from acp_agent.capabilities._job_host import JobHost
 from acp_agent.records import Record
+from acp_agent.toolkit._client_bridge import ClientBridge
+from acp_agent.toolkit._file_changes import FileChanges
+from acp_agent.toolkit._job_host import JobHost
+from acp_agent.toolkit._parts import ContentPart, Location
 
 __all__ = (
-    "ContentPart",
-    "DiffContent",
     "Effect",
-    "ImageContent",
-    "Location",
     "MemoryReadStamps",
     "PermissionNeed",
-    "PlanContent",
-    "PlanEntry",
-    "PlanPriority",
-    "PlanStatus",
     "PreviewingTool",
     "ProgressSink",
     "ReadStamps",
-    "TerminalContent",
-    "TextContent",
     "Tool",
     "ToolContext",
     "ToolDefinition",
@@ -92,14 +83,6 @@ class ToolDefinition(Record):
 
 
 @attrs.frozen
-class Location(Record):
-    """A place a call touches, so the editor can follow along (absolute path, 1-based line)."""
-
-    path: str
-    line: int | None = None
-
-
-@attrs.frozen
 class ToolPresentation(Record):
     """How a call is shown before it runs: in the pending tool call and the permission prompt."""
 
@@ -123,88 +106,6 @@ class PermissionNeed(Record):
     outside_workspace: tuple[str, ...] = ()
     #: Shown next to the question, e.g. why a path is outside the workspace.
     note: str | None = None
-
-
-@attrs.frozen
-class TextContent(Record):
-    """Text for the person and the model (Markdown in editors)."""
-
-    text: str
-
-
-@attrs.frozen
-class DiffContent(Record):
-    """A change to one file: whole old and new texts; `old_text` None for a new file."""
-
-    path: str
-    old_text: str | None
-    new_text: str
-
-
-@attrs.frozen
-class TerminalContent(Record):
-    """A live terminal shown inside the call.
-
-    Usually one the client created (`terminal/create`). With `local_cwd` set it
-    is a command the agent runs itself, shown through Zed's `_meta` extension
-    (only offered when `ClientBridge.streams_terminal_output`): the adapter
-    announces it as `_meta.terminal_info {terminal_id, cwd}`, streams what
-    `ProgressSink.terminal_output` appends as `_meta.terminal_output`, and ends
-    it with `_meta.terminal_exit {terminal_id, exit_code, signal}` taken from the
-    result's `raw_output` keys `exit_code` and `signal`.
-    """
-
-    terminal_id: str
-    #: Set for a locally run command: its working directory (absolute).
-    local_cwd: str | None = None
-
-
-@attrs.frozen
-class ImageContent(Record):
-    """An image (base64 data)."""
-
-    data: str
-    mime_type: str
-
-
-class PlanPriority(enum.StrEnum):
-    """How much a plan entry matters (ACP `PlanEntryPriority`)."""
-
-    HIGH = "high"
-    MEDIUM = "medium"
-    LOW = "low"
-
-
-class PlanStatus(enum.StrEnum):
-    """Where a plan entry stands (ACP `PlanEntryStatus`)."""
-
-    PENDING = "pending"
-    IN_PROGRESS = "in_progress"
-    COMPLETED = "completed"
-
-
-@attrs.frozen
-class PlanEntry(Record):
-    """One task of the agent's plan."""
-
-    content: str
-    priority: PlanPriority
-    status: PlanStatus
-
-
-@attrs.frozen
-class PlanContent(Record):
-    """The agent's complete plan, every entry, as the `plan` tool last set it.
-
-    Not tool-call content: the adapter sends it as an ACP `plan` update, which
-    replaces the whole plan the editor shows (so it is always the complete list),
-    and leaves it out of the call's `content`.
-    """
-
-    entries: tuple[PlanEntry, ...]
-
-
-ContentPart: TypeAlias = TextContent | DiffContent | TerminalContent | ImageContent | PlanContent
 
 
 @attrs.frozen

@@ -1,0 +1,37 @@
+"""What importing a package loads, at run time: what static contracts cannot see.
+
+import-linter reads `import` statements, but a package face that imports its
+submodules (or loads them on first use) decides what actually runs. A tool
+must not load the runtime: importing `acp_agent.tools` (and the tool kit it
+implements) loads no module of `acp_agent.core` or `acp_agent.capabilities`.
+Each probe runs in a fresh interpreter, so nothing this test process has
+imported counts.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def loaded_by(module: str) -> list[str]:
+    """The modules of ours that importing `module` loads, in a fresh interpreter."""
+    probe = (
+        "import importlib, json, sys\n"
+        f"importlib.import_module({module!r})\n"
+        "print(json.dumps(sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('acp_agent', 'jsonbounds', 'protocol'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("module", ["acp_agent.tools", "acp_agent.toolkit"])
+def test_a_tool_loads_no_part_of_the_runtime(module: str) -> None:
+    loaded = loaded_by(module)
+    assert module in loaded  # the probe saw the import
+    runtime = [m for m in loaded if m.startswith(("acp_agent.core", "acp_agent.capabilities"))]
+    assert runtime == []
