@@ -17,9 +17,9 @@ need yet; the scripted provider needs none of them and loads with the package.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from acp_agent.lazy_face import lazy_face as _lazy_face
 from acp_agent.models._errors import (
     AuthenticationFailed,
     ConfigFileInvalid,
@@ -167,37 +167,27 @@ __all__ = (
 
 #: Public names loaded on first use, and the module that defines each.
 _LAZY = {
-    "NO_RETRY": "acp_agent.models._retry",
-    "RetryPolicy": "acp_agent.models._retry",
-    "Sleep": "acp_agent.models._retry",
-    "Reply": "acp_agent.models._reply",
-    "ReplyBuilder": "acp_agent.models._reply",
-    "ANTHROPIC_VERSION": "acp_agent.models._anthropic",
-    "AnthropicProvider": "acp_agent.models._anthropic",
-    "OpenAIProvider": "acp_agent.models._openai",
-    "new_http_client": "acp_agent.models._http",
-    "MODEL_ENV": "acp_agent.models._config",
-    "ModelsConfig": "acp_agent.models._config",
-    "Pricing": "acp_agent.models._config",
-    "ProviderSettings": "acp_agent.models._config",
-    "ResolvedModel": "acp_agent.models._config",
-    "available_models": "acp_agent.models._config",
-    "build_provider": "acp_agent.models._config",
-    "builtin_providers": "acp_agent.models._config",
-    "load_models_config": "acp_agent.models._config",
-    "resolve_model": "acp_agent.models._config",
-    "redact_secrets": "acp_agent.models._status",
+    "NO_RETRY": "_retry",
+    "RetryPolicy": "_retry",
+    "Sleep": "_retry",
+    "Reply": "_reply",
+    "ReplyBuilder": "_reply",
+    "ANTHROPIC_VERSION": "_anthropic",
+    "AnthropicProvider": "_anthropic",
+    "OpenAIProvider": "_openai",
+    "new_http_client": "_http",
+    "MODEL_ENV": "_config",
+    "ModelsConfig": "_config",
+    "Pricing": "_config",
+    "ProviderSettings": "_config",
+    "ResolvedModel": "_config",
+    "available_models": "_config",
+    "build_provider": "_config",
+    "builtin_providers": "_config",
+    "load_models_config": "_config",
+    "resolve_model": "_config",
+    "redact_secrets": "_status",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_face(__name__, _LAZY)
