@@ -172,7 +172,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
         prepare_wire_types,
         warmup_enabled,
     )
-    from acp_agent.capabilities import ConfiguredModels
+    from acp_agent.models import ConfiguredModels
     from protocol.connection import AgentConnection
 
     models = ConfiguredModels.load(paths.config_dir / "config.toml", os.environ, script=script)

@@ -2,8 +2,7 @@
 
 The model loop (`ModelLoop`), the tool executor (`ToolExecutor`) with
 permissions and the result budget, session controls (mode, model, thinking
-effort), slash commands and titles, the models sessions use
-(`ModelSource`), and how they are assembled into the runtime's scopes
+effort), slash commands and titles, and how they are assembled into the runtime's scopes
 (`register_capabilities`). The context engine is its own subpackage,
 `acp_agent.capabilities.context`. The contract tools implement is
 `acp_agent.toolkit`. Everything loads on first use, since the ACP adapter is
@@ -81,18 +80,6 @@ if TYPE_CHECKING:
         PreparedContext,
         PromptTooLarge,
         error_kind,
-    )
-    from acp_agent.capabilities._model_source import (
-        DEFAULT_CONTEXT_WINDOW,
-        DOCTOR_HINT,
-        SCRIPT_HINT,
-        ConfiguredModels,
-        ModelHandle,
-        ModelSource,
-        ModelTraits,
-        ProviderKey,
-        context_window_for,
-        traits_for,
     )
     from acp_agent.capabilities._permissions import (
         MCP_TOOL_PREFIX,
@@ -202,11 +189,9 @@ __all__ = (
     "CONTEXT",
     "CONTROLS_PRODUCER",
     "DEFAULT_BRANCH_LIMIT",
-    "DEFAULT_CONTEXT_WINDOW",
     "DEFAULT_JOB_LIMIT",
     "DEFAULT_MAX_TURN_REQUESTS",
     "DEFAULT_THOUGHT_LEVEL",
-    "DOCTOR_HINT",
     "GUIDE",
     "INVALID_ARGUMENTS_KEY",
     "INVALID_REASON_KEY",
@@ -230,7 +215,6 @@ __all__ = (
     "RESTART_RUNNING",
     "RESULT_BUDGET",
     "REWINDER",
-    "SCRIPT_HINT",
     "SESSION_CONTROLS",
     "THOUGHT_KEY",
     "THOUGHT_LEVELS",
@@ -253,7 +237,6 @@ __all__ = (
     "CommandHost",
     "CommandInvocation",
     "CommandRunner",
-    "ConfiguredModels",
     "ContextPreparer",
     "Decision",
     "DeltaPieces",
@@ -267,10 +250,7 @@ __all__ = (
     "LineState",
     "LoopSettings",
     "LoopState",
-    "ModelHandle",
     "ModelLoop",
-    "ModelSource",
-    "ModelTraits",
     "NoRewindPoint",
     "NoSuchJob",
     "NotABranch",
@@ -284,7 +264,6 @@ __all__ = (
     "PreparedContext",
     "PromptTemplate",
     "PromptTooLarge",
-    "ProviderKey",
     "Refuse",
     "RefusingPrompter",
     "ResultBudget",
@@ -307,7 +286,6 @@ __all__ = (
     "branch_tools",
     "command_prefix",
     "context",
-    "context_window_for",
     "decide",
     "decode_locations",
     "encode_locations",
@@ -330,7 +308,6 @@ __all__ = (
     "rule_matches",
     "text_part",
     "title_from_prompt",
-    "traits_for",
     "workspace_roots",
 )
 
@@ -360,10 +337,8 @@ _LAZY: Final = {
     "CommandHost": "_slash_commands",
     "CommandInvocation": "_slash_commands",
     "CommandRunner": "_slash_commands",
-    "ConfiguredModels": "_model_source",
     "ContextPreparer": "_loop",
     "DEFAULT_BRANCH_LIMIT": "_branches",
-    "DEFAULT_CONTEXT_WINDOW": "_model_source",
     "DEFAULT_MAX_TURN_REQUESTS": "_loop",
     "DEFAULT_THOUGHT_LEVEL": "_session_controls",
     "Decision": "_permissions",
@@ -389,10 +364,7 @@ _LAZY: Final = {
     "MODEL_LOOP": "_assembly",
     "MODES": "_session_controls",
     "MODE_KEY": "_session_controls",
-    "ModelHandle": "_model_source",
     "ModelLoop": "_loop",
-    "ModelSource": "_model_source",
-    "ModelTraits": "_model_source",
     "NotABranch": "_branches",
     "PROGRESS_CHARS": "_tool_executor",
     "PendingDraft": "_recorder",
@@ -405,7 +377,6 @@ _LAZY: Final = {
     "PreparedContext": "_loop",
     "PromptTemplate": "_slash_commands",
     "PromptTooLarge": "_loop",
-    "ProviderKey": "_model_source",
     "RESTART_NOT_STARTED": "_tool_executor",
     "RESTART_RUNNING": "_tool_executor",
     "CHECKPOINTS": "_assembly",
@@ -423,8 +394,6 @@ _LAZY: Final = {
     "ResultLimits": "_result_budget",
     "RuleDecision": "_permissions",
     "RuleScope": "_permissions",
-    "SCRIPT_HINT": "_model_source",
-    "DOCTOR_HINT": "_model_source",
     "SESSION_CONTROLS": "_assembly",
     "SessionControls": "_session_controls",
     "SessionOption": "_session_controls",
@@ -443,7 +412,6 @@ _LAZY: Final = {
     "branch_commands": "_branch_tools",
     "branch_tools": "_branch_tools",
     "command_prefix": "_permissions",
-    "context_window_for": "_model_source",
     "decide": "_permissions",
     "decode_locations": "_content",
     "encode_locations": "_content",
@@ -464,7 +432,6 @@ _LAZY: Final = {
     "rule_matches": "_permissions",
     "text_part": "_content",
     "title_from_prompt": "_titles",
-    "traits_for": "_model_source",
     "JOBS": "_assembly",
     "JOB_TOOL_NAMES": "_job_tools",
     "job_commands": "_job_tools",

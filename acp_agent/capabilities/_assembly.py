@@ -42,7 +42,6 @@ from acp_agent.capabilities._checkpoints import CheckpointStore
 from acp_agent.capabilities._job_tools import job_tools
 from acp_agent.capabilities._jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager
 from acp_agent.capabilities._loop import LoopSettings, ModelLoop
-from acp_agent.capabilities._model_source import ModelSource
 from acp_agent.capabilities._result_budget import ResultBudget, ResultLimits
 from acp_agent.capabilities._rewind import Rewinder
 from acp_agent.capabilities._session_controls import SessionControls
@@ -73,7 +72,7 @@ from acp_agent.core import (
     Turn,
     TurnId,
 )
-from acp_agent.models import ScriptLine
+from acp_agent.models import ModelSource, ScriptLine
 from acp_agent.records import Record
 from acp_agent.toolkit import ClientBridge, Tool
 

@@ -53,7 +53,6 @@ from typing import Any, Final, Protocol
 import anyio
 import attrs
 
-from acp_agent.capabilities._model_source import ModelHandle, ModelSource
 from acp_agent.capabilities._proposals import CallProposals, tool_spec
 from acp_agent.capabilities._recorder import CoalescingRecorder, record_delta
 from acp_agent.capabilities._session_controls import SessionControls
@@ -95,8 +94,10 @@ from acp_agent.core import (
 from acp_agent.models import (
     AuthenticationFailed,
     ContextWindowExceeded,
+    ModelHandle,
     ModelNotFound,
     ModelRequest,
+    ModelSource,
     ProviderConnectError,
     ProviderConnectionLost,
     ProviderError,

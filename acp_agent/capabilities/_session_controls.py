@@ -38,14 +38,13 @@ from typing import Any, Final, cast
 
 import attrs
 
-from acp_agent.capabilities._model_source import ModelSource
 from acp_agent.capabilities._permissions import (
     PermissionMode,
     PermissionPrompter,
     RefusingPrompter,
 )
 from acp_agent.core import Branch, ConfigurationAdopted, Event, EventDraft, new_id
-from acp_agent.models import ReasoningEffort
+from acp_agent.models import ModelSource, ReasoningEffort
 from acp_agent.records import Record
 from acp_agent.toolkit import (
     NO_CLIENT,

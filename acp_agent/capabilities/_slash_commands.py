@@ -44,7 +44,6 @@ from typing import Any, Final, Literal, Protocol
 
 import attrs
 
-from acp_agent.capabilities._model_source import DOCTOR_HINT, ModelSource
 from acp_agent.capabilities._permissions import list_rules, revoke_rule, rule_text
 from acp_agent.capabilities._session_controls import (
     MODE_KEY,
@@ -60,7 +59,13 @@ from acp_agent.capabilities.context import (
     scan_rule_files,
 )
 from acp_agent.core import Session, Store, StoreNotFound
-from acp_agent.models import ProviderError, ProviderNotConfigured, ToolSpec
+from acp_agent.models import (
+    DOCTOR_HINT,
+    ModelSource,
+    ProviderError,
+    ProviderNotConfigured,
+    ToolSpec,
+)
 from acp_agent.records import Record
 from acp_agent.toolkit import CommandSpec, ExtraCommand
 

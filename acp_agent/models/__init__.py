@@ -6,12 +6,14 @@ failures are the `ProviderError` tree. `resolve_model` resolves
 docstring of `acp_agent.models._config`); `build_provider` makes the
 provider to stream from. `ScriptedProvider` plays the replies of a script
 (`parse_script`, `load_script`; the format is the docstring of
-`acp_agent.models._scripted`).
+`acp_agent.models._scripted`). A session's models come from a `ModelSource`:
+`ConfiguredModels` opens configured providers and the `--script` model by
+name, each as a `ModelHandle`.
 
 Every module under this package is private: this is its whole public
 surface. The provider modules and configuration (they pull in httpx and
-tomllib), retries (email's date parsing) and the reply builder load on first
-use, so importing this package costs the agent's start-up nothing it does not
+tomllib), retries (email's date parsing), the reply builder and the model
+source load on first use, so importing this package costs the agent's start-up nothing it does not
 need yet; the scripted provider needs none of them and loads with the package.
 """
 
@@ -93,10 +95,18 @@ if TYPE_CHECKING:
     from acp_agent.models._openai import OpenAIProvider
     from acp_agent.models._reply import Reply, ReplyBuilder
     from acp_agent.models._retry import NO_RETRY, RetryPolicy, Sleep
+    from acp_agent.models._source import (
+        DOCTOR_HINT,
+        ConfiguredModels,
+        ModelHandle,
+        ModelSource,
+        ProviderKey,
+    )
     from acp_agent.models._status import redact_secrets
 
 __all__ = (
     "ANTHROPIC_VERSION",
+    "DOCTOR_HINT",
     "MODEL_ENV",
     "NO_RETRY",
     "SCRIPTED_PROVIDER",
@@ -104,13 +114,16 @@ __all__ = (
     "AuthenticationFailed",
     "BranchScript",
     "ConfigFileInvalid",
+    "ConfiguredModels",
     "ContextWindowExceeded",
     "Image",
     "Message",
     "ModelEvent",
+    "ModelHandle",
     "ModelNotFound",
     "ModelProvider",
     "ModelRequest",
+    "ModelSource",
     "ModelStream",
     "ModelsConfig",
     "OpenAIProvider",
@@ -119,6 +132,7 @@ __all__ = (
     "ProviderConnectError",
     "ProviderConnectionLost",
     "ProviderError",
+    "ProviderKey",
     "ProviderNotConfigured",
     "ProviderOverloaded",
     "ProviderResponseInvalid",
@@ -187,6 +201,11 @@ _LAZY = {
     "load_models_config": "_config",
     "resolve_model": "_config",
     "redact_secrets": "_status",
+    "DOCTOR_HINT": "_source",
+    "ConfiguredModels": "_source",
+    "ModelHandle": "_source",
+    "ModelSource": "_source",
+    "ProviderKey": "_source",
 }
 
 

@@ -24,7 +24,6 @@ from acp_agent.capabilities import (
     TOOL_EXECUTOR,
     TOOLSET,
     CapabilitySettings,
-    ConfiguredModels,
     LoopSettings,
     ModelLoop,
     PermissionAnswer,
@@ -48,7 +47,7 @@ from acp_agent.core import (
     new_id,
     open_runtime,
 )
-from acp_agent.models import load_models_config, parse_script
+from acp_agent.models import ConfiguredModels, load_models_config, parse_script
 from acp_agent.store import MemoryStore
 from acp_agent.toolkit import (
     Effect,

@@ -20,7 +20,6 @@ from acp_agent.capabilities import (
     CONTEXT,
     JOB_TOOL_NAMES,
     CapabilitySettings,
-    ConfiguredModels,
     PermissionChoice,
     PermissionMode,
     register_capabilities,
@@ -43,7 +42,7 @@ from acp_agent.mcp import (
     StdioServerConfig,
     register_mcp,
 )
-from acp_agent.models import load_models_config, parse_script
+from acp_agent.models import ConfiguredModels, load_models_config, parse_script
 from acp_agent.store import MemoryStore
 from acp_agent.toolkit import (
     Effect,

@@ -58,8 +58,8 @@ if TYPE_CHECKING:
     # `initialize` (imported where they are used).
     from acp_agent.adapters.acp._session import AcpSession
     from acp_agent.adapters.acp._updates import UpdateTranslator
-    from acp_agent.capabilities import ModelSource
     from acp_agent.core import Branch, Runtime, Seq, Session, SessionRecord, Store
+    from acp_agent.models import ModelSource
 
 __all__ = ("AGENT_NAME", "AGENT_TITLE", "AcpAgent")
 

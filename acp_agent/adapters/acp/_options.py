@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_agent.capabilities import MODES, ModelSource, SessionControls, SessionOption
+from acp_agent.capabilities import (
+    MODES,
+    SessionControls,
+    SessionOption,
+)
+from acp_agent.models import ModelSource
 from protocol import types
 
 __all__ = (

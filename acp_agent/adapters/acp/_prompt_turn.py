@@ -45,7 +45,11 @@ from protocol import types
 from protocol.errors import InternalError
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities import CommandInvocation, ModelSource, PromptTooLarge
+    from acp_agent.capabilities import (
+        CommandInvocation,
+        PromptTooLarge,
+    )
+    from acp_agent.models import ModelSource
 
 __all__ = ("run_prompt",)
 

@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from acp_agent.capabilities import (
         CommandRunner,
         ModelLoop,
-        ModelSource,
         SessionControls,
     )
+    from acp_agent.models import ModelSource
     from acp_agent.toolkit import CommandSpec
 
 __all__ = ("AcpSession", "PendingPrompt")

@@ -21,10 +21,10 @@ from protocol import types
 if TYPE_CHECKING:
     from acp_agent.capabilities import (
         CommandRunner,
-        ModelSource,
         SessionControls,
     )
     from acp_agent.lsp import CodeIntelligence
+    from acp_agent.models import ModelSource
     from acp_agent.toolkit import CommandSpec
 
 __all__ = ("build_runner", "commands_update")

@@ -4,7 +4,7 @@
 `ModelHandle` (the provider to stream from, the provider's own model name,
 the context window and prices) or raises `ProviderNotConfigured` with a
 message saying how to configure one. `ConfiguredModels` is the real one:
-`<provider>/<model>` names resolved by `acp_agent.models.resolve_model` (built-in
+`<provider>/<model>` names resolved by `resolve_model` (`_config`) (built-in
 providers, `config.toml`, environment), plus `scripted/<name>` for the
 script given with `--script`.
 
@@ -24,21 +24,15 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
 
-from acp_agent.models import (
-    SCRIPTED_PROVIDER,
-    ConfigFileInvalid,
-    ModelProvider,
-    ProviderNotConfigured,
-    Script,
-    ScriptedProvider,
-    ScriptLine,
-)
+from acp_agent.models._errors import ConfigFileInvalid, ProviderNotConfigured
+from acp_agent.models._provider import ModelProvider
+from acp_agent.models._scripted import SCRIPTED_PROVIDER, Script, ScriptedProvider, ScriptLine
 from acp_agent.records import Record
 
 if TYPE_CHECKING:
     import httpx
 
-    from acp_agent.models import ModelsConfig, Pricing
+    from acp_agent.models._config import ModelsConfig, Pricing
 
 __all__ = (
     "DEFAULT_CONTEXT_WINDOW",
@@ -218,7 +212,7 @@ class ConfiguredModels:
     ) -> ConfiguredModels:
         """Read `config_file` (absent is fine). A file that cannot be used does not stop the
         agent: its error is what every configured model answers with."""
-        from acp_agent.models import load_models_config
+        from acp_agent.models._config import load_models_config
 
         try:
             return cls(load_models_config(config_file, env), env, script=script)
@@ -231,7 +225,7 @@ class ConfiguredModels:
             return self._script.model_id
         if self._config_error is not None:
             return None
-        from acp_agent.models import resolve_model
+        from acp_agent.models._config import resolve_model
 
         try:
             return resolve_model(self._config, self._env).model_id
@@ -246,7 +240,7 @@ class ConfiguredModels:
             return self._open_script(chosen, requests_made, line)
         if self._config_error is not None:
             raise self._config_error
-        from acp_agent.models import build_provider, resolve_model
+        from acp_agent.models._config import build_provider, resolve_model
 
         try:
             resolved = resolve_model(self._config, self._env, chosen)
@@ -278,7 +272,7 @@ class ConfiguredModels:
         chosen = model_id or self.default_model()
         if chosen is None or chosen.startswith(f"{SCRIPTED_PROVIDER}/"):
             return None
-        from acp_agent.models import resolve_model
+        from acp_agent.models._config import resolve_model
 
         try:
             return resolve_model(self._config, self._env, chosen).pricing
@@ -288,7 +282,7 @@ class ConfiguredModels:
     def available_models(self) -> list[str]:
         models = [] if self._script is None else [self._script.model_id]
         if self._config_error is None:
-            from acp_agent.models import available_models
+            from acp_agent.models._config import available_models
 
             models += available_models(self._config, self._env)
         return list(dict.fromkeys(models))
@@ -326,7 +320,7 @@ class ConfiguredModels:
 
     def _http_client(self) -> httpx.AsyncClient:
         if self._client is None:
-            from acp_agent.models import new_http_client
+            from acp_agent.models._http import new_http_client
 
             self._client = new_http_client()
         return self._client
