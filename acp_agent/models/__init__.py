@@ -12,9 +12,10 @@ name, each as a `ModelHandle`.
 
 Every module under this package is private: this is its whole public
 surface. The provider modules and configuration (they pull in httpx and
-tomllib), retries (email's date parsing), the reply builder and the model
-source load on first use, so importing this package costs the agent's start-up nothing it does not
-need yet; the scripted provider needs none of them and loads with the package.
+tomllib), retries (email's date parsing) and the reply builder load on first
+use, so importing this package costs the agent's start-up nothing it does not
+need yet; the scripted provider and the model source need none of them and load
+with the package (the agent opens its model source before serving).
 """
 
 from __future__ import annotations
@@ -76,6 +77,13 @@ from acp_agent.models._scripted import (
     load_script,
     parse_script,
 )
+from acp_agent.models._source import (
+    DOCTOR_HINT,
+    ConfiguredModels,
+    ModelHandle,
+    ModelSource,
+    ProviderKey,
+)
 
 if TYPE_CHECKING:
     from acp_agent.models._anthropic import ANTHROPIC_VERSION, AnthropicProvider
@@ -95,13 +103,6 @@ if TYPE_CHECKING:
     from acp_agent.models._openai import OpenAIProvider
     from acp_agent.models._reply import Reply, ReplyBuilder
     from acp_agent.models._retry import NO_RETRY, RetryPolicy, Sleep
-    from acp_agent.models._source import (
-        DOCTOR_HINT,
-        ConfiguredModels,
-        ModelHandle,
-        ModelSource,
-        ProviderKey,
-    )
     from acp_agent.models._status import redact_secrets
 
 __all__ = (
@@ -201,11 +202,6 @@ _LAZY = {
     "load_models_config": "_config",
     "resolve_model": "_config",
     "redact_secrets": "_status",
-    "DOCTOR_HINT": "_source",
-    "ConfiguredModels": "_source",
-    "ModelHandle": "_source",
-    "ModelSource": "_source",
-    "ProviderKey": "_source",
 }
 
 

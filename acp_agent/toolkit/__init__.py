@@ -14,11 +14,15 @@ mark what the model reads as the runtime's, and `neutralize_runtime_tags` /
 A leaf: it imports nothing of the agent but the leaves (`acp_agent.records`),
 so a tool loads no part of the runtime (`tests/test_layers.py` checks it at
 run time, an import-linter contract statically). Its modules are private;
-this face lists what other packages use.
+this face lists what other packages use. The editor bridge loads with it (the
+ACP adapter needs it before answering `initialize`); the rest on first use.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from acp_agent.lazy_face import lazy_face as _lazy_face
 from acp_agent.toolkit._client_bridge import (
     DEFAULT_REQUEST_TIMEOUT_S,
     NO_CLIENT,
@@ -30,46 +34,48 @@ from acp_agent.toolkit._client_bridge import (
     TerminalOutput,
     TerminalsWithheld,
 )
-from acp_agent.toolkit._commands import CommandSpec, ExtraCommand
-from acp_agent.toolkit._cut_middle import cut_middle
-from acp_agent.toolkit._file_changes import FileChanges
-from acp_agent.toolkit._job_host import (
-    JobExit,
-    JobHost,
-    JobLimitReached,
-    JobOutput,
-    JobProcess,
-    StartedJob,
-)
-from acp_agent.toolkit._parts import (
-    ContentPart,
-    DiffContent,
-    ImageContent,
-    Location,
-    PlanContent,
-    PlanEntry,
-    PlanPriority,
-    PlanStatus,
-    TerminalContent,
-    TextContent,
-)
-from acp_agent.toolkit._runtime_tool import RuntimeTool, object_schema, text_result
-from acp_agent.toolkit._tags import neutralize_runtime_tags, restore_runtime_tags, tag, wrap
-from acp_agent.toolkit._tool import (
-    Effect,
-    MemoryReadStamps,
-    PermissionNeed,
-    PreviewingTool,
-    ProgressSink,
-    Tool,
-    ToolContext,
-    ToolDefinition,
-    ToolInputError,
-    ToolKind,
-    ToolPresentation,
-    ToolPreview,
-    ToolResult,
-)
+
+if TYPE_CHECKING:
+    from acp_agent.toolkit._commands import CommandSpec, ExtraCommand
+    from acp_agent.toolkit._cut_middle import cut_middle
+    from acp_agent.toolkit._file_changes import FileChanges
+    from acp_agent.toolkit._job_host import (
+        JobExit,
+        JobHost,
+        JobLimitReached,
+        JobOutput,
+        JobProcess,
+        StartedJob,
+    )
+    from acp_agent.toolkit._parts import (
+        ContentPart,
+        DiffContent,
+        ImageContent,
+        Location,
+        PlanContent,
+        PlanEntry,
+        PlanPriority,
+        PlanStatus,
+        TerminalContent,
+        TextContent,
+    )
+    from acp_agent.toolkit._runtime_tool import RuntimeTool, object_schema, text_result
+    from acp_agent.toolkit._tags import neutralize_runtime_tags, restore_runtime_tags, tag, wrap
+    from acp_agent.toolkit._tool import (
+        Effect,
+        MemoryReadStamps,
+        PermissionNeed,
+        PreviewingTool,
+        ProgressSink,
+        Tool,
+        ToolContext,
+        ToolDefinition,
+        ToolInputError,
+        ToolKind,
+        ToolPresentation,
+        ToolPreview,
+        ToolResult,
+    )
 
 __all__ = (
     "DEFAULT_REQUEST_TIMEOUT_S",
@@ -121,4 +127,51 @@ __all__ = (
     "tag",
     "text_result",
     "wrap",
+)
+
+#: Loaded on first use: answering `initialize` needs only the editor bridge.
+__getattr__, __dir__ = _lazy_face(
+    __name__,
+    {
+        "CommandSpec": "_commands",
+        "ExtraCommand": "_commands",
+        "cut_middle": "_cut_middle",
+        "FileChanges": "_file_changes",
+        "JobExit": "_job_host",
+        "JobHost": "_job_host",
+        "JobLimitReached": "_job_host",
+        "JobOutput": "_job_host",
+        "JobProcess": "_job_host",
+        "StartedJob": "_job_host",
+        "ContentPart": "_parts",
+        "DiffContent": "_parts",
+        "ImageContent": "_parts",
+        "Location": "_parts",
+        "PlanContent": "_parts",
+        "PlanEntry": "_parts",
+        "PlanPriority": "_parts",
+        "PlanStatus": "_parts",
+        "TerminalContent": "_parts",
+        "TextContent": "_parts",
+        "RuntimeTool": "_runtime_tool",
+        "object_schema": "_runtime_tool",
+        "text_result": "_runtime_tool",
+        "neutralize_runtime_tags": "_tags",
+        "restore_runtime_tags": "_tags",
+        "tag": "_tags",
+        "wrap": "_tags",
+        "Effect": "_tool",
+        "MemoryReadStamps": "_tool",
+        "PermissionNeed": "_tool",
+        "PreviewingTool": "_tool",
+        "ProgressSink": "_tool",
+        "Tool": "_tool",
+        "ToolContext": "_tool",
+        "ToolDefinition": "_tool",
+        "ToolInputError": "_tool",
+        "ToolKind": "_tool",
+        "ToolPresentation": "_tool",
+        "ToolPreview": "_tool",
+        "ToolResult": "_tool",
+    },
 )
