@@ -30,24 +30,14 @@ from typing import Final
 
 import attrs
 
-from acp_agent.capabilities._branch_tools import BRANCH_TOOL_NAMES, branch_tools
-from acp_agent.capabilities._branches import (
+from acp_agent.capabilities.branches import (
+    BRANCH_TOOL_NAMES,
     BRANCHES_GUIDE_ENTRY,
     DEFAULT_BRANCH_LIMIT,
     BranchManager,
     GatedPrompter,
+    branch_tools,
 )
-from acp_agent.capabilities._change_review import ChangeReview
-from acp_agent.capabilities._checkpoints import CheckpointStore
-from acp_agent.capabilities._job_tools import job_tools
-from acp_agent.capabilities._jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager
-from acp_agent.capabilities._loop import LoopSettings, ModelLoop
-from acp_agent.capabilities._result_budget import ResultBudget, ResultLimits
-from acp_agent.capabilities._rewind import Rewinder
-from acp_agent.capabilities._session_controls import SessionControls
-from acp_agent.capabilities._slash_commands import available_commands, load_templates
-from acp_agent.capabilities._tool_executor import ToolExecutor
-from acp_agent.capabilities._toolset import ToolSet
 from acp_agent.capabilities.context import (
     ContextEngine,
     ContextSettings,
@@ -56,6 +46,18 @@ from acp_agent.capabilities.context import (
     ValueSource,
     build_context_engine,
     default_guide_registry,
+)
+from acp_agent.capabilities.execution import ResultBudget, ResultLimits, ToolExecutor
+from acp_agent.capabilities.jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager, job_tools
+from acp_agent.capabilities.loop import LoopSettings, ModelLoop
+from acp_agent.capabilities.session import (
+    ChangeReview,
+    CheckpointStore,
+    Rewinder,
+    SessionControls,
+    ToolSet,
+    available_commands,
+    load_templates,
 )
 from acp_agent.core import (
     BRANCH,

@@ -3,7 +3,7 @@
 A tool that writes, removes or moves files calls `ToolContext.changes` first;
 the session keeps what the files hold now (a checkpoint) and records the
 change before it is made. Tools see only this protocol; the checkpoint store
-behind it is the session's (`capabilities/_checkpoints.py`).
+behind it is the session's (`acp_agent.capabilities.session`'s checkpoints).
 """
 
 from __future__ import annotations

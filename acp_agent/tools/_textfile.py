@@ -35,11 +35,7 @@ import anyio
 import attrs
 
 from acp_agent.records import Record
-from acp_agent.toolkit import (
-    ClientBridge,
-    ClientTimedOut,
-    FileChanges,
-)
+from acp_agent.toolkit import ClientBridge, ClientTimedOut, FileChanges
 
 __all__ = (
     "MAX_TEXT_BYTES",

@@ -21,20 +21,20 @@ import attrs
 from acp_agent.capabilities import (
     MODEL_LOOP,
     SESSION_CONTROLS,
-    TOOL_EXECUTOR,
     TOOLSET,
     CapabilitySettings,
-    LoopSettings,
-    ModelLoop,
+    register_capabilities,
+)
+from acp_agent.capabilities._assembly import TOOL_EXECUTOR
+from acp_agent.capabilities.context import Environment
+from acp_agent.capabilities.execution import ToolExecutor
+from acp_agent.capabilities.loop import LoopSettings, ModelLoop
+from acp_agent.capabilities.permissions import (
     PermissionAnswer,
     PermissionChoice,
     PermissionQuestion,
-    SessionControls,
-    ToolExecutor,
-    ToolSet,
-    register_capabilities,
 )
-from acp_agent.capabilities.context import Environment
+from acp_agent.capabilities.session import SessionControls, ToolSet
 from acp_agent.core import (
     Event,
     Runtime,

@@ -10,13 +10,7 @@ import pytest
 
 from acp_agent.lsp import BASEDPYRIGHT, RUFF, CodeIntelligence, default_servers
 from acp_agent.lsp._tools import code_tools
-from acp_agent.toolkit import (
-    NO_CLIENT,
-    ContentPart,
-    Location,
-    ToolContext,
-    ToolResult,
-)
+from acp_agent.toolkit import NO_CLIENT, ContentPart, Location, ToolContext, ToolResult
 
 pytestmark = pytest.mark.skipif(
     BASEDPYRIGHT not in default_servers(), reason="needs the `types` extra (basedpyright)"

@@ -21,11 +21,7 @@ from acp_agent.mcp import (
     StdioServerConfig,
     ToolSetChanged,
 )
-from acp_agent.toolkit import (
-    NO_CLIENT,
-    ContentPart,
-    ToolContext,
-)
+from acp_agent.toolkit import NO_CLIENT, ContentPart, ToolContext
 
 __all__ = (
     "SERVERS",

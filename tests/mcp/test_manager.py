@@ -22,12 +22,7 @@ from acp_agent.mcp import (
     ToolSetChanged,
     load_configured_servers,
 )
-from acp_agent.toolkit import (
-    Effect,
-    ImageContent,
-    PermissionNeed,
-    TextContent,
-)
+from acp_agent.toolkit import Effect, ImageContent, PermissionNeed, TextContent
 from tests.mcp.servers.sample_png import PNG
 from tests.mcp.support import (
     WAIT_S,

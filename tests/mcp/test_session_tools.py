@@ -15,15 +15,10 @@ import anyio
 import attrs
 import pytest
 
-from acp_agent.capabilities import (
-    BRANCH_TOOL_NAMES,
-    CONTEXT,
-    JOB_TOOL_NAMES,
-    CapabilitySettings,
-    PermissionChoice,
-    PermissionMode,
-    register_capabilities,
-)
+from acp_agent.capabilities import CONTEXT, CapabilitySettings, register_capabilities
+from acp_agent.capabilities.branches import BRANCH_TOOL_NAMES
+from acp_agent.capabilities.jobs._tools import JOB_TOOL_NAMES
+from acp_agent.capabilities.permissions import PermissionChoice, PermissionMode
 from acp_agent.core import (
     GuideAdopted,
     NotificationReceived,

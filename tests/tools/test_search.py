@@ -8,10 +8,7 @@ from typing import Any
 
 import pytest
 
-from acp_agent.toolkit import (
-    Location,
-    ToolInputError,
-)
+from acp_agent.toolkit import Location, ToolInputError
 from acp_agent.tools import GlobTool, GrepTool, ListTool
 from acp_agent.tools._walk import glob_regex
 from tests.tools.support import Session

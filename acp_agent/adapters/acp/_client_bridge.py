@@ -24,7 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from acp_agent.capabilities import (
+from acp_agent.capabilities.permissions import (
     PermissionAnswer,
     PermissionChoice,
     PermissionQuestion,
@@ -275,10 +275,7 @@ class AcpPermissionPrompter:
 def _preview_of(question: PermissionQuestion) -> list[types.ToolCallContent]:
     """What the call would do, worked out before asking: `diff` items for a change (what
     the person approves), text for the rest (what a deletion removes, a call's arguments)."""
-    from acp_agent.toolkit import (
-        DiffContent,
-        TextContent,
-    )
+    from acp_agent.toolkit import DiffContent, TextContent
 
     shown: list[types.ToolCallContent] = []
     for part in question.content:

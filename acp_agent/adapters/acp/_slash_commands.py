@@ -19,10 +19,7 @@ from acp_agent.core import STORE, Session
 from protocol import types
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities import (
-        CommandRunner,
-        SessionControls,
-    )
+    from acp_agent.capabilities.session import CommandRunner, SessionControls
     from acp_agent.lsp import CodeIntelligence
     from acp_agent.models import ModelSource
     from acp_agent.toolkit import CommandSpec
@@ -39,21 +36,11 @@ def build_runner(
     clock: Callable[[], float],
 ) -> CommandRunner:
     """The command runner of `session` (its main branch's context engine, its tools)."""
-    from acp_agent.capabilities import (
-        BRANCHES,
-        CONTEXT,
-        JOBS,
-        REWINDER,
-        TOOLSET,
-        CommandRunner,
-        branch_commands,
-        job_commands,
-        rewind_commands,
-    )
-    from acp_agent.toolkit import (
-        CommandSpec,
-        ExtraCommand,
-    )
+    from acp_agent.capabilities import BRANCHES, CONTEXT, JOBS, REWINDER, TOOLSET
+    from acp_agent.capabilities.branches import branch_commands
+    from acp_agent.capabilities.jobs import job_commands
+    from acp_agent.capabilities.session import CommandRunner, rewind_commands
+    from acp_agent.toolkit import CommandSpec, ExtraCommand
 
     extra: dict[str, ExtraCommand] = {
         **branch_commands(session.scope.get(BRANCHES)),

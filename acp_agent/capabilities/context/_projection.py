@@ -83,11 +83,7 @@ from acp_agent.core import (
 )
 from acp_agent.models import Image, Message, Part, Reasoning, Text, ToolCall, ToolResult
 from acp_agent.records import Record
-from acp_agent.toolkit import (
-    neutralize_runtime_tags,
-    tag,
-    wrap,
-)
+from acp_agent.toolkit import neutralize_runtime_tags, tag, wrap
 from jsonbounds import TOO_DEEP, nesting_exceeds
 
 __all__ = (

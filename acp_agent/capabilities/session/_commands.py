@@ -44,20 +44,20 @@ from typing import Any, Final, Literal, Protocol
 
 import attrs
 
-from acp_agent.capabilities._permissions import list_rules, revoke_rule, rule_text
-from acp_agent.capabilities._session_controls import (
-    MODE_KEY,
-    MODEL_KEY,
-    InvalidSetting,
-    SessionControls,
-)
-from acp_agent.capabilities._toolset import ToolSet
 from acp_agent.capabilities.context import (
     CompactionError,
     CompactionTrigger,
     ContextEngine,
     scan_rule_files,
 )
+from acp_agent.capabilities.permissions import list_rules, revoke_rule, rule_text
+from acp_agent.capabilities.session._controls import (
+    MODE_KEY,
+    MODEL_KEY,
+    InvalidSetting,
+    SessionControls,
+)
+from acp_agent.capabilities.session._toolset import ToolSet
 from acp_agent.core import Session, Store, StoreNotFound
 from acp_agent.models import (
     DOCTOR_HINT,

@@ -38,18 +38,11 @@ from typing import Any, Final, cast
 
 import attrs
 
-from acp_agent.capabilities._permissions import (
-    PermissionMode,
-    PermissionPrompter,
-    RefusingPrompter,
-)
+from acp_agent.capabilities.permissions import PermissionMode, PermissionPrompter, RefusingPrompter
 from acp_agent.core import Branch, ConfigurationAdopted, Event, EventDraft, new_id
 from acp_agent.models import ModelSource, ReasoningEffort
 from acp_agent.records import Record
-from acp_agent.toolkit import (
-    NO_CLIENT,
-    ClientBridge,
-)
+from acp_agent.toolkit import NO_CLIENT, ClientBridge
 
 __all__ = (
     "CONTROLS_PRODUCER",
@@ -103,7 +96,7 @@ class SessionOption(Record):
     description: str | None = None
 
 
-#: The permission modes, as a picker offers them (see `acp_agent.capabilities._permissions`).
+#: The permission modes, as a picker offers them (see `acp_agent.capabilities.permissions`).
 MODES: Final = (
     Choice(PermissionMode.ASK.value, "Ask", "Ask before edits, commands and network access"),
     Choice(

@@ -55,14 +55,7 @@ from acp_agent.core import (
 )
 from acp_agent.process_marks import kill_group_of
 from acp_agent.records import Record
-from acp_agent.toolkit import (
-    JobExit,
-    JobHost,
-    JobLimitReached,
-    JobOutput,
-    JobProcess,
-    StartedJob,
-)
+from acp_agent.toolkit import JobExit, JobHost, JobLimitReached, JobOutput, JobProcess, StartedJob
 
 __all__ = (
     "DEFAULT_JOB_LIMIT",

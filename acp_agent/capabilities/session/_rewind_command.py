@@ -12,11 +12,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
-from acp_agent.capabilities._rewind import Rewinder, RewindOutcome, RewindPoint, RewindRefused
-from acp_agent.toolkit import (
-    CommandSpec,
-    ExtraCommand,
+from acp_agent.capabilities.session._rewind import (
+    Rewinder,
+    RewindOutcome,
+    RewindPoint,
+    RewindRefused,
 )
+from acp_agent.toolkit import CommandSpec, ExtraCommand
 
 __all__ = ("rewind_commands",)
 

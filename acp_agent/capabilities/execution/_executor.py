@@ -41,9 +41,7 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.capabilities._change_review import ChangedFile, ChangeReview
-from acp_agent.capabilities._checkpoints import CallChanges, CheckpointStore
-from acp_agent.capabilities._content import (
+from acp_agent.capabilities.execution._content import (
     decode_locations,
     encode_locations,
     encode_parts,
@@ -52,8 +50,10 @@ from acp_agent.capabilities._content import (
     valid_parts,
     with_valid_text,
 )
-from acp_agent.capabilities._jobs import JobManager
-from acp_agent.capabilities._permissions import (
+from acp_agent.capabilities.execution._recorder import CoalescingRecorder
+from acp_agent.capabilities.execution._result_budget import ResultBudget
+from acp_agent.capabilities.jobs import JobManager
+from acp_agent.capabilities.permissions import (
     Ask,
     PermissionAnswer,
     PermissionChoice,
@@ -63,10 +63,15 @@ from acp_agent.capabilities._permissions import (
     decide,
     remember,
 )
-from acp_agent.capabilities._recorder import CoalescingRecorder
-from acp_agent.capabilities._result_budget import ResultBudget
-from acp_agent.capabilities._session_controls import SessionControls
-from acp_agent.capabilities._toolset import ToolBindings, UnboundCall
+from acp_agent.capabilities.session import (
+    CallChanges,
+    ChangedFile,
+    ChangeReview,
+    CheckpointStore,
+    SessionControls,
+    ToolBindings,
+    UnboundCall,
+)
 from acp_agent.core import (
     Branch,
     CallId,

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from acp_agent.capabilities._branch_lines import ChildLine, LineState
-from acp_agent.capabilities._branches import BranchLimitReached, BranchManager, NotABranch
+from acp_agent.capabilities.branches._lines import ChildLine, LineState
+from acp_agent.capabilities.branches._manager import BranchLimitReached, BranchManager, NotABranch
 from acp_agent.toolkit import (
     CommandSpec,
     ExtraCommand,

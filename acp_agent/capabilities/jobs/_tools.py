@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from acp_agent.capabilities._jobs import Job, JobManager, JobState, NoSuchJob
+from acp_agent.capabilities.jobs._manager import Job, JobManager, JobState, NoSuchJob
 from acp_agent.toolkit import (
     CommandSpec,
     ExtraCommand,

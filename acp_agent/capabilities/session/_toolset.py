@@ -26,10 +26,7 @@ from types import MappingProxyType
 
 import anyio
 
-from acp_agent.toolkit import (
-    Tool,
-    ToolDefinition,
-)
+from acp_agent.toolkit import Tool, ToolDefinition
 
 __all__ = ("GenerationState", "ToolBindings", "ToolGeneration", "ToolSet", "UnboundCall")
 

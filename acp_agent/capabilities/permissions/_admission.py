@@ -52,13 +52,7 @@ import attrs
 
 from acp_agent.core import CallId, PermissionRule, SessionId, Store, new_id
 from acp_agent.records import Record
-from acp_agent.toolkit import (
-    ContentPart,
-    Effect,
-    Location,
-    PermissionNeed,
-    ToolKind,
-)
+from acp_agent.toolkit import ContentPart, Effect, Location, PermissionNeed, ToolKind
 
 __all__ = (
     "MCP_TOOL_PREFIX",

@@ -32,9 +32,9 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.capabilities._branches import BranchManager
-from acp_agent.capabilities._checkpoints import CallChanges, CheckpointStore, entry_digest
-from acp_agent.capabilities._jobs import JobManager
+from acp_agent.capabilities.branches import BranchManager
+from acp_agent.capabilities.jobs import JobManager
+from acp_agent.capabilities.session._checkpoints import CallChanges, CheckpointStore, entry_digest
 from acp_agent.core import (
     ConversationRewound,
     Event,

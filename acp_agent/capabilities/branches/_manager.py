@@ -53,13 +53,13 @@ from typing import Final, Protocol
 import anyio
 import attrs
 
-from acp_agent.capabilities._branch_lines import ChildLine, LineFollower, LineState
-from acp_agent.capabilities._permissions import (
+from acp_agent.capabilities.branches._lines import ChildLine, LineFollower, LineState
+from acp_agent.capabilities.context import GuideEntry, record_notification
+from acp_agent.capabilities.permissions import (
     PermissionAnswer,
     PermissionPrompter,
     PermissionQuestion,
 )
-from acp_agent.capabilities.context import GuideEntry, record_notification
 from acp_agent.core import (
     Branch,
     BranchClosed,
@@ -77,11 +77,7 @@ from acp_agent.core import (
     new_id,
     quiet_cut,
 )
-from acp_agent.toolkit import (
-    ClientBridge,
-    TerminalsWithheld,
-    cut_middle,
-)
+from acp_agent.toolkit import ClientBridge, TerminalsWithheld, cut_middle
 
 __all__ = (
     "BRANCHES_GUIDE_ENTRY",

@@ -53,14 +53,15 @@ from typing import Any, Final, Protocol
 import anyio
 import attrs
 
-from acp_agent.capabilities._proposals import CallProposals, tool_spec
-from acp_agent.capabilities._recorder import CoalescingRecorder, record_delta
-from acp_agent.capabilities._session_controls import SessionControls
-from acp_agent.capabilities._tool_executor import (
-    ToolExecutor,
-)
-from acp_agent.capabilities._toolset import ToolGeneration, ToolSet
 from acp_agent.capabilities.context import CompactionError, CompactionTrigger
+from acp_agent.capabilities.execution import (
+    CallProposals,
+    CoalescingRecorder,
+    ToolExecutor,
+    record_delta,
+    tool_spec,
+)
+from acp_agent.capabilities.session import SessionControls, ToolGeneration, ToolSet
 from acp_agent.core import (
     Branch,
     CallId,

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from acp_agent.capabilities._content import encode_locations
-from acp_agent.capabilities._tool_executor import INVALID_ARGUMENTS_KEY, INVALID_REASON_KEY
-from acp_agent.capabilities._toolset import ToolGeneration
+from acp_agent.capabilities.execution._content import encode_locations
+from acp_agent.capabilities.execution._executor import INVALID_ARGUMENTS_KEY, INVALID_REASON_KEY
+from acp_agent.capabilities.session import ToolGeneration
 from acp_agent.core import CallId, ToolCallRequested
 from acp_agent.models import ToolCall, ToolSpec
 from acp_agent.toolkit import ToolDefinition
