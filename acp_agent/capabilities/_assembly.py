@@ -74,7 +74,7 @@ from acp_agent.core import (
     Turn,
     TurnId,
 )
-from acp_agent.models import ModelSource, ScriptLine
+from acp_agent.models import ModelSource
 from acp_agent.records import Record
 from acp_agent.toolkit import ClientBridge, Tool
 
@@ -229,6 +229,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             task=(await _created(branch)).task if branch.parent_id is not None else None,
             # Read at each turn start: a load or resume may give the session other roots.
             additional_roots=lambda: controls.additional_directories,
+            store=scope.get(STORE),
         )
 
     async def tool_executor(scope: Scope) -> ToolExecutor:
@@ -264,11 +265,6 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
     async def model_loop(scope: Scope) -> ModelLoop:
         branch, manager = scope.get(BRANCH), scope.get(BRANCHES)
         child = branch.parent_id is not None
-        line = None
-        if child:
-            records = await scope.get(STORE).list_branches(branch.session_id)
-            children = [r.branch_id for r in records if r.parent_id is not None]
-            line = ScriptLine(children.index(branch.id), branch.record.label)
         loop = ModelLoop(
             branch,
             executor=scope.get(TOOL_EXECUTOR),
@@ -277,7 +273,6 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             controls=scope.get(SESSION_CONTROLS),
             context=scope.get(CONTEXT),
             settings=settings.loop,
-            line=line,
             hidden_tools=BRANCH_TOOL_NAMES if child else frozenset(),
         )
         await scope.get(DISPATCHER).subscribe_rebuilt(loop)

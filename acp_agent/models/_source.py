@@ -26,7 +26,7 @@ import attrs
 
 from acp_agent.models._errors import ConfigFileInvalid, ProviderNotConfigured
 from acp_agent.models._provider import ModelProvider
-from acp_agent.models._scripted import SCRIPTED_PROVIDER, Script, ScriptedProvider, ScriptLine
+from acp_agent.models._scripted import SCRIPTED_PROVIDER, Script, ScriptedProvider
 from acp_agent.records import Record
 
 if TYPE_CHECKING:
@@ -153,15 +153,8 @@ class ModelSource(Protocol):
         """The model new sessions use, or None when nothing is configured."""
         ...
 
-    def open(
-        self, model_id: str | None, *, requests_made: int = 0, line: ScriptLine | None = None
-    ) -> ModelHandle:
-        """A handle for `model_id` (None: the default); `ProviderNotConfigured` says why not.
-
-        `requests_made` is how many requests the conversation (this line of work)
-        made before, and `line` which branch asks (None: the main line): a
-        scripted model uses them to play the right reply.
-        """
+    def open(self, model_id: str | None) -> ModelHandle:
+        """A handle for `model_id` (None: the default); `ProviderNotConfigured` says why not."""
         ...
 
     def context_window(self, model_id: str | None) -> int:
@@ -232,12 +225,10 @@ class ConfiguredModels:
         except ProviderNotConfigured:
             return None
 
-    def open(
-        self, model_id: str | None, *, requests_made: int = 0, line: ScriptLine | None = None
-    ) -> ModelHandle:
+    def open(self, model_id: str | None) -> ModelHandle:
         chosen = model_id or self.default_model()
         if chosen is not None and chosen.startswith(f"{SCRIPTED_PROVIDER}/"):
-            return self._open_script(chosen, requests_made, line)
+            return self._open_script(chosen)
         if self._config_error is not None:
             raise self._config_error
         from acp_agent.models._config import build_provider, resolve_model
@@ -304,9 +295,7 @@ class ConfiguredModels:
             if provider.api_key_env
         ]
 
-    def _open_script(
-        self, model_id: str, requests_made: int, line: ScriptLine | None
-    ) -> ModelHandle:
+    def _open_script(self, model_id: str) -> ModelHandle:
         script = self._script
         if script is None or model_id != script.model_id:
             loaded = f"; this process plays {script.model_id}" if script is not None else ""
@@ -315,8 +304,8 @@ class ConfiguredModels:
                 "with --script FILE (the model is scripted/<file name without .json>).",
                 provider=SCRIPTED_PROVIDER,
             )
-        provider = ScriptedProvider(script.for_line(line), first_request=requests_made)
-        return ModelHandle(provider, model_id, script.name, script.context_window)
+        # Each request says which line of work and which of its requests it is.
+        return ModelHandle(ScriptedProvider(script), model_id, script.name, script.context_window)
 
     def _http_client(self) -> httpx.AsyncClient:
         if self._client is None:

@@ -112,7 +112,6 @@ from acp_agent.models import (
     ReasoningEffort,
     ReasoningEnded,
     ReplyBuilder,
-    ScriptLine,
     StopReason,
     StreamBroken,
     TextDelta,
@@ -315,14 +314,11 @@ class ModelLoop:
         context: ContextPreparer,
         settings: LoopSettings | None = None,
         new_request_id: Callable[[], str] = lambda: new_id("req"),
-        line: ScriptLine | None = None,
         hidden_tools: frozenset[str] = frozenset(),
     ) -> None:
-        """`line` says which branch this is to a scripted model (None: the main line);
-        `hidden_tools` are the tools this branch is not offered (a branch never starts a
-        branch)."""
+        """`hidden_tools` are the tools this branch is not offered (a branch never starts
+        a branch)."""
         self.branch = branch
-        self.line = line
         self.hidden_tools = hidden_tools
         self.executor = executor
         self.toolset = toolset
@@ -335,8 +331,6 @@ class ModelLoop:
         self._run: _TurnRun | None = None
         self._submitted: dict[TurnId, Turn] = {}
         self._adopted: set[TurnId] = set()
-        #: Model requests the branch has recorded (a scripted model plays reply n).
-        self._requests_made = 0
         self._proposals = CallProposals()
         self._handle: ModelHandle | None = None
 
@@ -372,7 +366,6 @@ class ModelLoop:
             elif isinstance(payload, TurnEnded | TurnInterrupted):
                 open_turn = None
             elif isinstance(payload, ModelRequestStarted):
-                self._requests_made += 1
                 open_requests.append(payload.request_id)
             elif (
                 isinstance(
@@ -491,7 +484,6 @@ class ModelLoop:
         started = ModelRequestStarted(request_id, turn_id, handle.model_id, prepared.guide_version)
         await self.branch.append([EventDraft(started, LOOP_PRODUCER, register=bind)])
         run.requests += 1
-        self._requests_made += 1
         self._state = LoopState.STREAMING
         await self._stream(run, request_id, handle, prepared.request, generation)
 
@@ -503,9 +495,7 @@ class ModelLoop:
         model_id = self.controls.model_id
         handle = self._handle
         if handle is None or handle.model_id != (model_id or handle.model_id):
-            handle = self._handle = self.models.open(
-                model_id, requests_made=self._requests_made, line=self.line
-            )
+            handle = self._handle = self.models.open(model_id)
         return handle
 
     async def _stream(
