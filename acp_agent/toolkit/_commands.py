@@ -3,7 +3,7 @@
 A `CommandSpec` is a command as the editor lists it; an `ExtraCommand` is one
 a component other than the command runner answers (`/branches`, `/jobs`,
 `/rewind`, `/mcp`), with Markdown. The session's command runner
-(`acp_agent.capabilities`) lists and runs them with its own.
+(`acp_agent.capabilities.session`) lists and runs them with its own.
 """
 
 from __future__ import annotations

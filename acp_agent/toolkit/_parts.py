@@ -3,7 +3,7 @@
 What a `ToolResult` (and a call's progress) holds for the editor, in terms no
 protocol owns: the ACP adapter turns each into a tool call content block (a
 plan into a `plan` update), and the executor records them
-(`acp_agent.capabilities` keeps their recorded JSON form).
+(`acp_agent.capabilities.execution` keeps their recorded JSON form).
 """
 
 from __future__ import annotations

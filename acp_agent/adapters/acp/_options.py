@@ -3,7 +3,7 @@
 The permission mode is offered twice, kept in step: as the legacy `modes`
 (`session/set_mode`, `current_mode_update`) and as the `mode` config option;
 the model and the thinking effort are config options only (see
-`acp_agent.capabilities` for which options exist when).
+`acp_agent.capabilities.session` for which options exist when).
 """
 
 from __future__ import annotations

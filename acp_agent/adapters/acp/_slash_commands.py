@@ -1,8 +1,9 @@
 """Slash commands on the wire: the session's runner, and `available_commands_update`.
 
-The commands themselves are `acp_agent.capabilities`; here they get the session's
-services, `/branches` and `/branch`, `/jobs`, `/rewind`, `/lsp` when code
-intelligence is on, `/mcp` when the session has MCP servers, and their ACP shape.
+The commands themselves are `acp_agent.capabilities.session`'s; here they get the
+session's services, `/branches` and `/branch`, `/jobs`, `/rewind`, `/lsp` when
+code intelligence is on, `/mcp` when the session has MCP servers, and their ACP
+shape.
 The list is sent after the `session/new`, `session/resume` and `session/fork`
 responses, before the `session/load` response, and again whenever it changes (a
 template added or removed), before a prompt's response.

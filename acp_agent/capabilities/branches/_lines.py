@@ -4,7 +4,7 @@
 into a `ChildLine`: the state (running, waiting for approval, finished,
 failed, interrupted, closed), a short line per step (a tool call runs, then
 shows its outcome), and the text of its last reply, its report. The manager
-(`_branches`) decides what to show and tell from it.
+(`_manager`) decides what to show and tell from it.
 """
 
 from __future__ import annotations

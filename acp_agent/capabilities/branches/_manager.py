@@ -7,7 +7,7 @@ and tools, concurrently with main and its siblings (one workspace, each with
 its own read stamps). `BranchManager` (a session service) starts, follows and
 steers them:
 
-- **following**: a `LineFollower` (`_branch_lines`) on each child's timeline
+- **following**: a `LineFollower` (`_lines`) on each child's timeline
   keeps its state, its steps as short lines, and the text of its last reply:
   its report;
 - **reporting**: when a child's turn ends, main gets a `<notification
