@@ -44,6 +44,8 @@ LAZY_FACES = [
     ("acp_agent.mcp", "McpServerManager", "mcp.client.session"),
     ("acp_agent.store", "MemoryStore", "acp_agent.store._memory"),
     ("acp_agent.process_groups", "Gate", "acp_agent.process_groups._gate"),
+    ("acp_agent.toolkit", "Tool", "acp_agent.toolkit._tool"),
+    ("acp_agent.capabilities", "register_capabilities", "acp_agent.capabilities._assembly"),
 ]
 
 

@@ -7,11 +7,11 @@ contract holds the order):
 `loop`          the model loop: a branch's turns, model requests, tool batches
 `execution`     the tool executor, the model's call proposals, the result
                 budget, the recorder of streamed deltas
-`session`       the session's controls (mode, model, effort, roots), its tool
-                set, slash commands and titles, rewind and the checkpoints it
-                restores, the review of changed files
+`session`       the session's tool set, slash commands and titles, rewind and
+                the checkpoints it restores, the review of changed files
 `branches`      the branch manager, what it knows of each child, the branch tools
 `jobs`          background jobs: their manager and tools
+`controls`      what the person sets: mode, model, thinking effort (and the roots)
 `permissions`   modes, remembered rules, deciding a call, asking the person
 `context`       the context engine: history, state and rules as a model request
 ==============  ==================================================================
@@ -23,27 +23,33 @@ This face is how they are assembled into the runtime's scopes:
 
 and the service keys front ends and plug-ins (MCP, language servers) look
 them up by. The contract tools implement is `acp_agent.toolkit`; the model
-source is `acp_agent.models`. Everything loads with the package: nothing of
-it is imported before `initialize` is answered, and a session needs it all.
+source is `acp_agent.models`. The assembly, and with it every sub-package,
+loads on first use: answering `session/new` needs the session controls only
+(importing them runs this face), and the session assembles behind the answer.
 """
 
 from __future__ import annotations
 
-from acp_agent.capabilities._assembly import (
-    BRANCHES,
-    CHANGE_REVIEW,
-    CHECKPOINTS,
-    CONTEXT,
-    GUIDE,
-    JOBS,
-    MODEL_LOOP,
-    RESULT_BUDGET,
-    REWINDER,
-    SESSION_CONTROLS,
-    TOOLSET,
-    CapabilitySettings,
-    register_capabilities,
-)
+from typing import TYPE_CHECKING
+
+from acp_agent.lazy_face import lazy_face as _lazy_face
+
+if TYPE_CHECKING:
+    from acp_agent.capabilities._assembly import (
+        BRANCHES,
+        CHANGE_REVIEW,
+        CHECKPOINTS,
+        CONTEXT,
+        GUIDE,
+        JOBS,
+        MODEL_LOOP,
+        RESULT_BUDGET,
+        REWINDER,
+        SESSION_CONTROLS,
+        TOOLSET,
+        CapabilitySettings,
+        register_capabilities,
+    )
 
 __all__ = (
     "BRANCHES",
@@ -60,3 +66,6 @@ __all__ = (
     "CapabilitySettings",
     "register_capabilities",
 )
+
+#: Loaded on first use (see the docstring).
+__getattr__, __dir__ = _lazy_face(__name__, dict.fromkeys(__all__, "_assembly"))

@@ -47,6 +47,7 @@ from acp_agent.capabilities.context import (
     build_context_engine,
     default_guide_registry,
 )
+from acp_agent.capabilities.controls import SessionControls
 from acp_agent.capabilities.execution import ResultBudget, ResultLimits, ToolExecutor
 from acp_agent.capabilities.jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager, job_tools
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
@@ -54,7 +55,6 @@ from acp_agent.capabilities.session import (
     ChangeReview,
     CheckpointStore,
     Rewinder,
-    SessionControls,
     ToolSet,
     available_commands,
     load_templates,

@@ -27,6 +27,7 @@ from acp_agent.capabilities import (
 )
 from acp_agent.capabilities._assembly import TOOL_EXECUTOR
 from acp_agent.capabilities.context import Environment
+from acp_agent.capabilities.controls import SessionControls
 from acp_agent.capabilities.execution import ToolExecutor
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
 from acp_agent.capabilities.permissions import (
@@ -34,7 +35,7 @@ from acp_agent.capabilities.permissions import (
     PermissionChoice,
     PermissionQuestion,
 )
-from acp_agent.capabilities.session import SessionControls, ToolSet
+from acp_agent.capabilities.session import ToolSet
 from acp_agent.core import (
     Event,
     Runtime,

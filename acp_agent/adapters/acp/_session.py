@@ -26,7 +26,7 @@ from acp_agent.adapters.acp._slash_commands import build_runner, commands_update
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator
 from acp_agent.capabilities import BRANCHES, MODEL_LOOP, SESSION_CONTROLS
-from acp_agent.capabilities.session import MODE_KEY, InvalidSetting
+from acp_agent.capabilities.controls import MODE_KEY, InvalidSetting
 from acp_agent.core import Seq, Session, TurnId, hidden_ranges, is_hidden
 from protocol import types
 from protocol.connection import AgentConnection
@@ -34,8 +34,9 @@ from protocol.errors import InvalidParams
 
 if TYPE_CHECKING:
     from acp_agent.adapters.acp._subagents import SubagentPresenter
+    from acp_agent.capabilities.controls import SessionControls
     from acp_agent.capabilities.loop import ModelLoop
-    from acp_agent.capabilities.session import CommandRunner, SessionControls
+    from acp_agent.capabilities.session import CommandRunner
     from acp_agent.models import ModelSource
     from acp_agent.toolkit import CommandSpec
 

@@ -20,7 +20,8 @@ from acp_agent.core import STORE, Session
 from protocol import types
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities.session import CommandRunner, SessionControls
+    from acp_agent.capabilities.controls import SessionControls
+    from acp_agent.capabilities.session import CommandRunner
     from acp_agent.lsp import CodeIntelligence
     from acp_agent.models import ModelSource
     from acp_agent.toolkit import CommandSpec

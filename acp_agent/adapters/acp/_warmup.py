@@ -52,7 +52,7 @@ SESSION_MODULES: Final = (
     "acp_agent.store",
     "acp_agent.core",
     "acp_agent.adapters.acp._options",
-    "acp_agent.capabilities",
+    "acp_agent.capabilities._assembly",
     "acp_agent.tools",
     "acp_agent.mcp",
     # The code intelligence service and its tools, not its pygls client (_connection):

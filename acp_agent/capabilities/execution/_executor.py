@@ -41,6 +41,7 @@ from typing import Any, Final
 import anyio
 import attrs
 
+from acp_agent.capabilities.controls import SessionControls
 from acp_agent.capabilities.execution._content import (
     decode_locations,
     encode_locations,
@@ -68,7 +69,6 @@ from acp_agent.capabilities.session import (
     ChangedFile,
     ChangeReview,
     CheckpointStore,
-    SessionControls,
     ToolBindings,
     UnboundCall,
 )

@@ -54,6 +54,7 @@ import anyio
 import attrs
 
 from acp_agent.capabilities.context import CompactionError, CompactionTrigger
+from acp_agent.capabilities.controls import SessionControls
 from acp_agent.capabilities.execution import (
     CallProposals,
     CoalescingRecorder,
@@ -61,7 +62,7 @@ from acp_agent.capabilities.execution import (
     record_delta,
     tool_spec,
 )
-from acp_agent.capabilities.session import SessionControls, ToolGeneration, ToolSet
+from acp_agent.capabilities.session import ToolGeneration, ToolSet
 from acp_agent.core import (
     Branch,
     CallId,

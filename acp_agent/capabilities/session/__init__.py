@@ -1,7 +1,5 @@
-"""A session's own services: its settings, its tools, its commands, going back.
+"""A session's own services: its tools, its commands, going back, reviewing changes.
 
-- `SessionControls`: the mode, the model, the thinking effort, the roots and
-  the front end's side (`MODES`, `MODE_KEY`, `SessionOption`, `InvalidSetting`);
 - `ToolSet`: the tools the session offers, in generations (`ToolGeneration`;
   `ToolBindings` remembers which a request saw, `UnboundCall` when none);
 - `CommandRunner`: the slash commands and prompt templates (`parse_invocation`,
@@ -23,14 +21,6 @@ from acp_agent.capabilities.session._commands import (
     load_templates,
     parse_invocation,
 )
-from acp_agent.capabilities.session._controls import (
-    MODE_KEY,
-    MODES,
-    InvalidSetting,
-    SessionControls,
-    SessionOption,
-    workspace_roots,
-)
 from acp_agent.capabilities.session._rewind import NoRewindPoint, Rewinder, RewindRefused
 from acp_agent.capabilities.session._rewind_command import rewind_commands
 from acp_agent.capabilities.session._titles import title_from_prompt
@@ -42,20 +32,15 @@ from acp_agent.capabilities.session._toolset import (
 )
 
 __all__ = (
-    "MODES",
-    "MODE_KEY",
     "CallChanges",
     "ChangeReview",
     "ChangedFile",
     "CheckpointStore",
     "CommandInvocation",
     "CommandRunner",
-    "InvalidSetting",
     "NoRewindPoint",
     "RewindRefused",
     "Rewinder",
-    "SessionControls",
-    "SessionOption",
     "ToolBindings",
     "ToolGeneration",
     "ToolSet",
@@ -65,5 +50,4 @@ __all__ = (
     "parse_invocation",
     "rewind_commands",
     "title_from_prompt",
-    "workspace_roots",
 )

@@ -50,13 +50,8 @@ from acp_agent.capabilities.context import (
     ContextEngine,
     scan_rule_files,
 )
+from acp_agent.capabilities.controls import MODE_KEY, MODEL_KEY, InvalidSetting, SessionControls
 from acp_agent.capabilities.permissions import list_rules, revoke_rule, rule_text
-from acp_agent.capabilities.session._controls import (
-    MODE_KEY,
-    MODEL_KEY,
-    InvalidSetting,
-    SessionControls,
-)
 from acp_agent.capabilities.session._toolset import ToolSet
 from acp_agent.core import Session, Store, StoreNotFound
 from acp_agent.models import (
