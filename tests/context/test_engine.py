@@ -22,12 +22,14 @@ from acp_agent.capabilities.context import (
     ContextEngine,
     ContextSettings,
     GuideEntry,
-    NothingToCompact,
-    SummaryFailed,
     build_context_engine,
     compaction_view,
     default_guide_registry,
     record_notification,
+)
+from acp_agent.capabilities.context._compaction import (
+    NothingToCompact,
+    SummaryFailed,
 )
 from acp_agent.core import (
     CompactionCancelled,
