@@ -172,7 +172,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
         prepare_wire_types,
         warmup_enabled,
     )
-    from acp_agent.capabilities import ConfiguredModels
+    from acp_agent.models import ConfiguredModels
     from protocol.connection import AgentConnection
 
     models = ConfiguredModels.load(paths.config_dir / "config.toml", os.environ, script=script)
@@ -181,14 +181,10 @@ def serve(argv: Sequence[str] | None = None) -> int:
 
     def assemble() -> ServiceRegistry:
         """The services of every session and branch (imported on first use)."""
-        from acp_agent.capabilities import (
-            DEFAULT_BRANCH_LIMIT,
-            DEFAULT_JOB_LIMIT,
-            DEFAULT_MAX_TURN_REQUESTS,
-            CapabilitySettings,
-            LoopSettings,
-            register_capabilities,
-        )
+        from acp_agent.capabilities import CapabilitySettings, register_capabilities
+        from acp_agent.capabilities.branches import DEFAULT_BRANCH_LIMIT
+        from acp_agent.capabilities.jobs import DEFAULT_JOB_LIMIT
+        from acp_agent.capabilities.loop import DEFAULT_MAX_TURN_REQUESTS, LoopSettings
         from acp_agent.core import ServiceRegistry
         from acp_agent.lsp import LspSettings, register_lsp
         from acp_agent.mcp import McpSettings, register_mcp

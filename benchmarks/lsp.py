@@ -46,7 +46,7 @@ from typing import IO, Any
 
 import anyio
 
-from acp_agent.capabilities import ChangedFile
+from acp_agent.capabilities.session import ChangedFile
 from acp_agent.lsp import DEFAULT_SETTLE_S, CodeIntelligence, ServerSpec, default_servers
 
 ANSWER_TIMEOUT_S = 120.0

@@ -442,7 +442,7 @@ def print_import_costs(costs: list[ImportCost], top: int = 5) -> None:
         print("no import timings found on stderr (PYTHONPROFILEIMPORTTIME ignored?)")
         return
     top_level_us = sum(c.cumulative_us for c in costs if c.depth == 0)
-    ours = [c for c in costs if c.module.split(".")[0] in {"acp_agent", "protocol"}]
+    ours = [c for c in costs if c.module.split(".")[0] in {"acp_agent", "jsonbounds", "protocol"}]
     print(
         f"imports on the serving path: {len(costs)} modules, {top_level_us / 1e3:.1f} ms in total "
         f"({len(ours)} of them ours); -X importtime inflates these somewhat"

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 import attrs
 
+from jsonbounds import MAX_JSON_DEPTH, TOO_DEEP, OverLongLine, nesting_exceeds
 from protocol import methods
 from protocol._envelope import (
     ABSENT,
@@ -63,7 +64,6 @@ from protocol._envelope import (
     oversized_line,
     parse_line,
 )
-from protocol._ndjson import OversizedLine
 from protocol.converter import structure_error_message
 from protocol.errors import (
     AcpError,
@@ -81,7 +81,6 @@ from protocol.errors import (
     UnstableNotEnabled,
     WrongMethod,
 )
-from protocol.limits import MAX_JSON_DEPTH, nesting_exceeds
 from protocol.methods import MessageKind, MethodSpec, Side
 
 if TYPE_CHECKING:
@@ -100,7 +99,6 @@ _EXTENSION_PREFIX: Final = "_"
 _MAX_ABANDONED: Final = 1024
 #: How much of a line that cannot be read is logged.
 _LOGGED_BYTES: Final = 200
-_TOO_DEEP: Final = f"nested deeper than {MAX_JSON_DEPTH} levels (the limit)"
 
 #: The callbacks the running request handler scheduled for after its response.
 _AFTER_RESPONSE: contextvars.ContextVar[list[Callable[[], None]]] = contextvars.ContextVar(
@@ -207,13 +205,13 @@ class AcpProtocol:
 
     # -- incoming ------------------------------------------------------------
 
-    def receive_line(self, line: bytes | OversizedLine) -> None:
+    def receive_line(self, line: bytes | bytearray | OverLongLine) -> None:
         """Handle one line from the peer: dispatch it, or answer why it is no message.
 
-        An `OversizedLine` (a line the reader skipped as too long) is answered
+        An `OverLongLine` (a line the reader skipped as too long) is answered
         as an invalid request with a null id.
         """
-        if isinstance(line, OversizedLine):
+        if isinstance(line, OverLongLine):
             message: Message | Rejected | Dropped = oversized_line(
                 line.size_bytes, line.limit_bytes
             )
@@ -230,12 +228,12 @@ class AcpProtocol:
             case ErrorResponse(msg_id, error):
                 self._receive_response(msg_id, None, error)
             case Rejected(msg_id, error):
-                if isinstance(error, ParseError) and isinstance(line, bytes):
+                if isinstance(error, ParseError) and not isinstance(line, OverLongLine):
                     logger.warning(
                         "Could not read a line from the peer (%s); its first %d bytes: %r",
                         error.message,
                         _LOGGED_BYTES,
-                        line[:_LOGGED_BYTES],
+                        bytes(line[:_LOGGED_BYTES]),
                     )
                 else:
                     logger.warning("Rejected a line from the peer: %s", error.message)
@@ -351,9 +349,9 @@ class AcpProtocol:
         try:
             wire = self._converter.unstructure(result)
         except RecursionError:
-            raise MessageTooDeep(f"the result of {route.method} is {_TOO_DEEP}") from None
+            raise MessageTooDeep(f"the result of {route.method} is {TOO_DEEP}") from None
         if nesting_exceeds(wire, MAX_JSON_DEPTH - 2):
-            raise MessageTooDeep(f"the result of {route.method} is {_TOO_DEEP}")
+            raise MessageTooDeep(f"the result of {route.method} is {TOO_DEEP}")
         return wire
 
     def after_response(self, callback: Callable[[], None]) -> None:
@@ -602,10 +600,10 @@ class AcpProtocol:
             try:
                 wire = self._converter.unstructure(params)
             except RecursionError:
-                raise MessageTooDeep(f"{spec.name}: params {_TOO_DEEP}") from None
+                raise MessageTooDeep(f"{spec.name}: params {TOO_DEEP}") from None
         # The envelope and params add two levels to what the params nest.
         if nesting_exceeds(wire, MAX_JSON_DEPTH - 2):
-            raise MessageTooDeep(f"params {_TOO_DEEP}")
+            raise MessageTooDeep(f"params {TOO_DEEP}")
         return wire
 
     # -- writing ------------------------------------------------------------------

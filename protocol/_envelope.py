@@ -4,7 +4,7 @@ Only the top-level object is examined here (a JSON `object_hook` would also
 turn nested dicts that happen to carry `"jsonrpc"` into messages, W5); the
 params stay plain JSON until the dispatcher structures them for their method.
 ACP v1 has no batches, so a JSON array is an invalid request. A message
-nested deeper than `protocol.limits.MAX_JSON_DEPTH` is refused here, before
+nested deeper than `jsonbounds.MAX_JSON_DEPTH` is refused here, before
 any recursive code walks it: a request is answered -32602, a response fails
 the request it answers, and a notification is dropped (it is never answered).
 """
@@ -16,8 +16,8 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 
+from jsonbounds import MAX_JSON_DEPTH, TOO_DEEP, nesting_exceeds
 from protocol.errors import AcpError, InvalidParams, InvalidRequest, ParseError
-from protocol.limits import MAX_JSON_DEPTH, nesting_exceeds
 
 __all__ = (
     "ABSENT",
@@ -99,11 +99,8 @@ class Dropped:
 
 Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
-#: What a message nested too deeply is told, wherever it enters.
-_TOO_DEEP: Final = f"nested deeper than {MAX_JSON_DEPTH} levels (the limit)"
 
-
-def parse_line(line: bytes) -> Message | Rejected | Dropped:
+def parse_line(line: bytes | bytearray) -> Message | Rejected | Dropped:
     """Classify one line (without its newline) as a message, or as a rejection to answer."""
     try:
         text = line.decode("utf-8")
@@ -112,7 +109,7 @@ def parse_line(line: bytes) -> Message | Rejected | Dropped:
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
-        return Rejected(None, InvalidRequest(f"Invalid request: the message is {_TOO_DEEP}"))
+        return Rejected(None, InvalidRequest(f"Invalid request: the message is {TOO_DEEP}"))
     except ValueError as exc:
         return Rejected(None, ParseError(f"Parse error: {_first_line(exc)}"))
     if isinstance(value, list):
@@ -130,12 +127,12 @@ def parse_line(line: bytes) -> Message | Rejected | Dropped:
 def _too_deep(message: Message) -> Rejected | Dropped | ErrorResponse:
     match message:
         case Request(msg_id, method, _):
-            return Rejected(msg_id, InvalidParams(f"Invalid params: {method}: {_TOO_DEEP}"))
+            return Rejected(msg_id, InvalidParams(f"Invalid params: {method}: {TOO_DEEP}"))
         case Notification(method, _):
-            return Dropped(method, f"the notification is {_TOO_DEEP}")
+            return Dropped(method, f"the notification is {TOO_DEEP}")
         case Response(msg_id, _) | ErrorResponse(msg_id, _):
             return ErrorResponse(
-                msg_id, InvalidRequest(f"Invalid request: the answer is {_TOO_DEEP}")
+                msg_id, InvalidRequest(f"Invalid request: the answer is {TOO_DEEP}")
             )
 
 

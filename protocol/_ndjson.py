@@ -4,7 +4,8 @@ Both directions live here: writers that append the newline (W2, given to
 the engine's `set_writer`) and line sources that hand whole lines to the
 dispatcher. The agent side reads lines of up to
 `MAX_AGENT_LINE_BYTES`; a longer one is skipped to its newline without being
-kept, and the source hands on an `OversizedLine` in its place.
+kept (`jsonbounds.LineSplitter` cuts the lines), and the source hands on an
+`OverLongLine` in its place.
 """
 
 from __future__ import annotations
@@ -14,17 +15,16 @@ import contextlib
 import os
 import select
 import threading
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import BinaryIO, Final, Protocol
 
-import attrs
-
+from jsonbounds import LineSplitter, OverLongLine
 from protocol.limits import MAX_AGENT_LINE_BYTES
 
 __all__ = (
     "MAX_CLIENT_LINE_BYTES",
     "LineSource",
-    "OversizedLine",
     "StreamWriterAdapter",
     "ThreadedLineReader",
     "iter_lines",
@@ -37,36 +37,32 @@ MAX_CLIENT_LINE_BYTES: Final = 256 * 1024 * 1024
 _READ_CHUNK_BYTES: Final = 64 * 1024
 
 
-@attrs.frozen
-class OversizedLine:
-    """A line longer than the reader's limit: skipped up to its newline, never kept."""
-
-    #: Its length, newline excluded.
-    size_bytes: int
-    #: The limit it is over.
-    limit_bytes: int
-
-
 class LineSource(Protocol):
     """Anything with an awaitable `readline()` that returns b"" at end of stream.
 
-    A source with a line limit returns an `OversizedLine` for a line over it.
+    A line may keep its newline or not. A source with a line limit returns an
+    `OverLongLine` for a line over it.
     """
 
-    async def readline(self) -> bytes | OversizedLine: ...
+    async def readline(self) -> bytes | bytearray | OverLongLine: ...
 
 
-async def iter_lines(source: LineSource) -> AsyncIterator[bytes | OversizedLine]:
+async def iter_lines(source: LineSource) -> AsyncIterator[bytes | bytearray | OverLongLine]:
     """Yield each non-blank line without its line ending, until end of stream."""
     while True:
         line = await source.readline()
-        if isinstance(line, OversizedLine):
+        if isinstance(line, OverLongLine):
             yield line
             continue
         if not line:
             return
-        line = line.rstrip(b"\r\n")
-        if line.strip():
+        # Trimmed by hand: `rstrip` and `strip` copy a bytearray even when they cut nothing.
+        end = len(line)
+        while end and line[end - 1] in b"\r\n":
+            end -= 1
+        if end < len(line):
+            line = line[:end]
+        if line and not line.isspace():
             yield line
 
 
@@ -85,7 +81,8 @@ class ThreadedLineReader:
     what was kept is dropped and the rest of the line is read and dropped
     chunk by chunk up to its newline, so an over-long line costs at most the
     limit and one chunk of memory, whatever its length; `readline()` returns
-    an `OversizedLine` for it and goes on with the next line. The bounded queue
+    an `OverLongLine` for it and goes on with the next line. Lines come
+    without their newline, and empty ones are skipped. The bounded queue
     keeps a flooding peer from buffering without limit; the thread is a
     daemon, so it never holds the process open.
     """
@@ -100,15 +97,14 @@ class ThreadedLineReader:
     ):
         self._stream = stream
         self._fd = _fileno(stream)
-        self._max_line_bytes = max_line_bytes
+        self._splitter = LineSplitter(max_line_bytes)
         self._chunk_bytes = read_chunk_bytes
         self._room = threading.Semaphore(max_queued_lines)
-        self._queue: asyncio.Queue[bytes | OversizedLine] | None = None
+        self._queue: asyncio.Queue[bytes | bytearray | OverLongLine] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped = False
-        # The read chunk lines are cut from, and where the next line starts in it.
-        self._chunk = b""
-        self._pos = 0
+        # Lines split from the last chunk read and not yet queued.
+        self._split: deque[bytearray | OverLongLine] = deque()
         self._at_end = False
         # The wake-up pipe, open while the thread runs; the lock keeps `stop()`
         # from writing to it as the thread closes it.
@@ -128,7 +124,7 @@ class ThreadedLineReader:
         """
         return self._read - self._taken
 
-    async def readline(self) -> bytes | OversizedLine:
+    async def readline(self) -> bytes | bytearray | OverLongLine:
         if self._stopped:
             return b""
         if self._queue is None:
@@ -164,7 +160,9 @@ class ThreadedLineReader:
                 loop.call_soon_threadsafe(queue.put_nowait, b"")
 
     def _pump(
-        self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | OversizedLine]
+        self,
+        loop: asyncio.AbstractEventLoop,
+        queue: asyncio.Queue[bytes | bytearray | OverLongLine],
     ) -> None:
         try:
             while True:
@@ -188,44 +186,32 @@ class ThreadedLineReader:
                         os.close(fd)
                     self._wake = None
 
-    def _next_line(self) -> bytes | OversizedLine:
-        """The next line with its newline (the last one may have none); b"" at the end.
+    def _next_line(self) -> bytes | bytearray | OverLongLine:
+        """The next non-empty line, without its newline; b"" at the end of the stream.
 
-        An `OversizedLine` instead of a line over the limit.
+        An `OverLongLine` instead of a line over the limit.
         """
-        kept = bytearray()
-        size = 0  # the line's length so far, newline excluded
         while True:
-            if self._pos >= len(self._chunk):
-                self._chunk, self._pos = self._read_chunk(), 0
-                if not self._chunk:
-                    break  # the end of the stream ends the line too
-            newline = self._chunk.find(b"\n", self._pos)
-            end = len(self._chunk) if newline < 0 else newline + 1
-            size += end - self._pos - (newline >= 0)
-            if size > self._max_line_bytes:
-                kept = bytearray()  # over the limit: drop it, and skip to the newline
-            elif newline >= 0 and not kept:
-                line = self._chunk[self._pos : end]  # the whole line is in this chunk
-                self._pos = end
-                return line
+            while self._split:
+                line = self._split.popleft()
+                if isinstance(line, OverLongLine) or line:
+                    return line
+            if self._at_end:
+                return b""
+            chunk = self._read_chunk()
+            if chunk:
+                self._split.extend(self._splitter.feed(chunk))
             else:
-                kept += memoryview(self._chunk)[self._pos : end]
-            self._pos = end
-            if newline >= 0:
-                break
-        if size > self._max_line_bytes:
-            return OversizedLine(size, self._max_line_bytes)
-        return bytes(kept)
+                self._at_end = True
+                last = self._splitter.end()  # the end of the stream ends the line too
+                if last is not None:
+                    self._split.append(last)
 
     def _read_chunk(self) -> bytes:
         """The next bytes of the stream, as many as are there up to a chunk; b"" at its end."""
-        if self._at_end or self._stopped:
+        if self._stopped:
             return b""
-        chunk = self._read_fd() if self._fd is not None else self._read_stream()
-        if not chunk:
-            self._at_end = True
-        return chunk
+        return self._read_fd() if self._fd is not None else self._read_stream()
 
     def _read_fd(self) -> bytes:
         assert self._fd is not None

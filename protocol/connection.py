@@ -35,12 +35,12 @@ import threading
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, BinaryIO, Final
 
+from jsonbounds import OverLongLine
 from protocol._dispatch import AcpProtocol, AgentSideProtocol, ClientSideProtocol, Handler
 from protocol._line_writer import DEFAULT_STALL_S, QueuedLineWriter
 from protocol._ndjson import (
     MAX_CLIENT_LINE_BYTES,
     LineSource,
-    OversizedLine,
     StreamWriterAdapter,
     ThreadedLineReader,
     iter_lines,
@@ -119,8 +119,10 @@ async def _run_ndjson(
     """
     try:
         async for line in iter_lines(source):
-            if on_line is not None and not isinstance(line, OversizedLine):
-                on_line(line)
+            if on_line is not None and not isinstance(line, OverLongLine):
+                # The client side reads `bytes` (asyncio's lines); only the agent side's
+                # reader hands on `bytearray`s, and it watches no lines.
+                on_line(line if isinstance(line, bytes) else bytes(line))
             protocol.receive_line(line)
             # Let a handler just started run to its first await before the
             # next message is dispatched (see the module docstring).

@@ -60,7 +60,7 @@ SCHEMA = tuple(
     for name in ("schema.json", "schema.unstable.json")
 )
 #: The packages the wheel installs; every file git has under them must be in it.
-PACKAGES = ("acp_agent/", "protocol/")
+PACKAGES = ("acp_agent/", "protocol/", "jsonbounds/")
 STEP_TIMEOUT_S = 600
 EXIT_TIMEOUT_S = 10.0
 
@@ -218,7 +218,7 @@ def test_wheel_carries_the_packages_their_data_and_both_scripts(built: Built) ->
     assert {*GENERATED, *SCHEMA} <= names
     expected = {n for n in built.sources if n.startswith(PACKAGES)}
     assert expected - names == set(), "files git has under the packages are missing from the wheel"
-    assert {n.split("/", 1)[0] for n in names} == {"acp_agent", "protocol", dist_info}
+    assert {n.split("/", 1)[0] for n in names} == {"acp_agent", "protocol", "jsonbounds", dist_info}
     assert re.search(rf"^Name: {re.escape(DIST)}$", metadata, re.MULTILINE), metadata[:300]
     assert re.search(rf"^Version: {re.escape(version)}$", metadata, re.MULTILINE)
     assert re.search(r"^License-Expression: Apache-2.0$", metadata, re.MULTILINE)
@@ -235,11 +235,12 @@ def test_the_venv_imports_the_installed_packages_and_reads_their_schema(
     installed: Installed,
 ) -> None:
     probe = (
-        "import importlib.metadata, json, acp_agent, protocol\n"
+        "import importlib.metadata, json, acp_agent, jsonbounds, protocol\n"
         "from protocol.validation import WireValidator\n"
         "defs = [len(WireValidator(unstable=u, protocol_version=v).defs)\n"
         "    for u in (False, True) for v in (1, 2)]\n"
-        "print(json.dumps({'files': [acp_agent.__file__, protocol.__file__], 'defs': defs,\n"
+        "files = [acp_agent.__file__, protocol.__file__, jsonbounds.__file__]\n"
+        "print(json.dumps({'files': files, 'defs': defs,\n"
         f"    'version': importlib.metadata.version({DIST!r})}}))\n"
     )
     facts = json.loads(run([installed.bin / "python", "-c", probe], cwd=installed.home))

@@ -14,9 +14,10 @@ import ast
 from pathlib import Path
 
 import acp_agent
+import jsonbounds
 import protocol
 
-ROOTS = [Path(acp_agent.__file__).parent, Path(protocol.__file__).parent]
+ROOTS = [Path(m.__file__).parent for m in (acp_agent, jsonbounds, protocol)]
 
 
 def module_files() -> dict[str, Path]:

@@ -17,6 +17,7 @@ from types import ModuleType
 import pytest
 
 import acp_agent
+import jsonbounds
 import protocol
 
 #: Modules that are programs, not part of an API.
@@ -31,7 +32,7 @@ def _walk(package: ModuleType) -> list[str]:
     return names
 
 
-MODULES = _walk(protocol) + _walk(acp_agent)
+MODULES = _walk(jsonbounds) + _walk(protocol) + _walk(acp_agent)
 PACKAGES = [name for name in MODULES if hasattr(importlib.import_module(name), "__path__")]
 
 
@@ -81,7 +82,7 @@ def _ours(value: object) -> bool:
     module = getattr(value, "__module__", None)
     if not isinstance(module, str) or isinstance(value, bool):
         return False
-    return module.split(".")[0] in {"acp_agent", "protocol"}
+    return module.split(".")[0] in {"acp_agent", "jsonbounds", "protocol"}
 
 
 @pytest.mark.parametrize("name", [n for n in PACKAGES if n.startswith("acp_agent.")])

@@ -23,7 +23,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from acp_agent.models import ScriptLine, StopReason, UsageReported, parse_script
+from acp_agent.models import RequestOrigin, StopReason, UsageReported, parse_script
 from acp_agent.models._scripted import (
     Fail,
     Sleep,
@@ -204,7 +204,7 @@ def test_readme_branches_script_example_is_a_valid_script() -> None:
     script = parse_script(json.loads(body))
     [entry] = script.branches
     assert entry.title == "tests"
-    played = script.for_line(ScriptLine(3, "tests"))
+    played = script.for_line(RequestOrigin(3, "tests"))
     assert played.reply_for(0) == (ToolCallStep("shell", '{"command":"pytest -q"}'),)
     assert played.reply_for(1) == (TextDelta("All tests pass."),)
     assert script.reply_for(2) == (TextDelta("The tests pass."),)

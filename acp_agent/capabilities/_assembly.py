@@ -30,27 +30,14 @@ from typing import Final
 
 import attrs
 
-from acp_agent.capabilities._branch_tools import BRANCH_TOOL_NAMES, branch_tools
-from acp_agent.capabilities._branches import (
+from acp_agent.capabilities.branches import (
+    BRANCH_TOOL_NAMES,
     BRANCHES_GUIDE_ENTRY,
     DEFAULT_BRANCH_LIMIT,
     BranchManager,
     GatedPrompter,
+    branch_tools,
 )
-from acp_agent.capabilities._change_review import ChangeReview
-from acp_agent.capabilities._checkpoints import CheckpointStore
-from acp_agent.capabilities._client_bridge import ClientBridge
-from acp_agent.capabilities._job_tools import job_tools
-from acp_agent.capabilities._jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager
-from acp_agent.capabilities._loop import LoopSettings, ModelLoop
-from acp_agent.capabilities._model_source import ModelSource
-from acp_agent.capabilities._result_budget import ResultBudget, ResultLimits
-from acp_agent.capabilities._rewind import Rewinder
-from acp_agent.capabilities._session_controls import SessionControls
-from acp_agent.capabilities._slash_commands import available_commands, load_templates
-from acp_agent.capabilities._tool import Tool
-from acp_agent.capabilities._tool_executor import ToolExecutor
-from acp_agent.capabilities._toolset import ToolSet
 from acp_agent.capabilities.context import (
     ContextEngine,
     ContextSettings,
@@ -59,6 +46,18 @@ from acp_agent.capabilities.context import (
     ValueSource,
     build_context_engine,
     default_guide_registry,
+)
+from acp_agent.capabilities.controls import SessionControls
+from acp_agent.capabilities.execution import ResultBudget, ResultLimits, ToolExecutor
+from acp_agent.capabilities.jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager, job_tools
+from acp_agent.capabilities.loop import LoopSettings, ModelLoop
+from acp_agent.capabilities.session import (
+    ChangeReview,
+    CheckpointStore,
+    Rewinder,
+    ToolSet,
+    available_commands,
+    load_templates,
 )
 from acp_agent.core import (
     BRANCH,
@@ -75,8 +74,9 @@ from acp_agent.core import (
     Turn,
     TurnId,
 )
-from acp_agent.models import ScriptLine
+from acp_agent.models import ModelSource
 from acp_agent.records import Record
+from acp_agent.toolkit import ClientBridge, Tool
 
 __all__ = (
     "BRANCHES",
@@ -229,6 +229,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             task=(await _created(branch)).task if branch.parent_id is not None else None,
             # Read at each turn start: a load or resume may give the session other roots.
             additional_roots=lambda: controls.additional_directories,
+            store=scope.get(STORE),
         )
 
     async def tool_executor(scope: Scope) -> ToolExecutor:
@@ -264,11 +265,6 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
     async def model_loop(scope: Scope) -> ModelLoop:
         branch, manager = scope.get(BRANCH), scope.get(BRANCHES)
         child = branch.parent_id is not None
-        line = None
-        if child:
-            records = await scope.get(STORE).list_branches(branch.session_id)
-            children = [r.branch_id for r in records if r.parent_id is not None]
-            line = ScriptLine(children.index(branch.id), branch.record.label)
         loop = ModelLoop(
             branch,
             executor=scope.get(TOOL_EXECUTOR),
@@ -277,7 +273,6 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             controls=scope.get(SESSION_CONTROLS),
             context=scope.get(CONTEXT),
             settings=settings.loop,
-            line=line,
             hidden_tools=BRANCH_TOOL_NAMES if child else frozenset(),
         )
         await scope.get(DISPATCHER).subscribe_rebuilt(loop)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import attrs
 
-from acp_agent.capabilities import ChangedFile
+from acp_agent.capabilities.session import ChangedFile
 from acp_agent.lsp._problems import Problem, alike_key, compare, describe
 from acp_agent.lsp._servers import ServerSpec, ServerUnavailable, default_servers
 

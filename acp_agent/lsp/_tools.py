@@ -18,7 +18,11 @@ from typing import Any, Final
 
 import anyio
 
-from acp_agent.capabilities import (
+from acp_agent.capabilities.context import GuideEntry
+from acp_agent.lsp._problems import Problem, describe
+from acp_agent.lsp._servers import ServerUnavailable
+from acp_agent.lsp._service import CodeIntelligence, missing_notes
+from acp_agent.toolkit import (
     Effect,
     Location,
     PermissionNeed,
@@ -31,10 +35,6 @@ from acp_agent.capabilities import (
     ToolPresentation,
     ToolResult,
 )
-from acp_agent.capabilities.context import GuideEntry
-from acp_agent.lsp._problems import Problem, describe
-from acp_agent.lsp._servers import ServerUnavailable
-from acp_agent.lsp._service import CodeIntelligence, missing_notes
 from acp_agent.tools import WorkspacePath, path_need, present_path, resolve_path, walk
 
 __all__ = (

@@ -9,7 +9,7 @@ are documented in `acp_agent.mcp._settings`).
 
 `McpServerManager` connects a session's servers in the background (never
 delaying the session), reports their statuses, offers their tools as
-`McpTool`s (the `Tool` contract of `acp_agent.capabilities`) named
+`McpTool`s (the `Tool` contract of `acp_agent.toolkit`) named
 `mcp__<server>__<tool>` in numbered generations, and reconnects crashed
 servers with bounded backoff. `register_mcp` makes them part of every
 session: its tool generations, its guide and its notifications.
@@ -17,9 +17,9 @@ session: its tool generations, its guide and its notifications.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
+from acp_agent.lazy_face import lazy_face as _lazy_face
 from acp_agent.mcp._config import (
     DEFAULT_STARTUP_TIMEOUT_S,
     HttpServerConfig,
@@ -123,10 +123,4 @@ _SDK_NAMES: Final = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _SDK_NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy_face(__name__, _SDK_NAMES)

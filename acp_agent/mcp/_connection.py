@@ -34,7 +34,16 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from acp_agent import __version__
-from acp_agent.capabilities import (
+from acp_agent.mcp._config import (
+    HttpServerConfig,
+    McpOrigin,
+    McpServerConfig,
+    SseServerConfig,
+    StdioServerConfig,
+)
+from acp_agent.mcp._results import error_result, to_tool_result
+from acp_agent.mcp._stdio import ServerProcess, stdio_transport
+from acp_agent.toolkit import (
     Effect,
     PermissionNeed,
     ProgressSink,
@@ -46,15 +55,6 @@ from acp_agent.capabilities import (
     ToolPreview,
     ToolResult,
 )
-from acp_agent.mcp._config import (
-    HttpServerConfig,
-    McpOrigin,
-    McpServerConfig,
-    SseServerConfig,
-    StdioServerConfig,
-)
-from acp_agent.mcp._results import error_result, to_tool_result
-from acp_agent.mcp._stdio import ServerProcess, stdio_transport
 from acp_agent.url_credentials import redact_url_credentials, url_target
 
 __all__ = ("Connection", "ConnectionFailed", "McpTool", "describe_error", "open_connection")

@@ -66,7 +66,6 @@ import mcp.types as mcp_types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.shared.exceptions import MCPError
 
-from acp_agent.capabilities import ToolDefinition
 from acp_agent.mcp._config import McpOrigin, McpServerConfig, Transport
 from acp_agent.mcp._connection import (
     Connection,
@@ -78,6 +77,7 @@ from acp_agent.mcp._connection import (
 from acp_agent.mcp._names import assign_tool_names
 from acp_agent.mcp._settings import DisabledServer
 from acp_agent.records import Record
+from acp_agent.toolkit import ToolDefinition
 from acp_agent.url_credentials import redact_url_credentials
 
 __all__ = (

@@ -17,14 +17,8 @@ from typing import Any
 
 import mcp.types as mcp_types
 
-from acp_agent.capabilities import (
-    TOO_DEEP,
-    ContentPart,
-    ImageContent,
-    TextContent,
-    ToolResult,
-    nesting_exceeds,
-)
+from acp_agent.toolkit import ContentPart, ImageContent, TextContent, ToolResult
+from jsonbounds import TOO_DEEP, nesting_exceeds
 
 __all__ = ("error_result", "to_tool_result")
 

@@ -35,8 +35,9 @@ import anyio
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from acp_agent.capabilities import CONTEXT, TOOLSET, ToolSet
+from acp_agent.capabilities import CONTEXT, TOOLSET
 from acp_agent.capabilities.context import GuideEntry, GuideRegistry, record_notification
+from acp_agent.capabilities.session import ToolSet
 from acp_agent.core import SESSION, Scope, ScopeKind, ServiceKey, ServiceRegistry, Session
 from acp_agent.mcp._config import McpServerConfig
 from acp_agent.mcp._settings import (

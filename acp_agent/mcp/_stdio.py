@@ -22,6 +22,7 @@ import collections
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -36,10 +37,17 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from acp_agent.lone_surrogates import replace_in_json
-from acp_agent.mcp._lines import MAX_MESSAGE_BYTES, LineSplitter, OverLongLine, message_id
 from acp_agent.process_groups import process_groups
+from jsonbounds import LineSplitter, OverLongLine
 
-__all__ = ("EXIT_GRACE_S", "KILL_AFTER_S", "ServerProcess", "stdio_transport")
+__all__ = (
+    "EXIT_GRACE_S",
+    "KILL_AFTER_S",
+    "MAX_MESSAGE_BYTES",
+    "ServerProcess",
+    "message_id",
+    "stdio_transport",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +60,23 @@ _STDERR_LINES: Final = 20
 _STDERR_LINE_CHARS: Final = 500
 #: A stderr line is kept whole up to this (only its start is ever shown).
 _STDERR_LINE_BYTES: Final = 64 * 1024
+#: The largest message a server may send over stdio (newline excluded): generous for
+#: tool results (the result budget caps what is kept of them), and what one message
+#: may cost in memory. A longer one is dropped and answered as an error.
+MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
+
+_ID: Final = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+def message_id(head: bytes) -> int | str | None:
+    """The JSON-RPC id in the first bytes of a message, if they name one."""
+    found = _ID.search(head)
+    if found is None:
+        return None
+    raw = found.group(1)
+    if raw.startswith(b'"'):
+        return raw[1:-1].decode("utf-8", "replace")
+    return int(raw)
 
 
 class ServerProcess:

@@ -6,20 +6,23 @@ failures are the `ProviderError` tree. `resolve_model` resolves
 docstring of `acp_agent.models._config`); `build_provider` makes the
 provider to stream from. `ScriptedProvider` plays the replies of a script
 (`parse_script`, `load_script`; the format is the docstring of
-`acp_agent.models._scripted`).
+`acp_agent.models._scripted`). A session's models come from a `ModelSource`:
+`ConfiguredModels` opens configured providers and the `--script` model by
+name, each as a `ModelHandle`.
 
 Every module under this package is private: this is its whole public
 surface. The provider modules and configuration (they pull in httpx and
 tomllib), retries (email's date parsing) and the reply builder load on first
 use, so importing this package costs the agent's start-up nothing it does not
-need yet; the scripted provider needs none of them and loads with the package.
+need yet; the scripted provider and the model source need none of them and load
+with the package (the agent opens its model source before serving).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from acp_agent.lazy_face import lazy_face as _lazy_face
 from acp_agent.models._errors import (
     AuthenticationFailed,
     ConfigFileInvalid,
@@ -58,6 +61,7 @@ from acp_agent.models._request import (
     Part,
     Reasoning,
     ReasoningEffort,
+    RequestOrigin,
     Role,
     Text,
     ToolCall,
@@ -70,9 +74,15 @@ from acp_agent.models._scripted import (
     Script,
     ScriptedProvider,
     ScriptError,
-    ScriptLine,
     load_script,
     parse_script,
+)
+from acp_agent.models._source import (
+    DOCTOR_HINT,
+    ConfiguredModels,
+    ModelHandle,
+    ModelSource,
+    ProviderKey,
 )
 
 if TYPE_CHECKING:
@@ -97,6 +107,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ANTHROPIC_VERSION",
+    "DOCTOR_HINT",
     "MODEL_ENV",
     "NO_RETRY",
     "SCRIPTED_PROVIDER",
@@ -104,13 +115,16 @@ __all__ = (
     "AuthenticationFailed",
     "BranchScript",
     "ConfigFileInvalid",
+    "ConfiguredModels",
     "ContextWindowExceeded",
     "Image",
     "Message",
     "ModelEvent",
+    "ModelHandle",
     "ModelNotFound",
     "ModelProvider",
     "ModelRequest",
+    "ModelSource",
     "ModelStream",
     "ModelsConfig",
     "OpenAIProvider",
@@ -119,6 +133,7 @@ __all__ = (
     "ProviderConnectError",
     "ProviderConnectionLost",
     "ProviderError",
+    "ProviderKey",
     "ProviderNotConfigured",
     "ProviderOverloaded",
     "ProviderResponseInvalid",
@@ -134,13 +149,13 @@ __all__ = (
     "ReasoningEnded",
     "Reply",
     "ReplyBuilder",
+    "RequestOrigin",
     "ResolvedModel",
     "ResponseEnded",
     "RetryPolicy",
     "Role",
     "Script",
     "ScriptError",
-    "ScriptLine",
     "ScriptedProvider",
     "Sleep",
     "StopReason",
@@ -167,37 +182,27 @@ __all__ = (
 
 #: Public names loaded on first use, and the module that defines each.
 _LAZY = {
-    "NO_RETRY": "acp_agent.models._retry",
-    "RetryPolicy": "acp_agent.models._retry",
-    "Sleep": "acp_agent.models._retry",
-    "Reply": "acp_agent.models._reply",
-    "ReplyBuilder": "acp_agent.models._reply",
-    "ANTHROPIC_VERSION": "acp_agent.models._anthropic",
-    "AnthropicProvider": "acp_agent.models._anthropic",
-    "OpenAIProvider": "acp_agent.models._openai",
-    "new_http_client": "acp_agent.models._http",
-    "MODEL_ENV": "acp_agent.models._config",
-    "ModelsConfig": "acp_agent.models._config",
-    "Pricing": "acp_agent.models._config",
-    "ProviderSettings": "acp_agent.models._config",
-    "ResolvedModel": "acp_agent.models._config",
-    "available_models": "acp_agent.models._config",
-    "build_provider": "acp_agent.models._config",
-    "builtin_providers": "acp_agent.models._config",
-    "load_models_config": "acp_agent.models._config",
-    "resolve_model": "acp_agent.models._config",
-    "redact_secrets": "acp_agent.models._status",
+    "NO_RETRY": "_retry",
+    "RetryPolicy": "_retry",
+    "Sleep": "_retry",
+    "Reply": "_reply",
+    "ReplyBuilder": "_reply",
+    "ANTHROPIC_VERSION": "_anthropic",
+    "AnthropicProvider": "_anthropic",
+    "OpenAIProvider": "_openai",
+    "new_http_client": "_http",
+    "MODEL_ENV": "_config",
+    "ModelsConfig": "_config",
+    "Pricing": "_config",
+    "ProviderSettings": "_config",
+    "ResolvedModel": "_config",
+    "available_models": "_config",
+    "build_provider": "_config",
+    "builtin_providers": "_config",
+    "load_models_config": "_config",
+    "resolve_model": "_config",
+    "redact_secrets": "_status",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_face(__name__, _LAZY)

@@ -13,6 +13,8 @@ Which part goes where::
 `cacheable_prefix` says how many leading messages are stable from one
 request to the next (the history before the newest turn). Providers that
 support prompt caching mark the end of that prefix; the others ignore it.
+`origin` says where in its session a request comes from (which line of work,
+its how-manieth request): the providers ignore it, the scripted model plays by it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = (
     "Part",
     "Reasoning",
     "ReasoningEffort",
+    "RequestOrigin",
     "Role",
     "Text",
     "ToolCall",
@@ -128,6 +131,21 @@ class ToolSpec(Record):
     input_schema: Mapping[str, Any]
 
 
+@attrs.frozen
+class RequestOrigin(Record):
+    """Where in its session a request comes from: which line of work asks, and how many
+    requests that line made before this one."""
+
+    #: The branch that asks: None for the session's main line, else its place among the
+    #: session's branches in the order they were created (0: the first).
+    branch: int | None = None
+    #: The branch's title, when it has one.
+    title: str | None = None
+    #: The requests the line made before this one, failed and cut-short ones included
+    #: (a summary of the conversation is no request of it).
+    earlier_requests: int = 0
+
+
 def _messages_tuple(messages: Iterable[Message]) -> tuple[Message, ...]:
     return tuple(messages)
 
@@ -152,6 +170,7 @@ class ModelRequest(Record):
     * `reasoning_effort`: None asks for no extended reasoning.
     * `cacheable_prefix`: how many leading `messages` are the same as in the previous
       request and may be cached.
+    * `origin`: where in its session the request comes from (None: not said).
     """
 
     model: str
@@ -161,6 +180,7 @@ class ModelRequest(Record):
     max_output_tokens: int | None = None
     reasoning_effort: ReasoningEffort | None = None
     cacheable_prefix: int = attrs.field(default=0)
+    origin: RequestOrigin | None = None
 
     @cacheable_prefix.validator
     def _prefix_within_messages(self, _: Any, value: int) -> None:

@@ -17,6 +17,8 @@ Reply i answers model request i of a session, counting from 0: a prompt's
 first request, and one more for each round of tool results the agent sends
 back within its turn. When the list runs out, the last reply repeats. A
 session loaded after a restart continues where its recorded requests left off.
+A request says which it is (`ModelRequest.origin`: its line of work, and how
+many requests that line made before), so the provider keeps no count.
 
 A step is an object with one key (an `error` step may add `"message"`):
 
@@ -106,7 +108,7 @@ from acp_agent.models._events import (
 )
 from acp_agent.models._events import TextDelta as ModelTextDelta
 from acp_agent.models._provider import ModelStream
-from acp_agent.models._request import ModelRequest, Text, ToolCall, ToolResult
+from acp_agent.models._request import ModelRequest, RequestOrigin, Text, ToolCall, ToolResult
 from acp_agent.records import Record
 
 __all__ = (
@@ -118,7 +120,6 @@ __all__ = (
     "Fail",
     "Script",
     "ScriptError",
-    "ScriptLine",
     "ScriptedProvider",
     "Sleep",
     "Step",
@@ -239,14 +240,6 @@ class ScriptError(ValueError):
 
 
 @attrs.frozen
-class ScriptLine(Record):
-    """Which line of work asks: a branch's place in the order of creation, and its title."""
-
-    ordinal: int
-    title: str | None = None
-
-
-@attrs.frozen
 class BranchScript(Record):
     """The replies one branch plays (see the module docstring)."""
 
@@ -265,13 +258,14 @@ class Script(Record):
     #: What branches play, by title or by their order of creation.
     branches: tuple[BranchScript, ...] = ()
 
-    def for_line(self, line: ScriptLine | None) -> Script:
-        """The script a line of work plays: this one for main, a branch's entry for one."""
-        if line is None or not self.branches:
+    def for_line(self, origin: RequestOrigin | None) -> Script:
+        """The script the line of work a request comes from plays: this one for main
+        (or a request that does not say), a branch's entry for a branch."""
+        if origin is None or origin.branch is None or not self.branches:
             return self
-        chosen = next((b for b in self.branches if b.title and b.title == line.title), None)
+        chosen = next((b for b in self.branches if b.title and b.title == origin.title), None)
         if chosen is None:
-            chosen = self.branches[min(line.ordinal, len(self.branches) - 1)]
+            chosen = self.branches[min(origin.branch, len(self.branches) - 1)]
         return attrs.evolve(self, replies=chosen.replies, branches=())
 
     @replies.validator
@@ -413,40 +407,42 @@ def _parse_error(kind: Any, message: Any, where: str) -> Fail:
 
 
 class ScriptedProvider:
-    """Plays a `Script` as a `ModelProvider`: request i of a session gets reply i.
+    """Plays a `Script` as a `ModelProvider`: request i of a line of work gets reply i.
 
-    One instance per session (it counts the session's requests); `first_request`
-    is how many requests the session made before, so a loaded session goes on
-    where it stopped.
+    Which line asks and how many requests it made before, a request says itself
+    (`ModelRequest.origin`), so one provider plays every line of every session,
+    and a loaded session goes on where it stopped. A request that does not say
+    is taken as main's next one, counted here from 0.
     """
 
-    def __init__(self, script: Script, *, first_request: int = 0) -> None:
+    def __init__(self, script: Script) -> None:
         self.script = script
-        self._next_request = first_request
+        self._unsaid = 0
 
     @property
     def name(self) -> str:
         return SCRIPTED_PROVIDER
 
-    @property
-    def requests_made(self) -> int:
-        """How many requests this session has made (the next one gets that reply)."""
-        return self._next_request
-
     def stream(self, request: ModelRequest) -> ModelStream:
         if _asks_for_summary(request):
             return ModelStream(self._summarise(request))
-        index = self._next_request
-        self._next_request += 1
-        return ModelStream(self._play(index, request))
+        origin = request.origin
+        if origin is None:
+            index = self._unsaid
+            self._unsaid += 1
+        else:
+            index = origin.earlier_requests
+        steps = self.script.for_line(origin).reply_for(index)
+        return ModelStream(self._play(index, steps, request))
 
     async def _summarise(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         yield ModelTextDelta(SUMMARY)
         yield UsageReported(_estimate(_request_chars(request)), _estimate(len(SUMMARY)))
         yield ResponseEnded(StopReason.END_TURN, "end_turn")
 
-    async def _play(self, index: int, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        steps = self.script.reply_for(index)
+    async def _play(
+        self, index: int, steps: tuple[Step, ...], request: ModelRequest
+    ) -> AsyncGenerator[ModelEvent, None]:
         sent = 0
         output_chars = 0
         calls = 0

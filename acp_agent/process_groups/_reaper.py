@@ -9,8 +9,8 @@ still the same process (`acp_agent.process_marks`), removes their disk
 notes, and exits. So it outlives the agent by as long as that takes, and
 never lingers after. It runs in a session of its own (a signal for the
 agent's process group does not reach it) and imports nothing but the
-standard library and `acp_agent.process_marks`: it starts in a few
-milliseconds, with `python -I -S`.
+standard library, `acp_agent.process_marks` and its package's face (with
+`acp_agent.lazy_face`): it starts in a few milliseconds, with `python -I -S`.
 """
 
 from __future__ import annotations

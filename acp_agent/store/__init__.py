@@ -14,9 +14,9 @@ editor's start must not pay for their modules (nor for psycopg).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
+from acp_agent.lazy_face import lazy_face as _lazy_face
 from acp_agent.store._leases import LeaseOwner, is_running, this_process
 from acp_agent.store._location import (
     LEASE_TIMEOUT_ENV,
@@ -124,10 +124,4 @@ _LAZY_NAMES: Final = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY_NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy_face(__name__, _LAZY_NAMES)

@@ -1,7 +1,7 @@
 """The built-in tools: files, search, edits with diffs, commands, the web, the plan.
 
 `builtin_tools()` is what the tool executor offers the model. Each tool
-implements `acp_agent.capabilities.Tool`; none knows ACP. Paths are
+implements `acp_agent.toolkit.Tool`; none knows ACP. Paths are
 resolved against the session's roots (`_workspace`), files go through the
 editor when it offers `fs/*` (`_textfile`), and commands through its
 terminals when it offers `terminal/*` (`shell`). `fenced` is the one way a
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from acp_agent.tools._common import fenced
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities.tool import Tool
+    from acp_agent.toolkit import Tool
 
 from acp_agent.tools._delete import DeleteTool
 from acp_agent.tools._edit import EditTool

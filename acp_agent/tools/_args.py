@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from acp_agent.capabilities.tool import ToolInputError
+from acp_agent.toolkit import ToolInputError
 
 __all__ = ("optional_bool", "optional_int", "optional_str", "require_str")
 

@@ -21,16 +21,10 @@ from typing import Final
 import anyio
 import anyio.abc
 
-from acp_agent.capabilities.tool import (
-    ClientTerminal,
-    JobExit,
-    JobOutput,
-    TerminalExit,
-    TerminalOutput,
-)
 from acp_agent.process_groups import Registration
 from acp_agent.process_marks import start_mark
 from acp_agent.sandbox import Sandbox
+from acp_agent.toolkit import ClientTerminal, JobExit, JobOutput, TerminalExit, TerminalOutput
 from acp_agent.tools._process import (
     OutputCapture,
     follow_output,

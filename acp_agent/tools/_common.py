@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from acp_agent.capabilities.tool import Location, TextContent, ToolResult
+from acp_agent.toolkit import Location, TextContent, ToolResult
 from acp_agent.tools._textfile import FileRefusal
 
 __all__ = ("fenced", "refusal_result", "short", "text_result")

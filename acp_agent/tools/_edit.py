@@ -23,7 +23,8 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities.tool import (
+from acp_agent.records import Record
+from acp_agent.toolkit import (
     DiffContent,
     Effect,
     Location,
@@ -37,7 +38,6 @@ from acp_agent.capabilities.tool import (
     ToolResult,
     restore_runtime_tags,
 )
-from acp_agent.records import Record
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import (
     FileRefusal,

@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 import attrs
 
 import acp_agent
-from acp_agent.capabilities.tool import (
+from acp_agent.records import Record
+from acp_agent.toolkit import (
     Effect,
     PermissionNeed,
     TextContent,
@@ -31,7 +32,6 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
-from acp_agent.records import Record
 from acp_agent.tools._args import optional_int, require_str
 from acp_agent.tools._common import short, text_result
 

@@ -22,7 +22,8 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.capabilities.tool import (
+from acp_agent.records import Record
+from acp_agent.toolkit import (
     ContentPart,
     DiffContent,
     Effect,
@@ -36,7 +37,6 @@ from acp_agent.capabilities.tool import (
     ToolPreview,
     ToolResult,
 )
-from acp_agent.records import Record
 from acp_agent.tools._args import optional_bool
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import (

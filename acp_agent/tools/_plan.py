@@ -15,7 +15,8 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities.tool import (
+from acp_agent.records import Record
+from acp_agent.toolkit import (
     Effect,
     PermissionNeed,
     PlanContent,
@@ -29,7 +30,6 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
-from acp_agent.records import Record
 
 __all__ = ("DEFINITION", "MAX_ENTRIES", "PlanTool", "parse_entries")
 

@@ -19,7 +19,8 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities.tool import (
+from acp_agent.records import Record
+from acp_agent.toolkit import (
     Effect,
     Location,
     PermissionNeed,
@@ -30,7 +31,6 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
-from acp_agent.records import Record
 from acp_agent.tools._args import optional_int
 from acp_agent.tools._common import fenced, refusal_result
 from acp_agent.tools._textfile import FileRefusal, line_ending, load_snapshot

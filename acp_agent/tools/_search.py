@@ -32,7 +32,9 @@ from typing import Any, Final, Literal
 import anyio
 import attrs
 
-from acp_agent.capabilities.tool import (
+from acp_agent.process_groups import process_groups
+from acp_agent.records import Record
+from acp_agent.toolkit import (
     Effect,
     Location,
     PermissionNeed,
@@ -44,8 +46,6 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
-from acp_agent.process_groups import process_groups
-from acp_agent.records import Record
 from acp_agent.tools._args import optional_bool, optional_int, optional_str, require_str
 from acp_agent.tools._common import fenced, short
 from acp_agent.tools._process import kill_group

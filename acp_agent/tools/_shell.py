@@ -59,7 +59,9 @@ import anyio
 import anyio.lowlevel
 import attrs
 
-from acp_agent.capabilities.tool import (
+from acp_agent.records import Record
+from acp_agent.sandbox import Sandbox, SandboxPolicy
+from acp_agent.toolkit import (
     ClientTerminal,
     ClientTimedOut,
     ContentPart,
@@ -77,8 +79,6 @@ from acp_agent.capabilities.tool import (
     ToolPresentation,
     ToolResult,
 )
-from acp_agent.records import Record
-from acp_agent.sandbox import Sandbox, SandboxPolicy
 from acp_agent.tools._args import optional_int, require_str
 from acp_agent.tools._background import ClientJob, LocalJob
 from acp_agent.tools._command_titles import command_title

@@ -34,8 +34,8 @@ from typing import Final, Literal
 import anyio
 import attrs
 
-from acp_agent.capabilities.tool import ClientBridge, ClientTimedOut, FileChanges
 from acp_agent.records import Record
+from acp_agent.toolkit import ClientBridge, ClientTimedOut, FileChanges
 
 __all__ = (
     "MAX_TEXT_BYTES",

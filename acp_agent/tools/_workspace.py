@@ -16,8 +16,8 @@ from pathlib import Path
 
 import attrs
 
-from acp_agent.capabilities.tool import Effect, Location, PermissionNeed, ToolInputError
 from acp_agent.records import Record
+from acp_agent.toolkit import Effect, Location, PermissionNeed, ToolInputError
 
 __all__ = (
     "WorkspacePath",

@@ -19,7 +19,8 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities.tool import (
+from acp_agent.records import Record
+from acp_agent.toolkit import (
     DiffContent,
     Effect,
     Location,
@@ -32,7 +33,6 @@ from acp_agent.capabilities.tool import (
     ToolPreview,
     ToolResult,
 )
-from acp_agent.records import Record
 from acp_agent.tools._args import require_str
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import (

@@ -21,31 +21,21 @@ import attrs
 from acp_agent.capabilities import (
     MODEL_LOOP,
     SESSION_CONTROLS,
-    TOOL_EXECUTOR,
     TOOLSET,
     CapabilitySettings,
-    ConfiguredModels,
-    Effect,
-    LoopSettings,
-    ModelLoop,
-    PermissionAnswer,
-    PermissionChoice,
-    PermissionNeed,
-    PermissionQuestion,
-    SessionControls,
-    TextContent,
-    Tool,
-    ToolContext,
-    ToolDefinition,
-    ToolExecutor,
-    ToolInputError,
-    ToolKind,
-    ToolPresentation,
-    ToolResult,
-    ToolSet,
     register_capabilities,
 )
+from acp_agent.capabilities._assembly import TOOL_EXECUTOR
 from acp_agent.capabilities.context import Environment
+from acp_agent.capabilities.controls import SessionControls
+from acp_agent.capabilities.execution import ToolExecutor
+from acp_agent.capabilities.loop import LoopSettings, ModelLoop
+from acp_agent.capabilities.permissions import (
+    PermissionAnswer,
+    PermissionChoice,
+    PermissionQuestion,
+)
+from acp_agent.capabilities.session import ToolSet
 from acp_agent.core import (
     Event,
     Runtime,
@@ -58,8 +48,20 @@ from acp_agent.core import (
     new_id,
     open_runtime,
 )
-from acp_agent.models import load_models_config, parse_script
+from acp_agent.models import ConfiguredModels, load_models_config, parse_script
 from acp_agent.store import MemoryStore
+from acp_agent.toolkit import (
+    Effect,
+    PermissionNeed,
+    TextContent,
+    Tool,
+    ToolContext,
+    ToolDefinition,
+    ToolInputError,
+    ToolKind,
+    ToolPresentation,
+    ToolResult,
+)
 
 __all__ = (
     "ENVIRONMENT",

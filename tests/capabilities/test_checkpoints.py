@@ -6,12 +6,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from acp_agent.capabilities._checkpoints import (
-    CheckpointStore,
-    entries_under,
-    entry_digest,
-    read_entry,
-)
+from acp_agent.capabilities.session import CheckpointStore
+from acp_agent.capabilities.session._checkpoints import entries_under, entry_digest, read_entry
 
 
 def test_a_content_is_kept_once_and_comes_back_only_intact(tmp_path: Path) -> None:

@@ -8,13 +8,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.capabilities import (
-    CoalescingRecorder,
-    LoopSettings,
-    LoopState,
-    PermissionMode,
-    record_delta,
-)
+from acp_agent.capabilities.execution import CoalescingRecorder, record_delta
+from acp_agent.capabilities.loop import LoopSettings
+from acp_agent.capabilities.loop._loop import LoopState
+from acp_agent.capabilities.permissions import PermissionMode
 from acp_agent.core import (
     CompactionRecorded,
     CompactionStarted,

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from acp_agent.capabilities import (
+from acp_agent.capabilities.permissions import Ask, PermissionChoice, PermissionMode, Refuse, decide
+from acp_agent.capabilities.permissions._admission import (
     Allow,
-    Ask,
-    Effect,
-    PermissionChoice,
-    PermissionMode,
-    PermissionNeed,
-    Refuse,
     RuleScope,
     command_prefix,
-    decide,
     options_for,
     rule_for,
     rule_matches,
 )
 from acp_agent.core import PermissionRule
+from acp_agent.toolkit import Effect, PermissionNeed
 
 WORKSPACE = "/work/project"
 

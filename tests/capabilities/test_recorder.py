@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from acp_agent.capabilities import CoalescingRecorder
+from acp_agent.capabilities.execution import CoalescingRecorder
 from acp_agent.core import EventDraft, NotificationReceived
 
 

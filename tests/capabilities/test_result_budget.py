@@ -6,15 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities import (
-    DiffContent,
-    ImageContent,
-    ResultBudget,
-    ResultLimits,
-    TextContent,
-    ToolResult,
-    cut_middle,
-)
+from acp_agent.capabilities.execution import ResultBudget, ResultLimits
+from acp_agent.toolkit import DiffContent, ImageContent, TextContent, ToolResult, cut_middle
 
 LIMITS = ResultLimits(model_chars=1000, editor_chars=2000, raw_output_bytes=500, image_bytes=100)
 

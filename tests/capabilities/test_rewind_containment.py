@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from acp_agent.capabilities._checkpoints import UNKNOWN_AFTER, CheckpointStore
-from acp_agent.capabilities._rewind import _Change, _plan, _restore
+from acp_agent.capabilities.session import CheckpointStore
+from acp_agent.capabilities.session._checkpoints import UNKNOWN_AFTER
+from acp_agent.capabilities.session._rewind import _Change, _plan, _restore
 from acp_agent.core import CallId, FileChanged
 
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities import (
-    BUILTIN_COMMANDS,
+from acp_agent.capabilities.session import (
     CommandInvocation,
-    CommandSpec,
     available_commands,
     load_templates,
     parse_invocation,
     title_from_prompt,
 )
+from acp_agent.capabilities.session._commands import BUILTIN_COMMANDS
+from acp_agent.toolkit import CommandSpec
 
 NAMES = frozenset({"model", "review"})
 

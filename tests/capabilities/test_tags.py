@@ -8,14 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_agent.capabilities.context import (
-    RUNTIME_TAGS,
-    TOOL_RESULTS_ENTRY,
-    neutralize_runtime_tags,
-    restore_runtime_tags,
-    tag,
-    wrap,
-)
+from acp_agent.capabilities.context._guide import TOOL_RESULTS_ENTRY
+from acp_agent.toolkit import neutralize_runtime_tags, restore_runtime_tags, tag, wrap
+from acp_agent.toolkit._tags import RUNTIME_TAGS
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.capabilities import (
-    RESTART_NOT_STARTED,
-    RESTART_RUNNING,
-    PermissionChoice,
-    PermissionMode,
-)
+from acp_agent.capabilities.execution._executor import RESTART_NOT_STARTED, RESTART_RUNNING
+from acp_agent.capabilities.permissions import PermissionChoice, PermissionMode
 from acp_agent.core import (
     CallId,
     EventDraft,

@@ -25,13 +25,15 @@ import httpx
 from acp_agent.capabilities.context import (
     ContextEngine,
     ContextSettings,
-    DateSource,
     Environment,
     GuideRegistry,
+    default_guide_registry,
+)
+from acp_agent.capabilities.context._state_sources import (
+    DateSource,
     PlatformSource,
     StateSource,
     WorkingDirectorySource,
-    default_guide_registry,
 )
 from acp_agent.core import (
     Branch,

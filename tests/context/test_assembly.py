@@ -15,7 +15,6 @@ from acp_agent.capabilities import (
     GUIDE,
     MODEL_LOOP,
     CapabilitySettings,
-    ConfiguredModels,
     register_capabilities,
 )
 from acp_agent.capabilities.context import GuideEntry
@@ -31,7 +30,7 @@ from acp_agent.core import (
     UserInputAdopted,
     open_runtime,
 )
-from acp_agent.models import load_models_config, parse_script
+from acp_agent.models import ConfiguredModels, load_models_config, parse_script
 from acp_agent.store import MemoryStore
 
 from .support import ENVIRONMENT

@@ -19,20 +19,24 @@ import pytest
 from acp_agent.capabilities.context import (
     CompactionTrigger,
     CompactionView,
+    ContextEngine,
     ContextSettings,
     GuideEntry,
-    NothingToCompact,
-    SummaryFailed,
     build_context_engine,
     compaction_view,
     default_guide_registry,
     record_notification,
+)
+from acp_agent.capabilities.context._compaction import (
+    NothingToCompact,
+    SummaryFailed,
 )
 from acp_agent.core import (
     CompactionCancelled,
     CompactionFailed,
     CompactionRecorded,
     CompactionStarted,
+    EventDraft,
     GuideAdopted,
     ModelRequestStarted,
     RuleSet,
@@ -40,7 +44,7 @@ from acp_agent.core import (
     StateSet,
     TurnId,
 )
-from acp_agent.models import ContextWindowExceeded, ProviderOverloaded, ToolCall
+from acp_agent.models import ContextWindowExceeded, ProviderOverloaded, RequestOrigin, ToolCall
 from acp_agent.store import MemoryStore
 from tests.support.fake_provider import Exchange, FakeProviderServer, json_error
 
@@ -622,6 +626,43 @@ async def test_an_assembled_engine_names_the_branch_and_reads_the_session_worksp
     assert identity == [
         StateSet("branch/identity", f"read-tests: branch of {branch.id} from #{child.cut_seq}")
     ]
+
+
+async def test_a_request_says_its_line_and_how_many_requests_the_line_made_before() -> None:
+    """What the scripted model plays by: main's own requests; a branch's place among the
+    session's branches (from the store), its title, and only its own requests."""
+    clock = Clock(at("2026-11-02T10:00:00"))
+    async with open_main_branch() as (runtime, main):
+        session = runtime.sessions[main.session_id]
+        engine = make_engine(main, clock)
+
+        async def asked(engine: ContextEngine, branch: Any, turn: str) -> RequestOrigin | None:
+            await branch.begin_turn(TurnId(turn), [{"type": "text", "text": "go"}])
+            prepared = await engine.prepare(turn_id=TurnId(turn), model="m", provider=None)  # type: ignore[arg-type]
+            started = ModelRequestStarted(f"req_{turn}", TurnId(turn), "m")
+            await branch.append([EventDraft(started, "test")])
+            await branch.end_turn(TurnId(turn), "end_turn")
+            return prepared.request.origin
+
+        first = await asked(engine, main, "t1")
+        second = await asked(engine, main, "t2")
+        await session.create_branch(main, label="docs")
+        child = await session.create_branch(main, label="tests")  # inherits main's requests
+        child_engine = build_context_engine(
+            child, guide=default_guide_registry(), config_dir=None, store=runtime.store
+        )
+        child_first = await asked(child_engine, child, "c1")
+        child_second = await asked(child_engine, child, "c2")
+        third = await asked(engine, main, "t3")
+    assert (first, second, third) == (
+        RequestOrigin(earlier_requests=0),
+        RequestOrigin(earlier_requests=1),
+        RequestOrigin(earlier_requests=2),
+    )
+    assert (child_first, child_second) == (
+        RequestOrigin(1, "tests", 0),
+        RequestOrigin(1, "tests", 1),
+    )
 
 
 def test_each_compaction_fact_has_a_view_for_the_editor() -> None:

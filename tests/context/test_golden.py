@@ -23,7 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
-from acp_agent.capabilities.context import GitSource, record_notification
+from acp_agent.capabilities.context import record_notification
+from acp_agent.capabilities.context._state_sources import GitSource
 from acp_agent.models import ToolCall
 from tests.support.fake_provider import FakeProviderServer
 

@@ -7,12 +7,14 @@ import re
 import pytest
 
 from acp_agent.capabilities.context import (
-    DEFAULT_GUIDE_ENTRIES,
-    Guide,
     GuideEntry,
-    GuideEntryConflict,
     GuideRegistry,
     default_guide_registry,
+)
+from acp_agent.capabilities.context._engine import DEFAULT_GUIDE_ENTRIES
+from acp_agent.capabilities.context._guide import (
+    Guide,
+    GuideEntryConflict,
     guide_version,
 )
 

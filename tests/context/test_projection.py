@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from acp_agent.capabilities.context import (
+from acp_agent.capabilities.context._projection import (
     MISSING_RESULT_TEXT,
     RESTATEMENT_PREAMBLE,
     Projection,

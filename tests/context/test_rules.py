@@ -5,15 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from acp_agent.capabilities.context import (
+    scan_rule_files,
+    scan_user_rules,
+    scan_workspace_rules,
+)
+from acp_agent.capabilities.context._rules import (
     MAX_RULE_CHARS,
     RuleFile,
     RuleLedger,
     RuleRecord,
     render_rule,
     scan_root_rules,
-    scan_rule_files,
-    scan_user_rules,
-    scan_workspace_rules,
 )
 from acp_agent.core import Payload, RuleExpired, RuleReplaced, RuleRevoked, RuleSet
 

@@ -8,14 +8,16 @@ from pathlib import Path
 import pytest
 
 from acp_agent.capabilities.context import (
+    Environment,
+    ValueSource,
+)
+from acp_agent.capabilities.context._state_sources import (
     AdditionalDirectoriesSource,
     BranchIdentitySource,
     DateSource,
-    Environment,
     GitSource,
     PlatformSource,
     StateLedger,
-    ValueSource,
     read_all,
     render_state,
     render_state_cleared,

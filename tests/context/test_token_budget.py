@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from acp_agent.capabilities.context import (
+from acp_agent.capabilities.context._token_budget import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
     ContextUsage,

@@ -18,7 +18,9 @@ from typing import Any
 
 import anyio
 
-from acp_agent.capabilities import BRANCHES, LineState, PermissionMode
+from acp_agent.capabilities import BRANCHES
+from acp_agent.capabilities.branches import LineState
+from acp_agent.capabilities.permissions import PermissionMode
 from acp_agent.core import (
     Batch,
     BranchShown,

@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.capabilities import ChangedFile
+from acp_agent.capabilities.session import ChangedFile
 from acp_agent.lsp import BASEDPYRIGHT, RUFF, CodeIntelligence, ServerSpec, default_servers
 
 

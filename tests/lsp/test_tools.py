@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from acp_agent.capabilities import NO_CLIENT, ContentPart, Location, ToolContext, ToolResult
 from acp_agent.lsp import BASEDPYRIGHT, RUFF, CodeIntelligence, default_servers
 from acp_agent.lsp._tools import code_tools
+from acp_agent.toolkit import NO_CLIENT, ContentPart, Location, ToolContext, ToolResult
 
 pytestmark = pytest.mark.skipif(
     BASEDPYRIGHT not in default_servers(), reason="needs the `types` extra (basedpyright)"
@@ -109,7 +109,7 @@ async def test_diagnostics_of_a_file_from_every_server(
 async def test_a_name_not_on_the_line_is_an_input_error(
     project: Path, tools: dict[str, Any]
 ) -> None:
-    from acp_agent.capabilities import ToolInputError
+    from acp_agent.toolkit import ToolInputError
 
     with pytest.raises(ToolInputError, match="`grete` is not on line 3"):
         await run(tools, project, "definition", path="main.py", line=3, symbol="grete")

@@ -13,7 +13,6 @@ from typing import Any
 import anyio
 import attrs
 
-from acp_agent.capabilities import NO_CLIENT, ContentPart, ToolContext
 from acp_agent.mcp import (
     McpEvent,
     McpServerManager,
@@ -22,6 +21,7 @@ from acp_agent.mcp import (
     StdioServerConfig,
     ToolSetChanged,
 )
+from acp_agent.toolkit import NO_CLIENT, ContentPart, ToolContext
 
 __all__ = (
     "SERVERS",

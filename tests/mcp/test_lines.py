@@ -1,35 +1,19 @@
-"""Lines of a server's stdout: bounded, and an over-long one still names its id.
+"""An over-long line of a server's stdout still names the request it answered.
 
-That reading is linear in a message's size is tested end to end
-(`tests/limits/test_big_tool_results.py`) and measured (`benchmarks/big_inputs.py`).
+How lines are split and bounded is `jsonbounds.LineSplitter` (`tests/jsonbounds`).
 """
 
 from __future__ import annotations
 
-from acp_agent.mcp._lines import LineSplitter, OverLongLine, message_id
+from acp_agent.mcp._stdio import message_id
+from jsonbounds import LineSplitter, OverLongLine
 
 
-def test_lines_split_across_chunks_come_out_whole_and_in_order():
-    splitter = LineSplitter(100)
-    out = []
-    for chunk in (b'{"a":', b'1}\n{"b"', b":2}\n\n", b'{"c":3}'):
-        out += splitter.feed(chunk)
-    assert out == [b'{"a":1}', b'{"b":2}', b""]
-    assert splitter.end() == b'{"c":3}'
-    assert splitter.end() is None
-
-
-def test_a_line_over_the_limit_is_counted_not_kept_and_the_next_one_is_intact():
+def test_an_over_long_answer_names_its_id():
     splitter = LineSplitter(10)
-    head = b'{"jsonrpc":"2.0","id":42,"result":"'
-    out = splitter.feed(head + b"x" * 50)
-    out += splitter.feed(b'x"}\n{"ok":1}\n')
-    over, after = out
+    (over,) = splitter.feed(b'{"jsonrpc":"2.0","id":42,"result":"' + b"x" * 50 + b'"}\n')
     assert isinstance(over, OverLongLine)
-    assert over.size_bytes == len(head) + 50 + len(b'x"}')
-    assert over.head.startswith(head)
     assert message_id(over.head) == 42
-    assert after == b'{"ok":1}'
 
 
 def test_ids_are_read_from_numbers_and_strings():

@@ -9,7 +9,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.capabilities import Effect, ImageContent, PermissionNeed, TextContent
 from acp_agent.mcp import (
     TOOL_NAME_PATTERN,
     HttpServerConfig,
@@ -23,6 +22,7 @@ from acp_agent.mcp import (
     ToolSetChanged,
     load_configured_servers,
 )
+from acp_agent.toolkit import Effect, ImageContent, PermissionNeed, TextContent
 from tests.mcp.servers.sample_png import PNG
 from tests.mcp.support import (
     WAIT_S,

@@ -6,8 +6,8 @@ import base64
 
 import mcp.types as mcp_types
 
-from acp_agent.capabilities import ImageContent, TextContent, ToolResult
 from acp_agent.mcp import to_tool_result
+from acp_agent.toolkit import ImageContent, TextContent, ToolResult
 
 DATA = base64.b64encode(b"0123456789").decode()
 

@@ -15,24 +15,10 @@ import anyio
 import attrs
 import pytest
 
-from acp_agent.capabilities import (
-    BRANCH_TOOL_NAMES,
-    CONTEXT,
-    JOB_TOOL_NAMES,
-    CapabilitySettings,
-    ConfiguredModels,
-    Effect,
-    PermissionChoice,
-    PermissionMode,
-    PermissionNeed,
-    TextContent,
-    ToolContext,
-    ToolDefinition,
-    ToolKind,
-    ToolPresentation,
-    ToolResult,
-    register_capabilities,
-)
+from acp_agent.capabilities import CONTEXT, CapabilitySettings, register_capabilities
+from acp_agent.capabilities.branches import BRANCH_TOOL_NAMES
+from acp_agent.capabilities.jobs._tools import JOB_TOOL_NAMES
+from acp_agent.capabilities.permissions import PermissionChoice, PermissionMode
 from acp_agent.core import (
     GuideAdopted,
     NotificationReceived,
@@ -51,8 +37,18 @@ from acp_agent.mcp import (
     StdioServerConfig,
     register_mcp,
 )
-from acp_agent.models import load_models_config, parse_script
+from acp_agent.models import ConfiguredModels, load_models_config, parse_script
 from acp_agent.store import MemoryStore
+from acp_agent.toolkit import (
+    Effect,
+    PermissionNeed,
+    TextContent,
+    ToolContext,
+    ToolDefinition,
+    ToolKind,
+    ToolPresentation,
+    ToolResult,
+)
 from tests.capabilities.support import ENVIRONMENT, Agent, AnsweringPrompter, payloads_of
 from tests.mcp.support import WAIT_S, process_alive, stdio_server
 

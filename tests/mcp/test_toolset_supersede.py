@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities import GenerationState, PermissionMode
+from acp_agent.capabilities.permissions import PermissionMode
+from acp_agent.capabilities.session._toolset import GenerationState
 from acp_agent.core import ModelRequestStarted, ToolOutcome, ToolResultRecorded
 from tests.capabilities.support import CountingTool, in_process_agent, payloads_of
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from acp_agent.models import (
@@ -18,11 +19,11 @@ from acp_agent.models import (
     RateLimited,
     ReasoningDelta,
     ReplyBuilder,
+    RequestOrigin,
     ResponseEnded,
     Script,
     ScriptedProvider,
     ScriptError,
-    ScriptLine,
     StopReason,
     StreamBroken,
     Text,
@@ -56,8 +57,8 @@ async def play(provider: ModelProvider, request: ModelRequest = REQUEST) -> list
         return [event async for event in events]
 
 
-def provider_for(*replies: list[dict[str, Any]], first_request: int = 0) -> ScriptedProvider:
-    return ScriptedProvider(parse_script({"replies": list(replies)}), first_request=first_request)
+def provider_for(*replies: list[dict[str, Any]]) -> ScriptedProvider:
+    return ScriptedProvider(parse_script({"replies": list(replies)}))
 
 
 def test_a_script_parses_into_replies_of_steps_in_order():
@@ -157,21 +158,22 @@ def test_each_branch_plays_its_entry_by_title_then_by_order_of_creation():
         }
     )
     assert script.for_line(None) is script
-    assert script.for_line(ScriptLine(0)).reply_for(0) == (TextDelta("first"),)
+    assert script.for_line(RequestOrigin()) is script  # the main line
+    assert script.for_line(RequestOrigin(0)).reply_for(0) == (TextDelta("first"),)
     # Matched by title wherever it was created; its requests count on their own.
-    tests = script.for_line(ScriptLine(0, "tests"))
+    tests = script.for_line(RequestOrigin(0, "tests"))
     assert [tests.reply_for(i) for i in range(2)] == [
         (TextDelta("tests"),),
         (TextDelta("tests again"),),
     ]
     assert tests.branches == ()
     # Past the end of the list: the last entry.
-    assert script.for_line(ScriptLine(7, "other")).reply_for(0) == (TextDelta("tests"),)
+    assert script.for_line(RequestOrigin(7, "other")).reply_for(0) == (TextDelta("tests"),)
 
 
 def test_without_branches_a_branch_plays_the_main_replies():
     script = parse_script({"replies": [[{"text": "main"}]]})
-    assert script.for_line(ScriptLine(2, "x")) is script
+    assert script.for_line(RequestOrigin(2, "x")) is script
 
 
 def test_loading_a_missing_or_non_json_file_is_a_script_error(tmp_path: Path):
@@ -244,16 +246,38 @@ async def test_tool_calls_stream_whole_and_end_the_reply_with_tool_use():
     )
 
 
-async def test_each_stream_takes_the_next_reply_and_a_loaded_session_goes_on_where_it_stopped():
-    replies = ([{"text": "one"}], [{"text": "two"}], [{"text": "three"}])
-    provider = provider_for(*replies)
-    resumed = provider_for(*replies, first_request=2)
+async def test_a_request_that_says_which_it_is_gets_that_reply_of_its_line():
+    script = parse_script(
+        {
+            "replies": [[{"text": "one"}], [{"text": "two"}], [{"text": "three"}]],
+            "branches": [{"title": "tests", "replies": [[{"text": "b0"}], [{"text": "b1"}]]}],
+        }
+    )
+    provider = ScriptedProvider(script)
 
-    texts = [(await play(provider))[0] for _ in range(2)]
+    def asked(origin: RequestOrigin) -> ModelRequest:
+        return attrs.evolve(REQUEST, origin=origin)
 
-    assert texts == [ModelTextDelta("one"), ModelTextDelta("two")]
-    assert provider.requests_made == 2
-    assert (await play(resumed))[0] == ModelTextDelta("three")
+    # A loaded session goes on where it stopped: its third request gets the third reply.
+    assert (await play(provider, asked(RequestOrigin(earlier_requests=2))))[0] == (
+        ModelTextDelta("three")
+    )
+    assert (await play(provider, asked(RequestOrigin(0, "tests", 1))))[0] == ModelTextDelta("b1")
+    # The same request again gets the same reply: the provider keeps no count of its own.
+    assert (await play(provider, asked(RequestOrigin(earlier_requests=0))))[0] == (
+        ModelTextDelta("one")
+    )
+    assert (await play(provider, asked(RequestOrigin(earlier_requests=0))))[0] == (
+        ModelTextDelta("one")
+    )
+
+
+async def test_requests_that_do_not_say_which_they_are_take_the_next_reply_each():
+    provider = provider_for([{"text": "one"}], [{"text": "two"}])
+
+    texts = [(await play(provider))[0] for _ in range(3)]
+
+    assert texts == [ModelTextDelta("one"), ModelTextDelta("two"), ModelTextDelta("two")]
 
 
 async def test_a_stop_step_sets_the_stop_reason():

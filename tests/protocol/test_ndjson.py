@@ -1,5 +1,8 @@
 """The agent side's line reader, on a real pipe: lines in whatever the reads, the limit, `stop()`.
 
+Lines come without their newline, and empty ones are skipped (`jsonbounds.LineSplitter`
+cuts them; its own tests are in `tests/jsonbounds`).
+
 A writer thread feeds the pipe the way a peer would (in pieces, with pauses
 the reader cannot see); the reader runs its own thread and hands lines to
 the event loop.
@@ -15,7 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from protocol._ndjson import OversizedLine, ThreadedLineReader
+from jsonbounds import HEAD_BYTES, OverLongLine
+from protocol._ndjson import ThreadedLineReader
 
 #: How long a test waits for a line or a thread that should come; only failing tests wait.
 WAIT_S = 10.0
@@ -43,7 +47,7 @@ def write_in_pieces(stream: BinaryIO, data: bytes, piece_bytes: int) -> threadin
     return thread
 
 
-async def read_all(reader: ThreadedLineReader) -> list[bytes | OversizedLine]:
+async def read_all(reader: ThreadedLineReader) -> list[bytes | bytearray | OverLongLine]:
     lines = []
     async with asyncio.timeout(WAIT_S):
         while line := await reader.readline():
@@ -56,8 +60,8 @@ def reader_threads() -> list[threading.Thread]:
 
 
 async def test_lines_split_across_many_small_reads_come_out_whole():
-    long_line = b"x" * 100_000 + b"\n"
-    data = b"first\n" + long_line + b"two\nthree\n" + b"last, without a newline"
+    long_line = b"x" * 100_000
+    data = b"first\n" + long_line + b"\ntwo\n\nthree\n" + b"last, without a newline"
     with pipe() as (reading, writing):
         reader = ThreadedLineReader(reading, read_chunk_bytes=7)
         writer = write_in_pieces(writing, data, piece_bytes=3)
@@ -65,7 +69,7 @@ async def test_lines_split_across_many_small_reads_come_out_whole():
         lines = await read_all(reader)
         writer.join(WAIT_S)
 
-    assert lines == [b"first\n", long_line, b"two\n", b"three\n", b"last, without a newline"]
+    assert lines == [b"first", long_line, b"two", b"three", b"last, without a newline"]
 
 
 async def test_many_lines_in_one_read_come_out_one_by_one():
@@ -77,14 +81,14 @@ async def test_many_lines_in_one_read_come_out_one_by_one():
         lines = await read_all(reader)
         writer.join(WAIT_S)
 
-    assert lines == [b"line %d\n" % n for n in range(1000)]
+    assert lines == [b"line %d" % n for n in range(1000)]
 
 
 async def test_stop_ends_a_reader_waiting_on_an_idle_pipe_and_its_thread():
     with pipe() as (reading, writing):
         reader = ThreadedLineReader(reading)
         writing.write(b"one\n")
-        assert await asyncio.wait_for(reader.readline(), WAIT_S) == b"one\n"
+        assert await asyncio.wait_for(reader.readline(), WAIT_S) == b"one"
         waiting = asyncio.create_task(reader.readline())
         await asyncio.sleep(0)
 
@@ -112,12 +116,12 @@ async def test_lines_up_to_the_limit_are_read_and_a_longer_one_is_skipped_to_its
         writer.join(WAIT_S)
 
     assert lines == [
-        under + b"\n",
-        at + b"\n",
-        OversizedLine(size_bytes=limit + 1, limit_bytes=limit),
-        b"next\n",
+        under,
+        at,
+        OverLongLine(size_bytes=limit + 1, limit_bytes=limit, head=over),
+        b"next",
         # The last line, cut off by the end of the stream, is over the limit too.
-        OversizedLine(size_bytes=limit + 1, limit_bytes=limit),
+        OverLongLine(size_bytes=limit + 1, limit_bytes=limit, head=over),
     ]
 
 
@@ -137,8 +141,8 @@ async def test_a_very_long_line_over_many_reads_costs_no_more_than_the_limit():
             tracemalloc.stop()
 
     assert lines == [
-        OversizedLine(size_bytes=len(long_line), limit_bytes=limit),
-        b"the next line\n",
+        OverLongLine(size_bytes=len(long_line), limit_bytes=limit, head=long_line[:HEAD_BYTES]),
+        b"the next line",
     ]
     # What was kept of the line (up to the limit) and a chunk or two, never the line.
     assert peak_bytes < 3 * limit

@@ -32,7 +32,7 @@ from typing import Any
 
 import anyio
 
-from acp_agent.capabilities.tool import ClientBridge, ClientTerminal
+from acp_agent.toolkit import ClientBridge, ClientTerminal
 from protocol import methods, types
 from tests.support.client import AcpTestClient
 

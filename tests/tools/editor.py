@@ -27,7 +27,7 @@ import anyio
 import attrs
 from anyio.abc import Process, TaskGroup
 
-from acp_agent.capabilities import ContentPart, TerminalExit, TerminalOutput
+from acp_agent.toolkit import ContentPart, TerminalExit, TerminalOutput
 
 __all__ = ("EditorBridge", "EditorTerminal", "RecordingProgress")
 

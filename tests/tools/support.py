@@ -7,15 +7,15 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from acp_agent.capabilities import (
+from acp_agent.toolkit import (
     NO_CLIENT,
     ClientBridge,
     MemoryReadStamps,
-    ReadStamps,
     Tool,
     ToolContext,
     ToolResult,
 )
+from acp_agent.toolkit._tool import ReadStamps
 from tests.tools.editor import EditorBridge, RecordingProgress
 
 __all__ = ("CLIENTS", "Session", "open_client")

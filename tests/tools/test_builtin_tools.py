@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from acp_agent.capabilities import Tool, ToolInputError, ToolKind
+from acp_agent.toolkit import Tool, ToolInputError, ToolKind
 from acp_agent.tools import builtin_tools
 
 TOOLS = builtin_tools()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities import DiffContent, Location, MemoryReadStamps, ToolInputError
+from acp_agent.toolkit import DiffContent, Location, MemoryReadStamps, ToolInputError
 from acp_agent.tools import EditTool, ReadTool
 from tests.tools.editor import EditorBridge
 from tests.tools.support import CLIENTS, Session, open_client

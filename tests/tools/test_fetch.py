@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from acp_agent.capabilities import Effect, TextContent, ToolInputError, ToolKind
+from acp_agent.toolkit import Effect, TextContent, ToolInputError, ToolKind
 from acp_agent.tools import FetchTool
 from acp_agent.tools._fetch import MAX_DOWNLOAD_BYTES
 from tests.tools.support import Session

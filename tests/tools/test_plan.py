@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities import (
+from acp_agent.toolkit import (
     PlanContent,
     PlanEntry,
     PlanPriority,

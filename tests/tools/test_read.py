@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities import Location, ToolInputError, ToolKind
+from acp_agent.toolkit import Location, ToolInputError, ToolKind
 from acp_agent.tools import ReadTool
 from acp_agent.tools._read import DEFAULT_LINE_LIMIT, MAX_LINE_CHARS, MAX_OUTPUT_CHARS
 from tests.tools.editor import EditorBridge

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from acp_agent.capabilities import Location, ToolInputError
+from acp_agent.toolkit import Location, ToolInputError
 from acp_agent.tools import GlobTool, GrepTool, ListTool
 from acp_agent.tools._walk import glob_regex
 from tests.tools.support import Session

@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.capabilities import TerminalContent, TextContent, ToolInputError, ToolKind
 from acp_agent.process_groups import GroupRegistry, process_groups, use_process_groups
+from acp_agent.toolkit import TerminalContent, TextContent, ToolInputError, ToolKind
 from acp_agent.tools import ShellTool
 from acp_agent.tools._shell import CLIENT_OUTPUT_LIMIT, HEAD_BYTES, STREAM_LIMIT_BYTES, TAIL_BYTES
 from tests.tools.editor import EditorBridge

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from acp_agent.capabilities import Effect, Tool, ToolInputError
+from acp_agent.toolkit import Effect, Tool, ToolInputError
 from acp_agent.tools import (
     DeleteTool,
     EditTool,

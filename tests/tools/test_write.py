@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.capabilities import DiffContent, Location, TextContent, ToolKind
+from acp_agent.toolkit import DiffContent, Location, TextContent, ToolKind
 from acp_agent.tools import DeleteTool, MoveTool, ReadTool, WriteTool
 from tests.tools.editor import EditorBridge
 from tests.tools.support import CLIENTS, Session, open_client

@@ -58,8 +58,8 @@ if TYPE_CHECKING:
     # `initialize` (imported where they are used).
     from acp_agent.adapters.acp._session import AcpSession
     from acp_agent.adapters.acp._updates import UpdateTranslator
-    from acp_agent.capabilities import ModelSource
     from acp_agent.core import Branch, Runtime, Seq, Session, SessionRecord, Store
+    from acp_agent.models import ModelSource
 
 __all__ = ("AGENT_NAME", "AGENT_TITLE", "AcpAgent")
 
@@ -190,7 +190,7 @@ class AcpAgent:
         cwd = absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
         from acp_agent.adapters.acp._options import session_settings
-        from acp_agent.capabilities import SessionControls
+        from acp_agent.capabilities.controls import SessionControls
         from acp_agent.core import create_stored_session, new_session_record
 
         directories = _other_roots(cwd, sent)
@@ -439,7 +439,7 @@ class AcpAgent:
 
     async def set_mode(self, params: types.SetSessionModeRequest) -> types.SetSessionModeResponse:
         """Switch the permission mode; the editor gets the mode and the option set first."""
-        from acp_agent.capabilities import MODE_KEY
+        from acp_agent.capabilities.controls import MODE_KEY
 
         acp_session = await self._session(params.session_id, methods.SESSION_SET_MODE)
         await acp_session.adopt(acp_session.change(MODE_KEY, str(params.mode_id), "modeId"))
@@ -514,7 +514,7 @@ class AcpAgent:
 
 def _other_roots(cwd: str, directories: tuple[str, ...] | None) -> tuple[str, ...]:
     """`directories` as the session keeps them: resolved, once each, the cwd left out."""
-    from acp_agent.capabilities import workspace_roots
+    from acp_agent.capabilities.controls import workspace_roots
 
     return tuple(str(root) for root in workspace_roots(cwd, directories or ())[1:])
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from acp_agent.capabilities import DOCTOR_HINT, ModelSource, ProviderKey
+from acp_agent.models import DOCTOR_HINT, ModelSource, ProviderKey
 from protocol import types
 from protocol.errors import AuthRequired, InvalidParams
 

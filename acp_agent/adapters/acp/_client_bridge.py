@@ -24,17 +24,19 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from acp_agent.capabilities import (
-    DEFAULT_REQUEST_TIMEOUT_S,
-    ClientTimedOut,
-    NotOffered,
+from acp_agent.capabilities.permissions import (
     PermissionAnswer,
     PermissionChoice,
     PermissionQuestion,
+)
+from acp_agent.lone_surrogates import replace_lone_surrogates
+from acp_agent.toolkit import (
+    DEFAULT_REQUEST_TIMEOUT_S,
+    ClientTimedOut,
+    NotOffered,
     TerminalExit,
     TerminalOutput,
 )
-from acp_agent.lone_surrogates import replace_lone_surrogates
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import AcpError, ConnectionClosed, PeerDisconnected, PeerTimedOut
@@ -273,7 +275,7 @@ class AcpPermissionPrompter:
 def _preview_of(question: PermissionQuestion) -> list[types.ToolCallContent]:
     """What the call would do, worked out before asking: `diff` items for a change (what
     the person approves), text for the rest (what a deletion removes, a call's arguments)."""
-    from acp_agent.capabilities import DiffContent, TextContent
+    from acp_agent.toolkit import DiffContent, TextContent
 
     shown: list[types.ToolCallContent] = []
     for part in question.content:

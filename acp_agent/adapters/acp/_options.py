@@ -3,14 +3,15 @@
 The permission mode is offered twice, kept in step: as the legacy `modes`
 (`session/set_mode`, `current_mode_update`) and as the `mode` config option;
 the model and the thinking effort are config options only (see
-`acp_agent.capabilities` for which options exist when).
+`acp_agent.capabilities.session` for which options exist when).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from acp_agent.capabilities import MODES, ModelSource, SessionControls, SessionOption
+from acp_agent.capabilities.controls import MODES, SessionControls, SessionOption
+from acp_agent.models import ModelSource
 from protocol import types
 
 __all__ = (

@@ -37,8 +37,8 @@ from typing import Any, Final
 import anyio
 import anyio.to_thread
 
-from acp_agent.capabilities import ClientBridge, ClientTimedOut
 from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
+from acp_agent.toolkit import ClientBridge, ClientTimedOut
 from protocol import types
 from protocol.converter import shared_converter
 from protocol.errors import AcpError, ConnectionClosed, InvalidParams, PeerError

@@ -45,7 +45,9 @@ from protocol import types
 from protocol.errors import InternalError
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities import CommandInvocation, ModelSource, PromptTooLarge
+    from acp_agent.capabilities.loop import PromptTooLarge
+    from acp_agent.capabilities.session import CommandInvocation
+    from acp_agent.models import ModelSource
 
 __all__ = ("run_prompt",)
 
@@ -86,7 +88,7 @@ async def _run(
     blocks: Sequence[types.ContentBlock],
     reader: Any,
 ) -> types.PromptResponse:
-    from acp_agent.capabilities import PromptTooLarge
+    from acp_agent.capabilities.loop import PromptTooLarge
 
     with pending.wait_scope:
         mcp = session_mcp(acp_session.session)
@@ -179,7 +181,7 @@ def _command_in(
 ) -> tuple[CommandInvocation | None, list[dict[str, Any]]]:
     """A built-in command to run, or the content to send (a template expanded)."""
     from acp_agent.adapters.acp._prompt_content import with_sent
-    from acp_agent.capabilities import parse_invocation
+    from acp_agent.capabilities.session import parse_invocation
 
     runner = acp_session.commands
     templates = {template.spec.name: template for template in runner.templates()}
@@ -218,7 +220,7 @@ async def _title_after_exchange(acp_session: AcpSession, content: list[dict[str,
     if acp_session.session.record.title:
         return
     from acp_agent.adapters.acp._prompt_content import sent_block
-    from acp_agent.capabilities import title_from_prompt
+    from acp_agent.capabilities.session import title_from_prompt
 
     title = title_from_prompt([sent_block(block) for block in content])
     if title is None:

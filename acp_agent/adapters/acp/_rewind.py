@@ -6,7 +6,7 @@
 The message id is one a prompt's answer returned (`_meta["acp-agent"].messageId`,
 the id its replayed `user_message_chunk`s carry). The session goes back to just
 before that message: the files the agent changed since are put back, and the
-conversation after it is left out from then on (see `capabilities._rewind`).
+conversation after it is left out from then on (see `acp_agent.capabilities.session`'s rewinder).
 A conflict (a file changed outside the agent, or a path that now leads outside
 the workspace through a link) changes nothing and is listed with `rewound:
 false`. Refused (-32600) while a prompt, a branch or a job of the session runs;
@@ -47,7 +47,8 @@ async def rewind_session(acp_session: AcpSession, message_id: str) -> dict[str, 
     """Rewind `acp_session` to just before `message_id`; the result as the wire has it."""
     import anyio
 
-    from acp_agent.capabilities import REWINDER, NoRewindPoint, RewindRefused
+    from acp_agent.capabilities import REWINDER
+    from acp_agent.capabilities.session import NoRewindPoint, RewindRefused
 
     lock = acp_session.turn_lock
     try:

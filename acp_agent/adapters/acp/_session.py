@@ -25,7 +25,8 @@ from acp_agent.adapters.acp._options import config_option_update, mode_update, s
 from acp_agent.adapters.acp._slash_commands import build_runner, commands_update
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator
-from acp_agent.capabilities import BRANCHES, MODE_KEY, MODEL_LOOP, SESSION_CONTROLS, InvalidSetting
+from acp_agent.capabilities import BRANCHES, MODEL_LOOP, SESSION_CONTROLS
+from acp_agent.capabilities.controls import MODE_KEY, InvalidSetting
 from acp_agent.core import Seq, Session, TurnId, hidden_ranges, is_hidden
 from protocol import types
 from protocol.connection import AgentConnection
@@ -33,13 +34,11 @@ from protocol.errors import InvalidParams
 
 if TYPE_CHECKING:
     from acp_agent.adapters.acp._subagents import SubagentPresenter
-    from acp_agent.capabilities import (
-        CommandRunner,
-        CommandSpec,
-        ModelLoop,
-        ModelSource,
-        SessionControls,
-    )
+    from acp_agent.capabilities.controls import SessionControls
+    from acp_agent.capabilities.loop import ModelLoop
+    from acp_agent.capabilities.session import CommandRunner
+    from acp_agent.models import ModelSource
+    from acp_agent.toolkit import CommandSpec
 
 __all__ = ("AcpSession", "PendingPrompt")
 

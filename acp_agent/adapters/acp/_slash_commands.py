@@ -1,8 +1,9 @@
 """Slash commands on the wire: the session's runner, and `available_commands_update`.
 
-The commands themselves are `acp_agent.capabilities`; here they get the session's
-services, `/branches` and `/branch`, `/jobs`, `/rewind`, `/lsp` when code
-intelligence is on, `/mcp` when the session has MCP servers, and their ACP shape.
+The commands themselves are `acp_agent.capabilities.session`'s; here they get the
+session's services, `/branches` and `/branch`, `/jobs`, `/rewind`, `/lsp` when
+code intelligence is on, `/mcp` when the session has MCP servers, and their ACP
+shape.
 The list is sent after the `session/new`, `session/resume` and `session/fork`
 responses, before the `session/load` response, and again whenever it changes (a
 template added or removed), before a prompt's response.
@@ -19,8 +20,11 @@ from acp_agent.core import STORE, Session
 from protocol import types
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities import CommandRunner, CommandSpec, ModelSource, SessionControls
+    from acp_agent.capabilities.controls import SessionControls
+    from acp_agent.capabilities.session import CommandRunner
     from acp_agent.lsp import CodeIntelligence
+    from acp_agent.models import ModelSource
+    from acp_agent.toolkit import CommandSpec
 
 __all__ = ("build_runner", "commands_update")
 
@@ -34,19 +38,11 @@ def build_runner(
     clock: Callable[[], float],
 ) -> CommandRunner:
     """The command runner of `session` (its main branch's context engine, its tools)."""
-    from acp_agent.capabilities import (
-        BRANCHES,
-        CONTEXT,
-        JOBS,
-        REWINDER,
-        TOOLSET,
-        CommandRunner,
-        CommandSpec,
-        ExtraCommand,
-        branch_commands,
-        job_commands,
-        rewind_commands,
-    )
+    from acp_agent.capabilities import BRANCHES, CONTEXT, JOBS, REWINDER, TOOLSET
+    from acp_agent.capabilities.branches import branch_commands
+    from acp_agent.capabilities.jobs import job_commands
+    from acp_agent.capabilities.session import CommandRunner, rewind_commands
+    from acp_agent.toolkit import CommandSpec, ExtraCommand
 
     extra: dict[str, ExtraCommand] = {
         **branch_commands(session.scope.get(BRANCHES)),

@@ -40,7 +40,7 @@ import attrs
 from acp_agent.adapters.acp._client_bridge import AcpClientBridge
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator
-from acp_agent.capabilities import BranchManager, ChildLine, LineState
+from acp_agent.capabilities.branches import BranchManager, ChildLine, LineState
 from acp_agent.core import (
     BranchCreated,
     BranchId,
@@ -57,7 +57,7 @@ from protocol.errors import InvalidParams
 from protocol.text_chunks import TextChunks
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities import PermissionPrompter
+    from acp_agent.capabilities.permissions import PermissionPrompter
 
 __all__ = ("ChildTranslator", "SubagentPresenter", "refuse", "state_of")
 

@@ -82,7 +82,7 @@ from protocol.converter import shared_converter
 from protocol.text_chunks import TextChunks
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities import ModelSource
+    from acp_agent.models import ModelSource
 
 __all__ = (
     "ModelFacts",

@@ -63,8 +63,6 @@ SESSION_MODULES: Final = (
     "acp_agent.adapters.acp._session",
     "acp_agent.adapters.acp._updates",
     "acp_agent.adapters.acp._prompt_turn",
-    "acp_agent.capabilities._titles",
-    "acp_agent.capabilities._rewind_command",
     # The prompt's wire types (content, updates, tool calls), then those of what the
     # agent asks its client (permission, files, terminals).
     "protocol._types_prompts",

@@ -23,13 +23,14 @@ printed: keys are named by the variable that holds them.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
+
+import anyio
 
 from acp_agent.adapters.doctor._installation import check_config_file, check_paths, check_version
 from acp_agent.adapters.doctor._lsp import check_lsp
@@ -140,7 +141,7 @@ def main(
         print(f"acp-agent doctor: {setup}", file=sys.stderr)
         return _USAGE_ERROR
     install_warning_capture()
-    report = redact_report(asyncio.run(run_checks(setup)), setup.secrets())
+    report = redact_report(anyio.run(run_checks, setup), setup.secrets())
     if args.json:
         out.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
     else:

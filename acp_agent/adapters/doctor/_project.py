@@ -27,8 +27,8 @@ from acp_agent.adapters.doctor._report import Check, DetailValue, Status
 from acp_agent.adapters.doctor._setup import DoctorSetup
 from acp_agent.adapters.doctor._store import reading_store
 from acp_agent.adapters.doctor._warnings import collected_warnings
-from acp_agent.capabilities import load_templates
 from acp_agent.capabilities.context import scan_user_rules, scan_workspace_rules
+from acp_agent.capabilities.session import load_templates
 from acp_agent.core import StoreError
 from acp_agent.mcp import PROJECT_CONFIG_PATH, ConfiguredServers, McpOrigin
 from acp_agent.store import StoreUrlInvalid, inspect_postgres, schema_version

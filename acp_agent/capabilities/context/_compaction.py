@@ -35,10 +35,8 @@ from typing import Final, Literal, TypeAlias
 import anyio
 import attrs
 
-from acp_agent.capabilities._cuts import cut_middle
 from acp_agent.capabilities.context._guide import GuideEntry
 from acp_agent.capabilities.context._projection import ProjectedMessage, Projection
-from acp_agent.capabilities.context._tags import tag
 from acp_agent.capabilities.context._token_budget import (
     CHARS_PER_TOKEN,
     TokenAccount,
@@ -65,6 +63,7 @@ from acp_agent.models import (
     ToolSpec,
 )
 from acp_agent.records import Record
+from acp_agent.toolkit import cut_middle, tag
 
 __all__ = (
     "COMPACTION_GUIDE_ENTRY",

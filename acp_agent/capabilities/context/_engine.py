@@ -22,7 +22,10 @@ What `prepare` does, in order:
    which guide any request had).
 3. Folds the new events into its `Projection` and builds the request:
    the adopted guide, the projected messages, `cacheable_prefix` = the
-   leading messages already sent in the previous request.
+   leading messages already sent in the previous request, and its `origin`:
+   the line of work (main, or a branch: its place among the session's
+   branches, read from the store once, and its title) and how many requests
+   the line recorded before.
 4. If the calibrated estimate reaches `compact_at_fraction` of the context
    window, compacts first (`CompactionTrigger.AUTO`) and builds again.
 
@@ -79,12 +82,14 @@ from acp_agent.core import (
     CompactionRecorded,
     EventDraft,
     GuideAdopted,
+    ModelRequestStarted,
     Payload,
     RuleExpired,
     RuleReplaced,
     RuleRevoked,
     RuleSet,
     Seq,
+    Store,
     TurnId,
     new_id,
 )
@@ -94,6 +99,7 @@ from acp_agent.models import (
     ModelRequest,
     ProviderError,
     ReasoningEffort,
+    RequestOrigin,
     ToolSpec,
 )
 from acp_agent.records import Record
@@ -186,6 +192,8 @@ class ContextEngine:
       start; none by default).
     * `config_dir`: where the person's rules are (`AGENTS.md`, `rules/*.md`); None: none.
     * `settings`: context window and compaction thresholds.
+    * `store`: where a branch finds its place among the session's branches, for
+      its requests' `origin` (None: a branch says it is the first).
     * `new_id`: makes compaction ids (inject for deterministic tests).
     """
 
@@ -199,6 +207,7 @@ class ContextEngine:
         additional_roots: Callable[[], Sequence[Path]] = tuple,
         config_dir: Path | None = None,
         settings: ContextSettings | None = None,
+        store: Store | None = None,
         new_id: Callable[[str], str] = new_id,
     ) -> None:
         self.branch = branch
@@ -210,6 +219,11 @@ class ContextEngine:
         self.settings = settings if settings is not None else ContextSettings()
         self.tokens = TokenAccount(self.settings.context_window_tokens)
         self.projection = Projection()
+        self._store = store
+        #: Model requests the branch recorded (its own, not those it inherited).
+        self._requests = 0
+        #: A branch's place among the session's branches, once read.
+        self._place: int | None = None
         self._new_id = new_id
         self._refreshed_turn: TurnId | None = None
         self._lock = anyio.Lock()
@@ -219,6 +233,10 @@ class ContextEngine:
     async def sync(self) -> Projection:
         """Fold every event published since the last call; returns the projection."""
         events = await self.branch.read(gt=Seq(self.projection.last_seq))
+        own = self.branch.id
+        self._requests += sum(
+            1 for e in events if e.branch_id == own and isinstance(e.payload, ModelRequestStarted)
+        )
         self.projection.feed(events)
         if self.projection.stale:
             # A rewind takes out history already folded: fold it all again without it.
@@ -403,9 +421,24 @@ class ContextEngine:
             max_output_tokens=max_output_tokens,
             reasoning_effort=reasoning_effort,
             cacheable_prefix=prefix,
+            origin=await self._origin(),
         )
         estimate = self.tokens.calibrated(estimate_request_tokens(request))
         return PreparedRequest(request, guide.guide_version, estimate, Seq(projection.last_seq))
+
+    async def _origin(self) -> RequestOrigin:
+        """Where the next request comes from: this line of work, its requests so far."""
+        record = self.branch.record
+        if record.parent_id is None:
+            return RequestOrigin(earlier_requests=self._requests)
+        if self._place is None:
+            place = 0
+            if self._store is not None:
+                records = await self._store.list_branches(record.session_id)
+                children = [r.branch_id for r in records if r.parent_id is not None]
+                place = children.index(record.branch_id)
+            self._place = place
+        return RequestOrigin(self._place, record.label, self._requests)
 
     async def _adopt_guide(self) -> None:
         """Record `GuideAdopted` if the registered entries make a new guide."""
@@ -467,6 +500,7 @@ def build_context_engine(
     settings: ContextSettings | None = None,
     task: str | None = None,
     additional_roots: Callable[[], Sequence[Path]] = tuple,
+    store: Store | None = None,
 ) -> ContextEngine:
     """The engine for `branch` with the built-in state sources and rule files.
 
@@ -499,4 +533,5 @@ def build_context_engine(
         additional_roots=additional_roots,
         config_dir=config_dir,
         settings=settings,
+        store=store,
     )

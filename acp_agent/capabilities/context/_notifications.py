@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Final, Protocol
 
 from acp_agent.capabilities.context._guide import GuideEntry
-from acp_agent.capabilities.context._tags import tag
 from acp_agent.core import Event, NotificationReceived, Payload
+from acp_agent.toolkit import tag
 
 __all__ = (
     "NOTIFICATIONS_GUIDE_ENTRY",

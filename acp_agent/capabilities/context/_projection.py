@@ -41,7 +41,6 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.capabilities._nesting import TOO_DEEP, nesting_exceeds
 from acp_agent.capabilities.context._guide import GuideEntry
 from acp_agent.capabilities.context._notifications import render_notification
 from acp_agent.capabilities.context._rules import RuleLedger, render_rule_payload
@@ -50,7 +49,6 @@ from acp_agent.capabilities.context._state_sources import (
     render_state,
     render_state_cleared,
 )
-from acp_agent.capabilities.context._tags import neutralize_runtime_tags, tag, wrap
 from acp_agent.capabilities.context._token_budget import (
     MESSAGE_OVERHEAD_TOKENS,
     estimate_text_tokens,
@@ -85,6 +83,8 @@ from acp_agent.core import (
 )
 from acp_agent.models import Image, Message, Part, Reasoning, Text, ToolCall, ToolResult
 from acp_agent.records import Record
+from acp_agent.toolkit import neutralize_runtime_tags, tag, wrap
+from jsonbounds import TOO_DEEP, nesting_exceeds
 
 __all__ = (
     "BRANCH_MESSAGES_GUIDE_ENTRY",

@@ -43,9 +43,9 @@ from typing import Final, Literal, TypeAlias
 import attrs
 
 from acp_agent.capabilities.context._guide import GuideEntry
-from acp_agent.capabilities.context._tags import tag
 from acp_agent.core import Payload, RuleExpired, RuleReplaced, RuleRevoked, RuleSet
 from acp_agent.records import Record
+from acp_agent.toolkit import tag
 
 __all__ = (
     "MAX_RULE_CHARS",

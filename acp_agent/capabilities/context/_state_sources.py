@@ -25,9 +25,9 @@ import anyio
 import attrs
 
 from acp_agent.capabilities.context._guide import GuideEntry
-from acp_agent.capabilities.context._tags import tag
 from acp_agent.core import Payload, StateCleared, StateSet
 from acp_agent.records import Record
+from acp_agent.toolkit import tag
 
 __all__ = (
     "STATE_GUIDE_ENTRY",

@@ -8,7 +8,7 @@ import pytest
 
 from acp_agent.adapters.acp._client_input import additional_directories
 from acp_agent.adapters.acp._listing import session_info
-from acp_agent.capabilities import SessionControls, workspace_roots
+from acp_agent.capabilities.controls import SessionControls, workspace_roots
 from acp_agent.core import BranchId, SessionId, SessionRecord
 from protocol.errors import InvalidParams
 

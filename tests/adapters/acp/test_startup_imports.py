@@ -35,7 +35,7 @@ NOT_FOR_INITIALIZE = (
     "acp_agent.models._http",
     # The runtime loads with the first session.
     "acp_agent.core",
-    "acp_agent.capabilities.context",
+    "acp_agent.capabilities",
     # Of the wire types, only the handshake's part: the rest is most of their cost.
     "protocol._types_sessions",
     "protocol._types_prompts",

@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from acp_agent.adapters.acp._subagents import state_of
-from acp_agent.capabilities import LineState
+from acp_agent.capabilities.branches import LineState
 from protocol import methods, types
 from tests.support import EditorClient, running_agent
 from tests.support.editor_client import allow_all

@@ -19,7 +19,7 @@ from acp_agent.adapters.headless._exec import parser as exec_parser
 from acp_agent.adapters.headless._progress import ToolProgress
 from acp_agent.adapters.headless._report import Reporter
 from acp_agent.adapters.headless._sessions import parser as sessions_parser
-from acp_agent.capabilities import PermissionMode
+from acp_agent.capabilities.permissions import PermissionMode
 from acp_agent.serve import _parser as agent_parser
 
 REJECTED = "Not run: you rejected it."

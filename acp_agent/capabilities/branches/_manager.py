@@ -1,0 +1,593 @@
+"""Lines of work in one session: the children the main line starts, followed and shown.
+
+A child is a core `Branch` of main: it inherits main's history up to the
+latest quiet cut (`quiet_cut`: no reply, tool call or compaction open), gets
+its task in its `branch/identity` state, and runs its own model loop, context
+and tools, concurrently with main and its siblings (one workspace, each with
+its own read stamps). `BranchManager` (a session service) starts, follows and
+steers them:
+
+- **following**: a `LineFollower` (`_lines`) on each child's timeline
+  keeps its state, its steps as short lines, and the text of its last reply:
+  its report;
+- **reporting**: when a child's turn ends, main gets a `<notification
+  source="branch/ID">` with the report; it reaches main's next request;
+- **showing**: while a turn of main runs, each child is shown in it as a
+  `BranchShown` fact on main (the adapter shows it as a tool call): updated as
+  the child works, completed when it ends. When main's turn ends first, the
+  showing stays open (still working, never shown done) and says that its end
+  shows at the next prompt; at the start of main's next turn, before the
+  model's reply, that same showing goes on or ends with what the child did
+  meanwhile. Outside main's turns nothing is recorded on main but
+  notifications (no update reaches the editor between turns);
+- **asking**: a child's permission question waits for a turn of main, and is
+  then asked on the child's showing, naming it (`GatedPrompter`); a front end
+  that shows each child as a session of its own sets `ask_directly`, and the
+  question goes at once to the child's session;
+- **running commands**: a child shown as a row of main runs its commands here,
+  not in the editor's terminals (`client_of`); one shown as a session of its own
+  uses the editor's terminals on its own session (`client_directly`), embedded in
+  its own tool call;
+- **watching**: such a front end `watch`es the children (`LineWatcher`): it
+  hears of each as it opens, of each change, and of each turn of main;
+- **steering**: a message (`BranchMessageReceived`, a `<branch-message>` to
+  the child) starts a turn of a child that is not working; cancel stops every
+  child's current step; close ends a child's line of work, never a sibling's;
+- **ending what could not end on record**: a child's turn whose ending the
+  store could not take (a full disk) ends here all the same, failed (so
+  `wait` returns); its ending, main's notification and the closing of its
+  showing are recorded at main's next turn, once the store takes them. A
+  child found ended after a restart has its showing that a dead agent left
+  open closed as it loads, with the reason, so a replay never shows it working.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Final, Protocol
+
+import anyio
+import attrs
+
+from acp_agent.capabilities.branches._lines import ChildLine, LineFollower, LineState
+from acp_agent.capabilities.context import GuideEntry, record_notification
+from acp_agent.capabilities.permissions import (
+    PermissionAnswer,
+    PermissionPrompter,
+    PermissionQuestion,
+)
+from acp_agent.core import (
+    Branch,
+    BranchClosed,
+    BranchId,
+    BranchMessageReceived,
+    BranchShown,
+    CoreMisuse,
+    NotificationReceived,
+    ScopeClosed,
+    Session,
+    StoreError,
+    StoreFull,
+    Turn,
+    TurnId,
+    new_id,
+    quiet_cut,
+)
+from acp_agent.toolkit import ClientBridge, TerminalsWithheld, cut_middle
+
+__all__ = (
+    "BRANCHES_GUIDE_ENTRY",
+    "BRANCHES_PRODUCER",
+    "DEFAULT_BRANCH_LIMIT",
+    "BranchLimitReached",
+    "BranchManager",
+    "GatedPrompter",
+    "LineWatcher",
+    "NotABranch",
+)
+
+logger = logging.getLogger(__name__)
+
+#: The producer of the facts the manager records.
+BRANCHES_PRODUCER: Final = "capabilities.branches"
+#: How many children may work at once, unless configured.
+DEFAULT_BRANCH_LIMIT: Final = 4
+#: The most of a report a notification carries (the whole is in the child's history).
+_REPORT_CHARS: Final = 20_000
+#: The last line of a showing left open when main's turn ends (the child still works).
+_STILL_WORKING: Final = "Still working; its end shows at your next prompt."
+
+BRANCHES_GUIDE_ENTRY: Final = GuideEntry(
+    "core/branches",
+    "core",
+    order=45,
+    text="""\
+## Branches: other lines of work in this session
+
+The main line can start branches with the `branch` tool: each is another line of work \
+in the same session and workspace, working concurrently. A branch inherits the \
+conversation up to where it starts and then knows only its own work; tell it what it \
+needs in its task. Follow them with `branch_status`, steer one with `branch_message`, \
+wait for them with `branch_wait`, and end one with `branch_close`. When a branch's work \
+ends, its report arrives as `<notification source="branch/ID">`: the result of work you \
+started, not a new request from the person. Branches share the files: give each its \
+own part of the work, and re-read a file another branch may have changed.
+
+If `<state source="branch/identity">` says you are a branch, that block gives your task \
+and your parent; the history before your start belongs to your parent. Do the task \
+with your tools; you cannot start branches. Your last message when you are done is \
+your report to your parent: make it complete and self-contained. \
+`<branch-message from="ID">` is a message from your parent.""",
+)
+
+
+class LineWatcher(Protocol):
+    """Who else follows the children (a front end showing each as a session of its own)."""
+
+    async def line_attached(self, line: ChildLine) -> None:
+        """A child opened; called before any turn of it starts."""
+        ...
+
+    async def line_changed(self, line: ChildLine) -> None:
+        """A child's state, steps or report changed."""
+        ...
+
+    async def main_turn_started(self) -> None:
+        """A turn of main began (what waits for one may be shown now)."""
+        ...
+
+
+class BranchLimitReached(Exception):
+    """As many children are working as allowed; the model is told, nothing queues.
+
+    Its text says so for anyone; `advice` tells the model what it can do.
+    """
+
+    def __init__(self, message: str, advice: str | None = None) -> None:
+        super().__init__(message)
+        self.advice = advice
+
+
+class NotABranch(LookupError):
+    """No child line of work has that id (or that title), or it has ended."""
+
+
+class BranchManager:
+    """A session's child lines of work (see the module docstring).
+
+    **Parameters:**
+
+    * `session`: the session whose main line starts children.
+    * `start_turn`: starts a turn of a branch with input already on record
+      (its model loop's `start_turn(turn_id, [])`) and returns it.
+    * `limit`: how many children may work at once.
+    * `clock`: wall time for the last activity.
+    """
+
+    name = "branch lines"
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        start_turn: Callable[[Branch, TurnId], Awaitable[Turn]],
+        limit: int = DEFAULT_BRANCH_LIMIT,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._session = session
+        self._start_turn = start_turn
+        self.limit = limit
+        self._clock = clock
+        self._main: Branch | None = None
+        self._lines: dict[BranchId, ChildLine] = {}
+        #: Held while deciding to record on main: no showing slips past main's turn end.
+        self._display_lock = anyio.Lock()
+        self._main_turn_open = False
+        self._main_turn_opened = anyio.Event()
+        self._watchers: list[LineWatcher] = []
+        #: Asks a child's questions at once, on the child's own (set by a front end that
+        #: shows children as sessions); None: they wait for a turn of main.
+        self.ask_directly: Callable[[BranchId], PermissionPrompter] | None = None
+        #: A child's own editor, terminals included (set by the same front end; None: a
+        #: child shown as a row of main runs its commands without the editor's terminals).
+        self.client_directly: Callable[[BranchId], ClientBridge] | None = None
+
+    # --- assembly -----------------------------------------------------------------------
+
+    @property
+    def main(self) -> Branch:
+        if self._main is None:
+            raise CoreMisuse("the session's main line is not open yet")
+        return self._main
+
+    def lines(self) -> list[ChildLine]:
+        """Every child line of work known here, in the order they were started."""
+        return list(self._lines.values())
+
+    def line(self, branch_id: str) -> ChildLine:
+        """The child with this id, or else the one child with this title."""
+        line = self._lines.get(BranchId(branch_id))
+        if line is not None:
+            return line
+        titled = [line for line in self._lines.values() if line.title == branch_id]
+        if len(titled) == 1:
+            return titled[0]
+        if titled:
+            raise NotABranch(f"several branches are titled {branch_id!r}; name one by its id")
+        raise NotABranch(f"no branch {branch_id!r} in this session")
+
+    def client_of(self, branch_id: BranchId, shared: ClientBridge) -> ClientBridge:
+        """The editor a child's calls use: its own, when it is shown as a session of its
+        own; else the session's `shared` one without terminals (one created for it would
+        float outside its row, or be refused between prompts), so its commands run here."""
+        if self.client_directly is not None:
+            return self.client_directly(branch_id)
+        return TerminalsWithheld(shared)
+
+    def watch(self, watcher: LineWatcher) -> None:
+        """Tell `watcher` of every child from now on (those open now: see `lines`)."""
+        self._watchers.append(watcher)
+
+    def unwatch(self, watcher: LineWatcher) -> None:
+        if watcher in self._watchers:
+            self._watchers.remove(watcher)
+
+    def attach_main(self, main: Branch) -> None:
+        """The main line opened: show children in its turns."""
+        self._main = main
+        main.observe_turns(self)
+
+    async def attach_child(self, child: Branch, *, title: str, task: str) -> ChildLine:
+        """A child opened (started now, or loaded): follow it from its timeline."""
+        line = ChildLine(child, title, task, last_activity=self._clock())
+        self._lines[child.id] = line
+        line.notified, left_open = await self._told_and_shown(child.id)
+        line.follower = LineFollower(line, on_change=self._changed, on_end=self._ended)
+        await child.dispatcher.subscribe_rebuilt(line.follower)
+        for watcher in list(self._watchers):
+            await watcher.line_attached(line)
+        closed = False
+        if not line.state.working:
+            # A dead agent left it shown working: those showings end now, before a replay.
+            for display_id in left_open:
+                line.display_id, line.display_recorded, line.display_done = display_id, True, False
+                await self._close_showing(line)
+                closed = True
+        if line.turns_ended > line.notified:
+            # It ended while nothing could tell main (a restart cut it short): tell main
+            # now, and show it in main's next turn (unless its row was just ended above).
+            await (self._notify(line) if closed else self._ended(line))
+        return line
+
+    # --- main's turns -------------------------------------------------------------------
+
+    async def turn_started(self, turn: Turn) -> None:
+        async with self._display_lock:
+            self._main_turn_open = True
+            for line in self._lines.values():
+                await self._record_owed(line)
+            for line in self._lines.values():
+                if line.display_id is not None and not line.display_done:
+                    await self._show(line, new=False)  # left open: it goes on, or ends
+                elif line.unshown or line.state.working:
+                    await self._show(line, new=True)
+            for watcher in list(self._watchers):
+                await watcher.main_turn_started()
+            # After the showings: a waiting question is asked on its branch's showing.
+            self._main_turn_opened.set()
+
+    async def turn_ending(self, turn: Turn) -> None:
+        async with self._display_lock:
+            for line in self._lines.values():
+                if line.display_id is None or line.display_done:
+                    continue
+                if not line.state.working:  # it ended as the turn did: shown ended
+                    await self._show(line, new=False)
+                    continue
+                # Never shown done while it works: open, saying when its end shows.
+                lines = [*line.lines, _STILL_WORKING]
+                await self._record_shown(line, line.state.value, lines, done=False)
+                line.shown_look = (line.display_id, line.state.value, tuple(lines), None)
+            self._main_turn_open = False
+            self._main_turn_opened = anyio.Event()
+
+    @property
+    def main_turn_open(self) -> bool:
+        """Whether a turn of main runs now."""
+        return self._main_turn_open
+
+    async def wait_main_turn(self) -> None:
+        """Return once a turn of main runs (at once if one does)."""
+        while not self._main_turn_open:
+            await self._main_turn_opened.wait()
+
+    # --- what the model and the person do ------------------------------------------------
+
+    async def start(self, task: str, title: str | None = None) -> ChildLine:
+        """Start a child of main on `task`, at main's latest quiet cut; returns at once.
+
+        `BranchLimitReached` when `limit` children are working.
+        """
+        working = [line for line in self._lines.values() if line.state.working]
+        if len(working) >= self.limit:
+            working_now = "1 branch is" if len(working) == 1 else f"{len(working)} branches are"
+            raise BranchLimitReached(
+                f"{working_now} working, the most this session allows ({self.limit})",
+                "wait for one (branch_wait) or close one (branch_close)",
+            )
+        main = self.main
+        label = (title or _title_of(task)).strip() or "branch"
+        cut = await quiet_cut(main)
+        child = await self._session.create_branch(main, at=cut, label=label, task=task)
+        line = self._lines[child.id]  # attached as its services opened
+        await self._begin(line)
+        return line
+
+    async def message(self, branch_id: str, text: str) -> ChildLine:
+        """Send a child a message from main; a child not working starts a turn for it."""
+        line = self.line(branch_id)
+        if line.state is LineState.CLOSED:
+            raise NotABranch(f"branch {branch_id!r} has ended; start a new one")
+        message = BranchMessageReceived(self.main.id, new_id("msg"), text)
+        await line.branch.record_fact(message, producer=BRANCHES_PRODUCER)
+        if line.branch.turn is None:
+            await self._begin(line)
+        return line
+
+    async def wait(
+        self, branch_ids: Sequence[str] = (), *, every: bool = False, timeout_s: float = 60.0
+    ) -> list[ChildLine]:
+        """Wait until one (or `every`) of the children named (default: all) is not working,
+        at most `timeout_s`; returns them as they are then."""
+        lines = [self.line(i) for i in branch_ids] if branch_ids else self.lines()
+        with anyio.move_on_after(timeout_s):
+            while lines:
+                idle = [line for line in lines if not line.state.working]
+                if (every and len(idle) == len(lines)) or (not every and idle):
+                    break
+                async with anyio.create_task_group() as group:
+
+                    async def woken(line: ChildLine) -> None:
+                        await line.wait_change()
+                        group.cancel_scope.cancel()
+
+                    for line in lines:
+                        if line.state.working:
+                            group.start_soon(woken, line)
+        return lines
+
+    async def close(self, branch_id: str, *, reason: str = "closed by the main line") -> ChildLine:
+        """End a child's line of work (its current step is cancelled); siblings go on."""
+        line = self.line(branch_id)
+        if line.state is LineState.CLOSED:
+            return line
+        await line.branch.end(reason)
+        # Its dispatcher closed with it: fold in what its follower did not get to see.
+        if line.follower is not None:
+            for event in await line.branch.read(gt=line.follower.seen):
+                line.follower.fold(event)
+        line.state = LineState.CLOSED
+        line.notified = line.turns_ended  # main closed it: nothing to tell main
+        await self._changed(line)
+        return line
+
+    async def cancel_line(self, branch_id: str) -> bool:
+        """Cancel one child's current step (it stays open); whether it had one."""
+        line = self.line(branch_id)
+        turn = line.branch.turn
+        if turn is None:
+            return False
+        await line.branch.cancel_turn(turn.turn_id)
+        return True
+
+    async def cancel_current(self) -> int:
+        """Cancel every child's current step (`session/cancel`); they stay open."""
+        cancelled = 0
+        for line in list(self._lines.values()):
+            turn = line.branch.turn
+            if turn is not None:
+                cancelled += 1
+                await line.branch.cancel_turn(turn.turn_id)
+        return cancelled
+
+    # --- following a child ----------------------------------------------------------------
+
+    async def _begin(self, line: ChildLine) -> None:
+        """Start a turn of the child (its follower shows it: the turn's input is adopted)."""
+        before = line.state
+        line.state = LineState.RUNNING
+        line.last_activity = self._clock()
+        try:
+            turn = await self._start_turn(line.branch, TurnId(new_id("turn")))
+        except BaseException:
+            line.state = before
+            raise
+        follow = functools.partial(self._follow_turn, line, turn)
+        with contextlib.suppress(ScopeClosed):  # closing: the turn is interrupted on record
+            line.branch.scope.start_soon(follow, name=f"branch turn {turn.turn_id}")
+
+    async def _follow_turn(self, line: ChildLine, turn: Turn) -> None:
+        """Once a child's turn settled: if the store could not take its ending, it ends
+        here all the same, failed, so no one waits on it (see `_record_owed`)."""
+        await turn.wait_settled()
+        error = turn.record_error
+        if turn.unrecorded_ending is None or not isinstance(error, StoreError):
+            return
+        reason = "storage_full" if isinstance(error, StoreFull) else "storage_unavailable"
+        logger.error(
+            "branch %s stopped: its work could not be recorded (%s)", line.branch_id, error
+        )
+        line.end_unrecorded(turn.turn_id, reason)
+        await self._ended(line)
+
+    async def _record_owed(self, line: ChildLine) -> None:
+        """Record what the store could not take when it happened (hold the display lock, at
+        the start of a turn of main): the child's turn ending, main's notification, the
+        end of its showing. What still cannot be recorded stays owed."""
+        try:
+            if line.unrecorded_turn is not None:
+                await line.branch.record_owed_ending()
+            await self._notify(line)
+            if line.display_id is not None and not line.display_done and not line.state.working:
+                await self._close_showing(line)
+        except StoreError as exc:
+            logger.warning("branch %s: still cannot record its end: %s", line.branch_id, exc)
+        except (BranchClosed, ScopeClosed):
+            pass
+
+    async def _changed(self, line: ChildLine) -> None:
+        """A child changed: show it in main's turn if one runs, else show it later."""
+        line.last_activity = self._clock()
+        line.note_change()
+        for watcher in list(self._watchers):
+            try:
+                await watcher.line_changed(line)
+            except Exception:
+                logger.exception("a watcher of branch %s failed", line.branch_id)
+        async with self._display_lock:
+            if self._main_turn_open:
+                await self._show(line, new=line.display_done)
+            else:
+                line.unshown = True
+
+    async def _ended(self, line: ChildLine) -> None:
+        await self._notify(line)
+        await self._changed(line)
+
+    async def _show(self, line: ChildLine, *, new: bool) -> None:
+        """Record how the child looks now (hold the display lock, main's turn open)."""
+        if new:  # unique across restarts too: a replay shows every showing apart
+            line.display_id = new_id("show")
+            line.display_recorded = False
+        done = not line.state.working
+        report = line.report if done else None
+        look = (line.display_id, line.state.value, tuple(line.lines), report)
+        if look != line.shown_look:  # the same look again tells the editor nothing
+            await self._record_shown(line, line.state.value, [*line.lines], done=done)
+            line.shown_look = look
+        line.unshown = False
+
+    async def _record_shown(
+        self, line: ChildLine, state: str, lines: list[str], *, done: bool
+    ) -> None:
+        assert line.display_id is not None
+        why = line.why_ended()
+        if done and why:  # cut short from outside (a restart, the store): say so
+            lines = [*lines, f"{why[0].upper()}{why[1:]}."]
+        fact = BranchShown(
+            line.branch_id,
+            line.display_id,
+            line.title,
+            state,
+            lines,
+            line.report if not line.state.working else None,
+            done,
+        )
+        try:
+            await self.main.record_fact(fact, producer=BRANCHES_PRODUCER)
+        except (BranchClosed, ScopeClosed):
+            return  # the session is closing
+        except StoreError as exc:
+            # Not on record (a full disk): ended at main's next turn (`_record_owed`).
+            logger.warning("branch %s could not be shown: %s", line.branch_id, exc)
+            return
+        line.display_recorded = True
+        line.display_done = done
+
+    async def _close_showing(self, line: ChildLine) -> None:
+        """End the child's showing left open on record (a dead agent's, or one the store
+        could not close), as the child is now, saying why it ended, if not by itself."""
+        if not line.display_recorded:
+            line.display_done = True  # never on record: nothing shows it
+            return
+        await self._record_shown(line, line.state.value, [*line.lines], done=True)
+        if line.display_done:
+            line.unshown = False  # it shows the child as it is now: no second row for it
+
+    async def _notify(self, line: ChildLine) -> None:
+        """Tell main the child's turn ended, with its report."""
+        if line.notified >= line.turns_ended:
+            return
+        verb = {
+            LineState.FINISHED: "finished its work",
+            LineState.FAILED: "failed",
+            LineState.INTERRUPTED: "was interrupted before it finished (it is not re-run)",
+            LineState.CLOSED: "was closed",
+        }.get(line.state, "stopped")
+        if line.stop_reason == "cancelled":
+            verb = "was stopped by the person before it finished; message it to go on"
+        elif line.state is LineState.FINISHED and line.stop_reason not in (None, "end_turn"):
+            verb = f"stopped ({line.stop_reason})"
+        elif line.state is LineState.FAILED and line.why_ended():
+            verb = f"failed: {line.why_ended()}"
+        report = cut_middle(
+            line.report or "(no report)", _REPORT_CHARS, "{omitted} characters left out"
+        )
+        text = f'Branch {line.branch_id} ("{line.title}") {verb}. Its report:\n{report}'
+        try:
+            await record_notification(self.main, f"branch/{line.branch_id}", text)
+        except (BranchClosed, ScopeClosed):
+            return
+        except StoreError as exc:
+            # Not on record (a full disk): told at main's next turn (`_record_owed`).
+            logger.warning("main could not be told of branch %s: %s", line.branch_id, exc)
+            return
+        line.notified = line.turns_ended
+
+    async def _told_and_shown(self, branch_id: BranchId) -> tuple[int, list[str]]:
+        """From main's record: how often main was told of the child's end, and its showings
+        left open (by a dead agent)."""
+        main = self._main
+        if main is None:
+            return 0, []
+        source = f"branch/{branch_id}"
+        told, done_by_showing = 0, {}
+        for event in await main.read():
+            payload = event.payload
+            if isinstance(payload, NotificationReceived) and payload.source == source:
+                told += 1
+            elif isinstance(payload, BranchShown) and payload.branch_id == branch_id:
+                done_by_showing[payload.display_id] = payload.done
+        return told, [shown for shown, done in done_by_showing.items() if not done]
+
+
+def _title_of(task: str) -> str:
+    first = task.strip().splitlines()[0] if task.strip() else "branch"
+    return first if len(first) <= 60 else first[:59].rstrip() + "…"
+
+
+class GatedPrompter:
+    """A child's permission questions: asked only during a turn of main, naming the branch.
+
+    Outside main's turns a child waits (its state: waiting for approval); the
+    question goes out at the start of main's next turn. With the manager's
+    `ask_directly` set, it is asked at once, on the child's own session. It is asked on the
+    branch's showing in main's turn (the tool call the editor shows for the
+    branch), titled with the branch's title, so the person sees whose call it is.
+    """
+
+    def __init__(
+        self,
+        manager: BranchManager,
+        branch_id: BranchId,
+        prompter: Callable[[], PermissionPrompter],
+    ) -> None:
+        self._manager = manager
+        self._branch_id = branch_id
+        self._prompter = prompter
+
+    async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
+        if self._manager.ask_directly is not None:  # the child is a session of its own
+            return await self._manager.ask_directly(self._branch_id).ask(question)
+        await self._manager.wait_main_turn()
+        line = self._manager.line(self._branch_id)
+        named = attrs.evolve(
+            question,
+            call_id=line.display_id or f"{self._branch_id}/{question.call_id}",
+            title=f"Branch {line.title!r} asks: {question.title}",
+        )
+        return await self._prompter().ask(named)

@@ -1,0 +1,31 @@
+"""What the person sets for a session: the permission mode, the model, the thinking effort.
+
+`SessionControls` (a session service) holds them with the session's roots and
+the front end's side (the editor bridge, the prompter), and offers them as
+options (`MODES`, `SessionOption`; `MODE_KEY`, `MODEL_KEY`); a value it does
+not offer is `InvalidSetting`. `workspace_roots` is the session's cwd and its
+other roots. Its own package, low in the capabilities: answering `session/new`
+needs it and nothing else of them.
+"""
+
+from __future__ import annotations
+
+from acp_agent.capabilities.controls._controls import (
+    MODE_KEY,
+    MODEL_KEY,
+    MODES,
+    InvalidSetting,
+    SessionControls,
+    SessionOption,
+    workspace_roots,
+)
+
+__all__ = (
+    "MODEL_KEY",
+    "MODES",
+    "MODE_KEY",
+    "InvalidSetting",
+    "SessionControls",
+    "SessionOption",
+    "workspace_roots",
+)

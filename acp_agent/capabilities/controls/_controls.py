@@ -1,0 +1,282 @@
+"""A session's settings and the editor's side of it, as the capabilities see them.
+
+One `SessionControls` per open session (a session-scope service). The
+front end (the ACP adapter) fills in the editor's side, `client` (its file
+system and terminals) and `prompter` (asks the person), right after opening
+the session, and the workspace's `roots`: the cwd, then the additional
+directories the client activated for this attachment. The settings,
+`model_id`, `mode` and `reasoning_effort`, are facts: `adopt()` records
+them as `ConfigurationAdopted` on the main branch and applies them, and
+`restore()` applies the last recorded values when a session is loaded, so
+a session keeps them across restarts. Each may change at any time; the next
+model request or admission uses the new value.
+
+`options()` describes the settings as a front end offers them, the complete
+set every time, in this order (wire-neutral; the adapter makes ACP config
+options of them):
+
+==================  ==============  ============================================
+id (= value key)    category        choices
+==================  ==============  ============================================
+`mode`              `mode`          `ask`, `accept-edits`, `plan`, `bypass`
+`model`             `model`         the configured models usable now, and the
+                                    session's own (only when there is a model)
+`thought_level`     `thought_level` `default`, `low`, `medium`, `high` (only when
+                                    the session's model takes a reasoning effort)
+==================  ==============  ============================================
+
+`change(option_id, value)` checks a choice and returns the values to adopt;
+choosing a model without reasoning also resets the thought level, so a
+request never carries an effort its model would reject.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final, cast
+
+import attrs
+
+from acp_agent.capabilities.permissions import PermissionMode, PermissionPrompter, RefusingPrompter
+from acp_agent.core import Branch, ConfigurationAdopted, Event, EventDraft, new_id
+from acp_agent.models import ModelSource, ReasoningEffort
+from acp_agent.records import Record
+from acp_agent.toolkit import NO_CLIENT, ClientBridge
+
+__all__ = (
+    "CONTROLS_PRODUCER",
+    "DEFAULT_THOUGHT_LEVEL",
+    "MODEL_KEY",
+    "MODES",
+    "MODE_KEY",
+    "THOUGHT_KEY",
+    "THOUGHT_LEVELS",
+    "Choice",
+    "InvalidSetting",
+    "SessionControls",
+    "SessionOption",
+    "recorded_configuration",
+    "workspace_roots",
+)
+
+#: The producer of the configuration facts.
+CONTROLS_PRODUCER: Final = "capabilities.session"
+#: `ConfigurationAdopted` value keys, which are also the option ids.
+MODEL_KEY: Final = "model"
+MODE_KEY: Final = "mode"
+THOUGHT_KEY: Final = "thought_level"
+#: The thought level that sends no reasoning effort: the model's own default.
+DEFAULT_THOUGHT_LEVEL: Final = "default"
+
+
+class InvalidSetting(ValueError):
+    """A setting or choice that does not exist (the message says which, and what does)."""
+
+
+@attrs.frozen
+class Choice(Record):
+    """One value an option can take."""
+
+    value: str
+    name: str
+    description: str | None = None
+
+
+@attrs.frozen
+class SessionOption(Record):
+    """A setting as a front end offers it: its choices and the current one."""
+
+    id: str
+    name: str
+    #: `mode`, `model` or `thought_level`.
+    category: str
+    current: str
+    choices: tuple[Choice, ...]
+    description: str | None = None
+
+
+#: The permission modes, as a picker offers them (see `acp_agent.capabilities.permissions`).
+MODES: Final = (
+    Choice(PermissionMode.ASK.value, "Ask", "Ask before edits, commands and network access"),
+    Choice(
+        PermissionMode.ACCEPT_EDITS.value,
+        "Accept edits",
+        "Edit files without asking; ask before commands and network access",
+    ),
+    Choice(PermissionMode.PLAN.value, "Plan", "Read-only: look around and plan, change nothing"),
+    Choice(
+        PermissionMode.BYPASS.value,
+        "Bypass permissions",
+        "Run everything without asking (paths outside the workspace are still asked about)",
+    ),
+)
+#: The reasoning efforts, for models that take one.
+THOUGHT_LEVELS: Final = (
+    Choice(
+        DEFAULT_THOUGHT_LEVEL,
+        "Default",
+        "No effort requested: the model's own default (Claude models do not think)",
+    ),
+    Choice("low", "Low", "Think briefly"),
+    Choice("medium", "Medium", "Think more"),
+    Choice("high", "High", "Think hardest"),
+)
+_EFFORTS: Final = {"low", "medium", "high"}
+
+
+class SessionControls:
+    """The model, the permission mode and the editor's side of one session."""
+
+    def __init__(self, session_id: str, cwd: str) -> None:
+        self.session_id = session_id
+        #: The workspace: the session's root, absolute and resolved; rules are kept per it.
+        self.workspace = str(Path(cwd).resolve())
+        #: Every root of the workspace: the cwd first, then the additional directories
+        #: the front end activated (`set_additional_directories`); none until it does.
+        self.roots: tuple[Path, ...] = (Path(self.workspace),)
+        #: The editor's file system and terminals (none until the front end says).
+        self.client: ClientBridge = NO_CLIENT
+        #: Who answers permission questions (no one until the front end says).
+        self.prompter: PermissionPrompter = RefusingPrompter()
+        #: `<provider>/<model>`, or None: none configured when the session started.
+        self.model_id: str | None = None
+        self.mode = PermissionMode.ASK
+        #: None: the model's own default (no effort is sent).
+        self.reasoning_effort: ReasoningEffort | None = None
+
+    @property
+    def additional_directories(self) -> tuple[Path, ...]:
+        """The roots besides the cwd, in order."""
+        return self.roots[1:]
+
+    def set_additional_directories(self, directories: Iterable[str]) -> None:
+        """Make `directories` the workspace's other roots (resolved; the cwd and repeats are
+        left out). Tools, permissions, rules and state use them from their next call."""
+        self.roots = workspace_roots(self.workspace, directories)
+
+    async def adopt(self, branch: Branch, values: Mapping[str, Any]) -> None:
+        """Record `values` (`model`, `mode`) as adopted on `branch` and apply them."""
+        self._apply(values)
+        await branch.record_fact(
+            ConfigurationAdopted(new_id("cfg"), dict(values)), producer=CONTROLS_PRODUCER
+        )
+
+    def first_facts(self) -> list[EventDraft]:
+        """What `adopt` would record of a new session's model and mode, to be written with
+        the session itself: a session whose answer went out is loadable with them even
+        if the process ends before the session is assembled."""
+        values = {MODEL_KEY: self.model_id, MODE_KEY: self.mode.value}
+        return [EventDraft(ConfigurationAdopted(new_id("cfg"), values), CONTROLS_PRODUCER)]
+
+    def values(self) -> dict[str, Any]:
+        """The current settings as `adopt` takes them (a fork keeps its source's)."""
+        return {
+            MODEL_KEY: self.model_id,
+            MODE_KEY: self.mode.value,
+            THOUGHT_KEY: self.thought_level,
+        }
+
+    def restore(self, events: Iterable[Event]) -> dict[str, Any]:
+        """Apply the configuration `events` last recorded; returns it."""
+        values = recorded_configuration(events)
+        self._apply(values)
+        return values
+
+    def _apply(self, values: Mapping[str, Any]) -> None:
+        if MODEL_KEY in values:
+            model = values[MODEL_KEY]
+            self.model_id = model if isinstance(model, str) and model else None
+        if MODE_KEY in values:
+            try:
+                self.mode = PermissionMode(values[MODE_KEY])
+            except ValueError:
+                self.mode = PermissionMode.ASK
+        if THOUGHT_KEY in values:
+            effort = values[THOUGHT_KEY]
+            self.reasoning_effort = cast(ReasoningEffort, effort) if effort in _EFFORTS else None
+
+    # --- the settings as options --------------------------------------------------------
+
+    @property
+    def thought_level(self) -> str:
+        return self.reasoning_effort or DEFAULT_THOUGHT_LEVEL
+
+    def options(self, models: ModelSource) -> list[SessionOption]:
+        """Every setting with its choices and current value (see the module docstring)."""
+        options = [
+            SessionOption(
+                MODE_KEY,
+                "Mode",
+                "mode",
+                self.mode.value,
+                MODES,
+                "What the agent may do without asking",
+            )
+        ]
+        if self.model_id is not None:
+            offered = [*models.available_models()]
+            if self.model_id not in offered:
+                offered.insert(0, self.model_id)
+            options.append(
+                SessionOption(
+                    MODEL_KEY,
+                    "Model",
+                    "model",
+                    self.model_id,
+                    tuple(Choice(model, model) for model in offered),
+                    "The model that answers in this session",
+                )
+            )
+            if models.traits(self.model_id).reasoning:
+                options.append(
+                    SessionOption(
+                        THOUGHT_KEY,
+                        "Thinking",
+                        "thought_level",
+                        self.thought_level,
+                        THOUGHT_LEVELS,
+                        "How hard the model reasons before it answers",
+                    )
+                )
+        return options
+
+    def change(self, option_id: str, value: str, models: ModelSource) -> dict[str, Any]:
+        """The values to adopt for choosing `value` in option `option_id`.
+
+        `InvalidSetting` when the option is not offered now or the value is not one
+        of its choices.
+        """
+        options = {option.id: option for option in self.options(models)}
+        option = options.get(option_id)
+        if option is None:
+            known = ", ".join(options)
+            raise InvalidSetting(f"no option {option_id!r} (options: {known})")
+        if value not in {choice.value for choice in option.choices}:
+            known = ", ".join(choice.value for choice in option.choices)
+            raise InvalidSetting(f"{option_id}: no choice {value!r} (choices: {known})")
+        values: dict[str, Any] = {option_id: value}
+        resets_effort = option_id == MODEL_KEY and not models.traits(value).reasoning
+        if resets_effort and self.reasoning_effort is not None:
+            values[THOUGHT_KEY] = DEFAULT_THOUGHT_LEVEL
+        return values
+
+
+def workspace_roots(cwd: str, additional_directories: Iterable[str]) -> tuple[Path, ...]:
+    """The roots of a workspace: `cwd`, then each additional directory once, resolved, in
+    order; one that resolves to the cwd (or to a root before it) is left out."""
+    roots = [Path(cwd).resolve()]
+    for directory in additional_directories:
+        root = Path(directory).resolve()
+        if root not in roots:
+            roots.append(root)
+    return tuple(roots)
+
+
+def recorded_configuration(events: Iterable[Event]) -> dict[str, Any]:
+    """The configuration values in force after `events`: later adoptions override earlier."""
+    values: dict[str, Any] = {}
+    for event in events:
+        if isinstance(event.payload, ConfigurationAdopted):
+            values.update(event.payload.values)
+    return values

@@ -1,0 +1,177 @@
+"""The tool kit: the contract every tool implements, and everything a tool may use.
+
+A tool (the built-in ones in `acp_agent.tools`, an MCP server's, a language
+server's, the runtime's own branch and job tools) is a `Tool`: a definition,
+a presentation, a permission need, and a run with a `ToolContext` (its roots,
+the editor's side as a `ClientBridge`, progress, read stamps, a `JobHost` to
+hand background work to, and `FileChanges` to say what it is about to
+change), ending in a `ToolResult` of content parts (`TextContent`,
+`DiffContent`, ...). A component may offer the person commands beside its
+tools (`CommandSpec`, `ExtraCommand`). The runtime's tags (`tag`, `wrap`)
+mark what the model reads as the runtime's, and `neutralize_runtime_tags` /
+`restore_runtime_tags` keep workspace content from impersonating them.
+
+A leaf: it imports nothing of the agent but the leaves (`acp_agent.records`),
+so a tool loads no part of the runtime (`tests/test_layers.py` checks it at
+run time, an import-linter contract statically). Its modules are private;
+this face lists what other packages use. The editor bridge loads with it (the
+ACP adapter needs it before answering `initialize`); the rest on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from acp_agent.lazy_face import lazy_face as _lazy_face
+from acp_agent.toolkit._client_bridge import (
+    DEFAULT_REQUEST_TIMEOUT_S,
+    NO_CLIENT,
+    ClientBridge,
+    ClientTerminal,
+    ClientTimedOut,
+    NotOffered,
+    TerminalExit,
+    TerminalOutput,
+    TerminalsWithheld,
+)
+
+if TYPE_CHECKING:
+    from acp_agent.toolkit._commands import CommandSpec, ExtraCommand
+    from acp_agent.toolkit._cut_middle import cut_middle
+    from acp_agent.toolkit._file_changes import FileChanges
+    from acp_agent.toolkit._job_host import (
+        JobExit,
+        JobHost,
+        JobLimitReached,
+        JobOutput,
+        JobProcess,
+        StartedJob,
+    )
+    from acp_agent.toolkit._parts import (
+        ContentPart,
+        DiffContent,
+        ImageContent,
+        Location,
+        PlanContent,
+        PlanEntry,
+        PlanPriority,
+        PlanStatus,
+        TerminalContent,
+        TextContent,
+    )
+    from acp_agent.toolkit._runtime_tool import RuntimeTool, object_schema, text_result
+    from acp_agent.toolkit._tags import neutralize_runtime_tags, restore_runtime_tags, tag, wrap
+    from acp_agent.toolkit._tool import (
+        Effect,
+        MemoryReadStamps,
+        PermissionNeed,
+        PreviewingTool,
+        ProgressSink,
+        Tool,
+        ToolContext,
+        ToolDefinition,
+        ToolInputError,
+        ToolKind,
+        ToolPresentation,
+        ToolPreview,
+        ToolResult,
+    )
+
+__all__ = (
+    "DEFAULT_REQUEST_TIMEOUT_S",
+    "NO_CLIENT",
+    "ClientBridge",
+    "ClientTerminal",
+    "ClientTimedOut",
+    "CommandSpec",
+    "ContentPart",
+    "DiffContent",
+    "Effect",
+    "ExtraCommand",
+    "FileChanges",
+    "ImageContent",
+    "JobExit",
+    "JobHost",
+    "JobLimitReached",
+    "JobOutput",
+    "JobProcess",
+    "Location",
+    "MemoryReadStamps",
+    "NotOffered",
+    "PermissionNeed",
+    "PlanContent",
+    "PlanEntry",
+    "PlanPriority",
+    "PlanStatus",
+    "PreviewingTool",
+    "ProgressSink",
+    "RuntimeTool",
+    "StartedJob",
+    "TerminalContent",
+    "TerminalExit",
+    "TerminalOutput",
+    "TerminalsWithheld",
+    "TextContent",
+    "Tool",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolInputError",
+    "ToolKind",
+    "ToolPresentation",
+    "ToolPreview",
+    "ToolResult",
+    "cut_middle",
+    "neutralize_runtime_tags",
+    "object_schema",
+    "restore_runtime_tags",
+    "tag",
+    "text_result",
+    "wrap",
+)
+
+#: Loaded on first use: answering `initialize` needs only the editor bridge.
+__getattr__, __dir__ = _lazy_face(
+    __name__,
+    {
+        "CommandSpec": "_commands",
+        "ExtraCommand": "_commands",
+        "cut_middle": "_cut_middle",
+        "FileChanges": "_file_changes",
+        "JobExit": "_job_host",
+        "JobHost": "_job_host",
+        "JobLimitReached": "_job_host",
+        "JobOutput": "_job_host",
+        "JobProcess": "_job_host",
+        "StartedJob": "_job_host",
+        "ContentPart": "_parts",
+        "DiffContent": "_parts",
+        "ImageContent": "_parts",
+        "Location": "_parts",
+        "PlanContent": "_parts",
+        "PlanEntry": "_parts",
+        "PlanPriority": "_parts",
+        "PlanStatus": "_parts",
+        "TerminalContent": "_parts",
+        "TextContent": "_parts",
+        "RuntimeTool": "_runtime_tool",
+        "object_schema": "_runtime_tool",
+        "text_result": "_runtime_tool",
+        "neutralize_runtime_tags": "_tags",
+        "restore_runtime_tags": "_tags",
+        "tag": "_tags",
+        "wrap": "_tags",
+        "Effect": "_tool",
+        "MemoryReadStamps": "_tool",
+        "PermissionNeed": "_tool",
+        "PreviewingTool": "_tool",
+        "ProgressSink": "_tool",
+        "Tool": "_tool",
+        "ToolContext": "_tool",
+        "ToolDefinition": "_tool",
+        "ToolInputError": "_tool",
+        "ToolKind": "_tool",
+        "ToolPresentation": "_tool",
+        "ToolPreview": "_tool",
+        "ToolResult": "_tool",
+    },
+)
