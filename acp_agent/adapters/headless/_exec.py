@@ -199,6 +199,10 @@ class _Run:
         self.tools = ToolProgress(reporter)
         #: This run created the session (not `--resume`, `--continue`).
         self.created = False
+        #: Updates that came before the `session` line was printed (the agent sends a
+        #: session's commands right after its answer, which can be read first): they
+        #: follow that line, which the JSON output promises is first.
+        self._early: list[tuple[str, dict[str, Any]]] | None = []
         self.refusals = 0
         self.usage: dict[str, Any] | None = None
         self.agent = AgentProcess(
@@ -298,6 +302,9 @@ class _Run:
             additionalDirectories=more,
             resumed=resume_id is not None,
         )
+        early, self._early = self._early or [], None
+        for session_id, update in early:
+            self._update(session_id, update)
         await self._configure(options or [])
 
     async def _forget_session(self) -> None:
@@ -380,6 +387,9 @@ class _Run:
             await asyncio.wait_for(prompt, _CANCEL_GRACE_S)
 
     def _update(self, session_id: str, update: dict[str, Any]) -> None:
+        if self._early is not None:
+            self._early.append((session_id, update))
+            return
         self.reporter.line("update", sessionId=session_id, update=update)
         if session_id != self.session_id:
             return  # a branch's own session (subagents): in the JSON only

@@ -317,7 +317,7 @@ def test_resume_and_continue_go_on_with_the_same_session(
     second = run_exec(server, home, "--cwd", str(workspace), "--json", "--continue", "And now?")
     assert second.returncode == 0, second.stderr
     lines = json_lines(second.stdout)
-    assert lines[0]["resumed"] is True
+    assert lines[0]["resumed"] is True, lines[:3]
     assert lines[0]["sessionId"] == session_id
     assert "kiwi" in json.dumps(server.requests[1].json()["messages"])
     third = run_exec(server, home, "--cwd", str(workspace), "--resume", session_id, "Again?")
