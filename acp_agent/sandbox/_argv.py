@@ -40,7 +40,7 @@ import attrs
 from acp_agent.records import Record
 from acp_agent.sandbox._policy import SandboxPolicy
 
-__all__ = ("Sandbox", "bwrap_argv")
+__all__ = ("Sandbox", "bwrap_argv", "program_places_in_tmp")
 
 #: A hidden folder: traversable (to reach a root inside it), not listable, not writable.
 _HIDDEN_DIR_PERMS: Final = "0111"
