@@ -188,8 +188,17 @@ def serve(argv: Sequence[str] | None = None) -> int:
         from acp_agent.core import ServiceRegistry
         from acp_agent.lsp import LspSettings, register_lsp
         from acp_agent.mcp import McpSettings, register_mcp
+        from acp_agent.sandbox import load_sandbox_settings, sandbox_policy
         from acp_agent.tools import builtin_tools
 
+        config_file = paths.config_dir / "config.toml"
+        # The person's [sandbox], the agent's own folders hidden, the providers' keys kept
+        # from commands' environments.
+        sandbox = sandbox_policy(
+            agent_paths=paths,
+            settings=load_sandbox_settings(config_file),
+            key_variables=[key.env_var for key in models.provider_keys()],
+        )
         registry = ServiceRegistry()
         register_capabilities(
             registry,
@@ -202,10 +211,10 @@ def serve(argv: Sequence[str] | None = None) -> int:
                 branch_limit=max_branches or DEFAULT_BRANCH_LIMIT,
                 job_limit=max_jobs or DEFAULT_JOB_LIMIT,
                 checkpoints_dir=paths.data_dir / "checkpoints",
+                sandbox=sandbox,
             ),
         )
         register_mcp(registry, McpSettings(config_dir=paths.config_dir))
-        config_file = paths.config_dir / "config.toml"
         register_lsp(registry, LspSettings.from_env(os.environ, config_file=config_file))
         return registry
 

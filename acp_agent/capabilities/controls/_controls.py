@@ -18,7 +18,8 @@ options of them):
 ==================  ==============  ============================================
 id (= value key)    category        choices
 ==================  ==============  ============================================
-`mode`              `mode`          `ask`, `accept-edits`, `plan`, `bypass`
+`mode`              `mode`          `sandboxed` (new sessions'), `ask`,
+                                    `accept-edits`, `plan`, `bypass`
 `model`             `model`         the configured models usable now, and the
                                     session's own (only when there is a model)
 `thought_level`     `thought_level` `default`, `low`, `medium`, `high` (only when
@@ -46,6 +47,7 @@ from acp_agent.toolkit import NO_CLIENT, ClientBridge
 
 __all__ = (
     "CONTROLS_PRODUCER",
+    "DEFAULT_MODE",
     "DEFAULT_THOUGHT_LEVEL",
     "MODEL_KEY",
     "MODES",
@@ -98,6 +100,12 @@ class SessionOption(Record):
 
 #: The permission modes, as a picker offers them (see `acp_agent.capabilities.permissions`).
 MODES: Final = (
+    Choice(
+        PermissionMode.SANDBOXED.value,
+        "Sandboxed",
+        "Edit files and run commands in the sandbox without asking; ask before leaving it "
+        "and before network access",
+    ),
     Choice(PermissionMode.ASK.value, "Ask", "Ask before edits, commands and network access"),
     Choice(
         PermissionMode.ACCEPT_EDITS.value,
@@ -108,9 +116,12 @@ MODES: Final = (
     Choice(
         PermissionMode.BYPASS.value,
         "Bypass permissions",
-        "Run everything without asking (paths outside the workspace are still asked about)",
+        "Run everything without asking, commands outside the sandbox (paths outside the "
+        "workspace are still asked about)",
     ),
 )
+#: A new session's mode.
+DEFAULT_MODE: Final = PermissionMode.SANDBOXED
 #: The reasoning efforts, for models that take one.
 THOUGHT_LEVELS: Final = (
     Choice(
@@ -141,7 +152,7 @@ class SessionControls:
         self.prompter: PermissionPrompter = RefusingPrompter()
         #: `<provider>/<model>`, or None: none configured when the session started.
         self.model_id: str | None = None
-        self.mode = PermissionMode.ASK
+        self.mode = DEFAULT_MODE
         #: None: the model's own default (no effort is sent).
         self.reasoning_effort: ReasoningEffort | None = None
 
