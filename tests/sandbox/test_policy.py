@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.paths import resolve_paths
 from acp_agent.models._config import load_models_config
+from acp_agent.paths import resolve_paths
 from acp_agent.sandbox import (
     DEFAULT_HIDDEN,
     DEFAULT_HIDDEN_ENV,
-    Sandbox,
     DEFAULT_TOOL_CACHES,
+    Sandbox,
     SandboxPolicy,
     SandboxSettings,
     bwrap_argv,
