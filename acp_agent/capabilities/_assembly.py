@@ -48,10 +48,11 @@ from acp_agent.capabilities.context import (
     build_context_engine,
     default_guide_registry,
 )
-from acp_agent.capabilities.controls import SessionControls
+from acp_agent.capabilities.controls import DEFAULT_MODE, SessionControls
 from acp_agent.capabilities.execution import ResultBudget, ResultLimits, ToolExecutor
 from acp_agent.capabilities.jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager, job_tools
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
+from acp_agent.capabilities.permissions import PermissionMode
 from acp_agent.capabilities.sandboxing import SessionSandbox
 from acp_agent.capabilities.session import (
     ChangeReview,
@@ -146,6 +147,7 @@ class CapabilitySettings(Record):
     * `sandbox`: the person's command sandbox policy (None: the defaults, with no
       folder of the agent's hidden).
     * `sandbox_probe`: whether the sandbox runs here (`probe_sandbox`).
+    * `default_mode`: a new session's permission mode.
     """
 
     models: ModelSource
@@ -161,6 +163,7 @@ class CapabilitySettings(Record):
     checkpoints_dir: Path | None = None
     sandbox: SandboxPolicy | None = None
     sandbox_probe: Callable[[], SandboxSupport] = probe_sandbox
+    default_mode: PermissionMode = DEFAULT_MODE
 
 
 def register_capabilities(registry: ServiceRegistry, settings: CapabilitySettings) -> None:
@@ -173,6 +176,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         session = scope.get(SESSION)
         controls = SessionControls(session.id, session.cwd)
         controls.model_id = settings.models.default_model()
+        controls.mode = settings.default_mode
         return controls
 
     async def guide(scope: Scope) -> GuideRegistry:

@@ -2,7 +2,8 @@
 
 `SessionControls` (a session service) holds them with the session's roots and
 the front end's side (the editor bridge, the prompter), and offers them as
-options (`MODES`, `DEFAULT_MODE` first; `SessionOption`; `MODE_KEY`, `MODEL_KEY`); a value it does
+options (`MODES`, `DEFAULT_MODE` first, `mode_named` for the person's choice;
+`SessionOption`; `MODE_KEY`, `MODEL_KEY`); a value it does
 not offer is `InvalidSetting`. `workspace_roots` is the session's cwd and its
 other roots. Its own package, low in the capabilities: answering `session/new`
 needs it and nothing else of them.
@@ -18,6 +19,7 @@ from acp_agent.capabilities.controls._controls import (
     InvalidSetting,
     SessionControls,
     SessionOption,
+    mode_named,
     workspace_roots,
 )
 
@@ -29,5 +31,6 @@ __all__ = (
     "InvalidSetting",
     "SessionControls",
     "SessionOption",
+    "mode_named",
     "workspace_roots",
 )

@@ -58,6 +58,7 @@ __all__ = (
     "InvalidSetting",
     "SessionControls",
     "SessionOption",
+    "mode_named",
     "recorded_configuration",
     "workspace_roots",
 )
@@ -120,7 +121,7 @@ MODES: Final = (
         "workspace are still asked about)",
     ),
 )
-#: A new session's mode.
+#: A new session's mode, unless the person names another (`mode_named`).
 DEFAULT_MODE: Final = PermissionMode.SANDBOXED
 #: The reasoning efforts, for models that take one.
 THOUGHT_LEVELS: Final = (
@@ -271,6 +272,14 @@ class SessionControls:
         if resets_effort and self.reasoning_effort is not None:
             values[THOUGHT_KEY] = DEFAULT_THOUGHT_LEVEL
         return values
+
+
+def mode_named(name: str | None) -> PermissionMode:
+    """The mode `name` names (`ACP_AGENT_MODE`), `DEFAULT_MODE` for none or an unknown one."""
+    try:
+        return PermissionMode(name) if name else DEFAULT_MODE
+    except ValueError:
+        return DEFAULT_MODE
 
 
 def workspace_roots(cwd: str, additional_directories: Iterable[str]) -> tuple[Path, ...]:
