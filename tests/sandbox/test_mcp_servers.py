@@ -4,10 +4,14 @@ off; where the sandbox cannot run it does not start, saying why."""
 
 from __future__ import annotations
 
+import os
 import sys
 
+import attrs
 import pytest
 
+from acp_agent.adapters.doctor._mcp_start import check_started
+from acp_agent.adapters.doctor._setup import DoctorSetup
 from acp_agent.mcp import McpServerManager, ServerState, StdioServerConfig
 from acp_agent.mcp._config import McpOrigin, canonical_declaration, declaration_hash
 from acp_agent.mcp._settings import parse_server_table
@@ -88,3 +92,20 @@ def test_the_sandbox_keys_are_read_and_leave_other_declarations_hash_alone() -> 
     assert declaration_hash(after) != declaration_hash(before)
     with pytest.raises(ValueError, match="sandbox is for command servers"):
         parse_server_table("u", {"url": "https://x", "sandbox": True}, McpOrigin.USER)
+
+
+async def test_doctor_starts_a_sandboxed_server_in_the_sandbox_or_not_at_all(play: Play) -> None:
+    setup = DoctorSetup(
+        paths=play.agent, home=None, home_source=None, env=dict(os.environ), cwd=play.workspace
+    )
+    no_bwrap = attrs.evolve(setup, env={**os.environ, "PATH": str(play.base / "empty-bin")})
+
+    [started] = await check_started([files_server(sandbox=True)], setup)
+    [refused] = await check_started([files_server(sandbox=True)], no_bwrap)
+
+    assert (started.status.value, started.summary) == ("ok", "3 tools: env, read, write")
+    assert refused.status.value == "problem"
+    assert refused.summary.startswith(
+        "failed: sandbox = true, but commands cannot run sandboxed here: not installed: no bwrap "
+        "on PATH (install bubblewrap: apt install bubblewrap"
+    )
