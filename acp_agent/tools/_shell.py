@@ -289,7 +289,8 @@ def _run_notes(files: CommandFiles | None, kept_in: str | None) -> tuple[list[st
 
 
 def _files_line(files: CommandFiles) -> str | None:
-    """ "Files it changed: a.py, b.txt (new), c.txt (removed)" (None: none, and known)."""
+    """The line naming what a sandboxed run changed, new and removed files marked; or
+    why that is not known (None: nothing changed)."""
     if files.untracked is not None:
         return f"The files it changed are not tracked: {files.untracked}."
     named = [
