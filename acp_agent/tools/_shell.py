@@ -551,16 +551,18 @@ class ShellTool(Record):
                 call.command, output, exit_code=ended.exit_code, cwd=call.cwd.path
             )
         shown_notes, model_notes = _run_notes(files, kept_in)
-        if ended.unguarded is not None:
-            note = _unguarded_note(ended.unguarded)
-            shown_notes.append(note)
-            model_notes.append(note)
-        said = f"{status}\n{fenced(output) if output else '(no output)'}"
-        model_text = "\n".join([said, *model_notes])
+        unguarded = [] if ended.unguarded is None else [_unguarded_note(ended.unguarded)]
+        shown_output = fenced(output) if output else "(no output)"
+        model_text = "\n".join([status, shown_output, *model_notes, *unguarded])
+        # The person reads what the sandbox saw before the output: a client that shows
+        # only the start of a long text (acpx) still shows it.
         content: tuple[ContentPart, ...] = (
-            (TerminalContent(terminal_id, local_cwd=cwd), *map(TextContent, shown_notes))
+            (
+                TerminalContent(terminal_id, local_cwd=cwd),
+                *map(TextContent, [*shown_notes, *unguarded]),
+            )
             if streaming
-            else (TextContent("\n".join([said, *shown_notes])),)
+            else (TextContent("\n".join([status, *shown_notes, shown_output, *unguarded])),)
         )
         sandboxed: dict[str, Any] = {"sandboxed": sandbox is not None}
         if sandbox is not None:
