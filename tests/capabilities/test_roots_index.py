@@ -121,6 +121,20 @@ def test_a_large_file_is_compared_by_digest_without_keeping_it(tmp_path: Path) -
     assert all(len(data) <= 1024 for data in kept.saved)
 
 
+def test_past_the_sessions_budget_contents_are_compared_not_kept(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    kept = Kept(tmp_path / "checkpoints")
+    index = RootsIndex(kept.save, budget_bytes=len("a = 1\n"))
+    (root / "gone.txt").unlink()
+
+    before = index.tree([root])
+    (root / ".gitignore").write_text("build/\nmore/\n")
+    (root / "src" / "a.py").write_text("a = 2\n")
+    _, facts = index.changes(before, [root], "call_5")
+
+    assert {Path(f.path).name: f.before_saved for f in facts} == {".gitignore": False, "a.py": True}
+
+
 def test_a_file_newly_ignored_is_not_taken_as_removed(tmp_path: Path) -> None:
     root = workspace(tmp_path)
     subprocess.run(["git", "init", "-q", str(root)], check=True)

@@ -12,7 +12,9 @@ and `.git` left out), and no directory made by tools rather than people (a
 virtual environment, which holds `pyvenv.cfg`; a cache tagged `CACHEDIR.TAG`;
 `node_modules`, `__pycache__`). Past `MAX_WATCHED_FILES` nothing is tracked
 (`TooManyFiles`: the result says so). A file over `MAX_KEPT_FILE_BYTES` is
-compared by digest, its content not kept (a rewind says so).
+compared by digest, its content not kept (a rewind says so), and so is every
+content past `MAX_KEPT_BYTES` kept for the session (a big repository's first
+command would copy it all).
 
 The index remembers each file's digest with its `stat` signature (device,
 inode, size, modification and change times, mode), so a walk reads only the
@@ -45,6 +47,7 @@ from acp_agent.records import Record
 from acp_agent.tools import walk
 
 __all__ = (
+    "MAX_KEPT_BYTES",
     "MAX_KEPT_FILE_BYTES",
     "MAX_WATCHED_FILES",
     "RACY_WINDOW_NS",
@@ -57,6 +60,8 @@ __all__ = (
 MAX_WATCHED_FILES: Final = 50_000
 #: A larger file is compared by digest; its content is not kept.
 MAX_KEPT_FILE_BYTES: Final = 16 * 1024 * 1024
+#: The most content one session's index keeps; past it, files are compared, not kept.
+MAX_KEPT_BYTES: Final = 512 * 1024 * 1024
 #: A signature this close to the file's last change is not trusted next time.
 RACY_WINDOW_NS: Final = 2_000_000_000
 #: Directories left out by name: made by tools, never by hand.
@@ -115,10 +120,13 @@ class RootsIndex:
         *,
         max_files: int = MAX_WATCHED_FILES,
         max_kept_bytes: int = MAX_KEPT_FILE_BYTES,
+        budget_bytes: int = MAX_KEPT_BYTES,
     ) -> None:
         self._save = save
         self._max_files = max_files
         self._max_kept_bytes = max_kept_bytes
+        #: What may still be kept, in bytes.
+        self._budget = budget_bytes
         self._known: dict[Path, _Seen] = {}
         self._lock = threading.Lock()
 
@@ -229,7 +237,10 @@ class RootsIndex:
                     hasher.update(block)
             return _Seen(signature, hasher.hexdigest(), False, None, mode, read_ns)
         data = path.read_bytes()
-        saved = self._save(data)
+        saved = False
+        if len(data) <= self._budget:
+            saved = self._save(data)
+            self._budget -= len(data)  # a content kept before counts again: a bound, not a tally
         return _Seen(signature, hashlib.sha256(data).hexdigest(), saved, None, mode, read_ns)
 
 
