@@ -229,6 +229,7 @@ def test_the_documented_example_is_read_as_documented(tmp_path: Path) -> None:
         hidden=("~/work/secrets", "~/.config/tokens.json"),
         readable=("~/.npmrc",),
         tool_caches=False,
+        hidden_env=("GITHUB_TOKEN",),
     )
 
 
@@ -241,6 +242,8 @@ def test_the_documented_lists_are_the_defaults() -> None:
         assert f"`{cache}`" in flat
     for place in DEFAULT_HIDDEN:
         assert f"`{place}`" in flat
+    for variable in DEFAULT_HIDDEN_ENV:
+        assert f"`{variable}`" in flat
 
 
 def test_visible_places_are_shown_read_only_and_a_root_inside_stays_writable(
