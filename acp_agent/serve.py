@@ -9,7 +9,8 @@ Each flag has an environment twin (`ACP_AGENT_SCRIPT`, `ACP_AGENT_LOG_LEVEL`,
 the flag wins. The model of
 new sessions is the script's (`scripted/<file name>`) with `--script`, else
 `ACP_AGENT_MODEL`, else the config file's `default_model`, else one the API
-key variables make available (see `acp_agent.models._config`).
+key variables make available (see `acp_agent.models._config`). Their mode is
+`ACP_AGENT_MODE` when it names one (`ask`, say), else `sandboxed`.
 
 Assembly: the models (`<config dir>/config.toml` and the environment), the
 built-in tools, the capabilities and MCP servers registered for every
@@ -178,18 +179,39 @@ def serve(argv: Sequence[str] | None = None) -> int:
     models = ConfiguredModels.load(paths.config_dir / "config.toml", os.environ, script=script)
     max_turn_requests, max_branches = args.max_turn_requests, args.max_branches
     max_jobs = args.max_jobs
+    #: New sessions' permission mode, by name (checked where the modes are loaded).
+    mode_name = os.environ.get("ACP_AGENT_MODE") or None
 
     def assemble() -> ServiceRegistry:
         """The services of every session and branch (imported on first use)."""
         from acp_agent.capabilities import CapabilitySettings, register_capabilities
         from acp_agent.capabilities.branches import DEFAULT_BRANCH_LIMIT
+        from acp_agent.capabilities.controls import DEFAULT_MODE, mode_named
         from acp_agent.capabilities.jobs import DEFAULT_JOB_LIMIT
         from acp_agent.capabilities.loop import DEFAULT_MAX_TURN_REQUESTS, LoopSettings
+        from acp_agent.capabilities.permissions import PermissionMode
         from acp_agent.core import ServiceRegistry
         from acp_agent.lsp import LspSettings, register_lsp
         from acp_agent.mcp import McpSettings, register_mcp
+        from acp_agent.sandbox import load_sandbox_settings, sandbox_policy
         from acp_agent.tools import builtin_tools
 
+        config_file = paths.config_dir / "config.toml"
+        # The person's [sandbox], the agent's own folders hidden, the providers' keys kept
+        # from commands' environments.
+        sandbox = sandbox_policy(
+            agent_paths=paths,
+            settings=load_sandbox_settings(config_file),
+            key_variables=[key.env_var for key in models.provider_keys()],
+        )
+        mode = mode_named(mode_name)
+        if mode_name and mode.value != mode_name:
+            logging.getLogger("acp_agent").warning(
+                "ACP_AGENT_MODE=%s is not a mode (%s); new sessions are %s",
+                mode_name,
+                ", ".join(PermissionMode),
+                DEFAULT_MODE.value,
+            )
         registry = ServiceRegistry()
         register_capabilities(
             registry,
@@ -202,10 +224,11 @@ def serve(argv: Sequence[str] | None = None) -> int:
                 branch_limit=max_branches or DEFAULT_BRANCH_LIMIT,
                 job_limit=max_jobs or DEFAULT_JOB_LIMIT,
                 checkpoints_dir=paths.data_dir / "checkpoints",
+                sandbox=sandbox,
+                default_mode=mode,
             ),
         )
         register_mcp(registry, McpSettings(config_dir=paths.config_dir))
-        config_file = paths.config_dir / "config.toml"
         register_lsp(registry, LspSettings.from_env(os.environ, config_file=config_file))
         return registry
 
@@ -243,6 +266,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
         config_dir=paths.config_dir,
         warmup=warmup,
         editor_timeout_s=_editor_timeout_s(),
+        mode=mode_name,
     )
     agent.register()
     # Sessions still being assembled stop first (giving their leases back), then the runtime.

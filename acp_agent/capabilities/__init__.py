@@ -13,6 +13,7 @@ contract holds the order):
 `jobs`          background jobs: their manager and tools
 `controls`      what the person sets: mode, model, thinking effort (and the roots)
 `permissions`   modes, remembered rules, deciding a call, asking the person
+`sandboxing`    the session's command sandbox as the modes use it
 `context`       the context engine: history, state and rules as a model request
 ==============  ==================================================================
 
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
         MODEL_LOOP,
         RESULT_BUDGET,
         REWINDER,
+        ROOTS_INDEX,
+        SANDBOX,
         SESSION_CONTROLS,
         TOOLSET,
         CapabilitySettings,
@@ -61,6 +64,8 @@ __all__ = (
     "MODEL_LOOP",
     "RESULT_BUDGET",
     "REWINDER",
+    "ROOTS_INDEX",
+    "SANDBOX",
     "SESSION_CONTROLS",
     "TOOLSET",
     "CapabilitySettings",

@@ -10,9 +10,10 @@
 
 Per process: the `ResultBudget` every call's result passes (`RESULT_BUDGET`).
 Per session: `SessionControls` (model, mode, the editor's side), the
-`BranchManager`, the `JobManager`, the `ToolSet` and the `GuideRegistry`
+`BranchManager`, the `JobManager`, the `ToolSet`, the `GuideRegistry`
 (tools and MCP servers register guide entries for their inputs there; every
-branch's next request adopts them).
+branch's next request adopts them), the `SessionSandbox` the sandboxed mode
+runs commands in, and the `RootsIndex` that finds what they changed.
 Per branch, in this order: the context engine, the tool executor and the
 model loop; the executor and the loop subscribe to the branch's
 timeline after rebuilding from it (the executor first: results it
@@ -47,14 +48,17 @@ from acp_agent.capabilities.context import (
     build_context_engine,
     default_guide_registry,
 )
-from acp_agent.capabilities.controls import SessionControls
+from acp_agent.capabilities.controls import DEFAULT_MODE, SessionControls
 from acp_agent.capabilities.execution import ResultBudget, ResultLimits, ToolExecutor
 from acp_agent.capabilities.jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager, job_tools
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
+from acp_agent.capabilities.permissions import PermissionMode
+from acp_agent.capabilities.sandboxing import SessionSandbox
 from acp_agent.capabilities.session import (
     ChangeReview,
     CheckpointStore,
     Rewinder,
+    RootsIndex,
     ToolSet,
     available_commands,
     load_templates,
@@ -76,6 +80,7 @@ from acp_agent.core import (
 )
 from acp_agent.models import ModelSource
 from acp_agent.records import Record
+from acp_agent.sandbox import SandboxPolicy, SandboxSupport, probe_sandbox, sandbox_policy
 from acp_agent.toolkit import ClientBridge, Tool
 
 __all__ = (
@@ -88,6 +93,8 @@ __all__ = (
     "MODEL_LOOP",
     "RESULT_BUDGET",
     "REWINDER",
+    "ROOTS_INDEX",
+    "SANDBOX",
     "SESSION_CONTROLS",
     "TOOLSET",
     "TOOL_EXECUTOR",
@@ -102,6 +109,8 @@ CHECKPOINTS: Final[ServiceKey[CheckpointStore]] = ServiceKey("checkpoints", Scop
 #: Registered by what reviews a call's file changes (`acp_agent.lsp`); optional.
 CHANGE_REVIEW: Final[ServiceKey[ChangeReview]] = ServiceKey("change_review", ScopeKind.SESSION)
 REWINDER: Final[ServiceKey[Rewinder]] = ServiceKey("rewinder", ScopeKind.SESSION)
+SANDBOX: Final[ServiceKey[SessionSandbox]] = ServiceKey("sandbox", ScopeKind.SESSION)
+ROOTS_INDEX: Final[ServiceKey[RootsIndex]] = ServiceKey("roots_index", ScopeKind.SESSION)
 SESSION_CONTROLS: Final[ServiceKey[SessionControls]] = ServiceKey(
     "session_controls", ScopeKind.SESSION
 )
@@ -135,6 +144,10 @@ class CapabilitySettings(Record):
     * `job_limit`: how many background jobs may run at once in a session.
     * `checkpoints_dir`: where what files held before a tool changed them is kept,
       per session, for a rewind (None: not kept).
+    * `sandbox`: the person's command sandbox policy (None: the defaults, with no
+      folder of the agent's hidden).
+    * `sandbox_probe`: whether the sandbox runs here (`probe_sandbox`).
+    * `default_mode`: a new session's permission mode.
     """
 
     models: ModelSource
@@ -148,6 +161,9 @@ class CapabilitySettings(Record):
     branch_limit: int = DEFAULT_BRANCH_LIMIT
     job_limit: int = DEFAULT_JOB_LIMIT
     checkpoints_dir: Path | None = None
+    sandbox: SandboxPolicy | None = None
+    sandbox_probe: Callable[[], SandboxSupport] = probe_sandbox
+    default_mode: PermissionMode = DEFAULT_MODE
 
 
 def register_capabilities(registry: ServiceRegistry, settings: CapabilitySettings) -> None:
@@ -160,6 +176,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         session = scope.get(SESSION)
         controls = SessionControls(session.id, session.cwd)
         controls.model_id = settings.models.default_model()
+        controls.mode = settings.default_mode
         return controls
 
     async def guide(scope: Scope) -> GuideRegistry:
@@ -181,6 +198,18 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
 
     async def checkpoints(scope: Scope) -> CheckpointStore:
         return CheckpointStore(settings.checkpoints_dir)
+
+    async def sandbox(scope: Scope) -> SessionSandbox:
+        policy = (
+            settings.sandbox if settings.sandbox is not None else sandbox_policy(agent_paths=None)
+        )
+        service = SessionSandbox(policy, settings.sandbox_probe)
+        scope.add_cleanup(service.aclose)
+        return service
+
+    async def roots_index(scope: Scope) -> RootsIndex:
+        store, session_id = scope.get(CHECKPOINTS), str(scope.get(SESSION).id)
+        return RootsIndex(lambda data: store.save(session_id, data, durable=False))
 
     async def rewinder(scope: Scope) -> Rewinder:
         controls = scope.get(SESSION_CONTROLS)
@@ -252,6 +281,8 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             jobs=scope.get(JOBS),
             checkpoints=scope.get(CHECKPOINTS),
             review=scope.find(CHANGE_REVIEW),
+            sandbox=scope.get(SANDBOX),
+            roots_index=scope.get(ROOTS_INDEX),
         )
         await scope.get(DISPATCHER).subscribe_rebuilt(executor)
 
@@ -288,6 +319,8 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
     registry.register(RESULT_BUDGET, result_budget)
     registry.register(CHECKPOINTS, checkpoints)
     registry.register(SESSION_CONTROLS, session_controls)
+    registry.register(SANDBOX, sandbox)
+    registry.register(ROOTS_INDEX, roots_index)
     registry.register(GUIDE, guide)
     registry.register(BRANCHES, branches)
     registry.register(JOBS, jobs)

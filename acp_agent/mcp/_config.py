@@ -82,6 +82,10 @@ class StdioServerConfig(_ServerConfig):
     env: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_pairs)
     #: The working directory; None means the session's.
     cwd: str | None = None
+    #: Start it in the command sandbox (the session's roots writable, secrets hidden).
+    sandbox: bool = False
+    #: In the sandbox, whether it may use the network (most servers call an API).
+    sandbox_network: bool = True
 
     @property
     def transport(self) -> Transport:
@@ -117,10 +121,19 @@ class SseServerConfig(_ServerConfig):
 McpServerConfig: TypeAlias = StdioServerConfig | HttpServerConfig | SseServerConfig
 
 
+#: Fields left out of a declaration while they hold their default: added after servers
+#: were enabled by hash, so those declarations keep the hash they were enabled with.
+_OMITTED_AT_DEFAULT: Final = {"sandbox": False, "sandbox_network": True}
+
+
 def canonical_declaration(config: McpServerConfig) -> dict[str, Any]:
-    """The declaration as plain data: every field except the origin, defaults filled in."""
+    """The declaration as plain data: every field except the origin, defaults filled in
+    (the sandbox settings only when they are not the defaults)."""
     data = attrs.asdict(config, recurse=False)
     data.pop("origin")
+    for key, default in _OMITTED_AT_DEFAULT.items():
+        if key in data and data[key] == default:
+            del data[key]
     data["transport"] = config.transport
     for key in ("args",):
         if key in data:

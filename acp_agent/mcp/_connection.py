@@ -43,6 +43,7 @@ from acp_agent.mcp._config import (
 )
 from acp_agent.mcp._results import error_result, to_tool_result
 from acp_agent.mcp._stdio import ServerProcess, stdio_transport
+from acp_agent.sandbox import Sandbox
 from acp_agent.toolkit import (
     Effect,
     PermissionNeed,
@@ -142,7 +143,11 @@ class _WatchedReadStream:
 
 @asynccontextmanager
 async def _transport(
-    config: McpServerConfig, cwd: Path | None, process: ServerProcess | None, ended: anyio.Event
+    config: McpServerConfig,
+    cwd: Path | None,
+    process: ServerProcess | None,
+    ended: anyio.Event,
+    sandbox: Sandbox | None = None,
 ) -> AsyncIterator[Any]:
     """The SDK transport for `config`, its read side watched for the server's end."""
     if isinstance(config, StdioServerConfig):
@@ -153,6 +158,7 @@ async def _transport(
             dict(config.env),
             config.cwd if config.cwd is not None else cwd,
             process,
+            sandbox,
         ) as (read, write):
             yield _WatchedReadStream(read, ended), write
     elif isinstance(config, HttpServerConfig):
@@ -328,13 +334,17 @@ def _with_stderr(reason: str, process: ServerProcess | None) -> str:
 
 @asynccontextmanager
 async def open_connection(
-    config: McpServerConfig, *, cwd: Path | None, transport: Transport | None = None
+    config: McpServerConfig,
+    *,
+    cwd: Path | None,
+    transport: Transport | None = None,
+    sandbox: Sandbox | None = None,
 ) -> AsyncIterator[Connection]:
     """Connect to `config`'s server and finish the handshake; leaving disconnects.
 
     Leaving ends a stdio server (stdin closed, then its process group signalled)
     and closes an HTTP session (DELETE). `transport` replaces the one the config
-    names (tests pass in-memory ones).
+    names (tests pass in-memory ones). A stdio server runs in `sandbox` when given.
     """
     ended = anyio.Event()
     process = ServerProcess(config.name) if isinstance(config, StdioServerConfig) else None
@@ -350,7 +360,9 @@ async def open_connection(
     body_error: BaseException | None = None
     try:
         client = Client(
-            transport if transport is not None else _transport(config, cwd, process, ended),
+            transport
+            if transport is not None
+            else _transport(config, cwd, process, ended, sandbox),
             cache=None,
             message_handler=on_message,
             client_info=CLIENT_INFO,

@@ -55,7 +55,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self, TypeAlias
@@ -66,7 +66,7 @@ import mcp.types as mcp_types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.shared.exceptions import MCPError
 
-from acp_agent.mcp._config import McpOrigin, McpServerConfig, Transport
+from acp_agent.mcp._config import McpOrigin, McpServerConfig, StdioServerConfig, Transport
 from acp_agent.mcp._connection import (
     Connection,
     ConnectionFailed,
@@ -77,6 +77,7 @@ from acp_agent.mcp._connection import (
 from acp_agent.mcp._names import assign_tool_names
 from acp_agent.mcp._settings import DisabledServer
 from acp_agent.records import Record
+from acp_agent.sandbox import Sandbox, SandboxUnavailable
 from acp_agent.toolkit import ToolDefinition
 from acp_agent.url_credentials import redact_url_credentials
 
@@ -86,6 +87,7 @@ __all__ = (
     "McpServerManager",
     "McpToolSet",
     "ReconnectPolicy",
+    "ServerSandbox",
     "ServerState",
     "ServerStatus",
     "ServerStatusChanged",
@@ -93,6 +95,10 @@ __all__ = (
 )
 
 logger = logging.getLogger(__name__)
+
+#: The sandbox a server declared with `sandbox = true` runs in (`SandboxUnavailable`
+#: where it cannot).
+ServerSandbox: TypeAlias = Callable[[StdioServerConfig], Awaitable[Sandbox]]
 
 #: How long closing waits for connections to end gracefully before cutting them.
 DEFAULT_CLOSE_TIMEOUT_S: Final = 5.0
@@ -193,11 +199,14 @@ class McpServerManager:
         cwd: Path | None = None,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         close_timeout_s: float = DEFAULT_CLOSE_TIMEOUT_S,
+        sandbox: ServerSandbox | None = None,
     ) -> None:
         names = [config.name for config in servers]
         if len(set(names)) != len(names):
             raise ValueError("server names must be unique (see with_editor_servers)")
         self._cwd = cwd
+        #: Where a server declared with `sandbox = true` runs (None: nowhere; it fails).
+        self.sandbox = sandbox
         self._reconnect = reconnect
         self._close_timeout_s = close_timeout_s
         self._runners = [_ServerRunner(self, config) for config in servers]
@@ -560,7 +569,10 @@ class _ServerRunner:
             try:
                 async with anyio.create_task_group() as watchdog:
                     watchdog.start_soon(watch_startup, attempt)
-                    async with open_connection(self.config, cwd=self.manager.cwd) as connection:
+                    sandbox = await self._sandbox()
+                    async with open_connection(
+                        self.config, cwd=self.manager.cwd, sandbox=sandbox
+                    ) as connection:
                         try:
                             async with anyio.create_task_group() as work:
                                 # Subscribed before listing: no change falls in between.
@@ -589,6 +601,20 @@ class _ServerRunner:
             error = timeout_error
         ready_for = anyio.current_time() - ready_at if ready_at is not None else 0.0
         return _AttemptEnd(was_ready=ready_at is not None, ready_for_s=ready_for, error=error)
+
+    async def _sandbox(self) -> Sandbox | None:
+        """The sandbox a server declared with `sandbox = true` runs in; `ConnectionFailed`
+        saying why where it cannot (it never runs unconfined instead)."""
+        config = self.config
+        if not isinstance(config, StdioServerConfig) or not config.sandbox:
+            return None
+        if self.manager.sandbox is None:
+            raise ConnectionFailed("sandbox = true, and this agent has no command sandbox")
+        try:
+            return await self.manager.sandbox(config)
+        except SandboxUnavailable as exc:
+            fix = f" ({exc.support.fix})" if exc.support.fix else ""
+            raise ConnectionFailed(f"sandbox = true, but {exc}{fix}") from None
 
     def _adopt(self, connection: Connection, listing: Sequence[mcp_types.Tool]) -> None:
         self.connection = connection

@@ -35,17 +35,18 @@ import anyio
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from acp_agent.capabilities import CONTEXT, TOOLSET
+from acp_agent.capabilities import CONTEXT, SANDBOX, SESSION_CONTROLS, TOOLSET
 from acp_agent.capabilities.context import GuideEntry, GuideRegistry, record_notification
 from acp_agent.capabilities.session import ToolSet
 from acp_agent.core import SESSION, Scope, ScopeKind, ServiceKey, ServiceRegistry, Session
-from acp_agent.mcp._config import McpServerConfig
+from acp_agent.mcp._config import McpServerConfig, StdioServerConfig
 from acp_agent.mcp._settings import (
     ConfiguredServers,
     load_configured_servers,
     with_editor_servers,
 )
 from acp_agent.records import Record
+from acp_agent.sandbox import Sandbox
 
 if TYPE_CHECKING:
     # The MCP SDK costs about half a second to import: it loads only when a
@@ -211,6 +212,7 @@ class McpSessionTools:
                 disabled=merged.disabled,
                 cwd=Path(self._session.cwd),
                 reconnect=self._settings.reconnect or ReconnectPolicy(),
+                sandbox=self._server_sandbox,
             )
             manager.subscribe(self._events[0].send_nowait)
             self._manager = manager
@@ -223,6 +225,14 @@ class McpSessionTools:
             await self._scope.start(manager.run, name=f"mcp servers of {self._session.id}")
         except Exception:
             logger.exception("Session %s: the MCP servers could not be started", self._session.id)
+
+    async def _server_sandbox(self, config: StdioServerConfig) -> Sandbox:
+        """The session's sandbox on its roots now, for a server started in it (network as
+        its declaration says); `SandboxUnavailable` where it cannot run."""
+        sandbox = self._scope.get(SANDBOX)
+        await sandbox.support()
+        roots = self._scope.get(SESSION_CONTROLS).roots
+        return sandbox.sandbox(roots, network=config.sandbox_network)
 
     async def wait_for_startup(self) -> None:
         """Wait for servers still making their first connection, at most `startup_wait_s`."""

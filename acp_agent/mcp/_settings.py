@@ -20,6 +20,8 @@ A declaration::
     args = ["stdio"]                     # ... its arguments
     env = { GITHUB_TOKEN = "..." }       # added to PATH, HOME, USER, SHELL, TERM, LOGNAME
     cwd = "/somewhere"                   # default: the session's working directory
+    sandbox = true                       # start it in the command sandbox (default false)
+    sandbox_network = false              # ... without the network (default: with it)
     startup_timeout_s = 30               # start, handshake and tool list within this, or failed
     tool_timeout_s = 120                 # optional: abandon a call after this long
     enabled = false                      # user file only: keep the declaration, do not start it
@@ -39,6 +41,15 @@ An enablement, in the user's file only::
 A disabled project server's status carries the exact entry to paste.
 Enabling trusts the declaration, not what it points at: a script the
 command runs can still change inside the repository.
+
+`sandbox = true` starts a command server in the command sandbox, as the
+sandboxed mode runs commands (`acp_agent.sandbox`): the session's roots
+writable, the rest read-only, credentials and the agent's folders hidden
+(its environment is the base one plus its `env`, as ever); the network
+stays on unless `sandbox_network = false`. Where the sandbox cannot run, the
+server does not start (its status says why): it never runs unconfined
+instead. A project's file may ask for it (it only narrows what the server can
+do; its hash changes, so it is enabled anew).
 
 A file that cannot be read, or a declaration that is not valid, never
 stops a session: the problem is reported (`ConfiguredServers.problems`) and
@@ -96,6 +107,8 @@ _SERVER_KEYS: Final = frozenset(
         "startup_timeout_s",
         "tool_timeout_s",
         "enabled",
+        "sandbox",
+        "sandbox_network",
     }
 )
 _ENABLEMENT_KEYS: Final = frozenset({"project", "name", "hash"})
@@ -256,11 +269,13 @@ def parse_server_table(
                 args=_strings(table.get("args", []), "args"),
                 env=_string_table(table.get("env", {}), "env"),
                 cwd=_string(table["cwd"], "cwd") if "cwd" in table else None,
+                sandbox=_flag(table, "sandbox", False),
+                sandbox_network=_flag(table, "sandbox_network", True),
                 **common,
             ),
             enabled,
         )
-    for key in ("args", "env", "cwd"):
+    for key in ("args", "env", "cwd", "sandbox", "sandbox_network"):
         if key in table:
             raise _Invalid(f"{key} is for command servers, not url servers")
     transport = table.get("transport", "http")
@@ -352,6 +367,13 @@ def _string_table(value: Any, key: str) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, dict) or not all(isinstance(item, str) for item in value.values()):
         raise _Invalid(f"{key} must be a table of strings")
     return tuple(value.items())
+
+
+def _flag(table: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        raise _Invalid(f"{key} must be true or false")
+    return value
 
 
 def _number(table: Mapping[str, Any], key: str, default: float | None) -> Any:

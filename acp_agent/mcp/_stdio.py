@@ -10,6 +10,9 @@ children behind.
 Ending a server: close its stdin, give it `EXIT_GRACE_S` to exit, signal
 its group with SIGTERM, and after `KILL_AFTER_S` with SIGKILL.
 
+Given a `Sandbox` (a server declared with `sandbox = true`) the server runs
+inside it, bwrap leading the group in its place.
+
 A message holding a lone surrogate (`\\ud800`, which JSON allows and the SDK's
 parser refuses) is taken with each one replaced by U+FFFD, the Unicode policy
 for outside text (`acp_agent.lone_surrogates`), rather than dropped: a dropped
@@ -38,6 +41,7 @@ from mcp.shared.message import SessionMessage
 
 from acp_agent.lone_surrogates import replace_in_json
 from acp_agent.process_groups import process_groups
+from acp_agent.sandbox import Sandbox
 from jsonbounds import LineSplitter, OverLongLine
 
 __all__ = (
@@ -202,17 +206,23 @@ async def stdio_transport(
     env: Mapping[str, str],
     cwd: Path | str | None,
     info: ServerProcess,
+    sandbox: Sandbox | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start the server and yield the SDK's (read, write) stream pair over its stdio.
 
     The read side ends when the server closes its stdout (usually: it exited).
     Leaving ends the server and its process group (shielded: a cancelled caller
-    cannot leak it).
+    cannot leak it). With a `sandbox` it runs confined to it.
     """
     environment = {**get_default_environment(), **env}
+    argv = [command, *args]
+    if sandbox is not None:
+        # Its environment stays as declared: the base holds no keys, and `env` is the
+        # person's own choice for this server.
+        argv = sandbox.wrap(argv, cwd=Path(cwd) if cwd is not None else Path.cwd())
     # A group of its own, registered before the server runs: the agent's reaper ends it
     # if the agent dies. The door opens with the first line on its stdin.
-    gate = process_groups().gate([command, *args], protocol_stdin=True, env=environment, cwd=cwd)
+    gate = process_groups().gate(argv, protocol_stdin=True, env=environment, cwd=cwd)
     process = await anyio.open_process(
         gate.argv,
         env=environment,

@@ -14,8 +14,11 @@ One module per idea:
 - `_denials`: `find_denials`, what the sandbox kept in, read from a command's
   exit and output.
 
-`tools._process` wraps a local command when it is given a `Sandbox`; who asks
-for one (the modes, a rule) is decided above.
+`tools._process` wraps a local command when it is given a `Sandbox` (as a
+`CommandSandbox`: the command line, the environment without the hidden
+variables, what was kept in); which calls get one is the permission modes'
+business (`capabilities.sandboxing`). `SandboxUnavailable` is what a start
+that must be sandboxed raises where it cannot be.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from acp_agent.sandbox._argv import Sandbox, bwrap_argv
 from acp_agent.sandbox._denials import Denial, DenialKind, describe_denials, find_denials
 from acp_agent.sandbox._policy import (
     DEFAULT_HIDDEN,
+    DEFAULT_HIDDEN_ENV,
     DEFAULT_TOOL_CACHES,
     PROTECTED_IN_ROOTS,
     SandboxPolicy,
@@ -31,6 +35,7 @@ from acp_agent.sandbox._policy import (
 )
 from acp_agent.sandbox._probe import (
     SandboxSupport,
+    SandboxUnavailable,
     forget_probes,
     probe_sandbox,
     why_bwrap_failed,
@@ -39,6 +44,7 @@ from acp_agent.sandbox._settings import SandboxSettings, load_sandbox_settings
 
 __all__ = (
     "DEFAULT_HIDDEN",
+    "DEFAULT_HIDDEN_ENV",
     "DEFAULT_TOOL_CACHES",
     "PROTECTED_IN_ROOTS",
     "Denial",
@@ -47,6 +53,7 @@ __all__ = (
     "SandboxPolicy",
     "SandboxSettings",
     "SandboxSupport",
+    "SandboxUnavailable",
     "bwrap_argv",
     "describe_denials",
     "find_denials",

@@ -31,13 +31,14 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 import attrs
 
 from acp_agent.records import Record
+from acp_agent.sandbox._denials import describe_found, find_denials
 from acp_agent.sandbox._policy import SandboxPolicy
 
 __all__ = ("Sandbox", "bwrap_argv", "program_places_in_tmp")
@@ -78,7 +79,9 @@ class _Mount:
 class Sandbox(Record):
     """A policy applied to a session's roots: what a local command is wrapped in.
 
-    `bwrap` is the program to run (a path from `probe_sandbox`, or the name).
+    `bwrap` is the program to run (a path from `probe_sandbox`, or the name). It is
+    what the tools take as a `CommandSandbox` (`acp_agent.toolkit`): the command
+    line (`wrap`), the environment (`environment`) and what was kept in (`kept_in`).
     """
 
     policy: SandboxPolicy
@@ -96,6 +99,23 @@ class Sandbox(Record):
             new_session=new_session,
             visible=program_places_in_tmp(),
         )
+
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """`env` without the variables the policy hides (taken out before bwrap starts, so
+        no process of the sandbox, bwrap's own included, holds them)."""
+        hidden = set(self.policy.hidden_env)
+        return {name: value for name, value in env.items() if name not in hidden}
+
+    def kept_in(self, command: str, output: str, *, exit_code: int | None, cwd: Path) -> str | None:
+        """What the sandbox kept `command` from doing, in a phrase (None: nothing seen)."""
+        shown_in_tmp = [*self.roots, *program_places_in_tmp()]
+        if self.policy.temp_dir is not None:
+            shown_in_tmp.append(self.policy.temp_dir)
+        shown = [place.resolve() for place in shown_in_tmp]
+        found = find_denials(
+            output, exit_code=exit_code, policy=self.policy, cwd=cwd, shown_in_tmp=shown
+        )
+        return describe_found(found)
 
 
 def bwrap_argv(

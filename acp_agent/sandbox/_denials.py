@@ -10,6 +10,9 @@ recognised, line by line:
 - a read of a hidden place: "Permission denied", "No such file or directory"
   or "Read-only file system" naming a path under one of the policy's hidden
   places (a hidden file is unreadable, a hidden folder empty and unlistable);
+- a place under `/tmp` outside the roots: "No such file or directory" naming
+  it while it (or its folder) is there outside, since a command's `/tmp` is
+  its own (`shown_in_tmp`: the places under `/tmp` the sandbox shows);
 - with the network off, a connection: "Network is unreachable", "Connection
   refused" (nothing listens on the sandbox's own loopback), a name that does
   not resolve ("Temporary failure in name resolution", curl's and git's "Could
@@ -27,7 +30,7 @@ import contextlib
 import enum
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -36,7 +39,14 @@ import attrs
 from acp_agent.records import Record
 from acp_agent.sandbox._policy import SandboxPolicy
 
-__all__ = ("MAX_DENIALS", "Denial", "DenialKind", "describe_denials", "find_denials")
+__all__ = (
+    "MAX_DENIALS",
+    "Denial",
+    "DenialKind",
+    "describe_denials",
+    "describe_found",
+    "find_denials",
+)
 
 #: The most denials reported for one command (the first ones: later ones often follow).
 MAX_DENIALS: Final = 3
@@ -70,6 +80,8 @@ class DenialKind(enum.Enum):
     WRITE = "write"
     #: A read of a hidden place.
     HIDDEN = "hidden"
+    #: A place under `/tmp` outside the roots: the command's `/tmp` is its own.
+    OWN_TMP = "own_tmp"
     #: A network connection, the network being off.
     NETWORK = "network"
 
@@ -88,6 +100,11 @@ class Denial(Record):
         """The denial in a phrase, for a person or the model."""
         if self.kind is DenialKind.HIDDEN:
             return f"{self.path} is hidden from sandboxed commands"
+        if self.kind is DenialKind.OWN_TMP:
+            return (
+                f"{self.path} is not in the sandbox, whose /tmp is the command's own "
+                "($TMPDIR and the workspace are shared)"
+            )
         if self.kind is DenialKind.WRITE:
             where = self.path if self.path is not None else "the place written"
             return f"{where} is read-only in the sandbox"
@@ -95,20 +112,28 @@ class Denial(Record):
 
 
 def find_denials(
-    output: str, *, exit_code: int | None, policy: SandboxPolicy, cwd: Path | None = None
+    output: str,
+    *,
+    exit_code: int | None,
+    policy: SandboxPolicy,
+    cwd: Path | None = None,
+    shown_in_tmp: Sequence[Path] | None = None,
 ) -> tuple[Denial, ...]:
     """What the sandbox kept in, by `output`'s lines; none when the command exited 0.
 
     `exit_code` None (ended by a signal) still counts as failed. `cwd`, where the
-    command ran, places the relative paths a message names. Each path and the
-    network are reported once, at most `MAX_DENIALS` in all.
+    command ran, places the relative paths a message names. `shown_in_tmp`: the
+    places under `/tmp` the sandbox shows (its roots, temp folder, programs there);
+    None leaves `/tmp` out of it. Each path and the network are reported once, at
+    most `MAX_DENIALS` in all.
     """
     if exit_code == 0:
         return ()
     hidden = _hidden_prefixes(policy)
+    shown = None if shown_in_tmp is None else tuple(str(place) for place in shown_in_tmp)
     found: dict[tuple[DenialKind, str | None], Denial] = {}
     for raw in output.splitlines():
-        denial = _denial(raw.strip(), hidden, policy, cwd)
+        denial = _denial(raw.strip(), hidden, policy, cwd, shown)
         if denial is None or (denial.kind, denial.path) in found:
             continue
         found[(denial.kind, denial.path)] = denial
@@ -119,32 +144,59 @@ def find_denials(
 
 def describe_denials(denials: tuple[Denial, ...]) -> str | None:
     """One line saying what the sandbox kept in (None for none)."""
+    found = describe_found(denials)
+    return None if found is None else f"the sandbox kept it in: {found}"
+
+
+def describe_found(denials: tuple[Denial, ...]) -> str | None:
+    """The denials in one phrase, "X is read-only in the sandbox; ..." (None for none)."""
     if not denials:
         return None
-    return "the sandbox kept it in: " + "; ".join(denial.describe() for denial in denials)
+    return "; ".join(denial.describe() for denial in denials)
 
 
 def _denial(
-    line: str, hidden: tuple[str, ...], policy: SandboxPolicy, cwd: Path | None
+    line: str,
+    hidden: tuple[str, ...],
+    policy: SandboxPolicy,
+    cwd: Path | None,
+    shown_in_tmp: tuple[str, ...] | None,
 ) -> Denial | None:
     if not line:
         return None
     shown = line[:_LINE_CHARS]
-    read_only = _READ_ONLY.search(line) is not None
+    read_only = _READ_ONLY.search(line)
     busy = _BUSY.search(line) is not None
     if read_only or busy or _NOT_READABLE.search(line):
         paths = list(_paths(line))
         for path in paths:
             if _under(path, hidden, cwd):
                 return Denial(DenialKind.HIDDEN, shown, path)
+        if shown_in_tmp is not None and not read_only and not busy:
+            for path in paths:
+                if _in_own_tmp(path, shown_in_tmp):
+                    return Denial(DenialKind.OWN_TMP, shown, path)
         if read_only:
-            return Denial(DenialKind.WRITE, shown, paths[0] if paths else None)
+            return Denial(DenialKind.WRITE, shown, _written(line, read_only))
         for path in paths:
             if busy and _protected(path, policy.protected_in_roots):
                 return Denial(DenialKind.WRITE, shown, path)
     if not policy.network and _NETWORK.search(line):
         return Denial(DenialKind.NETWORK, shown)
     return None
+
+
+def _written(line: str, message: re.Match[str]) -> str | None:
+    """The path a read-only message is about: the first named after the message (Python:
+    "Read-only file system: '/x'"), else the last named before it (the shells and
+    coreutils: "/usr/bin/bash: line 1: /x: Read-only file system", whose first path is
+    the shell's own)."""
+    after = list(_paths(line[message.end() :]))
+    if after:
+        return after[0]
+    before = list(_paths(line[: message.start()].rstrip(": ")))
+    positions = {path: line.rfind(path) for path in before}
+    return max(before, key=lambda path: positions[path]) if before else None
 
 
 def _paths(line: str) -> Iterator[str]:
@@ -160,6 +212,16 @@ def _paths(line: str) -> Iterator[str]:
         if path != "/" and path not in seen:
             seen.add(path)
             yield path
+
+
+def _in_own_tmp(path: str, shown_in_tmp: tuple[str, ...]) -> bool:
+    """Whether `path` is under `/tmp`, outside every place the sandbox shows there, and
+    there outside the sandbox (itself, or the folder it would be made in)."""
+    if not path.startswith("/tmp/"):
+        return False
+    if any(path == place or path.startswith(place + "/") for place in shown_in_tmp):
+        return False
+    return os.path.lexists(path) or os.path.isdir(os.path.dirname(path))
 
 
 def _under(path: str, places: tuple[str, ...], cwd: Path | None) -> bool:

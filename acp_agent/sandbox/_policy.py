@@ -4,13 +4,15 @@ A `SandboxPolicy` names places, never mounts: the writable ones besides the
 roots (tool caches, what the person adds), the hidden ones (never readable:
 credentials, the agent's own folders, sockets that lead out of the sandbox),
 the ones kept read-only inside every root (`.git/hooks`, `.git/config`: code
-there runs later, outside the sandbox), the network, and a private temporary
-folder. Paths that do not exist are kept: each command's mounts are worked out
-when it starts (`_argv`), so a cache or a secret made later counts from then on.
+there runs later, outside the sandbox), the network, a private temporary
+folder, and the environment variables a command does not get (the model
+providers' keys: `DEFAULT_HIDDEN_ENV`, and those the person's providers name).
+Paths that do not exist are kept: each command's mounts are worked out when it
+starts (`_argv`), so a cache or a secret made later counts from then on.
 
 `sandbox_policy` builds the person's policy from the defaults here, their
-`[sandbox]` settings (`_settings`: more writable or hidden places, defaults
-shown after all) and the agent's folders (always hidden).
+`[sandbox]` settings (`_settings`: more writable or hidden places and variables,
+defaults shown after all) and the agent's folders (always hidden).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from acp_agent.sandbox._settings import SandboxSettings
 
 __all__ = (
     "DEFAULT_HIDDEN",
+    "DEFAULT_HIDDEN_ENV",
     "DEFAULT_TOOL_CACHES",
     "PROTECTED_IN_ROOTS",
     "SandboxPolicy",
@@ -95,6 +98,28 @@ DEFAULT_HIDDEN: Final = (
     "/run/podman/podman.sock",
 )
 
+#: Environment variables a sandboxed command never gets: the model providers' API keys
+#: (the agent's, not the command's: a command that read one could spend or leak it) and
+#: the agent's own store address (a PostgreSQL URL may hold a password, and its Unix
+#: socket stays reachable). `sandbox_policy` adds the variables the configured providers
+#: name (`api_key_env`) and the person's `[sandbox] hidden_env`.
+DEFAULT_HIDDEN_ENV: Final = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "TOGETHER_API_KEY",
+    "FIREWORKS_API_KEY",
+    "COHERE_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "ACP_AGENT_STORE",
+)
+
 #: Inside every root, kept read-only: git runs hooks and reads `core.hooksPath`,
 #: `core.fsmonitor` and the like from these, later, outside the sandbox. `git commit`
 #: works without writing either.
@@ -123,6 +148,8 @@ class SandboxPolicy(Record):
     #: The session's private temporary folder (TMPDIR), kept across its commands; the
     #: caller makes and removes it. Without one, TMPDIR is the command's own `/tmp`.
     temp_dir: Path | None = None
+    #: Environment variables the command does not get (removed before bwrap starts).
+    hidden_env: tuple[str, ...] = ()
 
 
 def sandbox_policy(
@@ -133,12 +160,15 @@ def sandbox_policy(
     env: Mapping[str, str] | None = None,
     network: bool = False,
     temp_dir: Path | None = None,
+    key_variables: Iterable[str] = (),
 ) -> SandboxPolicy:
     """The person's policy: the defaults, their `[sandbox]` settings, the agent's folders.
 
     `home` (default: the user's) is what `~` means; `env` (default: this process's)
     gives the session's runtime folder (`XDG_RUNTIME_DIR`: its agent sockets, such as
-    ssh-agent's and gpg-agent's) and `SSH_AUTH_SOCK`, both hidden.
+    ssh-agent's and gpg-agent's) and `SSH_AUTH_SOCK`, both hidden. `key_variables`:
+    the variables the configured model providers read their keys from, hidden from
+    the command's environment with `DEFAULT_HIDDEN_ENV`.
     """
     settings = settings if settings is not None else SandboxSettings()
     home = home if home is not None else Path.home()
@@ -158,11 +188,13 @@ def sandbox_policy(
     hidden.append(runtime_dir)
     if env.get("SSH_AUTH_SOCK"):
         hidden.append(env["SSH_AUTH_SOCK"])
+    hidden_env = dict.fromkeys([*DEFAULT_HIDDEN_ENV, *key_variables, *settings.hidden_env])
     return SandboxPolicy(
         writable=_expanded(writable, home),
         hidden=_expanded(hidden, home),
         network=network,
         temp_dir=temp_dir,
+        hidden_env=tuple(name for name in hidden_env if name),
     )
 
 

@@ -28,6 +28,7 @@ from acp_agent.sandbox._policy import SandboxPolicy
 __all__ = (
     "PROBE_TIMEOUT_S",
     "SandboxSupport",
+    "SandboxUnavailable",
     "forget_probes",
     "probe_sandbox",
     "userns_fix",
@@ -69,6 +70,15 @@ class SandboxSupport(Record):
     @property
     def available(self) -> bool:
         return self.reason is None
+
+
+class SandboxUnavailable(Exception):
+    """Something must run sandboxed, and commands cannot run sandboxed here (the message
+    says why; `support` has how to enable it)."""
+
+    def __init__(self, support: SandboxSupport) -> None:
+        super().__init__(f"commands cannot run sandboxed here: {support.reason}")
+        self.support = support
 
 
 def probe_sandbox(

@@ -8,18 +8,20 @@ not widen the sandbox its own commands run in.
     hidden = ["~/work/secrets", "~/.config/tokens.json"] # never readable, besides the defaults
     readable = ["~/.npmrc"]                              # default hidden places shown after all
     tool_caches = true                                   # the default tool caches writable
+    hidden_env = ["GITHUB_TOKEN"]                        # variables commands do not get
 
-Paths are absolute or start with `~/`. A malformed entry is logged, kept in
-`problems` (for `doctor`) and left out; the rest still applies.
+Paths are absolute or start with `~/`; variables are names. A malformed entry is
+logged, kept in `problems` (for `doctor`) and left out; the rest still applies.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -28,6 +30,10 @@ from acp_agent.records import Record
 __all__ = ("SandboxSettings", "load_sandbox_settings")
 
 logger = logging.getLogger(__name__)
+
+_KEYS: Final = frozenset({"writable", "hidden", "readable", "tool_caches", "hidden_env"})
+#: An environment variable's name.
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @attrs.frozen
@@ -40,6 +46,8 @@ class SandboxSettings(Record):
     readable: tuple[str, ...] = ()
     #: Whether `DEFAULT_TOOL_CACHES` are writable.
     tool_caches: bool = True
+    #: Environment variables commands do not get, besides `DEFAULT_HIDDEN_ENV`.
+    hidden_env: tuple[str, ...] = ()
     #: What was left out, and why (one line each).
     problems: tuple[str, ...] = ()
 
@@ -65,9 +73,26 @@ def load_sandbox_settings(config_file: Path | None) -> SandboxSettings:
     if not isinstance(tool_caches, bool):
         problems.append("[sandbox] tool_caches must be true or false; the default (true) applies")
         tool_caches = True
-    for key in sorted(set(table) - {"writable", "hidden", "readable", "tool_caches"}):
+    hidden_env = _names(table, "hidden_env", problems)
+    for key in sorted(set(table) - _KEYS):
         problems.append(f"[sandbox] {key} is not a setting; ignored")
-    return _with_problems(SandboxSettings(writable, hidden, readable, tool_caches), problems)
+    settings = SandboxSettings(writable, hidden, readable, tool_caches, hidden_env)
+    return _with_problems(settings, problems)
+
+
+def _names(table: Mapping[str, Any], key: str, problems: list[str]) -> tuple[str, ...]:
+    """`table[key]`: a list of environment variable names; anything else becomes a problem."""
+    value = table.get(key, [])
+    if not isinstance(value, list):
+        problems.append(f"[sandbox] {key} must be a list of variable names; ignored")
+        return ()
+    kept = []
+    for entry in value:
+        if isinstance(entry, str) and _NAME.fullmatch(entry):
+            kept.append(entry)
+        else:
+            problems.append(f"[sandbox] {key}: {entry!r} is not a variable name; ignored")
+    return tuple(kept)
 
 
 def _paths(table: Mapping[str, Any], key: str, problems: list[str]) -> tuple[str, ...]:

@@ -4,8 +4,9 @@ A tool (the built-in ones in `acp_agent.tools`, an MCP server's, a language
 server's, the runtime's own branch and job tools) is a `Tool`: a definition,
 a presentation, a permission need, and a run with a `ToolContext` (its roots,
 the editor's side as a `ClientBridge`, progress, read stamps, a `JobHost` to
-hand background work to, and `FileChanges` to say what it is about to
-change), ending in a `ToolResult` of content parts (`TextContent`,
+hand background work to, `FileChanges` to say what it is about to
+change, and the `CommandSandbox` its commands run in when the mode confines
+them), ending in a `ToolResult` of content parts (`TextContent`,
 `DiffContent`, ...). A component may offer the person commands beside its
 tools (`CommandSpec`, `ExtraCommand`). The runtime's tags (`tag`, `wrap`)
 mark what the model reads as the runtime's, and `neutralize_runtime_tags` /
@@ -36,9 +37,10 @@ from acp_agent.toolkit._client_bridge import (
 )
 
 if TYPE_CHECKING:
+    from acp_agent.toolkit._command_sandbox import CommandSandbox
     from acp_agent.toolkit._commands import CommandSpec, ExtraCommand
     from acp_agent.toolkit._cut_middle import cut_middle
-    from acp_agent.toolkit._file_changes import FileChanges
+    from acp_agent.toolkit._file_changes import CommandFiles, FileChanges
     from acp_agent.toolkit._job_host import (
         JobExit,
         JobHost,
@@ -83,6 +85,8 @@ __all__ = (
     "ClientBridge",
     "ClientTerminal",
     "ClientTimedOut",
+    "CommandFiles",
+    "CommandSandbox",
     "CommandSpec",
     "ContentPart",
     "DiffContent",
@@ -133,8 +137,10 @@ __all__ = (
 __getattr__, __dir__ = _lazy_face(
     __name__,
     {
+        "CommandSandbox": "_command_sandbox",
         "CommandSpec": "_commands",
         "ExtraCommand": "_commands",
+        "CommandFiles": "_file_changes",
         "cut_middle": "_cut_middle",
         "FileChanges": "_file_changes",
         "JobExit": "_job_host",

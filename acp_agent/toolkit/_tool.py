@@ -18,6 +18,7 @@ import attrs
 
 from acp_agent.records import Record
 from acp_agent.toolkit._client_bridge import ClientBridge
+from acp_agent.toolkit._command_sandbox import CommandSandbox
 from acp_agent.toolkit._file_changes import FileChanges
 from acp_agent.toolkit._job_host import JobHost
 from acp_agent.toolkit._parts import ContentPart, Location
@@ -106,6 +107,9 @@ class PermissionNeed(Record):
     outside_workspace: tuple[str, ...] = ()
     #: Shown next to the question, e.g. why a path is outside the workspace.
     note: str | None = None
+    #: A command that can run in the command sandbox (it did not ask to leave it): the
+    #: sandboxed mode runs it there without asking.
+    sandboxable: bool = False
 
 
 @attrs.frozen
@@ -205,6 +209,9 @@ class ToolContext(Record):
     jobs: JobHost | None = None
     #: Told before each file change, for checkpoints (None: changes are not kept).
     changes: FileChanges | None = None
+    #: Where the call's commands run confined (None: they run as they are); set by the
+    #: permission mode, never by the call.
+    sandbox: CommandSandbox | None = None
 
     @property
     def cwd(self) -> Path:

@@ -23,8 +23,14 @@ import anyio.abc
 
 from acp_agent.process_groups import Registration
 from acp_agent.process_marks import start_mark
-from acp_agent.sandbox import Sandbox
-from acp_agent.toolkit import ClientTerminal, JobExit, JobOutput, TerminalExit, TerminalOutput
+from acp_agent.toolkit import (
+    ClientTerminal,
+    CommandSandbox,
+    JobExit,
+    JobOutput,
+    TerminalExit,
+    TerminalOutput,
+)
 from acp_agent.tools._process import (
     OutputCapture,
     follow_output,
@@ -76,7 +82,7 @@ class LocalJob:
         *,
         cwd: Path,
         env: Mapping[str, str],
-        sandbox: Sandbox | None = None,
+        sandbox: CommandSandbox | None = None,
     ) -> LocalJob:
         """Start `argv` in a group of its own (confined to `sandbox`, when given)."""
         return cls(*await open_group(argv, cwd=cwd, env=env, sandbox=sandbox))

@@ -8,12 +8,14 @@ ends with SIGKILL to the whole group, and the process is reaped. Output (stdout 
 merged) is captured with a head and a tail kept and the middle counted, so
 any amount of output costs bounded memory.
 
-Given a `Sandbox`, the command runs inside it (`acp_agent.sandbox`): bwrap
-leads the group in the command's place, the command and everything it starts
-stay in that group, and bwrap's `--die-with-parent` ends the sandbox whenever
-bwrap itself is killed. Without one (None, the default) it runs as it is.
-The caller checks `probe_sandbox` first: without bwrap the start raises
-`FileNotFoundError`, as for any missing program (nothing runs unconfined).
+Given a sandbox (a `CommandSandbox`: `acp_agent.sandbox.Sandbox`), the
+command runs inside it: bwrap leads the group in the command's place, the
+command and everything it starts stay in that group, bwrap's
+`--die-with-parent` ends the sandbox whenever bwrap itself is killed, and the
+environment loses the variables the sandbox hides before bwrap starts. Without
+one (None, the default) it runs as it is. The caller checks `probe_sandbox`
+first: without bwrap the start raises `FileNotFoundError`, as for any missing
+program (nothing runs unconfined).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import attrs
 
 from acp_agent.process_groups import Registration, process_groups
 from acp_agent.records import Record
-from acp_agent.sandbox import Sandbox
+from acp_agent.toolkit import CommandSandbox
 
 __all__ = (
     "DRAIN_AFTER_EXIT_S",
@@ -97,7 +99,7 @@ async def open_group(
     *,
     cwd: Path,
     env: Mapping[str, str] | None,
-    sandbox: Sandbox | None = None,
+    sandbox: CommandSandbox | None = None,
 ) -> tuple[anyio.abc.Process, Registration | None]:
     """Start `argv` leading a process group of its own: stdin empty, stdout and stderr merged.
 
@@ -107,6 +109,7 @@ async def open_group(
     """
     if sandbox is not None:
         argv = sandbox.wrap(argv, cwd=cwd)
+        env = sandbox.environment(os.environ if env is None else env)
     with process_groups().gate(argv, env=env, cwd=cwd) as gate:
         process = await anyio.open_process(
             gate.argv,
@@ -188,7 +191,7 @@ async def run_local(
     env: Mapping[str, str] | None,
     timeout_s: float,
     on_output: Callable[[bytes], Awaitable[None]],
-    sandbox: Sandbox | None = None,
+    sandbox: CommandSandbox | None = None,
 ) -> LocalExit:
     """Run `argv` in its own process group, passing each output chunk to `on_output`.
 

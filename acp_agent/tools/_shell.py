@@ -19,11 +19,13 @@ returns its job id at once, the runtime's `JobHost` owns it from there and
 tells the line when it ends. In a client terminal the call embeds the
 terminal, so the person watches the job live.
 
-`raw_output`: ``{"command", "cwd", "via": "client"|"local", "exit_code",
-"signal", "timed_out", "output_bytes" (local runs), "truncated",
-"terminal_id", "output"}``. For a local run shown as a terminal the adapter takes
-`exit_code` and `signal` from it for `_meta.terminal_exit`. A background
-start: ``{"command", "cwd", "via", "job_id", "terminal_id", "background": true}``.
+`raw_output`: ``{"command", "cwd", "via": "client"|"local", "sandboxed",
+"exit_code", "signal", "timed_out", "output_bytes" (local runs), "truncated",
+"terminal_id", "output"}``, and for a sandboxed run ``"kept_in"`` (what the
+sandbox kept in, or null) and ``"files"`` (what it changed in the roots).
+For a local run shown as a terminal the adapter takes `exit_code` and
+`signal` from it for `_meta.terminal_exit`. A background start: ``{"command",
+"cwd", "via", "sandboxed", "job_id", "terminal_id", "background": true}``.
 
 Where the call shows a terminal, `output` holds the last lines of the output
 (at most `_RAW_TAIL_LINES` lines, `_RAW_TAIL_CHARS` characters). Like
@@ -34,11 +36,17 @@ that embeds terminals it never prints (acpx) prints `rawOutput`'s `output`.
 Text content beside the terminal would show it twice wherever terminals render.
 A call shown without a terminal carries its output as text content instead.
 
-With a `sandbox` policy (None by default: today's behaviour) the command runs
-locally, in bubblewrap, confined to the policy and the session's roots, and so
-does a background job; the editor's terminals are not used, since the agent
-cannot confine what the editor runs (wrapping the editor's command line is for
-the modes that turn the sandbox on).
+When the call's context has a sandbox (`ToolContext.sandbox`: the sandboxed
+mode confines the call) the command runs locally in it, and so does a
+background job: never in the editor's terminals, since the agent cannot know
+what the editor's side has (bubblewrap there, the same files) nor end what it
+runs; its output still streams to the editor as any local command's does. A
+foreground command runs inside `ToolContext.changes.watching()`: the files it
+changed in the roots are checkpointed (a rewind takes them back) and named in
+its result. When it fails and the sandbox shows in how (`CommandSandbox.kept_in`),
+the result says what was kept in, and that the model may run it again with
+`outside_sandbox`, which the person is asked about. `raw_output["sandboxed"]`
+says whether it ran confined (the adapter shows it in the call's `_meta`).
 
 Titles: a plain read, list or search says what it reads (`_command_titles`);
 any other command is "Run `…`", cut to `_TITLE_CHARS`.
@@ -60,10 +68,10 @@ import anyio.lowlevel
 import attrs
 
 from acp_agent.records import Record
-from acp_agent.sandbox import Sandbox, SandboxPolicy
 from acp_agent.toolkit import (
     ClientTerminal,
     ClientTimedOut,
+    CommandFiles,
     ContentPart,
     Effect,
     JobLimitReached,
@@ -119,6 +127,8 @@ _TITLE_CHARS: Final = 60
 #: terminal (for a client that embeds terminals it never prints).
 _RAW_TAIL_LINES: Final = 20
 _RAW_TAIL_CHARS: Final = 2000
+#: The most files a sandboxed run's result names (the rest are counted).
+_FILES_SHOWN: Final = 20
 
 _DESCRIPTION = """\
 Run a shell command (bash -c) and return its exit status and output (stdout and \
@@ -128,6 +138,12 @@ beyond about 32 KB is cut in the middle (start and end kept). The command is kil
 with everything it started, after `timeout_s` seconds (default 120, at most 1800) or \
 when the turn is cancelled; background processes are killed when it exits. Prefer \
 the file tools (read, edit, grep, glob) over cat/sed/grep/find.
+
+Commands may run in a sandbox: the workspace and a temporary folder ($TMPDIR) \
+writable, the rest of the file system read-only, no network, credentials hidden. \
+When a result says the sandbox kept a command in and the command needs what was \
+denied, call it again with `outside_sandbox: true`: the person is asked to let it \
+run outside the sandbox. Never ask to leave it for a failure the sandbox did not cause.
 
 With `background: true` the command runs as a background job instead: the call \
 returns a job id at once and the command runs on while you work (for test suites, \
@@ -249,6 +265,57 @@ def _not_started(exc: JobLimitReached) -> ToolResult:
     return ToolResult((TextContent(shown),), text, is_error=True)
 
 
+def _run_notes(files: CommandFiles | None, kept_in: str | None) -> tuple[list[str], list[str]]:
+    """What the person and the model read after a sandboxed run's output: the files it
+    changed, and what the sandbox kept in (for the model, with how to leave it)."""
+    shown: list[str] = []
+    model: list[str] = []
+    if files is not None:
+        line = _files_line(files)
+        if line:
+            shown.append(line)
+            model.append(line)
+    if kept_in is not None:
+        shown.append(
+            f"The sandbox kept it in: {kept_in}. The agent may ask you to run it outside the "
+            "sandbox."
+        )
+        model.append(
+            f"The sandbox kept it in: {kept_in}. If the command needs that, call shell again "
+            "with the same command and `outside_sandbox: true`: the person is asked to let it "
+            "run outside the sandbox."
+        )
+    return shown, model
+
+
+def _files_line(files: CommandFiles) -> str | None:
+    """The line naming what a sandboxed run changed, new and removed files marked; or
+    why that is not known (None: nothing changed)."""
+    if files.untracked is not None:
+        return f"The files it changed are not tracked: {files.untracked}."
+    named = [
+        *(str(path) for path in files.changed),
+        *(f"{path} (new)" for path in files.created),
+        *(f"{path} (removed)" for path in files.removed),
+    ]
+    if not named:
+        return None
+    shown = ", ".join(named[:_FILES_SHOWN])
+    more = len(named) - _FILES_SHOWN
+    if more > 0:
+        shown += f" and {more} more"
+    return f"Files it changed (a rewind takes them back): {shown}."
+
+
+def _files_raw(files: CommandFiles) -> dict[str, Any]:
+    return {
+        "changed": [str(path) for path in files.changed],
+        "created": [str(path) for path in files.created],
+        "removed": [str(path) for path in files.removed],
+        "untracked": files.untracked,
+    }
+
+
 DEFINITION: Final = ToolDefinition(
     name="shell",
     description=_DESCRIPTION,
@@ -271,6 +338,11 @@ DEFINITION: Final = ToolDefinition(
                 "type": "boolean",
                 "description": "Run it as a background job: returns a job id at once.",
             },
+            "outside_sandbox": {
+                "type": "boolean",
+                "description": "Run it outside the command sandbox (the person is asked). "
+                "Only after the sandbox kept this command in.",
+            },
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -285,17 +357,13 @@ class _Call(Record):
     cwd: WorkspacePath
     timeout_s: int
     background: bool = False
+    outside_sandbox: bool = False
 
 
 @attrs.frozen
 class ShellTool(Record):
-    """Runs commands through client terminals, or locally in their own process group.
-
-    `sandbox`: run every command locally, confined to this policy and the session's
-    roots (None: as they are).
-    """
-
-    sandbox: SandboxPolicy | None = None
+    """Runs commands through client terminals, or locally in their own process group
+    (confined to the call's sandbox when it has one)."""
 
     @property
     def definition(self) -> ToolDefinition:
@@ -311,7 +379,10 @@ class ShellTool(Record):
         background = arguments.get("background", False)
         if not isinstance(background, bool):
             raise ToolInputError("`background` must be true or false")
-        return _Call(command, cwd, timeout_s, background)
+        outside = arguments.get("outside_sandbox", False)
+        if not isinstance(outside, bool):
+            raise ToolInputError("`outside_sandbox` must be true or false")
+        return _Call(command, cwd, timeout_s, background, outside)
 
     def present(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> ToolPresentation:
         command = arguments.get("command")
@@ -322,6 +393,8 @@ class ShellTool(Record):
         else:
             # A plain read, list or search says what it reads; the rest, the command.
             title = command_title(command) or f"Run `{short(command, _TITLE_CHARS)}`"
+        if arguments.get("outside_sandbox") is True:
+            title += " outside the sandbox"
         return ToolPresentation(title=title, kind=ToolKind.EXECUTE)
 
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
@@ -329,9 +402,10 @@ class ShellTool(Record):
         note = f"In {call.cwd.path}"
         if call.background:
             note += "; it runs in the background, after this turn too, until it ends or is stopped"
-        return outside_need(
-            PermissionNeed(Effect.EXECUTE, call.command, note=note + "."), [call.cwd]
+        need = PermissionNeed(
+            Effect.EXECUTE, call.command, note=note + ".", sandboxable=not call.outside_sandbox
         )
+        return outside_need(need, [call.cwd])
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         call = self._parse(arguments, context.roots)
@@ -339,15 +413,9 @@ class ShellTool(Record):
             raise ToolInputError(f"`cwd` {call.cwd.display} is not a directory")
         if call.background:
             return await self._start_job(call, context)
-        if context.client.has_terminals and self.sandbox is None:
+        if context.client.has_terminals and context.sandbox is None:
             return await self._run_in_client(call, context)
         return await self._run_locally(call, context)
-
-    def _sandbox(self, context: ToolContext) -> Sandbox | None:
-        """This tool's policy on the session's roots (None: no sandbox)."""
-        if self.sandbox is None:
-            return None
-        return Sandbox(self.sandbox, tuple(context.roots))
 
     async def _start_job(self, call: _Call, context: ToolContext) -> ToolResult:
         jobs = context.jobs
@@ -362,7 +430,7 @@ class ShellTool(Record):
         unguarded: list[str] = []
 
         async def spawn() -> JobProcess:
-            if context.client.has_terminals and self.sandbox is None:
+            if context.client.has_terminals and context.sandbox is None:
                 job: JobProcess = ClientJob(
                     await context.client.create_terminal(
                         _shell(),
@@ -383,7 +451,7 @@ class ShellTool(Record):
                 [_shell(), "-c", call.command],
                 cwd=call.cwd.path,
                 env=_environment(),
-                sandbox=self._sandbox(context),
+                sandbox=context.sandbox,
             )
             if local.unguarded is not None:
                 unguarded.append(local.unguarded)
@@ -418,6 +486,7 @@ class ShellTool(Record):
                 "command": call.command,
                 "cwd": cwd,
                 "via": "client" if terminal else "local",
+                "sandboxed": context.sandbox is not None,
                 "job_id": started.job_id,
                 "terminal_id": terminal[0] if terminal else None,
                 "background": True,
@@ -458,34 +527,57 @@ class ShellTool(Record):
                 last_refresh = now
                 await context.progress.content([TextContent(fenced(shown.render()))])
 
-        ended = await run_local(
-            [_shell(), "-c", call.command],
-            cwd=call.cwd.path,
-            env=_environment(),
-            timeout_s=call.timeout_s,
-            on_output=on_output,
-            sandbox=self._sandbox(context),
-        )
+        sandbox = context.sandbox
+        files: CommandFiles | None = None
+        async with contextlib.AsyncExitStack() as stack:
+            if sandbox is not None and context.changes is not None:
+                # Confined to the roots, so what it changes there is all it changes in
+                # files a rewind can bring back: kept before, recorded after.
+                files = await stack.enter_async_context(context.changes.watching())
+            ended = await run_local(
+                [_shell(), "-c", call.command],
+                cwd=call.cwd.path,
+                env=_environment(),
+                timeout_s=call.timeout_s,
+                on_output=on_output,
+                sandbox=sandbox,
+            )
         status = _status_line(ended.exit_code, ended.signal, ended.timed_out, call.timeout_s)
         output = capture.render()
-        model_text = f"{status}\n{fenced(output) if output else '(no output)'}"
+        failed = ended.timed_out or ended.signal is not None or ended.exit_code != 0
+        kept_in = None
+        if sandbox is not None and failed:
+            kept_in = sandbox.kept_in(
+                call.command, output, exit_code=ended.exit_code, cwd=call.cwd.path
+            )
+        shown_notes, model_notes = _run_notes(files, kept_in)
+        unguarded = [] if ended.unguarded is None else [_unguarded_note(ended.unguarded)]
+        shown_output = fenced(output) if output else "(no output)"
+        model_text = "\n".join([status, shown_output, *model_notes, *unguarded])
+        # The person reads what the sandbox saw before the output: a client that shows
+        # only the start of a long text (acpx) still shows it.
         content: tuple[ContentPart, ...] = (
-            (TerminalContent(terminal_id, local_cwd=cwd),)
+            (
+                TerminalContent(terminal_id, local_cwd=cwd),
+                *map(TextContent, [*shown_notes, *unguarded]),
+            )
             if streaming
-            else (TextContent(model_text),)
+            else (TextContent("\n".join([status, *shown_notes, shown_output, *unguarded])),)
         )
-        if ended.unguarded is not None:
-            note = _unguarded_note(ended.unguarded)
-            model_text += f"\n{note}"
-            content = (*content[:1], TextContent(note)) if streaming else (TextContent(model_text),)
+        sandboxed: dict[str, Any] = {"sandboxed": sandbox is not None}
+        if sandbox is not None:
+            sandboxed["kept_in"] = kept_in
+            if files is not None:
+                sandboxed["files"] = _files_raw(files)
         return ToolResult(
             content=content,
             model_text=model_text,
-            is_error=ended.timed_out or ended.signal is not None or ended.exit_code != 0,
+            is_error=failed,
             raw_output={
                 "command": call.command,
                 "cwd": cwd,
                 "via": "local",
+                **sandboxed,
                 "exit_code": ended.exit_code,
                 "signal": ended.signal,
                 "timed_out": ended.timed_out,
@@ -617,6 +709,7 @@ class ShellTool(Record):
                 "command": call.command,
                 "cwd": str(call.cwd.path),
                 "via": "client",
+                "sandboxed": False,
                 "exit_code": exit_code,
                 "signal": signal,
                 "timed_out": timed_out,

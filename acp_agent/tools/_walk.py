@@ -4,7 +4,8 @@ Rules come from every `.gitignore` between the workspace root and each
 directory walked (deeper files override shallower ones, `!` re-includes, an
 ignored directory is not entered) and from `.git/info/exclude` of a
 repository root; they apply whether or not the directory is a git
-repository. Hidden files are included; `.git` never is. Symlinks are
+repository. Hidden files are included; `.git` never is, nor a directory the
+caller prunes (`prune`). Symlinks are
 reported but never followed (so a walk cannot leave the workspace). Entries
 come depth-first, each directory's entries sorted by name, which is also
 the order of ripgrep's `--sort path`.
@@ -19,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -131,13 +132,16 @@ def walk(
     *,
     max_depth: int | None = None,
     stop: threading.Event | None = None,
+    prune: Callable[[Path], bool] | None = None,
 ) -> Iterator[Entry]:
     """Every path under directory `start` that git would not ignore, depth-first by name.
 
     `root` is the workspace root whose `.gitignore` files apply from the top.
-    Stops early when `stop` is set.
+    Stops early when `stop` is set. A directory `prune` says yes to is left out
+    with all it holds.
     """
-    yield from _walk(start, start, IgnoreRules.for_directory(start, root), 1, max_depth, stop)
+    rules = IgnoreRules.for_directory(start, root)
+    yield from _walk(start, start, rules, 1, max_depth, stop, prune)
 
 
 def _walk(
@@ -147,6 +151,7 @@ def _walk(
     depth: int,
     max_depth: int | None,
     stop: threading.Event | None,
+    prune: Callable[[Path], bool] | None = None,
 ) -> Iterator[Entry]:
     try:
         with os.scandir(directory) as listing:
@@ -161,11 +166,12 @@ def _walk(
         path = Path(item.path)
         is_symlink = item.is_symlink()
         is_dir = not is_symlink and item.is_dir(follow_symlinks=False)
-        if rules.ignores(path, is_dir):
+        if rules.ignores(path, is_dir) or (is_dir and prune is not None and prune(path)):
             continue
         yield Entry(path, path.relative_to(start).as_posix(), is_dir, is_symlink, depth)
         if is_dir and (max_depth is None or depth < max_depth):
-            yield from _walk(path, start, rules.entering(path), depth + 1, max_depth, stop)
+            inner = rules.entering(path)
+            yield from _walk(path, start, inner, depth + 1, max_depth, stop, prune)
 
 
 def _class(body: str) -> str:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from acp_agent.capabilities.permissions import Ask, PermissionChoice, PermissionMode, Refuse, decide
+from acp_agent.capabilities.permissions import (
+    Ask,
+    PermissionChoice,
+    PermissionMode,
+    Refuse,
+    confined,
+    decide,
+)
 from acp_agent.capabilities.permissions._admission import (
     Allow,
     RuleScope,
@@ -39,6 +46,7 @@ def verdict(mode: PermissionMode, tool: str, need: PermissionNeed, *rules: Permi
 @pytest.mark.parametrize(
     ("mode", "expected"),
     [
+        (PermissionMode.SANDBOXED, ["Allow", "Allow", "Ask", "Ask", "Ask"]),
         (PermissionMode.ASK, ["Allow", "Ask", "Ask", "Ask", "Ask"]),
         (PermissionMode.ACCEPT_EDITS, ["Allow", "Allow", "Ask", "Ask", "Ask"]),
         (PermissionMode.PLAN, ["Allow", "Refuse", "Refuse", "Refuse", "Refuse"]),
@@ -51,6 +59,46 @@ def test_each_mode_decides_reads_edits_commands_network_and_outside_paths(
     needs = [("read", READ), ("write", EDIT), ("shell", RUN), ("fetch", FETCH), ("write", OUTSIDE)]
 
     assert [verdict(mode, tool, need) for tool, need in needs] == expected
+
+
+SANDBOXABLE = PermissionNeed(Effect.EXECUTE, "pytest -q tests", sandboxable=True)
+LEAVING = PermissionNeed(Effect.EXECUTE, "pip install -e .", sandboxable=False)
+
+
+def test_only_the_sandboxed_mode_confines_and_only_a_command_that_did_not_ask_to_leave():
+    def runs_confined(mode: PermissionMode, need: PermissionNeed, runs: bool = True) -> bool:
+        return confined(mode, need, sandbox_runs=runs)
+
+    assert runs_confined(PermissionMode.SANDBOXED, SANDBOXABLE)
+    assert not runs_confined(PermissionMode.SANDBOXED, LEAVING)
+    assert not runs_confined(PermissionMode.SANDBOXED, SANDBOXABLE, runs=False)
+    assert not runs_confined(PermissionMode.SANDBOXED, EDIT)
+    for mode in (PermissionMode.ASK, PermissionMode.ACCEPT_EDITS, PermissionMode.BYPASS):
+        assert not runs_confined(mode, SANDBOXABLE)
+
+
+def test_a_confined_command_runs_unasked_and_leaving_the_sandbox_is_asked_as_such():
+    inside = decide(PermissionMode.SANDBOXED, "shell", SANDBOXABLE, [], WORKSPACE, sandboxed=True)
+    leaving = decide(PermissionMode.SANDBOXED, "shell", LEAVING, [], WORKSPACE)
+    allowed = rule("shell", RuleScope.COMMAND_PREFIX, "pip install")
+    by_rule = decide(PermissionMode.SANDBOXED, "shell", LEAVING, [allowed], WORKSPACE)
+    denied = rule("shell", RuleScope.COMMAND_PREFIX, "pytest -q", "deny")
+    refused = decide(
+        PermissionMode.SANDBOXED, "shell", SANDBOXABLE, [denied], WORKSPACE, sandboxed=True
+    )
+
+    assert isinstance(inside, Allow)
+    assert isinstance(leaving, Ask)
+    assert leaving.note == (
+        "Asked because no rule of this workspace lets it run outside the sandbox."
+    )
+    labels = [option.label for option in leaving.options]
+    assert (
+        "Always allow commands starting with pip install outside the sandbox in this "
+        "workspace" in labels
+    )
+    assert isinstance(by_rule, Allow)  # a command rule: it may run outside without asking
+    assert isinstance(refused, Refuse)  # a rejecting rule holds inside the sandbox too
 
 
 def test_an_outside_path_question_names_it_and_offers_no_allow_always():

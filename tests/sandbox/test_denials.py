@@ -43,6 +43,11 @@ def run(play: Play, command: str, *, network: bool = False) -> tuple[int, str]:
 DENIED = {
     "touch": ("touch {outside}/x", [(WRITE, "{outside}/x")]),
     "redirect": ("echo hi > {outside}/x", [(WRITE, "{outside}/x")]),
+    # The shell tool runs bash by its path, which then starts every message.
+    "redirect in a shell named by its path": (
+        "\"$(command -v bash)\" -c 'echo hi > {outside}/x'",
+        [(WRITE, "{outside}/x")],
+    ),
     "mkdir": ("mkdir {outside}/d", [(WRITE, "{outside}/d")]),
     "python write": (
         'python3 -c \'open("{outside}/x", "w")\'',

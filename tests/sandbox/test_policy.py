@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from acp_agent.models._config import load_models_config
 from acp_agent.paths import resolve_paths
 from acp_agent.sandbox import (
     DEFAULT_HIDDEN,
+    DEFAULT_HIDDEN_ENV,
     DEFAULT_TOOL_CACHES,
+    Sandbox,
     SandboxPolicy,
     SandboxSettings,
     bwrap_argv,
@@ -58,6 +61,27 @@ def test_the_persons_settings_add_places_and_show_defaults_after_all(tmp_path: P
     assert home / ".pypirc" in policy.hidden
 
 
+def test_the_providers_keys_and_the_persons_variables_are_kept_from_commands() -> None:
+    settings = SandboxSettings(hidden_env=("GITHUB_TOKEN",))
+    policy = sandbox_policy(
+        agent_paths=None, settings=settings, env={}, key_variables=["OPENROUTER_API_KEY", "MY_KEY"]
+    )
+    env = {"ANTHROPIC_API_KEY": "a", "MY_KEY": "m", "GITHUB_TOKEN": "g", "PATH": "/bin", "X": "1"}
+
+    assert policy.hidden_env == (*DEFAULT_HIDDEN_ENV, "MY_KEY", "GITHUB_TOKEN")
+    assert Sandbox(policy, ()).environment(env) == {"PATH": "/bin", "X": "1"}
+
+
+def test_a_config_file_with_a_sandbox_table_is_a_valid_config(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('default_model = "openai/gpt-4.1"\n[sandbox]\nhidden_env = ["A_TOKEN"]\n')
+
+    models = load_models_config(config, {})  # raised ConfigFileInvalid on an unknown key
+
+    assert models.default_model == "openai/gpt-4.1"
+    assert load_sandbox_settings(config).hidden_env == ("A_TOKEN",)
+
+
 def test_the_config_file_gives_the_settings_and_names_what_it_left_out(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(
@@ -67,17 +91,21 @@ def test_the_config_file_gives_the_settings_and_names_what_it_left_out(tmp_path:
         'readable = ["~/.npmrc"]\n'
         'tool_caches = "yes"\n'
         "network = true\n"
+        'hidden_env = ["GOOD_NAME", "not a name", 7]\n'
     )
 
     settings = load_sandbox_settings(config)
 
     assert settings.writable == ("~/.cache/bazel",)
+    assert settings.hidden_env == ("GOOD_NAME",)
     assert (settings.hidden, settings.readable, settings.tool_caches) == ((), ("~/.npmrc",), True)
     assert settings.problems == (
         "[sandbox] writable: 'relative/path' is not an absolute or ~/ path; ignored",
         "[sandbox] writable: 3 is not an absolute or ~/ path; ignored",
         "[sandbox] hidden must be a list of paths; ignored",
         "[sandbox] tool_caches must be true or false; the default (true) applies",
+        "[sandbox] hidden_env: 'not a name' is not a variable name; ignored",
+        "[sandbox] hidden_env: 7 is not a variable name; ignored",
         "[sandbox] network is not a setting; ignored",
     )
     assert load_sandbox_settings(tmp_path / "absent.toml") == SandboxSettings()
@@ -201,6 +229,7 @@ def test_the_documented_example_is_read_as_documented(tmp_path: Path) -> None:
         hidden=("~/work/secrets", "~/.config/tokens.json"),
         readable=("~/.npmrc",),
         tool_caches=False,
+        hidden_env=("GITHUB_TOKEN",),
     )
 
 
@@ -213,6 +242,8 @@ def test_the_documented_lists_are_the_defaults() -> None:
         assert f"`{cache}`" in flat
     for place in DEFAULT_HIDDEN:
         assert f"`{place}`" in flat
+    for variable in DEFAULT_HIDDEN_ENV:
+        assert f"`{variable}`" in flat
 
 
 def test_visible_places_are_shown_read_only_and_a_root_inside_stays_writable(

@@ -33,6 +33,7 @@ __all__ = (
     "agent_command",
     "agent_env",
     "connected",
+    "default_mode_env",
     "openai_env",
     "remove_agent_home",
     "running_agent",
@@ -66,10 +67,20 @@ def agent_env(**overrides: str) -> dict[str, str]:
     So an agent under test never reaches a real provider with the developer's key.
     Code intelligence is off (`ACP_AGENT_LSP=0`) unless a test turns it on: its
     language servers are real processes, tested in `tests/lsp`, and every other test
-    that edits a Python file would start them.
+    that edits a Python file would start them. New sessions are in the `ask` mode
+    (`ACP_AGENT_MODE=ask`), which the tests written before the sandboxed mode became
+    the default were written for; the sandboxed mode's tests (`tests/sandbox`) start
+    the agent without it (`default_mode_env`).
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(_MODEL_VARIABLES)}
-    return {**env, "ACP_AGENT_LSP": "0", **overrides}
+    return {**env, "ACP_AGENT_LSP": "0", "ACP_AGENT_MODE": "ask", **overrides}
+
+
+def default_mode_env(**overrides: str) -> dict[str, str]:
+    """`agent_env(**overrides)` without `ACP_AGENT_MODE`: new sessions get the default mode."""
+    env = agent_env(**overrides)
+    del env["ACP_AGENT_MODE"]
+    return env
 
 
 def openai_env(

@@ -10,6 +10,8 @@ from typing import Any
 from acp_agent.toolkit import (
     NO_CLIENT,
     ClientBridge,
+    CommandSandbox,
+    FileChanges,
     MemoryReadStamps,
     Tool,
     ToolContext,
@@ -44,8 +46,14 @@ class Session:
         *,
         stamps: ReadStamps | None = None,
         branch_id: str = "main",
+        sandbox: CommandSandbox | None = None,
+        changes: FileChanges | None = None,
     ):
         self.roots = tuple(roots)
+        #: What the calls' commands run in (as the sandboxed mode gives it), and where
+        #: their file changes are told.
+        self.sandbox = sandbox
+        self.changes = changes
         self.client = client
         self.stamps = stamps if stamps is not None else MemoryReadStamps()
         self.branch_id = branch_id
@@ -62,6 +70,8 @@ class Session:
             client=self.client,
             progress=self.progress,
             read_stamps=self.stamps,
+            sandbox=self.sandbox,
+            changes=self.changes,
         )
 
     async def run(self, tool: Tool, arguments: Mapping[str, Any]) -> ToolResult:

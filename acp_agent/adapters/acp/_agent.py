@@ -82,6 +82,8 @@ class AcpAgent:
     * `warmup`: started once `initialize` is answered (see `_warmup`); None: none.
     * `editor_timeout_s`: how long each request to the editor (`fs/*`, `terminal/*`)
       waits for its answer; None: the default (`DEFAULT_REQUEST_TIMEOUT_S`).
+    * `mode`: the permission mode new sessions start in, by name (`ACP_AGENT_MODE`;
+      None or unknown: the default, `controls.mode_named`).
     """
 
     def __init__(
@@ -94,7 +96,9 @@ class AcpAgent:
         clock: Callable[[], float] = time.time,
         warmup: Warmup | None = None,
         editor_timeout_s: float | None = None,
+        mode: str | None = None,
     ) -> None:
+        self._mode = mode
         self._warmup = warmup
         self._editor_timeout_s = editor_timeout_s
         self._connection = connection
@@ -190,17 +194,18 @@ class AcpAgent:
         cwd = absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
         from acp_agent.adapters.acp._options import session_settings
-        from acp_agent.capabilities.controls import SessionControls
+        from acp_agent.capabilities.controls import SessionControls, mode_named
         from acp_agent.core import create_stored_session, new_session_record
 
         directories = _other_roots(cwd, sent)
         with wire_errors():
             store = await self._host.store()
             record = new_session_record(cwd, at=self._clock(), additional_directories=directories)
-            # The default model, asking for permission: recorded with the session, which
-            # its assembly restores them from.
+            # The default model and mode: recorded with the session, which its assembly
+            # restores them from.
             controls = SessionControls(record.session_id, cwd)
             controls.model_id = self._models.default_model()
+            controls.mode = mode_named(self._mode)
             await create_stored_session(store, record, controls.first_facts())
         session_id = str(record.session_id)
         servers = params.mcp_servers

@@ -20,7 +20,9 @@
                                 `tool_call_update` with `_meta.terminal_output`
 `ToolResultRecorded`            `tool_call_update` completed or failed, with content,
                                 `rawOutput` (always an object: `raw_object`) and
-                                locations (a plan part becomes a `plan`)
+                                locations (a plan part becomes a `plan`); a command's
+                                says in `_meta["acp-agent"].sandboxed` whether it ran
+                                in the command sandbox
 `BranchShown`                   a branch shown in its parent's turn: `tool_call` (kind
                                 `other`, titled with the branch's title) the first
                                 time a showing appears, `tool_call_update` after, in
@@ -347,8 +349,10 @@ class UpdateTranslator:
         updates: list[types.SessionUpdate] = []
         parts, meta = self._content(payload.call_id, payload.content, updates)
         terminal_id = self._local_terminals.pop(payload.call_id, None)
+        raw = payload.raw_output if isinstance(payload.raw_output, Mapping) else {}
+        if isinstance(raw.get("sandboxed"), bool):
+            meta = {**(meta or {}), "acp-agent": {"sandboxed": raw["sandboxed"]}}
         if terminal_id is not None:
-            raw = payload.raw_output if isinstance(payload.raw_output, Mapping) else {}
             exit_code = raw.get("exit_code")
             meta = {
                 **(meta or {}),

@@ -3,9 +3,11 @@
 Each server is started by the runtime's own `McpServerManager` (so it runs as a
 session would run it: its command, environment and working directory, the
 project's cwd), within its `startup_timeout_s` (or `--mcp-timeout`, if shorter),
-its tools listed, and stopped again; nothing is reconnected. A failure shows the
-runtime's error: the command not found, the exit status with the last lines of
-stderr, the timeout.
+its tools listed, and stopped again; nothing is reconnected. A server declared
+with `sandbox = true` starts in the command sandbox of the person's policy on the
+project's cwd, as a session's would (where bwrap cannot run, it fails saying so).
+A failure shows the runtime's error: the command not found, the exit status with
+the last lines of stderr, the timeout.
 """
 
 from __future__ import annotations
@@ -27,6 +29,13 @@ from acp_agent.mcp import (
     ServerState,
     ServerStatus,
     StdioServerConfig,
+)
+from acp_agent.sandbox import (
+    Sandbox,
+    SandboxUnavailable,
+    load_sandbox_settings,
+    probe_sandbox,
+    sandbox_policy,
 )
 
 __all__ = ("check_started",)
@@ -63,11 +72,26 @@ async def _start(
             for config in servers
         ]
     limit = max(config.startup_timeout_s for config in servers) + _GRACE_S
+
+    async def sandbox(config: StdioServerConfig) -> Sandbox:
+        support = await anyio.to_thread.run_sync(probe_sandbox, setup.env)
+        if not support.available or support.bwrap is None:
+            raise SandboxUnavailable(support)
+        settings = load_sandbox_settings(setup.config_file)
+        policy = sandbox_policy(
+            agent_paths=setup.paths,
+            settings=settings,
+            env=setup.env,
+            network=config.sandbox_network,
+        )
+        return Sandbox(policy, (setup.cwd,), bwrap=support.bwrap)
+
     manager = McpServerManager(
         servers,
         cwd=setup.cwd,
         reconnect=ReconnectPolicy(delays_s=()),
         close_timeout_s=_CLOSE_TIMEOUT_S,
+        sandbox=sandbox,
     )
     async with manager:
         with anyio.move_on_after(limit):

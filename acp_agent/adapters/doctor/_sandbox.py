@@ -2,7 +2,7 @@
 
 Runs the same probe the agent does (`probe_sandbox`: bwrap on PATH, run once the
 way a command runs). Never a failure: without it, commands still run, asked
-about instead of sandboxed.
+about instead of sandboxed (the fix says so).
 """
 
 from __future__ import annotations
@@ -35,7 +35,10 @@ def check_sandbox(setup: DoctorSetup) -> Check:
     if not support.available:
         if support.bwrap is not None:
             details["bwrap"] = support.bwrap
-        fix = f"{support.fix} ({_DOCS})" if support.fix else f"see {_DOCS}"
+        meanwhile = "until then the sandboxed mode (the default) asks before every command"
+        fix = (
+            f"{support.fix}; {meanwhile} ({_DOCS})" if support.fix else f"{meanwhile}: see {_DOCS}"
+        )
         return Check(
             "sandbox",
             Status.WARNING,

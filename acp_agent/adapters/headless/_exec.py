@@ -61,7 +61,7 @@ EXIT_INTERRUPTED: Final = 130
 _ENDED: Final = frozenset({"end_turn", "max_tokens", "max_turn_requests"})
 
 #: The permission modes `--mode` takes (the agent's: a test keeps them the same).
-PERMISSION_MODES: Final = ("ask", "accept-edits", "plan", "bypass")
+PERMISSION_MODES: Final = ("sandboxed", "ask", "accept-edits", "plan", "bypass")
 
 #: How long a cancelled turn gets to answer before the agent is stopped anyway.
 _CANCEL_GRACE_S: Final = 10.0
@@ -100,9 +100,11 @@ def parser() -> argparse.ArgumentParser:
         "--mode",
         choices=PERMISSION_MODES,
         metavar="ID",
-        help="the permission mode: ask (the default: ask before edits, commands and the "
-        "network), accept-edits (edits run; the rest is asked), plan (only reads run), "
-        "bypass (everything runs; outside the roots is still asked)",
+        help="the permission mode: sandboxed (the default: edits run, commands run in the "
+        "sandbox; leaving it and the network are asked), ask (ask before edits, commands "
+        "and the network), accept-edits (edits run; the rest is asked), plan (only reads "
+        "run), bypass (everything runs, commands outside the sandbox; outside the roots is "
+        "still asked)",
     )
     parser.add_argument(
         "--approve",

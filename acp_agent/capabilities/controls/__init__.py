@@ -2,7 +2,8 @@
 
 `SessionControls` (a session service) holds them with the session's roots and
 the front end's side (the editor bridge, the prompter), and offers them as
-options (`MODES`, `SessionOption`; `MODE_KEY`, `MODEL_KEY`); a value it does
+options (`MODES`, `DEFAULT_MODE` first, `mode_named` for the person's choice;
+`SessionOption`; `MODE_KEY`, `MODEL_KEY`); a value it does
 not offer is `InvalidSetting`. `workspace_roots` is the session's cwd and its
 other roots. Its own package, low in the capabilities: answering `session/new`
 needs it and nothing else of them.
@@ -11,21 +12,25 @@ needs it and nothing else of them.
 from __future__ import annotations
 
 from acp_agent.capabilities.controls._controls import (
+    DEFAULT_MODE,
     MODE_KEY,
     MODEL_KEY,
     MODES,
     InvalidSetting,
     SessionControls,
     SessionOption,
+    mode_named,
     workspace_roots,
 )
 
 __all__ = (
+    "DEFAULT_MODE",
     "MODEL_KEY",
     "MODES",
     "MODE_KEY",
     "InvalidSetting",
     "SessionControls",
     "SessionOption",
+    "mode_named",
     "workspace_roots",
 )

@@ -18,7 +18,8 @@ options of them):
 ==================  ==============  ============================================
 id (= value key)    category        choices
 ==================  ==============  ============================================
-`mode`              `mode`          `ask`, `accept-edits`, `plan`, `bypass`
+`mode`              `mode`          `sandboxed` (new sessions'), `ask`,
+                                    `accept-edits`, `plan`, `bypass`
 `model`             `model`         the configured models usable now, and the
                                     session's own (only when there is a model)
 `thought_level`     `thought_level` `default`, `low`, `medium`, `high` (only when
@@ -46,6 +47,7 @@ from acp_agent.toolkit import NO_CLIENT, ClientBridge
 
 __all__ = (
     "CONTROLS_PRODUCER",
+    "DEFAULT_MODE",
     "DEFAULT_THOUGHT_LEVEL",
     "MODEL_KEY",
     "MODES",
@@ -56,6 +58,7 @@ __all__ = (
     "InvalidSetting",
     "SessionControls",
     "SessionOption",
+    "mode_named",
     "recorded_configuration",
     "workspace_roots",
 )
@@ -98,6 +101,12 @@ class SessionOption(Record):
 
 #: The permission modes, as a picker offers them (see `acp_agent.capabilities.permissions`).
 MODES: Final = (
+    Choice(
+        PermissionMode.SANDBOXED.value,
+        "Sandboxed",
+        "Edit files and run commands in the sandbox without asking; ask before leaving it "
+        "and before network access",
+    ),
     Choice(PermissionMode.ASK.value, "Ask", "Ask before edits, commands and network access"),
     Choice(
         PermissionMode.ACCEPT_EDITS.value,
@@ -108,9 +117,12 @@ MODES: Final = (
     Choice(
         PermissionMode.BYPASS.value,
         "Bypass permissions",
-        "Run everything without asking (paths outside the workspace are still asked about)",
+        "Run everything without asking, commands outside the sandbox (paths outside the "
+        "workspace are still asked about)",
     ),
 )
+#: A new session's mode, unless the person names another (`mode_named`).
+DEFAULT_MODE: Final = PermissionMode.SANDBOXED
 #: The reasoning efforts, for models that take one.
 THOUGHT_LEVELS: Final = (
     Choice(
@@ -141,7 +153,7 @@ class SessionControls:
         self.prompter: PermissionPrompter = RefusingPrompter()
         #: `<provider>/<model>`, or None: none configured when the session started.
         self.model_id: str | None = None
-        self.mode = PermissionMode.ASK
+        self.mode = DEFAULT_MODE
         #: None: the model's own default (no effort is sent).
         self.reasoning_effort: ReasoningEffort | None = None
 
@@ -260,6 +272,14 @@ class SessionControls:
         if resets_effort and self.reasoning_effort is not None:
             values[THOUGHT_KEY] = DEFAULT_THOUGHT_LEVEL
         return values
+
+
+def mode_named(name: str | None) -> PermissionMode:
+    """The mode `name` names (`ACP_AGENT_MODE`), `DEFAULT_MODE` for none or an unknown one."""
+    try:
+        return PermissionMode(name) if name else DEFAULT_MODE
+    except ValueError:
+        return DEFAULT_MODE
 
 
 def workspace_roots(cwd: str, additional_directories: Iterable[str]) -> tuple[Path, ...]:

@@ -8,7 +8,12 @@ call, in order, the executor:
    the same name"; no binding is an error result the model reads;
 2. passes admission (`permissions.decide`): runs, is refused with an
    explanation, or asks the person (`PermissionAsked`, the prompter, then
-   `PermissionAnswered`; "always" answers become rules);
+   `PermissionAnswered`; "always" answers become rules). In the sandboxed mode
+   a command runs in the session's command sandbox (`SessionSandbox`: its
+   context gets the sandbox) without a question; a command asking to leave it
+   is asked about, the question saying what the sandbox kept it in; where the
+   sandbox cannot run, every command is asked about and the first question
+   (or, allowed by a rule, the first result) says why;
 3. runs it as a task of the turn, tracked by the executor (`ToolCallAdmitted`,
    `ToolCallStarted`, progress as `ToolCallProgressed`/`ToolCallOutputDelta`);
 4. caps each copy of the result (`ResultBudget`: the model's text, the editor's
@@ -58,17 +63,21 @@ from acp_agent.capabilities.permissions import (
     Ask,
     PermissionAnswer,
     PermissionChoice,
+    PermissionMode,
     PermissionPrompter,
     PermissionQuestion,
     Refuse,
+    confined,
     decide,
     remember,
 )
+from acp_agent.capabilities.sandboxing import SessionSandbox
 from acp_agent.capabilities.session import (
     CallChanges,
     ChangedFile,
     ChangeReview,
     CheckpointStore,
+    RootsIndex,
     ToolBindings,
     UnboundCall,
 )
@@ -103,9 +112,12 @@ from acp_agent.core import (
     new_id,
 )
 from acp_agent.lone_surrogates import replace_lone_surrogates
+from acp_agent.sandbox import SandboxSupport
 from acp_agent.toolkit import (
     ClientBridge,
+    CommandSandbox,
     ContentPart,
+    Effect,
     MemoryReadStamps,
     PermissionNeed,
     PreviewingTool,
@@ -211,6 +223,10 @@ class _Call:
     result: ToolResult | None = None
     #: Why it was cut short, when it was (`cancelled`, `reloaded`).
     cut_by: str = "cancelled"
+    #: The sandbox its commands run in (None: they run as they are).
+    sandbox: CommandSandbox | None = None
+    #: Said to the person before its result (the sandbox cannot run here).
+    notice: str | None = None
 
     @property
     def call_id(self) -> CallId:
@@ -283,6 +299,10 @@ class ToolExecutor:
       (`ToolContext.changes`; None: not kept, no rewind).
     * `review`: what looks at the files a call changed once it has (the session's
       language servers); what it says is added to the call's result.
+    * `sandbox`: the session's command sandbox, which the sandboxed mode runs
+      commands in (None: there is none; that mode then asks about every command).
+    * `roots_index`: what the files under the roots held, to compare around a
+      sandboxed command (None: its changes are not tracked).
     """
 
     name = "tool executor"
@@ -300,9 +320,13 @@ class ToolExecutor:
         jobs: JobManager | None = None,
         checkpoints: CheckpointStore | None = None,
         review: ChangeReview | None = None,
+        sandbox: SessionSandbox | None = None,
+        roots_index: RootsIndex | None = None,
     ) -> None:
         self.branch = branch
         self.checkpoints = checkpoints
+        self.sandbox = sandbox
+        self.roots_index = roots_index
         self.review = review
         #: Where calls hand over background work (None: no background jobs).
         self.jobs = jobs
@@ -437,11 +461,25 @@ class ToolExecutor:
         controls = self.controls
         rules = await self.store.list_permission_rules(workspace=controls.workspace)
         roots = [str(root) for root in controls.additional_directories]
-        decision = decide(controls.mode, request.tool, need, rules, controls.workspace, roots)
+        mode = controls.mode
+        missing: SandboxSupport | None = None
+        if mode is PermissionMode.SANDBOXED and need.effect is Effect.EXECUTE:
+            missing = await self._sandbox_missing()
+        sandboxed = confined(mode, need, sandbox_runs=missing is None)
+        decision = decide(
+            mode, request.tool, need, rules, controls.workspace, roots, sandboxed=sandboxed
+        )
+        if sandboxed and self.sandbox is not None:
+            call.sandbox = self.sandbox.for_call(controls.roots)
         admitted: list[Payload] = []
         if isinstance(decision, Refuse):
             await self._record_unrun(call, decision.explanation, shown=decision.shown)
             return
+        if isinstance(decision, Ask) and mode is PermissionMode.SANDBOXED:
+            decision = self._sandbox_question(decision, need, missing)
+        elif missing is not None and self.sandbox and not self.sandbox.told_unavailable:
+            # Allowed by a rule: the person is told in its result instead.
+            call.notice = self.sandbox.unavailable_note(missing)
         if isinstance(decision, Ask):
             # Never a dry run outside the workspace: reading there needs the answer first.
             preview = () if need.outside_workspace else await self._preview(call, tool)
@@ -471,6 +509,32 @@ class ToolExecutor:
         await self.branch.append([EventDraft(payload, TOOLS_PRODUCER) for payload in admitted])
         call.stage = CallStage.RUNNING
         await self._execute(call, tool)
+
+    async def _sandbox_missing(self) -> SandboxSupport | None:
+        """Why commands cannot run in the sandbox here (None: they can)."""
+        if self.sandbox is None:
+            return SandboxSupport(None, "this agent has no command sandbox set up")
+        support = await self.sandbox.support()
+        return None if support.available else support
+
+    def _sandbox_question(
+        self, ask: Ask, need: PermissionNeed, missing: SandboxSupport | None
+    ) -> Ask:
+        """A sandboxed-mode question about a command, saying why it is asked: the sandbox
+        cannot run here, or the command asks to leave it (and what the sandbox kept it
+        in when it ran there)."""
+        if need.effect is not Effect.EXECUTE or need.outside_workspace:
+            return ask
+        if missing is not None:
+            if self.sandbox is None:
+                why = f"Commands cannot run in the sandbox here: {missing.reason}."
+            else:
+                why = self.sandbox.unavailable_note(missing)
+            return attrs.evolve(ask, note="\n".join(filter(None, [why, need.note])))
+        if self.sandbox is None or need.sandboxable:
+            return ask
+        why = self.sandbox.why_leave(need.target)
+        return attrs.evolve(ask, note="\n".join(filter(None, [why, ask.note])))
 
     async def _remember(self, choice: PermissionChoice, call: _Call, need: PermissionNeed) -> None:
         try:
@@ -531,10 +595,17 @@ class ToolExecutor:
             read_stamps=self.read_stamps,
             jobs=self.jobs.host(self.branch, call.call_id) if self.jobs is not None else None,
             changes=(
-                CallChanges(self.checkpoints, self.branch, call.call_id)
+                CallChanges(
+                    self.checkpoints,
+                    self.branch,
+                    call.call_id,
+                    index=self.roots_index,
+                    roots=self.controls.roots,
+                )
                 if self.checkpoints is not None
                 else None
             ),
+            sandbox=call.sandbox,
         )
 
     async def _preview(self, call: _Call, tool: Tool) -> tuple[ContentPart, ...] | ToolResult:
@@ -581,6 +652,8 @@ class ToolExecutor:
                 return
             if isinstance(context.changes, CallChanges) and context.changes.touched:
                 result = await self._reviewed(result, context.changes)
+            if call.notice is not None:
+                result = attrs.evolve(result, content=(TextContent(call.notice), *result.content))
             call.result = result
             call.stage = CallStage.FINISHED
             try:

@@ -1,7 +1,8 @@
 """Permission to run a tool call: modes, remembered rules, and asking the person.
 
 `decide` admits, refuses or asks about a call (`Allow`... `Ask`, `Refuse`)
-from the session's `PermissionMode`, the workspace's remembered rules
+from the session's `PermissionMode` (`confined`: whether a command runs in
+the command sandbox), the workspace's remembered rules
 (`remember`, `list_rules`, `revoke_rule`, `rule_text`) and nothing else; a
 front end answers the questions as a `PermissionPrompter`
 (`PermissionQuestion` in, `PermissionAnswer` out). The rules themselves are
@@ -19,6 +20,7 @@ from acp_agent.capabilities.permissions._admission import (
     PermissionQuestion,
     Refuse,
     RefusingPrompter,
+    confined,
     decide,
     list_rules,
     remember,
@@ -35,6 +37,7 @@ __all__ = (
     "PermissionQuestion",
     "Refuse",
     "RefusingPrompter",
+    "confined",
     "decide",
     "list_rules",
     "remember",

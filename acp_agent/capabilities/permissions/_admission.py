@@ -8,16 +8,27 @@ in messages) can grant permission: none of it reaches this module.
 Modes (`PermissionMode`):
 
 ==============  ===============================================================
-`ask`           the default: reads run; edits, commands, network and anything
-                else are asked about (unless a rule allows them)
+`sandboxed`     the default: reads and edits run; commands run in the command
+                sandbox without asking (`confined`); a command that asks to
+                leave it, network and anything else are asked about (unless a
+                rule allows them)
+`ask`           reads run; edits, commands, network and anything else are
+                asked about (unless a rule allows them)
 `accept-edits`  edits run without asking too; commands and network are asked
 `plan`          read-only: reads run; every side effect is refused, with an
                 explanation the model reads
-`bypass`        everything runs without asking
+`bypass`        everything runs without asking, commands outside the sandbox
 ==============  ===============================================================
 
 Whatever the mode, a call touching paths outside the session's roots is
 asked about (with the paths named), and a rule that rejects a call refuses it.
+Where the sandbox cannot run, the sandboxed mode asks about every command as
+`ask` does (the caller passes `confined=False` and says why in the question).
+
+A command rule ("always allow commands starting with `pip install`") lets the
+command run without asking outside the sandbox: in `ask` and `accept-edits`
+every command runs outside it, and in `sandboxed` such a rule answers the
+question of leaving it. Commands only ever run sandboxed in `sandboxed`.
 
 The question offers four answers: allow once, allow always, reject once,
 reject always. "Always" becomes a `PermissionRule` kept in the store for the
@@ -70,6 +81,7 @@ __all__ = (
     "RuleDecision",
     "RuleScope",
     "command_prefix",
+    "confined",
     "decide",
     "list_rules",
     "options_for",
@@ -90,13 +102,17 @@ _COMPOUND: Final = re.compile(r"[;&|<>`\n\r]|\$\(")
 class PermissionMode(enum.StrEnum):
     """How much a session may do without asking."""
 
+    #: Edits run; commands run in the command sandbox without asking; leaving it, the
+    #: network and other side effects are asked about.
+    SANDBOXED = "sandboxed"
     #: Ask before edits, commands, network and other side effects.
     ASK = "ask"
     #: Edits run without asking; commands and network are asked about.
     ACCEPT_EDITS = "accept-edits"
     #: Read-only: side effects are refused with an explanation the model sees.
     PLAN = "plan"
-    #: Run everything without asking (paths outside the workspace are still asked).
+    #: Run everything without asking, commands outside the sandbox (paths outside the
+    #: workspace are still asked).
     BYPASS = "bypass"
 
 
@@ -235,6 +251,17 @@ class Ask(Record):
 Decision = Allow | Refuse | Ask
 
 
+def confined(mode: PermissionMode, need: PermissionNeed, *, sandbox_runs: bool) -> bool:
+    """Whether a call runs in the command sandbox: a command that did not ask to leave it,
+    in the sandboxed mode, where the sandbox runs (`sandbox_runs`)."""
+    return (
+        mode is PermissionMode.SANDBOXED
+        and need.effect is Effect.EXECUTE
+        and need.sandboxable
+        and sandbox_runs
+    )
+
+
 def decide(
     mode: PermissionMode,
     tool: str,
@@ -242,10 +269,14 @@ def decide(
     rules: Sequence[PermissionRule],
     workspace: str,
     roots: Sequence[str] = (),
+    *,
+    sandboxed: bool = False,
 ) -> Decision:
     """What admission does with a call of `tool` that needs `need`, before anyone is asked.
 
     `workspace` is the cwd, whose rules these are; `roots`, the workspace's other roots.
+    `sandboxed`: the call runs in the command sandbox (`confined`), so it needs no
+    question of its own.
     """
     outside = bool(need.outside_workspace)
     for rule in rules:
@@ -273,13 +304,20 @@ def decide(
         return Allow("bypass mode")
     if need.effect is Effect.READ_ONLY:
         return Allow("reads inside the workspace run without asking")
-    if mode is PermissionMode.ACCEPT_EDITS and need.effect is Effect.EDIT:
-        return Allow("accept-edits mode")
+    if sandboxed:
+        return Allow("sandboxed mode: it runs in the command sandbox")
+    edits_run = (PermissionMode.ACCEPT_EDITS, PermissionMode.SANDBOXED)
+    if mode in edits_run and need.effect is Effect.EDIT:
+        return Allow(f"{mode.value} mode")
     for rule in rules:
         if rule.decision == RuleDecision.ALLOW and rule_matches(rule, tool, need, workspace):
             return Allow(f"rule {rule.rule_id}")
     why = f"Asked because no rule of this workspace allows it ({mode.value} mode)."
-    return Ask(options_for(tool, need, workspace, roots), _joined(need.note, why))
+    outside_sandbox = mode is PermissionMode.SANDBOXED and need.effect is Effect.EXECUTE
+    if outside_sandbox:
+        why = "Asked because no rule of this workspace lets it run outside the sandbox."
+    options = options_for(tool, need, workspace, roots, outside_sandbox=outside_sandbox)
+    return Ask(options, _joined(need.note, why))
 
 
 def _joined(*notes: str | None) -> str:
@@ -287,12 +325,19 @@ def _joined(*notes: str | None) -> str:
 
 
 def options_for(
-    tool: str, need: PermissionNeed, workspace: str, roots: Sequence[str] = ()
+    tool: str,
+    need: PermissionNeed,
+    workspace: str,
+    roots: Sequence[str] = (),
+    *,
+    outside_sandbox: bool = False,
 ) -> tuple[PermissionOption, ...]:
     """The answers to offer, labelled with what "always" would remember.
 
     Paths outside the workspace are always asked, so "allow always" is not offered;
     neither "always" is offered when the rule it keeps would not cover this very call.
+    `outside_sandbox`: the question is about running a command outside the sandbox,
+    which is what an "always allow" keeps (its label says so).
     """
     scope, pattern = rule_for(tool, need, workspace, roots)
     allow_once = PermissionOption(PermissionChoice.ALLOW_ONCE, "Allow once")
@@ -309,8 +354,9 @@ def options_for(
     )
     if need.outside_workspace:
         return (allow_once, reject_once, reject_always)
+    where = " outside the sandbox" if outside_sandbox else ""
     allow_always = PermissionOption(
-        PermissionChoice.ALLOW_ALWAYS, f"Always allow {what} in this workspace"
+        PermissionChoice.ALLOW_ALWAYS, f"Always allow {what}{where} in this workspace"
     )
     return (allow_once, allow_always, reject_once, reject_always)
 

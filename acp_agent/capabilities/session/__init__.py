@@ -7,7 +7,9 @@
 - `Rewinder`: back to before a message, files and conversation (`NoRewindPoint`,
   `RewindRefused`, `rewind_commands`), from the `CheckpointStore` the executor
   keeps (`CallChanges`);
-- `ChangeReview`: what reviews the files a call changed (`ChangedFile`).
+- `ChangeReview`: what reviews the files a call changed (`ChangedFile`);
+- `RootsIndex`: what the files under the roots held, to find what a sandboxed
+  command changed (`CallChanges.watching`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from acp_agent.capabilities.session._commands import (
 )
 from acp_agent.capabilities.session._rewind import NoRewindPoint, Rewinder, RewindRefused
 from acp_agent.capabilities.session._rewind_command import rewind_commands
+from acp_agent.capabilities.session._roots_index import RootsIndex
 from acp_agent.capabilities.session._titles import title_from_prompt
 from acp_agent.capabilities.session._toolset import (
     ToolBindings,
@@ -41,6 +44,7 @@ __all__ = (
     "NoRewindPoint",
     "RewindRefused",
     "Rewinder",
+    "RootsIndex",
     "ToolBindings",
     "ToolGeneration",
     "ToolSet",

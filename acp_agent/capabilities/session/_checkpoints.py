@@ -7,6 +7,9 @@ change it saves what each file holds now and records `FileChanged` (the digest
 before and the digest after) in the branch, so the record exists before the
 change does. Every change is kept, not only a turn's first: contents are
 stored once each, and a rewind to any message finds the file as it was then.
+A command confined to the roots runs inside `CallChanges.watching()`: the
+session's `RootsIndex` keeps every file's content before it starts and its
+changes are recorded once it ends (`_roots_index`).
 """
 
 from __future__ import annotations
@@ -18,15 +21,17 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Final
 
 import anyio
 import attrs
 
+from acp_agent.capabilities.session._roots_index import RootsIndex, RootsTree, TooManyFiles
 from acp_agent.core import Branch, CallId, EventDraft, FileChanged
 from acp_agent.records import Record
+from acp_agent.toolkit import CommandFiles
 
 __all__ = (
     "MAX_KEPT_BYTES",
@@ -118,8 +123,10 @@ class CheckpointStore:
             return None
         return self.root / _safe(session_id)
 
-    def save(self, session_id: str, data: bytes) -> bool:
-        """Keep `data` (once per content); whether it is kept now (blocking)."""
+    def save(self, session_id: str, data: bytes, *, durable: bool = True) -> bool:
+        """Keep `data` (once per content); whether it is kept now (blocking). Not
+        `durable`: without waiting for the disk (a copy a crash loses fails `load`'s
+        digest check, so it reads as not kept)."""
         folder = self.folder(session_id)
         if folder is None:
             return False
@@ -131,8 +138,9 @@ class CheckpointStore:
         try:
             with os.fdopen(handle, "wb") as file:
                 file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
+                if durable:
+                    file.flush()
+                    os.fsync(file.fileno())
             os.replace(temporary, target)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -188,11 +196,14 @@ def _safe(name: str) -> str:
 
 @attrs.frozen
 class CallChanges(Record):
-    """A tool call's `FileChanges`: checkpoints into `store`, facts into `branch`."""
+    """A tool call's `FileChanges`: checkpoints into `store`, facts into `branch`; a
+    command's changes compared by `index` (None: not tracked) under `roots`."""
 
     store: CheckpointStore
     branch: Branch
     call_id: str
+    index: RootsIndex | None = None
+    roots: tuple[Path, ...] = ()
     #: What each path the call changed held before its first change (None: nothing).
     touched: dict[Path, bytes | None] = attrs.field(factory=dict)
     #: What the call last wrote to each path (it may go through the editor, not the disk).
@@ -226,6 +237,54 @@ class CallChanges(Record):
             return found
 
         await self.record(await anyio.to_thread.run_sync(pairs))
+
+    @contextlib.asynccontextmanager
+    async def watching(self) -> AsyncIterator[CommandFiles]:
+        files = CommandFiles()
+        index = self.index
+        if index is None:
+            files.untracked = "this session keeps no checkpoints"
+            yield files
+            return
+        try:
+            before = await anyio.to_thread.run_sync(index.tree, self.roots)
+        except TooManyFiles as exc:
+            files.untracked = str(exc)
+            yield files
+            return
+        try:
+            yield files
+        finally:
+            # However the command ended (a cancel too): it may have changed files.
+            with anyio.CancelScope(shield=True):
+                await self._record_command(index, before, files)
+
+    async def _record_command(
+        self, index: RootsIndex, before: RootsTree, files: CommandFiles
+    ) -> None:
+        try:
+            _, facts = await anyio.to_thread.run_sync(
+                index.changes, before, self.roots, self.call_id
+            )
+        except TooManyFiles as exc:
+            files.untracked = str(exc)
+            return
+        if not facts:
+            return
+        try:
+            await self.branch.append([EventDraft(fact, CHECKPOINTS_PRODUCER) for fact in facts])
+        except Exception:
+            logger.exception("could not record the files call %s changed", self.call_id)
+            files.untracked = "they could not be recorded (see the log)"
+            return
+        for fact in facts:
+            path = Path(fact.path)
+            if fact.before is None:
+                files.created.append(path)
+            elif fact.after is None:
+                files.removed.append(path)
+            else:
+                files.changed.append(path)
 
     async def record(self, changes: list[tuple[Path, str | None]]) -> None:
         """Keep what each path holds now and record it changing to the digest given."""

@@ -11,7 +11,9 @@ changed outside the agent: the rewind then changes nothing and lists it. Else
 the restores are recorded as changes of their own, made, and
 `ConversationRewound` is recorded: history stays, but from the message on it
 is out of the model's context and of a replay. Commands, fetches and MCP
-calls cannot be undone; the outcome names them.
+calls cannot be undone; the outcome names them. A command that ran in the
+sandbox recorded the files it changed in the roots like a tool's edits: those
+come back, and the outcome says so beside it.
 
 A rewind never writes outside the workspace: each path is resolved when it is
 planned and again when it is acted on, with the tools' containment (every root,
@@ -44,6 +46,7 @@ from acp_agent.core import (
     Store,
     ToolCallRequested,
     ToolCallStarted,
+    ToolResultRecorded,
     UserInputAdopted,
     hidden_ranges,
     is_hidden,
@@ -65,6 +68,9 @@ logger = logging.getLogger(__name__)
 REWIND_PRODUCER: Final = "capabilities.rewind"
 #: Tool kinds whose effects no rewind undoes (besides MCP tools).
 _EFFECT_KINDS: Final = frozenset({"execute", "fetch"})
+#: Said of a command that ran in the sandbox: its changes to files in the roots were
+#: recorded and are restored; the rest of what it did stays.
+_SANDBOXED: Final = "(sandboxed: the files it changed are restored; .git and ignored files stay)"
 _MCP_PREFIX: Final = "mcp__"
 
 
@@ -264,6 +270,7 @@ class Rewinder:
         effects: list[tuple[tuple[float, int], str]] = []
         for record in await self.store.list_branches(self.session.id):
             requested: dict[str, ToolCallRequested] = {}
+            started: dict[str, tuple[tuple[float, int], str]] = {}
             for event in await self.store.read(record.branch_id):
                 payload, order = event.payload, _order_of(event)
                 if isinstance(payload, FileChanged):
@@ -273,7 +280,12 @@ class Rewinder:
                 elif isinstance(payload, ToolCallStarted):
                     call = requested.get(payload.call_id)
                     if call is not None and _cannot_undo(call):
-                        effects.append((order, call.title or call.tool))
+                        started[payload.call_id] = (order, call.title or call.tool)
+                elif isinstance(payload, ToolResultRecorded) and _ran_sandboxed(payload):
+                    known = started.get(payload.call_id)
+                    if known is not None:
+                        started[payload.call_id] = (known[0], f"{known[1]} {_SANDBOXED}")
+            effects += started.values()
         changes.sort(key=lambda change: change.order)
         effects.sort(key=lambda effect: effect[0])
         return _Activity(changes, effects)
@@ -286,6 +298,13 @@ def _order_of(event: Event) -> tuple[float, int]:
 
 def _cannot_undo(call: ToolCallRequested) -> bool:
     return call.tool_kind in _EFFECT_KINDS or call.tool.startswith(_MCP_PREFIX)
+
+
+def _ran_sandboxed(result: ToolResultRecorded) -> bool:
+    """Whether a command's result says it ran in the command sandbox, in the foreground
+    (its file changes were recorded)."""
+    raw = result.raw_output
+    return isinstance(raw, dict) and raw.get("sandboxed") is True and "files" in raw
 
 
 def _first_line(content: list[dict[str, Any]]) -> str:

@@ -111,9 +111,9 @@ async def test_mode_switches_tells_the_editor_before_the_answer_and_survives_a_r
         replayed = client.updates_for(session_id)
 
     assert listing.startswith("Mode: `ask`.")
-    assert "`ask`, `accept-edits`, `plan`, `bypass`" in listing
+    assert "`sandboxed`, `ask`, `accept-edits`, `plan`, `bypass`" in listing
     assert wrong == (
-        "Not changed: mode: no choice 'yolo' (choices: ask, accept-edits, plan, bypass)."
+        "Not changed: mode: no choice 'yolo' (choices: sandboxed, ask, accept-edits, plan, bypass)."
     )
     assert raw["result"] == {"stopReason": "end_turn"}
     assert before(messages, raw["id"])[-3:] == [

@@ -48,6 +48,7 @@ async def test_a_new_sessions_commands_follow_its_answer_never_precede_it(
     result = new["result"]
     assert result["modes"]["currentModeId"] == "ask"
     assert [m["id"] for m in result["modes"]["availableModes"]] == [
+        "sandboxed",
         "ask",
         "accept-edits",
         "plan",

@@ -62,6 +62,9 @@ def test_without_bwrap_doctor_warns_and_says_how_to_install_it(tmp_path: Path) -
     assert check["status"] == "warning"
     assert check["summary"] == "commands cannot run sandboxed: not installed: no bwrap on PATH"
     assert check["fix"].startswith("install bubblewrap: apt install bubblewrap (Debian, Ubuntu)")
-    assert check["fix"].endswith("(docs/tools.md#the-command-sandbox)")
+    assert check["fix"].endswith(
+        "; until then the sandboxed mode (the default) asks before every command "
+        "(docs/tools.md#the-command-sandbox)"
+    )
     assert report.returncode == screen.returncode == 0  # a prompt still works
     assert row(screen.stdout, "sandbox").startswith("warning  sandbox  commands cannot run")

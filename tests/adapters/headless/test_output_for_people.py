@@ -19,6 +19,7 @@ from acp_agent.adapters.headless._exec import parser as exec_parser
 from acp_agent.adapters.headless._progress import ToolProgress
 from acp_agent.adapters.headless._report import Reporter
 from acp_agent.adapters.headless._sessions import parser as sessions_parser
+from acp_agent.capabilities.controls import DEFAULT_MODE, MODES
 from acp_agent.capabilities.permissions import PermissionMode
 from acp_agent.serve import _parser as agent_parser
 
@@ -99,9 +100,13 @@ def test_every_option_says_what_it_is_and_lists_its_choices(
 
 
 def test_exec_takes_the_agents_modes_and_lists_each():
-    assert set(PERMISSION_MODES) == {mode.value for mode in PermissionMode}
+    # The same modes, in the order the agent offers them (its picker's), default first.
+    assert tuple(choice.value for choice in MODES) == PERMISSION_MODES
+    assert {choice.value for choice in MODES} == {mode.value for mode in PermissionMode}
+    assert PERMISSION_MODES[0] == DEFAULT_MODE.value
     shown = " ".join(exec_parser().format_help().split())
-    assert "ask (the default" in shown
+    assert "sandboxed (the default: edits run, commands run in the sandbox" in shown
+    assert "ask (ask before edits" in shown
     assert "accept-edits (edits run" in shown
     assert "plan (only reads run)" in shown
     assert "bypass (everything runs" in shown

@@ -1,0 +1,32 @@
+"""What a tool gets when the call's commands must run confined: the session's sandbox.
+
+The permission mode decides, per call, whether a command runs in the sandbox
+(`capabilities.sandboxing`); the tool executor then hands the call a
+`CommandSandbox` in its context, and a tool that runs commands starts them
+through it. Nothing here knows bubblewrap: `acp_agent.sandbox.Sandbox` is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+__all__ = ("CommandSandbox",)
+
+
+class CommandSandbox(Protocol):
+    """Confines the commands of one call to the session's roots and policy."""
+
+    def wrap(self, command: Sequence[str], *, cwd: Path, new_session: bool = False) -> list[str]:
+        """The command line that runs `command` in `cwd`, confined."""
+        ...
+
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """`env` as a confined command gets it (the agent's keys taken out)."""
+        ...
+
+    def kept_in(self, command: str, output: str, *, exit_code: int | None, cwd: Path) -> str | None:
+        """What the sandbox kept `command` from doing, read from how it ended, in a phrase
+        ("/etc/x is read-only in the sandbox"); None when nothing shows it."""
+        ...
