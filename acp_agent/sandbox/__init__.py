@@ -9,6 +9,9 @@ One module per idea:
 - `_settings`: the person's `[sandbox]` table in their `config.toml`;
 - `_argv`: `bwrap_argv` and `Sandbox` (a policy on a session's roots), the
   command line that confines a command;
+- `_terminal`: `TerminalWrap`, that command line as an editor's terminal runs
+  it, which fails fast (`NO_SANDBOX_STATUS`) where the editor's side cannot
+  start the sandbox;
 - `_probe`: `probe_sandbox`, whether bwrap can run here, or why not and how to
   enable it (cached);
 - `_denials`: `find_denials`, what the sandbox kept in, read from a command's
@@ -16,7 +19,8 @@ One module per idea:
 
 `tools._process` wraps a local command when it is given a `Sandbox` (as a
 `CommandSandbox`: the command line, the environment without the hidden
-variables, what was kept in); which calls get one is the permission modes'
+variables, what was kept in), and the shell an editor terminal's command
+(`Sandbox.in_terminal`); which calls get one is the permission modes'
 business (`capabilities.sandboxing`). `SandboxUnavailable` is what a start
 that must be sandboxed raises where it cannot be.
 """
@@ -41,11 +45,13 @@ from acp_agent.sandbox._probe import (
     why_bwrap_failed,
 )
 from acp_agent.sandbox._settings import SandboxSettings, load_sandbox_settings
+from acp_agent.sandbox._terminal import NO_SANDBOX_STATUS, TerminalWrap
 
 __all__ = (
     "DEFAULT_HIDDEN",
     "DEFAULT_HIDDEN_ENV",
     "DEFAULT_TOOL_CACHES",
+    "NO_SANDBOX_STATUS",
     "PROTECTED_IN_ROOTS",
     "Denial",
     "DenialKind",
@@ -54,6 +60,7 @@ __all__ = (
     "SandboxSettings",
     "SandboxSupport",
     "SandboxUnavailable",
+    "TerminalWrap",
     "bwrap_argv",
     "describe_denials",
     "find_denials",

@@ -40,6 +40,7 @@ import attrs
 from acp_agent.records import Record
 from acp_agent.sandbox._denials import describe_found, find_denials
 from acp_agent.sandbox._policy import SandboxPolicy
+from acp_agent.sandbox._terminal import TerminalWrap, terminal_wrap
 
 __all__ = ("Sandbox", "bwrap_argv", "program_places_in_tmp")
 
@@ -81,7 +82,8 @@ class Sandbox(Record):
 
     `bwrap` is the program to run (a path from `probe_sandbox`, or the name). It is
     what the tools take as a `CommandSandbox` (`acp_agent.toolkit`): the command
-    line (`wrap`), the environment (`environment`) and what was kept in (`kept_in`).
+    line (`wrap`), the environment (`environment`), the command line an editor's
+    terminal runs (`in_terminal`) and what was kept in (`kept_in`).
     """
 
     policy: SandboxPolicy
@@ -99,6 +101,21 @@ class Sandbox(Record):
             new_session=new_session,
             visible=program_places_in_tmp(),
         )
+
+    def in_terminal(self, shell: str, command: str, *, cwd: Path) -> TerminalWrap:
+        """`shell -c command` in `cwd`, confined, as an editor's terminal runs it: with the
+        editor's `bwrap` (its PATH's, not `self.bwrap`) and environment, the hidden
+        variables taken out there (see `_terminal`). Tried each time: a bare `Sandbox`
+        remembers no refusal (the session's sandbox does)."""
+        argv = bwrap_argv(
+            [],
+            roots=self.roots,
+            cwd=cwd,
+            policy=self.policy,
+            new_session=True,
+            visible=program_places_in_tmp(),
+        )
+        return terminal_wrap(argv, shell=shell, command=command, hidden_env=self.policy.hidden_env)
 
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` without the variables the policy hides (taken out before bwrap starts, so

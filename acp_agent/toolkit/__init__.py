@@ -37,7 +37,7 @@ from acp_agent.toolkit._client_bridge import (
 )
 
 if TYPE_CHECKING:
-    from acp_agent.toolkit._command_sandbox import CommandSandbox
+    from acp_agent.toolkit._command_sandbox import CommandSandbox, TerminalLaunch
     from acp_agent.toolkit._commands import CommandSpec, ExtraCommand
     from acp_agent.toolkit._cut_middle import cut_middle
     from acp_agent.toolkit._file_changes import CommandFiles, FileChanges
@@ -113,6 +113,7 @@ __all__ = (
     "StartedJob",
     "TerminalContent",
     "TerminalExit",
+    "TerminalLaunch",
     "TerminalOutput",
     "TerminalsWithheld",
     "TextContent",
@@ -138,6 +139,7 @@ __getattr__, __dir__ = _lazy_face(
     __name__,
     {
         "CommandSandbox": "_command_sandbox",
+        "TerminalLaunch": "_command_sandbox",
         "CommandSpec": "_commands",
         "ExtraCommand": "_commands",
         "CommandFiles": "_file_changes",

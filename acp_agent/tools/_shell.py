@@ -1,15 +1,15 @@
 """The `shell` tool: run a command, in the editor's terminal when it offers one.
 
 With client terminals (`terminal/*`) the command runs in a terminal the
-editor owns: its output is live there (the call shows the terminal at once),
-the tool waits for exit against its timeout, kills on timeout or cancel, and
-always releases the terminal. Every other request to the editor has its own
-deadline: an editor that does not confirm the start, the kill or the output
-in time gets an error result saying what is unknown (the command may run).
-Otherwise the command runs locally in its own process group (see
-`_process`); its output streams to the editor as Zed's `_meta.terminal_output`
-when the client renders that, else as replaced text content, and a timeout or
-cancellation kills the whole group.
+editor owns (`_client_terminal`): its output is live there (the call shows the
+terminal at once), the tool waits for exit against its timeout, kills on
+timeout or cancel, and always releases the terminal. Every other request to
+the editor has its own deadline: an editor that does not confirm the start,
+the kill or the output in time gets an error result saying what is unknown
+(the command may run). Otherwise the command runs locally in its own process
+group (see `_process`); its output streams to the editor as Zed's
+`_meta.terminal_output` when the client renders that, else as replaced text
+content, and a timeout or cancellation kills the whole group.
 
 The model gets the exit status and the output, capped: the first
 `HEAD_BYTES` and last `TAIL_BYTES` are kept and the cut is stated.
@@ -22,10 +22,12 @@ terminal, so the person watches the job live.
 `raw_output`: ``{"command", "cwd", "via": "client"|"local", "sandboxed",
 "exit_code", "signal", "timed_out", "output_bytes" (local runs), "truncated",
 "terminal_id", "output"}``, and for a sandboxed run ``"kept_in"`` (what the
-sandbox kept in, or null) and ``"files"`` (what it changed in the roots).
-For a local run shown as a terminal the adapter takes `exit_code` and
-`signal` from it for `_meta.terminal_exit`. A background start: ``{"command",
-"cwd", "via", "sandboxed", "job_id", "terminal_id", "background": true}``.
+sandbox kept in, or null), ``"files"`` (what it changed in the roots) and,
+for the local run of a command the editor's terminal could not confine,
+``"terminal_refused"`` (why). For a local run shown as a terminal the adapter
+takes `exit_code` and `signal` from it for `_meta.terminal_exit`. A background
+start: ``{"command", "cwd", "via", "sandboxed", "job_id", "terminal_id",
+"background": true}``.
 
 Where the call shows a terminal, `output` holds the last lines of the output
 (at most `_RAW_TAIL_LINES` lines, `_RAW_TAIL_CHARS` characters). Like
@@ -37,16 +39,21 @@ Text content beside the terminal would show it twice wherever terminals render.
 A call shown without a terminal carries its output as text content instead.
 
 When the call's context has a sandbox (`ToolContext.sandbox`: the sandboxed
-mode confines the call) the command runs locally in it, and so does a
-background job: never in the editor's terminals, since the agent cannot know
-what the editor's side has (bubblewrap there, the same files) nor end what it
-runs; its output still streams to the editor as any local command's does. A
-foreground command runs inside `ToolContext.changes.watching()`: the files it
-changed in the roots are checkpointed (a rewind takes them back) and named in
-its result. When it fails and the sandbox shows in how (`CommandSandbox.kept_in`),
-the result says what was kept in, and that the model may run it again with
-`outside_sandbox`, which the person is asked about. `raw_output["sandboxed"]`
-says whether it ran confined (the adapter shows it in the call's `_meta`).
+mode confines the call) the command runs in it. Where the editor offers
+terminals, in one of them: the command line the editor runs is the sandbox
+around `bash -c COMMAND` (`CommandSandbox.in_terminal`), which exits at once,
+before the command, where the editor's side cannot start the sandbox; then that
+command runs locally in the sandbox instead, its result says so, and the
+session's later commands run locally from the start. Without terminals, or
+in a branch, it runs locally in the sandbox, and so does a background job
+(whose refusal would only show after the turn). Either way it runs inside
+`ToolContext.changes.watching()`: the files it changed in the roots are
+checkpointed (a rewind takes them back) and named in its result. When it fails
+and the sandbox shows in how (`CommandSandbox.kept_in`), the result says what
+was kept in, and that the model may run it again with `outside_sandbox`,
+which the person is asked about; let out, it runs in the editor's terminal
+unwrapped, as in the other modes. `raw_output["sandboxed"]` says whether it
+ran confined (the adapter shows it in the call's `_meta`).
 
 Titles: a plain read, list or search says what it reads (`_command_titles`);
 any other command is "Run `…`", cut to `_TITLE_CHARS`.
@@ -59,26 +66,24 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
-import anyio.lowlevel
 import attrs
 
 from acp_agent.records import Record
 from acp_agent.toolkit import (
-    ClientTerminal,
     ClientTimedOut,
     CommandFiles,
+    CommandSandbox,
     ContentPart,
     Effect,
     JobLimitReached,
     JobProcess,
     PermissionNeed,
     TerminalContent,
-    TerminalExit,
     TextContent,
     ToolContext,
     ToolDefinition,
@@ -89,9 +94,16 @@ from acp_agent.toolkit import (
 )
 from acp_agent.tools._args import optional_int, require_str
 from acp_agent.tools._background import ClientJob, LocalJob
+from acp_agent.tools._client_terminal import TerminalRun, run_in_terminal
 from acp_agent.tools._command_titles import command_title
 from acp_agent.tools._common import fenced, short
-from acp_agent.tools._process import OutputCapture, run_local
+from acp_agent.tools._process import LocalExit, OutputCapture, run_local
+from acp_agent.tools._sandboxed_results import (
+    files_raw,
+    refused_note,
+    run_notes,
+    sandboxed_in_terminal,
+)
 from acp_agent.tools._workspace import WorkspacePath, outside_need, resolve_path
 
 logger = logging.getLogger(__name__)
@@ -116,10 +128,8 @@ TAIL_BYTES: Final = 24 * 1024
 CLIENT_OUTPUT_LIMIT: Final = 256 * 1024
 #: How much of a local run's output is streamed to the editor; the rest is summarised.
 STREAM_LIMIT_BYTES: Final = 1024 * 1024
-#: How often visible text content (no terminal streaming) and client polls refresh.
+#: How often visible text content (no terminal streaming) refreshes.
 _REFRESH_S: Final = 0.5
-#: Bounded waits while cleaning up a client terminal.
-_CLEANUP_WAIT_S: Final = 5.0
 #: The most of a command a title shows: a narrow client cuts a longer title, and the
 #: status icon after it with it (the whole command is in `rawInput`).
 _TITLE_CHARS: Final = 60
@@ -127,8 +137,6 @@ _TITLE_CHARS: Final = 60
 #: terminal (for a client that embeds terminals it never prints).
 _RAW_TAIL_LINES: Final = 20
 _RAW_TAIL_CHARS: Final = 2000
-#: The most files a sandboxed run's result names (the rest are counted).
-_FILES_SHOWN: Final = 20
 
 _DESCRIPTION = """\
 Run a shell command (bash -c) and return its exit status and output (stdout and \
@@ -163,16 +171,6 @@ def _environment() -> dict[str, str]:
     return {**os.environ, **_NON_INTERACTIVE}
 
 
-async def _cleanup(step: Callable[[], Awaitable[None]]) -> None:
-    """One request to the editor while cleaning up: bounded, and a failure only logged
-    (the terminal is being given up either way)."""
-    with anyio.move_on_after(_CLEANUP_WAIT_S):
-        try:
-            await step()
-        except Exception as exc:
-            logger.info("cleaning up a client terminal: %s", exc)
-
-
 def _unconfirmed_start(call: _Call, error: ClientTimedOut) -> ToolResult:
     """The result of a command the editor did not confirm starting: it may be running."""
     text = (
@@ -193,18 +191,10 @@ def _unconfirmed_start(call: _Call, error: ClientTimedOut) -> ToolResult:
     )
 
 
-def _unanswered_result(
-    call: _Call,
-    terminal: ClientTerminal,
-    exited: TerminalExit | None,
-    timed_out: bool,
-    error: ClientTimedOut,
-) -> ToolResult:
+def _unanswered_result(call: _Call, ran: TerminalRun, error: ClientTimedOut) -> ToolResult:
     """The result when the editor stopped answering about a terminal after its command
     ran (the kill after a timeout, or the output)."""
-    exit_code = exited.exit_code if exited else None
-    signal = exited.signal if exited else None
-    status = _status_line(exit_code, signal, timed_out, call.timeout_s)
+    status = _status_line(ran.exit_code, ran.signal, ran.timed_out, call.timeout_s)
     if error.request == "terminal/kill":
         status = f"Timed out after {call.timeout_s} s."
         what = "the command may still be running in its terminal"
@@ -214,20 +204,33 @@ def _unanswered_result(
         f"{status}\nThe editor did not answer {error.request} within {error.timeout_s:g} s: {what}."
     )
     return ToolResult(
-        (TerminalContent(terminal.terminal_id), TextContent(text)),
+        (TerminalContent(ran.terminal_id), TextContent(text)),
         text,
         is_error=True,
         raw_output={
             "command": call.command,
             "cwd": str(call.cwd.path),
             "via": "client",
-            "exit_code": exit_code,
-            "signal": signal,
-            "timed_out": timed_out,
-            "terminal_id": terminal.terminal_id,
+            "exit_code": ran.exit_code,
+            "signal": ran.signal,
+            "timed_out": ran.timed_out,
+            "terminal_id": ran.terminal_id,
             "error": "editor_timeout",
         },
     )
+
+
+def _failed(ran: TerminalRun) -> bool:
+    return ran.timed_out or ran.signal is not None or ran.exit_code != 0
+
+
+@attrs.frozen
+class _LocalRun:
+    """A local run's end, its output, and the terminal id it streamed as (None: text)."""
+
+    ended: LocalExit
+    capture: OutputCapture
+    terminal_id: str | None
 
 
 def _unguarded_note(why: str) -> str:
@@ -263,57 +266,6 @@ def _not_started(exc: JobLimitReached) -> ToolResult:
     text = f"Not started: {exc}; {exc.advice}." if exc.advice else f"Not started: {exc}."
     shown = f"Not started: {exc}. `/jobs` lists them; `/jobs stop <job id>` stops one."
     return ToolResult((TextContent(shown),), text, is_error=True)
-
-
-def _run_notes(files: CommandFiles | None, kept_in: str | None) -> tuple[list[str], list[str]]:
-    """What the person and the model read after a sandboxed run's output: the files it
-    changed, and what the sandbox kept in (for the model, with how to leave it)."""
-    shown: list[str] = []
-    model: list[str] = []
-    if files is not None:
-        line = _files_line(files)
-        if line:
-            shown.append(line)
-            model.append(line)
-    if kept_in is not None:
-        shown.append(
-            f"The sandbox kept it in: {kept_in}. The agent may ask you to run it outside the "
-            "sandbox."
-        )
-        model.append(
-            f"The sandbox kept it in: {kept_in}. If the command needs that, call shell again "
-            "with the same command and `outside_sandbox: true`: the person is asked to let it "
-            "run outside the sandbox."
-        )
-    return shown, model
-
-
-def _files_line(files: CommandFiles) -> str | None:
-    """The line naming what a sandboxed run changed, new and removed files marked; or
-    why that is not known (None: nothing changed)."""
-    if files.untracked is not None:
-        return f"The files it changed are not tracked: {files.untracked}."
-    named = [
-        *(str(path) for path in files.changed),
-        *(f"{path} (new)" for path in files.created),
-        *(f"{path} (removed)" for path in files.removed),
-    ]
-    if not named:
-        return None
-    shown = ", ".join(named[:_FILES_SHOWN])
-    more = len(named) - _FILES_SHOWN
-    if more > 0:
-        shown += f" and {more} more"
-    return f"Files it changed (a rewind takes them back): {shown}."
-
-
-def _files_raw(files: CommandFiles) -> dict[str, Any]:
-    return {
-        "changed": [str(path) for path in files.changed],
-        "created": [str(path) for path in files.created],
-        "removed": [str(path) for path in files.removed],
-        "untracked": files.untracked,
-    }
 
 
 DEFINITION: Final = ToolDefinition(
@@ -413,9 +365,12 @@ class ShellTool(Record):
             raise ToolInputError(f"`cwd` {call.cwd.display} is not a directory")
         if call.background:
             return await self._start_job(call, context)
-        if context.client.has_terminals and context.sandbox is None:
+        if context.sandbox is not None:
+            return await self._run_sandboxed(call, context, context.sandbox)
+        if context.client.has_terminals:
             return await self._run_in_client(call, context)
-        return await self._run_locally(call, context)
+        ran = await self._local_run(call, context, None)
+        return self._local_result(call, ran, None)
 
     async def _start_job(self, call: _Call, context: ToolContext) -> ToolResult:
         jobs = context.jobs
@@ -493,7 +448,55 @@ class ShellTool(Record):
             },
         )
 
-    async def _run_locally(self, call: _Call, context: ToolContext) -> ToolResult:
+    async def _run_sandboxed(
+        self, call: _Call, context: ToolContext, sandbox: CommandSandbox
+    ) -> ToolResult:
+        """Run the command confined: in the editor's terminal, the sandbox wrapped around
+        it, when the editor offers terminals and its side can start the sandbox; else (or
+        when that terminal shows it cannot) locally. Its changes in the roots are
+        checkpointed either way."""
+        launch = (
+            sandbox.in_terminal(_shell(), call.command, cwd=call.cwd.path)
+            if context.client.has_terminals
+            else None
+        )
+        files: CommandFiles | None = None
+        in_terminal: TerminalRun | ToolResult | None = None
+        refused: str | None = None
+        local: _LocalRun | None = None
+        async with contextlib.AsyncExitStack() as stack:
+            if context.changes is not None:
+                # Confined to the roots, so what it changes there is all it changes in
+                # files a rewind can bring back: kept before, recorded after.
+                files = await stack.enter_async_context(context.changes.watching())
+            if launch is not None:
+                in_terminal = await self._terminal_run(call, context, launch.command, launch.args)
+                if isinstance(in_terminal, TerminalRun) and in_terminal.unanswered is None:
+                    refused = launch.refused(in_terminal.output, in_terminal.exit_code)
+                if refused is not None:
+                    assert isinstance(in_terminal, TerminalRun)
+                    # The command did not run there: the call shows the local run instead.
+                    await in_terminal.release_now()
+            if launch is None or refused is not None:
+                local = await self._local_run(call, context, sandbox)
+        if local is not None:
+            return self._local_result(call, local, sandbox, files, refused)
+        assert in_terminal is not None
+        if isinstance(in_terminal, ToolResult):  # the editor did not confirm the start
+            return sandboxed_in_terminal(in_terminal, files)
+        kept_in = None
+        if in_terminal.unanswered is None and _failed(in_terminal):
+            kept_in = sandbox.kept_in(
+                call.command, in_terminal.output, exit_code=in_terminal.exit_code, cwd=call.cwd.path
+            )
+        result = sandboxed_in_terminal(self._terminal_result(call, in_terminal), files, kept_in)
+        return attrs.evolve(result, after_recorded=in_terminal.release_once_shown(context.client))
+
+    async def _local_run(
+        self, call: _Call, context: ToolContext, sandbox: CommandSandbox | None
+    ) -> _LocalRun:
+        """Run the command locally (confined to `sandbox` when given), streaming its output
+        to the editor as it comes."""
         capture = OutputCapture(HEAD_BYTES, TAIL_BYTES)
         terminal_id = f"local-{context.call_id}"
         streaming = context.client.streams_terminal_output
@@ -527,30 +530,39 @@ class ShellTool(Record):
                 last_refresh = now
                 await context.progress.content([TextContent(fenced(shown.render()))])
 
-        sandbox = context.sandbox
-        files: CommandFiles | None = None
-        async with contextlib.AsyncExitStack() as stack:
-            if sandbox is not None and context.changes is not None:
-                # Confined to the roots, so what it changes there is all it changes in
-                # files a rewind can bring back: kept before, recorded after.
-                files = await stack.enter_async_context(context.changes.watching())
-            ended = await run_local(
-                [_shell(), "-c", call.command],
-                cwd=call.cwd.path,
-                env=_environment(),
-                timeout_s=call.timeout_s,
-                on_output=on_output,
-                sandbox=sandbox,
-            )
+        ended = await run_local(
+            [_shell(), "-c", call.command],
+            cwd=call.cwd.path,
+            env=_environment(),
+            timeout_s=call.timeout_s,
+            on_output=on_output,
+            sandbox=sandbox,
+        )
+        return _LocalRun(ended, capture, terminal_id if streaming else None)
+
+    def _local_result(
+        self,
+        call: _Call,
+        ran: _LocalRun,
+        sandbox: CommandSandbox | None,
+        files: CommandFiles | None = None,
+        refused: str | None = None,
+    ) -> ToolResult:
+        """The result of a local run; for a sandboxed one, what it changed and what the
+        sandbox kept in, after why it ran locally when the editor's terminal `refused`."""
+        ended, terminal_id, cwd = ran.ended, ran.terminal_id, str(call.cwd.path)
         status = _status_line(ended.exit_code, ended.signal, ended.timed_out, call.timeout_s)
-        output = capture.render()
+        output = ran.capture.render()
         failed = ended.timed_out or ended.signal is not None or ended.exit_code != 0
         kept_in = None
         if sandbox is not None and failed:
             kept_in = sandbox.kept_in(
                 call.command, output, exit_code=ended.exit_code, cwd=call.cwd.path
             )
-        shown_notes, model_notes = _run_notes(files, kept_in)
+        shown_notes, model_notes = run_notes(files, kept_in)
+        if refused is not None:
+            shown_notes.insert(0, refused_note(refused))
+            model_notes.insert(0, refused_note(refused))
         unguarded = [] if ended.unguarded is None else [_unguarded_note(ended.unguarded)]
         shown_output = fenced(output) if output else "(no output)"
         model_text = "\n".join([status, shown_output, *model_notes, *unguarded])
@@ -561,14 +573,16 @@ class ShellTool(Record):
                 TerminalContent(terminal_id, local_cwd=cwd),
                 *map(TextContent, [*shown_notes, *unguarded]),
             )
-            if streaming
+            if terminal_id is not None
             else (TextContent("\n".join([status, *shown_notes, shown_output, *unguarded])),)
         )
         sandboxed: dict[str, Any] = {"sandboxed": sandbox is not None}
         if sandbox is not None:
             sandboxed["kept_in"] = kept_in
             if files is not None:
-                sandboxed["files"] = _files_raw(files)
+                sandboxed["files"] = files_raw(files)
+            if refused is not None:
+                sandboxed["terminal_refused"] = refused
         return ToolResult(
             content=content,
             model_text=model_text,
@@ -581,140 +595,74 @@ class ShellTool(Record):
                 "exit_code": ended.exit_code,
                 "signal": ended.signal,
                 "timed_out": ended.timed_out,
-                "output_bytes": capture.total,
-                "truncated": capture.omitted > 0,
-                "terminal_id": terminal_id if streaming else None,
+                "output_bytes": ran.capture.total,
+                "truncated": ran.capture.omitted > 0,
+                "terminal_id": terminal_id,
                 # Shown as a terminal: its end here too (the text content carries it else).
-                **({"output": _raw_tail(output)} if streaming else {}),
+                **({"output": _raw_tail(output)} if terminal_id is not None else {}),
             },
         )
 
     async def _run_in_client(self, call: _Call, context: ToolContext) -> ToolResult:
+        ran = await self._terminal_run(call, context, _shell(), ["-c", call.command])
+        if isinstance(ran, ToolResult):
+            return ran
+        result = self._terminal_result(call, ran)
+        return attrs.evolve(result, after_recorded=ran.release_once_shown(context.client))
+
+    async def _terminal_run(
+        self, call: _Call, context: ToolContext, command: str, args: Sequence[str]
+    ) -> TerminalRun | ToolResult:
+        """`command` with `args` run in an editor's terminal; the error result when the
+        editor did not confirm starting it."""
         try:
-            # Shielded (the request has its own deadline): a cancel that came while the
-            # editor was starting the command must still learn its terminal, to kill and
-            # release it below, or the command would run on in the editor unseen.
-            with anyio.CancelScope(shield=True):
-                terminal = await context.client.create_terminal(
-                    _shell(),
-                    ["-c", call.command],
-                    env=_NON_INTERACTIVE,
-                    cwd=str(call.cwd.path),
-                    output_byte_limit=CLIENT_OUTPUT_LIMIT,
-                )
+            return await run_in_terminal(
+                context.client,
+                context.progress,
+                command,
+                args,
+                env=_NON_INTERACTIVE,
+                cwd=str(call.cwd.path),
+                timeout_s=call.timeout_s,
+                output_byte_limit=CLIENT_OUTPUT_LIMIT,
+                head_bytes=HEAD_BYTES,
+            )
         except ClientTimedOut as exc:
             return _unconfirmed_start(call, exc)
-        exited: TerminalExit | None = None
-        killed = False
-        head = b""
-        try:
-            await anyio.lowlevel.checkpoint()  # a cancel during the start ends it here
-            # Embedded, and sent, before its exit is awaited: the editor shows it live.
-            await context.progress.content([TerminalContent(terminal.terminal_id)])
-            await context.progress.flush()
-            await context.client.updates_sent()
-            # The exit is awaited as long as the command may run (its own timeout bounds
-            # it); every other request to the editor has a deadline of its own.
-            with anyio.move_on_after(call.timeout_s) as deadline:
-                exit_seen = anyio.Event()
-                async with anyio.create_task_group() as group:
 
-                    async def keep_head() -> None:
-                        # The terminal drops output from the start once over its limit:
-                        # remember the start while it is still there. It stops between
-                        # requests, never cancelling one in flight.
-                        nonlocal head
-                        while not exit_seen.is_set():
-                            try:
-                                seen = await terminal.output()
-                            except ClientTimedOut:
-                                return  # the start is a nicety; the exit is what counts
-                            if seen.truncated:
-                                return
-                            head = seen.output.encode("utf-8")[:HEAD_BYTES]
-                            if seen.exit is not None or len(head) >= HEAD_BYTES:
-                                return
-                            with anyio.move_on_after(_REFRESH_S):
-                                await exit_seen.wait()
-
-                    group.start_soon(keep_head)
-                    exited = await terminal.wait_for_exit()
-                    exit_seen.set()
-            timed_out = deadline.cancelled_caught
-            try:
-                if timed_out:
-                    await terminal.kill()
-                    with contextlib.suppress(ClientTimedOut):  # its status is then unknown
-                        exited = await terminal.wait_for_exit(bounded=True)
-                final = await terminal.output()
-            except ClientTimedOut as exc:
-                result = _unanswered_result(call, terminal, exited, timed_out, exc)
-                # A kill unanswered is not asked again: the release kills it too (ACP).
-                killed = exc.request == "terminal/kill"
-            else:
-                if final.exit is not None:
-                    exited = final.exit
-                result = self._client_result(
-                    call, terminal, final.output, final.truncated, head, exited, timed_out
-                )
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                if exited is None:
-                    await _cleanup(terminal.kill)
-                await _cleanup(terminal.release)
-            raise
-        kill_first = exited is None and not killed
-
-        async def release_once_shown() -> None:
-            # The result shows the terminal too: release only after it reached the editor.
-            await context.client.updates_sent()
-            if kill_first:
-                await _cleanup(terminal.kill)
-            await _cleanup(terminal.release)
-
-        return attrs.evolve(result, after_recorded=release_once_shown)
-
-    def _client_result(
-        self,
-        call: _Call,
-        terminal: ClientTerminal,
-        output: str,
-        truncated: bool,
-        head: bytes,
-        exited: TerminalExit | None,
-        timed_out: bool,
-    ) -> ToolResult:
-        exit_code = exited.exit_code if exited else None
-        signal = exited.signal if exited else None
+    def _terminal_result(self, call: _Call, ran: TerminalRun) -> ToolResult:
+        """The result of a command run in an editor's terminal (not yet released)."""
+        if ran.unanswered is not None:
+            return _unanswered_result(call, ran, ran.unanswered)
         capture = OutputCapture(HEAD_BYTES, TAIL_BYTES)
-        capture.feed(output.encode("utf-8"))
+        capture.feed(ran.output.encode("utf-8"))
         text = capture.render()
-        if truncated:
+        if ran.truncated:
             kept = bytes(capture.tail).decode("utf-8", "replace")
             text = (
-                f"{head.decode('utf-8', 'replace')}\n[... output omitted: the terminal kept only "
-                f"its last {CLIENT_OUTPUT_LIMIT} bytes; the first {len(head)} and last "
+                f"{ran.head.decode('utf-8', 'replace')}\n[... output omitted: the terminal kept "
+                f"only its last {CLIENT_OUTPUT_LIMIT} bytes; the first {len(ran.head)} and last "
                 f"{len(capture.tail)} bytes are shown ...]\n{kept}"
             )
-        status = _status_line(exit_code, signal, timed_out, call.timeout_s)
+        status = _status_line(ran.exit_code, ran.signal, ran.timed_out, call.timeout_s)
         model_text = f"{status}\n{fenced(text) if text else '(no output)'}"
-        content: list[ContentPart] = [TerminalContent(terminal.terminal_id)]
-        if timed_out:
+        content: list[ContentPart] = [TerminalContent(ran.terminal_id)]
+        if ran.timed_out:
             content.append(TextContent(status))
         return ToolResult(
             content=tuple(content),
             model_text=model_text,
-            is_error=timed_out or signal is not None or exit_code != 0,
+            is_error=_failed(ran),
             raw_output={
                 "command": call.command,
                 "cwd": str(call.cwd.path),
                 "via": "client",
                 "sandboxed": False,
-                "exit_code": exit_code,
-                "signal": signal,
-                "timed_out": timed_out,
-                "truncated": truncated or capture.omitted > 0,
-                "terminal_id": terminal.terminal_id,
-                "output": _raw_tail(output),
+                "exit_code": ran.exit_code,
+                "signal": ran.signal,
+                "timed_out": ran.timed_out,
+                "truncated": ran.truncated or capture.omitted > 0,
+                "terminal_id": ran.terminal_id,
+                "output": _raw_tail(ran.output),
             },
         )

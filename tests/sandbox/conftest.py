@@ -21,7 +21,7 @@ import pytest
 from acp_agent.paths import AgentPaths, resolve_paths
 from acp_agent.sandbox import Sandbox, SandboxPolicy, probe_sandbox, sandbox_policy
 
-__all__ = ("Play", "needs_bwrap", "play")
+__all__ = ("Play", "needs_bwrap", "outside", "play")
 
 #: Where the play area goes: outside `/tmp`, writable by anyone.
 _PLAY_PARENT = Path("/var/tmp")
@@ -76,3 +76,14 @@ def play() -> Iterator[Play]:
         yield Play(base, base / "workspace", base / "outside", home, base / "temp", agent)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A folder outside the roots and outside `/tmp` (where the sandbox shows it read-only)."""
+    needs_bwrap()
+    place = Path(tempfile.mkdtemp(prefix="acp-agent-outside-", dir=_PLAY_PARENT)).resolve()
+    try:
+        yield place
+    finally:
+        shutil.rmtree(place, ignore_errors=True)

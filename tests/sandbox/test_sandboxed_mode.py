@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,6 @@ import anyio
 import pytest
 
 from protocol import types
-from tests.sandbox.conftest import needs_bwrap
 from tests.support import EditorClient, default_mode_env, running_agent, write_script
 
 pytestmark = pytest.mark.e2e
@@ -34,17 +31,6 @@ def shell(call_id: str, command: str, **more: Any) -> dict[str, Any]:
     return {
         "tool_call": {"name": "shell", "arguments": {"command": command, **more}, "id": call_id}
     }
-
-
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    """A folder outside the roots and outside `/tmp` (where the sandbox shows it read-only)."""
-    needs_bwrap()
-    place = Path(tempfile.mkdtemp(prefix="acp-agent-outside-", dir="/var/tmp")).resolve()
-    try:
-        yield place
-    finally:
-        shutil.rmtree(place, ignore_errors=True)
 
 
 def sandboxed_of(updates: list[types.SessionUpdate]) -> dict[str, bool]:

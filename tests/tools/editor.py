@@ -7,7 +7,11 @@ terminals run real commands in their own process group, keep at most
 `output_byte_limit` bytes (dropping from the start, on a character
 boundary, as ACP says), and stay readable after `kill` until `release`.
 Every call is logged in `calls`, so tests can check the protocol's rules
-(the terminal shown before release, release always called).
+(the terminal shown before release, release always called), and every
+command line a terminal was asked to run in `launched`. Its terminals run
+with this process's environment and `terminal_env` over it (a PATH of the
+editor's own, say); with `through_shell` a command line goes through a shell,
+each argument quoted, as Zed runs it.
 
 Use it as an async context manager: it owns the tasks that pump terminal
 output. `RecordingProgress` records what a running call reports.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -150,6 +155,12 @@ class EditorBridge:
     request_timeout_s: float = 30.0
     #: How long the editor takes to answer `terminal/create` once the command started.
     create_answer_delay_s: float = 0.0
+    #: The terminals' environment over this process's (the editor's own PATH, say).
+    terminal_env: dict[str, str] = attrs.field(factory=dict)
+    #: Run a command line as Zed does: `sh -c "exec </dev/null; ..."`, each part quoted.
+    through_shell: bool = False
+    #: Every command line a terminal was asked to run (the command, then its arguments).
+    launched: list[list[str]] = attrs.field(factory=list)
     #: Open buffers with unsaved text, by absolute path.
     buffers: dict[str, str] = attrs.field(factory=dict)
     #: Every request the tools made, as (method, path or terminal id).
@@ -213,13 +224,17 @@ class EditorBridge:
         assert self._group is not None, "use EditorBridge as an async context manager"
         terminal_id = f"term-{len(self.terminals) + 1}"
         self.calls.append(("terminal/create", terminal_id))
+        self.launched.append([command, *args])
+        argv = [command, *args]
+        if self.through_shell:
+            argv = ["/bin/sh", "-c", f"exec </dev/null; {shlex.join(argv)}"]
         process = await anyio.open_process(
-            [command, *args],
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=cwd,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **self.terminal_env, **(env or {})},
             start_new_session=True,
         )
         terminal = EditorTerminal(self, terminal_id, process, output_byte_limit)

@@ -9,6 +9,11 @@ each command in, so the question of running it outside says why the sandbox
 was not enough (`why_leave`). Where the sandbox cannot run, the first question
 about a command says why and how to enable it, the later ones only that it
 cannot (`unavailable_note`).
+
+Where the editor offers terminals, a confined command runs in one, the sandbox
+wrapped around it (`CallSandbox.in_terminal`); once a terminal shows that the
+editor's side cannot start the sandbox (`terminals_refused`), that command and
+every later one of the session run locally in the sandbox instead.
 """
 
 from __future__ import annotations
@@ -25,9 +30,15 @@ import anyio
 import attrs
 
 from acp_agent.records import Record
-from acp_agent.sandbox import Sandbox, SandboxPolicy, SandboxSupport, SandboxUnavailable
+from acp_agent.sandbox import (
+    Sandbox,
+    SandboxPolicy,
+    SandboxSupport,
+    SandboxUnavailable,
+    TerminalWrap,
+)
 
-__all__ = ("DOCTOR_HINT", "CallSandbox", "SessionSandbox")
+__all__ = ("DOCTOR_HINT", "CallSandbox", "SessionSandbox", "SessionTerminalLaunch")
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +65,7 @@ class SessionSandbox:
         self._temp: Path | None = None
         self._kept_in: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._told_unavailable = False
+        self._terminals_refused: str | None = None
 
     async def support(self) -> SandboxSupport:
         """Whether commands can run sandboxed here, or why not (probed once)."""
@@ -115,6 +127,18 @@ class SessionSandbox:
         """Whether the person was told this session that the sandbox cannot run."""
         return self._told_unavailable
 
+    @property
+    def terminals_refused(self) -> str | None:
+        """Why the editor's terminals cannot start the sandbox, once one showed it (None:
+        none did); from then on the session's confined commands run locally."""
+        return self._terminals_refused
+
+    def refuse_terminals(self, why: str) -> None:
+        """An editor terminal could not start the sandbox, saying `why`."""
+        if self._terminals_refused is None:
+            logger.warning("the editor's terminals cannot start the sandbox: %s", why)
+            self._terminals_refused = why
+
     def _temp_dir(self) -> Path:
         if self._temp is None:
             self._temp = Path(tempfile.mkdtemp(prefix="acp-agent-sandbox-tmp-"))
@@ -141,8 +165,37 @@ class CallSandbox(Record):
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
         return self.sandbox.environment(env)
 
+    def in_terminal(self, shell: str, command: str, *, cwd: Path) -> SessionTerminalLaunch | None:
+        if self.session.terminals_refused is not None:
+            return None
+        launch = self.sandbox.in_terminal(shell, command, cwd=cwd)
+        return SessionTerminalLaunch(launch, self.session)
+
     def kept_in(self, command: str, output: str, *, exit_code: int | None, cwd: Path) -> str | None:
         found = self.sandbox.kept_in(command, output, exit_code=exit_code, cwd=cwd)
         if found is not None:
             self.session.remember(command, found)
         return found
+
+
+@attrs.frozen
+class SessionTerminalLaunch(Record):
+    """A confined command as an editor's terminal runs it, telling the session when the
+    editor's side could not start the sandbox (its later commands then run locally)."""
+
+    launch: TerminalWrap
+    session: SessionSandbox = attrs.field(eq=False, repr=False)
+
+    @property
+    def command(self) -> str:
+        return self.launch.command
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        return self.launch.args
+
+    def refused(self, output: str, exit_code: int | None) -> str | None:
+        why = self.launch.refused(output, exit_code)
+        if why is not None:
+            self.session.refuse_terminals(why)
+        return why
