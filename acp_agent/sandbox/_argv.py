@@ -102,11 +102,13 @@ class Sandbox(Record):
             visible=program_places_in_tmp(),
         )
 
-    def in_terminal(self, shell: str, command: str, *, cwd: Path) -> TerminalWrap:
+    def in_terminal(
+        self, shell: str, command: str, *, cwd: Path, tried: bool = False
+    ) -> TerminalWrap:
         """`shell -c command` in `cwd`, confined, as an editor's terminal runs it: with the
         editor's `bwrap` (its PATH's, not `self.bwrap`) and environment, the hidden
-        variables taken out there (see `_terminal`). Tried each time: a bare `Sandbox`
-        remembers no refusal (the session's sandbox does)."""
+        variables taken out there (see `_terminal`). Tried first unless `tried`: a bare
+        `Sandbox` remembers nothing (the session's sandbox does)."""
         argv = bwrap_argv(
             [],
             roots=self.roots,
@@ -115,7 +117,9 @@ class Sandbox(Record):
             new_session=True,
             visible=program_places_in_tmp(),
         )
-        return terminal_wrap(argv, shell=shell, command=command, hidden_env=self.policy.hidden_env)
+        return terminal_wrap(
+            argv, shell=shell, command=command, hidden_env=self.policy.hidden_env, tried=tried
+        )
 
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` without the variables the policy hides (taken out before bwrap starts, so

@@ -9,7 +9,8 @@ SCRIPT is a constant: it first starts the sandbox on `SHELL -c :` (a few
 milliseconds), and where that fails (no bwrap on the editor's PATH, no user
 namespaces there, an older bwrap missing an option, no such shell) it prints
 MARK and what failed and exits `NO_SANDBOX_STATUS`, before the command ran;
-else it execs the sandbox on `SHELL -c COMMAND`. Every part is an argument of
+else it execs the sandbox on `SHELL -c COMMAND`. Once a session's editor has
+started the sandbox, its later commands skip the trial (`tried`). Every part is an argument of
 its own, never spliced into a script, so no quoting is ours: COMMAND reaches
 the shell in the sandbox exactly as the model wrote it, whatever quotes, pipes
 and `$VARS` it holds (an editor that runs a command line through its own shell,
@@ -57,6 +58,10 @@ _SCRIPT: Final = (
     f'{{ printf "%s: %s" "$mark" "${{why:-exit status $?}}"; echo; exit {NO_SANDBOX_STATUS}; }}; '
     'exec "$@" "$shell" -c "$command"'
 )
+#: The same, once the editor's side has started the sandbox in this session: no trial
+#: start (a second sandbox start, about 7 ms a command). Should its bwrap fail after all,
+#: the command fails as any command does, with bwrap's message in its output.
+_SCRIPT_TRIED: Final = 'shell=$1 command=$2 mark=$3; shift 3; exec "$@" "$shell" -c "$command"'
 #: The most of the editor side's message a refusal keeps.
 _WHY_CHARS: Final = 300
 
@@ -85,12 +90,19 @@ class TerminalWrap(Record):
 
 
 def terminal_wrap(
-    sandbox_argv: Sequence[str], *, shell: str, command: str, hidden_env: Sequence[str]
+    sandbox_argv: Sequence[str],
+    *,
+    shell: str,
+    command: str,
+    hidden_env: Sequence[str],
+    tried: bool = False,
 ) -> TerminalWrap:
     """`shell -c command` in the sandbox `sandbox_argv` opens (bwrap and its options, up to
-    and including `--`), as an editor's terminal runs it, without `hidden_env`."""
+    and including `--`), as an editor's terminal runs it, without `hidden_env`; with no
+    trial start when `tried` (the editor's side has started the sandbox before)."""
     mark = f"acp-agent [{secrets.token_hex(4)}]: no sandbox in this terminal"
     unset = [part for name in hidden_env for part in ("-u", name)]
     prefix = [_ENV, *unset] if unset else []
-    args = ("-c", _SCRIPT, _NAME, shell, command, mark, *prefix, *sandbox_argv)
+    script = _SCRIPT_TRIED if tried else _SCRIPT
+    args = ("-c", script, _NAME, shell, command, mark, *prefix, *sandbox_argv)
     return TerminalWrap("/bin/sh", args, mark)

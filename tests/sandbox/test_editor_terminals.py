@@ -124,6 +124,9 @@ async def test_sandboxed_commands_run_wrapped_in_the_editors_terminal_or_locally
         assert launched[0] == "/bin/sh"
         assert {"bwrap", "--unshare-net", "--new-session", "--die-with-parent"} <= set(launched)
     assert write in launched_in_first[0]  # the command itself, one argument, as written
+    scripts = [launched[2] for launched in launched_in_first]
+    assert '"$shell" -c :' in scripts[0]  # the session's first tried the sandbox first
+    assert all('"$shell" -c :' not in script for script in scripts[1:])  # later: straight in
     assert raw_output_of(first_updates, "c1")["via"] == "client"
     assert sandboxed_of(first_updates) == {"c1": True, "c2": True}  # c3 was interrupted
     assert client.permission_requests == []  # nothing asked in the sandboxed mode

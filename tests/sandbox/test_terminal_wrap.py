@@ -49,6 +49,26 @@ def test_a_bwrap_that_cannot_run_there_refuses_before_the_command_runs(
     assert not (play.workspace / "ran.txt").exists()
 
 
+def test_once_tried_the_command_goes_straight_into_the_sandbox(play: Play, tmp_path: Path) -> None:
+    wrap = play.sandbox().in_terminal(BASH, "echo ran > ran.txt", cwd=play.workspace, tried=True)
+
+    output, status = run(wrap, play.workspace)
+
+    assert (status, output) == (0, "")
+    assert (play.workspace / "ran.txt").read_text() == "ran\n"
+    # Should the editor's bwrap fail after all, it is the command's failure, with its words.
+    (play.workspace / "ran.txt").unlink()
+    editor_path = tmp_path / "editor-bin"
+    editor_path.mkdir()
+    fake = editor_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: gone' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    output, status = run(wrap, play.workspace, PATH=str(editor_path))
+    assert (status, output) == (1, "bwrap: gone\n")
+    assert wrap.refused(output, status) is None
+    assert not (play.workspace / "ran.txt").exists()
+
+
 def test_a_command_in_the_sandbox_cannot_pass_for_a_refusal(play: Play) -> None:
     # It shows every process's command line and environment it can see (the launch's mark
     # is in none), then prints a mark of its own.

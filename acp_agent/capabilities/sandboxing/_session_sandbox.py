@@ -66,6 +66,7 @@ class SessionSandbox:
         self._kept_in: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._told_unavailable = False
         self._terminals_refused: str | None = None
+        self._terminals_started = False
 
     async def support(self) -> SandboxSupport:
         """Whether commands can run sandboxed here, or why not (probed once)."""
@@ -133,6 +134,16 @@ class SessionSandbox:
         none did); from then on the session's confined commands run locally."""
         return self._terminals_refused
 
+    @property
+    def terminals_started(self) -> bool:
+        """Whether an editor terminal of this session started the sandbox (its later
+        commands skip the trial start)."""
+        return self._terminals_started
+
+    def terminal_started(self) -> None:
+        """An editor terminal started the sandbox and ran its command."""
+        self._terminals_started = True
+
     def refuse_terminals(self, why: str) -> None:
         """An editor terminal could not start the sandbox, saying `why`."""
         if self._terminals_refused is None:
@@ -168,7 +179,8 @@ class CallSandbox(Record):
     def in_terminal(self, shell: str, command: str, *, cwd: Path) -> SessionTerminalLaunch | None:
         if self.session.terminals_refused is not None:
             return None
-        launch = self.sandbox.in_terminal(shell, command, cwd=cwd)
+        tried = self.session.terminals_started
+        launch = self.sandbox.in_terminal(shell, command, cwd=cwd, tried=tried)
         return SessionTerminalLaunch(launch, self.session)
 
     def kept_in(self, command: str, output: str, *, exit_code: int | None, cwd: Path) -> str | None:
@@ -198,4 +210,6 @@ class SessionTerminalLaunch(Record):
         why = self.launch.refused(output, exit_code)
         if why is not None:
             self.session.refuse_terminals(why)
+        elif exit_code is not None:  # it ended on its own: the trial start, if any, passed
+            self.session.terminal_started()
         return why
