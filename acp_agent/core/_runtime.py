@@ -2,7 +2,7 @@
 
     async with open_runtime(store, registry=registry) as runtime:
         session = await runtime.create_session(cwd="/work/project")
-        await session.main.submit(Prompt(turn_id, content))
+        turn = await session.main.begin_turn(turn_id, content)
 
 Leaving the block closes every open session (each unloads its branches and
 releases its lease), then the process scope.
