@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         CHANGE_REVIEW,
         CHECKPOINTS,
         CONTEXT,
+        FRONT_END,
         GUIDE,
         JOBS,
         MODEL_LOOP,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
         SESSION_CONTROLS,
         TOOLSET,
         CapabilitySettings,
+        FrontEnd,
         register_capabilities,
     )
 
@@ -59,6 +61,7 @@ __all__ = (
     "CHANGE_REVIEW",
     "CHECKPOINTS",
     "CONTEXT",
+    "FRONT_END",
     "GUIDE",
     "JOBS",
     "MODEL_LOOP",
@@ -69,6 +72,7 @@ __all__ = (
     "SESSION_CONTROLS",
     "TOOLSET",
     "CapabilitySettings",
+    "FrontEnd",
     "register_capabilities",
 )
 
