@@ -35,7 +35,7 @@ from acp_agent.core._lifecycle import CloseOnce
 from acp_agent.core._lineage import Lineage
 from acp_agent.core._scopes import Scope, ScopeKind, ServiceKey
 from acp_agent.core._store import BranchRecord, Store
-from acp_agent.core._timeline import TIMELINE, Timeline
+from acp_agent.core._timeline import DEFAULT_TAIL_EVENTS, TIMELINE, Timeline
 from acp_agent.core._turns import Turn, TurnState
 from acp_agent.records import Record
 
@@ -72,6 +72,8 @@ class BranchContext(Record):
     host: Scope
     #: Called once the branch is closed (the session forgets it).
     on_closed: Callable[[Branch], None]
+    #: How many of the newest published events its timeline keeps in memory.
+    tail_events: int = DEFAULT_TAIL_EVENTS
 
 
 class BranchState(enum.Enum):
@@ -155,6 +157,7 @@ class Branch:
                 store=store,
                 last_durable_seq=last_durable_seq,
                 clock=self._context.clock,
+                tail_events=self._context.tail_events,
             )
             self.dispatcher = Dispatcher(self.timeline, scope)
             scope.provide(BRANCH, self)

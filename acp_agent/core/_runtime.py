@@ -40,6 +40,7 @@ from acp_agent.core._store import (
     SessionRecord,
     Store,
 )
+from acp_agent.core._timeline import DEFAULT_TAIL_EVENTS
 
 __all__ = (
     "RUNTIME",
@@ -56,9 +57,18 @@ class Runtime:
     #: Set while the runtime opens, before anyone else can see it.
     scope: Scope
 
-    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Callable[[], float] = time.time,
+        tail_events: int = DEFAULT_TAIL_EVENTS,
+    ) -> None:
+        """`tail_events`: how many of the newest published events each branch keeps in
+        memory for its readers (older ones are read from the store)."""
         self.store = store
         self.clock = clock
+        self._tail_events = tail_events
         self._sessions: dict[SessionId, Session] = {}
         self._opening = anyio.Lock()
 
@@ -201,7 +211,11 @@ class Runtime:
         if self.scope.state is not ScopeState.READY:
             raise ScopeClosed("the runtime is closing")
         context = SessionContext(
-            store=self.store, clock=self.clock, host=self.scope, on_closed=self._forget_session
+            store=self.store,
+            clock=self.clock,
+            host=self.scope,
+            on_closed=self._forget_session,
+            tail_events=self._tail_events,
         )
         session = Session(record, context)
 
@@ -280,12 +294,13 @@ async def open_runtime(
     *,
     registry: ServiceRegistry | None = None,
     clock: Callable[[], float] = time.time,
+    tail_events: int = DEFAULT_TAIL_EVENTS,
 ) -> AsyncIterator[Runtime]:
     """Open the process scope over `store`; on exit close every session, then the scope.
 
-    The store stays open: whoever opened it closes it.
+    The store stays open: whoever opened it closes it. `tail_events`: see `Runtime`.
     """
-    runtime = Runtime(store, clock=clock)
+    runtime = Runtime(store, clock=clock, tail_events=tail_events)
 
     async def assemble(scope: Scope) -> None:
         runtime.scope = scope
