@@ -112,6 +112,7 @@ __all__ = (
     "register_capabilities",
 )
 
+
 @attrs.frozen
 class FrontEnd(Record):
     """The front end's side of one session, given when it opens (nothing is filled in

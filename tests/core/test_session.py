@@ -429,5 +429,3 @@ async def test_closing_a_branch_interrupts_its_running_turn() -> None:
         await session.close_branch(child)
         kinds = [e.kind for e in await child.timeline.read()]
         assert kinds[-3:] == ["user_input.adopted", "turn.interrupted", "branch.closed"]
-
-

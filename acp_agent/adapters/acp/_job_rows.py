@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from acp_agent.core import JobEndShown
+from acp_agent.agent import JobEndShown
 from protocol import types
 
 __all__ = ("job_end_row",)

@@ -51,6 +51,7 @@ SESSION_MODULES: Final = (
     "protocol._types_sessions",
     "acp_agent.store",
     "acp_agent.core",
+    "acp_agent.agent",
     "acp_agent.adapters.acp._options",
     "acp_agent.capabilities._assembly",
     "acp_agent.tools",
@@ -59,6 +60,7 @@ SESSION_MODULES: Final = (
     # that loads when a server first starts.
     "acp_agent.lsp",
     "acp_agent.lsp._tools",
+    "acp_agent.agent._commands",
     "acp_agent.adapters.acp._mcp_servers",
     "acp_agent.adapters.acp._session",
     "acp_agent.adapters.acp._updates",
