@@ -51,7 +51,6 @@ SESSION_MODULES: Final = (
     "protocol._types_sessions",
     "acp_agent.store",
     "acp_agent.core",
-    "acp_agent.agent",
     "acp_agent.adapters.acp._options",
     "acp_agent.capabilities._assembly",
     "acp_agent.tools",
