@@ -21,6 +21,7 @@ from acp_agent.agent import (
     Event,
     FrontEnd,
     IllegalCut,
+    ModelTextDelta,
     PermissionChoice,
     SessionBusy,
     Store,
@@ -191,6 +192,104 @@ async def test_a_stalled_subscriber_holds_back_no_one_and_catches_up_from_the_st
         await delivered_through(stalled, end)
         assert stalled.seqs == list(range(start + 1, end + 1))
         assert store.reads > reads_before  # what memory no longer held came from the store
+
+
+class Failing(Recorder):
+    """A subscriber that raises at its `at`-th event: a client whose writer broke."""
+
+    def __init__(self, name: str, *, at: int) -> None:
+        super().__init__(name)
+        self.at = at
+
+    async def handle(self, event: Event) -> None:
+        if len(self.events) + 1 == self.at:
+            raise RuntimeError("the client went away")
+        await super().handle(event)
+
+
+class Trigger(Recorder):
+    """A subscriber that says when it has seen `count` pieces of the model's text."""
+
+    def __init__(self, name: str, *, count: int) -> None:
+        super().__init__(name)
+        self.count = count
+        self.reached = anyio.Event()
+
+    async def handle(self, event: Event) -> None:
+        await super().handle(event)
+        deltas = sum(isinstance(e.payload, ModelTextDelta) for e in self.events)
+        if deltas >= self.count:
+            self.reached.set()
+
+
+async def test_subscribers_joining_while_the_model_streams_each_get_their_suffix_once(
+    tmp_path: Path,
+) -> None:
+    # Two turns of single-event pieces (a pause between them: no group commit), far more
+    # than the timeline keeps in memory, so a cursor in the first turn is read back from
+    # the store while the second turn is being published.
+    pieces = [
+        [step for i in range(n) for step in ({"text": f"w{i} "}, {"sleep_ms": 2})] for n in (24, 40)
+    ]
+    async with running(tmp_path, pieces, tail_events=8) as (agent, store):
+        session = await agent.new_session(str(tmp_path))
+        await session.prompt(text("one"))
+        after_first = session.position
+        history = (await session.history())[1]
+        # A batch end in the middle of the first turn: the seq before an event that
+        # starts a batch.
+        ends = [int(e.seq) - 1 for e in history if e.starts_batch and e.seq > 1]
+        mid_first = ends[len(ends) // 2]
+        assert after_first - mid_first > 8  # out of memory by now
+
+        trigger = Trigger("joins at the tenth piece", count=10)
+        await session.subscribe(trigger, after=after_first)
+        gate = anyio.Event()
+        async with session.turn_slot() as slot:
+            turn = await slot.start(text("two"))
+            with anyio.fail_after(10):
+                await trigger.reached.wait()
+            # They join while the model streams, each from its own cursor.
+            reads_before = store.reads
+            joined = {
+                NO_SEQ: Recorder("from the start"),
+                mid_first: Recorder("from inside the first turn"),
+                after_first: Recorder("from the first turn's end"),
+            }
+            for cursor, recorder in joined.items():
+                await session.subscribe(recorder, after=cursor)
+            now = Recorder("from now")
+            from_now = await session.subscribe(now, after=None)
+            stalled = Recorder("stopped reading", gate=gate)
+            await session.subscribe(stalled, after=mid_first)
+            failing = Failing("breaks", at=3)
+            broken = await session.subscribe(failing, after=after_first)
+            outcome = await turn.outcome(seen_by=from_now)
+        assert isinstance(outcome.ending, TurnEnded)
+        end = session.position
+        assert from_now.ready_at < end  # it joined mid-turn
+        for recorder in (*joined.values(), trigger):
+            await delivered_through(recorder, end)
+        # The stalled one held back neither the turn nor the others; the broken one
+        # ended only its own delivery.
+        with anyio.fail_after(10):
+            await stalled.held.wait()
+        assert stalled.events == []
+        assert not broken.active
+        assert isinstance(broken.error, RuntimeError)
+        assert failing.seqs == [after_first + 1, after_first + 2]
+        assert store.reads > reads_before  # the cursors memory no longer held were read
+
+        gate.set()
+        await delivered_through(stalled, end)
+        stored = {int(e.seq): e.payload for e in (await session.history())[1]}
+
+    # Every subscriber: each event after its own cursor exactly once, in order, and the
+    # events as stored (no gap where replay turned live, no duplicate).
+    for cursor, recorder in [*joined.items(), (mid_first, stalled), (after_first, trigger)]:
+        assert recorder.seqs == list(range(cursor + 1, end + 1)), recorder.name
+        assert all(e.payload == stored[int(e.seq)] for e in recorder.events), recorder.name
+    assert now.seqs == list(range(from_now.ready_at + 1, end + 1))
 
 
 async def test_a_cursor_inside_a_batch_is_refused(tmp_path: Path) -> None:
