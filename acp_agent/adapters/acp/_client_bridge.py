@@ -32,6 +32,7 @@ from acp_agent.toolkit import (
     NotOffered,
     TerminalExit,
     TerminalOutput,
+    fenced,
 )
 from protocol import methods, types
 from protocol.connection import AgentConnection
@@ -285,10 +286,6 @@ def _preview_of(question: PermissionQuestion) -> list[types.ToolCallContent]:
 
 
 def _question_text(question: PermissionQuestion) -> str:
-    # Imported here: acp_agent.tools loads every tool, which the first `initialize` need
-    # not wait for; a question comes from a tool, so they are loaded by now.
-    from acp_agent.tools import fenced
-
     lines = [f"`{question.tool}` asks for:\n{fenced(question.target)}"]
     if question.note:
         lines.append(question.note)
