@@ -17,12 +17,14 @@ import pytest
 
 from acp_agent.agent import (
     Agent,
+    BranchId,
     ConversationRewound,
     Event,
     FrontEnd,
     IllegalCut,
     ModelTextDelta,
     PermissionChoice,
+    Seq,
     SessionBusy,
     Store,
     StoreNotFound,
@@ -34,6 +36,7 @@ from acp_agent.capabilities import CapabilitySettings, register_capabilities
 from acp_agent.core import NO_SEQ, ServiceRegistry, TurnCancelRequested
 from acp_agent.models import ConfiguredModels, load_models_config, parse_script
 from acp_agent.store import SqliteStore
+from acp_agent.toolkit import NO_CLIENT, ClientBridge, TerminalsWithheld
 from tests.capabilities.support import ENVIRONMENT, AnsweringPrompter, BlockingTool, CountingTool
 
 
@@ -238,7 +241,7 @@ async def test_subscribers_joining_while_the_model_streams_each_get_their_suffix
         history = (await session.history())[1]
         # A batch end in the middle of the first turn: the seq before an event that
         # starts a batch.
-        ends = [int(e.seq) - 1 for e in history if e.starts_batch and e.seq > 1]
+        ends = [Seq(e.seq - 1) for e in history if e.starts_batch and e.seq > 1]
         mid_first = ends[len(ends) // 2]
         assert after_first - mid_first > 8  # out of memory by now
 
@@ -297,7 +300,7 @@ async def test_a_cursor_inside_a_batch_is_refused(tmp_path: Path) -> None:
         session = await agent.new_session(str(tmp_path))
         await session.prompt(text("go"))
         events = (await session.history())[1]
-        inside = next(e.seq for e in events[1:] if not e.starts_batch) - 1
+        inside = Seq(next(e.seq for e in events[1:] if not e.starts_batch) - 1)
         with pytest.raises(IllegalCut):
             await session.subscribe(Recorder("x"), after=inside)
 
@@ -315,6 +318,46 @@ async def test_the_front_end_given_at_open_answers_the_sessions_questions(
     assert isinstance(turn.ended.ending, TurnEnded)
     assert [question.tool for question in person.questions] == ["count"]
     assert counting.runs == 1
+
+
+class SessionsSide:
+    """A front end's side showing each branch as a session of its own (what it is asked
+    and which editor a branch uses are its own)."""
+
+    def __init__(self, prompter: AnsweringPrompter) -> None:
+        self.prompter = prompter
+
+    def prompter_of(self, branch_id: BranchId) -> AnsweringPrompter:
+        return self.prompter
+
+    def client_of(self, branch_id: BranchId) -> ClientBridge:
+        return NO_CLIENT
+
+    async def line_attached(self, line: Any) -> None:
+        return None
+
+    async def line_changed(self, line: Any) -> None:
+        return None
+
+    async def main_turn_started(self) -> None:
+        return None
+
+
+async def test_branches_shown_as_sessions_until_the_front_ends_side_stops_showing_them(
+    tmp_path: Path,
+) -> None:
+    side = SessionsSide(AnsweringPrompter(PermissionChoice.ALLOW_ONCE))
+    async with running(tmp_path, [[{"text": "hi"}]]) as (agent, _):
+        session = await agent.new_session(str(tmp_path), FrontEnd(branches=lambda _: side))
+        branches, child = session.branches, BranchId("branch_x")
+        # Given at open: a branch's questions and editor are its own session's.
+        assert branches.ask_directly is not None
+        assert branches.ask_directly(child) is side.prompter
+        assert branches.client_of(child, NO_CLIENT) is NO_CLIENT
+        branches.stop_showing_as_sessions(side)
+        # Stopped: the questions wait for main's turn, commands run without terminals.
+        assert branches.ask_directly is None
+        assert isinstance(branches.client_of(child, NO_CLIENT), TerminalsWithheld)
 
 
 async def test_cancel_fork_rewind_and_delete_through_the_handle(tmp_path: Path) -> None:

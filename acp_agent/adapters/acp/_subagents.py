@@ -258,9 +258,7 @@ class SubagentPresenter:
         return self._prompter(str(branch_id))
 
     def close(self) -> None:
-        self._manager.unwatch(self)
-        self._manager.ask_directly = None
-        self._manager.client_directly = None
+        self._manager.stop_showing_as_sessions(self)
         for child in self._children.values():
             child.stream.close()
 

@@ -249,6 +249,14 @@ class BranchManager:
         self.ask_directly = side.prompter_of
         self.client_directly = side.client_of
 
+    def stop_showing_as_sessions(self, side: BranchSide) -> None:
+        """Undo `show_as_sessions` (the front end's side closes before the session): a
+        child's questions wait for a turn of main again, its commands run here."""
+        self.unwatch(side)
+        if self.ask_directly == side.prompter_of:
+            self.ask_directly = None
+            self.client_directly = None
+
     def watch(self, watcher: LineWatcher) -> None:
         """Tell `watcher` of every child from now on (those open now: see `lines`)."""
         self._watchers.append(watcher)
