@@ -246,7 +246,9 @@ def serve(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("acp_agent").info("session store: %s", location.shown)
         return await open_store(location)
 
-    host = RuntimeHost(open_store, assemble, on_close=models.aclose)
+    host = RuntimeHost(
+        open_store, assemble, models=models, config_dir=paths.config_dir, on_close=models.aclose
+    )
     connection = AgentConnection(unstable=args.unstable)
     warmup = None
     if warmup_enabled():

@@ -22,11 +22,12 @@ This face is how they are assembled into the runtime's scopes:
     registry = ServiceRegistry()
     register_capabilities(registry, CapabilitySettings(models=models, tools=builtin_tools))
 
-and the service keys front ends and plug-ins (MCP, language servers) look
-them up by. The contract tools implement is `acp_agent.toolkit`; the model
-source is `acp_agent.models`. The assembly, and with it every sub-package,
-loads on first use: answering `session/new` needs the session controls only
-(importing them runs this face), and the session assembles behind the answer.
+and the service keys plug-ins (MCP, language servers) and the session handles
+(`acp_agent.agent`, the front ends' way in) look them up by. The contract tools
+implement is `acp_agent.toolkit`; the model source is `acp_agent.models`. The
+assembly, and with it every sub-package, loads on first use: answering
+`session/new` needs the session controls only (importing them runs this face),
+and the session assembles behind the answer.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         CHANGE_REVIEW,
         CHECKPOINTS,
         CONTEXT,
+        FRONT_END,
         GUIDE,
         JOBS,
         MODEL_LOOP,
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
         SESSION_CONTROLS,
         TOOLSET,
         CapabilitySettings,
+        FrontEnd,
         register_capabilities,
     )
 
@@ -59,6 +62,7 @@ __all__ = (
     "CHANGE_REVIEW",
     "CHECKPOINTS",
     "CONTEXT",
+    "FRONT_END",
     "GUIDE",
     "JOBS",
     "MODEL_LOOP",
@@ -69,6 +73,7 @@ __all__ = (
     "SESSION_CONTROLS",
     "TOOLSET",
     "CapabilitySettings",
+    "FrontEnd",
     "register_capabilities",
 )
 

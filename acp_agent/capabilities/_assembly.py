@@ -3,12 +3,15 @@
     registry = ServiceRegistry()
     register_capabilities(registry, CapabilitySettings(models=models, tools=builtin_tools))
     async with open_runtime(store, registry=registry) as runtime:
-        session = await runtime.create_session(cwd)
-        controls = session.scope.get(SESSION_CONTROLS)   # fill in client and prompter
+        session = await runtime.create_session(cwd, provide=front_end.provide)
         loop = session.main.scope.get(MODEL_LOOP)
         turn = await loop.start_turn(turn_id, content)
 
+(front ends do this through a session handle, `acp_agent.agent`.)
+
 Per process: the `ResultBudget` every call's result passes (`RESULT_BUDGET`).
+Per session, given by whoever opens it: the front end's side (`FrontEnd`: the
+editor, who is asked, how branches are shown), read as the services assemble.
 Per session: `SessionControls` (model, mode, the editor's side), the
 `BranchManager`, the `JobManager`, the `ToolSet`, the `GuideRegistry`
 (tools and MCP servers register guide entries for their inputs there; every
@@ -36,6 +39,7 @@ from acp_agent.capabilities.branches import (
     BRANCHES_GUIDE_ENTRY,
     DEFAULT_BRANCH_LIMIT,
     BranchManager,
+    BranchSide,
     GatedPrompter,
     branch_tools,
 )
@@ -52,7 +56,11 @@ from acp_agent.capabilities.controls import DEFAULT_MODE, SessionControls
 from acp_agent.capabilities.execution import ResultBudget, ResultLimits, ToolExecutor
 from acp_agent.capabilities.jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager, job_tools
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
-from acp_agent.capabilities.permissions import PermissionMode
+from acp_agent.capabilities.permissions import (
+    PermissionMode,
+    PermissionPrompter,
+    RefusingPrompter,
+)
 from acp_agent.capabilities.sandboxing import SessionSandbox
 from acp_agent.capabilities.session import (
     ChangeReview,
@@ -81,13 +89,14 @@ from acp_agent.core import (
 from acp_agent.models import ModelSource
 from acp_agent.records import Record
 from acp_agent.sandbox import SandboxPolicy, SandboxSupport, probe_sandbox, sandbox_policy
-from acp_agent.toolkit import ClientBridge, Tool
+from acp_agent.toolkit import NO_CLIENT, ClientBridge, Tool
 
 __all__ = (
     "BRANCHES",
     "CHANGE_REVIEW",
     "CHECKPOINTS",
     "CONTEXT",
+    "FRONT_END",
     "GUIDE",
     "JOBS",
     "MODEL_LOOP",
@@ -99,9 +108,31 @@ __all__ = (
     "TOOLSET",
     "TOOL_EXECUTOR",
     "CapabilitySettings",
+    "FrontEnd",
     "register_capabilities",
 )
 
+
+@attrs.frozen
+class FrontEnd(Record):
+    """The front end's side of one session, given when it opens (nothing is filled in
+    later): the services that need it read it as they assemble."""
+
+    #: The editor's file system and terminals.
+    client: ClientBridge = NO_CLIENT
+    #: Who answers the session's permission questions.
+    prompter: PermissionPrompter = attrs.field(factory=RefusingPrompter)
+    #: Makes, from the session's branch manager, what shows each branch as a session of
+    #: its own; None: branches are shown as tool calls of main.
+    branches: Callable[[BranchManager], BranchSide] | None = None
+
+    async def provide(self, scope: Scope) -> None:
+        """Provide this side to a session scope (`Runtime`'s `provide=`)."""
+        scope.provide(FRONT_END, self)
+
+
+#: The front end's side of a session; a session opened without one has none.
+FRONT_END: Final[ServiceKey[FrontEnd]] = ServiceKey("front_end", ScopeKind.SESSION)
 BRANCHES: Final[ServiceKey[BranchManager]] = ServiceKey("branches", ScopeKind.SESSION)
 JOBS: Final[ServiceKey[JobManager]] = ServiceKey("jobs", ScopeKind.SESSION)
 RESULT_BUDGET: Final[ServiceKey[ResultBudget]] = ServiceKey("result_budget", ScopeKind.PROCESS)
@@ -174,7 +205,10 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
 
     async def session_controls(scope: Scope) -> SessionControls:
         session = scope.get(SESSION)
-        controls = SessionControls(session.id, session.cwd)
+        side = scope.find(FRONT_END) or FrontEnd()
+        controls = SessionControls(
+            session.id, session.cwd, client=side.client, prompter=side.prompter
+        )
         controls.model_id = settings.models.default_model()
         controls.mode = settings.default_mode
         return controls
@@ -189,12 +223,16 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         async def start_turn(branch: Branch, turn_id: TurnId) -> Turn:
             return await branch.scope.get(MODEL_LOOP).start_turn(turn_id, [])
 
-        return BranchManager(
+        manager = BranchManager(
             scope.get(SESSION),
             start_turn=start_turn,
             limit=settings.branch_limit,
             clock=settings.clock,
         )
+        side = scope.find(FRONT_END)
+        if side is not None and side.branches is not None:
+            manager.show_as_sessions(side.branches(manager))
+        return manager
 
     async def checkpoints(scope: Scope) -> CheckpointStore:
         return CheckpointStore(settings.checkpoints_dir)
@@ -268,7 +306,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         if branch.parent_id is not None:  # a child asks during main's turns, naming itself
             manager = scope.get(BRANCHES)
             prompter = GatedPrompter(manager, branch.id, lambda: controls.prompter)
-            # Read at each call: the front end sets the session's editor after assembly.
+            # Read at each call: a child shown as a session of its own has its own editor.
             client = lambda: manager.client_of(branch.id, controls.client)  # noqa: E731
         executor = ToolExecutor(
             branch,

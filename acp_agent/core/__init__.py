@@ -14,7 +14,6 @@ from acp_agent.core._branch import (
     TurnObserver,
 )
 from acp_agent.core._codec import EventRow, decode_event, encode_event, encode_payload
-from acp_agent.core._commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
 from acp_agent.core._cuts import hidden_ranges, is_hidden, message_cut, prompt_cut, quiet_cut
 from acp_agent.core._dispatcher import (
     DISPATCHER,
@@ -180,11 +179,8 @@ __all__ = (
     "BranchShown",
     "BranchState",
     "CallId",
-    "Cancel",
     "Cleanup",
-    "CloseBranch",
     "CloseOnce",
-    "Command",
     "CompactionCancelled",
     "CompactionFailed",
     "CompactionRecorded",
@@ -219,10 +215,8 @@ __all__ = (
     "PermissionAnswered",
     "PermissionAsked",
     "PermissionRule",
-    "Prompt",
     "RebuildingSubscriber",
     "Registration",
-    "ResolvePermission",
     "Restored",
     "RuleExpired",
     "RuleReplaced",

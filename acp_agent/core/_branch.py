@@ -18,10 +18,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol
 
-import anyio
 import attrs
 
-from acp_agent.core._commands import Cancel, CloseBranch, Command, Prompt, ResolvePermission
 from acp_agent.core._dispatcher import DISPATCHER, Dispatcher
 from acp_agent.core._errors import AlreadyStarted
 from acp_agent.core._events import (
@@ -30,7 +28,6 @@ from acp_agent.core._events import (
     Event,
     EventDraft,
     Payload,
-    PermissionAnswered,
     UserInputAdopted,
 )
 from acp_agent.core._ids import NO_SEQ, BranchId, CallId, Seq, SessionId, TurnId
@@ -38,7 +35,7 @@ from acp_agent.core._lifecycle import CloseOnce
 from acp_agent.core._lineage import Lineage
 from acp_agent.core._scopes import Scope, ScopeKind, ServiceKey
 from acp_agent.core._store import BranchRecord, Store
-from acp_agent.core._timeline import TIMELINE, Timeline
+from acp_agent.core._timeline import DEFAULT_TAIL_EVENTS, TIMELINE, Timeline
 from acp_agent.core._turns import Turn, TurnState
 from acp_agent.records import Record
 
@@ -75,6 +72,8 @@ class BranchContext(Record):
     host: Scope
     #: Called once the branch is closed (the session forgets it).
     on_closed: Callable[[Branch], None]
+    #: How many of the newest published events its timeline keeps in memory.
+    tail_events: int = DEFAULT_TAIL_EVENTS
 
 
 class BranchState(enum.Enum):
@@ -102,7 +101,8 @@ class Branch:
         self._context = context
         self._state = BranchState.OPEN
         self._turn: Turn | None = None
-        self._turn_lock = anyio.Lock()
+        #: A turn is being begun (its input recorded, its task started).
+        self._beginning = False
         self._ending_reason: str | None = None
         self._turn_observers: list[TurnObserver] = []
         self._closer = CloseOnce(self._close, name=f"branch {record.branch_id}")
@@ -157,6 +157,7 @@ class Branch:
                 store=store,
                 last_durable_seq=last_durable_seq,
                 clock=self._context.clock,
+                tail_events=self._context.tail_events,
             )
             self.dispatcher = Dispatcher(self.timeline, scope)
             scope.provide(BRANCH, self)
@@ -193,45 +194,39 @@ class Branch:
     async def _record_payload(self, payload: Payload) -> None:
         await self.record_fact(payload)
 
-    # --- commands and turns -----------------------------------------------------------
-
-    async def submit(self, command: Command) -> Turn | None:
-        """Carry out a client command; returns the turn a `Prompt` started."""
-        match command:
-            case Prompt(turn_id=turn_id, content=content):
-                return await self.begin_turn(turn_id, content)
-            case Cancel(turn_id=turn_id):
-                await self.cancel_turn(turn_id)
-            case ResolvePermission(permission_id=permission_id, call_id=call_id, outcome=outcome):
-                await self.record_fact(PermissionAnswered(permission_id, call_id, outcome))
-            case CloseBranch(reason=reason):
-                await self.end(reason)
-        return None
+    # --- turns -----------------------------------------------------------
 
     def observe_turns(self, observer: TurnObserver) -> None:
         """Tell `observer` when each later turn starts and right before it ends."""
         self._turn_observers.append(observer)
 
     async def begin_turn(self, turn_id: TurnId, content: list[dict[str, Any]]) -> Turn:
-        """Adopt the input and open a turn for its work; `AlreadyStarted` if one runs.
+        """Adopt the input and open a turn for its work; `AlreadyStarted` if one runs or is
+        being begun.
 
-        `content` may be empty: a branch's turn whose input is already on record
-        (its task, a message from another branch).
+        It never waits for the turn before: whoever starts turns queues them (a
+        session's handle, `acp_agent.agent`, queues its prompts; the branch manager
+        its children's). `content` may be empty: a branch's turn whose input is
+        already on record (its task, a message from another branch).
         """
-        async with self._turn_lock:
-            if self.turn is not None:
-                raise AlreadyStarted(f"branch {self.id} is running turn {self.turn.turn_id}")
+        if self._beginning or self.turn is not None:
+            running = self.turn.turn_id if self.turn is not None else "another turn"
+            raise AlreadyStarted(f"branch {self.id} is running {running}")
+        self._beginning = True
+        try:
             await self._record_owed_ending()
             turn = Turn(turn_id, self._record_payload, before_ending=self._turn_ending)
             await self.record_fact(UserInputAdopted(turn_id, content))
             await self.scope.start(turn.host, name=f"turn {turn_id}")
             self._turn = turn
-            for observer in self._turn_observers:
-                try:
-                    await observer.turn_started(turn)
-                except Exception:
-                    logger.exception("a turn observer of %s failed at its start", self.id)
-            return turn
+        finally:
+            self._beginning = False
+        for observer in self._turn_observers:
+            try:
+                await observer.turn_started(turn)
+            except Exception:
+                logger.exception("a turn observer of %s failed at its start", self.id)
+        return turn
 
     async def _turn_ending(self, turn: Turn) -> None:
         for observer in self._turn_observers:
@@ -246,16 +241,20 @@ class Branch:
         await previous.wait_settled()
         ending = previous.unrecorded_ending
         if ending is not None:
-            await self.record_fact(ending)
-            previous.unrecorded_ending = None
+            previous.unrecorded_ending = None  # taken: a concurrent caller records nothing
+            try:
+                await self.record_fact(ending)
+            except BaseException:
+                previous.unrecorded_ending = ending
+                raise
 
     async def record_owed_ending(self) -> None:
         """Record the ending the last turn could not (the store failed then); nothing if
-        none is owed or a turn runs. Raises what the store raises if it still cannot."""
-        async with self._turn_lock:
-            previous = self._turn
-            if previous is not None and previous.settled:
-                await self._record_owed_ending()
+        none is owed or a turn runs or is being begun (which records it first). Raises
+        what the store raises if it still cannot."""
+        previous = self._turn
+        if not self._beginning and previous is not None and previous.settled:
+            await self._record_owed_ending()
 
     async def end_turn(self, turn_id: TurnId, stop_reason: str) -> None:
         """Record that the turn finished; its leftover work is cancelled. Idempotent."""

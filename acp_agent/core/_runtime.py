@@ -2,7 +2,7 @@
 
     async with open_runtime(store, registry=registry) as runtime:
         session = await runtime.create_session(cwd="/work/project")
-        await session.main.submit(Prompt(turn_id, content))
+        turn = await session.main.begin_turn(turn_id, content)
 
 Leaving the block closes every open session (each unloads its branches and
 releases its lease), then the process scope.
@@ -23,7 +23,14 @@ from acp_agent.core._branch import Branch
 from acp_agent.core._errors import IllegalCut, ScopeClosed
 from acp_agent.core._events import Event, EventDraft
 from acp_agent.core._ids import NO_SEQ, BatchId, BranchId, Seq, SessionId, new_id
-from acp_agent.core._scopes import Scope, ScopeKind, ScopeState, ServiceKey, ServiceRegistry
+from acp_agent.core._scopes import (
+    Assembler,
+    Scope,
+    ScopeKind,
+    ScopeState,
+    ServiceKey,
+    ServiceRegistry,
+)
 from acp_agent.core._session import SESSION, Session, SessionContext
 from acp_agent.core._store import (
     STORE,
@@ -33,6 +40,7 @@ from acp_agent.core._store import (
     SessionRecord,
     Store,
 )
+from acp_agent.core._timeline import DEFAULT_TAIL_EVENTS
 
 __all__ = (
     "RUNTIME",
@@ -49,9 +57,18 @@ class Runtime:
     #: Set while the runtime opens, before anyone else can see it.
     scope: Scope
 
-    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Callable[[], float] = time.time,
+        tail_events: int = DEFAULT_TAIL_EVENTS,
+    ) -> None:
+        """`tail_events`: how many of the newest published events each branch keeps in
+        memory for its readers (older ones are read from the store)."""
         self.store = store
         self.clock = clock
+        self._tail_events = tail_events
         self._sessions: dict[SessionId, Session] = {}
         self._opening = anyio.Lock()
 
@@ -81,31 +98,39 @@ class Runtime:
         *,
         title: str | None = None,
         additional_directories: Sequence[str] = (),
+        provide: Assembler | None = None,
     ) -> Session:
         """A new session in `cwd` with an empty main branch, leased to this process.
 
         `additional_directories` are the workspace's other roots, kept with the session.
+        `provide`, here and wherever a session opens, provides session services of the
+        opener's (a front end's side) before the registry's factories run.
         """
         record = new_session_record(
             cwd, at=self.clock(), title=title, additional_directories=additional_directories
         )
         await create_stored_session(self.store, record)
-        return await self._open(record)
+        return await self._open(record, provide)
 
-    async def open_created(self, record: SessionRecord) -> Session:
+    async def open_created(
+        self, record: SessionRecord, *, provide: Assembler | None = None
+    ) -> Session:
         """Open a session `create_stored_session` wrote (and leased to this process).
 
         How an answer can wait only for the write, not for the session's assembly; if
         it cannot be opened, its lease is given back.
         """
         async with self._opening:
-            return await self._open(record)
+            return await self._open(record, provide)
 
-    async def load_session(self, session_id: SessionId) -> Session:
+    async def load_session(
+        self, session_id: SessionId, *, provide: Assembler | None = None
+    ) -> Session:
         """Open a stored session: lease it, then rebuild its open branches.
 
         Raises `StoreNotFound` for an unknown id and `SessionHeld` when another
-        live acp-agent process has it open. Returns the open session if it is already.
+        live acp-agent process has it open. Returns the open session if it is already
+        (as it was opened: `provide` is not run again).
         """
         async with self._opening:
             if session_id in self._sessions:
@@ -117,7 +142,7 @@ class Runtime:
                 with anyio.CancelScope(shield=True):
                     await self.store.release_session(session_id)
                 raise
-            return await self._open(record)
+            return await self._open(record, provide)
 
     async def fork_session(
         self,
@@ -126,6 +151,7 @@ class Runtime:
         at: Seq | None = None,
         title: str | None = None,
         additional_directories: Sequence[str] | None = None,
+        provide: Assembler | None = None,
     ) -> Session:
         """A new, independent session whose main branch starts with `branch`'s history.
 
@@ -157,7 +183,7 @@ class Runtime:
             for event in await branch.timeline.read(lte=cut)
         ]
         await self.store.create_session(record, _main_record(record), history=history)
-        return await self._open(record)
+        return await self._open(record, provide)
 
     async def close_session(self, session_id: SessionId) -> None:
         """Close the session if it is open here (see `Session.aclose`)."""
@@ -180,18 +206,24 @@ class Runtime:
                 finally:
                     await self.scope.aclose()
 
-    async def _open(self, record: SessionRecord) -> Session:
+    async def _open(self, record: SessionRecord, provide: Assembler | None) -> Session:
         """Assemble a leased session's scope and open its branches, parents first."""
         if self.scope.state is not ScopeState.READY:
             raise ScopeClosed("the runtime is closing")
         context = SessionContext(
-            store=self.store, clock=self.clock, host=self.scope, on_closed=self._forget_session
+            store=self.store,
+            clock=self.clock,
+            host=self.scope,
+            on_closed=self._forget_session,
+            tail_events=self._tail_events,
         )
         session = Session(record, context)
 
         async def assemble(scope: Scope) -> None:
             session.scope = scope
             scope.provide(SESSION, session)
+            if provide is not None:
+                await provide(scope)
 
         try:
             await self.scope.open_child(ScopeKind.SESSION, record.session_id, assemble=assemble)
@@ -262,12 +294,13 @@ async def open_runtime(
     *,
     registry: ServiceRegistry | None = None,
     clock: Callable[[], float] = time.time,
+    tail_events: int = DEFAULT_TAIL_EVENTS,
 ) -> AsyncIterator[Runtime]:
     """Open the process scope over `store`; on exit close every session, then the scope.
 
-    The store stays open: whoever opened it closes it.
+    The store stays open: whoever opened it closes it. `tail_events`: see `Runtime`.
     """
-    runtime = Runtime(store, clock=clock)
+    runtime = Runtime(store, clock=clock, tail_events=tail_events)
 
     async def assemble(scope: Scope) -> None:
         runtime.scope = scope

@@ -28,6 +28,7 @@ from acp_agent.core._lifecycle import CloseOnce
 from acp_agent.core._lineage import Lineage
 from acp_agent.core._scopes import Scope, ScopeKind, ServiceKey
 from acp_agent.core._store import BranchRecord, SessionRecord, Store, StoreCorrupt
+from acp_agent.core._timeline import DEFAULT_TAIL_EVENTS
 from acp_agent.records import Record
 
 __all__ = ("SESSION", "Session", "SessionContext", "SessionState")
@@ -43,6 +44,8 @@ class SessionContext(Record):
     host: Scope
     #: Called once the session is closed (the runtime forgets it).
     on_closed: Callable[[Session], None]
+    #: How many of the newest published events each branch keeps in memory.
+    tail_events: int = DEFAULT_TAIL_EVENTS
 
 
 class SessionState(enum.Enum):
@@ -173,6 +176,7 @@ class Session:
         context = BranchContext(
             store=self._context.store,
             clock=self._context.clock,
+            tail_events=self._context.tail_events,
             cwd=self.cwd,
             host=self.scope,
             on_closed=self._forget_branch,

@@ -428,7 +428,7 @@ class McpTool:
     ) -> ToolPreview | ToolResult:
         """The arguments the server will get: for an MCP tool they are the call, so the
         person sees them in the question, not only in `rawInput`."""
-        from acp_agent.tools import fenced
+        from acp_agent.toolkit import fenced
 
         if not arguments:
             return ToolPreview((TextContent("With no arguments."),))

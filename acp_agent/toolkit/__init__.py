@@ -10,7 +10,8 @@ them), ending in a `ToolResult` of content parts (`TextContent`,
 `DiffContent`, ...). A component may offer the person commands beside its
 tools (`CommandSpec`, `ExtraCommand`). The runtime's tags (`tag`, `wrap`)
 mark what the model reads as the runtime's, and `neutralize_runtime_tags` /
-`restore_runtime_tags` keep workspace content from impersonating them.
+`restore_runtime_tags` keep workspace content from impersonating them;
+`fenced` puts text in a Markdown code block nothing in it can close.
 
 A leaf: it imports nothing of the agent but the leaves (`acp_agent.records`),
 so a tool loads no part of the runtime (`tests/test_layers.py` checks it at
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from acp_agent.toolkit._command_sandbox import CommandSandbox, TerminalLaunch
     from acp_agent.toolkit._commands import CommandSpec, ExtraCommand
     from acp_agent.toolkit._cut_middle import cut_middle
+    from acp_agent.toolkit._fences import fenced
     from acp_agent.toolkit._file_changes import CommandFiles, FileChanges
     from acp_agent.toolkit._job_host import (
         JobExit,
@@ -126,6 +128,7 @@ __all__ = (
     "ToolPreview",
     "ToolResult",
     "cut_middle",
+    "fenced",
     "neutralize_runtime_tags",
     "object_schema",
     "restore_runtime_tags",
@@ -144,6 +147,7 @@ __getattr__, __dir__ = _lazy_face(
         "ExtraCommand": "_commands",
         "CommandFiles": "_file_changes",
         "cut_middle": "_cut_middle",
+        "fenced": "_fences",
         "FileChanges": "_file_changes",
         "JobExit": "_job_host",
         "JobHost": "_job_host",

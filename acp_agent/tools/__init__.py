@@ -4,8 +4,8 @@
 implements `acp_agent.toolkit.Tool`; none knows ACP. Paths are
 resolved against the session's roots (`_workspace`), files go through the
 editor when it offers `fs/*` (`_textfile`), and commands through its
-terminals when it offers `terminal/*` (`shell`). `fenced` is the one way a
-tool's text, or a question about a call, is put in a Markdown code block.
+terminals when it offers `terminal/*` (`shell`). A tool's text goes in a
+Markdown code block through the tool kit's `fenced`.
 
 | tool     | kind    | effect    |
 | -------- | ------- | --------- |
@@ -32,8 +32,6 @@ never before `initialize`.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-
-from acp_agent.tools._common import fenced
 
 if TYPE_CHECKING:
     from acp_agent.toolkit import Tool
@@ -64,7 +62,6 @@ __all__ = (
     "WorkspacePath",
     "WriteTool",
     "builtin_tools",
-    "fenced",
     "path_need",
     "present_path",
     "resolve_path",

@@ -1,24 +1,14 @@
-"""Small pieces every tool uses: results for refusals, fenced text, short titles."""
+"""Small pieces every tool uses: results for refusals, short titles (fenced text is the
+tool kit's: `acp_agent.toolkit.fenced`)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from acp_agent.toolkit import Location, TextContent, ToolResult
 from acp_agent.tools._textfile import FileRefusal
 
-__all__ = ("fenced", "refusal_result", "short", "text_result")
-
-_BACKTICKS = re.compile(r"`{3,}")
-
-
-def fenced(text: str, info: str = "") -> str:
-    """`text` as a Markdown code block whose fence no line of it can close."""
-    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=2)
-    fence = "`" * max(3, longest + 1)
-    body = text if text.endswith("\n") or not text else text + "\n"
-    return f"{fence}{info}\n{body}{fence}"
+__all__ = ("refusal_result", "short", "text_result")
 
 
 def short(text: str, limit: int = 80) -> str:

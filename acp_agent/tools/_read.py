@@ -30,9 +30,10 @@ from acp_agent.toolkit import (
     ToolKind,
     ToolPresentation,
     ToolResult,
+    fenced,
 )
 from acp_agent.tools._args import optional_int
-from acp_agent.tools._common import fenced, refusal_result
+from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import FileRefusal, line_ending, load_snapshot
 from acp_agent.tools._workspace import WorkspacePath, path_need, present_path, resolve_path
 

@@ -45,9 +45,10 @@ from acp_agent.toolkit import (
     ToolKind,
     ToolPresentation,
     ToolResult,
+    fenced,
 )
 from acp_agent.tools._args import optional_bool, optional_int, optional_str, require_str
-from acp_agent.tools._common import fenced, short
+from acp_agent.tools._common import short
 from acp_agent.tools._process import kill_group
 from acp_agent.tools._walk import glob_regex, walk
 from acp_agent.tools._workspace import WorkspacePath, display_path, path_need, resolve_path

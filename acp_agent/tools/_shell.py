@@ -91,12 +91,13 @@ from acp_agent.toolkit import (
     ToolKind,
     ToolPresentation,
     ToolResult,
+    fenced,
 )
 from acp_agent.tools._args import optional_int, require_str
 from acp_agent.tools._background import ClientJob, LocalJob
 from acp_agent.tools._client_terminal import TerminalRun, run_in_terminal
 from acp_agent.tools._command_titles import command_title
-from acp_agent.tools._common import fenced, short
+from acp_agent.tools._common import short
 from acp_agent.tools._process import LocalExit, OutputCapture, run_local
 from acp_agent.tools._sandboxed_results import (
     files_raw,

@@ -10,7 +10,6 @@ from acp_agent.core import (
     EventDraft,
     ModelRequestFinished,
     ModelRequestStarted,
-    Prompt,
     ToolCallRequested,
     ToolResultRecorded,
     Turn,
@@ -75,9 +74,9 @@ async def test_turn_observers_hear_of_a_turn_after_its_input_and_before_its_endi
         observer = Observer()
         observer.main = main  # type: ignore[attr-defined]
         main.observe_turns(observer)
-        await main.submit(Prompt(TurnId("turn_1"), []))
+        await main.begin_turn(TurnId("turn_1"), [])
         await main.end_turn(TurnId("turn_1"), "end_turn")
-        turn = await main.submit(Prompt(TurnId("turn_2"), []))
+        turn = await main.begin_turn(TurnId("turn_2"), [])
         assert turn is not None
         await main.cancel_turn(TurnId("turn_2"))  # cut short: told all the same
         assert observer.seen == [
@@ -106,7 +105,7 @@ async def test_a_failing_observer_never_keeps_a_turn_from_starting_or_ending() -
     async with open_runtime(MemoryStore()) as rt:
         main = (await rt.create_session("/work/a")).main
         main.observe_turns(FailingObserver())
-        await main.submit(Prompt(TurnId("turn_1"), []))
+        await main.begin_turn(TurnId("turn_1"), [])
         await main.end_turn(TurnId("turn_1"), "end_turn")
         kinds = [e.kind for e in await main.read()]
         assert kinds == ["user_input.adopted", "turn.ended"]

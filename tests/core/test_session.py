@@ -11,19 +11,14 @@ import pytest
 from acp_agent.core import (
     BRANCH,
     DISPATCHER,
-    NO_SEQ,
     AlreadyStarted,
     Branch,
     BranchClosed,
     BranchState,
     CallId,
-    Cancel,
-    CloseBranch,
     Event,
     EventDraft,
     IllegalCut,
-    Prompt,
-    ResolvePermission,
     Runtime,
     Scope,
     ScopeKind,
@@ -262,8 +257,8 @@ async def test_a_closed_branch_records_its_end_and_is_not_reopened_on_load() -> 
     async with runtime(store) as rt:
         session = await rt.create_session("/work/a")
         child = await session.create_branch(session.main)
-        await child.submit(CloseBranch(reason="answered the question"))
-        await child.submit(CloseBranch())  # idempotent
+        await child.end("answered the question")
+        await child.end()  # idempotent
         assert (await child.timeline.read())[-1].kind == "branch.closed"
         with pytest.raises(BranchClosed):
             await child.append(notes("late"))
@@ -323,7 +318,7 @@ async def test_disconnect_end_turn_close_branch_and_close_session_are_separate()
 
         client = main.dispatcher.subscribe(Client(), after=main.timeline.last_published_seq)
         await client.disconnect()
-        turn = await main.submit(Prompt(TurnId("turn_1"), [{"type": "text", "text": "hi"}]))
+        turn = await main.begin_turn(TurnId("turn_1"), [{"type": "text", "text": "hi"}])
         assert turn is not None
         assert not worker_of(main).settled
 
@@ -347,13 +342,13 @@ async def test_disconnect_end_turn_close_branch_and_close_session_are_separate()
         assert Client.seen == []
 
 
-# --- turns and commands ---------------------------------------------------------------------
+# --- turns ---------------------------------------------------------------------
 
 
 async def test_cancel_records_the_request_then_the_interruption_once_work_settled() -> None:
     async with runtime() as rt:
         main = (await rt.create_session("/work/a")).main
-        turn = await main.submit(Prompt(TurnId("turn_1"), []))
+        turn = await main.begin_turn(TurnId("turn_1"), [])
         assert turn is not None
         settled: list[bool] = []
 
@@ -367,29 +362,50 @@ async def test_cancel_records_the_request_then_the_interruption_once_work_settle
 
         turn.start_soon(model_request)
         await anyio.lowlevel.checkpoint()
-        await main.submit(Cancel(TurnId("turn_1")))
+        await main.cancel_turn(TurnId("turn_1"))
         assert settled == [True]
         assert turn.state is TurnState.ENDED
         kinds = [e.kind for e in await main.read()]
         assert kinds == ["user_input.adopted", "turn.cancel_requested", "turn.interrupted"]
-        await main.submit(Cancel(TurnId("turn_1")))  # an ended turn is left alone
+        await main.cancel_turn(TurnId("turn_1"))  # an ended turn is left alone
         assert len(await main.read()) == 3
 
 
 async def test_a_second_prompt_while_a_turn_runs_is_refused() -> None:
     async with runtime() as rt:
         main = (await rt.create_session("/work/a")).main
-        await main.submit(Prompt(TurnId("turn_1"), []))
+        await main.begin_turn(TurnId("turn_1"), [])
         with pytest.raises(AlreadyStarted, match="turn_1"):
-            await main.submit(Prompt(TurnId("turn_2"), []))
+            await main.begin_turn(TurnId("turn_2"), [])
         await main.end_turn(TurnId("turn_1"), "end_turn")
-        await main.submit(Prompt(TurnId("turn_2"), []))
+        await main.begin_turn(TurnId("turn_2"), [])
+
+
+async def test_a_turn_begun_while_another_is_being_begun_is_refused_not_queued() -> None:
+    async with runtime() as rt:
+        main = (await rt.create_session("/work/a")).main
+        refused: list[str] = []
+
+        async def second() -> None:
+            try:
+                await main.begin_turn(TurnId("turn_2"), [])
+            except AlreadyStarted as exc:
+                refused.append(str(exc))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(main.begin_turn, TurnId("turn_1"), [])
+            group.start_soon(second)
+        assert len(refused) == 1
+        assert main.turn is not None
+        assert main.turn.turn_id == "turn_1"
+        kinds = [e.kind for e in await main.read()]
+        assert kinds == ["user_input.adopted"]
 
 
 async def test_a_turn_whose_work_fails_ends_with_an_error() -> None:
     async with runtime() as rt:
         main = (await rt.create_session("/work/a")).main
-        turn = await main.submit(Prompt(TurnId("turn_1"), []))
+        turn = await main.begin_turn(TurnId("turn_1"), [])
         assert turn is not None
 
         async def broken() -> None:
@@ -407,20 +423,9 @@ async def test_closing_a_branch_interrupts_its_running_turn() -> None:
     async with runtime() as rt:
         session = await rt.create_session("/work/a")
         child = await session.create_branch(session.main)
-        turn = await child.submit(Prompt(TurnId("turn_1"), []))
+        turn = await child.begin_turn(TurnId("turn_1"), [])
         assert turn is not None
         turn.start_soon(anyio.sleep_forever)
         await session.close_branch(child)
         kinds = [e.kind for e in await child.timeline.read()]
         assert kinds[-3:] == ["user_input.adopted", "turn.interrupted", "branch.closed"]
-
-
-async def test_resolving_a_permission_records_the_answer() -> None:
-    async with runtime() as rt:
-        main = (await rt.create_session("/work/a")).main
-        answer = ResolvePermission("perm_1", CallId("call_1"), "allow_once")
-        assert await main.submit(answer) is None
-        event = (await main.read())[-1]
-        assert event.kind == "permission.answered"
-        assert event.payload.outcome == "allow_once"  # type: ignore[attr-defined]
-        assert event.seq > NO_SEQ

@@ -1,10 +1,13 @@
 """The ACP face of acp-agent: the agent methods, negotiation, and the open sessions.
 
 `AcpAgent` answers the agent methods over an `AgentConnection` (each method's
-docstring says what it does and when its updates are sent). What holds for all:
+docstring says what it does and when its updates are sent): a table from ACP
+methods to the calls of the runtime's handle (`Agent`) and the session
+handles (`SessionHandle`, `acp_agent.agent`), plus the wire's translation.
+What holds for all:
 
-- An ACP session id is a core session id; `AcpSession` (`session.py`) is the
-  editor's side of one open session, `SessionStream` (`stream.py`) its updates.
+- An ACP session id is a session id; `AcpSession` (`_session.py`) is the
+  editor's side of one open session, `SessionStream` (`_stream.py`) its updates.
 - Updates about a session the editor learns of from an answer (`session/new`,
   `resume`, `fork`: its commands, its title) are sent right after that answer;
   a `session/load` replays and sends them before it; nothing follows it.
@@ -24,19 +27,15 @@ an editor times spawn -> initialize.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
-
 import acp_agent
 from acp_agent.adapters.acp._auth import auth_methods, check_method
 from acp_agent.adapters.acp._client_input import (
-    ForkAnchor,
     absolute_path,
     additional_directories,
     fork_anchor,
@@ -54,11 +53,11 @@ from protocol.errors import InvalidParams, ResourceNotFound
 from protocol.methods import MessageKind
 
 if TYPE_CHECKING:
-    # The core and the update translation load with the first session, not with
-    # `initialize` (imported where they are used).
-    from acp_agent.adapters.acp._session import AcpSession
+    # The runtime's handle and the update translation load with the first session, not
+    # with `initialize` (imported where they are used).
+    from acp_agent.adapters.acp._session import AcpSession, EditorSide
     from acp_agent.adapters.acp._updates import UpdateTranslator
-    from acp_agent.core import Branch, Runtime, Seq, Session, SessionRecord, Store
+    from acp_agent.agent import Agent, FrontEnd, NewSession, SessionHandle, SessionId, Store
     from acp_agent.models import ModelSource
 
 __all__ = ("AGENT_NAME", "AGENT_TITLE", "AcpAgent")
@@ -194,50 +193,53 @@ class AcpAgent:
         cwd = absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
         from acp_agent.adapters.acp._options import session_settings
-        from acp_agent.capabilities.controls import SessionControls, mode_named
-        from acp_agent.core import create_stored_session, new_session_record
+        from acp_agent.agent import create_session, other_roots
 
-        directories = _other_roots(cwd, sent)
         with wire_errors():
             store = await self._host.store()
-            record = new_session_record(cwd, at=self._clock(), additional_directories=directories)
             # The default model and mode: recorded with the session, which its assembly
             # restores them from.
-            controls = SessionControls(record.session_id, cwd)
-            controls.model_id = self._models.default_model()
-            controls.mode = mode_named(self._mode)
-            await create_stored_session(store, record, controls.first_facts())
-        session_id = str(record.session_id)
+            new = await create_session(
+                store,
+                cwd,
+                models=self._models,
+                mode=self._mode,
+                at=self._clock(),
+                additional_directories=other_roots(cwd, sent),
+            )
+        session_id = str(new.record.session_id)
         servers = params.mcp_servers
         self._connection.after_response(
             lambda: self._opening.assemble(
-                session_id, lambda: self._assemble_new(store, record, servers)
+                session_id, lambda: self._assemble_new(store, new, servers)
             )
         )
         logger.info("Session %s started", session_id)
         return types.NewSessionResponse(
-            session_id=session_id, **session_settings(controls, self._models)
+            session_id=session_id, **session_settings(new.controls, self._models)
         )
 
     async def _assemble_new(
-        self, store: Store, record: SessionRecord, servers: Sequence[types.McpServer] | None
+        self, store: Store, new: NewSession, servers: Sequence[types.McpServer] | None
     ) -> None:
         """Open a session `new_session` stored and answered, then send its commands."""
         from acp_agent.adapters.acp._mcp_servers import connect_mcp
+        from acp_agent.agent import release_unopened
 
         try:
-            runtime = await self._runtime()
+            agent = await self._agent()
         except BaseException:
             # Never opened (shutting down, or no runtime): its lease goes back now.
-            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await store.release_session(record.session_id)
+            await release_unopened(store, new.record)
             raise
+        side = self._side(str(new.record.session_id))
+        with wire_errors():  # a session that cannot be opened gives its lease back
+            handle = await agent.open_created(new, side.front_end())
+        acp_session = self._attach(handle, side)
         with wire_errors():
-            session = await runtime.open_created(record)  # gives the lease back if it fails
-        acp_session = self._attach(session)
-        acp_session.controls.set_additional_directories(record.additional_directories)
-        acp_session.subscribe()
-        await connect_mcp(session, servers)
+            await handle.activate(new.record.additional_directories)
+        await acp_session.subscribe()
+        await connect_mcp(handle, servers)
         await acp_session.send_commands()
 
     async def load_session(self, params: types.LoadSessionRequest) -> types.LoadSessionResponse:
@@ -251,7 +253,7 @@ class AcpAgent:
         acp_session = await self._open(session_id)
         await _activate(acp_session, sent)
         replayed = await acp_session.replay()
-        await connect_mcp(acp_session.session, params.mcp_servers)
+        await connect_mcp(acp_session.handle, params.mcp_servers)
         await acp_session.send_commands()
         logger.info("Session %s loaded (%d events replayed)", session_id, replayed)
         return types.LoadSessionResponse(**acp_session.settings())
@@ -268,7 +270,7 @@ class AcpAgent:
         acp_session = await self._open(stored_id(params.session_id))
         await _activate(acp_session, sent)
         await acp_session.learn_and_subscribe()
-        await connect_mcp(acp_session.session, params.mcp_servers)
+        await connect_mcp(acp_session.handle, params.mcp_servers)
         await acp_session.send_session_updates_after_response()
         logger.info("Session %s resumed", acp_session.session_id)
         return types.ResumeSessionResponse(**acp_session.settings())
@@ -287,44 +289,34 @@ class AcpAgent:
         unless it sends its own, and activates only those it sends.
         """
         from acp_agent.adapters.acp._mcp_servers import connect_mcp
-        from acp_agent.capabilities import CHECKPOINTS, SESSION_CONTROLS
+        from acp_agent.agent import ForkAnchor
 
         absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
         anchor = fork_anchor(params.meta)
         source_id = stored_id(params.session_id)
         self._refuse_child(source_id, methods.SESSION_FORK)
-        runtime = await self._runtime()
+        agent = await self._agent()
         await self._opening.settled(source_id)
-        attached = self._sessions.get(source_id)
-        source = attached.session if attached is not None else await self._load(source_id)
-        try:
-            values = source.scope.get(SESSION_CONTROLS).values()
-            directories = None if sent is None else _other_roots(source.cwd, sent)
-            with wire_errors(source_id, field=anchor.field if anchor else None):
-                cut = await _fork_cut(source.main, anchor)
-                fork = await runtime.fork_session(
-                    source.main, at=cut, additional_directories=directories
-                )
-            title = source.record.title
-        finally:
-            if attached is None:
-                with anyio.CancelScope(shield=True):
-                    await source.aclose()
-        from acp_agent.core import ServiceNotFound
+        sides: list[EditorSide] = []
 
-        with contextlib.suppress(ServiceNotFound):  # the fork can rewind what it inherited
-            checkpoints = runtime.scope.get(CHECKPOINTS)
-            await anyio.to_thread.run_sync(checkpoints.copy_session, source_id, str(fork.id))
-        acp_fork = self._attach(fork)
-        acp_fork.controls.set_additional_directories(directories or ())
-        await acp_fork.controls.adopt(fork.main, values)
-        if title:
-            await fork.set_title(f"{title} (fork)")
+        def front_end(session_id: SessionId) -> FrontEnd:
+            sides.append(self._side(str(session_id)))
+            return sides[-1].front_end()
+
+        with wire_errors(source_id, field=anchor.field if anchor else None):
+            fork = await agent.fork(
+                source_id,
+                anchor=None
+                if anchor is None
+                else ForkAnchor(anchor.through_prompt, anchor.message_id, anchor.before),
+                front_end=front_end,
+                additional_directories=sent,
+            )
+        acp_fork = self._attach(fork, sides[-1])
         await acp_fork.learn_and_subscribe()
         await connect_mcp(fork, params.mcp_servers)
         await acp_fork.send_session_updates_after_response()
-        logger.info("Session %s forked from %s at seq %d", fork.id, source_id, cut)
         return types.ForkSessionResponse(session_id=fork.id, **acp_fork.settings())
 
     async def rewind(self, params: object) -> dict[str, object]:
@@ -341,34 +333,40 @@ class AcpAgent:
         await self._opening.settled(session_id)
         acp_session = self._sessions.get(session_id)
         if acp_session is None:
-            acp_session = self._attach(await self._load(session_id))
+            agent = await self._agent()
+            side = self._side(session_id)
+            with wire_errors(session_id):
+                handle = await agent.load(session_id, side.front_end())
+            acp_session = self._attach(handle, side)
         return acp_session
 
-    async def _load(self, session_id: str) -> Session:
-        from acp_agent.core import SessionId
-
-        runtime = await self._runtime()
-        with wire_errors(session_id):
-            return await runtime.load_session(SessionId(session_id))
-
-    def _attach(self, session: Session) -> AcpSession:
-        from acp_agent.adapters.acp._session import AcpSession
+    def _side(self, session_id: str) -> EditorSide:
+        """What the editor brings to session `session_id`, given to it as it opens."""
+        from acp_agent.adapters.acp._session import EditorSide
         from acp_agent.adapters.acp._updates import takes_subagents
 
-        acp_session = AcpSession.attach(
-            session,
-            connection=self._connection,
-            models=self._models,
+        return EditorSide(
+            self._connection,
+            session_id,
             client_capabilities=self._client_capabilities,
-            translator=self._translator,
-            config_dir=self._config_dir,
-            clock=self._clock,
+            translator=lambda: self._translator(replay=False),
             subagents=takes_subagents(
                 self._client_capabilities, unstable=self._connection.unstable
             ),
             editor_timeout_s=self._editor_timeout_s,
         )
-        self._sessions[session.id] = acp_session
+
+    def _attach(self, handle: SessionHandle, side: EditorSide) -> AcpSession:
+        from acp_agent.adapters.acp._session import AcpSession
+
+        acp_session = AcpSession(
+            handle,
+            side,
+            connection=self._connection,
+            models=self._models,
+            replay_translator=lambda: self._translator(replay=True),
+        )
+        self._sessions[str(handle.id)] = acp_session
         return acp_session
 
     def _translator(self, *, replay: bool) -> UpdateTranslator:
@@ -381,9 +379,9 @@ class AcpAgent:
             unstable=self._connection.unstable,
         )
 
-    async def _runtime(self) -> Runtime:
+    async def _agent(self) -> Agent:
         with wire_errors():
-            return await self._host.runtime()
+            return await self._host.agent()
 
     # --- listing, closing and deleting ------------------------------------------------------
 
@@ -391,13 +389,13 @@ class AcpAgent:
         """A page of stored sessions, most recently updated first, optionally in one `cwd`."""
         cwd = None if params.cwd is None else absolute_path(params.cwd, "cwd")
         after = None if params.cursor is None else decode_cursor(params.cursor)
-        runtime = await self._runtime()
+        agent = await self._agent()
         with wire_errors():
-            records = await runtime.list_sessions(cwd=cwd, limit=PAGE_SIZE + 1, after=after)
+            records = await agent.list_sessions(cwd=cwd, limit=PAGE_SIZE + 1, after=after)
         page = records[:PAGE_SIZE]
         cursor = None
         if len(records) > PAGE_SIZE:
-            from acp_agent.core import SessionPosition
+            from acp_agent.agent import SessionPosition
 
             cursor = encode_cursor(SessionPosition.of(page[-1]))
         return types.ListSessionsResponse(
@@ -420,31 +418,22 @@ class AcpAgent:
         self, params: types.DeleteSessionRequest
     ) -> types.DeleteSessionResponse:
         """Close the session if open, then delete it; an unknown id is nothing to delete."""
-        from acp_agent.capabilities import CHECKPOINTS, RESULT_BUDGET
-
         session_id = stored_id(params.session_id)
         self._refuse_child(session_id, methods.SESSION_DELETE)
         await self._opening.settled(session_id)
         acp_session = self._sessions.pop(session_id, None)
         if acp_session is not None:
             await acp_session.close()
-        from acp_agent.core import ServiceNotFound, SessionId
-
-        runtime = await self._runtime()
+        agent = await self._agent()
         with wire_errors(session_id):
-            await runtime.delete_session(SessionId(session_id))
-        with contextlib.suppress(ServiceNotFound):  # assembled without the capabilities
-            await runtime.scope.get(RESULT_BUDGET).forget_session(session_id)
-            checkpoints = runtime.scope.get(CHECKPOINTS)
-            await anyio.to_thread.run_sync(checkpoints.forget, session_id)
-        logger.info("Session %s deleted", session_id)
+            await agent.delete(session_id)
         return types.DeleteSessionResponse()
 
     # --- settings --------------------------------------------------------------------------
 
     async def set_mode(self, params: types.SetSessionModeRequest) -> types.SetSessionModeResponse:
         """Switch the permission mode; the editor gets the mode and the option set first."""
-        from acp_agent.capabilities.controls import MODE_KEY
+        from acp_agent.agent import MODE_KEY
 
         acp_session = await self._session(params.session_id, methods.SESSION_SET_MODE)
         await acp_session.adopt(acp_session.change(MODE_KEY, str(params.mode_id), "modeId"))
@@ -486,7 +475,7 @@ class AcpAgent:
         if acp_session is None:
             logger.info("Cancel for unknown session %s ignored", params.session_id)
             return
-        cancelled = await acp_session.cancel()
+        cancelled = await acp_session.handle.cancel()
         logger.info("Cancel for session %s: %d prompt(s)", params.session_id, cancelled)
 
     def _parent_of(self, session_id: str) -> AcpSession | None:
@@ -517,31 +506,9 @@ class AcpAgent:
         return acp_session
 
 
-def _other_roots(cwd: str, directories: tuple[str, ...] | None) -> tuple[str, ...]:
-    """`directories` as the session keeps them: resolved, once each, the cwd left out."""
-    from acp_agent.capabilities.controls import workspace_roots
-
-    return tuple(str(root) for root in workspace_roots(cwd, directories or ())[1:])
-
-
 async def _activate(acp_session: AcpSession, sent: tuple[str, ...] | None) -> None:
     """Give a loaded or resumed session the roots the request sent, none if it sent none
     (ACP: "when omitted or empty, no additional roots are activated"); a list it sent
     replaces the one kept with the session, which is kept otherwise."""
-    session = acp_session.session
-    directories = _other_roots(session.cwd, sent)
-    if sent is not None:
-        with wire_errors(session.id):
-            await session.set_additional_directories(directories)
-    acp_session.controls.set_additional_directories(directories)
-
-
-async def _fork_cut(branch: Branch, anchor: ForkAnchor | None) -> Seq:
-    """Where a fork of `branch` cuts its history, as `anchor` names it."""
-    from acp_agent.core import message_cut, prompt_cut
-
-    if anchor is None:
-        return await prompt_cut(branch)
-    if anchor.message_id is not None:
-        return await message_cut(branch, anchor.message_id, before=anchor.before)
-    return await prompt_cut(branch, anchor.through_prompt)
+    with wire_errors(acp_session.session_id):
+        await acp_session.handle.activate(sent)

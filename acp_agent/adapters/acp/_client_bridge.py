@@ -24,11 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from acp_agent.capabilities.permissions import (
-    PermissionAnswer,
-    PermissionChoice,
-    PermissionQuestion,
-)
+from acp_agent.agent import PermissionAnswer, PermissionChoice, PermissionQuestion
 from acp_agent.lone_surrogates import replace_lone_surrogates
 from acp_agent.toolkit import (
     DEFAULT_REQUEST_TIMEOUT_S,
@@ -36,6 +32,7 @@ from acp_agent.toolkit import (
     NotOffered,
     TerminalExit,
     TerminalOutput,
+    fenced,
 )
 from protocol import methods, types
 from protocol.connection import AgentConnection
@@ -69,7 +66,10 @@ class AcpClientBridge:
         capabilities: types.ClientCapabilities | None,
         *,
         request_timeout_s: float | None = None,
+        caught_up: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        """`caught_up` waits until the session's updates published so far were sent (a
+        terminal is shown before it is awaited or released)."""
         self._connection = connection
         self._session_id = session_id
         #: None: `DEFAULT_REQUEST_TIMEOUT_S`.
@@ -82,16 +82,15 @@ class AcpClientBridge:
         self._writes = fs.write_text_file
         self._terminals = capabilities.terminal
         self._streams = bool((capabilities.meta or {}).get("terminal_output") is True)
-        #: Waits until the session's stream sent what is published (set by the session).
-        self.caught_up: Callable[[], Awaitable[None]] | None = None
+        self._caught_up = caught_up
 
     @property
     def can_read_files(self) -> bool:
         return self._reads
 
     async def updates_sent(self) -> None:
-        if self.caught_up is not None:
-            await self.caught_up()
+        if self._caught_up is not None:
+            await self._caught_up()
 
     @property
     def can_write_files(self) -> bool:
@@ -287,10 +286,6 @@ def _preview_of(question: PermissionQuestion) -> list[types.ToolCallContent]:
 
 
 def _question_text(question: PermissionQuestion) -> str:
-    # Imported here: acp_agent.tools loads every tool, which the first `initialize` need
-    # not wait for; a question comes from a tool, so they are loaded by now.
-    from acp_agent.tools import fenced
-
     lines = [f"`{question.tool}` asks for:\n{fenced(question.target)}"]
     if question.note:
         lines.append(question.note)

@@ -2,8 +2,8 @@
 
 The connection runs one asyncio loop until stdin ends. The first handler
 that needs the runtime starts the host task, which opens the SQLite store (or
-finds it opened early, once `initialize` was answered) and the runtime
-(`open_runtime`) and keeps them open; when the loop shuts
+finds it opened early, once `initialize` was answered) and the runtime with
+its handle (`acp_agent.agent.open_agent`) and keeps them open; when the loop shuts
 down (`aclose`, from the connection's shutdown) it cancels the host, which
 closes every session (each turn still running is interrupted and recorded as
 such), then the store and the model source. A handler waiting for the runtime
@@ -19,14 +19,17 @@ import asyncio
 import contextlib
 import gc
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 
 if TYPE_CHECKING:
-    # The core loads with the first session, not with `initialize`.
-    from acp_agent.core import Runtime, ServiceRegistry, Store
+    # The runtime loads with the first session, not with `initialize`.
+    from acp_agent.agent import Agent, ServiceRegistry, Store
+    from acp_agent.models import ModelSource
 
 __all__ = ("RuntimeHost", "RuntimeUnavailable")
 
@@ -45,6 +48,9 @@ class RuntimeHost:
     * `open_store`: opens the store (e.g. `SqliteStore.open(path)`).
     * `assemble`: builds the registry of the services every scope assembles; called
       once, on first use (it imports the capabilities: start-up does not pay for them).
+    * `models`: the models sessions use and pick from.
+    * `config_dir`: the person's config directory (commands, rules).
+    * `clock`: wall time (permission rule revocations).
     * `on_close`: awaited after the runtime and the store closed (close the model source).
     """
 
@@ -53,13 +59,19 @@ class RuntimeHost:
         open_store: Callable[[], Awaitable[Store]],
         assemble: Callable[[], ServiceRegistry],
         *,
+        models: ModelSource,
+        config_dir: Path | None = None,
+        clock: Callable[[], float] = time.time,
         on_close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._open_store = open_store
         self._assemble = assemble
+        self._models = models
+        self._config_dir = config_dir
+        self._clock = clock
         self._on_close = on_close
         self._task: asyncio.Task[None] | None = None
-        self._ready: asyncio.Future[Runtime] | None = None
+        self._ready: asyncio.Future[Agent] | None = None
         self._opening: asyncio.Future[Store] | None = None
 
     def open_store_early(self) -> None:
@@ -71,8 +83,9 @@ class RuntimeHost:
             # Its failure is reported when a session needs the store, not as never retrieved.
             self._opening.add_done_callback(lambda f: f.cancelled() or f.exception())
 
-    async def runtime(self) -> Runtime:
-        """The runtime, opening it on first use; `RuntimeUnavailable` if it cannot open."""
+    async def agent(self) -> Agent:
+        """The runtime's handle, opening it on first use; `RuntimeUnavailable` if it
+        cannot open."""
         if self._ready is None:
             loop = asyncio.get_running_loop()
             self._ready = loop.create_future()
@@ -112,8 +125,8 @@ class RuntimeHost:
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
-    async def _host(self, ready: asyncio.Future[Runtime]) -> None:
-        from acp_agent.core import open_runtime
+    async def _host(self, ready: asyncio.Future[Agent]) -> None:
+        from acp_agent.agent import open_agent
 
         # The store opens in a worker thread while `assemble` imports the capabilities
         # on this one: SQLite's file work overlaps the imports instead of following them.
@@ -140,12 +153,18 @@ class RuntimeHost:
             ready.set_exception(unavailable)
             return
         try:
-            async with open_runtime(store, registry=registry) as runtime:
+            async with open_agent(
+                store,
+                registry=registry,
+                models=self._models,
+                config_dir=self._config_dir,
+                clock=self._clock,
+            ) as agent:
                 # What exists now (modules, classes, the runtime) lives as long as the
                 # process: move it out of the collector's generations, so a full
                 # collection does not stall a stream for ~100 ms walking it.
                 gc.freeze()
-                ready.set_result(runtime)
+                ready.set_result(agent)
                 await anyio.sleep_forever()
         finally:
             with anyio.CancelScope(shield=True):

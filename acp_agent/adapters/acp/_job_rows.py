@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from acp_agent.core import JobEndShown
+from acp_agent.agent import JobEndShown
+from acp_agent.toolkit import fenced
 from protocol import types
 
 __all__ = ("job_end_row",)
@@ -40,10 +41,6 @@ def _text(shown: JobEndShown) -> str:
         f"It was started by {line} (job `{shown.job_id[:_SHORT_ID]}`).",
     ]
     if shown.tail:
-        # Here, not at import: acp_agent.tools loads every tool, which serving a
-        # session needs anyway, but `initialize` never should.
-        from acp_agent.tools import fenced
-
         parts.append(f"Its last output:\n{fenced(shown.tail)}")
     if shown.terminal_id is not None:
         parts.append("All of its output is in its terminal, in the call that started it.")

@@ -18,7 +18,7 @@ from protocol import types
 from protocol.errors import InvalidParams
 
 if TYPE_CHECKING:
-    from acp_agent.core import SessionPosition, SessionRecord
+    from acp_agent.agent import SessionPosition, SessionRecord
 
 __all__ = ("PAGE_SIZE", "decode_cursor", "encode_cursor", "iso_time", "session_info")
 
@@ -58,6 +58,6 @@ def decode_cursor(cursor: str) -> SessionPosition:
             raise ValueError("not a position")
     except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
         raise InvalidParams("Invalid params: cursor: not a cursor from session/list") from None
-    from acp_agent.core import SessionId, SessionPosition
+    from acp_agent.agent import SessionId, SessionPosition
 
     return SessionPosition(float(updated_at), SessionId(session_id))

@@ -1,10 +1,10 @@
-"""The editor's `mcpServers` (ACP `McpServer*`) and a session's MCP servers.
+"""The editor's `mcpServers` (ACP `McpServer*`), as a session starts them.
 
 stdio, HTTP and SSE servers are converted to `acp_agent.mcp` server configs
 (all three are advertised in `mcpCapabilities`); an `acp`-transport server
 (unstable, MCP over the ACP connection) is not supported and is left out with
-a warning. `connect_mcp` starts a session's servers in the background: no
-answer waits for them.
+a warning. `connect_mcp` has the session handle start them in the
+background: no answer waits for them.
 """
 
 from __future__ import annotations
@@ -12,19 +12,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from acp_agent.core import Session
-from acp_agent.mcp import (
-    MCP_SESSION,
+from acp_agent.agent import (
     HttpServerConfig,
     McpOrigin,
     McpServerConfig,
-    McpSessionTools,
+    SessionHandle,
     SseServerConfig,
     StdioServerConfig,
 )
 from protocol import types
 
-__all__ = ("connect_mcp", "editor_mcp_servers", "session_mcp")
+__all__ = ("connect_mcp", "editor_mcp_servers")
 
 logger = logging.getLogger(__name__)
 
@@ -66,13 +64,6 @@ def editor_mcp_servers(servers: Sequence[types.McpServer] | None) -> list[McpSer
     return configs
 
 
-def session_mcp(session: Session) -> McpSessionTools | None:
-    """The session's MCP servers, or None when it was assembled without MCP."""
-    return session.scope.find(MCP_SESSION)
-
-
-async def connect_mcp(session: Session, servers: Sequence[types.McpServer] | None) -> None:
+async def connect_mcp(session: SessionHandle, servers: Sequence[types.McpServer] | None) -> None:
     """Start the session's MCP servers in the background (this never waits for them)."""
-    mcp = session_mcp(session)
-    if mcp is not None:
-        await mcp.connect(editor_mcp_servers(servers))
+    await session.connect_mcp(editor_mcp_servers(servers))

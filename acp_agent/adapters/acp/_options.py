@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_agent.capabilities.controls import MODES, SessionControls, SessionOption
+from acp_agent.agent import MODES, SessionControls, SessionOption
 from acp_agent.models import ModelSource
 from protocol import types
 

@@ -3,14 +3,15 @@
     response = await run_prompt(acp_session, params.prompt, models)
 
 In order: the prompt's content is checked (-32602 before anything waits);
-it registers itself, so a `session/cancel` right behind it sees it; it waits
-(bounded) for MCP servers still connecting and for the turn before it; the
-commands are refreshed if they changed; the content is read (links through
-the editor or the disk) and recorded. A built-in slash command then runs in
-place of a turn; a template is expanded and sent as the person's message.
-Otherwise the model loop starts the turn, and the prompt waits until the
-stream has sent the turn's end, so nothing of the turn follows the answer.
-After the first exchange the session gets a title, before the answer.
+it takes its place in the session's turn queue (`SessionHandle.turn_slot`),
+so a `session/cancel` right behind it sees it; it waits (bounded) for MCP
+servers still connecting and for the turn before it; the commands are
+refreshed if they changed; the content is read (links through the editor or
+the disk) and recorded. A built-in slash command then runs in place of a
+turn; a template is expanded and sent as the person's message. Otherwise the
+turn starts, and the prompt waits until the editor's stream has sent the
+turn's end, so nothing of the turn follows the answer. After the first
+exchange the session gets a title, before the answer.
 
 Whatever fails underneath, the prompt is answered: cancelled (`cancelled`,
 even if the turn finished at that moment), a provider failure (`end_turn`
@@ -29,24 +30,23 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from acp_agent.adapters.acp._mcp_servers import session_mcp
-from acp_agent.adapters.acp._session import AcpSession, PendingPrompt
-from acp_agent.adapters.acp._stream import DeliveryStopped
-from acp_agent.core import (
+from acp_agent.adapters.acp._session import AcpSession
+from acp_agent.agent import (
     AlreadyStarted,
+    DeliveryStopped,
     StoreError,
     StoreFull,
     TurnEnded,
     TurnId,
     TurnInterrupted,
+    TurnSlot,
     new_id,
 )
 from protocol import types
 from protocol.errors import InternalError
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities.loop import PromptTooLarge
-    from acp_agent.capabilities.session import CommandInvocation
+    from acp_agent.agent import CommandInvocation, PromptTooLarge
     from acp_agent.models import ModelSource
 
 __all__ = ("run_prompt",)
@@ -65,7 +65,7 @@ async def run_prompt(
     """Run one prompt of `acp_session` (see the module docstring) and answer it."""
     from acp_agent.adapters.acp._prompt_content import PromptContent
 
-    controls = acp_session.controls
+    controls = acp_session.handle.controls
     content = PromptContent(
         controls.client,
         controls.roots,
@@ -73,53 +73,40 @@ async def run_prompt(
         model=controls.model_id,
     )
     content.check(blocks)
-    # Registered before the first await, so a cancel right behind us sees it.
-    pending = PendingPrompt()
-    acp_session.add_prompt(pending)
-    try:
-        return await _run(acp_session, pending, blocks, content)
-    finally:
-        acp_session.remove_prompt(pending)
+    # Its place in the queue is taken before the first await: a cancel right behind sees it.
+    async with acp_session.handle.turn_slot() as slot:
+        if slot.cancelled:
+            return _CANCELLED
+        return await _run(acp_session, slot, blocks, content)
 
 
 async def _run(
     acp_session: AcpSession,
-    pending: PendingPrompt,
+    slot: TurnSlot,
     blocks: Sequence[types.ContentBlock],
     reader: Any,
 ) -> types.PromptResponse:
-    from acp_agent.capabilities.loop import PromptTooLarge
+    from acp_agent.agent import PromptTooLarge
 
-    with pending.wait_scope:
-        mcp = session_mcp(acp_session.session)
-        if mcp is not None:
-            await mcp.wait_for_startup()  # bounded: servers still making a first connection
-        await acp_session.turn_lock.acquire()
-    if pending.wait_scope.cancelled_caught:
-        return _CANCELLED
     turn_id: TurnId | None = None
     #: The person's message, once recorded (the answer names it).
     message_id: TurnId | None = None
     storage: StoreError | None = None
     try:
-        if pending.cancelled:
-            return _CANCELLED
         await acp_session.refresh_commands()
         content: list[dict[str, Any]] = await reader.record(blocks)
-        if pending.cancelled:
+        if slot.cancelled:
             return _CANCELLED
         invocation, content = _command_in(acp_session, content)
         if invocation is not None:
-            return await _run_command(acp_session, pending, invocation)
-        turn_id = TurnId(new_id("turn"))
-        pending.turn_id = turn_id
-        main = acp_session.session.main
+            return await _run_command(acp_session, slot, invocation)
+        subscription = acp_session.subscription
+        if subscription is None:
+            raise InternalError("Internal error: the session's updates are not followed")
         try:
-            turn = await acp_session.loop.start_turn(turn_id, content)
-            message_id = turn_id
-            if pending.cancelled:  # a cancel came while the turn was starting
-                await main.cancel_turn(turn_id)
-            outcome = await acp_session.stream.wait_turn_over(turn_id, turn)
+            turn = await slot.start(content)
+            turn_id = message_id = turn.turn_id
+            outcome = await turn.outcome(seen_by=subscription)
         except PromptTooLarge as exc:
             return _too_large(acp_session, exc)
         except AlreadyStarted as exc:
@@ -133,20 +120,18 @@ async def _run(
             # The request itself was cancelled ($/cancel_request, or input ended):
             # the turn is cancelled too, and gets a moment to record how it ended.
             with anyio.CancelScope(shield=True), anyio.move_on_after(_SETTLE_BUDGET_S):
-                await main.cancel_turn(turn_id)
+                await slot.cancel_turn()
             raise
         storage = _store_error_in(outcome.unrecorded) or _store_error_in(turn.failure)
         ended = isinstance(outcome.ending, TurnEnded)
         if storage is None and (
-            ended or (pending.cancelled and isinstance(outcome.ending, TurnInterrupted))
+            ended or (slot.cancelled and isinstance(outcome.ending, TurnInterrupted))
         ):
             await _title_after_exchange(acp_session, content)
     except StoreError as exc:
         # Nothing of the turn could be recorded (a full disk, most likely).
         storage = exc
-    finally:
-        acp_session.turn_lock.release()
-    if pending.cancelled:
+    if slot.cancelled:
         # Cancelled, even if the turn happened to finish at the same moment.
         logger.info("Turn %s in session %s cancelled", turn_id, acp_session.session_id)
         return _cancelled(message_id)
@@ -181,9 +166,9 @@ def _command_in(
 ) -> tuple[CommandInvocation | None, list[dict[str, Any]]]:
     """A built-in command to run, or the content to send (a template expanded)."""
     from acp_agent.adapters.acp._prompt_content import with_sent
-    from acp_agent.capabilities.session import parse_invocation
+    from acp_agent.agent import parse_invocation
 
-    runner = acp_session.commands
+    runner = acp_session.handle.commands
     templates = {template.spec.name: template for template in runner.templates()}
     builtins = runner.builtin_names()
     invocation = parse_invocation(content, builtins | frozenset(templates))
@@ -197,15 +182,12 @@ def _command_in(
 
 
 async def _run_command(
-    acp_session: AcpSession, pending: PendingPrompt, invocation: CommandInvocation
+    acp_session: AcpSession, slot: TurnSlot, invocation: CommandInvocation
 ) -> types.PromptResponse:
     """Run a built-in command; its answer is shown, and the prompt ends its turn."""
-    reply: str | None = None
-    with anyio.CancelScope() as scope:
-        pending.command_scope = scope
-        if not pending.cancelled:
-            reply = await acp_session.commands.run(invocation, acp_session)
-    if pending.cancelled or reply is None:
+    commands = acp_session.handle.commands
+    reply = await slot.run(lambda: commands.run(invocation, acp_session))
+    if reply is None:
         return _CANCELLED
     _say(acp_session, reply)
     logger.info("Session %s ran /%s", acp_session.session_id, invocation.name)
@@ -217,10 +199,10 @@ async def _run_command(
 
 async def _title_after_exchange(acp_session: AcpSession, content: list[dict[str, Any]]) -> None:
     """Give an untitled session the title of its first prompt, as sent (best effort)."""
-    if acp_session.session.record.title:
+    if acp_session.handle.title:
         return
     from acp_agent.adapters.acp._prompt_content import sent_block
-    from acp_agent.capabilities.session import title_from_prompt
+    from acp_agent.agent import title_from_prompt
 
     title = title_from_prompt([sent_block(block) for block in content])
     if title is None:

@@ -6,7 +6,7 @@
 The message id is one a prompt's answer returned (`_meta["acp-agent"].messageId`,
 the id its replayed `user_message_chunk`s carry). The session goes back to just
 before that message: the files the agent changed since are put back, and the
-conversation after it is left out from then on (see `acp_agent.capabilities.session`'s rewinder).
+conversation after it is left out from then on (`SessionHandle.rewind`).
 A conflict (a file changed outside the agent, or a path that now leads outside
 the workspace through a link) changes nothing and is listed with `rewound:
 false`. Refused (-32600) while a prompt, a branch or a job of the session runs;
@@ -45,22 +45,14 @@ def rewind_params(params: Any) -> tuple[str, str]:
 
 async def rewind_session(acp_session: AcpSession, message_id: str) -> dict[str, Any]:
     """Rewind `acp_session` to just before `message_id`; the result as the wire has it."""
-    import anyio
+    from acp_agent.agent import NoRewindPoint, RewindRefused, SessionBusy
 
-    from acp_agent.capabilities import REWINDER
-    from acp_agent.capabilities.session import NoRewindPoint, RewindRefused
-
-    lock = acp_session.turn_lock
     try:
-        lock.acquire_nowait()  # no prompt may start while the files go back
-    except anyio.WouldBlock:
+        outcome = await acp_session.handle.rewind(message_id)
+    except SessionBusy:
         raise InvalidRequest("Invalid request: a prompt is running; cancel it first") from None
-    try:
-        outcome = await acp_session.session.scope.get(REWINDER).rewind(message_id)
     except NoRewindPoint as exc:
         raise InvalidParams(f"Invalid params: messageId: {exc}") from None
     except RewindRefused as exc:
         raise InvalidRequest(f"Invalid request: {exc}") from None
-    finally:
-        lock.release()
     return outcome.as_json()

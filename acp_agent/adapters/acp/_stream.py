@@ -1,39 +1,27 @@
 """A session's `session/update` stream: every published event, in timeline order.
 
-`SessionStream` is the session's subscriber on its main branch's timeline: it
-sends each published event's updates as they are delivered, and tells a
-prompt once its turn's end has been sent (`wait_turn_over`), so no update of
-a turn follows its response. Nothing an event holds can stop it: an event it
-cannot show is logged with its seq and shown plainer, or as a notice.
+`SessionStream` is the editor's subscriber on a session (through the session
+handle's `subscribe`, which also tells a prompt once its turn's end went out
+through it, so no update of a turn follows its response): it sends each
+published event's updates as they are delivered. Nothing an event holds can
+stop it: an event it cannot show is logged with its seq and shown plainer, or
+as a notice.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-import anyio
 import attrs
 
-from acp_agent.core import (
-    Event,
-    ModelRequestFailed,
-    Payload,
-    Subscription,
-    Turn,
-    TurnEnded,
-    TurnId,
-    TurnInterrupted,
-    UserInputAdopted,
-    new_id,
-)
+from acp_agent.agent import Event, new_id
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import ConnectionClosed, MessageTooDeep
 from protocol.text_chunks import TextChunks
 
-__all__ = ("DeliveryStopped", "SessionStream", "Translator", "TurnOutcome")
+__all__ = ("SessionStream", "Translator")
 
 logger = logging.getLogger(__name__)
 
@@ -51,22 +39,8 @@ class Translator(Protocol):
     def translate(self, event: Event) -> list[types.SessionUpdate]: ...
 
 
-@attrs.define
-class TurnOutcome:
-    """How a turn ended, as its prompt answers: the ending fact, and a failure if any."""
-
-    ending: Payload
-    failure: ModelRequestFailed | None = None
-    #: The store error that kept `ending` off the record (it was never published).
-    unrecorded: Exception | None = None
-
-
-class DeliveryStopped(RuntimeError):
-    """The session's stream stopped taking events, so a turn's end will never be shown."""
-
-
 class SessionStream:
-    """Sends a session's updates in timeline order; tells prompts when their turn is over.
+    """Sends a session's updates in timeline order.
 
     An event that cannot be shown (its translation or its encoding fails) is
     logged with its seq and shown plainer, or as a short notice, and the stream
@@ -79,38 +53,14 @@ class SessionStream:
         self._connection = connection
         self._session_id = session_id
         self.translator = translator
-        self._turn: TurnId | None = None
-        self._failure: ModelRequestFailed | None = None
-        self._outcomes: dict[TurnId, TurnOutcome] = {}
-        self._changed = anyio.Event()
         self._gone = False
-        self._subscription: Subscription | None = None
-        #: Prompts waiting for every published event to be sent (see `caught_up`).
-        self._catching_up = 0
 
     @property
     def name(self) -> str:
         return f"acp session/update {self._session_id}"
 
-    def attach(self, subscription: Subscription) -> None:
-        """The dispatcher's subscription that feeds this stream (watched by `wait_turn_over`)."""
-        self._subscription = subscription
-
     async def handle(self, event: Event) -> None:
         self.show(event, self.translator)
-        if self._catching_up:
-            self._wake()
-        payload = event.payload
-        if isinstance(payload, UserInputAdopted):
-            self._turn, self._failure = TurnId(payload.input_id), None
-            # An ending recorded late (owed after a store failure) has nobody waiting for it.
-            self._outcomes.clear()
-        elif isinstance(payload, ModelRequestFailed):
-            self._failure = payload
-        elif isinstance(payload, TurnEnded | TurnInterrupted):
-            failure = self._failure if self._turn == payload.turn_id else None
-            self._outcomes[payload.turn_id] = TurnOutcome(payload, failure)
-            self._wake()
 
     def show(self, event: Event, translator: Translator) -> None:
         """Send the updates `translator` makes of `event`; never raises."""
@@ -206,65 +156,6 @@ class SessionStream:
         """Send nothing more (the session was closed)."""
         self._gone = True
 
-    def _wake(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def wait_turn_over(self, turn_id: TurnId, turn: Turn | None = None) -> TurnOutcome:
-        """Wait until the turn's end (and so every update before it) has been sent.
-
-        With `turn`, a turn that settled without its end on record (the store
-        failed) answers at once, with `TurnOutcome.unrecorded` set. Raises
-        `DeliveryStopped` if the stream's subscription ended first.
-        """
-        async with anyio.create_task_group() as watchers:
-            if turn is not None:
-                watchers.start_soon(self._wake_after, turn.wait_settled)
-            if self._subscription is not None:
-                watchers.start_soon(self._wake_after, self._subscription.wait_ended)
-            try:
-                outcome = await self._turn_outcome(turn_id, turn)
-            finally:
-                watchers.cancel_scope.cancel()
-        return outcome
-
-    async def _turn_outcome(self, turn_id: TurnId, turn: Turn | None) -> TurnOutcome:
-        while True:
-            outcome = self._outcomes.pop(turn_id, None)
-            if outcome is not None:
-                return outcome
-            if turn is not None and turn.settled and turn.unrecorded_ending is not None:
-                await self.caught_up()
-                return TurnOutcome(turn.unrecorded_ending, unrecorded=turn.record_error)
-            subscription = self._subscription
-            if subscription is not None and not subscription.active:
-                raise DeliveryStopped(
-                    f"the updates of session {self._session_id} stopped: {subscription.error!r}"
-                )
-            await self._changed.wait()
-
-    async def caught_up(self) -> None:
-        """Wait (briefly) until every published event has been sent: nothing may follow
-        the answer (a turn whose end is off the record), and a terminal is shown before
-        it is awaited or released."""
-        subscription = self._subscription
-        if subscription is None:
-            return
-        timeline = subscription.timeline
-        self._catching_up += 1
-        try:
-            with anyio.move_on_after(_CATCH_UP_BUDGET_S):
-                while subscription.active and (
-                    subscription.last_delivered_seq < timeline.last_published_seq
-                ):
-                    await self._changed.wait()
-        finally:
-            self._catching_up -= 1
-
-    async def _wake_after(self, wait: Callable[[], Awaitable[None]]) -> None:
-        await wait()
-        self._wake()
-
 
 def _plainer(update: types.SessionUpdate) -> types.SessionUpdate | None:
     """The update without what is most likely to fail: free-form JSON (a tool call's raw
@@ -302,7 +193,5 @@ def _notice(seq: int | None) -> types.SessionUpdate:
     )
 
 
-#: How long a turn whose end is off the record waits for its published updates to be sent.
-_CATCH_UP_BUDGET_S = 2.0
 #: What the person reads in place of something that could not be shown.
 _NOTICE = "acp-agent: part of this could not be shown; the agent log has the details"

@@ -32,7 +32,7 @@ Each child line of work is a restricted session whose id is its branch id:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import attrs
@@ -40,16 +40,21 @@ import attrs
 from acp_agent.adapters.acp._client_bridge import AcpClientBridge
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator
-from acp_agent.capabilities.branches import BranchManager, ChildLine, LineState
-from acp_agent.core import (
+from acp_agent.agent import (
     BranchCreated,
     BranchId,
+    BranchManager,
     BranchMessageReceived,
+    ChildLine,
     Event,
+    LineState,
     ModelRequestStarted,
     ModelTextDelta,
+    SessionSubscription,
     TurnEnded,
     TurnInterrupted,
+    follow_line,
+    line_history,
 )
 from protocol import types
 from protocol.connection import AgentConnection
@@ -57,7 +62,7 @@ from protocol.errors import InvalidParams
 from protocol.text_chunks import TextChunks
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities.permissions import PermissionPrompter
+    from acp_agent.agent import PermissionPrompter
 
 __all__ = ("ChildTranslator", "SubagentPresenter", "refuse", "state_of")
 
@@ -193,10 +198,19 @@ class _Child:
     stream: SessionStream
     #: The state last sent (None: none yet).
     state: types.StateUpdate | None
+    #: Its delivery, once followed.
+    subscription: SessionSubscription | None = None
+
+    async def caught_up(self) -> None:
+        if self.subscription is not None:
+            await self.subscription.caught_up()
 
 
 class SubagentPresenter:
     """Shows one session's children as subagent sessions (see the module docstring).
+
+    Made when its session assembles, from the session's branch manager (the front
+    end's `branches` maker), which it then watches (a `BranchSide`).
 
     **Parameters:**
 
@@ -205,7 +219,8 @@ class SubagentPresenter:
     * `manager`: the session's branches.
     * `translator`: makes a live translator for a child's stream.
     * `prompter`: makes the permission prompter of a session id.
-    * `client`: makes the editor's side (files, terminals) of a session id.
+    * `client`: makes the editor's side (files, terminals) of a session id, given
+      what waits until that session's published updates were sent.
     """
 
     def __init__(
@@ -217,7 +232,7 @@ class SubagentPresenter:
         manager: BranchManager,
         translator: Callable[[], UpdateTranslator],
         prompter: Callable[[str], PermissionPrompter],
-        client: Callable[[str], AcpClientBridge],
+        client: Callable[[str, Callable[[], Awaitable[None]]], AcpClientBridge],
     ) -> None:
         self._connection = connection
         self._parent_id = parent_id
@@ -230,24 +245,27 @@ class SubagentPresenter:
         self._children: dict[str, _Child] = {}
         #: Views for main's session waiting for main's next turn.
         self._held: list[types.SessionUpdate] = []
+        #: Children opening from now on are announced (`start`); those the session
+        #: opened with are announced by a replay or a resume.
+        self._started = False
 
-    def open(self) -> None:
-        """Follow the manager's children from now on; their questions go to their sessions."""
-        self._manager.watch(self)
-        self._manager.ask_directly = lambda branch_id: self._prompter(str(branch_id))
-        self._manager.client_directly = self.client_of
+    def start(self) -> None:
+        """Announce and follow the children that open from now on (the session is open)."""
+        self._started = True
+
+    def prompter_of(self, branch_id: BranchId) -> PermissionPrompter:
+        """Who answers a child's questions: the person, on the child's session."""
+        return self._prompter(str(branch_id))
 
     def close(self) -> None:
-        self._manager.unwatch(self)
-        self._manager.ask_directly = None
-        self._manager.client_directly = None
+        self._manager.stop_showing_as_sessions(self)
         for child in self._children.values():
             child.stream.close()
 
     async def caught_up(self) -> None:
         """Wait (briefly) until every child's stream sent what its line published."""
         for child in list(self._children.values()):
-            await child.stream.caught_up()
+            await child.caught_up()
 
     def client_of(self, branch_id: BranchId) -> AcpClientBridge:
         """The editor's side of a child's session: its requests carry the child's id, and
@@ -255,14 +273,13 @@ class SubagentPresenter:
         child_id = str(branch_id)
         bridge = self._clients.get(child_id)
         if bridge is None:
-            bridge = self._clients[child_id] = self._client(child_id)
 
             async def caught_up() -> None:
                 child = self._children.get(child_id)
                 if child is not None:
-                    await child.stream.caught_up()
+                    await child.caught_up()
 
-            bridge.caught_up = caught_up
+            bridge = self._clients[child_id] = self._client(child_id, caught_up)
         return bridge
 
     def is_child(self, session_id: str) -> bool:
@@ -275,6 +292,8 @@ class SubagentPresenter:
     # --- LineWatcher -----------------------------------------------------------------------
 
     async def line_attached(self, line: ChildLine) -> None:
+        if not self._started:
+            return  # opened with the session: a replay or a resume shows it
         # A child opening to start its first turn has no state yet: "running" follows.
         fresh = line.turns_ended == 0 and not line.state.working
         child = self._announce(line, None if fresh else state_of(line))
@@ -283,10 +302,7 @@ class SubagentPresenter:
             assert isinstance(translator, ChildTranslator)
             for update in translator.from_parent("task", line.task):
                 child.stream.send(update)
-        branch = line.branch
-        child.stream.attach(
-            branch.dispatcher.subscribe(child.stream, after=branch.timeline.last_published_seq)
-        )
+        child.subscription = follow_line(line, child.stream)
         logger.info("branch %s is shown as a subagent session", line.branch_id)
 
     async def main_turn_started(self) -> None:
@@ -334,10 +350,7 @@ class SubagentPresenter:
             if str(line.branch_id) in self._children:
                 continue
             child = self._announce(line, state_of(line))
-            branch = line.branch
-            child.stream.attach(
-                branch.dispatcher.subscribe(child.stream, after=branch.timeline.last_published_seq)
-            )
+            child.subscription = follow_line(line, child.stream)
 
     async def replay_children(self, replay: Callable[[], UpdateTranslator]) -> None:
         """Replay the children open now (a load): each announced, then its own history
@@ -356,18 +369,17 @@ class SubagentPresenter:
                 child_id=child_id,
                 to_parent=self._parent.send,
             )
-            branch = line.branch
-            covered = branch.timeline.last_published_seq
+            covered, history = await line_history(line)
             live = child.stream.translator
             assert isinstance(live, ChildTranslator)
-            for event in await branch.read(gt=branch.cut_seq, lte=covered):
+            for event in history:
                 child.stream.show(event, replaying)
                 if followed is None:
                     live.muted = True  # it learns the history; the replay sent it
                     child.stream.learn(event)
                     live.muted = False
             if followed is None:
-                child.stream.attach(branch.dispatcher.subscribe(child.stream, after=covered))
+                child.subscription = follow_line(line, child.stream, after=covered)
 
     async def line_changed(self, line: ChildLine) -> None:
         child = self._children.get(str(line.branch_id))

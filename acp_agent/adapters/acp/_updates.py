@@ -59,9 +59,9 @@ import attrs
 
 from acp_agent.adapters.acp._job_rows import job_end_row
 from acp_agent.adapters.acp._prompt_content import sent_block
-from acp_agent.capabilities.context import CompactionView, compaction_view
-from acp_agent.core import (
+from acp_agent.agent import (
     BranchShown,
+    CompactionView,
     ConversationRewound,
     Event,
     JobEndShown,
@@ -77,6 +77,7 @@ from acp_agent.core import (
     ToolCallStarted,
     ToolResultRecorded,
     UserInputAdopted,
+    compaction_view,
 )
 from acp_agent.records import Record
 from protocol import types

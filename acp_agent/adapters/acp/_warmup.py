@@ -59,6 +59,7 @@ SESSION_MODULES: Final = (
     # that loads when a server first starts.
     "acp_agent.lsp",
     "acp_agent.lsp._tools",
+    "acp_agent.agent._commands",
     "acp_agent.adapters.acp._mcp_servers",
     "acp_agent.adapters.acp._session",
     "acp_agent.adapters.acp._updates",

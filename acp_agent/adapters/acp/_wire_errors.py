@@ -51,7 +51,7 @@ def _internal(exc: Exception, session_id: str | None, field: str | None) -> AcpE
 
 def _storage(exc: Exception, session_id: str | None, field: str | None) -> AcpError:
     """A store that cannot be written: a full disk names the disk and the store's folder."""
-    from acp_agent.core import StoreFull  # loaded by now (the table matched a store error)
+    from acp_agent.agent import StoreFull  # loaded by now (the table matched a store error)
 
     if not isinstance(exc, StoreFull):
         return InternalError(f"Internal error: {exc}", _storage_data(exc))
@@ -68,7 +68,7 @@ def _storage(exc: Exception, session_id: str | None, field: str | None) -> AcpEr
 
 def _unavailable(exc: Exception, session_id: str | None, field: str | None) -> AcpError:
     """The runtime could not open: named as the store's failure when that was the cause."""
-    from acp_agent.core import StoreFull, StoreUnavailable  # the core loads with a session
+    from acp_agent.agent import StoreFull, StoreUnavailable  # the core loads with a session
 
     cause = exc.__cause__
     if isinstance(cause, StoreFull):
@@ -80,7 +80,7 @@ def _unavailable(exc: Exception, session_id: str | None, field: str | None) -> A
 
 def _storage_data(exc: Exception) -> dict[str, object]:
     """`data` of a store error's answer: `{"acp-agent": {"error": {kind, message, location}}}`."""
-    from acp_agent.core import StoreFull  # loaded by now (the table matched a store error)
+    from acp_agent.agent import StoreFull  # loaded by now (the table matched a store error)
 
     error = {"kind": "storage_full" if isinstance(exc, StoreFull) else "storage_unavailable"}
     error["message"] = str(exc)
@@ -111,7 +111,7 @@ _Row = tuple[type[Exception], Callable[[Exception, str | None, str | None], AcpE
 def _table() -> tuple[_Row, ...]:
     """Most specific first: `SessionHeld` and `StoreNotFound` are `StoreError`s too.
     Built on first use: the core loads with the first session, not with `initialize`."""
-    from acp_agent.core import IllegalCut, SessionHeld, StoreError, StoreNotFound, StoreUnavailable
+    from acp_agent.agent import IllegalCut, SessionHeld, StoreError, StoreNotFound, StoreUnavailable
 
     return (
         (StoreNotFound, _not_found),

@@ -14,6 +14,7 @@ from acp_agent.capabilities.branches._manager import (
     BRANCHES_GUIDE_ENTRY,
     DEFAULT_BRANCH_LIMIT,
     BranchManager,
+    BranchSide,
     GatedPrompter,
 )
 from acp_agent.capabilities.branches._tools import BRANCH_TOOL_NAMES, branch_commands, branch_tools
@@ -23,6 +24,7 @@ __all__ = (
     "BRANCH_TOOL_NAMES",
     "DEFAULT_BRANCH_LIMIT",
     "BranchManager",
+    "BranchSide",
     "ChildLine",
     "GatedPrompter",
     "LineState",

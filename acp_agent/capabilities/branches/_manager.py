@@ -22,13 +22,13 @@ steers them:
   notifications (no update reaches the editor between turns);
 - **asking**: a child's permission question waits for a turn of main, and is
   then asked on the child's showing, naming it (`GatedPrompter`); a front end
-  that shows each child as a session of its own sets `ask_directly`, and the
-  question goes at once to the child's session;
+  that shows each child as a session of its own (a `BranchSide`, given when the
+  session opens: `show_as_sessions`) is asked at once, on the child's session;
 - **running commands**: a child shown as a row of main runs its commands here,
   not in the editor's terminals (`client_of`); one shown as a session of its own
-  uses the editor's terminals on its own session (`client_directly`), embedded in
-  its own tool call;
-- **watching**: such a front end `watch`es the children (`LineWatcher`): it
+  uses the editor's terminals on its own session (the side's `client_of`),
+  embedded in its own tool call;
+- **watching**: such a front end watches the children (`LineWatcher`): it
   hears of each as it opens, of each change, and of each turn of main;
 - **steering**: a message (`BranchMessageReceived`, a `<branch-message>` to
   the child) starts a turn of a child that is not working; cancel stops every
@@ -85,6 +85,7 @@ __all__ = (
     "DEFAULT_BRANCH_LIMIT",
     "BranchLimitReached",
     "BranchManager",
+    "BranchSide",
     "GatedPrompter",
     "LineWatcher",
     "NotABranch",
@@ -141,6 +142,19 @@ class LineWatcher(Protocol):
         ...
 
 
+class BranchSide(LineWatcher, Protocol):
+    """A front end showing each child as a session of its own: it watches the children,
+    and a child's questions and editor requests go to the child's session."""
+
+    def prompter_of(self, branch_id: BranchId) -> PermissionPrompter:
+        """Who answers the child's permission questions, on its session."""
+        ...
+
+    def client_of(self, branch_id: BranchId) -> ClientBridge:
+        """The child's own editor (files, terminals), on its session."""
+        ...
+
+
 class BranchLimitReached(Exception):
     """As many children are working as allowed; the model is told, nothing queues.
 
@@ -189,11 +203,11 @@ class BranchManager:
         self._main_turn_open = False
         self._main_turn_opened = anyio.Event()
         self._watchers: list[LineWatcher] = []
-        #: Asks a child's questions at once, on the child's own (set by a front end that
-        #: shows children as sessions); None: they wait for a turn of main.
+        #: Asks a child's questions at once, on the child's own (a front end that shows
+        #: children as sessions: `show_as_sessions`); None: they wait for a turn of main.
         self.ask_directly: Callable[[BranchId], PermissionPrompter] | None = None
-        #: A child's own editor, terminals included (set by the same front end; None: a
-        #: child shown as a row of main runs its commands without the editor's terminals).
+        #: A child's own editor, terminals included (the same front end; None: a child
+        #: shown as a row of main runs its commands without the editor's terminals).
         self.client_directly: Callable[[BranchId], ClientBridge] | None = None
 
     # --- assembly -----------------------------------------------------------------------
@@ -227,6 +241,21 @@ class BranchManager:
         if self.client_directly is not None:
             return self.client_directly(branch_id)
         return TerminalsWithheld(shared)
+
+    def show_as_sessions(self, side: BranchSide) -> None:
+        """Show each child as a session of its own through `side` (at assembly: the
+        session's front end gave it when the session opened)."""
+        self.watch(side)
+        self.ask_directly = side.prompter_of
+        self.client_directly = side.client_of
+
+    def stop_showing_as_sessions(self, side: BranchSide) -> None:
+        """Undo `show_as_sessions` (the front end's side closes before the session): a
+        child's questions wait for a turn of main again, its commands run here."""
+        self.unwatch(side)
+        if self.ask_directly == side.prompter_of:
+            self.ask_directly = None
+            self.client_directly = None
 
     def watch(self, watcher: LineWatcher) -> None:
         """Tell `watcher` of every child from now on (those open now: see `lines`)."""

@@ -1,10 +1,10 @@
 """A session's settings and the editor's side of it, as the capabilities see them.
 
 One `SessionControls` per open session (a session-scope service). The
-front end (the ACP adapter) fills in the editor's side, `client` (its file
-system and terminals) and `prompter` (asks the person), right after opening
-the session, and the workspace's `roots`: the cwd, then the additional
-directories the client activated for this attachment. The settings,
+editor's side, `client` (its file system and terminals) and `prompter` (asks
+the person), is the front end's, given when the session opens; the
+workspace's `roots` are the cwd, then the additional directories the client
+activated for this attachment. The settings,
 `model_id`, `mode` and `reasoning_effort`, are facts: `adopt()` records
 them as `ConfigurationAdopted` on the main branch and applies them, and
 `restore()` applies the last recorded values when a session is loaded, so
@@ -140,17 +140,25 @@ _EFFORTS: Final = {"low", "medium", "high"}
 class SessionControls:
     """The model, the permission mode and the editor's side of one session."""
 
-    def __init__(self, session_id: str, cwd: str) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        client: ClientBridge = NO_CLIENT,
+        prompter: PermissionPrompter | None = None,
+    ) -> None:
+        """`client` and `prompter`: the front end's side (none: no editor, no one asked)."""
         self.session_id = session_id
         #: The workspace: the session's root, absolute and resolved; rules are kept per it.
         self.workspace = str(Path(cwd).resolve())
         #: Every root of the workspace: the cwd first, then the additional directories
         #: the front end activated (`set_additional_directories`); none until it does.
         self.roots: tuple[Path, ...] = (Path(self.workspace),)
-        #: The editor's file system and terminals (none until the front end says).
-        self.client: ClientBridge = NO_CLIENT
-        #: Who answers permission questions (no one until the front end says).
-        self.prompter: PermissionPrompter = RefusingPrompter()
+        #: The editor's file system and terminals.
+        self.client = client
+        #: Who answers permission questions.
+        self.prompter: PermissionPrompter = prompter or RefusingPrompter()
         #: `<provider>/<model>`, or None: none configured when the session started.
         self.model_id: str | None = None
         self.mode = DEFAULT_MODE

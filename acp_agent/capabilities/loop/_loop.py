@@ -32,7 +32,7 @@ stream is closed at once in both cases.
 A turn's steps run as the turn's work (`Turn.start_soon`), so cancelling the
 turn cancels them, and the turn is over only once they have settled.
 `start_turn()` has the context engine record what changed in state and rules
-(so they precede the person's words), submits the `Prompt`, and pairs the
+(so they precede the person's words), begins the turn, and pairs the
 `Turn` it returns with the published `UserInputAdopted`; whichever comes
 second starts the first step.
 
@@ -79,7 +79,6 @@ from acp_agent.core import (
     ModelRequestInterrupted,
     ModelRequestStarted,
     ModelTextDelta,
-    Prompt,
     ScopeClosed,
     Seq,
     Timeline,
@@ -330,7 +329,7 @@ class ModelLoop:
         self._new_request_id = new_request_id
         self._state = LoopState.IDLE
         self._run: _TurnRun | None = None
-        self._submitted: dict[TurnId, Turn] = {}
+        self._begun: dict[TurnId, Turn] = {}
         self._adopted: set[TurnId] = set()
         self._proposals = CallProposals()
         self._handle: ModelHandle | None = None
@@ -403,7 +402,7 @@ class ModelLoop:
                     self._start_step(run)
         elif isinstance(payload, TurnEnded | TurnInterrupted):
             self._adopted.discard(payload.turn_id)
-            self._submitted.pop(payload.turn_id, None)
+            self._begun.pop(payload.turn_id, None)
             if self._run is not None and self._run.turn.turn_id == payload.turn_id:
                 self._run = None
                 self._state = LoopState.IDLE
@@ -411,7 +410,7 @@ class ModelLoop:
     # --- turns ----------------------------------------------------------------------------
 
     async def start_turn(self, turn_id: TurnId, content: list[dict[str, Any]]) -> Turn:
-        """Submit a `Prompt` and run its turn; `AlreadyStarted` while another turn runs.
+        """Begin a turn with `content` and run it; `AlreadyStarted` while another turn runs.
 
         `PromptTooLarge`, with nothing recorded, for a message the model cannot take
         even with all history compacted away.
@@ -423,17 +422,16 @@ class ModelLoop:
         if self.branch.turn is None:
             # Today's state and rules go on record before the person's words.
             await self.context.start_turn(turn_id)
-        turn = await self.branch.submit(Prompt(turn_id, content))
-        assert turn is not None  # a Prompt always answers with its turn
-        self._submitted[turn_id] = turn
+        turn = await self.branch.begin_turn(turn_id, content)
+        self._begun[turn_id] = turn
         self._begin_if_paired(turn_id)
         return turn
 
     def _begin_if_paired(self, turn_id: TurnId) -> None:
-        turn = self._submitted.get(turn_id)
+        turn = self._begun.get(turn_id)
         if turn is None or turn_id not in self._adopted:
             return
-        del self._submitted[turn_id]
+        del self._begun[turn_id]
         self._adopted.discard(turn_id)
         run = self._run = _TurnRun(turn)
         self._state = LoopState.PREPARING

@@ -23,7 +23,12 @@ from acp_agent.capabilities.session._commands import (
     load_templates,
     parse_invocation,
 )
-from acp_agent.capabilities.session._rewind import NoRewindPoint, Rewinder, RewindRefused
+from acp_agent.capabilities.session._rewind import (
+    NoRewindPoint,
+    Rewinder,
+    RewindOutcome,
+    RewindRefused,
+)
 from acp_agent.capabilities.session._rewind_command import rewind_commands
 from acp_agent.capabilities.session._roots_index import RootsIndex
 from acp_agent.capabilities.session._titles import title_from_prompt
@@ -42,6 +47,7 @@ __all__ = (
     "CommandInvocation",
     "CommandRunner",
     "NoRewindPoint",
+    "RewindOutcome",
     "RewindRefused",
     "Rewinder",
     "RootsIndex",

@@ -1,0 +1,251 @@
+"""The agent as its front ends drive it: one handle for the runtime, one per session.
+
+    async with open_agent(store, registry=registry, models=models) as agent:
+        session = await agent.load(session_id, FrontEnd(client=editor, prompter=person))
+        subscription = await session.subscribe(viewer, after=cursor)
+        async with session.turn_slot() as slot:
+            turn = await slot.start([{"type": "text", "text": "Hi"}])
+            outcome = await turn.outcome(seen_by=subscription)
+
+Every front end reaches the runtime through here (the ACP adapter, and any
+other that does not drive an agent process over ACP); an import contract
+keeps `acp_agent.adapters.acp` from importing the core or the capabilities
+itself. `Agent` opens (new, load, fork), lists and deletes sessions, with the
+front end's side given at open time; `SessionHandle` owns the session's turn
+queue, its services, its subscriptions (any number, each from its own
+cursor) and its clean-up. Besides the handles, this face exports what a front
+end reads and answers: the facts it translates, the settings, the errors.
+
+The handles load with the first session (the adapter imports this face
+then); the capabilities' parts a front end names only once a session is
+assembled (the branch lines, the slash commands, the MCP server configs)
+load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from acp_agent.agent._agent import (
+    Agent,
+    ForkAnchor,
+    FrontEndMaker,
+    NewSession,
+    create_session,
+    open_agent,
+    release_unopened,
+)
+from acp_agent.agent._errors import SessionBusy, TurnCancelled
+from acp_agent.agent._session import SessionHandle, other_roots
+from acp_agent.agent._subscriptions import (
+    DeliveryStopped,
+    SessionSubscription,
+    TurnOutcome,
+    follow_line,
+    line_history,
+)
+from acp_agent.agent._turns import TurnHandle, TurnSlot
+from acp_agent.capabilities.controls import (
+    MODE_KEY,
+    MODES,
+    InvalidSetting,
+    SessionControls,
+    SessionOption,
+)
+from acp_agent.capabilities.permissions import (
+    PermissionAnswer,
+    PermissionChoice,
+    PermissionPrompter,
+    PermissionQuestion,
+)
+from acp_agent.core import (
+    AlreadyStarted,
+    BranchCreated,
+    BranchId,
+    BranchMessageReceived,
+    BranchShown,
+    ConversationRewound,
+    Event,
+    IllegalCut,
+    JobEndShown,
+    ModelReasoningDelta,
+    ModelRequestFailed,
+    ModelRequestFinished,
+    ModelRequestStarted,
+    ModelTextDelta,
+    Payload,
+    Seq,
+    ServiceRegistry,
+    SessionHeld,
+    SessionId,
+    SessionMetadataChanged,
+    SessionPosition,
+    SessionRecord,
+    Store,
+    StoreError,
+    StoreFull,
+    StoreNotFound,
+    StoreUnavailable,
+    Subscriber,
+    ToolCallOutputDelta,
+    ToolCallProgressed,
+    ToolCallRequested,
+    ToolCallStarted,
+    ToolResultRecorded,
+    TurnEnded,
+    TurnId,
+    TurnInterrupted,
+    UserInputAdopted,
+    hidden_ranges,
+    is_hidden,
+    new_id,
+)
+from acp_agent.lazy_face import lazy_face as _lazy_face
+
+if TYPE_CHECKING:
+    from acp_agent.capabilities import FrontEnd
+    from acp_agent.capabilities.branches import BranchManager, BranchSide, ChildLine, LineState
+    from acp_agent.capabilities.context import CompactionView, compaction_view
+    from acp_agent.capabilities.loop import PromptTooLarge
+    from acp_agent.capabilities.session import (
+        CommandInvocation,
+        CommandRunner,
+        NoRewindPoint,
+        RewindOutcome,
+        RewindRefused,
+        parse_invocation,
+        title_from_prompt,
+    )
+    from acp_agent.mcp import (
+        HttpServerConfig,
+        McpOrigin,
+        McpServerConfig,
+        SseServerConfig,
+        StdioServerConfig,
+    )
+
+__all__ = (
+    "MODES",
+    "MODE_KEY",
+    "Agent",
+    "AlreadyStarted",
+    "BranchCreated",
+    "BranchId",
+    "BranchManager",
+    "BranchMessageReceived",
+    "BranchShown",
+    "BranchSide",
+    "ChildLine",
+    "CommandInvocation",
+    "CommandRunner",
+    "CompactionView",
+    "ConversationRewound",
+    "DeliveryStopped",
+    "Event",
+    "ForkAnchor",
+    "FrontEnd",
+    "FrontEndMaker",
+    "HttpServerConfig",
+    "IllegalCut",
+    "InvalidSetting",
+    "JobEndShown",
+    "LineState",
+    "McpOrigin",
+    "McpServerConfig",
+    "ModelReasoningDelta",
+    "ModelRequestFailed",
+    "ModelRequestFinished",
+    "ModelRequestStarted",
+    "ModelTextDelta",
+    "NewSession",
+    "NoRewindPoint",
+    "Payload",
+    "PermissionAnswer",
+    "PermissionChoice",
+    "PermissionPrompter",
+    "PermissionQuestion",
+    "PromptTooLarge",
+    "RewindOutcome",
+    "RewindRefused",
+    "Seq",
+    "ServiceRegistry",
+    "SessionBusy",
+    "SessionControls",
+    "SessionHandle",
+    "SessionHeld",
+    "SessionId",
+    "SessionMetadataChanged",
+    "SessionOption",
+    "SessionPosition",
+    "SessionRecord",
+    "SessionSubscription",
+    "SseServerConfig",
+    "StdioServerConfig",
+    "Store",
+    "StoreError",
+    "StoreFull",
+    "StoreNotFound",
+    "StoreUnavailable",
+    "Subscriber",
+    "ToolCallOutputDelta",
+    "ToolCallProgressed",
+    "ToolCallRequested",
+    "ToolCallStarted",
+    "ToolResultRecorded",
+    "TurnCancelled",
+    "TurnEnded",
+    "TurnHandle",
+    "TurnId",
+    "TurnInterrupted",
+    "TurnOutcome",
+    "TurnSlot",
+    "UserInputAdopted",
+    "compaction_view",
+    "create_session",
+    "follow_line",
+    "hidden_ranges",
+    "is_hidden",
+    "line_history",
+    "new_id",
+    "open_agent",
+    "other_roots",
+    "parse_invocation",
+    "release_unopened",
+    "title_from_prompt",
+)
+
+#: Loaded on first use (see the docstring).
+__getattr__, __dir__ = _lazy_face(
+    __name__,
+    {
+        "FrontEnd": "acp_agent.capabilities",
+        **dict.fromkeys(
+            ("BranchManager", "BranchSide", "ChildLine", "LineState"),
+            "acp_agent.capabilities.branches",
+        ),
+        **dict.fromkeys(("CompactionView", "compaction_view"), "acp_agent.capabilities.context"),
+        "PromptTooLarge": "acp_agent.capabilities.loop",
+        **dict.fromkeys(
+            (
+                "CommandInvocation",
+                "CommandRunner",
+                "NoRewindPoint",
+                "RewindOutcome",
+                "RewindRefused",
+                "parse_invocation",
+                "title_from_prompt",
+            ),
+            "acp_agent.capabilities.session",
+        ),
+        **dict.fromkeys(
+            (
+                "HttpServerConfig",
+                "McpOrigin",
+                "McpServerConfig",
+                "SseServerConfig",
+                "StdioServerConfig",
+            ),
+            "acp_agent.mcp",
+        ),
+    },
+)

@@ -1,0 +1,328 @@
+"""One open session, as every front end drives it.
+
+    async with session.turn_slot() as slot:           # the turn queue (`_turns`)
+        turn = await slot.start(content)
+    subscription = await session.subscribe(viewer, after=cursor)
+    await session.set_option("mode", "plan")
+    outcome = await session.rewind(message_id)
+
+`SessionHandle` is the one way in to a session's services: a front end
+never looks one up by key. It owns the turn queue (the session's one turn
+lock), the subscriptions (any number, each from its own position: see
+`_subscriptions`), the settings, the title, the roots a front end
+activated, a rewind, the MCP servers a front end names and the slash
+commands. Opening, forking and deleting sessions are the runtime handle's
+(`Agent`); `fork` and `delete` here are that, for this session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.to_thread
+
+from acp_agent.agent._errors import SessionBusy, TurnCancelled
+from acp_agent.agent._subscriptions import SessionSubscription, follow
+from acp_agent.agent._turns import TurnHandle, TurnSlot
+from acp_agent.capabilities.controls import SessionControls, workspace_roots
+from acp_agent.core import (
+    Event,
+    IllegalCut,
+    Seq,
+    Session,
+    SessionId,
+    SessionRecord,
+    SessionState,
+    Subscriber,
+)
+
+if TYPE_CHECKING:
+    from acp_agent.agent._agent import Agent, ForkAnchor
+    from acp_agent.capabilities.branches import BranchManager
+    from acp_agent.capabilities.session import CommandRunner, RewindOutcome
+    from acp_agent.mcp import McpServerConfig, McpSessionTools
+    from acp_agent.models import ModelSource
+
+__all__ = ("SessionHandle", "other_roots")
+
+logger = logging.getLogger(__name__)
+
+#: How long `close` waits for the session's prompts to be answered once cancelled.
+_CLOSE_BUDGET_S: Final = 5.0
+
+
+class SessionHandle:
+    """An open session (see the module docstring). Made by `Agent`, one per open session."""
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        agent: Agent,
+        models: ModelSource,
+        config_dir: Path | None,
+        clock: Callable[[], float],
+    ) -> None:
+        from acp_agent.capabilities import BRANCHES, MODEL_LOOP, REWINDER, SESSION_CONTROLS
+        from acp_agent.mcp import MCP_SESSION
+
+        scope = session.scope
+        self._session = session
+        self._agent = agent
+        self._models = models
+        self._config_dir = config_dir
+        self._clock = clock
+        self._controls = scope.get(SESSION_CONTROLS)
+        self._branches = scope.get(BRANCHES)
+        self._rewinder = scope.get(REWINDER)
+        self._loop = session.main.scope.get(MODEL_LOOP)
+        self._mcp: McpSessionTools | None = scope.find(MCP_SESSION)
+        self._commands: CommandRunner | None = None
+        #: The turn queue: one turn (or slash command) at a time, the others wait in order.
+        self._turn_lock = anyio.Lock()
+        #: Prompts waiting for or holding their turn; `cancel` cancels them all.
+        self._slots: list[TurnSlot] = []
+        self._idle = anyio.Event()
+        self._subscriptions: list[SessionSubscription] = []
+
+    def __repr__(self) -> str:
+        return f"<SessionHandle {self.id}>"
+
+    # --- what it is -------------------------------------------------------------------
+
+    @property
+    def id(self) -> SessionId:
+        return self._session.id
+
+    @property
+    def cwd(self) -> str:
+        return self._session.cwd
+
+    @property
+    def record(self) -> SessionRecord:
+        """The stored session as it is now (title, roots kept with it)."""
+        return self._session.record
+
+    @property
+    def title(self) -> str | None:
+        return self._session.record.title
+
+    @property
+    def open(self) -> bool:
+        return self._session.state is SessionState.OPEN
+
+    @property
+    def controls(self) -> SessionControls:
+        """The settings (model, mode, thinking effort) and the active roots, to read."""
+        return self._controls
+
+    @property
+    def branches(self) -> BranchManager:
+        """The session's child lines of work (a front end that shows them follows them)."""
+        return self._branches
+
+    @property
+    def position(self) -> Seq:
+        """The main line's published position: a cursor for `subscribe`."""
+        return self._session.main.timeline.last_published_seq
+
+    # --- the turn queue -----------------------------------------------------------------
+
+    def turn_slot(self) -> TurnSlot:
+        """A place in the turn queue, registered now (a `cancel` right behind sees it);
+        `async with` it to wait for its turn (see `acp_agent.agent._turns`)."""
+        slot = TurnSlot(
+            lock=self._turn_lock,
+            branch=self._session.main,
+            loop=self._loop,
+            before_waiting=self._tools_started,
+            on_done=self._slot_done,
+        )
+        self._slots.append(slot)
+        return slot
+
+    async def prompt(self, content: list[dict[str, Any]]) -> TurnHandle:
+        """Run one turn of `content` once the turns before it are over; returns it when it
+        is over, `ended` saying how (a front end that does more around the turn, or answers
+        once its own subscriber has seen the end, uses `turn_slot`).
+
+        `TurnCancelled` if `cancel` reached it before its turn began.
+        """
+        watcher = await self.subscribe(_Quiet(), after=None)
+        try:
+            async with self.turn_slot() as slot:
+                if slot.cancelled:
+                    raise TurnCancelled("the prompt was cancelled before its turn began")
+                turn = await slot.start(content)
+                await turn.outcome(seen_by=watcher)
+                return turn
+        finally:
+            await watcher.disconnect()
+
+    async def _tools_started(self) -> None:
+        if self._mcp is not None:
+            await self._mcp.wait_for_startup()  # bounded: servers making a first connection
+
+    def _slot_done(self, slot: TurnSlot) -> None:
+        if slot in self._slots:
+            self._slots.remove(slot)
+        if not self._slots:
+            self._idle.set()
+            self._idle = anyio.Event()
+
+    async def cancel(self) -> int:
+        """Cancel the running turn or command, every waiting prompt, and every branch's
+        current step (the branches stay open); returns how many prompts."""
+        slots = list(self._slots)
+        for slot in slots:
+            slot._cancel()
+        # The branches first: their showings in main's turn end before the turn does.
+        await self._branches.cancel_current()
+        for slot in slots:
+            await slot.cancel_turn()
+        return len(slots)
+
+    async def wait_idle(self) -> None:
+        """Wait until no prompt is waiting or running."""
+        while self._slots:
+            await self._idle.wait()
+
+    # --- following it -------------------------------------------------------------------
+
+    async def subscribe(self, subscriber: Subscriber, *, after: Seq | None) -> SessionSubscription:
+        """Deliver every event of the main line published after `after` (a cursor: a batch
+        end; None: from now) to `subscriber`, in order, then live; `IllegalCut` for a
+        cursor that is not one. Any number may follow the session at once."""
+        main = self._session.main
+        if after is not None and not await main.timeline.is_batch_end(after):
+            raise IllegalCut(f"cannot follow {main.id} after {after}: not a published batch end")
+        subscription = follow(main, subscriber, after=after)
+        self._subscriptions = [s for s in self._subscriptions if s.active]
+        self._subscriptions.append(subscription)
+        return subscription
+
+    async def history(self) -> tuple[Seq, list[Event]]:
+        """What the main line has published now, and that position."""
+        main = self._session.main
+        covered = main.timeline.last_published_seq
+        return covered, await main.read(lte=covered)
+
+    # --- settings, title, roots ---------------------------------------------------------
+
+    def change(self, option_id: str, value: str) -> dict[str, Any]:
+        """The values choosing `value` for option `option_id` adopts (not adopted yet);
+        `InvalidSetting` if it is not one."""
+        return self._controls.change(option_id, value, self._models)
+
+    async def set_option(self, option_id: str, value: str) -> dict[str, Any]:
+        """Choose `value` for option `option_id`; returns the values adopted.
+
+        Answered by `ConfigurationAdopted` on main; `InvalidSetting` for an option or
+        value that is not offered now (nothing recorded)."""
+        values = self.change(option_id, value)
+        await self.adopt(values)
+        return values
+
+    async def adopt(self, values: Mapping[str, Any]) -> None:
+        """Record settings (`ConfigurationAdopted` on main) and apply them."""
+        await self._controls.adopt(self._session.main, values)
+
+    async def set_title(self, title: str) -> None:
+        """Answered by `SessionMetadataChanged` on main; the stored session follows."""
+        await self._session.set_title(title)
+
+    async def activate(self, sent: Sequence[str] | None) -> None:
+        """Activate the roots a front end sent when it opened the session (none if it sent
+        none); a list it sent is also kept with the session, whose own stays otherwise."""
+        directories = other_roots(self.cwd, sent)
+        if sent is not None:
+            await self._session.set_additional_directories(directories)
+        self._controls.set_additional_directories(directories)
+
+    # --- slash commands, MCP ------------------------------------------------------------
+
+    @property
+    def commands(self) -> CommandRunner:
+        """The session's slash commands (built on first use: they read its services)."""
+        if self._commands is None:
+            from acp_agent.agent._commands import build_runner
+
+            self._commands = build_runner(
+                self._session,
+                self._controls,
+                self._models,
+                mcp=self._mcp,
+                config_dir=self._config_dir,
+                clock=self._clock,
+            )
+        return self._commands
+
+    async def connect_mcp(self, servers: Sequence[McpServerConfig]) -> None:
+        """Start the MCP servers a front end names, in the background (never waits)."""
+        if self._mcp is not None:
+            await self._mcp.connect(list(servers))
+
+    # --- rewind, fork, delete, close ----------------------------------------------------
+
+    async def rewind(self, message_id: str) -> RewindOutcome:
+        """Back to just before the person's message `message_id`: its files and its
+        conversation (answered by `ConversationRewound` on main). `SessionBusy` while a
+        prompt runs; the rewinder's `NoRewindPoint` / `RewindRefused` otherwise."""
+        if self._turn_lock.locked():
+            raise SessionBusy("a prompt is running; cancel it first")
+        self._turn_lock.acquire_nowait()  # no prompt may start while the files go back
+        try:
+            return await self._rewinder.rewind(message_id)
+        finally:
+            self._turn_lock.release()
+
+    async def fork(
+        self,
+        *,
+        anchor: ForkAnchor | None = None,
+        additional_directories: Sequence[str] | None = None,
+    ) -> SessionHandle:
+        """A new session with this one's history up to `anchor` (see `Agent.fork`)."""
+        return await self._agent.fork(
+            self.id, anchor=anchor, additional_directories=additional_directories
+        )
+
+    async def delete(self) -> None:
+        """Close the session and delete it with what is kept for it (see `Agent.delete`)."""
+        await self._agent.delete(self.id)
+
+    async def close(self) -> None:
+        """Unload the session: cancel its prompts, wait (briefly) until they are answered,
+        end every subscription, then unload it; it stays stored. Idempotent."""
+        with anyio.CancelScope(shield=True):
+            await self.cancel()
+            with anyio.move_on_after(_CLOSE_BUDGET_S):
+                await self.wait_idle()
+            await self.unload()
+
+    async def unload(self) -> None:
+        """End every subscription and unload the session (no cancel first: `close`)."""
+        with anyio.CancelScope(shield=True):
+            for subscription in self._subscriptions:
+                await subscription.disconnect()
+            self._subscriptions.clear()
+            await self._session.aclose()
+            self._agent._forget(self)
+
+
+def other_roots(cwd: str, directories: Sequence[str] | None) -> tuple[str, ...]:
+    """`directories` as a session keeps them: resolved, once each, the cwd left out."""
+    return tuple(str(root) for root in workspace_roots(cwd, directories or ())[1:])
+
+
+class _Quiet:
+    """A subscriber that only watches turns end (`SessionHandle.prompt`)."""
+
+    name = "turn watcher"
+
+    async def handle(self, event: Event) -> None:
+        return None
