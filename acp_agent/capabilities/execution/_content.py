@@ -145,7 +145,7 @@ def valid_parts(parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
 def _valid_part(part: ContentPart) -> ContentPart:
     if isinstance(part, TextContent):
         text = replace_lone_surrogates(part.text)
-        return part if text is part.text else TextContent(text)
+        return part if text is part.text else attrs.evolve(part, text=text)
     if isinstance(part, DiffContent):
         old = None if part.old_text is None else replace_lone_surrogates(part.old_text)
         new, path = replace_lone_surrogates(part.new_text), replace_lone_surrogates(part.path)
