@@ -13,7 +13,7 @@ from acp_agent.core._branch import (
     BranchState,
     TurnObserver,
 )
-from acp_agent.core._codec import EventRow, decode_event, encode_event, encode_payload
+from acp_agent.core._codec import EventRow, decode_event, encode_event, encode_part, encode_payload
 from acp_agent.core._cuts import hidden_ranges, is_hidden, message_cut, prompt_cut, quiet_cut
 from acp_agent.core._dispatcher import (
     DISPATCHER,
@@ -281,6 +281,7 @@ __all__ = (
     "create_stored_session",
     "decode_event",
     "encode_event",
+    "encode_part",
     "encode_payload",
     "hidden_ranges",
     "is_hidden",

@@ -17,11 +17,12 @@ place and the codec and the projection read one list.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Final
 
 import attrs
 
+from acp_agent.content import ContentPart, Location
 from acp_agent.core._ids import BatchId, BranchId, CallId, Seq, SessionId, TurnId
 from acp_agent.records import Record
 
@@ -85,6 +86,18 @@ __all__ = (
 #: Bumped when a payload's stored shape changes incompatibly. A stored event with a
 #: higher version that this code cannot read is kept as `UnknownPayload`.
 EVENT_FORMAT_VERSION: Final = 1
+
+
+def _parts(parts: Iterable[ContentPart]) -> tuple[ContentPart, ...]:
+    return tuple(parts)
+
+
+def _locations(locations: Iterable[Location]) -> tuple[Location, ...]:
+    return tuple(locations)
+
+
+def _some_locations(locations: Iterable[Location] | None) -> tuple[Location, ...] | None:
+    return None if locations is None else tuple(locations)
 
 
 class Payload(Record):
@@ -250,8 +263,7 @@ class ToolCallRequested(Payload):
     #: replay can show it exactly without the tool loaded.
     title: str | None = None
     tool_kind: str | None = None
-    #: `{"path": abs, "line": 1-based | None}` objects.
-    locations: list[dict[str, Any]] = attrs.field(factory=list)
+    locations: tuple[Location, ...] = attrs.field(default=(), converter=_locations)
 
 
 @attrs.frozen
@@ -287,8 +299,8 @@ class ToolResultRecorded(Payload):
     KIND: ClassVar[str] = "tool_call.result"
     call_id: CallId
     request_id: str
-    #: What the editor shows: `{"type": "text"|"diff"|"terminal"|"image"|"plan", ...}`.
-    content: list[dict[str, Any]]
+    #: What the editor shows.
+    content: tuple[ContentPart, ...] = attrs.field(converter=_parts)
     is_error: bool
     outcome: ToolOutcome = ToolOutcome.FINISHED
     #: What the model reads as the call's result (None: the text parts of `content`).
@@ -296,7 +308,7 @@ class ToolResultRecorded(Payload):
     #: The tool's structured output (ACP `rawOutput`), JSON data.
     raw_output: Any = None
     #: Places the call touched, if they differ from its presentation's.
-    locations: list[dict[str, Any]] | None = None
+    locations: tuple[Location, ...] | None = attrs.field(default=None, converter=_some_locations)
 
 
 @attrs.frozen
@@ -305,7 +317,7 @@ class ToolCallProgressed(Payload):
 
     KIND: ClassVar[str] = "tool_call.progressed"
     call_id: CallId
-    content: list[dict[str, Any]]
+    content: tuple[ContentPart, ...] = attrs.field(converter=_parts)
 
 
 @attrs.frozen

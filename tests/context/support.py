@@ -35,6 +35,7 @@ from acp_agent.capabilities.context._state_sources import (
     StateSource,
     WorkingDirectorySource,
 )
+from acp_agent.content import TextContent
 from acp_agent.core import (
     Branch,
     CallId,
@@ -353,7 +354,7 @@ async def drive_turn(
             ToolResultRecorded(
                 CallId(call.call_id),
                 request_id,
-                [{"type": "text", "text": outputs.get(call.name, f"{call.name} ran")}],
+                [TextContent(outputs.get(call.name, f"{call.name} ran"))],
                 False,
             )
             for call in reply.tool_calls

@@ -11,6 +11,7 @@ from acp_agent.capabilities.context._projection import (
     Projection,
     user_input_parts,
 )
+from acp_agent.content import TextContent
 from acp_agent.core import (
     BatchId,
     BranchId,
@@ -80,7 +81,7 @@ def result(call_id: str, text: str, **options: object) -> ToolResultRecorded:
     return ToolResultRecorded(
         CallId(call_id),
         "req",
-        [{"type": "text", "text": text}],
+        [TextContent(text)],
         False,
         **options,  # type: ignore[arg-type]
     )

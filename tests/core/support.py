@@ -6,6 +6,17 @@ from collections.abc import Callable, Sequence
 
 import anyio
 
+from acp_agent.content import (
+    DiffContent,
+    ImageContent,
+    Location,
+    PlanContent,
+    PlanEntry,
+    PlanPriority,
+    PlanStatus,
+    TerminalContent,
+    TextContent,
+)
 from acp_agent.core import (
     NO_SEQ,
     Batch,
@@ -175,22 +186,29 @@ def sample_payloads() -> list[Payload]:
             {"path": "a.py", "lines": [1, 2]},
             "Read a.py",
             "read",
-            [{"path": "/work/project/a.py", "line": 1}],
+            [Location("/work/project/a.py", 1), Location("/work/project")],
         ),
         ToolCallAdmitted(call, "perm_1"),
         ToolCallStarted(call),
-        ToolCallProgressed(call, [{"type": "text", "text": "half way"}]),
+        ToolCallProgressed(call, [TextContent("half way"), TerminalContent("term_1", "/w")]),
         ToolCallOutputDelta(call, "term_1", "compiling…\n"),
         ToolCallCompleted(call, succeeded=False),
         ToolResultRecorded(
             call,
             "req_1",
-            [{"type": "text", "text": "boom"}],
+            [
+                TextContent("boom"),
+                DiffContent("/work/project/a.py", None, "x = 1\n"),
+                DiffContent("/work/project/b.py", "y = 1\n", "y = 2\n"),
+                TerminalContent("term_1"),
+                ImageContent("iVBORw0KGgo=", "image/png"),
+                PlanContent((PlanEntry("Fix it", PlanPriority.HIGH, PlanStatus.IN_PROGRESS),)),
+            ],
             True,
             ToolOutcome.FINISHED,
             "Error: boom",
             {"exit_code": 1, "signal": None},
-            [{"path": "/work/project/a.py", "line": 3}],
+            [Location("/work/project/a.py", 3)],
         ),
         ToolCallInterrupted(call, "cancelled by the person"),
         PermissionAsked("perm_1", call, ["allow_once", "reject_once"]),

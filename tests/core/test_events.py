@@ -6,12 +6,24 @@ import json
 
 import pytest
 
+from acp_agent.content import (
+    DiffContent,
+    ImageContent,
+    Location,
+    PlanContent,
+    PlanEntry,
+    PlanPriority,
+    PlanStatus,
+    TerminalContent,
+    TextContent,
+)
 from acp_agent.core import (
     EVENT_FORMAT_VERSION,
     PAYLOAD_TYPES,
     Batch,
     BatchId,
     BranchId,
+    CallId,
     Event,
     EventRow,
     ModelRequestStarted,
@@ -20,6 +32,7 @@ from acp_agent.core import (
     Seq,
     SessionId,
     StoreCorrupt,
+    ToolResultRecorded,
     TurnId,
     UnknownPayload,
     decode_event,
@@ -167,3 +180,39 @@ def test_a_model_request_started_stored_before_guide_versions_reads_without_one(
     row: EventRow = ("br_1", 3, 3, "model_request.started", payload, "p", 1.5, 1)
     started = decode_event(row).payload
     assert started == ModelRequestStarted("req_1", TurnId("turn_1"), "scripted", None)
+
+
+def test_a_tool_result_is_stored_in_format_1s_shape_and_read_back_as_parts() -> None:
+    # Format 1 wrote tool content with a hand-made encoder; its rows read as they are.
+    stored = (
+        '{"call_id":"c","request_id":"r","content":[{"type":"text","text":"x"},'
+        '{"type":"diff","path":"/a","old_text":null,"new_text":"n"},'
+        '{"type":"terminal","terminal_id":"t","local_cwd":null},'
+        '{"type":"image","data":"d","mime_type":"image/png"},'
+        '{"type":"plan","entries":[{"content":"a","priority":"high","status":"pending"}]}],'
+        '"is_error":false,"outcome":"finished","model_text":null,"raw_output":null,'
+        '"locations":[{"path":"/a","line":3}]}'
+    )
+    payload = ToolResultRecorded(
+        CallId("c"),
+        "r",
+        [
+            TextContent("x"),
+            DiffContent("/a", None, "n"),
+            TerminalContent("t"),
+            ImageContent("d", "image/png"),
+            PlanContent((PlanEntry("a", PlanPriority.HIGH, PlanStatus.PENDING),)),
+        ],
+        False,
+        locations=[Location("/a", 3)],
+    )
+    assert encode_payload(payload) == stored
+    row: EventRow = ("br_1", 3, 3, "tool_call.result", stored, "p", 1.5, 1)
+    assert decode_event(row).payload == payload
+
+
+def test_a_part_of_a_kind_this_version_does_not_know_makes_the_event_unreadable() -> None:
+    stored = '{"call_id":"c","content":[{"type":"hologram","data":"?"}]}'
+    row: EventRow = ("br_1", 3, 3, "tool_call.progressed", stored, "p", 1.5, EVENT_FORMAT_VERSION)
+    with pytest.raises(StoreCorrupt):
+        decode_event(row)

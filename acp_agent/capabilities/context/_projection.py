@@ -53,6 +53,7 @@ from acp_agent.capabilities.context._token_budget import (
     MESSAGE_OVERHEAD_TOKENS,
     estimate_text_tokens,
 )
+from acp_agent.content import TextContent
 from acp_agent.core import (
     BranchMessageReceived,
     CompactionRecorded,
@@ -78,6 +79,7 @@ from acp_agent.core import (
     ToolOutcome,
     ToolResultRecorded,
     UserInputAdopted,
+    encode_part,
     encode_payload,
     is_hidden,
 )
@@ -235,11 +237,11 @@ def _raw_result_text(payload: ToolResultRecorded) -> str:
     if payload.model_text is not None:
         return payload.model_text
     pieces = []
-    for block in payload.content:
-        if block.get("type") == "text":
-            pieces.append(str(block.get("text") or ""))
+    for part in payload.content:
+        if isinstance(part, TextContent):
+            pieces.append(part.text)
         else:
-            pieces.append(json.dumps(block, ensure_ascii=False, sort_keys=True))
+            pieces.append(json.dumps(encode_part(part), ensure_ascii=False, sort_keys=True))
     text = "\n".join(pieces)
     if text:
         return text

@@ -1,0 +1,120 @@
+"""Content parts as ACP's content, and back: the edge both ACP front ends share.
+
+The agent's side (`acp_agent.adapters.acp`) shows the parts its events hold as
+ACP tool call content, plans and locations; the headless front end reads
+what an agent sent back into parts, for its transcript. What ACP has and the
+parts lack (a tool call content's own `_meta`) is not kept.
+
+    acp_tool_content(DiffContent(path, old, new))  # types.Diff(path=..., ...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from acp_agent.content import (
+    Annotations,
+    ContentPart,
+    DiffContent,
+    ImageContent,
+    Location,
+    PlanContent,
+    ResourceContent,
+    ResourceLinkContent,
+    TerminalContent,
+    TextContent,
+)
+from protocol import types
+
+__all__ = ("acp_block", "acp_locations", "acp_plan", "acp_tool_content")
+
+_PRIORITIES: Final = {priority.value: priority for priority in types.PlanEntryPriority}
+_STATUSES: Final = {status.value: status for status in types.PlanEntryStatus}
+
+
+def acp_tool_content(part: ContentPart) -> types.ToolCallContent:
+    """A part as tool call content (a plan is not: it is a `plan` update, `acp_plan`)."""
+    if isinstance(part, DiffContent):
+        return types.Diff(path=part.path, old_text=part.old_text, new_text=part.new_text)
+    if isinstance(part, TerminalContent):
+        return types.Terminal(terminal_id=part.terminal_id)
+    if isinstance(part, PlanContent):
+        raise TypeError("a plan is a `plan` update, not tool call content")
+    return types.Content(content=acp_block(part))
+
+
+def acp_block(
+    part: TextContent | ImageContent | ResourceContent | ResourceLinkContent,
+) -> types.ContentBlock:
+    """A part as an ACP content block, with the annotations and `_meta` it came with."""
+    annotations = _acp_annotations(part.annotations)
+    if isinstance(part, TextContent):
+        return types.TextContent(text=part.text, annotations=annotations, meta=part.meta)
+    if isinstance(part, ImageContent):
+        return types.ImageContent(
+            data=part.data,
+            mime_type=part.mime_type,
+            uri=part.uri,
+            annotations=annotations,
+            meta=part.meta,
+        )
+    if isinstance(part, ResourceLinkContent):
+        return types.ResourceLink(
+            uri=part.uri,
+            name=part.name,
+            title=part.title,
+            description=part.description,
+            mime_type=part.mime_type,
+            size=part.size,
+            annotations=annotations,
+            meta=part.meta,
+        )
+    resource: types.EmbeddedResourceResource
+    if part.text is not None:
+        resource = types.TextResourceContents(
+            uri=part.uri, text=part.text, mime_type=part.mime_type, meta=part.resource_meta
+        )
+    else:
+        resource = types.BlobResourceContents(
+            uri=part.uri, blob=part.blob or "", mime_type=part.mime_type, meta=part.resource_meta
+        )
+    return types.EmbeddedResource(resource=resource, annotations=annotations, meta=part.meta)
+
+
+def _acp_annotations(annotations: Annotations | None) -> types.Annotations | None:
+    if annotations is None:
+        return None
+    return types.Annotations(
+        audience=(
+            None
+            if annotations.audience is None
+            else [types.Role(role) for role in annotations.audience]
+        ),
+        priority=annotations.priority,
+        last_modified=annotations.last_modified,
+        meta=annotations.meta,
+    )
+
+
+def acp_plan(plan: PlanContent) -> types.Plan:
+    """The plan as the `plan` update that replaces the one the editor shows."""
+    return types.Plan(
+        entries=[
+            types.PlanEntry(
+                content=entry.content,
+                priority=_PRIORITIES[entry.priority.value],
+                status=_STATUSES[entry.status.value],
+            )
+            for entry in plan.entries
+        ]
+    )
+
+
+def acp_locations(locations: Iterable[Location]) -> list[types.ToolCallLocation]:
+    """The places as ACP locations (one whose line is not 1-based is left out)."""
+    return [
+        types.ToolCallLocation(path=location.path, line=location.line)
+        for location in locations
+        if location.line is None or location.line >= 1
+    ]
