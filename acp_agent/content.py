@@ -10,18 +10,22 @@ to tools.
 
 `annotations` and `meta` keep what a client attached to a block it sent (who
 it is for, how much it matters; its `_meta` extension data, passed through
-unread), so a replay shows the block exactly as it was sent.
+unread), so a replay shows the block exactly as it was sent. `valid_part` is
+the one Unicode policy (`acp_agent.lone_surrogates`) applied to a part that
+came from outside.
 
-A leaf: it imports only `acp_agent.records`.
+A leaf: it imports only `acp_agent.records` and `acp_agent.lone_surrogates`.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any, ClassVar, TypeAlias
+from collections.abc import Sequence
+from typing import Any, ClassVar, TypeAlias, TypeVar
 
 import attrs
 
+from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
 from acp_agent.records import Record
 
 __all__ = (
@@ -39,6 +43,8 @@ __all__ = (
     "ResourceLinkContent",
     "TerminalContent",
     "TextContent",
+    "as_sent",
+    "valid_part",
 )
 
 #: Extension data a client attached (ACP's and MCP's `_meta`): JSON, never read here.
@@ -192,3 +198,46 @@ ContentPart: TypeAlias = (
     | TerminalContent
     | PlanContent
 )
+
+
+def as_sent(
+    content: Sequence[ContentPart], sent: Sequence[ContentPart | None]
+) -> tuple[ContentPart, ...]:
+    """A message's parts as the person sent them: where the agent changed a part (a
+    link read into its file, a template expanded), `sent` holds the original at that
+    position; elsewhere (None, or past its end) the part is as sent."""
+    shown = []
+    for index, part in enumerate(content):
+        original = sent[index] if index < len(sent) else None
+        shown.append(part if original is None else original)
+    return tuple(shown)
+
+
+_Part = TypeVar("_Part")
+
+
+def valid_part(part: _Part) -> _Part:
+    """`part` (a content part, or a piece of one) with each lone surrogate in its text,
+    names and extension data replaced by U+FFFD; the same object when there is none."""
+    repaired: _Part = _valid(part)
+    return repaired
+
+
+def _valid(value: Any) -> Any:
+    if type(value) is str:
+        return replace_lone_surrogates(value)
+    if isinstance(value, dict):
+        return replace_in_json(value)
+    if isinstance(value, tuple):
+        items = tuple(_valid(item) for item in value)
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    cls: Any = type(value)
+    if isinstance(value, Record) and attrs.has(cls):
+        changed = {}
+        for field in attrs.fields(cls):
+            old = getattr(value, field.name)
+            new = _valid(old)
+            if new is not old:
+                changed[field.name] = new
+        return attrs.evolve(value, **changed) if changed else value  # type: ignore[misc]
+    return value  # numbers, enums, None

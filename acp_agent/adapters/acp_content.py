@@ -1,10 +1,14 @@
 """Content parts as ACP's content, and back: the edge both ACP front ends share.
 
-The agent's side (`acp_agent.adapters.acp`) shows the parts its events hold as
-ACP tool call content, plans and locations; the headless front end reads
-what an agent sent back into parts, for its transcript. What ACP has and the
-parts lack (a tool call content's own `_meta`) is not kept.
+The agent's side (`acp_agent.adapters.acp`) takes a prompt's content blocks
+as parts (`part_of`) and shows the parts its events hold as ACP content
+blocks, tool call content, plans and locations; the headless front end reads
+what an agent sent back into parts, for its transcript. A block's
+annotations and `_meta` survive the round trip, so a replay shows what was
+sent; what ACP has and the parts lack (a tool call content's own `_meta`) is
+not kept.
 
+    part_of(types.TextContent(text="Hi"))          # TextContent("Hi")
     acp_tool_content(DiffContent(path, old, new))  # types.Diff(path=..., ...)
 """
 
@@ -27,10 +31,57 @@ from acp_agent.content import (
 )
 from protocol import types
 
-__all__ = ("acp_block", "acp_locations", "acp_plan", "acp_tool_content")
+__all__ = ("acp_block", "acp_locations", "acp_plan", "acp_tool_content", "part_of")
 
 _PRIORITIES: Final = {priority.value: priority for priority in types.PlanEntryPriority}
 _STATUSES: Final = {status.value: status for status in types.PlanEntryStatus}
+
+
+def part_of(block: types.ContentBlock) -> ContentPart:
+    """An ACP content block as a part; `TypeError` for audio, which no part holds."""
+    annotations = _annotations(block.annotations)
+    if isinstance(block, types.TextContent):
+        return TextContent(block.text, annotations, block.meta)
+    if isinstance(block, types.ImageContent):
+        return ImageContent(block.data, block.mime_type, block.uri, annotations, block.meta)
+    if isinstance(block, types.ResourceLink):
+        return ResourceLinkContent(
+            uri=block.uri,
+            name=block.name,
+            title=block.title,
+            description=block.description,
+            mime_type=block.mime_type,
+            size=block.size,
+            annotations=annotations,
+            meta=block.meta,
+        )
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource
+        return ResourceContent(
+            uri=resource.uri,
+            text=resource.text if isinstance(resource, types.TextResourceContents) else None,
+            blob=resource.blob if isinstance(resource, types.BlobResourceContents) else None,
+            mime_type=resource.mime_type,
+            resource_meta=resource.meta,
+            annotations=annotations,
+            meta=block.meta,
+        )
+    raise TypeError(f"no content part holds {getattr(block, 'type', type(block).__name__)}")
+
+
+def _annotations(annotations: types.Annotations | None) -> Annotations | None:
+    if annotations is None:
+        return None
+    return Annotations(
+        audience=(
+            None
+            if annotations.audience is None
+            else tuple(role.value for role in annotations.audience)
+        ),
+        priority=annotations.priority,
+        last_modified=annotations.last_modified,
+        meta=annotations.meta,
+    )
 
 
 def acp_tool_content(part: ContentPart) -> types.ToolCallContent:

@@ -149,6 +149,7 @@ from acp_agent.core._store import (
 )
 from acp_agent.core._timeline import DEFAULT_PAGE_EVENTS, DEFAULT_TAIL_EVENTS, TIMELINE, Timeline
 from acp_agent.core._turns import Turn, TurnState
+from acp_agent.core._upgrades import upgrade_payload
 
 __all__ = (
     "BRANCH",
@@ -294,4 +295,5 @@ __all__ = (
     "quiet_cut",
     "restore_state",
     "save_snapshot",
+    "upgrade_payload",
 )

@@ -5,9 +5,11 @@ A row keeps the payload as compact JSON, in snake_case. Content parts
 (`{"type": "diff", "path": ..., "old_text": ..., "new_text": ...}`); their
 optional fields are left out when unset, except a terminal's `local_cwd`,
 which format 1 always wrote (a stored part reads the same to the model).
-Decoding a kind this version does not know yields `UnknownPayload` (kept,
-passed through); so does a known kind whose newer format this version cannot
-read. Anything else unreadable is `StoreCorrupt`.
+A known kind stored at an older format is read through `core._upgrades` (and
+is the current format once read). Decoding a kind this version does not know
+yields `UnknownPayload` (kept, passed through); so does a known kind whose
+newer format this version cannot read. Anything else unreadable is
+`StoreCorrupt`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from acp_agent.core._events import (
 )
 from acp_agent.core._ids import BatchId, BranchId, Seq
 from acp_agent.core._store import StoreCorrupt
+from acp_agent.core._upgrades import upgrade_payload
 
 __all__ = ("EventRow", "decode_event", "encode_event", "encode_part", "encode_payload")
 
@@ -137,8 +140,18 @@ def _decode_part(data: Any, _: object) -> ContentPart:
     return part
 
 
+def _encode_sent_part(part: ContentPart | None) -> dict[str, Any] | None:
+    return None if part is None else encode_part(part)
+
+
+def _decode_sent_part(data: Any, _: object) -> ContentPart | None:
+    return None if data is None else _decode_part(data, None)
+
+
 _converter.register_unstructure_hook(ContentPart, encode_part)
 _converter.register_structure_hook(ContentPart, _decode_part)
+_converter.register_unstructure_hook(ContentPart | None, _encode_sent_part)
+_converter.register_structure_hook(ContentPart | None, _decode_sent_part)
 _converter.register_unstructure_hook(Annotations, lambda value: _sparse_hook(Annotations)(value))
 
 
@@ -178,6 +191,9 @@ def decode_event(row: EventRow | tuple[Any, ...]) -> Event:
         payload = UnknownPayload(kind, data)
     else:
         try:
+            if version < EVENT_FORMAT_VERSION:
+                # Read as this version's shape, and written back so if copied.
+                data, version = upgrade_payload(kind, version, data), EVENT_FORMAT_VERSION
             payload = _structure_hook(cls)(data, cls)
         except Exception as exc:
             if version > EVENT_FORMAT_VERSION:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Final
 
 import attrs
 
-from acp_agent.content import ContentPart, Location
+from acp_agent.content import ContentPart, Location, as_sent
 from acp_agent.core._ids import BatchId, BranchId, CallId, Seq, SessionId, TurnId
 from acp_agent.records import Record
 
@@ -84,11 +84,17 @@ __all__ = (
 )
 
 #: Bumped when a payload's stored shape changes incompatibly. A stored event with a
-#: higher version that this code cannot read is kept as `UnknownPayload`.
-EVENT_FORMAT_VERSION: Final = 1
+#: higher version that this code cannot read is kept as `UnknownPayload`; one with a
+#: lower version is read through `core._upgrades`. 2: the person's input as content
+#: parts (format 1 kept ACP's content blocks, in ACP's camelCase).
+EVENT_FORMAT_VERSION: Final = 2
 
 
 def _parts(parts: Iterable[ContentPart]) -> tuple[ContentPart, ...]:
+    return tuple(parts)
+
+
+def _sent_parts(parts: Iterable[ContentPart | None]) -> tuple[ContentPart | None, ...]:
     return tuple(parts)
 
 
@@ -129,11 +135,22 @@ class UnknownPayload(Payload):
 
 @attrs.frozen
 class UserInputAdopted(Payload):
-    """What the person typed was taken into the branch (content blocks as JSON objects)."""
+    """What the person sent was taken into the branch.
+
+    `content` is what the model reads. Where the agent changed a part (a link
+    read into the file it names, a template expanded), `sent` holds, at that
+    part's position, what the person sent: what a replay shows (None where the
+    part is as sent; empty when every part is).
+    """
 
     KIND: ClassVar[str] = "user_input.adopted"
     input_id: str
-    content: list[dict[str, Any]]
+    content: tuple[ContentPart, ...] = attrs.field(converter=_parts)
+    sent: tuple[ContentPart | None, ...] = attrs.field(default=(), converter=_sent_parts)
+
+    def shown(self) -> tuple[ContentPart, ...]:
+        """The parts as the person sent them."""
+        return as_sent(self.content, self.sent)
 
 
 # --- model requests -------------------------------------------------------------------

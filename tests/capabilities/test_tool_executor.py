@@ -365,7 +365,7 @@ async def test_rebuild_settles_unfinished_calls_once_and_never_runs_them(tmp_pat
         # What a crashed process left: one call running, one only proposed, one answered.
         await main.append(
             [
-                EventDraft(UserInputAdopted("turn_1", [{"type": "text", "text": "x"}]), "t"),
+                EventDraft(UserInputAdopted("turn_1", [TextContent("x")]), "t"),
                 EventDraft(ModelRequestStarted("req_1", TurnId("turn_1"), "m"), "t"),
                 EventDraft(ToolCallRequested("req_1", CallId("ran"), "count", {}), "t"),
                 EventDraft(ToolCallRequested("req_1", CallId("waited"), "count", {}), "t"),

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 import anyio
 
 from acp_agent.content import (
+    Annotations,
     DiffContent,
     ImageContent,
     Location,
@@ -14,6 +15,8 @@ from acp_agent.content import (
     PlanEntry,
     PlanPriority,
     PlanStatus,
+    ResourceContent,
+    ResourceLinkContent,
     TerminalContent,
     TextContent,
 )
@@ -169,7 +172,21 @@ def sample_payloads() -> list[Payload]:
     turn = TurnId("turn_1")
     main, child = BranchId("br_main"), BranchId("br_child")
     return [
-        UserInputAdopted("turn_1", [{"type": "text", "text": "fix the bug in ünïcode"}]),
+        UserInputAdopted(
+            "turn_1",
+            [
+                TextContent(
+                    "fix the bug in ünïcode",
+                    Annotations(("user",), 0.5, "2025-01-02T03:04:05Z", {"k": 1}),
+                    {"editor": {"x": 1}},
+                ),
+                ImageContent("iVBORw0KGgo=", "image/png", "file:///p.png"),
+                ResourceContent("file:///w/a.py", "x = 1\n", mime_type="text/x-python"),
+                ResourceContent("file:///w/b.bin", blob="AAEC", resource_meta={"r": 1}),
+                ResourceLinkContent("https://example.com", "spec", "Spec", "The spec", None, 10),
+            ],
+            [None, None, ResourceLinkContent("file:///w/a.py", "a.py")],
+        ),
         ModelRequestStarted("req_1", turn, "scripted", "g_0123456789ab"),
         ModelTextDelta("req_1", "Looking…"),
         ModelReasoningDelta(

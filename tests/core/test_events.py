@@ -7,6 +7,7 @@ import json
 import pytest
 
 from acp_agent.content import (
+    Annotations,
     DiffContent,
     ImageContent,
     Location,
@@ -14,6 +15,8 @@ from acp_agent.content import (
     PlanEntry,
     PlanPriority,
     PlanStatus,
+    ResourceContent,
+    ResourceLinkContent,
     TerminalContent,
     TextContent,
 )
@@ -35,6 +38,7 @@ from acp_agent.core import (
     ToolResultRecorded,
     TurnId,
     UnknownPayload,
+    UserInputAdopted,
     decode_event,
     encode_event,
     encode_payload,
@@ -161,7 +165,7 @@ def test_an_unreadable_payload_of_this_version_is_store_corrupt(payload: str) ->
 
 
 def test_events_carry_the_format_version_they_were_written_in() -> None:
-    assert encode_event(event_with(NotificationReceived("s", "t")))[-1] == 1
+    assert encode_event(event_with(NotificationReceived("s", "t")))[-1] == EVENT_FORMAT_VERSION == 2
 
 
 def test_a_batch_holds_consecutive_seqs_only() -> None:
@@ -216,3 +220,66 @@ def test_a_part_of_a_kind_this_version_does_not_know_makes_the_event_unreadable(
     row: EventRow = ("br_1", 3, 3, "tool_call.progressed", stored, "p", 1.5, EVENT_FORMAT_VERSION)
     with pytest.raises(StoreCorrupt):
         decode_event(row)
+
+
+def test_the_person_s_input_stored_at_format_1_reads_as_parts_with_what_was_sent() -> None:
+    # Format 1 kept ACP's content blocks (camelCase, a resource nested) and what the
+    # person sent for a changed block in its `_meta`.
+    link = {"type": "resource_link", "uri": "file:///w/a.py", "name": "a.py", "mimeType": "text/x"}
+    stored = json.dumps(
+        {
+            "input_id": "turn_1",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "Look",
+                    "annotations": {"audience": ["user"], "lastModified": "2025-01-02"},
+                    "_meta": {"editor": 1},
+                },
+                {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+                {
+                    "type": "resource",
+                    "resource": {"uri": "file:///w/a.py", "text": "x = 1\n", "mimeType": "text/x"},
+                    "_meta": {"acp-agent": {"sent": link}},
+                },
+                {
+                    "type": "resource",
+                    "resource": {"uri": "file:///b", "blob": "AA==", "_meta": {"r": 1}},
+                },
+                {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+                "not a block",
+            ],
+        }
+    )
+    row: EventRow = ("br_1", 3, 3, "user_input.adopted", stored, "p", 1.5, 1)
+    event = decode_event(row)
+    assert event.payload == UserInputAdopted(
+        "turn_1",
+        [
+            TextContent("Look", Annotations(("user",), last_modified="2025-01-02"), {"editor": 1}),
+            ImageContent("aGk=", "image/png"),
+            ResourceContent("file:///w/a.py", "x = 1\n", mime_type="text/x"),
+            ResourceContent("file:///b", blob="AA==", resource_meta={"r": 1}),
+        ],
+        [None, None, ResourceLinkContent("file:///w/a.py", "a.py", mime_type="text/x"), None],
+    )
+    # Read, it is format 2: a copy of it (a fork, a store migration) writes format 2.
+    assert event.format_version == EVENT_FORMAT_VERSION
+    copied = encode_event(event)
+    assert copied[-1] == EVENT_FORMAT_VERSION
+    assert json.loads(copied[4])["sent"][2] == {
+        "type": "resource_link",
+        "uri": "file:///w/a.py",
+        "name": "a.py",
+        "mime_type": "text/x",
+    }
+    assert decode_event(copied) == event
+
+
+def test_the_person_s_input_shows_as_sent() -> None:
+    link = ResourceLinkContent("file:///w/a.py", "a.py")
+    adopted = UserInputAdopted(
+        "turn_1", [TextContent("hi"), ResourceContent("file:///w/a.py", "x")], [None, link]
+    )
+    assert adopted.shown() == (TextContent("hi"), link)
+    assert UserInputAdopted("turn_2", [TextContent("hi")]).shown() == (TextContent("hi"),)

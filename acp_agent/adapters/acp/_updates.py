@@ -53,13 +53,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from acp_agent.adapters.acp._job_rows import job_end_row
-from acp_agent.adapters.acp._prompt_content import sent_block
-from acp_agent.adapters.acp_content import acp_locations, acp_plan, acp_tool_content
+from acp_agent.adapters.acp_content import acp_block, acp_locations, acp_plan, acp_tool_content
 from acp_agent.agent import (
     BranchShown,
     CompactionView,
@@ -80,10 +79,9 @@ from acp_agent.agent import (
     UserInputAdopted,
     compaction_view,
 )
-from acp_agent.content import ContentPart, PlanContent, TerminalContent
+from acp_agent.content import ContentPart, DiffContent, PlanContent, TerminalContent
 from acp_agent.records import Record
 from protocol import types
-from protocol.converter import shared_converter
 from protocol.text_chunks import TextChunks
 
 if TYPE_CHECKING:
@@ -196,7 +194,6 @@ class UpdateTranslator:
         self._local_terminals: dict[str, str] = {}
         #: Branch showings already sent as a `tool_call`.
         self._showings: set[str] = set()
-        self._converter = shared_converter()
 
     def streamed_text(self, event: Event) -> TextChunks | None:
         """The chunks of `event` if it is streamed text (a text or reasoning delta), else
@@ -420,15 +417,12 @@ class UpdateTranslator:
 
     def _user_input(self, adopted: UserInputAdopted) -> list[types.SessionUpdate]:
         updates: list[types.SessionUpdate] = []
-        for block in adopted.content:
-            try:
-                structured: types.ContentBlock = self._converter.structure(
-                    sent_block(block), cast(Any, types.ContentBlock)
-                )
-            except Exception:
-                logger.warning("a stored prompt block could not be replayed; skipped")
+        for part in adopted.shown():
+            if isinstance(part, DiffContent | TerminalContent | PlanContent):
+                logger.warning("a person's message holds a %s part; not replayed", part.KIND)
                 continue
-            updates.append(types.UserMessageChunk(content=structured, message_id=adopted.input_id))
+            block = acp_block(part)
+            updates.append(types.UserMessageChunk(content=block, message_id=adopted.input_id))
         return updates
 
 

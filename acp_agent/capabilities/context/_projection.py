@@ -53,7 +53,13 @@ from acp_agent.capabilities.context._token_budget import (
     MESSAGE_OVERHEAD_TOKENS,
     estimate_text_tokens,
 )
-from acp_agent.content import TextContent
+from acp_agent.content import (
+    ContentPart,
+    ImageContent,
+    ResourceContent,
+    ResourceLinkContent,
+    TextContent,
+)
 from acp_agent.core import (
     BranchMessageReceived,
     CompactionRecorded,
@@ -200,31 +206,26 @@ def render_compaction(
     return Message("user", [Text(summary), Text(restatement)])
 
 
-def user_input_parts(content: Sequence[dict[str, Any]]) -> list[Part]:
-    """The person's content blocks (ACP `ContentBlock` objects) as message parts."""
+def user_input_parts(content: Sequence[ContentPart]) -> list[Part]:
+    """The person's content parts as message parts (a tool's kinds have no place here)."""
     parts: list[Part] = []
-    for block in content:
-        kind = block.get("type")
-        if kind == "text":
-            text = str(block.get("text") or "")
-            if text:
-                parts.append(Text(text))
-        elif kind == "image" and block.get("data"):
-            parts.append(Image(str(block["data"]), str(block.get("mimeType") or "image/png")))
-        elif kind == "resource_link":
-            attributes = [("uri", str(block.get("uri") or ""))]
-            if block.get("name"):
-                attributes.append(("name", str(block["name"])))
+    for part in content:
+        if isinstance(part, TextContent):
+            if part.text:
+                parts.append(Text(part.text))
+        elif isinstance(part, ImageContent):
+            if part.data:
+                parts.append(Image(part.data, part.mime_type or "image/png"))
+        elif isinstance(part, ResourceLinkContent):
+            attributes = [("uri", part.uri)]
+            if part.name:
+                attributes.append(("name", part.name))
             parts.append(Text(tag("attachment", attributes)))
-        elif kind == "resource":
-            resource = block.get("resource") or {}
-            attributes = [("uri", str(resource.get("uri") or ""))]
-            if resource.get("mimeType"):
-                attributes.append(("mime", str(resource["mimeType"])))
-            body = resource.get("text")
-            parts.append(Text(tag("attachment", attributes, str(body) if body else None)))
-        elif kind == "audio":
-            parts.append(Text(tag("attachment", [("kind", "audio")], "(audio is not supported)")))
+        elif isinstance(part, ResourceContent):
+            attributes = [("uri", part.uri)]
+            if part.mime_type:
+                attributes.append(("mime", part.mime_type))
+            parts.append(Text(tag("attachment", attributes, part.text or None)))
     return parts
 
 

@@ -16,16 +16,12 @@ from typing import Any
 
 import attrs
 
+from acp_agent.content import valid_part
 from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
-from acp_agent.toolkit import (
-    ContentPart,
-    DiffContent,
-    TextContent,
-    ToolResult,
-)
+from acp_agent.toolkit import ToolResult
 from jsonbounds import TOO_DEEP, nesting_exceeds
 
-__all__ = ("json_safe", "valid_parts", "with_valid_text")
+__all__ = ("json_safe", "with_valid_text")
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +42,7 @@ def json_safe(value: Any) -> Any:
 
 def with_valid_text(result: ToolResult) -> ToolResult:
     """`result` with each lone surrogate in its text replaced by U+FFFD (itself if none)."""
-    content = valid_parts(result.content)
+    content = valid_part(result.content)
     model_text = replace_lone_surrogates(result.model_text)
     raw_output = replace_in_json(result.raw_output)
     if (
@@ -56,22 +52,3 @@ def with_valid_text(result: ToolResult) -> ToolResult:
     ):
         return result
     return attrs.evolve(result, content=content, model_text=model_text, raw_output=raw_output)
-
-
-def valid_parts(parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
-    """`parts` with each lone surrogate in their text replaced (the same tuple if none)."""
-    repaired = tuple(_valid_part(part) for part in parts)
-    return parts if all(a is b for a, b in zip(repaired, parts, strict=True)) else repaired
-
-
-def _valid_part(part: ContentPart) -> ContentPart:
-    if isinstance(part, TextContent):
-        text = replace_lone_surrogates(part.text)
-        return part if text is part.text else attrs.evolve(part, text=text)
-    if isinstance(part, DiffContent):
-        old = None if part.old_text is None else replace_lone_surrogates(part.old_text)
-        new, path = replace_lone_surrogates(part.new_text), replace_lone_surrogates(part.path)
-        if old is part.old_text and new is part.new_text and path is part.path:
-            return part
-        return DiffContent(path, old, new)
-    return part  # images, terminals and plans carry no outside text of their own

@@ -47,7 +47,7 @@ import anyio
 import attrs
 
 from acp_agent.capabilities.controls import SessionControls
-from acp_agent.capabilities.execution._content import json_safe, valid_parts, with_valid_text
+from acp_agent.capabilities.execution._content import json_safe, with_valid_text
 from acp_agent.capabilities.execution._recorder import CoalescingRecorder
 from acp_agent.capabilities.execution._result_budget import ResultBudget
 from acp_agent.capabilities.jobs import JobManager
@@ -73,6 +73,7 @@ from acp_agent.capabilities.session import (
     ToolBindings,
     UnboundCall,
 )
+from acp_agent.content import valid_part
 from acp_agent.core import (
     Branch,
     CallId,
@@ -257,7 +258,7 @@ class _Progress:
             )
             if isinstance(part, TextContent)
             else part
-            for part in valid_parts(tuple(parts))
+            for part in valid_part(tuple(parts))
         ]
         self._recorder.add(EventDraft(ToolCallProgressed(self._call_id, shown), TOOLS_PRODUCER))
 

@@ -63,6 +63,7 @@ from acp_agent.capabilities.execution import (
     tool_spec,
 )
 from acp_agent.capabilities.session import ToolGeneration, ToolSet
+from acp_agent.content import ContentPart
 from acp_agent.core import (
     Branch,
     CallId,
@@ -256,7 +257,7 @@ class ContextPreparer(Protocol):
         """The context window requests must fit (configured, or learned smaller)."""
         ...
 
-    def input_tokens(self, content: Sequence[dict[str, Any]]) -> int:
+    def input_tokens(self, content: Sequence[ContentPart]) -> int:
         """What the person's content costs as a message."""
         ...
 
@@ -409,11 +410,18 @@ class ModelLoop:
 
     # --- turns ----------------------------------------------------------------------------
 
-    async def start_turn(self, turn_id: TurnId, content: list[dict[str, Any]]) -> Turn:
+    async def start_turn(
+        self,
+        turn_id: TurnId,
+        content: Sequence[ContentPart],
+        *,
+        sent: Sequence[ContentPart | None] = (),
+    ) -> Turn:
         """Begin a turn with `content` and run it; `AlreadyStarted` while another turn runs.
 
-        `PromptTooLarge`, with nothing recorded, for a message the model cannot take
-        even with all history compacted away.
+        `sent`: what the person sent for each part the agent changed
+        (`UserInputAdopted.sent`). `PromptTooLarge`, with nothing recorded, for a
+        message the model cannot take even with all history compacted away.
         """
         specs = self._offered(self.toolset.current)
         tokens, limit = self.context.input_tokens(content), self.context.input_limit(specs)
@@ -422,7 +430,7 @@ class ModelLoop:
         if self.branch.turn is None:
             # Today's state and rules go on record before the person's words.
             await self.context.start_turn(turn_id)
-        turn = await self.branch.begin_turn(turn_id, content)
+        turn = await self.branch.begin_turn(turn_id, content, sent=sent)
         self._begun[turn_id] = turn
         self._begin_if_paired(turn_id)
         return turn
