@@ -24,6 +24,9 @@ from acp_agent.content import (
     ImageContent,
     Location,
     PlanContent,
+    PlanEntry,
+    PlanPriority,
+    PlanStatus,
     ResourceContent,
     ResourceLinkContent,
     TerminalContent,
@@ -31,7 +34,15 @@ from acp_agent.content import (
 )
 from protocol import types
 
-__all__ = ("acp_block", "acp_locations", "acp_plan", "acp_tool_content", "part_of")
+__all__ = (
+    "acp_block",
+    "acp_locations",
+    "acp_plan",
+    "acp_tool_content",
+    "part_of",
+    "part_of_tool_content",
+    "plan_part_of",
+)
 
 _PRIORITIES: Final = {priority.value: priority for priority in types.PlanEntryPriority}
 _STATUSES: Final = {status.value: status for status in types.PlanEntryStatus}
@@ -67,6 +78,27 @@ def part_of(block: types.ContentBlock) -> ContentPart:
             meta=block.meta,
         )
     raise TypeError(f"no content part holds {getattr(block, 'type', type(block).__name__)}")
+
+
+def part_of_tool_content(content: types.ToolCallContent) -> ContentPart:
+    """Tool call content as a part (a terminal's, as the client's: ACP says no more)."""
+    if isinstance(content, types.Diff):
+        return DiffContent(content.path, content.old_text, content.new_text)
+    if isinstance(content, types.Terminal):
+        return TerminalContent(content.terminal_id)
+    return part_of(content.content)
+
+
+def plan_part_of(entries: Iterable[types.PlanEntry]) -> PlanContent:
+    """A `plan` update's entries as the plan part."""
+    return PlanContent(
+        tuple(
+            PlanEntry(
+                entry.content, PlanPriority(entry.priority.value), PlanStatus(entry.status.value)
+            )
+            for entry in entries
+        )
+    )
 
 
 def _annotations(annotations: types.Annotations | None) -> Annotations | None:
