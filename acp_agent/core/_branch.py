@@ -29,6 +29,7 @@ from acp_agent.core._events import (
     Event,
     EventDraft,
     Payload,
+    TurnStopReason,
     UserInputAdopted,
 )
 from acp_agent.core._ids import NO_SEQ, BranchId, CallId, Seq, SessionId, TurnId
@@ -264,7 +265,7 @@ class Branch:
         if not self._beginning and previous is not None and previous.settled:
             await self._record_owed_ending()
 
-    async def end_turn(self, turn_id: TurnId, stop_reason: str) -> None:
+    async def end_turn(self, turn_id: TurnId, stop_reason: TurnStopReason) -> None:
         """Record that the turn finished; its leftover work is cancelled. Idempotent."""
         turn = self._turn
         if turn is not None and turn.turn_id == turn_id:

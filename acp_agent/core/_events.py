@@ -42,6 +42,7 @@ __all__ = (
     "ConversationRewound",
     "Event",
     "EventDraft",
+    "FailureKind",
     "FileChanged",
     "GuideAdopted",
     "JobEndShown",
@@ -53,6 +54,7 @@ __all__ = (
     "ModelRequestFinished",
     "ModelRequestInterrupted",
     "ModelRequestStarted",
+    "ModelStopReason",
     "ModelTextDelta",
     "NotificationReceived",
     "Payload",
@@ -78,6 +80,7 @@ __all__ = (
     "TurnCancelRequested",
     "TurnEnded",
     "TurnInterrupted",
+    "TurnStopReason",
     "UnknownPayload",
     "Usage",
     "UserInputAdopted",
@@ -220,13 +223,56 @@ class ModelReasoningEnded(Payload):
     redacted: bool = False
 
 
+# A member added to one of these enums is a new stored value older versions cannot
+# read: it changes the event format (`EVENT_FORMAT_VERSION`).
+
+
+class ModelStopReason(enum.StrEnum):
+    """Why the model's reply ended (`ModelRequestFinished`)."""
+
+    #: It finished its answer.
+    END_TURN = "end_turn"
+    #: It wants its tool calls run and their results sent back.
+    TOOL_USE = "tool_use"
+    #: It hit the output token cap (or the context window) mid-reply.
+    MAX_TOKENS = "max_tokens"
+    #: It declined, or the provider's content filter stopped it.
+    REFUSAL = "refusal"
+
+
+class FailureKind(enum.StrEnum):
+    """Why a model request gave no complete reply (`ModelRequestFailed`)."""
+
+    #: No model is configured (or its provider has no key).
+    NOT_CONFIGURED = "not_configured"
+    #: The reply broke off part way.
+    STREAM_BROKEN = "stream_broken"
+    RATE_LIMITED = "rate_limited"
+    #: The account's quota or credit is used up.
+    QUOTA = "quota"
+    OVERLOADED = "overloaded"
+    #: The request did not fit the model's context window.
+    CONTEXT_WINDOW = "context_window"
+    AUTHENTICATION = "authentication"
+    MODEL_NOT_FOUND = "model_not_found"
+    TIMEOUT = "timeout"
+    #: The provider could not be reached.
+    CONNECT = "connect"
+    #: The connection dropped before the reply began.
+    CONNECTION_LOST = "connection_lost"
+    #: The provider answered something that is not a reply.
+    INVALID_RESPONSE = "invalid_response"
+    #: Any other failure the provider reported.
+    PROVIDER_ERROR = "provider_error"
+
+
 @attrs.frozen
 class ModelRequestFinished(Payload):
     """The model's response ended, with why and what it cost."""
 
     KIND: ClassVar[str] = "model_request.finished"
     request_id: str
-    stop_reason: str
+    stop_reason: ModelStopReason
     usage: Usage = Usage()
 
 
@@ -234,13 +280,12 @@ class ModelRequestFinished(Payload):
 class ModelRequestFailed(Payload):
     """The model gave no complete response; what it streamed before stays, incomplete.
 
-    `error` names the failure (`rate_limited`, `stream_broken`, `not_configured`, ...),
-    `message` says it for a person.
+    `error` names the failure, `message` says it for a person.
     """
 
     KIND: ClassVar[str] = "model_request.failed"
     request_id: str
-    error: str
+    error: FailureKind
     message: str
 
 
@@ -718,13 +763,28 @@ class TurnInterrupted(Payload):
     turn_id: TurnId
 
 
+class TurnStopReason(enum.StrEnum):
+    """Why a turn ended (`TurnEnded`); a cancelled one ends with `TurnInterrupted`."""
+
+    #: The model finished its answer.
+    END_TURN = "end_turn"
+    #: The reply hit its cap, or the request did not fit the window even compacted.
+    MAX_TOKENS = "max_tokens"
+    #: The turn made as many model requests as it may.
+    MAX_TURN_REQUESTS = "max_turn_requests"
+    #: The model declined.
+    REFUSAL = "refusal"
+    #: The turn's work failed (a defect, or a store that could not record it).
+    ERROR = "error"
+
+
 @attrs.frozen
 class TurnEnded(Payload):
-    """A turn finished normally, with the reason its last model response stopped."""
+    """A turn finished normally, with why it stopped."""
 
     KIND: ClassVar[str] = "turn.ended"
     turn_id: TurnId
-    stop_reason: str
+    stop_reason: TurnStopReason
 
 
 #: Every payload class this version reads, by stored kind.

@@ -37,6 +37,7 @@ from acp_agent.core import (
     ConfigurationAdopted,
     ConversationRewound,
     EventDraft,
+    FailureKind,
     FileChanged,
     GuideAdopted,
     JobEnded,
@@ -49,6 +50,7 @@ from acp_agent.core import (
     ModelRequestFinished,
     ModelRequestInterrupted,
     ModelRequestStarted,
+    ModelStopReason,
     ModelTextDelta,
     NotificationReceived,
     Payload,
@@ -81,6 +83,7 @@ from acp_agent.core import (
     TurnEnded,
     TurnId,
     TurnInterrupted,
+    TurnStopReason,
     Usage,
     UserInputAdopted,
     new_id,
@@ -193,8 +196,8 @@ def sample_payloads() -> list[Payload]:
             "req_1", "The parser drops the last line.", ["The parser", " drops the last line."]
         ),
         ModelReasoningEnded("req_1", "sig_abc", redacted=False),
-        ModelRequestFinished("req_1", "tool_use", Usage(120, 30, 100, 20)),
-        ModelRequestFailed("req_2", "rate_limited", "openai answered 429"),
+        ModelRequestFinished("req_1", ModelStopReason.TOOL_USE, Usage(120, 30, 100, 20)),
+        ModelRequestFailed("req_2", FailureKind.RATE_LIMITED, "openai answered 429"),
         ModelRequestInterrupted("req_3", "cancelled"),
         ToolCallRequested(
             "req_1",
@@ -270,7 +273,7 @@ def sample_payloads() -> list[Payload]:
         SessionMetadataChanged("Fix the parser"),
         TurnCancelRequested(turn),
         TurnInterrupted(turn),
-        TurnEnded(turn, "end_turn"),
+        TurnEnded(turn, TurnStopReason.END_TURN),
     ]
 
 

@@ -29,14 +29,20 @@ from acp_agent.core import (
     CallId,
     Event,
     EventRow,
+    FailureKind,
+    ModelRequestFailed,
+    ModelRequestFinished,
     ModelRequestStarted,
+    ModelStopReason,
     NotificationReceived,
     Payload,
     Seq,
     SessionId,
     StoreCorrupt,
     ToolResultRecorded,
+    TurnEnded,
     TurnId,
+    TurnStopReason,
     UnknownPayload,
     UserInputAdopted,
     decode_event,
@@ -283,3 +289,41 @@ def test_the_person_s_input_shows_as_sent() -> None:
     )
     assert adopted.shown() == (TextContent("hi"), link)
     assert UserInputAdopted("turn_2", [TextContent("hi")]).shown() == (TextContent("hi"),)
+
+
+@pytest.mark.parametrize(
+    ("kind", "stored"),
+    [
+        ("turn.ended", '{"turn_id":"t","stop_reason":"bored"}'),
+        ("model_request.finished", '{"request_id":"r","stop_reason":"bored"}'),
+        ("model_request.failed", '{"request_id":"r","error":"bored","message":"m"}'),
+    ],
+)
+def test_a_stop_reason_or_failure_this_version_does_not_know_is_a_newer_format(
+    kind: str, stored: str
+) -> None:
+    # Stored as the values of an enum: a new value is a new format, kept unread.
+    newer: EventRow = ("br_1", 3, 3, kind, stored, "p", 1.5, EVENT_FORMAT_VERSION + 1)
+    assert decode_event(newer).payload == UnknownPayload(kind, json.loads(stored))
+    current: EventRow = ("br_1", 3, 3, kind, stored, "p", 1.5, EVENT_FORMAT_VERSION)
+    with pytest.raises(StoreCorrupt):
+        decode_event(current)
+
+
+def test_stop_reasons_and_failures_read_back_as_their_enums() -> None:
+    row: EventRow = (
+        "br_1",
+        3,
+        3,
+        "turn.ended",
+        '{"turn_id":"t","stop_reason":"refusal"}',
+        "p",
+        1.5,
+        1,
+    )
+    assert decode_event(row).payload == TurnEnded(TurnId("t"), TurnStopReason.REFUSAL)
+    assert decode_event(row).payload.stop_reason is TurnStopReason.REFUSAL  # type: ignore[attr-defined]
+    failed = ModelRequestFailed("r", FailureKind.QUOTA, "m")
+    assert encode_payload(failed) == '{"request_id":"r","error":"quota","message":"m"}'
+    finished = ModelRequestFinished("r", ModelStopReason.TOOL_USE)
+    assert '"stop_reason":"tool_use"' in encode_payload(finished)

@@ -64,6 +64,7 @@ from acp_agent.agent import (
     CompactionView,
     ConversationRewound,
     Event,
+    FailureKind,
     JobEndShown,
     ModelReasoningDelta,
     ModelRequestFailed,
@@ -153,9 +154,9 @@ def takes_subagents(capabilities: types.ClientCapabilities | None, *, unstable: 
     return unstable and capabilities is not None and capabilities.subagents is not None
 
 
-def failure_text(error: str, message: str) -> str:
+def failure_text(error: FailureKind, message: str) -> str:
     """What the person reads when a model request failed."""
-    if error == "not_configured":
+    if error == FailureKind.NOT_CONFIGURED:
         return message
     return f"The model request failed: {message}"
 
