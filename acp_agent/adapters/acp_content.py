@@ -15,7 +15,7 @@ not kept.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final, TypeVar, cast
 
 from acp_agent.content import (
     Annotations,
@@ -33,17 +33,22 @@ from acp_agent.content import (
     TextContent,
 )
 from protocol import types
+from protocol.converter import shared_converter
 
 __all__ = (
     "acp_block",
     "acp_locations",
     "acp_plan",
     "acp_tool_content",
+    "part_from_json",
     "part_of",
     "part_of_tool_content",
+    "plan_from_json",
     "plan_part_of",
+    "tool_part_from_json",
 )
 
+_Wire = TypeVar("_Wire")
 _PRIORITIES: Final = {priority.value: priority for priority in types.PlanEntryPriority}
 _STATUSES: Final = {status.value: status for status in types.PlanEntryStatus}
 
@@ -99,6 +104,40 @@ def plan_part_of(entries: Iterable[types.PlanEntry]) -> PlanContent:
             for entry in entries
         )
     )
+
+
+def part_from_json(data: Any) -> ContentPart | None:
+    """A content block as an agent wrote it (JSON) as a part; None when it does not fit
+    ACP's schema, or no part holds it (audio)."""
+    block = _wire(data, cast(Any, types.ContentBlock))
+    try:
+        return None if block is None else part_of(block)
+    except TypeError:
+        return None
+
+
+def tool_part_from_json(data: Any) -> ContentPart | None:
+    """Tool call content as an agent wrote it (JSON) as a part; None as for `part_from_json`."""
+    content = _wire(data, cast(Any, types.ToolCallContent))
+    try:
+        return None if content is None else part_of_tool_content(content)
+    except TypeError:
+        return None
+
+
+def plan_from_json(entries: Iterable[Any]) -> PlanContent:
+    """A `plan` update's entries as an agent wrote them (JSON); one that does not fit ACP's
+    schema is left out."""
+    read = (_wire(entry, types.PlanEntry) for entry in entries)
+    return plan_part_of(entry for entry in read if entry is not None)
+
+
+def _wire(data: Any, wire_type: type[_Wire]) -> _Wire | None:
+    try:
+        read: _Wire = shared_converter().structure(data, wire_type)
+    except Exception:
+        return None
+    return read
 
 
 def _annotations(annotations: types.Annotations | None) -> Annotations | None:

@@ -9,7 +9,10 @@ from acp_agent.adapters.acp_content import (
     acp_locations,
     acp_plan,
     acp_tool_content,
+    part_from_json,
     part_of,
+    plan_from_json,
+    tool_part_from_json,
 )
 from acp_agent.content import (
     DiffContent,
@@ -113,3 +116,21 @@ def test_a_plan_is_a_plan_update_and_places_keep_their_1_based_lines() -> None:
         types.ToolCallLocation(path="/a", line=3),
         types.ToolCallLocation(path="/b"),
     ]
+
+
+def test_what_an_agent_wrote_is_read_as_parts_and_what_does_not_fit_is_not() -> None:
+    assert part_from_json({"type": "text", "text": "hi"}) == TextContent("hi")
+    assert part_from_json({"type": "text"}) is None
+    assert part_from_json({"type": "audio", "data": "AA==", "mimeType": "audio/wav"}) is None
+    assert tool_part_from_json(
+        {"type": "diff", "path": "/a", "oldText": None, "newText": "x"}
+    ) == DiffContent("/a", None, "x")
+    assert tool_part_from_json({"type": "terminal", "terminalId": "t"}) == TerminalContent("t")
+    assert tool_part_from_json("not content") is None
+    entries = [
+        {"content": "Read", "priority": "high", "status": "completed"},
+        {"content": "no priority", "status": "pending"},
+    ]
+    assert plan_from_json(entries) == PlanContent(
+        (PlanEntry("Read", PlanPriority.HIGH, PlanStatus.COMPLETED),)
+    )

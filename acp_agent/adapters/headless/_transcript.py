@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final
 
-from acp_agent.adapters.acp_content import part_of, part_of_tool_content, plan_part_of
+from acp_agent.adapters.acp_content import part_from_json, plan_from_json, tool_part_from_json
 from acp_agent.content import (
     ContentPart,
     DiffContent,
@@ -25,8 +25,6 @@ from acp_agent.content import (
     TerminalContent,
     TextContent,
 )
-from protocol import types
-from protocol.converter import shared_converter
 
 __all__ = ("Transcript",)
 
@@ -34,7 +32,6 @@ __all__ = ("Transcript",)
 MAX_SHOWN_CHARS: Final = 4000
 
 _MARKS: Final = {PlanStatus.COMPLETED: "x", PlanStatus.IN_PROGRESS: "~"}
-_Wire = TypeVar("_Wire")
 
 _MESSAGE_KINDS: Final = {
     "user_message_chunk": "You",
@@ -85,8 +82,7 @@ class Transcript:
 
     def _chunk(self, kind: str, update: dict[str, Any]) -> None:
         content = update.get("content") or {}
-        block = _read(content, cast(Any, types.ContentBlock))
-        part = None if block is None else _part(part_of, block)
+        part = part_from_json(content)
         text = part.text if isinstance(part, TextContent) else _placeholder(part, content)
         message_id = update.get("messageId")
         last = self._entries[-1] if self._entries else None
@@ -106,26 +102,12 @@ class Transcript:
         self._entries.append(entry)
 
 
-def _read(data: Any, wire_type: type[_Wire]) -> _Wire | None:
-    """`data` as ACP's `wire_type`, or None where it does not fit the schema."""
-    try:
-        read: _Wire = shared_converter().structure(data, wire_type)
-    except Exception:
-        return None
-    return read
-
-
-def _part(convert: Any, wire: Any) -> ContentPart | None:
-    try:
-        part: ContentPart = convert(wire)
-    except TypeError:  # audio: no part holds it
-        return None
-    return part
-
-
 def _placeholder(part: ContentPart | None, content: Any) -> str:
     """What stands for a part that is not text (an image, a resource link)."""
-    kind = part.KIND if part is not None else (content or {}).get("type", "content")
+    if part is not None:
+        kind = part.KIND
+    else:  # not ACP: named by the kind it claims
+        kind = str(content.get("type", "content")) if isinstance(content, dict) else "content"
     name = ""
     if isinstance(part, ImageContent):
         name = part.uri or part.mime_type
@@ -147,8 +129,7 @@ def _render(entry: dict[str, Any]) -> str:
         return _render_call(entry)
     if kind == "plan":
         lines = ["**Plan**", ""]
-        steps = [_read(step, types.PlanEntry) for step in entry.get("entries") or ()]
-        for step in plan_part_of(step for step in steps if step is not None).entries:
+        for step in plan_from_json(entry.get("entries") or ()).entries:
             lines.append(f"- [{_MARKS.get(step.status, ' ')}] {step.content}")
         return "\n".join(lines)
     return ""
@@ -158,13 +139,12 @@ def _render_call(call: dict[str, Any]) -> str:
     title = call.get("title") or call.get("toolCallId")
     lines = [f"**Tool call:** {title} ({call.get('status', 'pending')})"]
     for item in call.get("content") or ():
-        content = _read(item, cast(Any, types.ToolCallContent))
-        part = None if content is None else _part(part_of_tool_content, content)
+        part = tool_part_from_json(item)
         if isinstance(part, DiffContent):
             lines.append(_diff_block(part))
         elif isinstance(part, TerminalContent):
             lines.append(f"(terminal {part.terminal_id})")
-        elif item.get("type") == "content":
+        elif isinstance(item, dict) and item.get("type") == "content":
             inner = item.get("content")
             text = part.text if isinstance(part, TextContent) else _placeholder(part, inner)
             if text:
