@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import json.encoder
 from collections.abc import Callable
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, get_args, get_origin
 
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
@@ -153,6 +153,27 @@ _converter.register_structure_hook(ContentPart, _decode_part)
 _converter.register_unstructure_hook(ContentPart | None, _encode_sent_part)
 _converter.register_structure_hook(ContentPart | None, _decode_sent_part)
 _converter.register_unstructure_hook(Annotations, lambda value: _sparse_hook(Annotations)(value))
+
+
+def _is_homogeneous_tuple(cls: Any) -> bool:
+    args = get_args(cls)
+    return get_origin(cls) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
+def _tuple_hook(cls: Any) -> Callable[[Any, Any], tuple[Any, ...]]:
+    """The structure hook of `tuple[X, ...]` (content parts, places): each item by X's own
+    hook, without cattrs's general tuple handling (a twentieth of the time decoding a
+    long session's events takes)."""
+    item_type = get_args(cls)[0]
+
+    def structure(data: Any, _: object) -> tuple[Any, ...]:
+        item = _structure_hook(item_type)
+        return tuple([item(value, item_type) for value in data])
+
+    return structure
+
+
+_converter.register_structure_hook_factory(_is_homogeneous_tuple, _tuple_hook)
 
 
 def encode_payload(payload: Payload) -> str:

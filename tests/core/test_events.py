@@ -221,9 +221,31 @@ def test_a_tool_result_is_stored_in_format_1s_shape_and_read_back_as_parts() -> 
     assert decode_event(row).payload == payload
 
 
-def test_a_part_of_a_kind_this_version_does_not_know_makes_the_event_unreadable() -> None:
-    stored = '{"call_id":"c","content":[{"type":"hologram","data":"?"}]}'
+@pytest.mark.parametrize(
+    "content",
+    [
+        '[{"type":"hologram","data":"?"}]',
+        '[{"text":"no kind"}]',
+        '[{"type":"text"}]',
+        '[{"type":"diff","path":"/a","new_text":"n"}]',
+        '"text"',
+        "5",
+        '{"type":"text","text":"not in a list"}',
+    ],
+    ids=["unknown-kind", "no-kind", "no-text", "no-old-text", "a-string", "a-number", "one-part"],
+)
+def test_content_that_is_not_a_list_of_parts_makes_the_event_unreadable(content: str) -> None:
+    stored = f'{{"call_id":"c","content":{content}}}'
     row: EventRow = ("br_1", 3, 3, "tool_call.progressed", stored, "p", 1.5, EVENT_FORMAT_VERSION)
+    with pytest.raises(StoreCorrupt):
+        decode_event(row)
+
+
+def test_places_that_are_not_a_list_of_places_make_the_event_unreadable() -> None:
+    stored = (
+        '{"request_id":"r","call_id":"c","tool":"read","arguments":{},"locations":[{"line":3}]}'
+    )
+    row: EventRow = ("br_1", 3, 3, "tool_call.requested", stored, "p", 1.5, EVENT_FORMAT_VERSION)
     with pytest.raises(StoreCorrupt):
         decode_event(row)
 
