@@ -8,6 +8,9 @@ annotations and `_meta` survive the round trip, so a replay shows what was
 sent; what ACP has and the parts lack (a tool call content's own `_meta`) is
 not kept.
 
+A public sub-API of the adapters: a module, not a package's private one,
+because two front ends (`acp`, `headless`) import it and neither owns it.
+
     part_of(types.TextContent(text="Hi"))          # TextContent("Hi")
     acp_tool_content(DiffContent(path, old, new))  # types.Diff(path=..., ...)
 """
