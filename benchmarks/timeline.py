@@ -18,6 +18,13 @@ Usage (with the virtual environment that has acp-agent installed):
    Peak memory is traced (tracemalloc) in a separate run of each, so the
    timings do not pay for the tracing.
 
+3. Decoding a session's events when they hold content: 1,000 turns (the
+   person's text; a reply proposing an edit; its result, a text and a diff;
+   7,000 events), `decode_event` on every stored row next to the floor,
+   `json.loads` of the same payloads, in the same run (the best of rounds).
+   The same rows with the person's input as event format 1 stored it show
+   what reading an older store through `core._upgrades` costs.
+
 With `--store postgresql` the same questions go to the PostgreSQL store, on a
 throwaway cluster started for the run (fsync and synchronous_commit on, a
 private unix socket; `tests/support/postgres.py`) or on `--postgres-url URL`:
@@ -36,6 +43,7 @@ It is a report: nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sqlite3
 import statistics
@@ -50,14 +58,27 @@ from typing import Any
 import anyio
 import attrs
 
+from acp_agent.content import DiffContent, Location, TextContent
 from acp_agent.core import (
     BatchId,
     BranchId,
+    CallId,
     Event,
     EventDraft,
+    ModelRequestFinished,
+    ModelRequestStarted,
+    ModelStopReason,
+    ModelTextDelta,
     NotificationReceived,
     Seq,
     Timeline,
+    ToolCallRequested,
+    ToolResultRecorded,
+    TurnEnded,
+    TurnId,
+    TurnStopReason,
+    UserInputAdopted,
+    decode_event,
     encode_event,
     new_id,
     open_runtime,
@@ -251,6 +272,83 @@ def rebuilds(directory: Path, events: int) -> list[dict[str, Any]]:
         elapsed, replayed = anyio.run(rebuild, path, session_id, how)
         peak = traced_peak(rebuild, path, session_id, "as stored")
         results.append({"from": how, "seconds": elapsed, "replayed": replayed, "peak_bytes": peak})
+    return results
+
+
+# --- decoding content -----------------------------------------------------------------------
+
+PROMPT = "Please look at the parser and fix the off-by-one in its tokenizer. " * 3
+FILE_BEFORE = "def position(x):\n    return x + 1\n" * 40
+FILE_AFTER = "def position(x):\n    return x + 2\n" * 40
+
+
+def content_turn(turn: int) -> list[Any]:
+    """One turn's payloads, as they are recorded: the person's text, a reply proposing an
+    edit, the edit's result (its output and the diff), the turn's end."""
+    turn_id, request_id, call_id = TurnId(f"turn_{turn}"), f"req_{turn}", CallId(f"call_{turn}")
+    path = "/work/src/parser.py"
+    return [
+        UserInputAdopted(turn_id, (TextContent(PROMPT),)),
+        ModelRequestStarted(request_id, turn_id, "model"),
+        ModelTextDelta(request_id, "I will fix the tokenizer."),
+        ModelRequestFinished(request_id, ModelStopReason.TOOL_USE),
+        ToolCallRequested(
+            request_id, call_id, "edit", {"path": path}, "Edit", "edit", (Location(path, 12),)
+        ),
+        ToolResultRecorded(
+            call_id,
+            request_id,
+            (TextContent(TEXT * 16), DiffContent(path, FILE_BEFORE, FILE_AFTER)),
+            False,
+        ),
+        TurnEnded(turn_id, TurnStopReason.END_TURN),
+    ]
+
+
+def content_rows(turns: int) -> list[tuple[Any, ...]]:
+    branch_id = BranchId(new_id("br"))
+    payloads = [payload for turn in range(turns) for payload in content_turn(turn)]
+    return [
+        tuple(encode_event(Event(branch_id, Seq(n), BatchId(n), payload, "benchmark", 0.0)))
+        for n, payload in enumerate(payloads, 1)
+    ]
+
+
+def as_format_1(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`row` as event format 1 stored it: the person's text as an ACP block, no `sent`."""
+    if row[3] != UserInputAdopted.KIND:
+        return row
+    data = json.loads(row[4])
+    data["content"] = [{"type": "text", "text": part["text"]} for part in data["content"]]
+    del data["sent"]
+    return (*row[:4], json.dumps(data, separators=(",", ":")), *row[5:7], 1)
+
+
+def best_of(rounds: int, work: Callable[[], object]) -> float:
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def _decode_all(rows: list[tuple[Any, ...]]) -> list[Event]:
+    return [decode_event(row) for row in rows]
+
+
+def _loads_all(rows: list[tuple[Any, ...]]) -> list[Any]:
+    return [json.loads(row[4]) for row in rows]
+
+
+def content_decoding(turns: int, rounds: int) -> list[dict[str, Any]]:
+    rows = content_rows(turns)
+    old_rows = [as_format_1(row) for row in rows]
+    results = []
+    for name, stored in (("this format", rows), ("format 1's input", old_rows)):
+        ours = best_of(rounds, functools.partial(_decode_all, stored))
+        floor = best_of(rounds, functools.partial(_loads_all, stored))
+        results.append({"rows": name, "events": len(stored), "ours": ours, "floor": floor})
     return results
 
 
@@ -480,6 +578,14 @@ def main() -> None:
             print(
                 f"| {row['from']} | {row['replayed']:,} | {row['seconds']:.3f} "
                 f"| {100 * row['seconds'] / full:.1f}% | {row['peak_bytes'] / 2**20:.1f} MiB |"
+            )
+        print("\nDecoding a session's events that hold content (best of 20 rounds):\n")
+        print("| rows | events | decode_event ms | json.loads ms (floor) | ours/floor time |")
+        print("|------|-------:|----------------:|----------------------:|----------------:|")
+        for row in content_decoding(1000, 20):
+            print(
+                f"| {row['rows']} | {row['events']:,} | {row['ours'] * 1000:.1f} "
+                f"| {row['floor'] * 1000:.1f} | {row['ours'] / row['floor']:.2f}x |"
             )
 
 

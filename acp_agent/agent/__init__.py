@@ -4,7 +4,7 @@
         session = await agent.load(session_id, FrontEnd(client=editor, prompter=person))
         subscription = await session.subscribe(viewer, after=cursor)
         async with session.turn_slot() as slot:
-            turn = await slot.start([{"type": "text", "text": "Hi"}])
+            turn = await slot.start([TextContent("Hi")])
             outcome = await turn.outcome(seen_by=subscription)
 
 Every front end reaches the runtime through here (the ACP adapter, and any
@@ -66,6 +66,7 @@ from acp_agent.core import (
     BranchShown,
     ConversationRewound,
     Event,
+    FailureKind,
     IllegalCut,
     JobEndShown,
     ModelReasoningDelta,
@@ -142,6 +143,7 @@ __all__ = (
     "ConversationRewound",
     "DeliveryStopped",
     "Event",
+    "FailureKind",
     "ForkAnchor",
     "FrontEnd",
     "FrontEndMaker",

@@ -2,7 +2,7 @@
 
     async with open_agent(store, registry=registry, models=models) as agent:
         session = await agent.load(session_id, FrontEnd(client=editor, prompter=person))
-        turn = await session.prompt([{"type": "text", "text": "Hi"}])
+        turn = await session.prompt([TextContent("Hi")])
 
 One `Agent` per runtime, one `SessionHandle` per open session. A session
 opens with its front end's side (`FrontEnd`: the editor, who is asked, how

@@ -29,6 +29,7 @@ from acp_agent.agent._errors import SessionBusy, TurnCancelled
 from acp_agent.agent._subscriptions import SessionSubscription, follow
 from acp_agent.agent._turns import TurnHandle, TurnSlot
 from acp_agent.capabilities.controls import SessionControls, workspace_roots
+from acp_agent.content import ContentPart
 from acp_agent.core import (
     Event,
     IllegalCut,
@@ -145,7 +146,7 @@ class SessionHandle:
         self._slots.append(slot)
         return slot
 
-    async def prompt(self, content: list[dict[str, Any]]) -> TurnHandle:
+    async def prompt(self, content: Sequence[ContentPart]) -> TurnHandle:
         """Run one turn of `content` once the turns before it are over; returns it when it
         is over, `ended` saying how (a front end that does more around the turn, or answers
         once its own subscriber has seen the end, uses `turn_slot`).

@@ -16,11 +16,12 @@ slot: a waiting one stops waiting, a running command or turn is cancelled.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
+from acp_agent.content import ContentPart
 from acp_agent.core import Branch, Turn, TurnId, new_id
 
 if TYPE_CHECKING:
@@ -129,8 +130,11 @@ class TurnSlot:
             self._lock.release()
         self._on_done(self)
 
-    async def start(self, content: list[dict[str, Any]]) -> TurnHandle:
-        """Start the turn of `content` on the session's main line.
+    async def start(
+        self, content: Sequence[ContentPart], *, sent: Sequence[ContentPart | None] = ()
+    ) -> TurnHandle:
+        """Start the turn of `content` on the session's main line (`sent`: what the person
+        sent for each part the agent changed, `UserInputAdopted.sent`).
 
         Raises `PromptTooLarge` (nothing recorded) for a message the model cannot
         take, the store's error if the input cannot be recorded. A slot cancelled
@@ -139,7 +143,7 @@ class TurnSlot:
         if not self._holding:
             raise RuntimeError("a turn slot starts a turn only while it holds the queue")
         turn_id = self.turn_id = TurnId(new_id("turn"))
-        turn = TurnHandle(self._branch, await self._loop.start_turn(turn_id, content))
+        turn = TurnHandle(self._branch, await self._loop.start_turn(turn_id, content, sent=sent))
         if self.cancelled:  # a cancel came while the turn was starting
             await turn.cancel()
         return turn

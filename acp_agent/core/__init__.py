@@ -13,7 +13,7 @@ from acp_agent.core._branch import (
     BranchState,
     TurnObserver,
 )
-from acp_agent.core._codec import EventRow, decode_event, encode_event, encode_payload
+from acp_agent.core._codec import EventRow, decode_event, encode_event, encode_part, encode_payload
 from acp_agent.core._cuts import hidden_ranges, is_hidden, message_cut, prompt_cut, quiet_cut
 from acp_agent.core._dispatcher import (
     DISPATCHER,
@@ -47,6 +47,7 @@ from acp_agent.core._events import (
     ConversationRewound,
     Event,
     EventDraft,
+    FailureKind,
     FileChanged,
     GuideAdopted,
     JobEnded,
@@ -58,6 +59,7 @@ from acp_agent.core._events import (
     ModelRequestFinished,
     ModelRequestInterrupted,
     ModelRequestStarted,
+    ModelStopReason,
     ModelTextDelta,
     NotificationReceived,
     Payload,
@@ -83,6 +85,7 @@ from acp_agent.core._events import (
     TurnCancelRequested,
     TurnEnded,
     TurnInterrupted,
+    TurnStopReason,
     UnknownPayload,
     Usage,
     UserInputAdopted,
@@ -149,6 +152,7 @@ from acp_agent.core._store import (
 )
 from acp_agent.core._timeline import DEFAULT_PAGE_EVENTS, DEFAULT_TAIL_EVENTS, TIMELINE, Timeline
 from acp_agent.core._turns import Turn, TurnState
+from acp_agent.core._upgrades import upgrade_payload
 
 __all__ = (
     "BRANCH",
@@ -192,6 +196,7 @@ __all__ = (
     "Event",
     "EventDraft",
     "EventRow",
+    "FailureKind",
     "FileChanged",
     "ForkOrigin",
     "GuideAdopted",
@@ -209,6 +214,7 @@ __all__ = (
     "ModelRequestFinished",
     "ModelRequestInterrupted",
     "ModelRequestStarted",
+    "ModelStopReason",
     "ModelTextDelta",
     "NotificationReceived",
     "Payload",
@@ -274,6 +280,7 @@ __all__ = (
     "TurnInterrupted",
     "TurnObserver",
     "TurnState",
+    "TurnStopReason",
     "UnknownPayload",
     "Usage",
     "UserInputAdopted",
@@ -281,6 +288,7 @@ __all__ = (
     "create_stored_session",
     "decode_event",
     "encode_event",
+    "encode_part",
     "encode_payload",
     "hidden_ranges",
     "is_hidden",
@@ -293,4 +301,5 @@ __all__ = (
     "quiet_cut",
     "restore_state",
     "save_snapshot",
+    "upgrade_payload",
 )

@@ -16,10 +16,11 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 import attrs
 
+from acp_agent.content import ContentPart
 from acp_agent.core._dispatcher import DISPATCHER, Dispatcher
 from acp_agent.core._errors import AlreadyStarted
 from acp_agent.core._events import (
@@ -28,6 +29,7 @@ from acp_agent.core._events import (
     Event,
     EventDraft,
     Payload,
+    TurnStopReason,
     UserInputAdopted,
 )
 from acp_agent.core._ids import NO_SEQ, BranchId, CallId, Seq, SessionId, TurnId
@@ -200,14 +202,21 @@ class Branch:
         """Tell `observer` when each later turn starts and right before it ends."""
         self._turn_observers.append(observer)
 
-    async def begin_turn(self, turn_id: TurnId, content: list[dict[str, Any]]) -> Turn:
+    async def begin_turn(
+        self,
+        turn_id: TurnId,
+        content: Sequence[ContentPart],
+        *,
+        sent: Sequence[ContentPart | None] = (),
+    ) -> Turn:
         """Adopt the input and open a turn for its work; `AlreadyStarted` if one runs or is
         being begun.
 
         It never waits for the turn before: whoever starts turns queues them (a
         session's handle, `acp_agent.agent`, queues its prompts; the branch manager
         its children's). `content` may be empty: a branch's turn whose input is
-        already on record (its task, a message from another branch).
+        already on record (its task, a message from another branch). `sent`:
+        `UserInputAdopted.sent`.
         """
         if self._beginning or self.turn is not None:
             running = self.turn.turn_id if self.turn is not None else "another turn"
@@ -216,7 +225,7 @@ class Branch:
         try:
             await self._record_owed_ending()
             turn = Turn(turn_id, self._record_payload, before_ending=self._turn_ending)
-            await self.record_fact(UserInputAdopted(turn_id, content))
+            await self.record_fact(UserInputAdopted(turn_id, content, sent))
             await self.scope.start(turn.host, name=f"turn {turn_id}")
             self._turn = turn
         finally:
@@ -256,7 +265,7 @@ class Branch:
         if not self._beginning and previous is not None and previous.settled:
             await self._record_owed_ending()
 
-    async def end_turn(self, turn_id: TurnId, stop_reason: str) -> None:
+    async def end_turn(self, turn_id: TurnId, stop_reason: TurnStopReason) -> None:
         """Record that the turn finished; its leftover work is cancelled. Idempotent."""
         turn = self._turn
         if turn is not None and turn.turn_id == turn_id:

@@ -1,8 +1,14 @@
 """Events to stored rows and back, with cattrs; the same for every store.
 
-A row keeps the payload as compact JSON. Decoding a kind this version does
-not know yields `UnknownPayload` (kept, passed through); so does a known kind
-whose newer format this version cannot read. Anything else unreadable is
+A row keeps the payload as compact JSON, in snake_case. Content parts
+(`acp_agent.content`) are objects tagged with their kind under `"type"`
+(`{"type": "diff", "path": ..., "old_text": ..., "new_text": ...}`); their
+optional fields are left out when unset, except a terminal's `local_cwd`,
+which format 1 always wrote (a stored part reads the same to the model).
+A known kind stored at an older format is read through `core._upgrades` (and
+is the current format once read). Decoding a kind this version does not know
+yields `UnknownPayload` (kept, passed through); so does a known kind whose
+newer format this version cannot read. Anything else unreadable is
 `StoreCorrupt`.
 """
 
@@ -11,10 +17,22 @@ from __future__ import annotations
 import json
 import json.encoder
 from collections.abc import Callable
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, get_args, get_origin
 
 import cattrs
+from cattrs.gen import make_dict_unstructure_fn, override
 
+from acp_agent.content import (
+    Annotations,
+    ContentPart,
+    DiffContent,
+    ImageContent,
+    PlanContent,
+    ResourceContent,
+    ResourceLinkContent,
+    TerminalContent,
+    TextContent,
+)
 from acp_agent.core._events import (
     EVENT_FORMAT_VERSION,
     PAYLOAD_TYPES,
@@ -24,8 +42,9 @@ from acp_agent.core._events import (
 )
 from acp_agent.core._ids import BatchId, BranchId, Seq
 from acp_agent.core._store import StoreCorrupt
+from acp_agent.core._upgrades import upgrade_payload
 
-__all__ = ("EventRow", "decode_event", "encode_event", "encode_payload")
+__all__ = ("EventRow", "decode_event", "encode_event", "encode_part", "encode_payload")
 
 
 #: An event as stored: the events table's columns, in order: branch id, seq, batch id,
@@ -61,22 +80,100 @@ _dumps: Final = _compact_json_encoder()
 
 # cattrs builds a hook per class on first use (not at import: start-up time matters),
 # then every event of that class reuses it: this is the append hot path.
-_UNSTRUCTURE: Final[dict[type[Payload], Callable[[Any], Any]]] = {}
-_STRUCTURE: Final[dict[type[Payload], Callable[[Any, Any], Any]]] = {}
+_UNSTRUCTURE: Final[dict[type[Any], Callable[[Any], Any]]] = {}
+_STRUCTURE: Final[dict[type[Any], Callable[[Any, Any], Any]]] = {}
 
 
-def _unstructure_hook(cls: type[Payload]) -> Callable[[Any], Any]:
+def _unstructure_hook(cls: type[Any]) -> Callable[[Any], Any]:
     hook = _UNSTRUCTURE.get(cls)
     if hook is None:
         hook = _UNSTRUCTURE[cls] = _converter.get_unstructure_hook(cls)
     return hook
 
 
-def _structure_hook(cls: type[Payload]) -> Callable[[Any, Any], Any]:
+def _structure_hook(cls: type[Any]) -> Callable[[Any, Any], Any]:
     hook = _STRUCTURE.get(cls)
     if hook is None:
         hook = _STRUCTURE[cls] = _converter.get_structure_hook(cls)
     return hook
+
+
+#: Every kind of content part, by the tag it is stored with.
+_PART_CLASSES: Final[dict[str, type[ContentPart]]] = {
+    cls.KIND: cls
+    for cls in (
+        TextContent,
+        ImageContent,
+        ResourceContent,
+        ResourceLinkContent,
+        DiffContent,
+        TerminalContent,
+        PlanContent,
+    )
+}
+#: Optional fields format 1 wrote even when unset, by part class.
+_ALWAYS_WRITTEN: Final[dict[type[Any], tuple[str, ...]]] = {TerminalContent: ("local_cwd",)}
+_PART_UNSTRUCTURE: Final[dict[type[Any], Callable[[Any], dict[str, Any]]]] = {}
+
+
+def _sparse_hook(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
+    """The unstructure hook of a part (or its annotations) that leaves unset fields out."""
+    hook = _PART_UNSTRUCTURE.get(cls)
+    if hook is None:
+        kept: dict[str, Any] = {
+            name: override(omit_if_default=False) for name in _ALWAYS_WRITTEN.get(cls, ())
+        }
+        hook = _PART_UNSTRUCTURE[cls] = make_dict_unstructure_fn(
+            cls, _converter, _cattrs_omit_if_default=True, **kept
+        )
+    return hook
+
+
+def encode_part(part: ContentPart) -> dict[str, Any]:
+    """A content part as events store it: JSON data, its kind under `"type"`."""
+    return {"type": part.KIND, **_sparse_hook(type(part))(part)}
+
+
+def _decode_part(data: Any, _: object) -> ContentPart:
+    cls = _PART_CLASSES[data["type"]]  # an unknown kind: the event cannot be read
+    part: ContentPart = _structure_hook(cls)(data, cls)
+    return part
+
+
+def _encode_sent_part(part: ContentPart | None) -> dict[str, Any] | None:
+    return None if part is None else encode_part(part)
+
+
+def _decode_sent_part(data: Any, _: object) -> ContentPart | None:
+    return None if data is None else _decode_part(data, None)
+
+
+_converter.register_unstructure_hook(ContentPart, encode_part)
+_converter.register_structure_hook(ContentPart, _decode_part)
+_converter.register_unstructure_hook(ContentPart | None, _encode_sent_part)
+_converter.register_structure_hook(ContentPart | None, _decode_sent_part)
+_converter.register_unstructure_hook(Annotations, lambda value: _sparse_hook(Annotations)(value))
+
+
+def _is_homogeneous_tuple(cls: Any) -> bool:
+    args = get_args(cls)
+    return get_origin(cls) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
+def _tuple_hook(cls: Any) -> Callable[[Any, Any], tuple[Any, ...]]:
+    """The structure hook of `tuple[X, ...]` (content parts, places): each item by X's own
+    hook, without cattrs's general tuple handling (a twentieth of the time decoding a
+    long session's events takes)."""
+    item_type = get_args(cls)[0]
+
+    def structure(data: Any, _: object) -> tuple[Any, ...]:
+        item = _structure_hook(item_type)
+        return tuple([item(value, item_type) for value in data])
+
+    return structure
+
+
+_converter.register_structure_hook_factory(_is_homogeneous_tuple, _tuple_hook)
 
 
 def encode_payload(payload: Payload) -> str:
@@ -115,6 +212,9 @@ def decode_event(row: EventRow | tuple[Any, ...]) -> Event:
         payload = UnknownPayload(kind, data)
     else:
         try:
+            if version < EVENT_FORMAT_VERSION:
+                # Read as this version's shape, and written back so if copied.
+                data, version = upgrade_payload(kind, version, data), EVENT_FORMAT_VERSION
             payload = _structure_hook(cls)(data, cls)
         except Exception as exc:
             if version > EVENT_FORMAT_VERSION:

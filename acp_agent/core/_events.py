@@ -17,11 +17,12 @@ place and the codec and the projection read one list.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Final
 
 import attrs
 
+from acp_agent.content import ContentPart, Location, as_sent
 from acp_agent.core._ids import BatchId, BranchId, CallId, Seq, SessionId, TurnId
 from acp_agent.records import Record
 
@@ -41,6 +42,7 @@ __all__ = (
     "ConversationRewound",
     "Event",
     "EventDraft",
+    "FailureKind",
     "FileChanged",
     "GuideAdopted",
     "JobEndShown",
@@ -52,6 +54,7 @@ __all__ = (
     "ModelRequestFinished",
     "ModelRequestInterrupted",
     "ModelRequestStarted",
+    "ModelStopReason",
     "ModelTextDelta",
     "NotificationReceived",
     "Payload",
@@ -77,14 +80,33 @@ __all__ = (
     "TurnCancelRequested",
     "TurnEnded",
     "TurnInterrupted",
+    "TurnStopReason",
     "UnknownPayload",
     "Usage",
     "UserInputAdopted",
 )
 
 #: Bumped when a payload's stored shape changes incompatibly. A stored event with a
-#: higher version that this code cannot read is kept as `UnknownPayload`.
-EVENT_FORMAT_VERSION: Final = 1
+#: higher version that this code cannot read is kept as `UnknownPayload`; one with a
+#: lower version is read through `core._upgrades`. 2: the person's input as content
+#: parts (format 1 kept ACP's content blocks, in ACP's camelCase).
+EVENT_FORMAT_VERSION: Final = 2
+
+
+def _parts(parts: Iterable[ContentPart]) -> tuple[ContentPart, ...]:
+    return tuple(parts)
+
+
+def _sent_parts(parts: Iterable[ContentPart | None]) -> tuple[ContentPart | None, ...]:
+    return tuple(parts)
+
+
+def _locations(locations: Iterable[Location]) -> tuple[Location, ...]:
+    return tuple(locations)
+
+
+def _some_locations(locations: Iterable[Location] | None) -> tuple[Location, ...] | None:
+    return None if locations is None else tuple(locations)
 
 
 class Payload(Record):
@@ -116,11 +138,22 @@ class UnknownPayload(Payload):
 
 @attrs.frozen
 class UserInputAdopted(Payload):
-    """What the person typed was taken into the branch (content blocks as JSON objects)."""
+    """What the person sent was taken into the branch.
+
+    `content` is what the model reads. Where the agent changed a part (a link
+    read into the file it names, a template expanded), `sent` holds, at that
+    part's position, what the person sent: what a replay shows (None where the
+    part is as sent; empty when every part is).
+    """
 
     KIND: ClassVar[str] = "user_input.adopted"
     input_id: str
-    content: list[dict[str, Any]]
+    content: tuple[ContentPart, ...] = attrs.field(converter=_parts)
+    sent: tuple[ContentPart | None, ...] = attrs.field(default=(), converter=_sent_parts)
+
+    def shown(self) -> tuple[ContentPart, ...]:
+        """The parts as the person sent them."""
+        return as_sent(self.content, self.sent)
 
 
 # --- model requests -------------------------------------------------------------------
@@ -190,13 +223,56 @@ class ModelReasoningEnded(Payload):
     redacted: bool = False
 
 
+# A member added to one of these enums is a new stored value older versions cannot
+# read: it changes the event format (`EVENT_FORMAT_VERSION`).
+
+
+class ModelStopReason(enum.StrEnum):
+    """Why the model's reply ended (`ModelRequestFinished`)."""
+
+    #: It finished its answer.
+    END_TURN = "end_turn"
+    #: It wants its tool calls run and their results sent back.
+    TOOL_USE = "tool_use"
+    #: It hit the output token cap (or the context window) mid-reply.
+    MAX_TOKENS = "max_tokens"
+    #: It declined, or the provider's content filter stopped it.
+    REFUSAL = "refusal"
+
+
+class FailureKind(enum.StrEnum):
+    """Why a model request gave no complete reply (`ModelRequestFailed`)."""
+
+    #: No model is configured (or its provider has no key).
+    NOT_CONFIGURED = "not_configured"
+    #: The reply broke off part way.
+    STREAM_BROKEN = "stream_broken"
+    RATE_LIMITED = "rate_limited"
+    #: The account's quota or credit is used up.
+    QUOTA = "quota"
+    OVERLOADED = "overloaded"
+    #: The request did not fit the model's context window.
+    CONTEXT_WINDOW = "context_window"
+    AUTHENTICATION = "authentication"
+    MODEL_NOT_FOUND = "model_not_found"
+    TIMEOUT = "timeout"
+    #: The provider could not be reached.
+    CONNECT = "connect"
+    #: The connection dropped before the reply began.
+    CONNECTION_LOST = "connection_lost"
+    #: The provider answered something that is not a reply.
+    INVALID_RESPONSE = "invalid_response"
+    #: Any other failure the provider reported.
+    PROVIDER_ERROR = "provider_error"
+
+
 @attrs.frozen
 class ModelRequestFinished(Payload):
     """The model's response ended, with why and what it cost."""
 
     KIND: ClassVar[str] = "model_request.finished"
     request_id: str
-    stop_reason: str
+    stop_reason: ModelStopReason
     usage: Usage = Usage()
 
 
@@ -204,13 +280,12 @@ class ModelRequestFinished(Payload):
 class ModelRequestFailed(Payload):
     """The model gave no complete response; what it streamed before stays, incomplete.
 
-    `error` names the failure (`rate_limited`, `stream_broken`, `not_configured`, ...),
-    `message` says it for a person.
+    `error` names the failure, `message` says it for a person.
     """
 
     KIND: ClassVar[str] = "model_request.failed"
     request_id: str
-    error: str
+    error: FailureKind
     message: str
 
 
@@ -250,8 +325,7 @@ class ToolCallRequested(Payload):
     #: replay can show it exactly without the tool loaded.
     title: str | None = None
     tool_kind: str | None = None
-    #: `{"path": abs, "line": 1-based | None}` objects.
-    locations: list[dict[str, Any]] = attrs.field(factory=list)
+    locations: tuple[Location, ...] = attrs.field(default=(), converter=_locations)
 
 
 @attrs.frozen
@@ -287,8 +361,8 @@ class ToolResultRecorded(Payload):
     KIND: ClassVar[str] = "tool_call.result"
     call_id: CallId
     request_id: str
-    #: What the editor shows: `{"type": "text"|"diff"|"terminal"|"image"|"plan", ...}`.
-    content: list[dict[str, Any]]
+    #: What the editor shows.
+    content: tuple[ContentPart, ...] = attrs.field(converter=_parts)
     is_error: bool
     outcome: ToolOutcome = ToolOutcome.FINISHED
     #: What the model reads as the call's result (None: the text parts of `content`).
@@ -296,7 +370,7 @@ class ToolResultRecorded(Payload):
     #: The tool's structured output (ACP `rawOutput`), JSON data.
     raw_output: Any = None
     #: Places the call touched, if they differ from its presentation's.
-    locations: list[dict[str, Any]] | None = None
+    locations: tuple[Location, ...] | None = attrs.field(default=None, converter=_some_locations)
 
 
 @attrs.frozen
@@ -305,7 +379,7 @@ class ToolCallProgressed(Payload):
 
     KIND: ClassVar[str] = "tool_call.progressed"
     call_id: CallId
-    content: list[dict[str, Any]]
+    content: tuple[ContentPart, ...] = attrs.field(converter=_parts)
 
 
 @attrs.frozen
@@ -689,13 +763,28 @@ class TurnInterrupted(Payload):
     turn_id: TurnId
 
 
+class TurnStopReason(enum.StrEnum):
+    """Why a turn ended (`TurnEnded`); a cancelled one ends with `TurnInterrupted`."""
+
+    #: The model finished its answer.
+    END_TURN = "end_turn"
+    #: The reply hit its cap, or the request did not fit the window even compacted.
+    MAX_TOKENS = "max_tokens"
+    #: The turn made as many model requests as it may.
+    MAX_TURN_REQUESTS = "max_turn_requests"
+    #: The model declined.
+    REFUSAL = "refusal"
+    #: The turn's work failed (a defect, or a store that could not record it).
+    ERROR = "error"
+
+
 @attrs.frozen
 class TurnEnded(Payload):
-    """A turn finished normally, with the reason its last model response stopped."""
+    """A turn finished normally, with why it stopped."""
 
     KIND: ClassVar[str] = "turn.ended"
     turn_id: TurnId
-    stop_reason: str
+    stop_reason: TurnStopReason
 
 
 #: Every payload class this version reads, by stored kind.

@@ -24,7 +24,13 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from acp_agent.core._errors import ScopeClosed
-from acp_agent.core._events import Payload, TurnCancelRequested, TurnEnded, TurnInterrupted
+from acp_agent.core._events import (
+    Payload,
+    TurnCancelRequested,
+    TurnEnded,
+    TurnInterrupted,
+    TurnStopReason,
+)
 from acp_agent.core._ids import TurnId
 
 __all__ = ("Turn", "TurnState")
@@ -93,7 +99,7 @@ class Turn:
     async def wait_settled(self) -> None:
         await self._settled.wait()
 
-    async def end(self, stop_reason: str) -> None:
+    async def end(self, stop_reason: TurnStopReason) -> None:
         """Record `TurnEnded` and cancel leftover work (without waiting: the caller may be it)."""
         if self._state is not TurnState.RUNNING:
             return
@@ -152,7 +158,7 @@ class Turn:
             await self._cancel_recorded.wait()  # the request goes on record first
         ending: Payload
         if self.failure is not None and self._state is TurnState.RUNNING:
-            ending = TurnEnded(self.turn_id, "error")
+            ending = TurnEnded(self.turn_id, TurnStopReason.ERROR)
         else:
             ending = TurnInterrupted(self.turn_id)  # cancelled, or the branch closed under it
         self._state = TurnState.ENDED

@@ -7,17 +7,19 @@ the editor's side as a `ClientBridge`, progress, read stamps, a `JobHost` to
 hand background work to, `FileChanges` to say what it is about to
 change, and the `CommandSandbox` its commands run in when the mode confines
 them), ending in a `ToolResult` of content parts (`TextContent`,
-`DiffContent`, ...). A component may offer the person commands beside its
-tools (`CommandSpec`, `ExtraCommand`). The runtime's tags (`tag`, `wrap`)
-mark what the model reads as the runtime's, and `neutralize_runtime_tags` /
-`restore_runtime_tags` keep workspace content from impersonating them;
-`fenced` puts text in a Markdown code block nothing in it can close.
+`DiffContent`, ...: `acp_agent.content`'s, the ones the core's events hold).
+A component may offer the person commands beside its tools (`CommandSpec`,
+`ExtraCommand`). The runtime's tags (`tag`, `wrap`) mark what the model reads
+as the runtime's, and `neutralize_runtime_tags` / `restore_runtime_tags` keep
+workspace content from impersonating them; `fenced` puts text in a Markdown
+code block nothing in it can close.
 
-A leaf: it imports nothing of the agent but the leaves (`acp_agent.records`),
-so a tool loads no part of the runtime (`tests/test_layers.py` checks it at
-run time, an import-linter contract statically). Its modules are private;
-this face lists what other packages use. The editor bridge loads with it (the
-ACP adapter needs it before answering `initialize`); the rest on first use.
+A leaf: it imports nothing of the agent but the leaves (`acp_agent.records`,
+`acp_agent.content`), so a tool loads no part of the runtime
+(`tests/test_layers.py` checks it at run time, an import-linter contract
+statically). Its modules are private; this face lists what other packages use.
+The editor bridge loads with it (the ACP adapter needs it before answering
+`initialize`); the rest on first use.
 """
 
 from __future__ import annotations
@@ -38,6 +40,18 @@ from acp_agent.toolkit._client_bridge import (
 )
 
 if TYPE_CHECKING:
+    from acp_agent.content import (
+        ContentPart,
+        DiffContent,
+        ImageContent,
+        Location,
+        PlanContent,
+        PlanEntry,
+        PlanPriority,
+        PlanStatus,
+        TerminalContent,
+        TextContent,
+    )
     from acp_agent.toolkit._command_sandbox import CommandSandbox, TerminalLaunch
     from acp_agent.toolkit._commands import CommandSpec, ExtraCommand
     from acp_agent.toolkit._cut_middle import cut_middle
@@ -50,18 +64,6 @@ if TYPE_CHECKING:
         JobOutput,
         JobProcess,
         StartedJob,
-    )
-    from acp_agent.toolkit._parts import (
-        ContentPart,
-        DiffContent,
-        ImageContent,
-        Location,
-        PlanContent,
-        PlanEntry,
-        PlanPriority,
-        PlanStatus,
-        TerminalContent,
-        TextContent,
     )
     from acp_agent.toolkit._runtime_tool import RuntimeTool, object_schema, text_result
     from acp_agent.toolkit._tags import neutralize_runtime_tags, restore_runtime_tags, tag, wrap
@@ -155,16 +157,16 @@ __getattr__, __dir__ = _lazy_face(
         "JobOutput": "_job_host",
         "JobProcess": "_job_host",
         "StartedJob": "_job_host",
-        "ContentPart": "_parts",
-        "DiffContent": "_parts",
-        "ImageContent": "_parts",
-        "Location": "_parts",
-        "PlanContent": "_parts",
-        "PlanEntry": "_parts",
-        "PlanPriority": "_parts",
-        "PlanStatus": "_parts",
-        "TerminalContent": "_parts",
-        "TextContent": "_parts",
+        "ContentPart": "acp_agent.content",
+        "DiffContent": "acp_agent.content",
+        "ImageContent": "acp_agent.content",
+        "Location": "acp_agent.content",
+        "PlanContent": "acp_agent.content",
+        "PlanEntry": "acp_agent.content",
+        "PlanPriority": "acp_agent.content",
+        "PlanStatus": "acp_agent.content",
+        "TerminalContent": "acp_agent.content",
+        "TextContent": "acp_agent.content",
         "RuntimeTool": "_runtime_tool",
         "object_schema": "_runtime_tool",
         "text_result": "_runtime_tool",

@@ -15,8 +15,8 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
+from acp_agent.content import TextContent
 from acp_agent.records import Record
-from acp_agent.toolkit._parts import TextContent
 from acp_agent.toolkit._tool import (
     Effect,
     PermissionNeed,

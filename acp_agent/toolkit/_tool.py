@@ -16,12 +16,12 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from acp_agent.content import ContentPart, Location
 from acp_agent.records import Record
 from acp_agent.toolkit._client_bridge import ClientBridge
 from acp_agent.toolkit._command_sandbox import CommandSandbox
 from acp_agent.toolkit._file_changes import FileChanges
 from acp_agent.toolkit._job_host import JobHost
-from acp_agent.toolkit._parts import ContentPart, Location
 
 __all__ = (
     "Effect",

@@ -33,6 +33,7 @@ from acp_agent.agent import (
     open_agent,
 )
 from acp_agent.capabilities import CapabilitySettings, register_capabilities
+from acp_agent.content import TextContent
 from acp_agent.core import NO_SEQ, ServiceRegistry, TurnCancelRequested
 from acp_agent.models import ConfiguredModels, load_models_config, parse_script
 from acp_agent.store import SqliteStore
@@ -40,8 +41,8 @@ from acp_agent.toolkit import NO_CLIENT, ClientBridge, TerminalsWithheld
 from tests.capabilities.support import ENVIRONMENT, AnsweringPrompter, BlockingTool, CountingTool
 
 
-def text(words: str) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": words}]
+def text(words: str) -> list[TextContent]:
+    return [TextContent(words)]
 
 
 class Recorder:

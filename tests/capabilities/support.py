@@ -209,7 +209,7 @@ class Agent:
 
     async def prompt(self, text: str = "Go") -> TurnId:
         turn_id = TurnId(new_id("turn"))
-        await self.loop.start_turn(turn_id, [{"type": "text", "text": text}])
+        await self.loop.start_turn(turn_id, [TextContent(text)])
         return turn_id
 
     async def wait_for(self, *kinds: type, timeout_s: float = 10.0) -> list[Any]:

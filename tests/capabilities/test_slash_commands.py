@@ -15,13 +15,20 @@ from acp_agent.capabilities.session import (
     title_from_prompt,
 )
 from acp_agent.capabilities.session._commands import BUILTIN_COMMANDS
+from acp_agent.content import (
+    ContentPart,
+    ImageContent,
+    ResourceContent,
+    ResourceLinkContent,
+    TextContent,
+)
 from acp_agent.toolkit import CommandSpec
 
 NAMES = frozenset({"model", "review"})
 
 
-def text(value: str) -> dict[str, str]:
-    return {"type": "text", "text": value}
+def text(value: str) -> TextContent:
+    return TextContent(value)
 
 
 @pytest.mark.parametrize(
@@ -48,11 +55,11 @@ def test_a_prompt_starting_with_a_known_name_invokes_that_command(
     [
         [text("/usr/bin is where it lives")],
         [text("please run /model")],
-        [{"type": "resource_link", "uri": "file:///a", "name": "a"}, text("/model")],
+        [ResourceLinkContent("file:///a", "a"), text("/model")],
         [],
     ],
 )
-def test_other_prompts_are_no_command(content: list[dict[str, str]]):
+def test_other_prompts_are_no_command(content: list[ContentPart]):
     assert parse_invocation(content, NAMES) is None
 
 
@@ -143,11 +150,13 @@ def test_the_editor_lists_the_built_ins_first_then_the_templates(tmp_path: Path)
             [text("Refactor the session store so that listing pages never skip a session")],
             "Refactor the session store so that listing pages never…",
         ),
-        ([{"type": "resource_link", "uri": "file:///w/a.py", "name": "a.py"}], "a.py"),
-        ([{"type": "image", "data": "", "mimeType": "image/png"}], None),
+        ([ResourceLinkContent("file:///w/a.py", "a.py")], "a.py"),
+        ([ResourceLinkContent("file:///w/a.py", "a.py", title="The A")], "The A"),
+        ([ResourceContent("file:///w/notes.md", "x")], "notes.md"),
+        ([ImageContent("", "image/png")], None),
     ],
 )
 def test_a_title_is_the_first_line_of_the_first_prompt_cut_at_a_word(
-    content: list[dict[str, str]], title: str | None
+    content: list[ContentPart], title: str | None
 ):
     assert title_from_prompt(content) == title

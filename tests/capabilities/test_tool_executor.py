@@ -9,6 +9,7 @@ import pytest
 
 from acp_agent.capabilities.execution._executor import RESTART_NOT_STARTED, RESTART_RUNNING
 from acp_agent.capabilities.permissions import PermissionChoice, PermissionMode
+from acp_agent.content import TextContent
 from acp_agent.core import (
     CallId,
     EventDraft,
@@ -68,11 +69,11 @@ async def test_a_call_goes_admitted_started_completed_and_recorded_with_its_prog
     assert payloads_of(history, *kinds) == [
         ToolCallAdmitted(call, None),
         ToolCallStarted(call),
-        ToolCallProgressed(call, [{"type": "text", "text": "run 1"}]),
+        ToolCallProgressed(call, [TextContent("run 1")]),
         ToolCallCompleted(call, succeeded=True),
     ]
     [result] = payloads_of(history, ToolResultRecorded)
-    assert result.content == [{"type": "text", "text": "counted 1"}]
+    assert result.content == (TextContent("counted 1"),)
     assert (result.raw_output, result.is_error, result.outcome) == (1, False, ToolOutcome.FINISHED)
 
 
@@ -364,7 +365,7 @@ async def test_rebuild_settles_unfinished_calls_once_and_never_runs_them(tmp_pat
         # What a crashed process left: one call running, one only proposed, one answered.
         await main.append(
             [
-                EventDraft(UserInputAdopted("turn_1", [{"type": "text", "text": "x"}]), "t"),
+                EventDraft(UserInputAdopted("turn_1", [TextContent("x")]), "t"),
                 EventDraft(ModelRequestStarted("req_1", TurnId("turn_1"), "m"), "t"),
                 EventDraft(ToolCallRequested("req_1", CallId("ran"), "count", {}), "t"),
                 EventDraft(ToolCallRequested("req_1", CallId("waited"), "count", {}), "t"),

@@ -17,7 +17,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import attrs
 import httpx
@@ -35,6 +35,7 @@ from acp_agent.capabilities.context._state_sources import (
     StateSource,
     WorkingDirectorySource,
 )
+from acp_agent.content import ContentPart, TextContent
 from acp_agent.core import (
     Branch,
     CallId,
@@ -303,11 +304,11 @@ async def drive_turn(
     model: str = "test-model",
     tools: Sequence[ToolSpec] = (READ_FILE,),
     tool_output: Mapping[str, str] | None = None,
-    content: list[dict[str, Any]] | None = None,
+    content: list[ContentPart] | None = None,
 ) -> TurnRecord:
     """Run one turn like the agent loop: prepare, stream, record, run tools, repeat."""
     turn_id = TurnId(new_id("turn"))
-    blocks = content if content is not None else [{"type": "text", "text": text or ""}]
+    blocks = content if content is not None else [TextContent(text or "")]
     await engine.start_turn(turn_id)  # as the loop does: state first, then the person's words
     await branch.begin_turn(turn_id, blocks)
     request_ids: list[str] = []
@@ -353,7 +354,7 @@ async def drive_turn(
             ToolResultRecorded(
                 CallId(call.call_id),
                 request_id,
-                [{"type": "text", "text": outputs.get(call.name, f"{call.name} ran")}],
+                [TextContent(outputs.get(call.name, f"{call.name} ran"))],
                 False,
             )
             for call in reply.tool_calls

@@ -18,6 +18,7 @@ from acp_agent.capabilities import (
     register_capabilities,
 )
 from acp_agent.capabilities.context import GuideEntry
+from acp_agent.content import TextContent
 from acp_agent.core import (
     Event,
     GuideAdopted,
@@ -56,9 +57,7 @@ async def open_session(tmp_path: Path, now: list[float]) -> AsyncIterator[Sessio
 
 
 async def prompt(session: Session, text: str, turn: str) -> list[Event]:
-    await session.main.scope.get(MODEL_LOOP).start_turn(
-        TurnId(turn), [{"type": "text", "text": text}]
-    )
+    await session.main.scope.get(MODEL_LOOP).start_turn(TurnId(turn), [TextContent(text)])
     with anyio.fail_after(10):
         while True:
             events = await session.main.read()

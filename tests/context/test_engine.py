@@ -31,6 +31,7 @@ from acp_agent.capabilities.context._compaction import (
     NothingToCompact,
     SummaryFailed,
 )
+from acp_agent.content import TextContent
 from acp_agent.core import (
     CompactionCancelled,
     CompactionFailed,
@@ -564,7 +565,7 @@ async def test_usage_reports_calibrate_the_estimate_and_fill_usage_update(
     async with open_main_branch() as (_, branch):
         engine = make_engine(branch, clock, settings=settings)
         turn = ids("turn")
-        await branch.begin_turn(turn, [{"type": "text", "text": "hi"}])  # type: ignore[arg-type]
+        await branch.begin_turn(turn, [TextContent("hi")])
         raw = await engine.prepare(turn_id=turn, model="m", provider=provider)  # type: ignore[arg-type]
         engine.note_usage(raw.estimated_tokens * 2, 50)
         after_report = engine.usage()
@@ -589,7 +590,7 @@ async def test_a_refresh_before_the_input_is_adopted_puts_state_first_and_is_not
         engine = make_engine(branch, clock)
         turn = TurnId("turn_1")
         await engine.start_turn(turn)
-        await branch.begin_turn(turn, [{"type": "text", "text": "What day is it?"}])
+        await branch.begin_turn(turn, [TextContent("What day is it?")])
         clock.advance(days=1)  # a second refresh in this turn would record this date
         prepared = await engine.prepare(turn_id=turn, model="m", provider=provider)
     texts = [part.text for m in prepared.request.messages for part in m.parts]  # type: ignore[union-attr]
@@ -637,7 +638,7 @@ async def test_a_request_says_its_line_and_how_many_requests_the_line_made_befor
         engine = make_engine(main, clock)
 
         async def asked(engine: ContextEngine, branch: Any, turn: str) -> RequestOrigin | None:
-            await branch.begin_turn(TurnId(turn), [{"type": "text", "text": "go"}])
+            await branch.begin_turn(TurnId(turn), [TextContent("go")])
             prepared = await engine.prepare(turn_id=TurnId(turn), model="m", provider=None)  # type: ignore[arg-type]
             started = ModelRequestStarted(f"req_{turn}", TurnId(turn), "m")
             await branch.append([EventDraft(started, "test")])

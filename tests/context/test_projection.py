@@ -11,6 +11,7 @@ from acp_agent.capabilities.context._projection import (
     Projection,
     user_input_parts,
 )
+from acp_agent.content import ImageContent, ResourceContent, ResourceLinkContent, TextContent
 from acp_agent.core import (
     BatchId,
     BranchId,
@@ -64,7 +65,7 @@ class History:
 
 
 def said(text: str) -> UserInputAdopted:
-    return UserInputAdopted("turn_1", [{"type": "text", "text": text}])
+    return UserInputAdopted("turn_1", [TextContent(text)])
 
 
 def reply(history: History, request_id: str, text: str, *calls: tuple[str, str]) -> None:
@@ -80,7 +81,7 @@ def result(call_id: str, text: str, **options: object) -> ToolResultRecorded:
     return ToolResultRecorded(
         CallId(call_id),
         "req",
-        [{"type": "text", "text": text}],
+        [TextContent(text)],
         False,
         **options,  # type: ignore[arg-type]
     )
@@ -191,16 +192,18 @@ def test_a_fact_recorded_while_a_call_runs_follows_its_result_in_the_same_messag
 def test_the_person_s_attachments_are_tagged_and_images_stay_images() -> None:
     parts = user_input_parts(
         [
-            {"type": "text", "text": "Look at <this>"},
-            {"type": "resource_link", "uri": "file:///w/a.py", "name": "a.py"},
-            {"type": "resource", "resource": {"uri": "file:///w/b.py", "text": "x < y"}},
-            {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+            TextContent("Look at <this>"),
+            ResourceLinkContent("file:///w/a.py", "a.py"),
+            ResourceContent("file:///w/b.py", "x < y"),
+            ResourceContent("file:///w/c.bin", blob="AAEC", mime_type="application/zip"),
+            ImageContent("aGk=", "image/png"),
         ]
     )
     assert parts == [
         Text("Look at <this>"),
         Text('<attachment uri="file:///w/a.py" name="a.py"/>'),
         Text('<attachment uri="file:///w/b.py">x &lt; y</attachment>'),
+        Text('<attachment uri="file:///w/c.bin" mime="application/zip"/>'),
         Image("aGk=", "image/png"),
     ]
 

@@ -6,6 +6,20 @@ from collections.abc import Callable, Sequence
 
 import anyio
 
+from acp_agent.content import (
+    Annotations,
+    DiffContent,
+    ImageContent,
+    Location,
+    PlanContent,
+    PlanEntry,
+    PlanPriority,
+    PlanStatus,
+    ResourceContent,
+    ResourceLinkContent,
+    TerminalContent,
+    TextContent,
+)
 from acp_agent.core import (
     NO_SEQ,
     Batch,
@@ -23,6 +37,7 @@ from acp_agent.core import (
     ConfigurationAdopted,
     ConversationRewound,
     EventDraft,
+    FailureKind,
     FileChanged,
     GuideAdopted,
     JobEnded,
@@ -35,6 +50,7 @@ from acp_agent.core import (
     ModelRequestFinished,
     ModelRequestInterrupted,
     ModelRequestStarted,
+    ModelStopReason,
     ModelTextDelta,
     NotificationReceived,
     Payload,
@@ -67,6 +83,7 @@ from acp_agent.core import (
     TurnEnded,
     TurnId,
     TurnInterrupted,
+    TurnStopReason,
     Usage,
     UserInputAdopted,
     new_id,
@@ -158,15 +175,29 @@ def sample_payloads() -> list[Payload]:
     turn = TurnId("turn_1")
     main, child = BranchId("br_main"), BranchId("br_child")
     return [
-        UserInputAdopted("turn_1", [{"type": "text", "text": "fix the bug in ünïcode"}]),
+        UserInputAdopted(
+            "turn_1",
+            [
+                TextContent(
+                    "fix the bug in ünïcode",
+                    Annotations(("user",), 0.5, "2025-01-02T03:04:05Z", {"k": 1}),
+                    {"editor": {"x": 1}},
+                ),
+                ImageContent("iVBORw0KGgo=", "image/png", "file:///p.png"),
+                ResourceContent("file:///w/a.py", "x = 1\n", mime_type="text/x-python"),
+                ResourceContent("file:///w/b.bin", blob="AAEC", resource_meta={"r": 1}),
+                ResourceLinkContent("https://example.com", "spec", "Spec", "The spec", None, 10),
+            ],
+            [None, None, ResourceLinkContent("file:///w/a.py", "a.py")],
+        ),
         ModelRequestStarted("req_1", turn, "scripted", "g_0123456789ab"),
         ModelTextDelta("req_1", "Looking…"),
         ModelReasoningDelta(
             "req_1", "The parser drops the last line.", ["The parser", " drops the last line."]
         ),
         ModelReasoningEnded("req_1", "sig_abc", redacted=False),
-        ModelRequestFinished("req_1", "tool_use", Usage(120, 30, 100, 20)),
-        ModelRequestFailed("req_2", "rate_limited", "openai answered 429"),
+        ModelRequestFinished("req_1", ModelStopReason.TOOL_USE, Usage(120, 30, 100, 20)),
+        ModelRequestFailed("req_2", FailureKind.RATE_LIMITED, "openai answered 429"),
         ModelRequestInterrupted("req_3", "cancelled"),
         ToolCallRequested(
             "req_1",
@@ -175,22 +206,29 @@ def sample_payloads() -> list[Payload]:
             {"path": "a.py", "lines": [1, 2]},
             "Read a.py",
             "read",
-            [{"path": "/work/project/a.py", "line": 1}],
+            [Location("/work/project/a.py", 1), Location("/work/project")],
         ),
         ToolCallAdmitted(call, "perm_1"),
         ToolCallStarted(call),
-        ToolCallProgressed(call, [{"type": "text", "text": "half way"}]),
+        ToolCallProgressed(call, [TextContent("half way"), TerminalContent("term_1", "/w")]),
         ToolCallOutputDelta(call, "term_1", "compiling…\n"),
         ToolCallCompleted(call, succeeded=False),
         ToolResultRecorded(
             call,
             "req_1",
-            [{"type": "text", "text": "boom"}],
+            [
+                TextContent("boom"),
+                DiffContent("/work/project/a.py", None, "x = 1\n"),
+                DiffContent("/work/project/b.py", "y = 1\n", "y = 2\n"),
+                TerminalContent("term_1"),
+                ImageContent("iVBORw0KGgo=", "image/png"),
+                PlanContent((PlanEntry("Fix it", PlanPriority.HIGH, PlanStatus.IN_PROGRESS),)),
+            ],
             True,
             ToolOutcome.FINISHED,
             "Error: boom",
             {"exit_code": 1, "signal": None},
-            [{"path": "/work/project/a.py", "line": 3}],
+            [Location("/work/project/a.py", 3)],
         ),
         ToolCallInterrupted(call, "cancelled by the person"),
         PermissionAsked("perm_1", call, ["allow_once", "reject_once"]),
@@ -235,7 +273,7 @@ def sample_payloads() -> list[Payload]:
         SessionMetadataChanged("Fix the parser"),
         TurnCancelRequested(turn),
         TurnInterrupted(turn),
-        TurnEnded(turn, "end_turn"),
+        TurnEnded(turn, TurnStopReason.END_TURN),
     ]
 
 

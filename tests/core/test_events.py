@@ -6,22 +6,45 @@ import json
 
 import pytest
 
+from acp_agent.content import (
+    Annotations,
+    DiffContent,
+    ImageContent,
+    Location,
+    PlanContent,
+    PlanEntry,
+    PlanPriority,
+    PlanStatus,
+    ResourceContent,
+    ResourceLinkContent,
+    TerminalContent,
+    TextContent,
+)
 from acp_agent.core import (
     EVENT_FORMAT_VERSION,
     PAYLOAD_TYPES,
     Batch,
     BatchId,
     BranchId,
+    CallId,
     Event,
     EventRow,
+    FailureKind,
+    ModelRequestFailed,
+    ModelRequestFinished,
     ModelRequestStarted,
+    ModelStopReason,
     NotificationReceived,
     Payload,
     Seq,
     SessionId,
     StoreCorrupt,
+    ToolResultRecorded,
+    TurnEnded,
     TurnId,
+    TurnStopReason,
     UnknownPayload,
+    UserInputAdopted,
     decode_event,
     encode_event,
     encode_payload,
@@ -148,7 +171,7 @@ def test_an_unreadable_payload_of_this_version_is_store_corrupt(payload: str) ->
 
 
 def test_events_carry_the_format_version_they_were_written_in() -> None:
-    assert encode_event(event_with(NotificationReceived("s", "t")))[-1] == 1
+    assert encode_event(event_with(NotificationReceived("s", "t")))[-1] == EVENT_FORMAT_VERSION == 2
 
 
 def test_a_batch_holds_consecutive_seqs_only() -> None:
@@ -167,3 +190,162 @@ def test_a_model_request_started_stored_before_guide_versions_reads_without_one(
     row: EventRow = ("br_1", 3, 3, "model_request.started", payload, "p", 1.5, 1)
     started = decode_event(row).payload
     assert started == ModelRequestStarted("req_1", TurnId("turn_1"), "scripted", None)
+
+
+def test_a_tool_result_is_stored_in_format_1s_shape_and_read_back_as_parts() -> None:
+    # Format 1 wrote tool content with a hand-made encoder; its rows read as they are.
+    stored = (
+        '{"call_id":"c","request_id":"r","content":[{"type":"text","text":"x"},'
+        '{"type":"diff","path":"/a","old_text":null,"new_text":"n"},'
+        '{"type":"terminal","terminal_id":"t","local_cwd":null},'
+        '{"type":"image","data":"d","mime_type":"image/png"},'
+        '{"type":"plan","entries":[{"content":"a","priority":"high","status":"pending"}]}],'
+        '"is_error":false,"outcome":"finished","model_text":null,"raw_output":null,'
+        '"locations":[{"path":"/a","line":3}]}'
+    )
+    payload = ToolResultRecorded(
+        CallId("c"),
+        "r",
+        [
+            TextContent("x"),
+            DiffContent("/a", None, "n"),
+            TerminalContent("t"),
+            ImageContent("d", "image/png"),
+            PlanContent((PlanEntry("a", PlanPriority.HIGH, PlanStatus.PENDING),)),
+        ],
+        False,
+        locations=[Location("/a", 3)],
+    )
+    assert encode_payload(payload) == stored
+    row: EventRow = ("br_1", 3, 3, "tool_call.result", stored, "p", 1.5, 1)
+    assert decode_event(row).payload == payload
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '[{"type":"hologram","data":"?"}]',
+        '[{"text":"no kind"}]',
+        '[{"type":"text"}]',
+        '[{"type":"diff","path":"/a","new_text":"n"}]',
+        '"text"',
+        "5",
+        '{"type":"text","text":"not in a list"}',
+    ],
+    ids=["unknown-kind", "no-kind", "no-text", "no-old-text", "a-string", "a-number", "one-part"],
+)
+def test_content_that_is_not_a_list_of_parts_makes_the_event_unreadable(content: str) -> None:
+    stored = f'{{"call_id":"c","content":{content}}}'
+    row: EventRow = ("br_1", 3, 3, "tool_call.progressed", stored, "p", 1.5, EVENT_FORMAT_VERSION)
+    with pytest.raises(StoreCorrupt):
+        decode_event(row)
+
+
+def test_places_that_are_not_a_list_of_places_make_the_event_unreadable() -> None:
+    stored = (
+        '{"request_id":"r","call_id":"c","tool":"read","arguments":{},"locations":[{"line":3}]}'
+    )
+    row: EventRow = ("br_1", 3, 3, "tool_call.requested", stored, "p", 1.5, EVENT_FORMAT_VERSION)
+    with pytest.raises(StoreCorrupt):
+        decode_event(row)
+
+
+def test_the_person_s_input_stored_at_format_1_reads_as_parts_with_what_was_sent() -> None:
+    # Format 1 kept ACP's content blocks (camelCase, a resource nested) and what the
+    # person sent for a changed block in its `_meta`.
+    link = {"type": "resource_link", "uri": "file:///w/a.py", "name": "a.py", "mimeType": "text/x"}
+    stored = json.dumps(
+        {
+            "input_id": "turn_1",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "Look",
+                    "annotations": {"audience": ["user"], "lastModified": "2025-01-02"},
+                    "_meta": {"editor": 1},
+                },
+                {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+                {
+                    "type": "resource",
+                    "resource": {"uri": "file:///w/a.py", "text": "x = 1\n", "mimeType": "text/x"},
+                    "_meta": {"acp-agent": {"sent": link}},
+                },
+                {
+                    "type": "resource",
+                    "resource": {"uri": "file:///b", "blob": "AA==", "_meta": {"r": 1}},
+                },
+                {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+                "not a block",
+            ],
+        }
+    )
+    row: EventRow = ("br_1", 3, 3, "user_input.adopted", stored, "p", 1.5, 1)
+    event = decode_event(row)
+    assert event.payload == UserInputAdopted(
+        "turn_1",
+        [
+            TextContent("Look", Annotations(("user",), last_modified="2025-01-02"), {"editor": 1}),
+            ImageContent("aGk=", "image/png"),
+            ResourceContent("file:///w/a.py", "x = 1\n", mime_type="text/x"),
+            ResourceContent("file:///b", blob="AA==", resource_meta={"r": 1}),
+        ],
+        [None, None, ResourceLinkContent("file:///w/a.py", "a.py", mime_type="text/x"), None],
+    )
+    # Read, it is format 2: a copy of it (a fork, a store migration) writes format 2.
+    assert event.format_version == EVENT_FORMAT_VERSION
+    copied = encode_event(event)
+    assert copied[-1] == EVENT_FORMAT_VERSION
+    assert json.loads(copied[4])["sent"][2] == {
+        "type": "resource_link",
+        "uri": "file:///w/a.py",
+        "name": "a.py",
+        "mime_type": "text/x",
+    }
+    assert decode_event(copied) == event
+
+
+def test_the_person_s_input_shows_as_sent() -> None:
+    link = ResourceLinkContent("file:///w/a.py", "a.py")
+    adopted = UserInputAdopted(
+        "turn_1", [TextContent("hi"), ResourceContent("file:///w/a.py", "x")], [None, link]
+    )
+    assert adopted.shown() == (TextContent("hi"), link)
+    assert UserInputAdopted("turn_2", [TextContent("hi")]).shown() == (TextContent("hi"),)
+
+
+@pytest.mark.parametrize(
+    ("kind", "stored"),
+    [
+        ("turn.ended", '{"turn_id":"t","stop_reason":"bored"}'),
+        ("model_request.finished", '{"request_id":"r","stop_reason":"bored"}'),
+        ("model_request.failed", '{"request_id":"r","error":"bored","message":"m"}'),
+    ],
+)
+def test_a_stop_reason_or_failure_this_version_does_not_know_is_a_newer_format(
+    kind: str, stored: str
+) -> None:
+    # Stored as the values of an enum: a new value is a new format, kept unread.
+    newer: EventRow = ("br_1", 3, 3, kind, stored, "p", 1.5, EVENT_FORMAT_VERSION + 1)
+    assert decode_event(newer).payload == UnknownPayload(kind, json.loads(stored))
+    current: EventRow = ("br_1", 3, 3, kind, stored, "p", 1.5, EVENT_FORMAT_VERSION)
+    with pytest.raises(StoreCorrupt):
+        decode_event(current)
+
+
+def test_stop_reasons_and_failures_read_back_as_their_enums() -> None:
+    row: EventRow = (
+        "br_1",
+        3,
+        3,
+        "turn.ended",
+        '{"turn_id":"t","stop_reason":"refusal"}',
+        "p",
+        1.5,
+        1,
+    )
+    assert decode_event(row).payload == TurnEnded(TurnId("t"), TurnStopReason.REFUSAL)
+    assert decode_event(row).payload.stop_reason is TurnStopReason.REFUSAL  # type: ignore[attr-defined]
+    failed = ModelRequestFailed("r", FailureKind.QUOTA, "m")
+    assert encode_payload(failed) == '{"request_id":"r","error":"quota","message":"m"}'
+    finished = ModelRequestFinished("r", ModelStopReason.TOOL_USE)
+    assert '"stop_reason":"tool_use"' in encode_payload(finished)

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
+from acp_agent.content import TextContent
 from acp_agent.core import (
     BRANCH,
     DISPATCHER,
@@ -318,7 +319,7 @@ async def test_disconnect_end_turn_close_branch_and_close_session_are_separate()
 
         client = main.dispatcher.subscribe(Client(), after=main.timeline.last_published_seq)
         await client.disconnect()
-        turn = await main.begin_turn(TurnId("turn_1"), [{"type": "text", "text": "hi"}])
+        turn = await main.begin_turn(TurnId("turn_1"), [TextContent("hi")])
         assert turn is not None
         assert not worker_of(main).settled
 

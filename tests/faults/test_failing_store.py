@@ -21,6 +21,7 @@ import anyio
 from acp_agent.capabilities import BRANCHES
 from acp_agent.capabilities.branches import LineState
 from acp_agent.capabilities.permissions import PermissionMode
+from acp_agent.content import TextContent
 from acp_agent.core import (
     Batch,
     BranchShown,
@@ -97,9 +98,7 @@ async def test_a_turn_settles_whatever_write_fails_and_the_branch_goes_on_once_h
             agent.controls.mode = PermissionMode.BYPASS
             turn: Turn | None = None
             with contextlib.suppress(StoreFull):  # else the prompt itself was not recorded
-                turn = await agent.loop.start_turn(
-                    TurnId(new_id("turn")), [{"type": "text", "text": "Go"}]
-                )
+                turn = await agent.loop.start_turn(TurnId(new_id("turn")), [TextContent("Go")])
             if turn is not None:
                 with anyio.fail_after(10):
                     await turn.wait_settled()
@@ -167,7 +166,7 @@ async def test_a_branch_whose_work_cannot_be_recorded_ends_failed_and_main_is_to
         agent.controls.mode = PermissionMode.BYPASS
         manager = agent.session.scope.get(BRANCHES)
         first = TurnId(new_id("turn"))
-        turn = await agent.loop.start_turn(first, [{"type": "text", "text": "Go"}])
+        turn = await agent.loop.start_turn(first, [TextContent("Go")])
         with anyio.fail_after(10):
             while tool.runs == 0:  # noqa: ASYNC110 - the branch's side effect is a file
                 await anyio.sleep(0.005)

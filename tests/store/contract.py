@@ -14,6 +14,7 @@ from typing import Protocol
 import attrs
 import pytest
 
+from acp_agent.content import TextContent
 from acp_agent.core import (
     NO_SEQ,
     Batch,
@@ -105,7 +106,7 @@ def rule(
 
 
 def result(call: str) -> ToolResultRecorded:
-    return ToolResultRecorded(CallId(call), "req_1", [{"type": "text", "text": "ok"}], False)
+    return ToolResultRecorded(CallId(call), "req_1", [TextContent("ok")], False)
 
 
 def snapshot(branch_id: BranchId, anchor: int, *, interpreter: str = "context") -> Snapshot:

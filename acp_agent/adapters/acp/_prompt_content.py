@@ -1,6 +1,7 @@
 """A prompt's content blocks as the session records them: links read, blobs decoded.
 
-What each block becomes (the model reads the recorded blocks):
+Each block becomes a content part (`acp_agent.adapters.acp_content`), and
+then (the model reads the recorded parts):
 
 - `text`: as is.
 - `resource_link` to a `file:` URI inside the workspace (its resolved path,
@@ -18,9 +19,9 @@ What each block becomes (the model reads the recorded blocks):
 
 Files are cut at `MAX_ATTACHMENT_CHARS`, with a note saying so. A lone surrogate
 anywhere in a block (the text typed, a file the editor returned) is recorded as
-U+FFFD (`acp_agent.lone_surrogates`). A block that was changed keeps what the
-person sent in `_meta["acp-agent"]["sent"]`, and `session/load` replays that, so
-a reloaded thread shows the link, not the file.
+U+FFFD (`acp_agent.lone_surrogates`). For a link read into its file, the link
+the person sent is recorded beside it (`UserInputAdopted.sent`), and
+`session/load` replays that, so a reloaded thread shows the link, not the file.
 """
 
 from __future__ import annotations
@@ -32,46 +33,30 @@ import os
 import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import anyio
 import anyio.to_thread
+import attrs
 
-from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
+from acp_agent.adapters.acp_content import part_of
+from acp_agent.content import (
+    ContentPart,
+    ResourceContent,
+    ResourceLinkContent,
+    valid_part,
+)
+from acp_agent.lone_surrogates import replace_lone_surrogates
 from acp_agent.toolkit import ClientBridge, ClientTimedOut
 from protocol import types
-from protocol.converter import shared_converter
 from protocol.errors import AcpError, ConnectionClosed, InvalidParams, PeerError
 
-__all__ = (
-    "MAX_ATTACHMENT_CHARS",
-    "META_KEY",
-    "PromptContent",
-    "sent_block",
-    "with_sent",
-)
+__all__ = ("MAX_ATTACHMENT_CHARS", "PromptContent")
 
 logger = logging.getLogger(__name__)
 
 #: The longest file text attached to a prompt.
 MAX_ATTACHMENT_CHARS: Final = 100_000
-#: Our key in a recorded block's `_meta`.
-META_KEY: Final = "acp-agent"
-
-
-def sent_block(block: dict[str, Any]) -> dict[str, Any]:
-    """What the person sent for a recorded block (itself, unless it was changed)."""
-    meta = block.get("_meta")
-    if isinstance(meta, dict):
-        ours = meta.get(META_KEY)
-        if isinstance(ours, dict) and isinstance(ours.get("sent"), dict):
-            return dict(ours["sent"])
-    return block
-
-
-def with_sent(recorded: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
-    """`recorded`, remembering that the person sent `sent`."""
-    return {**recorded, "_meta": {META_KEY: {"sent": sent}}}
 
 
 class PromptContent:
@@ -91,7 +76,6 @@ class PromptContent:
         self._roots = tuple(roots)
         self._images = images
         self._model = model
-        self._converter = shared_converter()
 
     def check(self, blocks: Sequence[types.ContentBlock]) -> None:
         """Refuse kinds the session cannot take (before anything is recorded)."""
@@ -113,32 +97,37 @@ class PromptContent:
                     f"Invalid params: prompt[{index}]: {kind} content is not supported"
                 )
 
-    async def record(self, blocks: Sequence[types.ContentBlock]) -> list[dict[str, Any]]:
-        """The blocks as recorded (see the module docstring)."""
-        recorded = []
+    async def record(
+        self, blocks: Sequence[types.ContentBlock]
+    ) -> tuple[list[ContentPart], list[ContentPart | None]]:
+        """The blocks as recorded (see the module docstring), and what the person sent
+        for each one changed (`UserInputAdopted.sent`)."""
+        recorded: list[ContentPart] = []
+        sent: list[ContentPart | None] = []
         for block in blocks:
-            sent: dict[str, Any] = replace_in_json(self._converter.unstructure(block))
-            if isinstance(block, types.ResourceLink):
-                recorded.append(await self._link(block, sent))
-            elif isinstance(block, types.EmbeddedResource) and isinstance(
-                block.resource, types.BlobResourceContents
-            ):
-                recorded.append(_decoded_blob(block.resource, sent))
-            else:
-                recorded.append(sent)
-        return recorded
+            part = valid_part(part_of(block))
+            if isinstance(part, ResourceLinkContent):
+                read = await self._link(part)
+                recorded.append(read)
+                sent.append(None if read is part else part)
+                continue
+            if isinstance(part, ResourceContent) and part.blob is not None:
+                part = _decoded_blob(part)
+            recorded.append(part)
+            sent.append(None)
+        return recorded, sent if any(sent) else []
 
-    async def _link(self, link: types.ResourceLink, sent: dict[str, Any]) -> dict[str, Any]:
+    async def _link(self, link: ResourceLinkContent) -> ContentPart:
         path = _file_path(link.uri)
         if path is None:
-            return sent
+            return link
         resolved = Path(await anyio.to_thread.run_sync(os.path.realpath, path))
         if not any(resolved == root or resolved.is_relative_to(root) for root in self._roots):
             logger.info("a prompt links to %s, outside the workspace; not read", resolved)
-            return sent
+            return link
         text = await self._read(resolved)
         if text is None:
-            return sent
+            return link
         text = replace_lone_surrogates(text)
         if len(text) > MAX_ATTACHMENT_CHARS:
             total = len(text)
@@ -146,10 +135,7 @@ class PromptContent:
                 f"{text[:MAX_ATTACHMENT_CHARS]}\n[acp-agent: the file is cut here, after "
                 f"{MAX_ATTACHMENT_CHARS} of {total} characters]"
             )
-        resource: dict[str, Any] = {"uri": link.uri, "text": text}
-        if link.mime_type:
-            resource["mimeType"] = link.mime_type
-        return with_sent({"type": "resource", "resource": resource}, sent)
+        return ResourceContent(uri=link.uri, text=text, mime_type=link.mime_type or None)
 
     async def _read(self, path: Path) -> str | None:
         if self._client.can_read_files:
@@ -195,15 +181,15 @@ def _file_path(uri: str) -> str | None:
     return path if os.path.isabs(path) else None
 
 
-def _decoded_blob(resource: types.BlobResourceContents, sent: dict[str, Any]) -> dict[str, Any]:
+def _decoded_blob(resource: ResourceContent) -> ResourceContent:
+    """A blob of UTF-8 text as that text (the document's own `_meta` is not kept); any other
+    blob as it is."""
     try:
-        data = base64.b64decode(resource.blob, validate=True)
+        data = base64.b64decode(resource.blob or "", validate=True)
         text = data.decode("utf-8")
     except (binascii.Error, ValueError):
-        return sent
+        return resource
     if "\x00" in text:
-        return sent
-    decoded: dict[str, Any] = {"uri": resource.uri, "text": text}
-    if resource.mime_type:
-        decoded["mimeType"] = resource.mime_type
-    return {**sent, "resource": decoded}
+        return resource
+    mime_type = resource.mime_type or None
+    return attrs.evolve(resource, text=text, blob=None, mime_type=mime_type, resource_meta=None)

@@ -42,6 +42,7 @@ from acp_agent.agent import (
     TurnSlot,
     new_id,
 )
+from acp_agent.content import ContentPart, TextContent, as_sent
 from protocol import types
 from protocol.errors import InternalError
 
@@ -94,17 +95,17 @@ async def _run(
     storage: StoreError | None = None
     try:
         await acp_session.refresh_commands()
-        content: list[dict[str, Any]] = await reader.record(blocks)
+        content, sent = await reader.record(blocks)
         if slot.cancelled:
             return _CANCELLED
-        invocation, content = _command_in(acp_session, content)
+        invocation, content, sent = _command_in(acp_session, content, sent)
         if invocation is not None:
             return await _run_command(acp_session, slot, invocation)
         subscription = acp_session.subscription
         if subscription is None:
             raise InternalError("Internal error: the session's updates are not followed")
         try:
-            turn = await slot.start(content)
+            turn = await slot.start(content, sent=sent)
             turn_id = message_id = turn.turn_id
             outcome = await turn.outcome(seen_by=subscription)
         except PromptTooLarge as exc:
@@ -127,7 +128,7 @@ async def _run(
         if storage is None and (
             ended or (slot.cancelled and isinstance(outcome.ending, TurnInterrupted))
         ):
-            await _title_after_exchange(acp_session, content)
+            await _title_after_exchange(acp_session, as_sent(content, sent))
     except StoreError as exc:
         # Nothing of the turn could be recorded (a full disk, most likely).
         storage = exc
@@ -162,23 +163,21 @@ def _cancelled(turn_id: TurnId | None) -> types.PromptResponse:
 
 
 def _command_in(
-    acp_session: AcpSession, content: list[dict[str, Any]]
-) -> tuple[CommandInvocation | None, list[dict[str, Any]]]:
-    """A built-in command to run, or the content to send (a template expanded)."""
-    from acp_agent.adapters.acp._prompt_content import with_sent
+    acp_session: AcpSession, content: list[ContentPart], sent: list[ContentPart | None]
+) -> tuple[CommandInvocation | None, list[ContentPart], list[ContentPart | None]]:
+    """A built-in command to run, or the content to send (a template expanded), and what
+    the person sent for each part changed."""
     from acp_agent.agent import parse_invocation
 
     runner = acp_session.handle.commands
     templates = {template.spec.name: template for template in runner.templates()}
     builtins = runner.builtin_names()
     invocation = parse_invocation(content, builtins | frozenset(templates))
-    if invocation is None:
-        return None, content
-    if invocation.name in builtins:
-        return invocation, content
+    if invocation is None or invocation.name in builtins:
+        return invocation, content, sent
     # A template is the person's text: recorded expanded, replayed as typed.
-    expanded = {"type": "text", "text": templates[invocation.name].expand(invocation.arguments)}
-    return None, [with_sent(expanded, content[0]), *content[1:]]
+    expanded = TextContent(templates[invocation.name].expand(invocation.arguments))
+    return None, [expanded, *content[1:]], [content[0], *sent[1:]]
 
 
 async def _run_command(
@@ -197,14 +196,13 @@ async def _run_command(
 # --- after the exchange ---------------------------------------------------------------
 
 
-async def _title_after_exchange(acp_session: AcpSession, content: list[dict[str, Any]]) -> None:
+async def _title_after_exchange(acp_session: AcpSession, sent: Sequence[ContentPart]) -> None:
     """Give an untitled session the title of its first prompt, as sent (best effort)."""
     if acp_session.handle.title:
         return
-    from acp_agent.adapters.acp._prompt_content import sent_block
     from acp_agent.agent import title_from_prompt
 
-    title = title_from_prompt([sent_block(block) for block in content])
+    title = title_from_prompt(sent)
     if title is None:
         return
     try:

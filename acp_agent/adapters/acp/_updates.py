@@ -52,18 +52,19 @@ a loaded session shows what the live one showed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from acp_agent.adapters.acp._job_rows import job_end_row
-from acp_agent.adapters.acp._prompt_content import sent_block
+from acp_agent.adapters.acp_content import acp_block, acp_locations, acp_plan, acp_tool_content
 from acp_agent.agent import (
     BranchShown,
     CompactionView,
     ConversationRewound,
     Event,
+    FailureKind,
     JobEndShown,
     ModelReasoningDelta,
     ModelRequestFailed,
@@ -79,9 +80,9 @@ from acp_agent.agent import (
     UserInputAdopted,
     compaction_view,
 )
+from acp_agent.content import ContentPart, DiffContent, PlanContent, TerminalContent
 from acp_agent.records import Record
 from protocol import types
-from protocol.converter import shared_converter
 from protocol.text_chunks import TextChunks
 
 if TYPE_CHECKING:
@@ -101,8 +102,6 @@ __all__ = (
 logger = logging.getLogger(__name__)
 
 _KINDS: Final = {kind.value: kind for kind in types.ToolKind}
-_PRIORITIES: Final = {p.value: p for p in types.PlanEntryPriority}
-_STATUSES: Final = {s.value: s for s in types.PlanEntryStatus}
 #: The states of a branch whose showing ends as a failed tool call.
 _FAILED_BRANCH_STATES: Final = frozenset({"failed", "interrupted"})
 
@@ -155,9 +154,9 @@ def takes_subagents(capabilities: types.ClientCapabilities | None, *, unstable: 
     return unstable and capabilities is not None and capabilities.subagents is not None
 
 
-def failure_text(error: str, message: str) -> str:
+def failure_text(error: FailureKind, message: str) -> str:
     """What the person reads when a model request failed."""
-    if error == "not_configured":
+    if error == FailureKind.NOT_CONFIGURED:
         return message
     return f"The model request failed: {message}"
 
@@ -196,7 +195,6 @@ class UpdateTranslator:
         self._local_terminals: dict[str, str] = {}
         #: Branch showings already sent as a `tool_call`.
         self._showings: set[str] = set()
-        self._converter = shared_converter()
 
     def streamed_text(self, event: Event) -> TextChunks | None:
         """The chunks of `event` if it is streamed text (a text or reasoning delta), else
@@ -336,11 +334,11 @@ class UpdateTranslator:
             name=payload.tool,
             kind=_KINDS.get(payload.tool_kind or "", types.ToolKind.OTHER),
             status=types.ToolCallStatus.PENDING,
-            locations=_locations(payload.locations) or None,
+            locations=acp_locations(payload.locations) or None,
             raw_input=payload.arguments,
         )
 
-    def _progress(self, call_id: str, content: list[dict[str, Any]]) -> list[types.SessionUpdate]:
+    def _progress(self, call_id: str, content: Sequence[ContentPart]) -> list[types.SessionUpdate]:
         updates: list[types.SessionUpdate] = []
         parts, meta = self._content(call_id, content, updates)
         updates.append(types.ToolCallProgress(tool_call_id=call_id, content=parts, meta=meta))
@@ -372,7 +370,7 @@ class UpdateTranslator:
                     else types.ToolCallStatus.COMPLETED
                 ),
                 content=parts,
-                locations=(None if payload.locations is None else _locations(payload.locations)),
+                locations=(None if payload.locations is None else acp_locations(payload.locations)),
                 raw_output=raw_object(payload.raw_output),
                 meta=meta,
             )
@@ -380,40 +378,26 @@ class UpdateTranslator:
         return updates
 
     def _content(
-        self, call_id: str, stored: list[dict[str, Any]], updates: list[types.SessionUpdate]
+        self, call_id: str, parts: Sequence[ContentPart], updates: list[types.SessionUpdate]
     ) -> tuple[list[types.ToolCallContent], dict[str, Any] | None]:
-        """The ACP content of stored parts; a plan part goes to `updates` as a `plan`."""
-        parts: list[types.ToolCallContent] = []
+        """The ACP content of a call's parts; a plan part goes to `updates` as a `plan`."""
+        shown: list[types.ToolCallContent] = []
         meta: dict[str, Any] | None = None
-        for part in stored:
-            kind = part.get("type")
-            if kind == "text":
-                parts.append(types.Content(content=types.TextContent(text=str(part["text"]))))
-            elif kind == "diff":
-                parts.append(
-                    types.Diff(
-                        path=str(part["path"]),
-                        old_text=part.get("old_text"),
-                        new_text=str(part["new_text"]),
-                    )
-                )
-            elif kind == "image":
-                image = types.ImageContent(data=str(part["data"]), mime_type=str(part["mime_type"]))
-                parts.append(types.Content(content=image))
-            elif kind == "plan":
-                updates.append(types.Plan(entries=_plan_entries(part.get("entries") or [])))
-            elif kind == "terminal":
-                terminal_id = str(part["terminal_id"])
-                local_cwd = part.get("local_cwd")
-                if local_cwd is None:
-                    parts.append(types.Terminal(terminal_id=terminal_id))
+        for part in parts:
+            if isinstance(part, PlanContent):
+                updates.append(acp_plan(part))
+            elif isinstance(part, TerminalContent):
+                if part.local_cwd is None:
+                    shown.append(types.Terminal(terminal_id=part.terminal_id))
                 elif self.terminal_output and not self.replay:
-                    parts.append(types.Terminal(terminal_id=terminal_id))
+                    shown.append(types.Terminal(terminal_id=part.terminal_id))
                     if call_id not in self._local_terminals:
-                        self._local_terminals[call_id] = terminal_id
-                        info = {"terminal_id": terminal_id, "cwd": local_cwd}
+                        self._local_terminals[call_id] = part.terminal_id
+                        info = {"terminal_id": part.terminal_id, "cwd": part.local_cwd}
                         meta = {**(meta or {}), "terminal_info": info}
-        return parts, meta
+            else:
+                shown.append(acp_tool_content(part))
+        return shown, meta
 
     def _usage(self, payload: ModelRequestFinished) -> list[types.SessionUpdate]:
         usage = payload.usage
@@ -434,15 +418,12 @@ class UpdateTranslator:
 
     def _user_input(self, adopted: UserInputAdopted) -> list[types.SessionUpdate]:
         updates: list[types.SessionUpdate] = []
-        for block in adopted.content:
-            try:
-                structured: types.ContentBlock = self._converter.structure(
-                    sent_block(block), cast(Any, types.ContentBlock)
-                )
-            except Exception:
-                logger.warning("a stored prompt block could not be replayed; skipped")
+        for part in adopted.shown():
+            if isinstance(part, DiffContent | TerminalContent | PlanContent):
+                logger.warning("a person's message holds a %s part; not replayed", part.KIND)
                 continue
-            updates.append(types.UserMessageChunk(content=structured, message_id=adopted.input_id))
+            block = acp_block(part)
+            updates.append(types.UserMessageChunk(content=block, message_id=adopted.input_id))
         return updates
 
 
@@ -478,23 +459,3 @@ def raw_object(raw: Any) -> dict[str, Any] | None:
     if isinstance(raw, list):
         return {"items": raw}
     return {"value": raw}
-
-
-def _locations(stored: list[dict[str, Any]]) -> list[types.ToolCallLocation]:
-    locations = []
-    for item in stored:
-        path, line = item.get("path"), item.get("line")
-        if isinstance(path, str) and (line is None or (isinstance(line, int) and line >= 1)):
-            locations.append(types.ToolCallLocation(path=path, line=line))
-    return locations
-
-
-def _plan_entries(entries: list[dict[str, Any]]) -> list[types.PlanEntry]:
-    return [
-        types.PlanEntry(
-            content=str(entry.get("content", "")),
-            priority=_PRIORITIES.get(str(entry.get("priority")), types.PlanEntryPriority.MEDIUM),
-            status=_STATUSES.get(str(entry.get("status")), types.PlanEntryStatus.PENDING),
-        )
-        for entry in entries
-    ]

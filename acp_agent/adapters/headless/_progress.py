@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from acp_agent.adapters.acp_content import tool_part_from_json
 from acp_agent.adapters.headless._report import Reporter
+from acp_agent.content import TextContent
 
 __all__ = ("ToolProgress",)
 
@@ -53,10 +55,10 @@ class ToolProgress:
 
 def _reason(update: dict[str, Any]) -> str | None:
     """Why a call failed, in a line: its text's first line, else how its command ended."""
-    for part in update.get("content") or []:
-        block = part.get("content") if isinstance(part, dict) else None
-        if isinstance(block, dict) and block.get("type") == "text":
-            for line in str(block.get("text", "")).splitlines():
+    for item in update.get("content") or []:
+        part = tool_part_from_json(item)
+        if isinstance(part, TextContent):
+            for line in part.text.splitlines():
                 line = line.strip()
                 if line and not line.startswith("```"):
                     return line if len(line) <= _REASON_CHARS else line[:_REASON_CHARS] + "…"

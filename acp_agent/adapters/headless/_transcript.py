@@ -4,7 +4,9 @@
 order they began: consecutive chunks of one message become one message, a tool
 call's updates amend its entry, a plan shows as it last stood at that point.
 `markdown()` renders it (what `sessions show` prints and `export --format markdown`
-writes); diffs are unified diffs, long outputs are cut with a note.
+writes); diffs are unified diffs, long outputs are cut with a note. What the
+messages, calls and plans hold is read as content parts (`acp_content`); a piece
+that does not fit ACP's schema shows as its kind, or not at all.
 """
 
 from __future__ import annotations
@@ -13,10 +15,23 @@ import difflib
 import re
 from typing import Any, Final
 
+from acp_agent.adapters.acp_content import part_from_json, plan_from_json, tool_part_from_json
+from acp_agent.content import (
+    ContentPart,
+    DiffContent,
+    ImageContent,
+    PlanStatus,
+    ResourceLinkContent,
+    TerminalContent,
+    TextContent,
+)
+
 __all__ = ("Transcript",)
 
 #: Characters of one tool output or thought shown before it is cut.
 MAX_SHOWN_CHARS: Final = 4000
+
+_MARKS: Final = {PlanStatus.COMPLETED: "x", PlanStatus.IN_PROGRESS: "~"}
 
 _MESSAGE_KINDS: Final = {
     "user_message_chunk": "You",
@@ -67,7 +82,8 @@ class Transcript:
 
     def _chunk(self, kind: str, update: dict[str, Any]) -> None:
         content = update.get("content") or {}
-        text = content.get("text") if content.get("type") == "text" else _placeholder(content)
+        part = part_from_json(content)
+        text = part.text if isinstance(part, TextContent) else _placeholder(part, content)
         message_id = update.get("messageId")
         last = self._entries[-1] if self._entries else None
         if (
@@ -86,11 +102,18 @@ class Transcript:
         self._entries.append(entry)
 
 
-def _placeholder(content: dict[str, Any]) -> str:
-    """What stands for a block that is not text (an image, a resource link)."""
-    kind = content.get("type", "content")
-    name = content.get("uri") or content.get("name") or content.get("mimeType") or ""
-    return f"[{kind}{': ' + str(name) if name else ''}]"
+def _placeholder(part: ContentPart | None, content: Any) -> str:
+    """What stands for a part that is not text (an image, a resource link)."""
+    if part is not None:
+        kind = part.KIND
+    else:  # not ACP: named by the kind it claims
+        kind = str(content.get("type", "content")) if isinstance(content, dict) else "content"
+    name = ""
+    if isinstance(part, ImageContent):
+        name = part.uri or part.mime_type
+    elif isinstance(part, ResourceLinkContent):
+        name = part.uri
+    return f"[{kind}{': ' + name if name else ''}]"
 
 
 def _render(entry: dict[str, Any]) -> str:
@@ -106,9 +129,8 @@ def _render(entry: dict[str, Any]) -> str:
         return _render_call(entry)
     if kind == "plan":
         lines = ["**Plan**", ""]
-        for step in entry.get("entries") or ():
-            mark = {"completed": "x", "in_progress": "~"}.get(step.get("status"), " ")
-            lines.append(f"- [{mark}] {step.get('content', '')}")
+        for step in plan_from_json(entry.get("entries") or ()).entries:
+            lines.append(f"- [{_MARKS.get(step.status, ' ')}] {step.content}")
         return "\n".join(lines)
     return ""
 
@@ -117,29 +139,28 @@ def _render_call(call: dict[str, Any]) -> str:
     title = call.get("title") or call.get("toolCallId")
     lines = [f"**Tool call:** {title} ({call.get('status', 'pending')})"]
     for item in call.get("content") or ():
-        if item.get("type") == "diff":
-            lines.append(_diff_block(item))
-        elif item.get("type") == "content":
-            inner = item.get("content") or {}
-            text = inner.get("text") if inner.get("type") == "text" else _placeholder(inner)
+        part = tool_part_from_json(item)
+        if isinstance(part, DiffContent):
+            lines.append(_diff_block(part))
+        elif isinstance(part, TerminalContent):
+            lines.append(f"(terminal {part.terminal_id})")
+        elif isinstance(item, dict) and item.get("type") == "content":
+            inner = item.get("content")
+            text = part.text if isinstance(part, TextContent) else _placeholder(part, inner)
             if text:
-                lines.append(_fence(_cut(str(text))))
-        elif item.get("type") == "terminal":
-            lines.append(f"(terminal {item.get('terminalId')})")
+                lines.append(_fence(_cut(text)))
     return "\n\n".join(lines)
 
 
-def _diff_block(item: dict[str, Any]) -> str:
-    path = str(item.get("path", ""))
-    old = item.get("oldText")
-    new = str(item.get("newText") or "")
-    diff = difflib.unified_diff(
+def _diff_block(diff: DiffContent) -> str:
+    path, old, new = diff.path, diff.old_text, diff.new_text
+    lines = difflib.unified_diff(
         (old or "").splitlines(keepends=True),
         new.splitlines(keepends=True),
         fromfile="/dev/null" if old is None else f"a{path}",
         tofile="/dev/null" if not new and old else f"b{path}",
     )
-    body = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+    body = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
     return _fence(_cut(body.rstrip("\n")), "diff")
 
 

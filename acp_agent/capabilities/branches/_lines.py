@@ -39,6 +39,7 @@ from acp_agent.core import (
     TurnEnded,
     TurnId,
     TurnInterrupted,
+    TurnStopReason,
     UserInputAdopted,
 )
 
@@ -264,7 +265,9 @@ class LineFollower:
                 line.stop_reason = line.stop_reason or "interrupted"
             else:
                 line.state = (
-                    LineState.FAILED if payload.stop_reason == "error" else LineState.FINISHED
+                    LineState.FAILED
+                    if payload.stop_reason == TurnStopReason.ERROR
+                    else LineState.FINISHED
                 )
                 line.stop_reason = payload.stop_reason
             return True, True

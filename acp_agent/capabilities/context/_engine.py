@@ -77,6 +77,7 @@ from acp_agent.capabilities.context._token_budget import (
     estimate_message_tokens,
     estimate_request_tokens,
 )
+from acp_agent.content import ContentPart
 from acp_agent.core import (
     Branch,
     CompactionRecorded,
@@ -479,8 +480,8 @@ class ContextEngine:
         bare = ModelRequest(model="", guide=self.guide.guide().text, messages=[], tools=tools)
         return max(0, self.tokens.window_tokens - self._overhead_tokens(bare))
 
-    def input_tokens(self, content: Sequence[dict[str, object]]) -> int:
-        """What the person's content blocks cost as a message, calibrated."""
+    def input_tokens(self, content: Sequence[ContentPart]) -> int:
+        """What the person's content parts cost as a message, calibrated."""
         message = Message("user", user_input_parts(content))
         return self.tokens.calibrated(estimate_message_tokens(message))
 

@@ -53,6 +53,13 @@ from acp_agent.capabilities.context._token_budget import (
     MESSAGE_OVERHEAD_TOKENS,
     estimate_text_tokens,
 )
+from acp_agent.content import (
+    ContentPart,
+    ImageContent,
+    ResourceContent,
+    ResourceLinkContent,
+    TextContent,
+)
 from acp_agent.core import (
     BranchMessageReceived,
     CompactionRecorded,
@@ -78,6 +85,7 @@ from acp_agent.core import (
     ToolOutcome,
     ToolResultRecorded,
     UserInputAdopted,
+    encode_part,
     encode_payload,
     is_hidden,
 )
@@ -198,31 +206,26 @@ def render_compaction(
     return Message("user", [Text(summary), Text(restatement)])
 
 
-def user_input_parts(content: Sequence[dict[str, Any]]) -> list[Part]:
-    """The person's content blocks (ACP `ContentBlock` objects) as message parts."""
+def user_input_parts(content: Sequence[ContentPart]) -> list[Part]:
+    """The person's content parts as message parts (a tool's kinds have no place here)."""
     parts: list[Part] = []
-    for block in content:
-        kind = block.get("type")
-        if kind == "text":
-            text = str(block.get("text") or "")
-            if text:
-                parts.append(Text(text))
-        elif kind == "image" and block.get("data"):
-            parts.append(Image(str(block["data"]), str(block.get("mimeType") or "image/png")))
-        elif kind == "resource_link":
-            attributes = [("uri", str(block.get("uri") or ""))]
-            if block.get("name"):
-                attributes.append(("name", str(block["name"])))
+    for part in content:
+        if isinstance(part, TextContent):
+            if part.text:
+                parts.append(Text(part.text))
+        elif isinstance(part, ImageContent):
+            if part.data:
+                parts.append(Image(part.data, part.mime_type or "image/png"))
+        elif isinstance(part, ResourceLinkContent):
+            attributes = [("uri", part.uri)]
+            if part.name:
+                attributes.append(("name", part.name))
             parts.append(Text(tag("attachment", attributes)))
-        elif kind == "resource":
-            resource = block.get("resource") or {}
-            attributes = [("uri", str(resource.get("uri") or ""))]
-            if resource.get("mimeType"):
-                attributes.append(("mime", str(resource["mimeType"])))
-            body = resource.get("text")
-            parts.append(Text(tag("attachment", attributes, str(body) if body else None)))
-        elif kind == "audio":
-            parts.append(Text(tag("attachment", [("kind", "audio")], "(audio is not supported)")))
+        elif isinstance(part, ResourceContent):
+            attributes = [("uri", part.uri)]
+            if part.mime_type:
+                attributes.append(("mime", part.mime_type))
+            parts.append(Text(tag("attachment", attributes, part.text or None)))
     return parts
 
 
@@ -235,11 +238,11 @@ def _raw_result_text(payload: ToolResultRecorded) -> str:
     if payload.model_text is not None:
         return payload.model_text
     pieces = []
-    for block in payload.content:
-        if block.get("type") == "text":
-            pieces.append(str(block.get("text") or ""))
+    for part in payload.content:
+        if isinstance(part, TextContent):
+            pieces.append(part.text)
         else:
-            pieces.append(json.dumps(block, ensure_ascii=False, sort_keys=True))
+            pieces.append(json.dumps(encode_part(part), ensure_ascii=False, sort_keys=True))
     text = "\n".join(pieces)
     if text:
         return text

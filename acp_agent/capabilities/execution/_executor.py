@@ -47,15 +47,7 @@ import anyio
 import attrs
 
 from acp_agent.capabilities.controls import SessionControls
-from acp_agent.capabilities.execution._content import (
-    decode_locations,
-    encode_locations,
-    encode_parts,
-    json_safe,
-    text_part,
-    valid_parts,
-    with_valid_text,
-)
+from acp_agent.capabilities.execution._content import json_safe, with_valid_text
 from acp_agent.capabilities.execution._recorder import CoalescingRecorder
 from acp_agent.capabilities.execution._result_budget import ResultBudget
 from acp_agent.capabilities.jobs import JobManager
@@ -81,6 +73,7 @@ from acp_agent.capabilities.session import (
     ToolBindings,
     UnboundCall,
 )
+from acp_agent.content import valid_part
 from acp_agent.core import (
     Branch,
     CallId,
@@ -260,14 +253,14 @@ class _Progress:
 
     async def content(self, parts: Sequence[ContentPart]) -> None:
         shown = [
-            TextContent(cut_middle(part.text, PROGRESS_CHARS, "{omitted} characters left out"))
+            attrs.evolve(
+                part, text=cut_middle(part.text, PROGRESS_CHARS, "{omitted} characters left out")
+            )
             if isinstance(part, TextContent)
             else part
-            for part in valid_parts(tuple(parts))
+            for part in valid_part(tuple(parts))
         ]
-        self._recorder.add(
-            EventDraft(ToolCallProgressed(self._call_id, encode_parts(shown)), TOOLS_PRODUCER)
-        )
+        self._recorder.add(EventDraft(ToolCallProgressed(self._call_id, shown), TOOLS_PRODUCER))
 
     async def terminal_output(self, terminal_id: str, data: str) -> None:
         if data:
@@ -571,7 +564,7 @@ class ToolExecutor:
             target=need.target,
             note=ask.note,
             arguments=request.arguments,
-            locations=decode_locations(request.locations),
+            locations=request.locations,
             options=ask.options,
             branch_id=None if self.branch.parent_id is None else self.branch.id,
             content=content,
@@ -714,7 +707,6 @@ class ToolExecutor:
         result = await self.budget.apply(
             with_valid_text(call.result), session_id=self.branch.session_id, call_id=call.call_id
         )
-        locations = None if result.locations is None else encode_locations(result.locations)
         await self.branch.append(
             [
                 EventDraft(ToolCallCompleted(call.call_id, not result.is_error), TOOLS_PRODUCER),
@@ -722,12 +714,12 @@ class ToolExecutor:
                     ToolResultRecorded(
                         call.call_id,
                         call.request.request_id,
-                        encode_parts(result.content),
+                        result.content,
                         result.is_error,
                         ToolOutcome.FINISHED,
                         model_text=result.model_text,
                         raw_output=json_safe(result.raw_output),
-                        locations=locations,
+                        locations=result.locations,
                     ),
                     TOOLS_PRODUCER,
                 ),
@@ -780,7 +772,7 @@ class ToolExecutor:
             ToolResultRecorded(
                 request.call_id,
                 request.request_id,
-                [text_part(shown)],
+                (TextContent(shown),),
                 is_error=True,
                 outcome=outcome,
                 model_text=text,

@@ -15,12 +15,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from acp_agent.capabilities.execution._content import encode_locations
 from acp_agent.capabilities.execution._executor import INVALID_ARGUMENTS_KEY, INVALID_REASON_KEY
 from acp_agent.capabilities.session import ToolGeneration
 from acp_agent.core import CallId, ToolCallRequested
 from acp_agent.models import ToolCall, ToolSpec
-from acp_agent.toolkit import ToolDefinition
+from acp_agent.toolkit import Location, ToolDefinition
 from jsonbounds import TOO_DEEP, nesting_exceeds
 
 __all__ = ("CallProposals", "tool_spec")
@@ -53,7 +52,8 @@ class CallProposals:
         """The proposal of one call of request `request_id`'s reply."""
         call_id = self._unique(call.call_id)
         arguments = _arguments(call.arguments)
-        title, kind, locations = call.name, "other", []
+        title, kind = call.name, "other"
+        locations: Sequence[Location] = ()
         tool = generation.tools.get(call.name)
         if tool is not None and INVALID_ARGUMENTS_KEY not in arguments:
             try:
@@ -62,7 +62,7 @@ class CallProposals:
                 logger.exception("tool %s could not present a call", call.name)
             else:
                 title, kind = presentation.title, presentation.kind.value
-                locations = encode_locations(presentation.locations)
+                locations = presentation.locations
         elif tool is not None:
             kind = tool.definition.kind.value
         return ToolCallRequested(

@@ -20,7 +20,7 @@ A turn goes through these states::
   batch and handed to the executor; the loop continues when every call's
   result is published (AWAITING_TOOLS). Otherwise the turn ends (ENDING).
 
-Stop reasons (`TurnEnded.stop_reason`): `end_turn`, `max_tokens` (the reply
+Stop reasons (`TurnEnded.stop_reason`, a `TurnStopReason`): `end_turn`, `max_tokens` (the reply
 hit its cap, or the context window was exceeded even after compacting twice
 in the turn: the older history, then all of it, long messages cut), `max_turn_requests` (more
 model requests in the turn than allowed), `refusal`; a cancelled turn ends
@@ -63,6 +63,7 @@ from acp_agent.capabilities.execution import (
     tool_spec,
 )
 from acp_agent.capabilities.session import ToolGeneration, ToolSet
+from acp_agent.content import ContentPart
 from acp_agent.core import (
     Branch,
     CallId,
@@ -72,12 +73,14 @@ from acp_agent.core import (
     CompactionStarted,
     Event,
     EventDraft,
+    FailureKind,
     ModelReasoningDelta,
     ModelReasoningEnded,
     ModelRequestFailed,
     ModelRequestFinished,
     ModelRequestInterrupted,
     ModelRequestStarted,
+    ModelStopReason,
     ModelTextDelta,
     ScopeClosed,
     Seq,
@@ -88,6 +91,7 @@ from acp_agent.core import (
     TurnEnded,
     TurnId,
     TurnInterrupted,
+    TurnStopReason,
     Usage,
     UserInputAdopted,
     new_id,
@@ -154,34 +158,37 @@ _GAVE_UP: Final = (
 #: Model requests one turn may make before it ends with `max_turn_requests`.
 DEFAULT_MAX_TURN_REQUESTS: Final = 50
 
-_STOP_REASONS: Final = {
-    StopReason.END_TURN: "end_turn",
-    StopReason.MAX_TOKENS: "max_tokens",
-    StopReason.REFUSAL: "refusal",
+#: What a reply's stop reason, as a provider said it, is recorded as.
+_REPLY_STOPS: Final = {reason: ModelStopReason(reason.value) for reason in StopReason}
+#: How the turn ends after a reply that proposed no tool call.
+_TURN_STOPS: Final = {
+    StopReason.END_TURN: TurnStopReason.END_TURN,
+    StopReason.MAX_TOKENS: TurnStopReason.MAX_TOKENS,
+    StopReason.REFUSAL: TurnStopReason.REFUSAL,
 }
 #: `ModelRequestFailed.error` by exception class, most specific first.
-_ERROR_KINDS: Final[tuple[tuple[type[ProviderError], str], ...]] = (
-    (ProviderNotConfigured, "not_configured"),
-    (StreamBroken, "stream_broken"),
-    (RateLimited, "rate_limited"),
-    (QuotaExceeded, "quota"),
-    (ProviderOverloaded, "overloaded"),
-    (ContextWindowExceeded, "context_window"),
-    (AuthenticationFailed, "authentication"),
-    (ModelNotFound, "model_not_found"),
-    (ProviderTimeout, "timeout"),
-    (ProviderConnectError, "connect"),
-    (ProviderConnectionLost, "connection_lost"),
-    (ProviderResponseInvalid, "invalid_response"),
+_ERROR_KINDS: Final[tuple[tuple[type[ProviderError], FailureKind], ...]] = (
+    (ProviderNotConfigured, FailureKind.NOT_CONFIGURED),
+    (StreamBroken, FailureKind.STREAM_BROKEN),
+    (RateLimited, FailureKind.RATE_LIMITED),
+    (QuotaExceeded, FailureKind.QUOTA),
+    (ProviderOverloaded, FailureKind.OVERLOADED),
+    (ContextWindowExceeded, FailureKind.CONTEXT_WINDOW),
+    (AuthenticationFailed, FailureKind.AUTHENTICATION),
+    (ModelNotFound, FailureKind.MODEL_NOT_FOUND),
+    (ProviderTimeout, FailureKind.TIMEOUT),
+    (ProviderConnectError, FailureKind.CONNECT),
+    (ProviderConnectionLost, FailureKind.CONNECTION_LOST),
+    (ProviderResponseInvalid, FailureKind.INVALID_RESPONSE),
 )
 
 
-def error_kind(error: ProviderError) -> str:
-    """The short name `ModelRequestFailed.error` gives a provider failure."""
+def error_kind(error: ProviderError) -> FailureKind:
+    """The kind `ModelRequestFailed.error` gives a provider failure."""
     for cls, kind in _ERROR_KINDS:
         if isinstance(error, cls):
             return kind
-    return "provider_error"
+    return FailureKind.PROVIDER_ERROR
 
 
 class PromptTooLarge(Exception):
@@ -256,7 +263,7 @@ class ContextPreparer(Protocol):
         """The context window requests must fit (configured, or learned smaller)."""
         ...
 
-    def input_tokens(self, content: Sequence[dict[str, Any]]) -> int:
+    def input_tokens(self, content: Sequence[ContentPart]) -> int:
         """What the person's content costs as a message."""
         ...
 
@@ -409,11 +416,18 @@ class ModelLoop:
 
     # --- turns ----------------------------------------------------------------------------
 
-    async def start_turn(self, turn_id: TurnId, content: list[dict[str, Any]]) -> Turn:
+    async def start_turn(
+        self,
+        turn_id: TurnId,
+        content: Sequence[ContentPart],
+        *,
+        sent: Sequence[ContentPart | None] = (),
+    ) -> Turn:
         """Begin a turn with `content` and run it; `AlreadyStarted` while another turn runs.
 
-        `PromptTooLarge`, with nothing recorded, for a message the model cannot take
-        even with all history compacted away.
+        `sent`: what the person sent for each part the agent changed
+        (`UserInputAdopted.sent`). `PromptTooLarge`, with nothing recorded, for a
+        message the model cannot take even with all history compacted away.
         """
         specs = self._offered(self.toolset.current)
         tokens, limit = self.context.input_tokens(content), self.context.input_limit(specs)
@@ -422,7 +436,7 @@ class ModelLoop:
         if self.branch.turn is None:
             # Today's state and rules go on record before the person's words.
             await self.context.start_turn(turn_id)
-        turn = await self.branch.begin_turn(turn_id, content)
+        turn = await self.branch.begin_turn(turn_id, content, sent=sent)
         self._begun[turn_id] = turn
         self._begin_if_paired(turn_id)
         return turn
@@ -448,7 +462,7 @@ class ModelLoop:
     async def _step(self, run: _TurnRun) -> None:
         turn_id = run.turn.turn_id
         if run.requests >= self.settings.max_turn_requests:
-            await self._end(run, "max_turn_requests")
+            await self._end(run, TurnStopReason.MAX_TURN_REQUESTS)
             return
         request_id = self._new_request_id()
         try:
@@ -457,11 +471,12 @@ class ModelLoop:
             await self.branch.append(
                 [
                     EventDraft(
-                        ModelRequestFailed(request_id, "not_configured", str(exc)), LOOP_PRODUCER
+                        ModelRequestFailed(request_id, FailureKind.NOT_CONFIGURED, str(exc)),
+                        LOOP_PRODUCER,
                     )
                 ]
             )
-            await self._end(run, "end_turn")
+            await self._end(run, TurnStopReason.END_TURN)
             return
         generation = self.toolset.current
         specs = self._offered(generation)
@@ -564,10 +579,12 @@ class ModelLoop:
             calls = ()
         elif stop is StopReason.TOOL_USE:
             stop = StopReason.END_TURN  # it said tool_use but proposed no complete call
-        finished = EventDraft(ModelRequestFinished(request_id, stop.value, usage), LOOP_PRODUCER)
+        finished = EventDraft(
+            ModelRequestFinished(request_id, _REPLY_STOPS[stop], usage), LOOP_PRODUCER
+        )
         if not calls:
             await self.branch.append([finished])
-            await self._end(run, _STOP_REASONS.get(stop, "end_turn"))
+            await self._end(run, _TURN_STOPS.get(stop, TurnStopReason.END_TURN))
             return
         roots = self.controls.roots
         propose = self._proposals.propose
@@ -590,12 +607,13 @@ class ModelLoop:
     ) -> None:
         kind = error_kind(failure)
         logger.warning("model request %s failed (%s): %s", request_id, kind, failure)
-        compacting = kind == "context_window" and run.overflow_compactions < _OVERFLOW_COMPACTIONS
+        overflowed = kind == FailureKind.CONTEXT_WINDOW
+        compacting = overflowed and run.overflow_compactions < _OVERFLOW_COMPACTIONS
         message = str(failure)
         if compacting:
             window = self.context.note_overflow()
             message = message.rstrip(". ") + _COMPACTING.format(window=window)
-        elif kind == "context_window":
+        elif overflowed:
             message = message.rstrip(". ") + _GAVE_UP
         await self.branch.append(
             [EventDraft(ModelRequestFailed(request_id, kind, message), LOOP_PRODUCER)]
@@ -616,9 +634,9 @@ class ModelLoop:
             else:
                 await self._step(run)
                 return
-        await self._end(run, "max_tokens" if kind == "context_window" else "end_turn")
+        await self._end(run, TurnStopReason.MAX_TOKENS if overflowed else TurnStopReason.END_TURN)
 
-    async def _end(self, run: _TurnRun, stop_reason: str) -> None:
+    async def _end(self, run: _TurnRun, stop_reason: TurnStopReason) -> None:
         self._state = LoopState.ENDING
         await self.branch.end_turn(run.turn.turn_id, stop_reason)
 

@@ -53,6 +53,7 @@ from acp_agent.capabilities.context import (
 from acp_agent.capabilities.controls import MODE_KEY, MODEL_KEY, InvalidSetting, SessionControls
 from acp_agent.capabilities.permissions import list_rules, revoke_rule, rule_text
 from acp_agent.capabilities.session._toolset import ToolSet
+from acp_agent.content import ContentPart, TextContent
 from acp_agent.core import Session, Store, StoreNotFound
 from acp_agent.models import (
     DOCTOR_HINT,
@@ -136,12 +137,12 @@ class CommandInvocation(Record):
 
 
 def parse_invocation(
-    content: Sequence[Mapping[str, Any]], names: Sequence[str] | frozenset[str]
+    content: Sequence[ContentPart], names: Sequence[str] | frozenset[str]
 ) -> CommandInvocation | None:
-    """The command a prompt runs, if its first block is `/<name>` for one of `names`."""
-    if not content or content[0].get("type") != "text":
+    """The command a prompt runs, if its first part is the text `/<name>` for one of `names`."""
+    if not content or not isinstance(content[0], TextContent):
         return None
-    text = str(content[0].get("text") or "")
+    text = content[0].text
     stripped = text.lstrip()
     if not stripped.startswith("/"):
         return None

@@ -37,6 +37,7 @@ import attrs
 from acp_agent.capabilities.branches import BranchManager
 from acp_agent.capabilities.jobs import JobManager
 from acp_agent.capabilities.session._checkpoints import CallChanges, CheckpointStore, entry_digest
+from acp_agent.content import ContentPart, TextContent
 from acp_agent.core import (
     ConversationRewound,
     Event,
@@ -307,10 +308,10 @@ def _ran_sandboxed(result: ToolResultRecorded) -> bool:
     return isinstance(raw, dict) and raw.get("sandboxed") is True and "files" in raw
 
 
-def _first_line(content: list[dict[str, Any]]) -> str:
-    for block in content:
-        if block.get("type") == "text" and str(block.get("text") or "").strip():
-            line = str(block["text"]).strip().splitlines()[0]
+def _first_line(content: Sequence[ContentPart]) -> str:
+    for part in content:
+        if isinstance(part, TextContent) and part.text.strip():
+            line = part.text.strip().splitlines()[0]
             return line if len(line) <= 60 else line[:59] + "…"
     return "(no text)"
 

@@ -8,8 +8,10 @@ text is titled after its first attachment's name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Final
+
+from acp_agent.content import ContentPart, ResourceContent, ResourceLinkContent, TextContent
 
 __all__ = ("MAX_TITLE_CHARS", "title_from_prompt")
 
@@ -21,15 +23,15 @@ MAX_TITLE_CHARS: Final = 60
 _SCAN_CHARS = 64 * 1024
 
 
-def title_from_prompt(content: Sequence[Mapping[str, Any]]) -> str | None:
-    """The title for a session whose first prompt is `content` (ACP content blocks)."""
-    for block in content:
-        if block.get("type") == "text":
-            title = _first_line(str(block.get("text") or ""))
+def title_from_prompt(content: Sequence[ContentPart]) -> str | None:
+    """The title for a session whose first prompt is `content` (as the person sent it)."""
+    for part in content:
+        if isinstance(part, TextContent):
+            title = _first_line(part.text)
             if title:
                 return _shorten(title)
-    for block in content:
-        name = _attachment_name(block)
+    for part in content:
+        name = _attachment_name(part)
         if name:
             return _shorten(name)
     return None
@@ -44,12 +46,11 @@ def _first_line(text: str) -> str:
     return ""
 
 
-def _attachment_name(block: Mapping[str, Any]) -> str:
-    if block.get("type") == "resource_link":
-        return str(block.get("title") or block.get("name") or "")
-    if block.get("type") == "resource":
-        uri = str((block.get("resource") or {}).get("uri") or "")
-        return uri.rstrip("/").rsplit("/", 1)[-1]
+def _attachment_name(part: ContentPart) -> str:
+    if isinstance(part, ResourceLinkContent):
+        return part.title or part.name
+    if isinstance(part, ResourceContent):
+        return part.uri.rstrip("/").rsplit("/", 1)[-1]
     return ""
 
 

@@ -93,14 +93,19 @@ def test_the_transcript_folds_chunks_calls_and_plans() -> None:
         {"sessionUpdate": "agent_thought_chunk", "messageId": "r1", "content": _text("Hm.")},
         {"sessionUpdate": "agent_message_chunk", "messageId": "r1", "content": _text("On ")},
         {"sessionUpdate": "agent_message_chunk", "messageId": "r1", "content": _text("it.")},
-        {"sessionUpdate": "plan", "entries": [{"content": "read", "status": "pending"}]},
-        {"sessionUpdate": "plan", "entries": [{"content": "read", "status": "completed"}]},
+        {"sessionUpdate": "plan", "entries": [_step("read", "pending")]},
+        {"sessionUpdate": "plan", "entries": [_step("read", "completed"), {"content": "?"}]},
         {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Edit a.py"},
         {
             "sessionUpdate": "tool_call_update",
             "toolCallId": "c1",
             "status": "completed",
-            "content": [{"type": "diff", "path": "/w/a.py", "oldText": "x\n", "newText": "y\n"}],
+            "content": [
+                {"type": "diff", "path": "/w/a.py", "oldText": "x\n", "newText": "y\n"},
+                {"type": "diff", "path": "/w/b.py"},  # no newText: not ACP, left out
+                {"type": "content", "content": {"type": "image", "data": "", "mimeType": "i/x"}},
+                {"type": "terminal", "terminalId": "t1"},
+            ],
         },
         {"sessionUpdate": "usage_update", "used": 5, "size": 10},
         {"sessionUpdate": "agent_message_chunk", "messageId": "r2", "content": _text("Done ```")},
@@ -114,7 +119,13 @@ def test_the_transcript_folds_chunks_calls_and_plans() -> None:
     assert "- [ ] read" not in out
     assert "**Tool call:** Edit a.py (completed)" in out
     assert "-x\n+y" in out
+    assert "b.py" not in out
+    assert "```\n[image: i/x]\n```\n\n(terminal t1)" in out
     assert transcript.final_message() == "Done ```"
+
+
+def _step(content: str, status: str) -> dict[str, str]:
+    return {"content": content, "priority": "medium", "status": status}
 
 
 def _text(text: str) -> dict[str, str]:
