@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -41,7 +42,7 @@ from mcp.shared.message import SessionMessage
 
 from acp_agent.lone_surrogates import replace_in_json
 from acp_agent.process_groups import process_groups
-from acp_agent.sandbox import Sandbox
+from acp_agent.sandbox import Sandbox, places_in_tmp
 from jsonbounds import LineSplitter, OverLongLine
 
 __all__ = (
@@ -219,7 +220,11 @@ async def stdio_transport(
     if sandbox is not None:
         # Its environment stays as declared: the base holds no keys, and `env` is the
         # person's own choice for this server.
-        argv = sandbox.wrap(argv, cwd=Path(cwd) if cwd is not None else Path.cwd())
+        # Its own program and script stay readable where they live under `/tmp`.
+        where = Path(cwd) if cwd is not None else Path.cwd()
+        argv = sandbox.wrap(
+            argv, cwd=where, show=places_in_tmp([shutil.which(command) or command, *args])
+        )
     # A group of its own, registered before the server runs: the agent's reaper ends it
     # if the agent dies. The door opens with the first line on its stdin.
     gate = process_groups().gate(argv, protocol_stdin=True, env=environment, cwd=cwd)

@@ -27,7 +27,7 @@ that must be sandboxed raises where it cannot be.
 
 from __future__ import annotations
 
-from acp_agent.sandbox._argv import Sandbox, bwrap_argv
+from acp_agent.sandbox._argv import Sandbox, bwrap_argv, places_in_tmp
 from acp_agent.sandbox._denials import Denial, DenialKind, describe_denials, find_denials
 from acp_agent.sandbox._policy import (
     DEFAULT_HIDDEN,
@@ -66,6 +66,7 @@ __all__ = (
     "find_denials",
     "forget_probes",
     "load_sandbox_settings",
+    "places_in_tmp",
     "probe_sandbox",
     "sandbox_policy",
     "why_bwrap_failed",

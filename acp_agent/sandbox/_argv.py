@@ -42,7 +42,7 @@ from acp_agent.sandbox._denials import describe_found, find_denials
 from acp_agent.sandbox._policy import SandboxPolicy
 from acp_agent.sandbox._terminal import TerminalWrap, terminal_wrap
 
-__all__ = ("Sandbox", "bwrap_argv", "program_places_in_tmp")
+__all__ = ("Sandbox", "bwrap_argv", "places_in_tmp", "program_places_in_tmp")
 
 #: A hidden folder: traversable (to reach a root inside it), not listable, not writable.
 _HIDDEN_DIR_PERMS: Final = "0111"
@@ -90,8 +90,16 @@ class Sandbox(Record):
     roots: tuple[Path, ...]
     bwrap: str = "bwrap"
 
-    def wrap(self, command: Sequence[str], *, cwd: Path, new_session: bool = False) -> list[str]:
-        """`command` confined (see `bwrap_argv`)."""
+    def wrap(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: Path,
+        new_session: bool = False,
+        show: Sequence[Path] = (),
+    ) -> list[str]:
+        """`command` confined (see `bwrap_argv`); `show`: more places under `/tmp` it
+        reads (a server's own program, `places_in_tmp`)."""
         return bwrap_argv(
             command,
             roots=self.roots,
@@ -99,7 +107,7 @@ class Sandbox(Record):
             policy=self.policy,
             bwrap=self.bwrap,
             new_session=new_session,
-            visible=program_places_in_tmp(),
+            visible=[*program_places_in_tmp(), *show],
         )
 
     def in_terminal(
@@ -204,6 +212,25 @@ def _mounts(roots: Sequence[Path], policy: SandboxPolicy, visible: Sequence[Path
     for place in policy.hidden:
         plan(place, _Kind.HIDDEN)
     return sorted(planned.values(), key=lambda mount: (len(mount.path.parts), mount.kind))
+
+
+def places_in_tmp(argv: Sequence[str]) -> list[Path]:
+    """The folders under `/tmp` holding the files `argv` names by absolute path (a
+    server's program, its script), which the sandbox's empty `/tmp` would hide."""
+    tmp = Path("/tmp")
+    places = []
+    for word in argv:
+        path = Path(word)
+        if not path.is_absolute() or tmp not in path.parents:
+            continue
+        try:
+            if path.is_file():
+                places.append(path.parent)
+            elif path.is_dir():
+                places.append(path)
+        except OSError:
+            continue
+    return places
 
 
 def program_places_in_tmp() -> list[Path]:

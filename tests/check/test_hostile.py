@@ -22,6 +22,10 @@ from acp_agent.adapters.check._rules import RULES
 from tests.check.support import HERE, Outcome, check_all, left_running, once, python
 
 HOSTILE = HERE / "hostile"
+#: How long the check waits for each answer: long enough for a Python start on a loaded
+#: 2-core machine (1 s was not), short enough that the silent ones cost little.
+TIMEOUT_S = 3.0
+
 SHAPES = (
     "result-string",
     "result-null",
@@ -62,7 +66,9 @@ def _check_hostile(factory: pytest.TempPathFactory) -> dict[str, Any]:
         commands[shape] = python(HOSTILE / "malformed.py", shape)
         commands[f"{shape}+"] = python(HOSTILE / "malformed.py", shape, "--good", "initialize")
     try:
-        outcomes: dict[str, Any] = check_all(commands, timeout_s=1, quiet_s=0.3, deadline_s=60)
+        outcomes: dict[str, Any] = check_all(
+            commands, timeout_s=TIMEOUT_S, quiet_s=0.3, deadline_s=60
+        )
     finally:
         del os.environ["HOSTILE_PIDS"], os.environ["PYTHON"]
     outcomes["pids"] = [int(p) for p in child_pids.read_text().split()]
@@ -110,7 +116,9 @@ def test_an_agent_that_never_answers_fails_the_handshake_and_stops_the_run(
     hostile: dict[str, Outcome],
 ) -> None:
     outcome = hostile["silent"]
-    assert "no answer to initialize within 1 s" in outcome.evidence("initialize-version")
+    assert f"no answer to initialize within {TIMEOUT_S:g} s" in outcome.evidence(
+        "initialize-version"
+    )
     assert outcome.verdicts["initialize-unsupported-version"] == "fail"
     assert outcome.verdicts["exit-after-eof"] == "fail"
     assert "answered no initialize" in outcome.stopped

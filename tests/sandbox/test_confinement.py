@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from acp_agent.process_groups import GroupRegistry, process_groups, use_process_groups
-from acp_agent.sandbox import Sandbox
+from acp_agent.sandbox import Sandbox, places_in_tmp
 from acp_agent.tools._background import LocalJob
 from acp_agent.tools._process import LocalExit, run_local
 from tests.sandbox.conftest import Play
@@ -364,3 +364,26 @@ async def test_programs_run_from_tmp_stay_visible_read_only(
     finally:
         shutil.rmtree(tools)
         (Path("/tmp") / tools.name).with_suffix(".stray").unlink(missing_ok=True)
+
+
+async def test_a_program_named_by_path_under_tmp_is_shown_only_when_asked(play: Play) -> None:
+    # An MCP server's script under /tmp (a clone there): shown read-only with its folder
+    # when the wrap is asked to (as the MCP client does), hidden by the empty /tmp else.
+    scripts = Path(tempfile.mkdtemp(prefix="acp-agent-server-", dir="/tmp"))
+    try:
+        script = scripts / "server.sh"
+        script.write_text("echo served\n")
+        (scripts / "sibling.sh").write_text("echo sibling\n")
+        sandbox = play.sandbox()
+        argv = ["bash", str(script)]
+
+        assert places_in_tmp(["bash", str(script), "-v", "/etc/hostname"]) == [scripts]
+        hidden = await anyio.run_process(sandbox.wrap(argv, cwd=play.workspace), check=False)
+        shown = await anyio.run_process(
+            sandbox.wrap(argv, cwd=play.workspace, show=places_in_tmp(argv)), check=False
+        )
+
+        assert hidden.returncode != 0
+        assert (shown.returncode, shown.stdout) == (0, b"served\n")
+    finally:
+        shutil.rmtree(scripts)
