@@ -116,7 +116,7 @@ class EditorSide:
             parent=self.stream,
             manager=manager,
             translator=self._translator,
-            prompter=lambda child_id: AcpPermissionPrompter(connection, child_id),
+            parent_prompter=self.prompter,
             client=lambda child_id, caught_up: AcpClientBridge(
                 connection, child_id, capabilities, caught_up=caught_up
             ),

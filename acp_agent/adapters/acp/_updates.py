@@ -120,7 +120,6 @@ def translator_for(
     models: ModelSource,
     *,
     replay: bool,
-    unstable: bool = False,
 ) -> UpdateTranslator:
     """The translator for a client with `capabilities`: live, or for a `session/load` replay."""
     capabilities = capabilities or types.ClientCapabilities()
@@ -145,13 +144,14 @@ def translator_for(
         compaction_updates=(
             session_capabilities is not None and session_capabilities.compaction is not None
         ),
-        subagents=takes_subagents(capabilities, unstable=unstable),
+        subagents=takes_subagents(capabilities),
     )
 
 
-def takes_subagents(capabilities: types.ClientCapabilities | None, *, unstable: bool) -> bool:
-    """Whether branches are shown to this client as subagent sessions (UNSTABLE)."""
-    return unstable and capabilities is not None and capabilities.subagents is not None
+def takes_subagents(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether branches are shown to this client as subagent sessions: it advertised
+    `clientCapabilities.subagents`, an object (`true` is no object: the decoder drops it)."""
+    return capabilities is not None and capabilities.subagents is not None
 
 
 def failure_text(error: FailureKind, message: str) -> str:
