@@ -12,7 +12,8 @@ A component may offer the person commands beside its tools (`CommandSpec`,
 `ExtraCommand`). The runtime's tags (`tag`, `wrap`) mark what the model reads
 as the runtime's, and `neutralize_runtime_tags` / `restore_runtime_tags` keep
 workspace content from impersonating them; `fenced` puts text in a Markdown
-code block nothing in it can close.
+code block nothing in it can close. What the person should know that no reply
+says goes to the front end as a `Notice`.
 
 A leaf: it imports nothing of the agent but the leaves (`acp_agent.records`,
 `acp_agent.content`), so a tool loads no part of the runtime
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
         JobProcess,
         StartedJob,
     )
+    from acp_agent.toolkit._notices import NO_NOTICES, Notice, NoticeSeverity, NoticeSink
     from acp_agent.toolkit._runtime_tool import RuntimeTool, object_schema, text_result
     from acp_agent.toolkit._tags import neutralize_runtime_tags, restore_runtime_tags, tag, wrap
     from acp_agent.toolkit._tool import (
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
 __all__ = (
     "DEFAULT_REQUEST_TIMEOUT_S",
     "NO_CLIENT",
+    "NO_NOTICES",
     "ClientBridge",
     "ClientTerminal",
     "ClientTimedOut",
@@ -106,6 +109,9 @@ __all__ = (
     "Location",
     "MemoryReadStamps",
     "NotOffered",
+    "Notice",
+    "NoticeSeverity",
+    "NoticeSink",
     "PermissionNeed",
     "PlanContent",
     "PlanEntry",
@@ -157,6 +163,10 @@ __getattr__, __dir__ = _lazy_face(
         "JobOutput": "_job_host",
         "JobProcess": "_job_host",
         "StartedJob": "_job_host",
+        "NO_NOTICES": "_notices",
+        "Notice": "_notices",
+        "NoticeSeverity": "_notices",
+        "NoticeSink": "_notices",
         "ContentPart": "acp_agent.content",
         "DiffContent": "acp_agent.content",
         "ImageContent": "acp_agent.content",

@@ -151,7 +151,11 @@ class ChildTranslator:
         chunks = self.streamed_text(event)
         if chunks is not None:
             return chunks.updates()
-        updates = self.inner.translate(event)
+        # A child has no prompts, so no notice goes out on its session (what failed in it
+        # shows in its own updates; the session's notices go out on main's prompts).
+        updates: list[types.SessionUpdate] = [
+            u for u in self.inner.translate(event) if not isinstance(u, types.Notice)
+        ]
         if isinstance(payload, ModelRequestStarted):
             self._reply = []
         elif isinstance(payload, TurnEnded | TurnInterrupted):

@@ -29,14 +29,17 @@
                                 progress while the branch works, completed (failed
                                 when it failed) with its steps and report as content
 `JobEndShown`                   a background job's end: a completed `tool_call`
-                                "Job … ended" (`_job_rows`)
+                                "Job … ended" (`_job_rows`), and live, for clients
+                                that advertised `session.notices`, a `notice`
 `ConversationRewound`           replay only: an `agent_message_chunk` marking where the
                                 session was rewound (what came after the message it
                                 went back to is not replayed; live, `/rewind` says it)
 `Compaction*` facts             `compaction_update` for clients that advertised
                                 `session.compaction`; otherwise a `think` tool call
                                 (in progress, then completed with the summary, or
-                                failed with the error; a cancelled one is failed)
+                                failed with the error; a cancelled one is failed);
+                                live, a failed one is also a `notice` (warning) for
+                                clients that advertised `session.notices`
 ==============================  ==========================================================
 
 Chunks carry a `messageId` that is the same live and on replay: a person's
@@ -57,7 +60,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from acp_agent.adapters.acp._job_rows import job_end_row
+from acp_agent.adapters.acp._job_rows import job_end_notice, job_end_row
+from acp_agent.adapters.acp._notices import notice_update
 from acp_agent.adapters.acp_content import acp_block, acp_locations, acp_plan, acp_tool_content
 from acp_agent.agent import (
     BranchShown,
@@ -82,6 +86,7 @@ from acp_agent.agent import (
 )
 from acp_agent.content import ContentPart, DiffContent, PlanContent, TerminalContent
 from acp_agent.records import Record
+from acp_agent.toolkit import Notice, NoticeSeverity
 from protocol import types
 from protocol.text_chunks import TextChunks
 
@@ -95,6 +100,7 @@ __all__ = (
     "raw_object",
     "rewind_marker",
     "rewind_text",
+    "takes_notices",
     "takes_subagents",
     "translator_for",
 )
@@ -145,6 +151,7 @@ def translator_for(
             session_capabilities is not None and session_capabilities.compaction is not None
         ),
         subagents=takes_subagents(capabilities),
+        notices=takes_notices(capabilities),
     )
 
 
@@ -152,6 +159,12 @@ def takes_subagents(capabilities: types.ClientCapabilities | None) -> bool:
     """Whether branches are shown to this client as subagent sessions: it advertised
     `clientCapabilities.subagents`, an object (`true` is no object: the decoder drops it)."""
     return capabilities is not None and capabilities.subagents is not None
+
+
+def takes_notices(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether the client advertised `session.notices` (else it gets no `notice`)."""
+    session = None if capabilities is None else capabilities.session
+    return session is not None and session.notices is not None
 
 
 def failure_text(error: FailureKind, message: str) -> str:
@@ -171,6 +184,7 @@ class UpdateTranslator:
     * `model_facts`: a model id's window and prices (for `usage_update`).
     * `compaction_updates`: the client advertised `session.compaction`.
     * `subagents`: branches are shown as subagent sessions, not as tool calls.
+    * `notices`: the client advertised `session.notices` (live only: never replayed).
     """
 
     def __init__(
@@ -181,9 +195,12 @@ class UpdateTranslator:
         model_facts: Callable[[str], ModelFacts] | None = None,
         compaction_updates: bool = False,
         subagents: bool = False,
+        notices: bool = False,
     ) -> None:
         self.replay = replay
         self.subagents = subagents
+        #: Notices are live events, never history: none on a replay.
+        self.notices = notices and not replay
         self.terminal_output = terminal_output
         self.compaction_updates = compaction_updates
         self._model_facts = model_facts
@@ -257,12 +274,17 @@ class UpdateTranslator:
         if isinstance(payload, BranchShown):
             return [] if self.subagents else [self._branch(payload)]
         if isinstance(payload, JobEndShown):
-            return [job_end_row(payload)]
+            row: list[types.SessionUpdate] = [job_end_row(payload)]
+            return [*row, notice_update(job_end_notice(payload))] if self.notices else row
         if isinstance(payload, ConversationRewound):
             return [rewind_marker(payload)] if self.replay else []
         view = compaction_view(payload)
         if view is not None:
-            return [self._compaction(view)]
+            shown: list[types.SessionUpdate] = [self._compaction(view)]
+            if self.notices and view.status == "failed":
+                failed = Notice(NoticeSeverity.WARNING, view.title, view.error)
+                shown.append(notice_update(failed))
+            return shown
         return []
 
     def _compaction(self, view: CompactionView) -> types.SessionUpdate:
