@@ -42,12 +42,14 @@ from acp_agent.toolkit._client_bridge import (
 
 if TYPE_CHECKING:
     from acp_agent.content import (
+        DEFAULT_PLAN_ID,
         ContentPart,
         DiffContent,
         ImageContent,
         Location,
         PlanContent,
         PlanEntry,
+        PlanKind,
         PlanPriority,
         PlanStatus,
         TerminalContent,
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = (
+    "DEFAULT_PLAN_ID",
     "DEFAULT_REQUEST_TIMEOUT_S",
     "NO_CLIENT",
     "NO_NOTICES",
@@ -115,6 +118,7 @@ __all__ = (
     "PermissionNeed",
     "PlanContent",
     "PlanEntry",
+    "PlanKind",
     "PlanPriority",
     "PlanStatus",
     "PreviewingTool",
@@ -168,11 +172,13 @@ __getattr__, __dir__ = _lazy_face(
         "NoticeSeverity": "_notices",
         "NoticeSink": "_notices",
         "ContentPart": "acp_agent.content",
+        "DEFAULT_PLAN_ID": "acp_agent.content",
         "DiffContent": "acp_agent.content",
         "ImageContent": "acp_agent.content",
         "Location": "acp_agent.content",
         "PlanContent": "acp_agent.content",
         "PlanEntry": "acp_agent.content",
+        "PlanKind": "acp_agent.content",
         "PlanPriority": "acp_agent.content",
         "PlanStatus": "acp_agent.content",
         "TerminalContent": "acp_agent.content",
