@@ -29,6 +29,7 @@ from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
 from acp_agent.records import Record
 
 __all__ = (
+    "DEFAULT_PLAN_ID",
     "Annotations",
     "ContentPart",
     "DiffContent",
@@ -37,6 +38,7 @@ __all__ = (
     "Location",
     "PlanContent",
     "PlanEntry",
+    "PlanKind",
     "PlanPriority",
     "PlanStatus",
     "ResourceContent",
@@ -176,17 +178,43 @@ class PlanEntry(Record):
     status: PlanStatus
 
 
+class PlanKind(enum.StrEnum):
+    """What a plan is (ACP's plan operations), or that it was removed."""
+
+    #: A checklist: its entries.
+    ITEMS = "items"
+    #: A document: Markdown text.
+    MARKDOWN = "markdown"
+    #: A file of the workspace holds it.
+    FILE = "file"
+    #: The plan of that id is gone.
+    REMOVED = "removed"
+
+
+#: The id of the plan a call names none for.
+DEFAULT_PLAN_ID = "plan"
+
+
 @attrs.frozen
 class PlanContent(Record):
-    """The agent's complete plan, every entry, as the `plan` tool last set it.
+    """One of the agent's plans, whole, as the `plan` tool last set it (or its removal).
 
-    Not tool-call content: the adapter sends it as an ACP `plan` update, which
-    replaces the whole plan the editor shows (so it is always the complete list),
-    and leaves it out of the call's `content`.
+    Not tool-call content: the adapter sends it as a plan update, which replaces
+    the plan of that id the editor shows (so it is always complete), and leaves
+    it out of the call's `content`. `entries` is the checklist of an `ITEMS`
+    plan, and the task list a document or file holds (`- [ ]`, `- [x]` lines),
+    for an editor that shows plans only as checklists. A plan stored before
+    plans had ids reads as the default checklist.
     """
 
     KIND: ClassVar[str] = "plan"
     entries: tuple[PlanEntry, ...]
+    plan_id: str = DEFAULT_PLAN_ID
+    kind: PlanKind = PlanKind.ITEMS
+    #: A `MARKDOWN` plan's text.
+    markdown: str | None = None
+    #: A `FILE` plan's file, as a `file://` URI.
+    uri: str | None = None
 
 
 ContentPart: TypeAlias = (

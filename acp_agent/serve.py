@@ -112,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--unstable",
         action="store_true",
-        help="opt in to unstable ACP methods and fields",
+        help="opt in to the unstable ACP methods (session/fork); negotiated shapes need no flag",
     )
     parser.add_argument("--version", action="version", version=f"acp-agent {acp_agent.__version__}")
     return parser

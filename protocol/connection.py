@@ -22,6 +22,11 @@ or on one of the `stop_signals` given to `start_io`; all three take the same
 path: pending requests to the client fail, running handlers are cancelled
 and get a short grace to unwind (requests are still answered, -32800), and
 `start_io` returns once the event loop has finished every task.
+
+Both ends read and write every field and shape of the unstable schema
+whatever `unstable` says: what a peer advertises decides what is sent (a
+client's `subagents`, `plan`), and the code that sends a negotiated shape
+checks for it. `unstable` gates the unstable *methods* only (`session/fork`).
 """
 
 from __future__ import annotations
@@ -69,7 +74,8 @@ class _Endpoint:
 
     @property
     def unstable(self) -> bool:
-        """Whether unstable ACP methods and fields are used on this connection."""
+        """Whether unstable ACP methods are served and sent on this connection (its fields
+        and shapes always are: what the peer advertised decides; see the module docstring)."""
         return self.protocol.unstable
 
     def register(self, method: str, handler: Handler, *, kind: MessageKind | None = None) -> None:
@@ -142,7 +148,7 @@ class AgentConnection(_Endpoint):
     protocol: AgentSideProtocol
 
     def __init__(self, *, unstable: bool = False) -> None:
-        self.protocol = AgentSideProtocol(shared_converter(include_unstable=unstable))
+        self.protocol = AgentSideProtocol(shared_converter(include_unstable=True))
         self.protocol.unstable = unstable
         self._stop_event = threading.Event()
         self._source: ThreadedLineReader | None = None
@@ -274,7 +280,7 @@ class ClientConnection(_Endpoint):
     protocol: ClientSideProtocol
 
     def __init__(self, *, unstable: bool = False) -> None:
-        self.protocol = ClientSideProtocol(shared_converter(include_unstable=unstable))
+        self.protocol = ClientSideProtocol(shared_converter(include_unstable=True))
         self.protocol.unstable = unstable
         self._server: asyncio.subprocess.Process | None = None
         self._async_tasks: list[asyncio.Task[None]] = []

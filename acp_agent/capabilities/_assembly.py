@@ -11,7 +11,8 @@
 
 Per process: the `ResultBudget` every call's result passes (`RESULT_BUDGET`).
 Per session, given by whoever opens it: the front end's side (`FrontEnd`: the
-editor, who is asked, how branches are shown), read as the services assemble.
+editor, who is asked, how branches are shown, where notices go), read as the
+services assemble.
 Per session: `SessionControls` (model, mode, the editor's side), the
 `BranchManager`, the `JobManager`, the `ToolSet`, the `GuideRegistry`
 (tools and MCP servers register guide entries for their inputs there; every
@@ -89,7 +90,7 @@ from acp_agent.core import (
 from acp_agent.models import ModelSource
 from acp_agent.records import Record
 from acp_agent.sandbox import SandboxPolicy, SandboxSupport, probe_sandbox, sandbox_policy
-from acp_agent.toolkit import NO_CLIENT, ClientBridge, Tool
+from acp_agent.toolkit import NO_CLIENT, NO_NOTICES, ClientBridge, NoticeSink, Tool
 
 __all__ = (
     "BRANCHES",
@@ -125,6 +126,8 @@ class FrontEnd(Record):
     #: Makes, from the session's branch manager, what shows each branch as a session of
     #: its own; None: branches are shown as tool calls of main.
     branches: Callable[[BranchManager], BranchSide] | None = None
+    #: Where the session's notices go (what the person should know that no reply says).
+    notices: NoticeSink = NO_NOTICES
 
     async def provide(self, scope: Scope) -> None:
         """Provide this side to a session scope (`Runtime`'s `provide=`)."""
@@ -154,6 +157,12 @@ MODEL_LOOP: Final[ServiceKey[ModelLoop]] = ServiceKey("model_loop", ScopeKind.BR
 
 def _no_tools() -> Sequence[Tool]:
     return ()
+
+
+def _notices_of(scope: Scope) -> NoticeSink:
+    """Where the session's notices go: its front end's sink (none without one)."""
+    side = scope.find(FRONT_END)
+    return NO_NOTICES if side is None else side.notices
 
 
 @attrs.frozen
@@ -223,13 +232,14 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         async def start_turn(branch: Branch, turn_id: TurnId) -> Turn:
             return await branch.scope.get(MODEL_LOOP).start_turn(turn_id, [])
 
+        side = scope.find(FRONT_END)
         manager = BranchManager(
             scope.get(SESSION),
             start_turn=start_turn,
             limit=settings.branch_limit,
             clock=settings.clock,
+            notices=_notices_of(scope),
         )
-        side = scope.find(FRONT_END)
         if side is not None and side.branches is not None:
             manager.show_as_sessions(side.branches(manager))
         return manager
@@ -241,7 +251,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         policy = (
             settings.sandbox if settings.sandbox is not None else sandbox_policy(agent_paths=None)
         )
-        service = SessionSandbox(policy, settings.sandbox_probe)
+        service = SessionSandbox(policy, settings.sandbox_probe, notices=_notices_of(scope))
         scope.add_cleanup(service.aclose)
         return service
 
@@ -297,6 +307,9 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             # Read at each turn start: a load or resume may give the session other roots.
             additional_roots=lambda: controls.additional_directories,
             store=scope.get(STORE),
+            # Main's tells the person of a rule file it cannot read (its branches read
+            # the same files).
+            notices=_notices_of(scope) if branch.parent_id is None else NO_NOTICES,
         )
 
     async def tool_executor(scope: Scope) -> ToolExecutor:

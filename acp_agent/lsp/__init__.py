@@ -82,10 +82,11 @@ class LspSettings(records.Record):
 def register_lsp(registry: ServiceRegistry, settings: LspSettings) -> None:
     """Register each session's `CodeIntelligence` as its change review (when enabled);
     call after `register_capabilities`, whose session controls it reads the roots of."""
-    from acp_agent.capabilities import CHANGE_REVIEW, GUIDE, SESSION_CONTROLS, TOOLSET
+    from acp_agent.capabilities import CHANGE_REVIEW, FRONT_END, GUIDE, SESSION_CONTROLS, TOOLSET
     from acp_agent.capabilities.context import record_notification
     from acp_agent.core import SESSION
     from acp_agent.lsp._tools import code_guide_entry, code_tools
+    from acp_agent.toolkit import NO_NOTICES
 
     if not settings.enabled:
         return
@@ -102,8 +103,13 @@ def register_lsp(registry: ServiceRegistry, settings: LspSettings) -> None:
         settle_s = settings.settle_s
         if settle_s is None:
             settle_s = configured.settle_s if configured.settle_s is not None else DEFAULT_SETTLE_S
+        side = scope.find(FRONT_END)
         service = CodeIntelligence(
-            lambda: controls.roots, servers=configured.servers, settle_s=settle_s, notify=notify
+            lambda: controls.roots,
+            servers=configured.servers,
+            settle_s=settle_s,
+            notify=notify,
+            notices=NO_NOTICES if side is None else side.notices,
         )
         scope.add_cleanup(service.aclose)
         # Its tools join the session's (`diagnostics`; the navigation ones with a server

@@ -14,7 +14,9 @@ and a server that did not finish in time, or is not running, is named there:
 its problems may be missing.
 
 A server that cannot start or dies is remembered with its error; the next change
-tries it again. A session whose calls never change a file a server handles never
+tries it again. The person hears of it as a notice (`notices`): a server lost
+(a warning), back (info), and a check the bound cut short (info, once until that
+server checks in time again). A session whose calls never change a file a server handles never
 starts one, and never imports pygls.
 """
 
@@ -33,6 +35,7 @@ import attrs
 from acp_agent.capabilities.session import ChangedFile
 from acp_agent.lsp._problems import Problem, alike_key, compare, describe
 from acp_agent.lsp._servers import ServerSpec, ServerUnavailable, default_servers
+from acp_agent.toolkit import NO_NOTICES, Notice, NoticeSeverity, NoticeSink
 
 if TYPE_CHECKING:
     from acp_agent.lsp._connection import ServerConnection
@@ -97,9 +100,13 @@ class CodeIntelligence:
         servers: Sequence[ServerSpec] | None = None,
         settle_s: float = DEFAULT_SETTLE_S,
         notify: Callable[[str], Awaitable[object]] | None = None,
+        notices: NoticeSink = NO_NOTICES,
     ) -> None:
         self._roots = roots
         self._notify = notify
+        self._notices = notices
+        #: Servers whose last check the bound cut short (the person was told once).
+        self._slow: set[str] = set()
         self._failures: dict[tuple[str, Path], int] = {}
         self._retry_at: dict[tuple[str, Path], float] = {}
         #: Servers lost since they last ran (the model was told; it is told when back).
@@ -181,6 +188,7 @@ class CodeIntelligence:
         unfinished = {name for name, _ in pending}
         if unfinished:
             logger.info("%s did not finish within %.1f s", ", ".join(unfinished), self.settle_s)
+        self._tell_slow(unfinished, {name for name, _ in self._reviewed(files)} - not_running)
         parts = []
         if new:
             parts.append("New problems the language server reports after this change:")
@@ -190,6 +198,28 @@ class CodeIntelligence:
             parts.append(f"{cleared} problem(s) reported before this change are gone.")
         parts += missing_notes(self._ordered(unfinished), self._ordered(not_running - unfinished))
         return "\n".join(parts) if parts else None
+
+    def _reviewed(self, files: Sequence[ChangedFile]) -> set[tuple[str, Path]]:
+        """The (server, path) pairs a review of `files` asks for."""
+        return {
+            (spec.name, changed.path)
+            for changed in files
+            for spec in self._servers
+            if spec.handles(changed.path)
+        }
+
+    def _tell_slow(self, unfinished: set[str], checked: set[str]) -> None:
+        """Tell the person of a check cut short, once until that server checks in time."""
+        for name in self._ordered(unfinished - self._slow):
+            self._notices(
+                Notice(
+                    NoticeSeverity.INFO,
+                    f"{name} had not finished checking the change after {self.settle_s:g} s",
+                    "Its problems with the change may be missing; the model can ask again "
+                    "with the diagnostics tool.",
+                )
+            )
+        self._slow = (self._slow | unfinished) - (checked - unfinished)
 
     def _described(self, problems: Sequence[Problem]) -> list[str]:
         """Each file's problems, described (alike ones once), in line order."""
@@ -291,6 +321,9 @@ class CodeIntelligence:
         if key in self._down:
             self._down.discard(key)
             self._tell(f"Code intelligence from {spec.name} for {root} is back.")
+            self._notices(
+                Notice(NoticeSeverity.INFO, f"Language server {spec.name} is back", f"For {root}.")
+            )
         return connection
 
     def _back_off(self, key: tuple[str, Path]) -> None:
@@ -388,6 +421,14 @@ class CodeIntelligence:
                 f"Code intelligence from {spec.name} for {root} stopped ({error}); it is "
                 "started again with the next change of a file it reads. Until then, "
                 "edits come back without its problems."
+            )
+            self._notices(
+                Notice(
+                    NoticeSeverity.WARNING,
+                    f"Language server {spec.name} stopped",
+                    f"For {root}: {error}. It starts again with the next change of a file "
+                    "it reads; until then edits are not checked by it.",
+                )
             )
         if lost is not None:
             closing = asyncio.ensure_future(lost.aclose())

@@ -35,7 +35,7 @@ import anyio
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from acp_agent.capabilities import CONTEXT, SANDBOX, SESSION_CONTROLS, TOOLSET
+from acp_agent.capabilities import CONTEXT, FRONT_END, SANDBOX, SESSION_CONTROLS, TOOLSET
 from acp_agent.capabilities.context import GuideEntry, GuideRegistry, record_notification
 from acp_agent.capabilities.session import ToolSet
 from acp_agent.core import SESSION, Scope, ScopeKind, ServiceKey, ServiceRegistry, Session
@@ -47,6 +47,7 @@ from acp_agent.mcp._settings import (
 )
 from acp_agent.records import Record
 from acp_agent.sandbox import Sandbox
+from acp_agent.toolkit import NO_NOTICES, Notice, NoticeSeverity, NoticeSink
 
 if TYPE_CHECKING:
     # The MCP SDK costs about half a second to import: it loads only when a
@@ -150,6 +151,9 @@ class McpSessionTools:
         self._servers: tuple[McpServerConfig, ...] | None = None
         self._guides: list[GuideRegistry] = []
         self._lost: set[str] = set()
+        side = scope.find(FRONT_END)
+        #: Where the person hears of a server that failed, was lost or is back.
+        self._notices: NoticeSink = NO_NOTICES if side is None else side.notices
         self._events: tuple[MemoryObjectSendStream[McpEvent], MemoryObjectReceiveStream[McpEvent]]
         self._events = anyio.create_memory_object_stream[Any](1000)
 
@@ -291,23 +295,40 @@ class McpSessionTools:
         )
 
     async def _notify(self, event: ServerStatusChanged) -> None:
+        """Tell the model (a notification) and the person (a notice) of a server that
+        failed (an error: its tools are gone), was lost (a warning) or is back (info)."""
         from acp_agent.mcp._manager import ServerState
 
         status = event.status
+        name, error = status.name, " ".join((status.error or "").split()) or None
         text: str | None = None
+        notice: Notice | None = None
         if status.state is ServerState.FAILED:
-            text = f"MCP server `{status.name}` failed: {status.error}. Its tools are unavailable."
+            text = f"MCP server `{name}` failed: {status.error}. Its tools are unavailable."
+            notice = Notice(
+                NoticeSeverity.ERROR,
+                f"MCP server {name} failed",
+                f"{error or 'It did not start'}. Its tools are unavailable; /mcp shows why.",
+            )
         elif status.state is ServerState.DISCONNECTED:
-            self._lost.add(status.name)
+            self._lost.add(name)
             text = (
-                f"MCP server `{status.name}` disconnected; its tools are unavailable until "
+                f"MCP server `{name}` disconnected; its tools are unavailable until "
                 f"it is back. {status.error}"
             )
-        elif status.state is ServerState.READY and status.name in self._lost:
-            self._lost.discard(status.name)
-            text = f"MCP server `{status.name}` reconnected; its tools are available again."
+            notice = Notice(
+                NoticeSeverity.WARNING,
+                f"MCP server {name} disconnected",
+                f"Its tools are unavailable until it is back. {error or ''}".strip(),
+            )
+        elif status.state is ServerState.READY and name in self._lost:
+            self._lost.discard(name)
+            text = f"MCP server `{name}` reconnected; its tools are available again."
+            notice = Notice(NoticeSeverity.INFO, f"MCP server {name} reconnected")
+        if notice is not None:
+            self._notices(notice)
         if text is not None:
-            await record_notification(self._session.main, _SOURCE_PREFIX + status.name, text)
+            await record_notification(self._session.main, _SOURCE_PREFIX + name, text)
 
 
 def _register_entry(guide: GuideRegistry) -> None:

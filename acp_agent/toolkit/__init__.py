@@ -12,7 +12,8 @@ A component may offer the person commands beside its tools (`CommandSpec`,
 `ExtraCommand`). The runtime's tags (`tag`, `wrap`) mark what the model reads
 as the runtime's, and `neutralize_runtime_tags` / `restore_runtime_tags` keep
 workspace content from impersonating them; `fenced` puts text in a Markdown
-code block nothing in it can close.
+code block nothing in it can close. What the person should know that no reply
+says goes to the front end as a `Notice`.
 
 A leaf: it imports nothing of the agent but the leaves (`acp_agent.records`,
 `acp_agent.content`), so a tool loads no part of the runtime
@@ -41,12 +42,14 @@ from acp_agent.toolkit._client_bridge import (
 
 if TYPE_CHECKING:
     from acp_agent.content import (
+        DEFAULT_PLAN_ID,
         ContentPart,
         DiffContent,
         ImageContent,
         Location,
         PlanContent,
         PlanEntry,
+        PlanKind,
         PlanPriority,
         PlanStatus,
         TerminalContent,
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
         JobProcess,
         StartedJob,
     )
+    from acp_agent.toolkit._notices import NO_NOTICES, Notice, NoticeSeverity, NoticeSink
     from acp_agent.toolkit._runtime_tool import RuntimeTool, object_schema, text_result
     from acp_agent.toolkit._tags import neutralize_runtime_tags, restore_runtime_tags, tag, wrap
     from acp_agent.toolkit._tool import (
@@ -84,8 +88,10 @@ if TYPE_CHECKING:
     )
 
 __all__ = (
+    "DEFAULT_PLAN_ID",
     "DEFAULT_REQUEST_TIMEOUT_S",
     "NO_CLIENT",
+    "NO_NOTICES",
     "ClientBridge",
     "ClientTerminal",
     "ClientTimedOut",
@@ -106,9 +112,13 @@ __all__ = (
     "Location",
     "MemoryReadStamps",
     "NotOffered",
+    "Notice",
+    "NoticeSeverity",
+    "NoticeSink",
     "PermissionNeed",
     "PlanContent",
     "PlanEntry",
+    "PlanKind",
     "PlanPriority",
     "PlanStatus",
     "PreviewingTool",
@@ -157,12 +167,18 @@ __getattr__, __dir__ = _lazy_face(
         "JobOutput": "_job_host",
         "JobProcess": "_job_host",
         "StartedJob": "_job_host",
+        "NO_NOTICES": "_notices",
+        "Notice": "_notices",
+        "NoticeSeverity": "_notices",
+        "NoticeSink": "_notices",
         "ContentPart": "acp_agent.content",
+        "DEFAULT_PLAN_ID": "acp_agent.content",
         "DiffContent": "acp_agent.content",
         "ImageContent": "acp_agent.content",
         "Location": "acp_agent.content",
         "PlanContent": "acp_agent.content",
         "PlanEntry": "acp_agent.content",
+        "PlanKind": "acp_agent.content",
         "PlanPriority": "acp_agent.content",
         "PlanStatus": "acp_agent.content",
         "TerminalContent": "acp_agent.content",

@@ -47,6 +47,7 @@ from acp_agent.core import (
 )
 from acp_agent.models import ContextWindowExceeded, ProviderOverloaded, RequestOrigin, ToolCall
 from acp_agent.store import MemoryStore
+from acp_agent.toolkit import Notice, NoticeSeverity
 from tests.support.fake_provider import Exchange, FakeProviderServer, json_error
 
 from .support import (
@@ -59,6 +60,7 @@ from .support import (
     make_engine,
     open_main_branch,
     sequential_ids,
+    sources,
 )
 
 
@@ -156,6 +158,36 @@ async def test_an_unchanged_state_is_not_recorded_again_and_a_change_is_one_new_
 
 
 # --- rules ----------------------------------------------------------------------------
+
+
+async def test_a_rule_file_that_cannot_be_read_is_told_once_until_it_can(tmp_path: Path) -> None:
+    clock = Clock(at("2026-11-02T10:00:00"))
+    rule = tmp_path / "AGENTS.md"
+    rule.symlink_to(rule)  # a link to itself: there, and unreadable (even by root)
+    notices: list[Notice] = []
+    async with open_main_branch(cwd=str(tmp_path)) as (_, branch):
+        engine = ContextEngine(
+            branch,
+            guide=default_guide_registry(),
+            state_sources=sources(clock),
+            workspace=tmp_path,
+            notices=notices.append,
+        )
+        await engine.start_turn()
+        await engine.start_turn()  # still unreadable: not told again
+        told_while_unreadable = list(notices)
+        rule.unlink()
+        rule.write_text("Be brief.\n")
+        await engine.start_turn()  # readable now
+        rule.unlink()
+        rule.symlink_to(rule)
+        await engine.start_turn()  # unreadable again: told again
+
+    [notice] = told_while_unreadable
+    assert notice.severity is NoticeSeverity.WARNING
+    assert notice.title == f"A rule file could not be read: {rule}"
+    assert (notice.description or "").startswith("Too many levels of symbolic links.")
+    assert notices == [notice, notice]
 
 
 async def test_a_replaced_rule_is_restated_as_replaced_and_a_revoked_one_is_not(

@@ -206,7 +206,13 @@ async def test_a_full_disk_while_a_branch_streams_ends_it_and_the_main_line_is_t
             }
         ],
     )
-    async with running_agent(home, script=script, client=EditorClient(decide=allow_all)) as client:
+    # A client that takes notices: it is told of the branch the full disk stopped.
+    notices = types.ClientCapabilities(
+        session=types.ClientSessionCapabilities(notices=types.NoticeCapabilities())
+    )
+    async with running_agent(
+        home, script=script, client=EditorClient(decide=allow_all), capabilities=notices
+    ) as client:
         session_id = await client.new_session(workspace)
         prompt = asyncio.create_task(client.prompt(session_id, "Go."))
         await wait_until(lambda: (workspace / "started").exists())
@@ -219,6 +225,11 @@ async def test_a_full_disk_while_a_branch_streams_ends_it_and_the_main_line_is_t
         healed = await client.prompt(session_id, "And now?")
     assert full.meta is not None
     assert full.meta["acp-agent"]["error"]["kind"] == "storage_full"
+    told = [u for u in client.updates_for(session_id) if isinstance(u, types.Notice)]
+    assert {(n.severity, n.title) for n in told} == {
+        (types.NoticeSeverity.ERROR, "The disk is full")
+    }
+    assert any("Branch 'streamer' stopped" in (n.description or "") for n in told)
     assert listed.stop_reason == types.StopReason.END_TURN
     assert "- streamer: failed: the disk was full" in table
     assert healed.stop_reason == types.StopReason.END_TURN

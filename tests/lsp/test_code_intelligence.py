@@ -18,6 +18,7 @@ import pytest
 
 from acp_agent.capabilities.session import ChangedFile
 from acp_agent.lsp import BASEDPYRIGHT, RUFF, CodeIntelligence, ServerSpec, default_servers
+from acp_agent.toolkit import Notice, NoticeSeverity
 
 
 @pytest.fixture
@@ -99,7 +100,10 @@ async def test_a_killed_server_is_started_again_for_the_next_change(tmp_path: Pa
     async def notify(text: str) -> None:
         told.append(text)
 
-    intel = CodeIntelligence(lambda: [tmp_path], servers=[RUFF], settle_s=10.0, notify=notify)
+    notices: list[Notice] = []
+    intel = CodeIntelligence(
+        lambda: [tmp_path], servers=[RUFF], settle_s=10.0, notify=notify, notices=notices.append
+    )
     try:
         await killed_and_changed_again(tmp_path, intel)
     finally:
@@ -108,6 +112,12 @@ async def test_a_killed_server_is_started_again_for_the_next_change(tmp_path: Pa
     assert len(told) == 2
     assert told[0].startswith(f"Code intelligence from ruff for {tmp_path} stopped")
     assert told[1] == f"Code intelligence from ruff for {tmp_path} is back."
+    # The person hears of it too: lost (a warning), then back (info).
+    assert [(n.severity, n.title) for n in notices] == [
+        (NoticeSeverity.WARNING, "Language server ruff stopped"),
+        (NoticeSeverity.INFO, "Language server ruff is back"),
+    ]
+    assert str(tmp_path) in (notices[0].description or "")
 
 
 async def killed_and_changed_again(tmp_path: Path, intel: CodeIntelligence) -> None:
@@ -139,11 +149,15 @@ async def test_a_server_that_never_answers_costs_at_most_the_bound_and_is_named(
         suffixes=(".py",),
         language_id="python",
     )
-    service = CodeIntelligence(lambda: [tmp_path], servers=[silent], settle_s=0.5)
+    notices: list[Notice] = []
+    service = CodeIntelligence(
+        lambda: [tmp_path], servers=[silent], settle_s=0.5, notices=notices.append
+    )
     try:
         started = anyio.current_time()
         said = await service.review([change(tmp_path / "a.py", "print(x)\n")])
         took = anyio.current_time() - started
+        await service.review([change(tmp_path / "a.py", "print(y)\n")])
     finally:
         await service.aclose()
 
@@ -151,6 +165,10 @@ async def test_a_server_that_never_answers_costs_at_most_the_bound_and_is_named(
         "silent has not finished checking: problems may be missing; `diagnostics` asks again."
     )
     assert took < 0.5 + 0.5  # the bound, plus the review's own slack
+    # The check cut short is told once, not at every change while the server is slow.
+    [notice] = notices
+    assert notice.severity is NoticeSeverity.INFO
+    assert notice.title == "silent had not finished checking the change after 0.5 s"
 
 
 async def test_closing_ends_the_server_process(tmp_path: Path) -> None:

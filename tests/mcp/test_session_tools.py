@@ -15,7 +15,7 @@ import anyio
 import attrs
 import pytest
 
-from acp_agent.capabilities import CONTEXT, CapabilitySettings, register_capabilities
+from acp_agent.capabilities import CONTEXT, CapabilitySettings, FrontEnd, register_capabilities
 from acp_agent.capabilities.branches import BRANCH_TOOL_NAMES
 from acp_agent.capabilities.jobs._tools import JOB_TOOL_NAMES
 from acp_agent.capabilities.permissions import PermissionChoice, PermissionMode
@@ -40,7 +40,10 @@ from acp_agent.mcp import (
 from acp_agent.models import ConfiguredModels, load_models_config, parse_script
 from acp_agent.store import MemoryStore
 from acp_agent.toolkit import (
+    NO_NOTICES,
     Effect,
+    Notice,
+    NoticeSeverity,
     PermissionNeed,
     TextContent,
     ToolContext,
@@ -80,9 +83,14 @@ class GateTool:
 
 @asynccontextmanager
 async def in_process_agent(
-    script: Mapping[str, Any], tmp_path: Path, *, tools: Sequence[Any] = ()
+    script: Mapping[str, Any],
+    tmp_path: Path,
+    *,
+    tools: Sequence[Any] = (),
+    notices: list[Notice] | None = None,
 ) -> AsyncIterator[Agent]:
-    """A runtime with the capabilities and MCP, playing `script`, one session in `tmp_path`."""
+    """A runtime with the capabilities and MCP, playing `script`, one session in `tmp_path`
+    (whose notices go to `notices`)."""
     parsed = parse_script(script, name="test")
     models = ConfiguredModels(load_models_config(None, {}), {}, script=parsed)
     registry = ServiceRegistry()
@@ -96,7 +104,8 @@ async def in_process_agent(
     )
     store = MemoryStore()
     async with open_runtime(store, registry=registry) as runtime:
-        session = await runtime.create_session(str(tmp_path))
+        side = FrontEnd(notices=NO_NOTICES if notices is None else notices.append)
+        session = await runtime.create_session(str(tmp_path), provide=side.provide)
         yield Agent(runtime, session, store)
 
 
@@ -194,7 +203,8 @@ async def test_a_lost_server_and_its_return_are_notifications_on_the_main_branch
     tmp_path: Path,
 ) -> None:
     script = {"replies": [[call("mcp__fragile__crash")], [{"text": "oh"}]]}
-    async with in_process_agent(script, tmp_path) as agent:
+    notices: list[Notice] = []
+    async with in_process_agent(script, tmp_path, notices=notices) as agent:
         agent.controls.mode = PermissionMode.BYPASS
         mcp = mcp_of(agent)
         await mcp.connect([stdio_server("fragile")])
@@ -218,10 +228,16 @@ async def test_a_lost_server_and_its_return_are_notifications_on_the_main_branch
     assert back == NotificationReceived(
         "mcp/fragile", "MCP server `fragile` reconnected; its tools are available again."
     )
+    # The person hears of both: lost (a warning: until it is back), back (info).
+    assert [(n.severity, n.title) for n in notices] == [
+        (NoticeSeverity.WARNING, "MCP server fragile disconnected"),
+        (NoticeSeverity.INFO, "MCP server fragile reconnected"),
+    ]
 
 
 async def test_a_server_that_fails_to_start_is_a_notification(tmp_path: Path) -> None:
-    async with in_process_agent({"replies": [[{"text": "."}]]}, tmp_path) as agent:
+    notices: list[Notice] = []
+    async with in_process_agent({"replies": [[{"text": "."}]]}, tmp_path, notices=notices) as agent:
         mcp = mcp_of(agent)
         await mcp.connect([StdioServerConfig(name="missing", command=str(tmp_path / "nothing"))])
         await mcp.wait_for_startup()
@@ -233,6 +249,10 @@ async def test_a_server_that_fails_to_start_is_a_notification(tmp_path: Path) ->
     assert notice.source == "mcp/missing"
     assert notice.text.startswith("MCP server `missing` failed: ")
     assert notice.text.endswith("Its tools are unavailable.")
+    # The person hears of it as an error: its tools are gone.
+    [told] = notices
+    assert (told.severity, told.title) == (NoticeSeverity.ERROR, "MCP server missing failed")
+    assert (told.description or "").endswith("Its tools are unavailable; /mcp shows why.")
 
 
 async def test_closing_the_runtime_ends_the_sessions_stdio_servers(tmp_path: Path) -> None:

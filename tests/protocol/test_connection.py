@@ -240,9 +240,18 @@ async def test_unstable_method_is_served_when_both_sides_opted_in(unstable_agent
     assert response.session_id == f"{session_id}-fork"
 
 
-async def test_unstable_fields_go_on_the_wire_only_when_the_agent_opted_in(
+async def test_unstable_fields_go_on_the_wire_whatever_the_flag_which_gates_methods_only(
     agent: AcpTestClient, unstable_agent: AcpTestClient
 ):
+    # Neither end opted in: a client's unstable capabilities still go out, are read
+    # and are written back (the agent answers them as it decoded them).
+    advertised = types.ClientCapabilities(
+        subagents=types.SubagentCapabilities(), plan=types.PlanCapabilities()
+    )
+    answer = await agent.request(
+        methods.INITIALIZE,
+        types.InitializeRequest(protocol_version=1, client_capabilities=advertised),
+    )
     await unstable_agent.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
     results = []
     for client in (agent, unstable_agent):
@@ -254,6 +263,12 @@ async def test_unstable_fields_go_on_the_wire_only_when_the_agent_opted_in(
             next(m["result"] for m in client.messages if "stopReason" in m.get("result", {}))
         )
 
+    sent = _last_sent(agent, methods.INITIALIZE)["params"]
+    assert sent["clientCapabilities"]["subagents"] == {}  # type: ignore[index]
+    assert sent["clientCapabilities"]["plan"] == {}  # type: ignore[index]
+    decoded = (answer.meta or {})["clientCapabilities"]
+    assert (decoded["subagents"], decoded["plan"]) == ({}, {})
+    # The agent decides what it sends: this one sends `usage` only when opted in.
     assert results[0] == {"stopReason": "end_turn"}
     assert results[1] == {
         "stopReason": "end_turn",

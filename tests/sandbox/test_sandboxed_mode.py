@@ -218,8 +218,15 @@ async def test_without_bwrap_every_command_is_asked_and_the_first_question_says_
         [{"text": "Both ran."}],
     )
     client = EditorClient()
+    notices = types.ClientCapabilities(
+        session=types.ClientSessionCapabilities(notices=types.NoticeCapabilities())
+    )
     async with running_agent(
-        tmp_path / "home", script=script, env=default_mode_env(PATH=str(path)), client=client
+        tmp_path / "home",
+        script=script,
+        env=default_mode_env(PATH=str(path)),
+        client=client,
+        capabilities=notices,
     ) as client:
         session_id = await client.new_session(workspace)
         client.answers = ["allow_once", "allow_once"]
@@ -235,6 +242,13 @@ async def test_without_bwrap_every_command_is_asked_and_the_first_question_says_
     ) in first
     assert "Asked because commands cannot run in the sandbox here." in second
     assert "doctor" not in second  # said once per session
+    # A client that takes notices is told once, as a warning, before the first question.
+    [notice] = [u for u in updates if isinstance(u, types.Notice)]
+    assert (notice.severity, notice.title) == (
+        types.NoticeSeverity.WARNING,
+        "Commands cannot run in the sandbox here",
+    )
+    assert (notice.description or "").startswith("not installed: no bwrap on PATH. So every")
     assert (workspace / "one.txt").read_text() == "one\n"
     assert (workspace / "two.txt").read_text() == "two\n"
     assert sandboxed_of(updates) == {"c1": False, "c2": False}  # nothing pretends

@@ -16,7 +16,7 @@ from typing import Any
 
 from protocol import methods, types
 from protocol.connection import ClientConnection
-from tests.support.schema_validation import WireValidator
+from tests.support.schema_validation import negotiated_problems
 from tests.support.strict_updates import strict_problems
 
 __all__ = ("SESSION_LEVEL_UPDATES", "UPDATE_TIMEOUT_S", "AcpTestClient")
@@ -175,9 +175,10 @@ class AcpTestClient(ClientConnection):
         return [n.update for n in self.updates if n.session_id == session_id]
 
     def wire_problems(self) -> list[str]:
-        """Every way the agent's lines break the schema, or would be dropped by a strict
-        client (`strict_updates`); empty when all are valid."""
-        schema = WireValidator(unstable=self.unstable).problems(self.sent, self.received)
+        """Every way the agent's lines break the schema that governs each (the unstable one
+        for a shape this client negotiated: `negotiated_problems`), or would be dropped by
+        a strict client (`strict_updates`); empty when all are valid."""
+        schema = negotiated_problems(self.sent, self.received, unstable=self.unstable)
         return schema + strict_problems(self.received, self._loads)
 
 

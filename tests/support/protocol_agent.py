@@ -13,8 +13,12 @@ What it does on purpose, so tests can watch the connection do its part:
   tells how many arrived;
 - `_test/stop` calls `stop()` from another thread: the agent ends as if its
   stdin had; SIGTERM does the same (`stop_signals`);
-- with `--unstable`, it serves the unstable `session/fork`; its prompt
-  results always carry the unstable `usage`, which only then goes out.
+- with `--unstable`, it serves the unstable `session/fork`, and its prompt
+  results carry the unstable `usage` (the connection writes an unstable field
+  it is given whatever its flag: the agent decides, as ours does by what the
+  client advertised);
+- `initialize` answers, in `_meta.clientCapabilities`, the client's
+  capabilities as the connection decoded them (unstable ones included).
 """
 
 from __future__ import annotations
@@ -42,7 +46,10 @@ def main() -> None:
     notified: list[object] = []
 
     def initialize(params: types.InitializeRequest) -> types.InitializeResponse:
-        return types.InitializeResponse(protocol_version=types.PROTOCOL_VERSION)
+        decoded = conn.protocol.converter.unstructure(params.client_capabilities)
+        return types.InitializeResponse(
+            protocol_version=types.PROTOCOL_VERSION, meta={"clientCapabilities": decoded}
+        )
 
     def new_session(params: types.NewSessionRequest) -> types.NewSessionResponse:
         session_id = f"session-{len(sessions) + 1}"
@@ -69,8 +76,8 @@ def main() -> None:
                 update=types.AgentMessageChunk(content=types.TextContent(text=read.content)),
             ),
         )
-        # `usage` is unstable: the connection must drop it unless opted in.
-        usage = types.Usage(total_tokens=3, input_tokens=1, output_tokens=2)
+        # `usage` is unstable: this agent sends it only when opted in.
+        usage = types.Usage(total_tokens=3, input_tokens=1, output_tokens=2) if unstable else None
         return types.PromptResponse(stop_reason=types.StopReason.END_TURN, usage=usage)
 
     def crash(params: object) -> object:

@@ -350,9 +350,7 @@ class AcpAgent:
             session_id,
             client_capabilities=self._client_capabilities,
             translator=lambda: self._translator(replay=False),
-            subagents=takes_subagents(
-                self._client_capabilities, unstable=self._connection.unstable
-            ),
+            subagents=takes_subagents(self._client_capabilities),
             editor_timeout_s=self._editor_timeout_s,
         )
 
@@ -372,12 +370,7 @@ class AcpAgent:
     def _translator(self, *, replay: bool) -> UpdateTranslator:
         from acp_agent.adapters.acp._updates import translator_for
 
-        return translator_for(
-            self._client_capabilities,
-            self._models,
-            replay=replay,
-            unstable=self._connection.unstable,
-        )
+        return translator_for(self._client_capabilities, self._models, replay=replay)
 
     async def _agent(self) -> Agent:
         with wire_errors():

@@ -13,7 +13,10 @@ command or path (in a code fence no line of it can close, `fenced`), what the
 call would do (the diff of a change, what a deletion removes, an MCP call's
 arguments), and the four answers. A question waits for the person, however
 long (cancelling the turn withdraws it); a question the client cancels (it
-must, once it sent `session/cancel`) or cannot answer counts as cancelled. Each question carries
+must, once it sent `session/cancel`) or cannot answer counts as cancelled,
+unless the prompter was given somewhere else to ask when the client refuses it
+with an error (`on_refused`: a subagent session's question goes to its parent,
+as a client that does not route child sessions needs). Each question carries
 `_meta: {"acp-agent": {"outsideRoots": bool}}`: whether the call reaches outside
 every root of the workspace (a front end may refuse those without asking).
 """
@@ -36,7 +39,7 @@ from acp_agent.toolkit import (
 )
 from protocol import methods, types
 from protocol.connection import AgentConnection
-from protocol.errors import AcpError, ConnectionClosed, PeerDisconnected, PeerTimedOut
+from protocol.errors import AcpError, ConnectionClosed, PeerError, PeerTimedOut, RequestCancelled
 
 __all__ = ("AcpClientBridge", "AcpPermissionPrompter", "AcpTerminal")
 
@@ -220,11 +223,22 @@ class AcpTerminal:
 
 
 class AcpPermissionPrompter:
-    """Asks the person with `session/request_permission`."""
+    """Asks the person with `session/request_permission`.
 
-    def __init__(self, connection: AgentConnection, session_id: str) -> None:
+    `on_refused` asks elsewhere when the client answers the request with an error
+    (None: the question counts as cancelled); a client that went away is no refusal.
+    """
+
+    def __init__(
+        self,
+        connection: AgentConnection,
+        session_id: str,
+        *,
+        on_refused: Callable[[PermissionQuestion], Awaitable[PermissionAnswer]] | None = None,
+    ) -> None:
         self._connection = connection
         self._session_id = session_id
+        self._on_refused = on_refused
 
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
         request = types.RequestPermissionRequest(
@@ -257,7 +271,14 @@ class AcpPermissionPrompter:
         )
         try:
             response = await self._connection.request(methods.SESSION_REQUEST_PERMISSION, request)
-        except (AcpError, PeerDisconnected, ConnectionClosed) as exc:
+        except RequestCancelled:
+            return PermissionAnswer(None)
+        except AcpError as exc:
+            logger.info("permission request for %s refused: %s", question.call_id, exc)
+            if self._on_refused is not None:
+                return await self._on_refused(question)
+            return PermissionAnswer(None)
+        except (PeerError, ConnectionClosed) as exc:
             logger.info("permission request for %s not answered: %s", question.call_id, exc)
             return PermissionAnswer(None)
         outcome = response.outcome

@@ -4,6 +4,8 @@
 command (short enough that a narrow client keeps its status icon), saying
 which job ended how, after how long, which line started it, its last lines of
 output, and where the rest of its output is. Live and on replay alike.
+`job_end_notice(shown)` is the live notice beside it, for a client that takes
+notices: plain text, a warning unless the job ended well (code 0, or stopped).
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from __future__ import annotations
 from typing import Final
 
 from acp_agent.agent import JobEndShown
-from acp_agent.toolkit import fenced
+from acp_agent.toolkit import Notice, NoticeSeverity, fenced
 from protocol import types
 
-__all__ = ("job_end_row",)
+__all__ = ("job_end_notice", "job_end_row")
 
 #: The most of a command a row's title shows.
 _TITLE_COMMAND_CHARS: Final = 40
@@ -30,6 +32,18 @@ def job_end_row(shown: JobEndShown) -> types.ToolCall:
         kind=types.ToolKind.OTHER,
         status=types.ToolCallStatus.COMPLETED,
         content=[types.Content(content=types.TextContent(text=_text(shown)))],
+    )
+
+
+def job_end_notice(shown: JobEndShown) -> Notice:
+    """The notice of a job's end: how it ended in the title, where it came from after."""
+    went_well = shown.state == "stopped" or (shown.state == "exited" and shown.exit_code == 0)
+    took = f"It ran {_duration(shown.duration_s)}. " if shown.duration_s is not None else ""
+    line = "the main line" if shown.line == "main" else f"the branch {shown.line!r}"
+    return Notice(
+        NoticeSeverity.INFO if went_well else NoticeSeverity.WARNING,
+        f'Background job "{_short(shown.command)}" {shown.outcome}',
+        f"{took}Started by {line}; /jobs {shown.job_id[:_SHORT_ID]} shows its output.",
     )
 
 

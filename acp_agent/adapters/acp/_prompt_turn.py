@@ -10,8 +10,9 @@ refreshed if they changed; the content is read (links through the editor or
 the disk) and recorded. A built-in slash command then runs in place of a
 turn; a template is expanded and sent as the person's message. Otherwise the
 turn starts, and the prompt waits until the editor's stream has sent the
-turn's end, so nothing of the turn follows the answer. After the first
-exchange the session gets a title, before the answer.
+turn's end, so nothing of the turn follows the answer. The session's notices
+go out while a prompt is open (those held since the last one as it starts).
+After the first exchange the session gets a title, before the answer.
 
 Whatever fails underneath, the prompt is answered: cancelled (`cancelled`,
 even if the turn finished at that moment), a provider failure (`end_turn`
@@ -43,6 +44,7 @@ from acp_agent.agent import (
     new_id,
 )
 from acp_agent.content import ContentPart, TextContent, as_sent
+from acp_agent.toolkit import Notice, NoticeSeverity
 from protocol import types
 from protocol.errors import InternalError
 
@@ -74,11 +76,14 @@ async def run_prompt(
         model=controls.model_id,
     )
     content.check(blocks)
-    # Its place in the queue is taken before the first await: a cancel right behind sees it.
-    async with acp_session.handle.turn_slot() as slot:
-        if slot.cancelled:
-            return _CANCELLED
-        return await _run(acp_session, slot, blocks, content)
+    # Notices held since the last prompt go out now; none after this one is answered.
+    with acp_session.notices.prompt_open():
+        # Its place in the queue is taken before the first await: a cancel right behind
+        # sees it.
+        async with acp_session.handle.turn_slot() as slot:
+            if slot.cancelled:
+                return _CANCELLED
+            return await _run(acp_session, slot, blocks, content)
 
 
 async def _run(
@@ -237,7 +242,8 @@ def _storage_failed(
     acp_session: AcpSession, error: StoreError, message_id: TurnId | None
 ) -> types.PromptResponse:
     """The answer to a prompt the store could not record: the person is told directly
-    (nothing can be recorded), and the turn ends normally so the editor is not stuck."""
+    (nothing can be recorded: a notice, or a message of its own for a client that takes
+    no notices), and the turn ends normally so the editor is not stuck."""
     kind = "storage_full" if isinstance(error, StoreFull) else "storage_unavailable"
     where = getattr(error, "location", None)
     if isinstance(error, StoreFull):
@@ -248,8 +254,12 @@ def _storage_failed(
         )
     else:
         text = f"The session store failed, so this turn stopped: {error}"
-    logger.error("turn in session %s stopped: %s", acp_session.session_id, error)
-    _say(acp_session, text)
+    if acp_session.notices.shown:
+        title = "The disk is full" if isinstance(error, StoreFull) else "The session store failed"
+        acp_session.notices.post(Notice(NoticeSeverity.ERROR, title, text))
+    else:
+        logger.error("turn in session %s stopped: %s", acp_session.session_id, error)
+        _say(acp_session, text)
     ours: dict[str, Any] = {"error": {"kind": kind, "message": str(error)}}
     if message_id is not None:
         ours["messageId"] = message_id

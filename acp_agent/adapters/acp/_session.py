@@ -3,14 +3,15 @@
 The ACP session id is the session id. `EditorSide` is what the editor brings
 to a session, made before it opens and given to it then (`front_end`): its
 files and terminals (`AcpClientBridge`), its person (`AcpPermissionPrompter`),
-its update stream, and, for a client that takes them, the branches shown as
-subagent sessions. `AcpSession` owns what the editor sees of the session
-outside a turn: the stream's subscription (live, after a replay, or after
-learning the history without one), the slash commands it was sent, the
-settings (`modes`, `configOptions`) and the title. It is also the slash
-commands' host (`CommandHost`): a command that changes a setting or the
-title does it through here, so the editor hears of it. Everything it asks
-of the session goes through the session handle (`acp_agent.agent`).
+its update stream, where its notices go (`NoticeOutbox`), and, for a client
+that takes them, the branches shown as subagent sessions. `AcpSession` owns
+what the editor sees of the session outside a turn: the stream's subscription
+(live, after a replay, or after learning the history without one), the slash
+commands it was sent, the settings (`modes`, `configOptions`) and the title.
+It is also the slash commands' host (`CommandHost`): a command that changes a
+setting or the title does it through here, so the editor hears of it.
+Everything it asks of the session goes through the session handle
+(`acp_agent.agent`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ import anyio
 import anyio.to_thread
 
 from acp_agent.adapters.acp._client_bridge import AcpClientBridge, AcpPermissionPrompter
+from acp_agent.adapters.acp._notices import NoticeOutbox
 from acp_agent.adapters.acp._options import config_option_update, mode_update, session_settings
 from acp_agent.adapters.acp._slash_commands import commands_update
 from acp_agent.adapters.acp._stream import SessionStream
-from acp_agent.adapters.acp._updates import UpdateTranslator
+from acp_agent.adapters.acp._updates import UpdateTranslator, takes_notices
 from acp_agent.agent import (
     MODE_KEY,
     InvalidSetting,
@@ -61,7 +63,7 @@ class EditorSide:
 
     * `connection`: the connection to the editor.
     * `session_id`: the session's id (its requests and updates carry it).
-    * `client_capabilities`: what the editor offers (files, terminals).
+    * `client_capabilities`: what the editor offers (files, terminals, notices).
     * `translator`: makes the live translator of a stream.
     * `subagents`: show the branches as subagent sessions (a client that takes them).
     * `editor_timeout_s`: how long each request to the editor waits; None: the default.
@@ -91,6 +93,7 @@ class EditorSide:
             caught_up=self.caught_up,
         )
         self.prompter = AcpPermissionPrompter(connection, session_id)
+        self.notices = NoticeOutbox(self.stream, shown=takes_notices(client_capabilities))
         #: The stream's delivery, once subscribed.
         self.subscription: SessionSubscription | None = None
         #: Shows the branches as subagent sessions (None: as tool calls of main).
@@ -104,6 +107,7 @@ class EditorSide:
             client=self.bridge,
             prompter=self.prompter,
             branches=self._present if self._subagents else None,
+            notices=self.notices.post,
         )
 
     def _present(self, manager: BranchManager) -> SubagentPresenter:
@@ -116,7 +120,7 @@ class EditorSide:
             parent=self.stream,
             manager=manager,
             translator=self._translator,
-            prompter=lambda child_id: AcpPermissionPrompter(connection, child_id),
+            parent_prompter=self.prompter,
             client=lambda child_id, caught_up: AcpClientBridge(
                 connection, child_id, capabilities, caught_up=caught_up
             ),
@@ -153,6 +157,7 @@ class AcpSession:
         self.handle = handle
         self.side = side
         self.stream = side.stream
+        self.notices = side.notices
         #: Shows the branches as subagent sessions (None: as tool calls of main).
         self.subagents = side.presenter
         if self.subagents is not None:

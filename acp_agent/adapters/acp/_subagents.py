@@ -1,8 +1,9 @@
-"""A session's branches as ACP subagent sessions (UNSTABLE), for a client that takes them.
+"""A session's branches as ACP subagent sessions, for a client that takes them.
 
-Only with `--unstable` and a client that advertised `clientCapabilities.subagents`;
-any other client sees each branch as a tool call of the main line (`BranchShown`).
-Each child line of work is a restricted session whose id is its branch id:
+For a client that advertised `clientCapabilities.subagents` (an object; negotiated,
+no `--unstable` needed: the shapes are the unstable schema's); any other client
+sees each branch as a tool call of the main line (`BranchShown`). Each child line
+of work is a restricted session whose id is its branch id:
 
 - **announce**: a `subagent_update` on the parent session (title, the task as
   description, `state`, `capabilities.cancel`) goes out as the child opens,
@@ -19,6 +20,12 @@ Each child line of work is a restricted session whose id is its branch id:
   linked by `senderMessageId` / `recipientMessageId`. Between main's turns
   main's session carries only `subagent_update` patches: a view for main
   waits for main's next turn;
+- **questions**: a child's permission question is asked at once on its id; a
+  client that refuses it with an error (one that does not route child sessions)
+  gets it on the parent session instead, titled with the branch's title, during
+  a turn of main (the way a branch shown as a row asks): a question is never
+  dropped. Cancelling the child, main or the session withdraws an open one
+  (`$/cancel_request`), so none is left hanging;
 - **editor**: the child's file and terminal requests carry its id too, so a
   command's terminal is embedded in the child's own tool call (`client_of`);
 - **cancel**: `session/cancel` with the child's id stops that child's current
@@ -37,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from acp_agent.adapters.acp._client_bridge import AcpClientBridge
+from acp_agent.adapters.acp._client_bridge import AcpClientBridge, AcpPermissionPrompter
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator
 from acp_agent.agent import (
@@ -50,6 +57,8 @@ from acp_agent.agent import (
     LineState,
     ModelRequestStarted,
     ModelTextDelta,
+    PermissionAnswer,
+    PermissionQuestion,
     SessionSubscription,
     TurnEnded,
     TurnInterrupted,
@@ -142,7 +151,11 @@ class ChildTranslator:
         chunks = self.streamed_text(event)
         if chunks is not None:
             return chunks.updates()
-        updates = self.inner.translate(event)
+        # A child has no prompts, so no notice goes out on its session (what failed in it
+        # shows in its own updates; the session's notices go out on main's prompts).
+        updates: list[types.SessionUpdate] = [
+            u for u in self.inner.translate(event) if not isinstance(u, types.Notice)
+        ]
         if isinstance(payload, ModelRequestStarted):
             self._reply = []
         elif isinstance(payload, TurnEnded | TurnInterrupted):
@@ -218,7 +231,8 @@ class SubagentPresenter:
     * `parent_id`, `parent`: the session's id and stream (where children are announced).
     * `manager`: the session's branches.
     * `translator`: makes a live translator for a child's stream.
-    * `prompter`: makes the permission prompter of a session id.
+    * `parent_prompter`: asks on the parent session (a child's question the client
+      refused on the child's).
     * `client`: makes the editor's side (files, terminals) of a session id, given
       what waits until that session's published updates were sent.
     """
@@ -231,7 +245,7 @@ class SubagentPresenter:
         parent: SessionStream,
         manager: BranchManager,
         translator: Callable[[], UpdateTranslator],
-        prompter: Callable[[str], PermissionPrompter],
+        parent_prompter: PermissionPrompter,
         client: Callable[[str, Callable[[], Awaitable[None]]], AcpClientBridge],
     ) -> None:
         self._connection = connection
@@ -239,7 +253,7 @@ class SubagentPresenter:
         self._parent = parent
         self._manager = manager
         self._translator = translator
-        self._prompter = prompter
+        self._parent_prompter = parent_prompter
         self._client = client
         self._clients: dict[str, AcpClientBridge] = {}
         self._children: dict[str, _Child] = {}
@@ -254,8 +268,32 @@ class SubagentPresenter:
         self._started = True
 
     def prompter_of(self, branch_id: BranchId) -> PermissionPrompter:
-        """Who answers a child's questions: the person, on the child's session."""
-        return self._prompter(str(branch_id))
+        """Who answers a child's questions: the person, on the child's session (on the
+        parent's, when the client refuses it there)."""
+        child_id = str(branch_id)
+
+        async def on_parent(question: PermissionQuestion) -> PermissionAnswer:
+            return await self._ask_on_parent(child_id, question)
+
+        return AcpPermissionPrompter(self._connection, child_id, on_refused=on_parent)
+
+    async def _ask_on_parent(self, child_id: str, question: PermissionQuestion) -> PermissionAnswer:
+        """A child's question the client refused on the child's session, asked on the
+        parent's during a turn of main (between main's turns nothing goes out on it but
+        state patches), titled with the branch's title so the person sees whose it is."""
+        logger.warning(
+            "the client refused branch %s's question on its session; asking on %s",
+            child_id,
+            self._parent_id,
+        )
+        await self._manager.wait_main_turn()
+        title = self._manager.line(child_id).title
+        named = attrs.evolve(
+            question,
+            call_id=f"{child_id}/{question.call_id}",
+            title=f"Branch {title!r} asks: {question.title}",
+        )
+        return await self._parent_prompter.ask(named)
 
     def close(self) -> None:
         self._manager.stop_showing_as_sessions(self)
@@ -384,6 +422,10 @@ class SubagentPresenter:
     async def line_changed(self, line: ChildLine) -> None:
         child = self._children.get(str(line.branch_id))
         if child is None:
+            return
+        if line.state is LineState.RUNNING and line.stop_reason == "cancelled":
+            # Being stopped (its question withdrawn): its end, idle and cancelled, follows;
+            # "running" now would show a child that stops as working.
             return
         state = state_of(line)
         if state != child.state:

@@ -20,24 +20,34 @@
                                 `tool_call_update` with `_meta.terminal_output`
 `ToolResultRecorded`            `tool_call_update` completed or failed, with content,
                                 `rawOutput` (always an object: `raw_object`) and
-                                locations (a plan part becomes a `plan`); a command's
-                                says in `_meta["acp-agent"].sandboxed` whether it ran
-                                in the command sandbox
+                                locations (a plan part becomes a plan update: below);
+                                a command's says in `_meta["acp-agent"].sandboxed`
+                                whether it ran in the command sandbox
 `BranchShown`                   a branch shown in its parent's turn: `tool_call` (kind
                                 `other`, titled with the branch's title) the first
                                 time a showing appears, `tool_call_update` after, in
                                 progress while the branch works, completed (failed
                                 when it failed) with its steps and report as content
 `JobEndShown`                   a background job's end: a completed `tool_call`
-                                "Job … ended" (`_job_rows`)
+                                "Job … ended" (`_job_rows`), and live, for clients
+                                that advertised `session.notices`, a `notice`
 `ConversationRewound`           replay only: an `agent_message_chunk` marking where the
                                 session was rewound (what came after the message it
                                 went back to is not replayed; live, `/rewind` says it)
 `Compaction*` facts             `compaction_update` for clients that advertised
                                 `session.compaction`; otherwise a `think` tool call
                                 (in progress, then completed with the summary, or
-                                failed with the error; a cancelled one is failed)
+                                failed with the error; a cancelled one is failed);
+                                live, a failed one is also a `notice` (warning) for
+                                clients that advertised `session.notices`
 ==============================  ==========================================================
+
+A plan part (the `plan` tool's) goes to a client that advertised `plan` (plan
+operations) as `plan_update` (its checklist as `items`, a document as
+`markdown`, a file as `file` with its URI; keyed by its `planId`) or
+`plan_removed`; to any other as the legacy `plan`, the complete checklist of the
+plan last set (a document's or a file's task list; the document itself, or a
+link to the file, as the call's content), emptied when that plan is removed.
 
 Chunks carry a `messageId` that is the same live and on replay: a person's
 message is named by its turn id (what the prompt's answer returns in
@@ -57,7 +67,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from acp_agent.adapters.acp._job_rows import job_end_row
+from acp_agent.adapters.acp._job_rows import job_end_notice, job_end_row
+from acp_agent.adapters.acp._notices import notice_update
 from acp_agent.adapters.acp_content import acp_block, acp_locations, acp_plan, acp_tool_content
 from acp_agent.agent import (
     BranchShown,
@@ -80,8 +91,9 @@ from acp_agent.agent import (
     UserInputAdopted,
     compaction_view,
 )
-from acp_agent.content import ContentPart, DiffContent, PlanContent, TerminalContent
+from acp_agent.content import ContentPart, DiffContent, PlanContent, PlanKind, TerminalContent
 from acp_agent.records import Record
+from acp_agent.toolkit import Notice, NoticeSeverity
 from protocol import types
 from protocol.text_chunks import TextChunks
 
@@ -95,6 +107,7 @@ __all__ = (
     "raw_object",
     "rewind_marker",
     "rewind_text",
+    "takes_notices",
     "takes_subagents",
     "translator_for",
 )
@@ -120,7 +133,6 @@ def translator_for(
     models: ModelSource,
     *,
     replay: bool,
-    unstable: bool = False,
 ) -> UpdateTranslator:
     """The translator for a client with `capabilities`: live, or for a `session/load` replay."""
     capabilities = capabilities or types.ClientCapabilities()
@@ -145,13 +157,22 @@ def translator_for(
         compaction_updates=(
             session_capabilities is not None and session_capabilities.compaction is not None
         ),
-        subagents=takes_subagents(capabilities, unstable=unstable),
+        subagents=takes_subagents(capabilities),
+        notices=takes_notices(capabilities),
+        plan_operations=capabilities.plan is not None,
     )
 
 
-def takes_subagents(capabilities: types.ClientCapabilities | None, *, unstable: bool) -> bool:
-    """Whether branches are shown to this client as subagent sessions (UNSTABLE)."""
-    return unstable and capabilities is not None and capabilities.subagents is not None
+def takes_subagents(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether branches are shown to this client as subagent sessions: it advertised
+    `clientCapabilities.subagents`, an object (`true` is no object: the decoder drops it)."""
+    return capabilities is not None and capabilities.subagents is not None
+
+
+def takes_notices(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether the client advertised `session.notices` (else it gets no `notice`)."""
+    session = None if capabilities is None else capabilities.session
+    return session is not None and session.notices is not None
 
 
 def failure_text(error: FailureKind, message: str) -> str:
@@ -171,6 +192,8 @@ class UpdateTranslator:
     * `model_facts`: a model id's window and prices (for `usage_update`).
     * `compaction_updates`: the client advertised `session.compaction`.
     * `subagents`: branches are shown as subagent sessions, not as tool calls.
+    * `notices`: the client advertised `session.notices` (live only: never replayed).
+    * `plan_operations`: the client advertised `plan` (`plan_update`, `plan_removed`).
     """
 
     def __init__(
@@ -181,9 +204,16 @@ class UpdateTranslator:
         model_facts: Callable[[str], ModelFacts] | None = None,
         compaction_updates: bool = False,
         subagents: bool = False,
+        notices: bool = False,
+        plan_operations: bool = False,
     ) -> None:
         self.replay = replay
         self.subagents = subagents
+        #: Notices are live events, never history: none on a replay.
+        self.notices = notices and not replay
+        self.plan_operations = plan_operations
+        #: The plan the legacy `plan` shows now (None: none), for a client without them.
+        self._legacy_plan: str | None = None
         self.terminal_output = terminal_output
         self.compaction_updates = compaction_updates
         self._model_facts = model_facts
@@ -257,12 +287,17 @@ class UpdateTranslator:
         if isinstance(payload, BranchShown):
             return [] if self.subagents else [self._branch(payload)]
         if isinstance(payload, JobEndShown):
-            return [job_end_row(payload)]
+            row: list[types.SessionUpdate] = [job_end_row(payload)]
+            return [*row, notice_update(job_end_notice(payload))] if self.notices else row
         if isinstance(payload, ConversationRewound):
             return [rewind_marker(payload)] if self.replay else []
         view = compaction_view(payload)
         if view is not None:
-            return [self._compaction(view)]
+            shown: list[types.SessionUpdate] = [self._compaction(view)]
+            if self.notices and view.status == "failed":
+                failed = Notice(NoticeSeverity.WARNING, view.title, view.error)
+                shown.append(notice_update(failed))
+            return shown
         return []
 
     def _compaction(self, view: CompactionView) -> types.SessionUpdate:
@@ -380,12 +415,14 @@ class UpdateTranslator:
     def _content(
         self, call_id: str, parts: Sequence[ContentPart], updates: list[types.SessionUpdate]
     ) -> tuple[list[types.ToolCallContent], dict[str, Any] | None]:
-        """The ACP content of a call's parts; a plan part goes to `updates` as a `plan`."""
+        """The ACP content of a call's parts; a plan part goes to `updates` as a plan
+        update (and, for a client without plan operations, a document or a file also
+        shows in the call)."""
         shown: list[types.ToolCallContent] = []
         meta: dict[str, Any] | None = None
         for part in parts:
             if isinstance(part, PlanContent):
-                updates.append(acp_plan(part))
+                updates.extend(self._plan(part, shown))
             elif isinstance(part, TerminalContent):
                 if part.local_cwd is None:
                     shown.append(types.Terminal(terminal_id=part.terminal_id))
@@ -398,6 +435,35 @@ class UpdateTranslator:
             else:
                 shown.append(acp_tool_content(part))
         return shown, meta
+
+    def _plan(
+        self, plan: PlanContent, shown: list[types.ToolCallContent]
+    ) -> list[types.SessionUpdate]:
+        """A plan part's update (see the module docstring)."""
+        if self.plan_operations:
+            if plan.kind is PlanKind.REMOVED:
+                return [types.PlanRemoved(plan_id=plan.plan_id)]
+            content: types.PlanUpdateContent
+            if plan.kind is PlanKind.MARKDOWN and plan.markdown is not None:
+                content = types.PlanMarkdown(plan_id=plan.plan_id, content=plan.markdown)
+            elif plan.kind is PlanKind.FILE and plan.uri is not None:
+                content = types.PlanFile(plan_id=plan.plan_id, uri=plan.uri)
+            else:
+                entries = acp_plan(plan).entries
+                content = types.PlanItems(plan_id=plan.plan_id, entries=entries)
+            return [types.PlanUpdate(plan=content)]
+        if plan.kind is PlanKind.MARKDOWN and plan.markdown is not None:
+            shown.append(types.Content(content=types.TextContent(text=plan.markdown)))
+        elif plan.kind is PlanKind.FILE and plan.uri is not None:
+            name = plan.uri.rsplit("/", 1)[-1]
+            shown.append(types.Content(content=types.ResourceLink(uri=plan.uri, name=name)))
+        if plan.kind is PlanKind.REMOVED or (plan.kind is not PlanKind.ITEMS and not plan.entries):
+            if self._legacy_plan != plan.plan_id:
+                return []  # not the plan shown: nothing to take away
+            self._legacy_plan = None
+            return [types.Plan(entries=[])]
+        self._legacy_plan = plan.plan_id
+        return [acp_plan(plan)]
 
     def _usage(self, payload: ModelRequestFinished) -> list[types.SessionUpdate]:
         usage = payload.usage

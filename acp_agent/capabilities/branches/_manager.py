@@ -35,10 +35,11 @@ steers them:
   child's current step; close ends a child's line of work, never a sibling's;
 - **ending what could not end on record**: a child's turn whose ending the
   store could not take (a full disk) ends here all the same, failed (so
-  `wait` returns); its ending, main's notification and the closing of its
-  showing are recorded at main's next turn, once the store takes them. A
-  child found ended after a restart has its showing that a dead agent left
-  open closed as it loads, with the reason, so a replay never shows it working.
+  `wait` returns), and the person is told at once (a notice); its ending,
+  main's notification and the closing of its showing are recorded at main's
+  next turn, once the store takes them. A child found ended after a restart
+  has its showing that a dead agent left open closed as it loads, with the
+  reason, so a replay never shows it working.
 """
 
 from __future__ import annotations
@@ -77,7 +78,15 @@ from acp_agent.core import (
     new_id,
     quiet_cut,
 )
-from acp_agent.toolkit import ClientBridge, TerminalsWithheld, cut_middle
+from acp_agent.toolkit import (
+    NO_NOTICES,
+    ClientBridge,
+    Notice,
+    NoticeSeverity,
+    NoticeSink,
+    TerminalsWithheld,
+    cut_middle,
+)
 
 __all__ = (
     "BRANCHES_GUIDE_ENTRY",
@@ -180,6 +189,7 @@ class BranchManager:
       (its model loop's `start_turn(turn_id, [])`) and returns it.
     * `limit`: how many children may work at once.
     * `clock`: wall time for the last activity.
+    * `notices`: where the person hears of a child the store stopped.
     """
 
     name = "branch lines"
@@ -191,8 +201,10 @@ class BranchManager:
         start_turn: Callable[[Branch, TurnId], Awaitable[Turn]],
         limit: int = DEFAULT_BRANCH_LIMIT,
         clock: Callable[[], float] = time.time,
+        notices: NoticeSink = NO_NOTICES,
     ) -> None:
         self._session = session
+        self._notices = notices
         self._start_turn = start_turn
         self.limit = limit
         self._clock = clock
@@ -449,6 +461,13 @@ class BranchManager:
         reason = "storage_full" if isinstance(error, StoreFull) else "storage_unavailable"
         logger.error(
             "branch %s stopped: its work could not be recorded (%s)", line.branch_id, error
+        )
+        self._notices(
+            Notice(
+                NoticeSeverity.ERROR,
+                "The disk is full" if isinstance(error, StoreFull) else "The session store failed",
+                f"Branch {line.title!r} stopped: its work could not be recorded ({error}).",
+            )
         )
         line.end_unrecorded(turn.turn_id, reason)
         await self._ended(line)

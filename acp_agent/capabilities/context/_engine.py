@@ -60,6 +60,7 @@ from acp_agent.capabilities.context._projection import (
 from acp_agent.capabilities.context._rules import (
     RULES_GUIDE_ENTRY,
     RuleLedger,
+    Unreadable,
     command_rule_id,
     scan_rule_files,
 )
@@ -104,6 +105,7 @@ from acp_agent.models import (
     ToolSpec,
 )
 from acp_agent.records import Record
+from acp_agent.toolkit import NO_NOTICES, Notice, NoticeSeverity, NoticeSink
 
 __all__ = (
     "CONTEXT_GUIDE_ENTRIES",
@@ -210,8 +212,12 @@ class ContextEngine:
         settings: ContextSettings | None = None,
         store: Store | None = None,
         new_id: Callable[[str], str] = new_id,
+        notices: NoticeSink = NO_NOTICES,
     ) -> None:
         self.branch = branch
+        self._notices = notices
+        #: Rule files the person was told could not be read (told again once read).
+        self._told_unreadable: set[Path] = set()
         self.guide = guide
         self.state_sources = list(state_sources)
         self.workspace = workspace
@@ -266,13 +272,28 @@ class ContextEngine:
         if self.workspace is not None:
             workspace, config_dir = self.workspace, self.config_dir
             roots = tuple(self.additional_roots())
+            unreadable: Unreadable = []
             found = await anyio.to_thread.run_sync(
-                lambda: scan_rule_files(workspace, config_dir, roots)
+                lambda: scan_rule_files(workspace, config_dir, roots, unreadable=unreadable)
             )
+            self._tell_unreadable(unreadable)
         projection = await self.sync()
         facts = [*projection.state.changes(values), *projection.rules.changes(found)]
         await self._record(facts)
         return facts
+
+    def _tell_unreadable(self, unreadable: Unreadable) -> None:
+        """Tell the person of each rule file that could not be read, once until it is."""
+        for path, why in unreadable:
+            if path not in self._told_unreadable:
+                self._notices(
+                    Notice(
+                        NoticeSeverity.WARNING,
+                        f"A rule file could not be read: {path}",
+                        f"{why}. Its rules do not apply until it can be read.",
+                    )
+                )
+        self._told_unreadable = {path for path, _ in unreadable}
 
     # --- commands' rules ----------------------------------------------------------------
 
@@ -502,13 +523,15 @@ def build_context_engine(
     task: str | None = None,
     additional_roots: Callable[[], Sequence[Path]] = tuple,
     store: Store | None = None,
+    notices: NoticeSink = NO_NOTICES,
 ) -> ContextEngine:
     """The engine for `branch` with the built-in state sources and rule files.
 
     The workspace is the session's cwd and `additional_roots` (read at each turn
     start: a load may change them); `branch/identity` names the branch (`main`,
     or its label, where it started and its `task`); `extra_sources` add values
-    other components know (`session/commands`, `session/skills`).
+    other components know (`session/commands`, `session/skills`); `notices` hears
+    of a rule file that could not be read.
     """
     cwd = branch.cwd
     record = branch.record
@@ -535,4 +558,5 @@ def build_context_engine(
         config_dir=config_dir,
         settings=settings,
         store=store,
+        notices=notices,
     )

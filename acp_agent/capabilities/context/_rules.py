@@ -57,6 +57,7 @@ __all__ = (
     "RuleLedger",
     "RuleOp",
     "RuleRecord",
+    "Unreadable",
     "command_rule_id",
     "render_rule",
     "render_rule_payload",
@@ -154,12 +155,19 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _read_rule_text(path: Path) -> str | None:
-    """The file's text, cut to `MAX_RULE_CHARS`; None when unreadable or blank."""
+#: Where a scan puts the rule files it found but could not read: (path, why).
+Unreadable: TypeAlias = list[tuple[Path, str]]
+
+
+def _read_rule_text(path: Path, unreadable: Unreadable | None = None) -> str | None:
+    """The file's text, cut to `MAX_RULE_CHARS`; None when unreadable (kept in
+    `unreadable`) or blank."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         logger.debug("cannot read rule file %s: %s", path, exc)
+        if unreadable is not None and not isinstance(exc, FileNotFoundError):
+            unreadable.append((path, exc.strerror or str(exc)))
         return None
     text = text.strip()
     if not text:
@@ -170,7 +178,10 @@ def _read_rule_text(path: Path) -> str | None:
 
 
 def scan_workspace_rules(
-    root: Path, *, max_directories: int = MAX_SCANNED_DIRECTORIES
+    root: Path,
+    *,
+    max_directories: int = MAX_SCANNED_DIRECTORIES,
+    unreadable: Unreadable | None = None,
 ) -> list[RuleFile]:
     """Every `AGENTS.md` in the workspace's cwd, root first, each scoped to its directory.
 
@@ -178,7 +189,7 @@ def scan_workspace_rules(
     directories are not followed.
     """
     found: list[RuleFile] = []
-    for relative, text in _rule_files_under(root, (), max_directories):
+    for relative, text in _rule_files_under(root, (), max_directories, unreadable):
         scope = "." if relative == "." else relative
         rule_id = "workspace/" + (
             RULE_FILE_NAME if relative == "." else f"{relative}/{RULE_FILE_NAME}"
@@ -188,7 +199,11 @@ def scan_workspace_rules(
 
 
 def scan_root_rules(
-    root: Path, *, skip: Sequence[Path] = (), max_directories: int = MAX_SCANNED_DIRECTORIES
+    root: Path,
+    *,
+    skip: Sequence[Path] = (),
+    max_directories: int = MAX_SCANNED_DIRECTORIES,
+    unreadable: Unreadable | None = None,
 ) -> list[RuleFile]:
     """Every `AGENTS.md` under `root`, one of the workspace's additional directories, each
     labelled with its root: source `root:<root>/AGENTS.md` (`root:<root>/src/AGENTS.md`),
@@ -198,7 +213,7 @@ def scan_root_rules(
     file is read once, as part of the first root that holds it.
     """
     found: list[RuleFile] = []
-    for relative, text in _rule_files_under(root, skip, max_directories):
+    for relative, text in _rule_files_under(root, skip, max_directories, unreadable):
         directory = root if relative == "." else root / relative
         rule_id = f"{ROOT_RULE_PREFIX}{directory / RULE_FILE_NAME}"
         found.append(RuleFile(rule_id, str(directory), text))
@@ -206,7 +221,7 @@ def scan_root_rules(
 
 
 def _rule_files_under(
-    root: Path, skip: Sequence[Path], max_directories: int
+    root: Path, skip: Sequence[Path], max_directories: int, unreadable: Unreadable | None
 ) -> list[tuple[str, str]]:
     """(directory relative to `root`, text) of each rule file under `root`, outside `skip`."""
     if any(root == other or root.is_relative_to(other) for other in skip):
@@ -227,17 +242,17 @@ def _rule_files_under(
         )
         if RULE_FILE_NAME not in files:
             continue
-        text = _read_rule_text(Path(directory) / RULE_FILE_NAME)
+        text = _read_rule_text(Path(directory) / RULE_FILE_NAME, unreadable)
         if text is None:
             continue
         found.append((Path(directory).relative_to(root).as_posix(), text))
     return found
 
 
-def scan_user_rules(config_dir: Path) -> list[RuleFile]:
+def scan_user_rules(config_dir: Path, *, unreadable: Unreadable | None = None) -> list[RuleFile]:
     """The person's rules: `<config_dir>/AGENTS.md`, then `<config_dir>/rules/*.md` by name."""
     found: list[RuleFile] = []
-    text = _read_rule_text(config_dir / RULE_FILE_NAME)
+    text = _read_rule_text(config_dir / RULE_FILE_NAME, unreadable)
     if text is not None:
         found.append(RuleFile(f"user/{RULE_FILE_NAME}", "*", text))
     rules_dir = config_dir / "rules"
@@ -246,22 +261,27 @@ def scan_user_rules(config_dir: Path) -> list[RuleFile]:
     except OSError:
         paths = []
     for path in paths:
-        text = _read_rule_text(path)
+        text = _read_rule_text(path, unreadable)
         if text is not None:
             found.append(RuleFile(f"user/rules/{path.name}", "*", text))
     return found
 
 
 def scan_rule_files(
-    workspace: Path, config_dir: Path | None, additional_roots: Sequence[Path] = ()
+    workspace: Path,
+    config_dir: Path | None,
+    additional_roots: Sequence[Path] = (),
+    *,
+    unreadable: Unreadable | None = None,
 ) -> list[RuleFile]:
     """User rules first, then the workspace's cwd's, then each additional root's, in a
-    stable order (a file under two roots is read as part of the first)."""
-    user = scan_user_rules(config_dir) if config_dir is not None else []
-    found = user + scan_workspace_rules(workspace)
+    stable order (a file under two roots is read as part of the first); the rule files
+    that could not be read go to `unreadable`."""
+    user = scan_user_rules(config_dir, unreadable=unreadable) if config_dir is not None else []
+    found = user + scan_workspace_rules(workspace, unreadable=unreadable)
     scanned = [workspace.resolve()] if additional_roots else []
     for root in additional_roots:
-        found += scan_root_rules(root, skip=scanned)
+        found += scan_root_rules(root, skip=scanned, unreadable=unreadable)
         scanned.append(root)
     return found
 

@@ -8,7 +8,8 @@ closes) on the session's roots, which also remembers what the sandbox kept
 each command in, so the question of running it outside says why the sandbox
 was not enough (`why_leave`). Where the sandbox cannot run, the first question
 about a command says why and how to enable it, the later ones only that it
-cannot (`unavailable_note`).
+cannot (`unavailable_note`); the person is also told once in the session, as a
+notice (a warning: commands run with all their rights).
 
 Where the editor offers terminals, a confined command runs in one, the sandbox
 wrapped around it (`CallSandbox.in_terminal`); once a terminal shows that the
@@ -37,6 +38,7 @@ from acp_agent.sandbox import (
     SandboxUnavailable,
     TerminalWrap,
 )
+from acp_agent.toolkit import NO_NOTICES, Notice, NoticeSeverity, NoticeSink
 
 __all__ = ("DOCTOR_HINT", "CallSandbox", "SessionSandbox", "SessionTerminalLaunch")
 
@@ -55,11 +57,19 @@ class SessionSandbox:
 
     * `policy`: the person's policy (no temporary folder: the session gets its own).
     * `probe`: whether bwrap runs here (blocking; `probe_sandbox`).
+    * `notices`: where the person is told, once, that the sandbox cannot run.
     """
 
-    def __init__(self, policy: SandboxPolicy, probe: Callable[[], SandboxSupport]) -> None:
+    def __init__(
+        self,
+        policy: SandboxPolicy,
+        probe: Callable[[], SandboxSupport],
+        *,
+        notices: NoticeSink = NO_NOTICES,
+    ) -> None:
         self._policy = policy
         self._probe = probe
+        self._notices = notices
         self._support: SandboxSupport | None = None
         self._probing = anyio.Lock()
         self._temp: Path | None = None
@@ -118,6 +128,14 @@ class SessionSandbox:
             return "Asked because commands cannot run in the sandbox here."
         self._told_unavailable = True
         fix = f" ({support.fix})" if support.fix else ""
+        self._notices(
+            Notice(
+                NoticeSeverity.WARNING,
+                "Commands cannot run in the sandbox here",
+                f"{support.reason}. So every command is asked about, and runs with all your "
+                f"rights. acp-agent doctor says how to enable it{fix}.",
+            )
+        )
         return (
             f"Commands cannot run in the sandbox here: {support.reason}. So every command "
             f"is asked about, and runs with all your rights. {DOCTOR_HINT}{fix}."

@@ -1,9 +1,10 @@
-"""Branches as ACP subagent sessions (UNSTABLE) end to end: the stdio agent, a scripted model.
+"""Branches as ACP subagent sessions end to end: the stdio agent, a scripted model.
 
-With `--unstable` and a client that advertises `clientCapabilities.subagents`,
-each branch is announced on the parent session and then talks on its own
-session id; any other client sees it as a tool call of the main line. Every
-line on the wire is checked against the unstable schema on exit.
+A client that advertises `clientCapabilities.subagents` (an object; no
+`--unstable` needed: it is negotiated) gets each branch announced on the parent
+session, then talking on its own session id; any other client sees it as a tool
+call of the main line. Every line on the wire is checked on exit against the
+schema that governs it (the unstable one for the negotiated updates).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ import anyio
 import pytest
 
 from acp_agent.adapters.acp._subagents import state_of
+from acp_agent.adapters.acp._updates import takes_subagents
 from acp_agent.capabilities.branches import LineState
 from protocol import methods, types
+from protocol.connection import AgentConnection
+from protocol.errors import InvalidParams
 from tests.support import EditorClient, running_agent
 from tests.support.editor_client import allow_all
 from tests.test_readme import readme_block
@@ -39,15 +43,13 @@ def script_in(tmp_path: Path, main: list[list[dict[str, Any]]], **branches: Any)
 
 
 def subagents_client() -> EditorClient:
-    return EditorClient(decide=allow_all, unstable=True)
+    return EditorClient(decide=allow_all)
 
 
 def subagents_agent(home: Path, script: Path, client: EditorClient) -> Any:
-    """The agent with `--unstable`, talking to `client` as a client advertising subagents."""
+    """The agent (no `--unstable`), talking to `client` as a client advertising subagents."""
     capabilities = subagent_capabilities(client)
-    return running_agent(
-        home, script=script, client=client, unstable=True, capabilities=capabilities
-    )
+    return running_agent(home, script=script, client=client, capabilities=capabilities)
 
 
 def one_branch(tmp_path: Path, title: str, task: str, *replies: list[dict[str, Any]]) -> Path:
@@ -184,7 +186,7 @@ async def test_a_child_command_runs_in_a_terminal_of_its_own_session_embedded_in
         tmp_path, "runner", "Run it", [tool("shell", command="echo hi")], [{"text": "ran"}]
     )
     async with EditorBridge(has_terminals=True) as editor:
-        client = EditorClient(editor=editor, decide=allow_all, unstable=True)
+        client = EditorClient(editor=editor, decide=allow_all)
         async with subagents_agent(tmp_path / "home", script, client):
             session_id = await client.new_session(workspace)
             await client.prompt(session_id)
@@ -247,6 +249,93 @@ async def test_cancelling_a_child_stops_only_that_child(tmp_path: Path):
     assert outcome[0].stop_reason == types.StopReason.END_TURN
     assert states(announces, slow)[-1] == "idle:cancelled"
     assert states(announces, quick)[-1] == "idle:end_turn"
+
+
+class ChildBlindClient(EditorClient):
+    """A client that takes subagents yet refuses a question on any session it did not
+    open itself (as clients that do not route child sessions do)."""
+
+    def __init__(self) -> None:
+        super().__init__(decide=allow_all)
+        self.opened: set[str] = set()
+
+    async def new_session(self, cwd: Path, mcp_servers: Any = ()) -> str:
+        session_id = await super().new_session(cwd, mcp_servers)
+        self.opened.add(session_id)
+        return session_id
+
+    async def _answer(
+        self, params: types.RequestPermissionRequest
+    ) -> types.RequestPermissionResponse:
+        if str(params.session_id) not in self.opened:
+            self.permission_requests.append(params)
+            raise InvalidParams(f"Invalid params: no session {params.session_id}")
+        return await super()._answer(params)
+
+
+async def test_a_child_question_the_client_refuses_on_the_child_is_asked_on_the_parent(
+    tmp_path: Path,
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    script = one_branch(
+        tmp_path, "greeter", "Say hi", [tool("shell", command="echo hi")], [{"text": "Said hi."}]
+    )
+    client = ChildBlindClient()
+    async with subagents_agent(tmp_path / "home", script, client):
+        session_id = await client.new_session(workspace)
+        response = await client.prompt(session_id, "Greet")
+        [child] = {str(u.session_id) for u in announced(client, session_id)}
+        child_updates = client.session_updates_for(child)
+
+    assert response.stop_reason == types.StopReason.END_TURN
+    on_child, on_parent = client.permission_requests
+    assert str(on_child.session_id) == child
+    assert str(on_parent.session_id) == session_id
+    assert on_parent.tool_call.title == "Branch 'greeter' asks: Run `echo hi`"
+    # Answered there, the child's command ran.
+    [done] = [
+        u
+        for u in child_updates
+        if isinstance(u, types.ToolCallProgress) and u.status == types.ToolCallStatus.COMPLETED
+    ]
+    assert "hi" in json.dumps(done.raw_output)
+
+
+async def test_an_unanswered_child_question_is_withdrawn_when_the_child_is_cancelled(
+    tmp_path: Path,
+):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    script = one_branch(
+        tmp_path, "waiter", "Run it", [tool("shell", command="echo hi")], [{"text": "ran"}]
+    )
+    client = EditorClient()  # never answers on its own: the question stays open
+    async with subagents_agent(tmp_path / "home", script, client):
+        session_id = await client.new_session(workspace)
+        async with anyio.create_task_group() as group:
+            outcome: list[types.PromptResponse] = []
+
+            async def prompt() -> None:
+                outcome.append(await client.prompt(session_id, "Start it"))
+
+            group.start_soon(prompt)
+            await client.wait_until(lambda: bool(client.permission_requests), timeout_s=10)
+            [question] = client.permission_requests
+            child = str(question.session_id)
+            client.send_raw(
+                {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": child}}
+            )
+        asked = [m for m in client.messages if m.get("method") == "session/request_permission"]
+        withdrawn = [m for m in client.messages if m.get("method") == "$/cancel_request"]
+
+    assert child != session_id
+    assert outcome[0].stop_reason == types.StopReason.END_TURN
+    assert [m["params"]["requestId"] for m in withdrawn] == [asked[0]["id"]]
+    assert states(announced(client, session_id), child)[-2:] == [
+        "requires_action",
+        "idle:cancelled",
+    ]
 
 
 @pytest.mark.parametrize("unstable", [False, True])
@@ -495,3 +584,17 @@ def test_a_line_state_maps_to_one_acp_state(
     line = SimpleNamespace(state=LineState(state), stop_reason=stop_reason)
     snapshot = state_of(line)  # type: ignore[arg-type]
     assert (snapshot.state, getattr(snapshot, "stop_reason", None)) == expected
+
+
+@pytest.mark.parametrize(
+    ("advertised", "takes"),
+    [({"subagents": {}}, True), ({"subagents": True}, False), ({}, False)],
+)
+def test_subagent_sessions_are_negotiated_by_an_object_whatever_the_flag(
+    advertised: dict[str, Any], takes: bool
+):
+    for unstable in (False, True):
+        decoded = AgentConnection(unstable=unstable).protocol.converter.structure(
+            advertised, types.ClientCapabilities
+        )
+        assert takes_subagents(decoded) is takes
