@@ -41,7 +41,13 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any, BinaryIO, Final
 
 from jsonbounds import OverLongLine
-from protocol._dispatch import AcpProtocol, AgentSideProtocol, ClientSideProtocol, Handler
+from protocol._dispatch import (
+    AcpProtocol,
+    AgentSideProtocol,
+    ClientSideProtocol,
+    Handler,
+    Writer,
+)
 from protocol._line_writer import DEFAULT_STALL_S, QueuedLineWriter
 from protocol._ndjson import (
     MAX_CLIENT_LINE_BYTES,
@@ -118,10 +124,12 @@ async def _run_ndjson(
     *,
     on_line: Callable[[bytes], None] | None = None,
     on_end: Callable[[], None] | None = None,
+    cancel_handlers: bool = True,
 ) -> None:
     """Feed each line to `protocol` until the stream ends, then wind it down (W1).
 
-    `on_end` is called once the stream has ended, before the handlers are.
+    `on_end` is called once the stream has ended, before the handlers are
+    (cancelled, unless `cancel_handlers` is false: see `input_ended`).
     """
     try:
         async for line in iter_lines(source):
@@ -136,7 +144,7 @@ async def _run_ndjson(
     finally:
         if on_end is not None:
             on_end()
-        await protocol.input_ended(grace_s=_SHUTDOWN_GRACE_S)
+        await protocol.input_ended(grace_s=_SHUTDOWN_GRACE_S, cancel_handlers=cancel_handlers)
 
 
 class AgentConnection(_Endpoint):
@@ -219,6 +227,21 @@ class AgentConnection(_Endpoint):
                 logger.warning("Some messages could not be written before exit")
             writer.close()
             self._stop_event.set()
+
+    async def serve_lines(
+        self, source: LineSource, writer: Writer, *, cancel_handlers: bool = True
+    ) -> None:
+        """Serve ACP over any line stream in the running loop, until `source` ends.
+
+        The transport-agnostic form of `start_io`: `source` gives whole lines (a
+        socket's, a WebSocket's messages), `writer` takes each message without its
+        newline. At the end our pending requests fail and the running handlers are
+        cancelled, or, with `cancel_handlers=False`, left to finish (the app
+        server: a client leaving never cancels the work it started); the
+        `on_shutdown` callbacks are the caller's to run.
+        """
+        self.protocol.set_writer(writer)
+        await _run_ndjson(source, self.protocol, cancel_handlers=cancel_handlers)
 
     @property
     def input_waiting(self) -> int:
