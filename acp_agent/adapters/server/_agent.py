@@ -100,6 +100,14 @@ class ServerSession(AcpSession):
     def turn_slot(self) -> AbstractAsyncContextManager[TurnSlot]:
         return _OwnTurn(self)
 
+    async def set_title(self, title: str) -> None:
+        """Attached, the title's event shows it (to every attached client, with its
+        cursor); not attached, it is sent as over stdio."""
+        if self.view.attached:
+            await self.handle.set_title(title)
+        else:
+            await super().set_title(title)
+
     async def cancel_own(self) -> int:
         """Cancel this connection's prompts only; how many."""
         slots = list(self.own)
@@ -189,11 +197,21 @@ class ServerAcpAgent(AcpAgent):
 
     def register(self) -> None:
         super().register()
-        from acp_agent.adapters.server._attach import attach, detach
-
         register = self._connection.register
-        register(ATTACH_METHOD, lambda params: attach(self, params), kind=MessageKind.REQUEST)
-        register(DETACH_METHOD, lambda params: detach(self, params), kind=MessageKind.REQUEST)
+        register(ATTACH_METHOD, self.attach_session, kind=MessageKind.REQUEST)
+        register(DETACH_METHOD, self.detach_session, kind=MessageKind.REQUEST)
+
+    async def attach_session(self, params: object) -> dict[str, Any]:
+        """`_acp-agent/attach` (see `_attach`)."""
+        from acp_agent.adapters.server._attach import attach
+
+        return await attach(self, params)
+
+    async def detach_session(self, params: object) -> dict[str, Any]:
+        """`_acp-agent/detach` (see `_attach`)."""
+        from acp_agent.adapters.server._attach import detach
+
+        return await detach(self, params)
 
     def initialize(self, params: types.InitializeRequest) -> types.InitializeResponse:
         """As the stdio agent answers, and `_meta["acp-agent"].attach` says this agent

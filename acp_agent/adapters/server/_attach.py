@@ -32,6 +32,7 @@ from acp_agent.adapters.acp._wire_errors import wire_errors
 from acp_agent.adapters.server._audience import Role
 from acp_agent.adapters.server._views import AttachedTranslator, Cursor
 from acp_agent.agent import Event, Seq
+from protocol import types
 from protocol.errors import InvalidParams, InvalidRequest
 
 if TYPE_CHECKING:
@@ -83,7 +84,11 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
         audience.attach(agent.viewer, role)
 
     connection.after_response(ready)
-    await acp_session.send_session_updates_after_response()
+    # The commands, as a load sends them; the title too when the client asked for no
+    # history (a replay shows it where it was set).
+    await acp_session.send_commands()
+    if replay == "none" and handle.title:
+        acp_session.stream.send(types.SessionInfoUpdate(title=handle.title))
     logger.info(
         "%s attached to session %s as %s (replay %s, ready at %s)",
         agent.client_id,
