@@ -3,9 +3,11 @@
 The Unix socket lives in a folder only its owner may enter (0700, checked to
 be ours: a folder someone else made there is refused, not used), and is
 itself 0600; that is the socket's whole security (the kernel checks the
-permissions on connect). The default is `<state folder>/server/acp.sock`, or
-`ACP_AGENT_SOCKET`; a path longer than a socket address can hold is refused
-with a clear message. The WebSocket token file (0600) sits beside it.
+permissions on connect). Beside it: `server.lock` (held while a server
+runs) and `server.pid` (its process id, removed when it stops). The default
+is `<state folder>/server/acp.sock`, or `ACP_AGENT_SOCKET`; a path longer
+than a socket address can hold is refused with a clear message. The
+WebSocket token file (0600) sits beside it.
 """
 
 from __future__ import annotations

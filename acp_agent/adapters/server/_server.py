@@ -141,6 +141,10 @@ class AppServer:
         server = await asyncio.start_unix_server(self._accept_unix, sock=listening, limit=2**16)
         self._listeners.append(server)
         self._sockets.append(path)
+        # Who listens, for a person (or a test) stopping a server a bridge started.
+        pid_file = path.parent / "server.pid"
+        _write_pid(pid_file)
+        self._sockets.append(pid_file)
         logger.info("app server listening on unix:%s", path)
 
     def on_stop(self, closer: Callable[[], Awaitable[None]]) -> None:
@@ -251,3 +255,7 @@ def _lock(file: Path) -> int:
         os.close(fd)
         raise ServerRunning(f"another server holds {file}") from None
     return fd
+
+
+def _write_pid(file: Path) -> None:
+    file.write_text(f"{os.getpid()}\n")
