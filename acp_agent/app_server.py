@@ -26,6 +26,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import acp_agent
 from acp_agent.runtime_setup import (
@@ -37,6 +38,9 @@ from acp_agent.runtime_setup import (
     runtime_host,
     write_stall_s,
 )
+
+if TYPE_CHECKING:
+    from acp_agent.adapters.server import AppServer, ListenAddress
 
 __all__ = ("run_server",)
 
@@ -58,6 +62,36 @@ def _parser() -> argparse.ArgumentParser:
         help="the Unix socket to listen on (env ACP_AGENT_SOCKET; default: "
         "<state folder>/server/acp.sock)",
     )
+    parser.add_argument(
+        "--listen",
+        default=None,
+        metavar="ws://HOST:PORT",
+        help="serve ACP on WebSocket too, at ws://HOST:PORT/acp (port 0: any free one); "
+        "clients send Authorization: Bearer <token> (ACP_AGENT_SERVER_TOKEN, else drawn at "
+        "each start and written to a 0600 file whose path is printed)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --listen name an address that is not loopback (anyone who reaches it "
+        "with the token can run commands)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web page origin (e.g. http://127.0.0.1:8080) allowed to connect; requests "
+        "from any other page are refused (repeatable)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name the WebSocket listener may be reached by (its Host header; "
+        "repeatable); other names are refused, against DNS rebinding",
+    )
     add_runtime_arguments(parser)
     return parser
 
@@ -71,8 +105,17 @@ def run_server(argv: Sequence[str] | None = None) -> int:
     from acp_agent.adapters.server import PlaceError, default_socket
 
     socket = args.socket or default_socket(settings.paths.state_dir)
+    address = None
+    if args.listen is not None:
+        from acp_agent.adapters.server import AddressRefused, listen_address
+
+        try:
+            address = listen_address(args.listen, allow_remote=args.allow_remote)
+        except AddressRefused as exc:
+            print(f"acp-agent server: {exc}", file=sys.stderr)
+            return USAGE_ERROR
     try:
-        status = asyncio.run(_serve(settings, socket))
+        status = asyncio.run(_serve(settings, socket, address))
     except PlaceError as exc:
         print(f"acp-agent server: {exc}", file=sys.stderr)
         status = USAGE_ERROR
@@ -82,7 +125,7 @@ def run_server(argv: Sequence[str] | None = None) -> int:
     os._exit(status)
 
 
-async def _serve(settings: RuntimeSettings, socket: Path) -> int:
+async def _serve(settings: RuntimeSettings, socket: Path, address: ListenAddress | None) -> int:
     from acp_agent.adapters.server import AppServer
     from acp_agent.process_groups import GroupRegistry, use_process_groups
 
@@ -106,6 +149,8 @@ async def _serve(settings: RuntimeSettings, socket: Path) -> int:
         loop.add_signal_handler(signum, stop.set)
     try:
         await server.listen_unix(socket)
+        if address is not None:
+            await _listen_websocket(server, address, settings.args, socket)
         await server.open()
         print(f"acp-agent server: listening on unix:{socket}", file=sys.stderr, flush=True)
         logger.info(
@@ -121,3 +166,22 @@ async def _serve(settings: RuntimeSettings, socket: Path) -> int:
             loop.remove_signal_handler(signum)
         await server.stop()
     return 0
+
+
+async def _listen_websocket(
+    server: AppServer, address: ListenAddress, args: argparse.Namespace, socket: Path
+) -> None:
+    from acp_agent.adapters.server import WebSocketGate, listen_websocket, server_token, token_file
+
+    token, file = server_token(token_file(socket))
+    gate = WebSocketGate(token, address, origins=args.allow_origin, hosts=args.allow_host)
+    _, port = await listen_websocket(server, address, gate)
+    host = f"[{address.host}]" if ":" in address.host else address.host
+    where = (
+        f"the token is in {file}" if file is not None else "the token is $ACP_AGENT_SERVER_TOKEN"
+    )
+    print(
+        f"acp-agent server: listening on ws://{host}:{port}/acp ({where})",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -27,15 +27,29 @@ if TYPE_CHECKING:
     from acp_agent.adapters.server._bridge import ServerSettings, run_bridge, server_settings
     from acp_agent.adapters.server._places import PlaceError, default_socket, token_file
     from acp_agent.adapters.server._server import AppServer, ServerRunning
+    from acp_agent.adapters.server._websocket import (
+        AddressRefused,
+        ListenAddress,
+        WebSocketGate,
+        listen_address,
+        listen_websocket,
+        server_token,
+    )
 
 __all__ = (
+    "AddressRefused",
     "AppServer",
+    "ListenAddress",
     "PlaceError",
     "ServerRunning",
     "ServerSettings",
+    "WebSocketGate",
     "default_socket",
+    "listen_address",
+    "listen_websocket",
     "run_bridge",
     "server_settings",
+    "server_token",
     "token_file",
 )
 
@@ -51,5 +65,16 @@ __getattr__, __dir__ = _lazy_face(
         "ServerSettings": "acp_agent.adapters.server._bridge",
         "run_bridge": "acp_agent.adapters.server._bridge",
         "server_settings": "acp_agent.adapters.server._bridge",
+        **dict.fromkeys(
+            (
+                "AddressRefused",
+                "ListenAddress",
+                "WebSocketGate",
+                "listen_address",
+                "listen_websocket",
+                "server_token",
+            ),
+            "acp_agent.adapters.server._websocket",
+        ),
     },
 )
