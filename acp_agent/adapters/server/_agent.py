@@ -118,6 +118,10 @@ class ServerSession(AcpSession):
     async def close(self) -> None:
         """`session/close`: stop following; close the session if nobody else follows it."""
         others = [cid for cid in self.audience.following if cid != self.viewer.client_id]
+        role = self.audience.role_of(self.viewer.client_id)
+        if role is not None:
+            self.audience.detach(self.viewer.client_id)
+            tell_left(self.audience, self.viewer.client_id, role, "closed")
         if others:
             await self.cancel_own()
             await self.stop_following()
@@ -255,6 +259,13 @@ class ServerAcpAgent(AcpAgent):
         )
         self._sessions[str(handle.id)] = acp_session
         return acp_session
+
+    async def _open(self, session_id: str) -> AcpSession:
+        # A session another client deleted or closed is opened anew, not shown dead.
+        known = self._sessions.get(session_id)
+        if known is not None and not known.handle.open:
+            del self._sessions[session_id]
+        return await super()._open(session_id)
 
     def server_session(self, session_id: str) -> ServerSession | None:
         acp_session = self._sessions.get(session_id)

@@ -9,6 +9,7 @@ tests run in), then streams its last words.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -256,3 +257,35 @@ async def test_the_bridges_editor_quits_mid_turn_and_the_turn_finishes(
             if isinstance(u, types.AgentMessageChunk) and isinstance(u.content, types.TextContent)
         )
         assert text.endswith(LAST_WORDS)
+
+
+async def test_a_question_whose_controllers_all_left_waits_for_the_next_controller(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    async with socket_client(server.socket) as owner:
+        session_id = await owner.new_session(tmp_path)
+        async with socket_client(server.socket) as watcher:
+            await attach(watcher, session_id, role="observer", replay="none")
+            async with socket_client(server.socket) as first:  # never answers
+                await attach(first, session_id, role="controller", replay="none")
+                turn = asyncio.create_task(owner.prompt(session_id, "Write a note"))
+                owner.answers = [None]  # the owner does not answer either: it leaves
+                await first.asked.wait()
+                await owner.asked.wait()
+            # `first` left: the others attached are told; the question is not answered.
+            await watcher.wait_until(
+                lambda: notices(watcher, "_acp-agent/client_disconnected") != []
+            )
+            [left] = notices(watcher, "_acp-agent/client_disconnected")
+            assert left["role"] == "controller"
+            assert left["reason"] == "disconnected"
+            await owner.stop()  # the prompt's own client leaves too: nobody is asked now
+            with contextlib.suppress(PeerDisconnected, AcpError):
+                await turn
+            assert not (tmp_path / "note.txt").exists()
+            # A controller attaching later is asked, answers, and the turn goes on.
+            async with socket_client(server.socket, decide=allow_all) as later:
+                await attach(later, session_id, role="controller", replay="start")
+                await later.asked.wait()
+                await wait_for_text(watcher, session_id, LAST_WORDS)
+            assert (tmp_path / "note.txt").read_text() == "hi\n"
