@@ -37,7 +37,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, BinaryIO, Final
 
 from jsonbounds import OverLongLine
@@ -162,14 +162,20 @@ class AgentConnection(_Endpoint):
         self._source: ThreadedLineReader | None = None
         self._shutdown: list[Callable[[], Awaitable[None]]] = []
 
-    def notify_text_chunks(self, session_id: str, chunks: TextChunks) -> None:
+    def notify_text_chunks(
+        self,
+        session_id: str,
+        chunks: TextChunks,
+        *,
+        metas: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
         """Send `chunks` to the client as `session/update`s of `session_id`, in one write.
 
-        The same lines `notify(SESSION_UPDATE, ...)` would write for `chunks.updates()`,
-        encoded from a template: the path of streamed text. `ConnectionClosed` once the
-        client is gone.
+        The same lines `notify(SESSION_UPDATE, ...)` would write for `chunks.updates()`
+        (each with its `_meta` from `metas`, when given), encoded from a template: the
+        path of streamed text. `ConnectionClosed` once the client is gone.
         """
-        self.protocol.notify_encoded(encode_text_chunks(session_id, chunks))
+        self.protocol.notify_encoded(encode_text_chunks(session_id, chunks, metas=metas))
 
     def on_shutdown(self, callback: Callable[[], Awaitable[None]]) -> None:
         """Await `callback` once the input has ended and the handlers are done, while the

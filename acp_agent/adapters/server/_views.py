@@ -44,7 +44,7 @@ from acp_agent.agent import (
 )
 from acp_agent.records import Record
 from protocol import methods, types
-from protocol.errors import InvalidParams
+from protocol.errors import ConnectionClosed, InvalidParams
 
 if TYPE_CHECKING:
     from acp_agent.adapters.acp._updates import UpdateTranslator
@@ -202,11 +202,30 @@ class SessionView(SessionStream):
             self._client_gone()
 
     def _send_text(self, chunks: TextChunks, seq: int) -> None:
-        if not self.attached:
+        if not self.attached or self._gone:
             super()._send_text(chunks, seq)
             return
-        for update in chunks.updates():  # typed, each with its cursor
-            self.send(update, seq=seq)
+        # The template's fast path, each chunk with its cursor; parts the client has
+        # (resuming inside this event) are left out.
+        skip = self._skip
+        seen = -1
+        if skip is not None and skip.seq == seq:
+            seen = len(chunks.texts) if skip.part is None else skip.part
+        parts = range(self._part, self._part + len(chunks.texts))
+        kept = [(part, text) for part, text in zip(parts, chunks.texts, strict=True) if part > seen]
+        self._part += len(chunks.texts)
+        if not kept:
+            return
+        shown = attrs.evolve(chunks, texts=[text for _, text in kept])
+        metas = [{META_KEY: {"cursor": str(Cursor(seq, part))}} for part, _ in kept]
+        try:
+            self._connection.notify_text_chunks(self._session_id, shown, metas=metas)
+        except ConnectionClosed:
+            self._client_gone()
+        except Exception:
+            logger.exception(
+                "streamed text of session %s (event %d) not sent", self._session_id, seq
+            )
 
     def _notify(self, update: types.SessionUpdate) -> None:
         if not self.attached:
