@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from acp_agent.adapters.acp import AcpAgent
+from acp_agent.adapters.acp._opening import OpeningSessions
 from acp_agent.adapters.acp._session import AcpSession, EditorSide
 from acp_agent.adapters.server._audience import Role, SessionAudience, SharedSessions, Viewer
 from acp_agent.adapters.server._views import META_KEY, SessionView
@@ -180,6 +181,7 @@ class ServerAcpAgent(AcpAgent):
     * `viewer`: this connection, as the sessions it follows know it.
     * `shared`: the server's sessions and their audiences.
     * `writable`: waits while the client is behind (see `SessionView`).
+    * `opening`: the sessions being assembled, the server's (not this connection's).
     """
 
     def __init__(
@@ -188,12 +190,16 @@ class ServerAcpAgent(AcpAgent):
         viewer: Viewer,
         shared: SharedSessions,
         writable: Callable[[], Awaitable[None]],
+        opening: OpeningSessions,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.viewer = viewer
         self._shared = shared
         self._writable = writable
+        # The server's, shared by every connection: a session one answered is assembled
+        # once, and a request about it from another waits for that.
+        self._opening = opening
 
     @property
     def client_id(self) -> str:

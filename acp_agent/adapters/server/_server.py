@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
+from acp_agent.adapters.acp._opening import OpeningSessions
 from acp_agent.adapters.server._agent import ServerAcpAgent
 from acp_agent.adapters.server._audience import SharedSessions, Viewer
 from acp_agent.adapters.server._places import PlaceError, check_socket_path, private_folder
@@ -107,7 +108,9 @@ class AppServer:
         self.shared = SharedSessions()
         self._ids = itertools.count(1)
         self._clients: set[_Client] = set()
-        self._ended: list[_Client] = []
+        #: Sessions answered and still being assembled, whichever connection made them: a
+        #: request about one from any connection waits for its assembly.
+        self._opening = OpeningSessions()
         self._listeners: list[asyncio.Server] = []
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._sockets: list[Path] = []
@@ -179,6 +182,7 @@ class AppServer:
             viewer=Viewer(client_id, connection),
             shared=self.shared,
             writable=writer.writable,
+            opening=self._opening,
         )
         agent.register()
         client = _Client(connection, agent, writer)
@@ -191,7 +195,6 @@ class AppServer:
         finally:
             connection.protocol.close()
             self._clients.discard(client)
-            self._ended.append(client)
             client.done.set()
             logger.info("%s done", client_id)
 
@@ -218,8 +221,7 @@ class AppServer:
             async with asyncio.timeout(_STOP_BUDGET_S):
                 for client in clients:
                     await client.done.wait()
-        for client in [*clients, *self._ended]:
-            await client.agent.aclose()
+        await self._opening.aclose()  # sessions still being assembled stop first
         await self._host.aclose()
         for path in self._sockets:
             with contextlib.suppress(OSError):
