@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from acp_agent.adapters.acp import AcpAgent
+from acp_agent.adapters.acp._notices import NoticeOutbox
 from acp_agent.adapters.acp._opening import OpeningSessions
 from acp_agent.adapters.acp._session import AcpSession, EditorSide
 from acp_agent.adapters.server._audience import Role, SessionAudience, SharedSessions, Viewer
@@ -38,6 +39,7 @@ from protocol.methods import MessageKind
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from acp_agent.adapters.acp._updates import UpdateTranslator
     from acp_agent.agent import FrontEnd, SessionHandle, TurnSlot
 
 __all__ = (
@@ -74,6 +76,8 @@ class ServerSide(EditorSide):
         self.stream = self.view = SessionView(
             self._connection, self.session_id, self._translator(), writable=writable
         )
+        # The session's notices reach this client through its view, during its prompts.
+        self.notices = NoticeOutbox(self.view, shown=self.notices.shown)
 
     def front_end(self) -> FrontEnd:
         return self._shared.front_end(self.session_id)
@@ -90,7 +94,7 @@ class ServerSession(AcpSession):
         self.audience = audience
         #: This connection's prompts on the session, waiting or holding the turn.
         self.own: list[TurnSlot] = []
-        audience.follow(viewer)
+        audience.follow(viewer, notices=self.notices.post)
 
     @property
     def view(self) -> SessionView:
@@ -249,6 +253,16 @@ class ServerAcpAgent(AcpAgent):
             shared=self._shared,
             writable=self._writable,
         )
+
+    def _translator(self, *, replay: bool) -> UpdateTranslator:
+        """As the stdio agent's, but branches are shown in the parent's turn: a session
+        on the server opens with no client's subagent presenter."""
+        from acp_agent.adapters.acp._updates import translator_for
+
+        capabilities = self._client_capabilities
+        if capabilities is not None and capabilities.subagents is not None:
+            capabilities = attrs.evolve(capabilities, subagents=None)
+        return translator_for(capabilities, self._models, replay=replay)
 
     def _attach(self, handle: SessionHandle, side: EditorSide) -> AcpSession:
         known = self._sessions.get(str(handle.id))

@@ -27,6 +27,7 @@ from protocol.errors import ConnectionClosed
 if TYPE_CHECKING:
     from acp_agent.adapters.server._questions import QuestionBroker
     from acp_agent.agent import FrontEnd
+    from acp_agent.toolkit import Notice, NoticeSink
     from protocol.connection import AgentConnection
 
 __all__ = ("Role", "SessionAudience", "SharedSessions", "Viewer")
@@ -69,6 +70,8 @@ class SessionAudience:
         self._holding: dict[str, tuple[Viewer, int]] = {}
         #: Clients that follow the session at all (attached or not), by id.
         self.following: dict[str, Viewer] = {}
+        #: Where each following client takes the session's notices.
+        self._notices: dict[str, NoticeSink] = {}
         self._changed = anyio.Event()
         self.questions: QuestionBroker = QuestionBroker(self)
 
@@ -93,8 +96,21 @@ class SessionAudience:
                 asked[cid] = viewer
         return asked
 
-    def follow(self, viewer: Viewer) -> None:
+    def follow(self, viewer: Viewer, *, notices: NoticeSink | None = None) -> None:
+        """The client follows the session; its notices (the session's, for the person)
+        go to `notices`."""
         self.following[viewer.client_id] = viewer
+        if notices is not None:
+            self._notices[viewer.client_id] = notices
+
+    def post_notice(self, notice: Notice) -> None:
+        """A notice of the session's: to every client following it (each shows it during
+        its own prompts, as the stdio agent does), logged when nobody follows."""
+        sinks = list(self._notices.values())
+        if not sinks:
+            logger.info("notice for session %s, followed by nobody: %s", self.session_id, notice)
+        for post in sinks:
+            post(notice)
 
     def attach(self, viewer: Viewer, role: Role) -> None:
         self.following[viewer.client_id] = viewer
@@ -110,6 +126,7 @@ class SessionAudience:
     def leave(self, client_id: str) -> None:
         """The client follows the session no more (it closed it, or left)."""
         self.following.pop(client_id, None)
+        self._notices.pop(client_id, None)
         self.attached.pop(client_id, None)
         self._wake()
 
@@ -151,11 +168,13 @@ class SharedSessions:
 
     def front_end(self, session_id: str) -> FrontEnd:
         """The server's side of a session: its own disk and processes (no editor's files
-        or terminals), and the question broker of its audience."""
+        or terminals), the question broker of its audience, its notices to every
+        client following it."""
         from acp_agent.agent import FrontEnd
         from acp_agent.toolkit import NO_CLIENT
 
-        return FrontEnd(client=NO_CLIENT, prompter=self.audience(session_id).questions)
+        audience = self.audience(session_id)
+        return FrontEnd(client=NO_CLIENT, prompter=audience.questions, notices=audience.post_notice)
 
     def front_end_maker(self) -> Callable[[Any], FrontEnd]:
         return lambda session_id: self.front_end(str(session_id))

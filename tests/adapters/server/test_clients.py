@@ -20,17 +20,24 @@ from protocol import types
 from protocol.errors import PeerDisconnected
 from tests.support import write_script
 from tests.support.app_server import ServerProcess, running_server, socket_client
+from tests.support.editor_client import allow_all
 
 pytestmark = pytest.mark.e2e
 
 #: Each session's first request streams, pauses, streams again: a turn to leave mid-way.
-REPLIES = [[{"text": "Working"}, {"sleep_ms": 600}, {"text": " on it."}]]
+#: Its second prompt starts a branch (in `ask` mode, which asks first).
+REPLIES = [
+    [{"text": "Working"}, {"sleep_ms": 600}, {"text": " on it."}],
+    [{"tool_call": {"name": "branch", "arguments": {"task": "Look around", "title": "look"}}}],
+    [{"text": "Started it."}],
+]
+BRANCHES = [{"title": "look", "replies": [[{"text": "Looked."}]]}]
 
 
 @pytest.fixture(scope="module")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ServerProcess]:
     home = tmp_path_factory.mktemp("server-home")
-    script = write_script(home / "script.json", *REPLIES)
+    script = write_script(home / "script.json", *REPLIES, branches=BRANCHES)
     async with running_server(home, script=script) as running:
         yield running
 
@@ -106,3 +113,23 @@ async def test_a_client_leaving_mid_turn_leaves_the_turn_running(
                 await anyio.sleep(0.1)
         stored = [json.loads(line) for line in later.received]
         assert not any(m.get("error") for m in stored)
+
+
+async def test_branches_show_in_the_parents_turn_even_to_a_client_that_takes_subagents(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    # A session on the server belongs to no client: none presents its branches as
+    # subagent sessions; they are rows of the parent's turn, for every client alike.
+    capabilities = types.ClientCapabilities(subagents=types.SubagentCapabilities())
+    async with socket_client(server.socket, capabilities=capabilities, decide=allow_all) as client:
+        session_id = await client.new_session(tmp_path)
+        await client.prompt(session_id, "Hi")
+        await client.prompt(session_id, "Look around in a branch")
+
+        rows = [
+            update
+            for update in client.updates_for(session_id)
+            if isinstance(update, types.ToolCall) and update.title == "Branch: look"
+        ]
+        assert len(rows) == 1
+        assert not [n for n in client.updates if n.session_id != session_id]
