@@ -14,6 +14,7 @@ import pytest
 from protocol import methods, types
 from tests.support import EditorClient, agent_env, connected, write_script
 from tests.support.processes import alive
+from tests.test_readme import readme_block
 
 pytestmark = pytest.mark.e2e
 
@@ -44,7 +45,10 @@ async def test_a_configured_editor_command_starts_the_server_and_bridges_to_it(
 ) -> None:
     home = tmp_path / "home"
     (home / "config").mkdir(parents=True)
-    (home / "config" / "config.toml").write_text("[server]\nconnect = true\nstart = true\n")
+    # The set-up docs/server.md shows: plain `acp-agent` bridges, and starts the server.
+    language, config = readme_block("server-config")
+    assert language == "toml"
+    (home / "config" / "config.toml").write_text(config)
     script = write_script(tmp_path / "script.json", [{"text": "Hello from the server."}])
     # Plain `acp-agent`, as an editor launches it: the config makes it a bridge.
     command = [sys.executable, "-m", "acp_agent", "--home", str(home), "--script", str(script)]
