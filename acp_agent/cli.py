@@ -1,6 +1,9 @@
-"""The `acp-agent` command: serve ACP on stdio, or run a headless command.
+"""The `acp-agent` command: the stdio agent, the app server, or a headless command.
 
-    acp-agent [serve] [options]                 serve ACP on stdio (what editors launch)
+    acp-agent [options]                         the stdio agent: ACP for the editor that
+                                                launched it (`serve` is an older name for it)
+    acp-agent --connect [options]               the same, as a bridge to a running server
+    acp-agent server [options]                  the app server: many clients, one runtime
     acp-agent exec [options] PROMPT             one prompt, the answer on stdout
     acp-agent sessions list|show|export|delete  the stored sessions
     acp-agent check -- AGENT COMMAND...         check any ACP agent against the protocol
@@ -39,10 +42,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_agent.adapters.doctor import run_doctor
 
         return run_doctor(args[1:])
+    if command == "server":
+        from acp_agent.app_server import run_server
+
+        return run_server(args[1:])
     if command == "store":
         from acp_agent.adapters.store_admin import run_store
 
         return run_store(args[1:])
-    from acp_agent.serve import serve
+    from acp_agent.stdio_agent import run_stdio_agent
 
-    return serve(args[1:] if command == "serve" else args)
+    # `serve` is kept as an older name of the stdio agent (editor configs name it).
+    return run_stdio_agent(args[1:] if command == "serve" else args)

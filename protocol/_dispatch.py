@@ -643,17 +643,21 @@ class AcpProtocol:
 
     # -- the end ----------------------------------------------------------------
 
-    async def input_ended(self, *, grace_s: float) -> None:
+    async def input_ended(self, *, grace_s: float, cancel_handlers: bool = True) -> None:
         """The peer's stream ended: fail our pending requests, cancel running handlers.
 
         Cancelled requests are still answered (-32800) while the peer reads;
-        handlers get `grace_s` seconds to unwind before we stop waiting.
+        handlers get `grace_s` seconds to unwind before we stop waiting. With
+        `cancel_handlers=False` they run on (`wait_handlers` waits for them): a
+        server whose client left keeps the work it accepted.
         """
         self._input_ended = True
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(PeerDisconnected())
         self._pending.clear()
+        if not cancel_handlers:
+            return
         # Async handlers are asyncio tasks; sync ones never linger in the table.
         running = [
             future
@@ -664,6 +668,15 @@ class AcpProtocol:
             task.cancel()
         if running:
             await asyncio.wait(running, timeout=grace_s)
+
+    async def wait_handlers(self) -> None:
+        """Wait until every async handler running now (and any it leads to) has ended."""
+        while running := [
+            future
+            for future in self._request_futures.values()
+            if isinstance(future, asyncio.Future) and not future.done()
+        ]:
+            await asyncio.wait(running)
 
     def close(self) -> None:
         """Stop sending: later `notify`/`request` calls raise `ConnectionClosed`."""

@@ -37,11 +37,17 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, BinaryIO, Final
 
 from jsonbounds import OverLongLine
-from protocol._dispatch import AcpProtocol, AgentSideProtocol, ClientSideProtocol, Handler
+from protocol._dispatch import (
+    AcpProtocol,
+    AgentSideProtocol,
+    ClientSideProtocol,
+    Handler,
+    Writer,
+)
 from protocol._line_writer import DEFAULT_STALL_S, QueuedLineWriter
 from protocol._ndjson import (
     MAX_CLIENT_LINE_BYTES,
@@ -118,10 +124,12 @@ async def _run_ndjson(
     *,
     on_line: Callable[[bytes], None] | None = None,
     on_end: Callable[[], None] | None = None,
+    cancel_handlers: bool = True,
 ) -> None:
     """Feed each line to `protocol` until the stream ends, then wind it down (W1).
 
-    `on_end` is called once the stream has ended, before the handlers are.
+    `on_end` is called once the stream has ended, before the handlers are
+    (cancelled, unless `cancel_handlers` is false: see `input_ended`).
     """
     try:
         async for line in iter_lines(source):
@@ -136,7 +144,7 @@ async def _run_ndjson(
     finally:
         if on_end is not None:
             on_end()
-        await protocol.input_ended(grace_s=_SHUTDOWN_GRACE_S)
+        await protocol.input_ended(grace_s=_SHUTDOWN_GRACE_S, cancel_handlers=cancel_handlers)
 
 
 class AgentConnection(_Endpoint):
@@ -154,14 +162,20 @@ class AgentConnection(_Endpoint):
         self._source: ThreadedLineReader | None = None
         self._shutdown: list[Callable[[], Awaitable[None]]] = []
 
-    def notify_text_chunks(self, session_id: str, chunks: TextChunks) -> None:
+    def notify_text_chunks(
+        self,
+        session_id: str,
+        chunks: TextChunks,
+        *,
+        metas: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
         """Send `chunks` to the client as `session/update`s of `session_id`, in one write.
 
-        The same lines `notify(SESSION_UPDATE, ...)` would write for `chunks.updates()`,
-        encoded from a template: the path of streamed text. `ConnectionClosed` once the
-        client is gone.
+        The same lines `notify(SESSION_UPDATE, ...)` would write for `chunks.updates()`
+        (each with its `_meta` from `metas`, when given), encoded from a template: the
+        path of streamed text. `ConnectionClosed` once the client is gone.
         """
-        self.protocol.notify_encoded(encode_text_chunks(session_id, chunks))
+        self.protocol.notify_encoded(encode_text_chunks(session_id, chunks, metas=metas))
 
     def on_shutdown(self, callback: Callable[[], Awaitable[None]]) -> None:
         """Await `callback` once the input has ended and the handlers are done, while the
@@ -219,6 +233,21 @@ class AgentConnection(_Endpoint):
                 logger.warning("Some messages could not be written before exit")
             writer.close()
             self._stop_event.set()
+
+    async def serve_lines(
+        self, source: LineSource, writer: Writer, *, cancel_handlers: bool = True
+    ) -> None:
+        """Serve ACP over any line stream in the running loop, until `source` ends.
+
+        The transport-agnostic form of `start_io`: `source` gives whole lines (a
+        socket's, a WebSocket's messages), `writer` takes each message without its
+        newline. At the end our pending requests fail and the running handlers are
+        cancelled, or, with `cancel_handlers=False`, left to finish (the app
+        server: a client leaving never cancels the work it started); the
+        `on_shutdown` callbacks are the caller's to run.
+        """
+        self.protocol.set_writer(writer)
+        await _run_ndjson(source, self.protocol, cancel_handlers=cancel_handlers)
 
     @property
     def input_waiting(self) -> int:

@@ -15,8 +15,8 @@ for tests, which hold the two to byte equality with the converter's output.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Literal, TypeAlias
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias
 
 import attrs
 
@@ -58,21 +58,27 @@ class TextChunks:
         ]
 
 
-def encode_text_chunks(session_id: str, chunks: TextChunks) -> bytes:
+def encode_text_chunks(
+    session_id: str, chunks: TextChunks, *, metas: Sequence[Mapping[str, Any]] | None = None
+) -> bytes:
     """The chunks' `session/update` notifications: compact JSON, one message per line,
     lines joined by newlines (no final one), byte for byte what the converter writes.
 
-    Like the engine's encoder, a line that cannot be UTF-8 (a lone surrogate) is
-    written with every non-ASCII character of it escaped.
+    `metas`, one per chunk, is each notification's `_meta` (a cursor, say). Like the
+    engine's encoder, a line that cannot be UTF-8 (a lone surrogate) is written with
+    every non-ASCII character of it escaped.
     """
     head, tail = _frame(session_id, chunks.kind, chunks.message_id, _quote)
     lines = []
-    for text in chunks.texts:
+    for i, text in enumerate(chunks.texts):
+        meta = None if metas is None else metas[i]
         try:
-            lines.append((head + _quote(text) + tail).encode("utf-8"))
+            lines.append((head + _quote(text) + tail + _meta(meta, False)).encode("utf-8"))
         except UnicodeEncodeError:
             ascii_head, ascii_tail = _frame(session_id, chunks.kind, chunks.message_id, _ascii)
-            lines.append((ascii_head + _ascii(text) + ascii_tail).encode("ascii"))
+            lines.append(
+                (ascii_head + _ascii(text) + ascii_tail + _meta(meta, True)).encode("ascii")
+            )
     return b"\n".join(lines)
 
 
@@ -80,15 +86,24 @@ _quote: Callable[[str], str] = json.encoder.encode_basestring
 _ascii: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 
+def _meta(meta: Mapping[str, Any] | None, ascii: bool) -> str:
+    """What closes a line after its update: its `_meta`, if any, then the params and the
+    message."""
+    if meta is None:
+        return "}}"
+    encoded = json.dumps(meta, ensure_ascii=ascii, allow_nan=False, separators=(",", ":"))
+    return ',"_meta":' + encoded + "}}"
+
+
 def _frame(
     session_id: str, kind: str, message_id: str | None, quote: Callable[[str], str]
 ) -> tuple[str, str]:
-    """What comes before a chunk's quoted text, and what after it."""
+    """What comes before a chunk's quoted text, and what after it up to the update's end."""
     head = (
         '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":'
         f'{quote(session_id)},"update":{{"sessionUpdate":"{kind}",'
         '"content":{"type":"text","text":'
     )
-    # Closing: the content, then (after the id) the update, the params, the message.
-    tail = "}}}}" if message_id is None else '},"messageId":' + quote(message_id) + "}}}"
+    # Closing: the content, then (after the id) the update; `_meta` closes the rest.
+    tail = "}}" if message_id is None else '},"messageId":' + quote(message_id) + "}"
     return head, tail

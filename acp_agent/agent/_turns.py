@@ -153,6 +153,12 @@ class TurnSlot:
         if self.turn_id is not None:
             await self._branch.cancel_turn(self.turn_id)
 
+    async def cancel(self) -> None:
+        """Cancel this prompt alone (not the session's others): its wait, its command, its
+        turn (a front end with several clients cancels only the one that asked)."""
+        self._cancel()
+        await self.cancel_turn()
+
     async def run(self, work: Callable[[], Awaitable[T]]) -> T | None:
         """Run `work` (a slash command) in place of a turn; None if cancelled first or
         meanwhile."""

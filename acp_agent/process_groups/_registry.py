@@ -19,7 +19,7 @@ registry not configured: in-process tests, front ends that start no
 commands) the command starts as it is and nothing is promised.
 
 One registry per agent process (`process_groups()`), configured at start by
-`acp_agent.serve`.
+`acp_agent.stdio_agent`.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ of the same chunks.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -39,10 +40,14 @@ def _connection() -> tuple[AgentConnection, _Bytes]:
     return connection, writer
 
 
-def typed_lines(session_id: str, chunks: TextChunks) -> list[bytes]:
+def typed_lines(
+    session_id: str, chunks: TextChunks, metas: list[dict[str, Any]] | None = None
+) -> list[bytes]:
     connection, writer = _connection()
-    for update in chunks.updates():
-        notification = types.SessionNotification(session_id=session_id, update=update)
+    for i, update in enumerate(chunks.updates()):
+        notification = types.SessionNotification(
+            session_id=session_id, update=update, meta=None if metas is None else metas[i]
+        )
         connection.notify(methods.SESSION_UPDATE, notification)
     return writer.writes
 
@@ -67,6 +72,24 @@ def test_the_template_writes_what_the_typed_path_writes(
     connection.notify_text_chunks(session_id, chunks)
 
     assert writer.writes == [b"\n".join(typed_lines(session_id, chunks))]
+
+
+@given(
+    session_id=texts,
+    message_id=st.none() | texts,
+    pieces=st.lists(texts, min_size=1, max_size=4),
+    cursor=texts,
+)
+def test_the_template_writes_each_chunks_meta_as_the_typed_path_does(
+    session_id: str, message_id: str | None, pieces: list[str], cursor: str
+) -> None:
+    chunks = TextChunks("agent_message_chunk", message_id, pieces)
+    metas = [{"acp-agent": {"cursor": f"{cursor}:{i}"}} for i in range(len(pieces))]
+    connection, writer = _connection()
+
+    connection.notify_text_chunks(session_id, chunks, metas=metas)
+
+    assert writer.writes == [b"\n".join(typed_lines(session_id, chunks, metas))]
 
 
 def test_one_write_carries_every_chunk_each_on_its_own_line() -> None:

@@ -41,7 +41,13 @@ from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import AcpError, ConnectionClosed, PeerError, PeerTimedOut, RequestCancelled
 
-__all__ = ("AcpClientBridge", "AcpPermissionPrompter", "AcpTerminal")
+__all__ = (
+    "AcpClientBridge",
+    "AcpPermissionPrompter",
+    "AcpTerminal",
+    "permission_answer",
+    "permission_request",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -241,34 +247,7 @@ class AcpPermissionPrompter:
         self._on_refused = on_refused
 
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
-        request = types.RequestPermissionRequest(
-            session_id=self._session_id,
-            tool_call=types.ToolCallUpdate(
-                tool_call_id=question.call_id,
-                title=question.title,
-                kind=_tool_kind(question.kind.value),
-                status=types.ToolCallStatus.PENDING,
-                content=[
-                    types.Content(content=types.TextContent(text=_question_text(question))),
-                    *_preview_of(question),
-                ],
-                locations=[
-                    types.ToolCallLocation(path=location.path, line=location.line)
-                    for location in question.locations
-                ]
-                or None,
-                raw_input=dict(question.arguments),
-            ),
-            options=[
-                types.PermissionOption(
-                    option_id=option.option_id,
-                    name=option.label,
-                    kind=types.PermissionOptionKind(option.choice.value),
-                )
-                for option in question.options
-            ],
-            meta={_META_KEY: {"outsideRoots": question.outside_roots}},
-        )
+        request = permission_request(self._session_id, question)
         try:
             response = await self._connection.request(methods.SESSION_REQUEST_PERMISSION, request)
         except RequestCancelled:
@@ -281,15 +260,56 @@ class AcpPermissionPrompter:
         except (PeerError, ConnectionClosed) as exc:
             logger.info("permission request for %s not answered: %s", question.call_id, exc)
             return PermissionAnswer(None)
-        outcome = response.outcome
-        if isinstance(outcome, types.SelectedPermissionOutcome):
-            offered = {option.option_id: option.choice for option in question.options}
-            choice = offered.get(str(outcome.option_id))
-            if choice is None:
-                logger.warning("the client chose an option we did not offer; taken as reject")
-                return PermissionAnswer(PermissionChoice.REJECT_ONCE)
-            return PermissionAnswer(choice)
-        return PermissionAnswer(None)
+        return permission_answer(question, response)
+
+
+def permission_request(
+    session_id: str, question: PermissionQuestion
+) -> types.RequestPermissionRequest:
+    """The `session/request_permission` that asks `question` in session `session_id`."""
+    return types.RequestPermissionRequest(
+        session_id=session_id,
+        tool_call=types.ToolCallUpdate(
+            tool_call_id=question.call_id,
+            title=question.title,
+            kind=_tool_kind(question.kind.value),
+            status=types.ToolCallStatus.PENDING,
+            content=[
+                types.Content(content=types.TextContent(text=_question_text(question))),
+                *_preview_of(question),
+            ],
+            locations=[
+                types.ToolCallLocation(path=location.path, line=location.line)
+                for location in question.locations
+            ]
+            or None,
+            raw_input=dict(question.arguments),
+        ),
+        options=[
+            types.PermissionOption(
+                option_id=option.option_id,
+                name=option.label,
+                kind=types.PermissionOptionKind(option.choice.value),
+            )
+            for option in question.options
+        ],
+        meta={_META_KEY: {"outsideRoots": question.outside_roots}},
+    )
+
+
+def permission_answer(
+    question: PermissionQuestion, response: types.RequestPermissionResponse
+) -> PermissionAnswer:
+    """The person's choice in `response` to `question` (an option never offered: reject)."""
+    outcome = response.outcome
+    if isinstance(outcome, types.SelectedPermissionOutcome):
+        offered = {option.option_id: option.choice for option in question.options}
+        choice = offered.get(str(outcome.option_id))
+        if choice is None:
+            logger.warning("the client chose an option we did not offer; taken as reject")
+            return PermissionAnswer(PermissionChoice.REJECT_ONCE)
+        return PermissionAnswer(choice)
+    return PermissionAnswer(None)
 
 
 def _preview_of(question: PermissionQuestion) -> list[types.ToolCallContent]:

@@ -80,7 +80,7 @@ async def run_prompt(
     with acp_session.notices.prompt_open():
         # Its place in the queue is taken before the first await: a cancel right behind
         # sees it.
-        async with acp_session.handle.turn_slot() as slot:
+        async with acp_session.turn_slot() as slot:
             if slot.cancelled:
                 return _CANCELLED
             return await _run(acp_session, slot, blocks, content)

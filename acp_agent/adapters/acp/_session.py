@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager as AsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,6 +36,7 @@ from acp_agent.agent import (
     Seq,
     SessionHandle,
     SessionSubscription,
+    TurnSlot,
     hidden_ranges,
     is_hidden,
 )
@@ -175,6 +177,11 @@ class AcpSession:
     @property
     def subscription(self) -> SessionSubscription | None:
         return self.side.subscription
+
+    def turn_slot(self) -> AsyncContextManager[TurnSlot]:
+        """A place in the session's turn queue for one of this client's prompts (the app
+        server also notes which turns are this connection's own)."""
+        return self.handle.turn_slot()
 
     # --- the stream ---------------------------------------------------------------------
 

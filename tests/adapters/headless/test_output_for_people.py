@@ -21,7 +21,7 @@ from acp_agent.adapters.headless._report import Reporter
 from acp_agent.adapters.headless._sessions import parser as sessions_parser
 from acp_agent.capabilities.controls import DEFAULT_MODE, MODES
 from acp_agent.capabilities.permissions import PermissionMode
-from acp_agent.serve import _parser as agent_parser
+from acp_agent.stdio_agent import _parser as agent_parser
 
 REJECTED = "Not run: you rejected it."
 

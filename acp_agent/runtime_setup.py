@@ -1,26 +1,18 @@
-"""`acp-agent` (or `acp-agent serve`): serve ACP on stdio for the editor that launched us.
+"""The runtime a front end hosts, from the command line: flags, models, services, store.
 
-    acp-agent [--script FILE] [--log-level LEVEL] [--home DIR] [--store URL]
-              [--max-turn-requests N] [--max-branches N] [--max-jobs N] [--unstable]
-
-Each flag has an environment twin (`ACP_AGENT_SCRIPT`, `ACP_AGENT_LOG_LEVEL`,
-`ACP_AGENT_HOME`, `ACP_AGENT_STORE`, `ACP_AGENT_MAX_TURN_REQUESTS`,
-`ACP_AGENT_MAX_BRANCHES`, `ACP_AGENT_MAX_JOBS`);
-the flag wins. The model of
-new sessions is the script's (`scripted/<file name>`) with `--script`, else
-`ACP_AGENT_MODEL`, else the config file's `default_model`, else one the API
-key variables make available (see `acp_agent.models._config`). Their mode is
-`ACP_AGENT_MODE` when it names one (`ask`, say), else `sandboxed`.
+Both front ends that host the runtime in their own process read the same
+settings and build the same parts: the stdio agent (`acp_agent.stdio_agent`,
+one editor) and the app server (`acp_agent.app_server`, any number of
+clients). `add_runtime_arguments` adds the flags (each with its environment
+twin); `prepare` configures logging and loads the script; `runtime_host` makes
+the `RuntimeHost` that opens the store and the runtime on first use.
 
 Assembly: the models (`<config dir>/config.toml` and the environment), the
 built-in tools, the capabilities and MCP servers registered for every
-session and branch,
-the runtime over the store (the SQLite file in the data directory unless
-`--store`, `ACP_AGENT_STORE` or `[store] url` names another, such as a
-PostgreSQL database: `acp_agent.store._location`; opened in the connection's
-event loop once `initialize` is answered, or on first use), and the ACP adapter. Heavy imports
-wait until after argument parsing: editors and the startup benchmark time
-spawn → `initialize`.
+session and branch, the runtime over the store (the SQLite file in the data
+directory unless `--store`, `ACP_AGENT_STORE` or `[store] url` names another,
+such as a PostgreSQL database: `acp_agent.store._location`). Heavy imports
+wait until they are needed: editors time spawn -> `initialize`.
 """
 
 from __future__ import annotations
@@ -28,33 +20,37 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
+
 import acp_agent
+from acp_agent.records import Record
 
 if TYPE_CHECKING:
+    from acp_agent.adapters.acp import RuntimeHost
     from acp_agent.core import ServiceRegistry, Store
+    from acp_agent.models import ConfiguredModels, Script
+    from acp_agent.paths import AgentPaths
 
-__all__ = ("serve",)
+__all__ = (
+    "USAGE_ERROR",
+    "RuntimeSettings",
+    "add_runtime_arguments",
+    "editor_timeout_s",
+    "prepare",
+    "runtime_host",
+    "write_stall_s",
+)
 
 #: Exit status for a bad command line or script (argparse uses 2 too).
-_USAGE_ERROR = 2
+USAGE_ERROR = 2
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="acp-agent",
-        description="A coding agent served over the Agent Client Protocol on stdio.",
-        epilog="Headless commands: acp-agent exec PROMPT (one prompt, the answer on stdout); "
-        "acp-agent sessions list|show|export|delete; acp-agent doctor (what works in this "
-        "set-up, what to fix); acp-agent check -- AGENT COMMAND (check any ACP agent "
-        "against the protocol's rules); acp-agent store migrate --to URL (copy the sessions "
-        "into another store). Each has --help.",
-    )
+def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of the hosted runtime (each flag wins over its environment twin)."""
     parser.add_argument(
         "--script",
         type=Path,
@@ -115,7 +111,6 @@ def _parser() -> argparse.ArgumentParser:
         help="opt in to the unstable ACP methods (session/fork); negotiated shapes need no flag",
     )
     parser.add_argument("--version", action="version", version=f"acp-agent {acp_agent.__version__}")
-    return parser
 
 
 def _positive_int(text: str) -> int:
@@ -128,23 +123,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def serve(argv: Sequence[str] | None = None) -> int:
-    """Serve ACP on stdin/stdout until stdin ends; returns the exit status.
+@attrs.frozen
+class RuntimeSettings(Record):
+    """What `prepare` read: the folders, the script, the new sessions' mode."""
 
-    SIGTERM, SIGHUP and SIGINT stop the agent the way the end of stdin does:
-    running turns are interrupted and recorded, the commands it started and
-    its MCP servers are ended, the store is closed, and the process exits
-    with status 0. Another SIGTERM or SIGHUP during that shutdown kills the
-    process at once (it dies by that signal; what was still being stopped
-    may be left running).
-    """
-    args = _parser().parse_args(argv)
+    args: argparse.Namespace
+    paths: AgentPaths
+    script: Script | None
+    #: New sessions' permission mode, by name (`ACP_AGENT_MODE`; checked where loaded).
+    mode_name: str | None
 
-    # From here on only protocol messages may reach fd 1.
-    from acp_agent.stdout_guard import claim_stdout
 
-    protocol_stdout = claim_stdout()
-
+def prepare(args: argparse.Namespace) -> RuntimeSettings | int:
+    """Configure logging and load the script; the settings, or an exit status after
+    saying what is wrong on stderr."""
     from acp_agent.logs import configure_logging, parse_level
     from acp_agent.paths import resolve_paths
 
@@ -152,7 +144,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
         level = parse_level(args.log_level)
     except ValueError as exc:
         print(f"acp-agent: {exc}", file=sys.stderr)
-        return _USAGE_ERROR
+        return USAGE_ERROR
     paths = resolve_paths(args.home)
     configure_logging(level, paths.log_file)
 
@@ -162,25 +154,21 @@ def serve(argv: Sequence[str] | None = None) -> int:
         script = load_script(args.script) if args.script is not None else None
     except ScriptError as exc:
         print(f"acp-agent: {exc}", file=sys.stderr)
-        return _USAGE_ERROR
+        return USAGE_ERROR
+    return RuntimeSettings(args, paths, script, os.environ.get("ACP_AGENT_MODE") or None)
 
-    from acp_agent.adapters.acp import AcpAgent, RuntimeHost
-    from acp_agent.adapters.acp._warmup import (
-        PROVIDER_MODULES,
-        SESSION_MODULES,
-        TOOL_MODULES,
-        Warmup,
-        prepare_wire_types,
-        warmup_enabled,
-    )
+
+def runtime_host(settings: RuntimeSettings) -> tuple[RuntimeHost, ConfiguredModels]:
+    """The host that opens the store and the runtime on first use, and the models."""
+    from acp_agent.adapters.acp import RuntimeHost
     from acp_agent.models import ConfiguredModels
-    from protocol.connection import AgentConnection
 
-    models = ConfiguredModels.load(paths.config_dir / "config.toml", os.environ, script=script)
+    args, paths, mode_name = settings.args, settings.paths, settings.mode_name
+    models = ConfiguredModels.load(
+        paths.config_dir / "config.toml", os.environ, script=settings.script
+    )
     max_turn_requests, max_branches = args.max_turn_requests, args.max_branches
     max_jobs = args.max_jobs
-    #: New sessions' permission mode, by name (checked where the modes are loaded).
-    mode_name = os.environ.get("ACP_AGENT_MODE") or None
 
     def assemble() -> ServiceRegistry:
         """The services of every session and branch (imported on first use)."""
@@ -249,64 +237,10 @@ def serve(argv: Sequence[str] | None = None) -> int:
     host = RuntimeHost(
         open_store, assemble, models=models, config_dir=paths.config_dir, on_close=models.aclose
     )
-    connection = AgentConnection(unstable=args.unstable)
-    warmup = None
-    if warmup_enabled():
-        # HTTP and the providers only when a real model answers by default.
-        warm = SESSION_MODULES + (() if script is not None else PROVIDER_MODULES) + TOOL_MODULES
-        warmup = Warmup(
-            warm,
-            # A request gets the GIL first: from when its line is read, not only once
-            # its handler runs (the loop may be busy until then).
-            busy=lambda: connection.protocol.running_handlers > 0 or connection.input_waiting > 0,
-            then=[prepare_wire_types(connection.protocol.converter)],
-        )
-    agent = AcpAgent(
-        connection,
-        host,
-        models,
-        config_dir=paths.config_dir,
-        warmup=warmup,
-        editor_timeout_s=_editor_timeout_s(),
-        mode=mode_name,
-    )
-    agent.register()
-    # Sessions still being assembled stop first (giving their leases back), then the runtime.
-    connection.on_shutdown(agent.aclose)
-    connection.on_shutdown(host.aclose)
-    if os.environ.get("ACP_AGENT_DEBUG") == "1":
-        from acp_agent.adapters.acp._debug import register_debug
-
-        register_debug(connection, warmup)
-
-    logger = logging.getLogger("acp_agent")
-    logger.info("acp-agent %s serving ACP on stdio (pid %d)", acp_agent.__version__, os.getpid())
-    # Every process group this agent starts is registered before it runs: a reaper ends
-    # them if the agent dies, and a note on disk lets the next start end what it could not.
-    # Those a dead agent left noted end now, before `initialize` is answered.
-    from acp_agent.process_groups import GroupRegistry, use_process_groups
-
-    groups = GroupRegistry(paths.data_dir / "jobs", reaper=True)
-    groups.sweep()
-    use_process_groups(groups)
-    # SIGTERM and SIGHUP end the input as the end of stdin does (SIGINT: asyncio.run does).
-    connection.start_io(
-        stdin=sys.stdin.buffer,
-        stdout=protocol_stdout,
-        stop_signals=(signal.SIGTERM, signal.SIGHUP),
-        write_stall_s=_write_stall_s(),
-    )
-    logger.info("input ended; exiting")
-    # Everything is closed and recorded by now (the runtime, the store, the MCP servers),
-    # however the input ended, so the status is 0 for a signal too.
-    # Tearing down the interpreter's ~900 modules would take half a second of the one
-    # an editor waits, so the process ends here, once the logs are flushed.
-    logging.shutdown()
-    sys.stderr.flush()
-    os._exit(0)
+    return host, models
 
 
-def _editor_timeout_s() -> float | None:
+def editor_timeout_s() -> float | None:
     """How long each request to the editor waits for its answer (`ACP_AGENT_EDITOR_TIMEOUT_S`,
     seconds; None when unset or not a positive number: the default, 30)."""
     value = os.environ.get("ACP_AGENT_EDITOR_TIMEOUT_S")
@@ -317,7 +251,7 @@ def _editor_timeout_s() -> float | None:
     return timeout if timeout is not None and timeout > 0 else None
 
 
-def _write_stall_s() -> float:
+def write_stall_s() -> float:
     """How long a client may read nothing, with output piling up, before it counts as gone
     (`ACP_AGENT_WRITE_STALL_S`, seconds; default 30)."""
     from protocol.connection import DEFAULT_WRITE_STALL_S

@@ -1,0 +1,201 @@
+"""`_acp-agent/attach` and `_acp-agent/detach`: several clients on one session.
+
+    -> {"sessionId": S, "role": "controller" | "observer",
+        "replay": "start" | "none" | "cursor", "cursor": "<a cursor it got>"}
+    <- {"clientId": ..., "role": ..., "cursor": "<seq>", "pendingPermissions": n,
+        "modes": ..., "configOptions": ...}
+
+Attach makes this connection's view of the session show every update (see
+`_views`), after a replay: from the start, after a cursor the client got
+earlier (`replay: "cursor"`), or none (`replay: "none"`: the history is
+learnt, nothing is sent). The replay is sent before the answer; the answer
+is the ready point: its `cursor` is where the replay ended, and the live
+updates that follow it continue from there, whatever was published during
+the replay (the subscription delivers every event after its start once, in
+order; live ones wait for the answer), with no gap and no duplicate. Then
+the session's commands follow, and a controller is asked the questions that
+wait for one. The session is opened for this connection if it is not (as
+`session/resume` would, without the client's MCP servers).
+
+Detach makes the view this connection's own turns only again. Neither is
+taken while one of this connection's prompts on the session runs: its
+answer waits on the view being changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from acp_agent.adapters.acp._client_input import stored_id
+from acp_agent.adapters.acp._wire_errors import wire_errors
+from acp_agent.adapters.server._audience import Role
+from acp_agent.adapters.server._views import AttachedTranslator, Cursor
+from acp_agent.agent import Event, Seq
+from protocol import types
+from protocol.errors import InvalidParams, InvalidRequest
+
+if TYPE_CHECKING:
+    from acp_agent.adapters.server._agent import ServerAcpAgent, ServerSession
+
+__all__ = ("attach", "detach")
+
+logger = logging.getLogger(__name__)
+
+_REPLAYS = ("start", "none", "cursor")
+
+
+async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
+    """Attach this connection to a session (see the module docstring)."""
+    if not isinstance(params, dict):
+        raise InvalidParams("Invalid params: params must be an object")
+    session_id = _session_id(params)
+    role = _role(params.get("role", Role.CONTROLLER.value))
+    replay = params.get("replay", "start")
+    if replay not in _REPLAYS:
+        raise InvalidParams(f"Invalid params: replay: one of {', '.join(_REPLAYS)}")
+    cursor = Cursor.parse(params.get("cursor")) if replay == "cursor" else None
+    acp_session = await _opened(agent, session_id)
+    _refuse_running(acp_session, "attach")
+    handle, view = acp_session.handle, acp_session.view
+    covered, events = await handle.history()
+    after, skip = _start(covered, events, replay, cursor)
+    translator = AttachedTranslator(agent._translator(replay=False), agent._translator(replay=True))
+    for event in events:
+        if event.seq > after:
+            break
+        translator.translate(event)  # learnt: the client has it, or asked for none of it
+    await _unsubscribe(acp_session)
+    view.attach(translator, skip=skip, ready_at=int(covered))
+    try:
+        with wire_errors(session_id):
+            subscription = await handle.subscribe(view, after=after)
+        view.attach_ready_at(int(subscription.ready_at))
+        acp_session.side.subscription = subscription
+        await subscription.wait_ready()
+    except BaseException:
+        view.ready()
+        raise
+    audience = acp_session.audience
+    connection = agent._connection
+
+    def ready() -> None:
+        view.ready()
+        audience.attach(agent.viewer, role)
+
+    connection.after_response(ready)
+    # The commands, as a load sends them; the title too when the client asked for no
+    # history (a replay shows it where it was set).
+    await acp_session.send_commands()
+    if replay == "none" and handle.title:
+        acp_session.stream.send(types.SessionInfoUpdate(title=handle.title))
+    logger.info(
+        "%s attached to session %s as %s (replay %s, ready at %s)",
+        agent.client_id,
+        session_id,
+        role.value,
+        replay,
+        subscription.ready_at,
+    )
+    settings = connection.protocol.converter.unstructure(acp_session.settings())
+    return {
+        "clientId": agent.client_id,
+        "role": role.value,
+        "cursor": str(Cursor(int(subscription.ready_at))),
+        "pendingPermissions": len(audience.questions.pending),
+        **{_camel(key): value for key, value in settings.items()},
+    }
+
+
+async def detach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
+    """This connection's view of the session shows its own turns only again."""
+    from acp_agent.adapters.server._agent import tell_left
+
+    if not isinstance(params, dict):
+        raise InvalidParams("Invalid params: params must be an object")
+    session_id = _session_id(params)
+    acp_session = agent.server_session(session_id)
+    if acp_session is None or not acp_session.view.attached:
+        return {}
+    _refuse_running(acp_session, "detach")
+    role = acp_session.audience.detach(agent.client_id)
+    if role is not None:
+        tell_left(acp_session.audience, agent.client_id, role, "detached")
+    await _unsubscribe(acp_session)
+    covered, events = await acp_session.handle.history()
+    translator = agent._translator(replay=False)
+    for event in events:
+        translator.translate(event)
+    acp_session.view.detach(translator)
+    acp_session.side.subscription = await acp_session.handle.subscribe(
+        acp_session.view, after=covered
+    )
+    logger.info("%s detached from session %s", agent.client_id, session_id)
+    return {}
+
+
+async def _opened(agent: ServerAcpAgent, session_id: str) -> ServerSession:
+    """This connection's side of the session, opening it if need be."""
+    from acp_agent.adapters.server._agent import ServerSession
+
+    acp_session = await agent._open(session_id)
+    if not isinstance(acp_session, ServerSession):  # pragma: no cover - the server's sides
+        raise InvalidRequest(f"Invalid request: session {session_id} is not the server's")
+    return acp_session
+
+
+def _session_id(params: dict[str, Any]) -> str:
+    value = params.get("sessionId")
+    if not isinstance(value, str):
+        raise InvalidParams("Invalid params: sessionId: a session id is required")
+    return stored_id(value)
+
+
+async def _unsubscribe(acp_session: ServerSession) -> None:
+    """End the connection's delivery of the session (a new one replaces it)."""
+    subscription = acp_session.subscription
+    acp_session.side.subscription = None
+    if subscription is not None:
+        await subscription.disconnect()
+
+
+def _role(value: object) -> Role:
+    try:
+        return Role(value)
+    except ValueError:
+        roles = ", ".join(r.value for r in Role)
+        raise InvalidParams(f"Invalid params: role: one of {roles}") from None
+
+
+def _refuse_running(acp_session: ServerSession, what: str) -> None:
+    if acp_session.own:
+        raise InvalidRequest(
+            f"Invalid request: cannot {what} while this client's prompt on the session runs",
+            {"sessionId": acp_session.session_id},
+        )
+
+
+def _start(
+    covered: Seq, events: list[Event], replay: str, cursor: Cursor | None
+) -> tuple[Seq, Cursor | None]:
+    """Where the subscription starts (a batch end) and the cursor whose earlier updates
+    the client has (for a cursor inside a batch)."""
+    if replay == "start":
+        return Seq(0), None
+    if replay == "none" or cursor is None:
+        return covered, None
+    if cursor.seq > covered:
+        raise InvalidParams(
+            f"Invalid params: cursor: {cursor} is past the session's end ({covered})"
+        )
+    if cursor.seq == 0:
+        return Seq(0), None
+    event = events[cursor.seq - 1]
+    if cursor.part is None and (cursor.seq == covered or events[cursor.seq].starts_batch):
+        return Seq(cursor.seq), None  # a batch end: the client has all of it
+    return Seq(int(event.batch_id) - 1), cursor
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(word.title() for word in rest)

@@ -1,0 +1,180 @@
+"""Who follows each session the server hosts: the connections attached to it, and whose turn runs.
+
+A session on the server belongs to no connection: it opens with the
+server's side (`SharedSessions.front_end`), not one editor's. Its tools
+work on the server's own disk and run commands in its own processes (a
+session outlives every editor, so none of them can host its files or
+terminals), and its permission questions go to the people following it
+(`_questions.QuestionBroker`): every attached controller, and the
+connection whose own prompt holds the session's turn (a client that never
+attached is asked as over stdio). `SessionAudience` keeps both, and wakes
+whoever waits for them to change.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+
+from acp_agent.records import Record
+from protocol.errors import ConnectionClosed
+
+if TYPE_CHECKING:
+    from acp_agent.adapters.server._questions import QuestionBroker
+    from acp_agent.agent import FrontEnd
+    from acp_agent.toolkit import Notice, NoticeSink
+    from protocol.connection import AgentConnection
+
+__all__ = ("Role", "SessionAudience", "SharedSessions", "Viewer")
+
+logger = logging.getLogger(__name__)
+
+
+class Role(enum.Enum):
+    """What an attached client may do: a controller prompts, cancels, sets options and
+    answers questions; an observer only watches."""
+
+    CONTROLLER = "controller"
+    OBSERVER = "observer"
+
+
+@attrs.frozen(eq=False)
+class Viewer(Record):
+    """One client connection, as the sessions it follows know it."""
+
+    client_id: str
+    connection: AgentConnection
+
+    def tell(self, method: str, params: dict[str, Any]) -> None:
+        """Send notification `method` (an extension); nothing if the client is gone."""
+        try:
+            self.connection.notify(method, params)
+        except (ConnectionClosed, OSError):
+            logger.debug("%s is gone; %s not sent", self.client_id, method)
+
+
+class SessionAudience:
+    """The clients attached to one session (by role) and those whose turn holds it."""
+
+    def __init__(self, session_id: str) -> None:
+        from acp_agent.adapters.server._questions import QuestionBroker
+
+        self.session_id = session_id
+        self.attached: dict[str, tuple[Viewer, Role]] = {}
+        #: Clients whose own prompt holds the session's turn (how many of their slots).
+        self._holding: dict[str, tuple[Viewer, int]] = {}
+        #: Clients that follow the session at all (attached or not), by id.
+        self.following: dict[str, Viewer] = {}
+        #: Where each following client takes the session's notices.
+        self._notices: dict[str, NoticeSink] = {}
+        self._changed = anyio.Event()
+        self.questions: QuestionBroker = QuestionBroker(self)
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def changed(self) -> None:
+        """Wait until a client attaches, detaches, leaves, or starts or ends a turn."""
+        await self._changed.wait()
+
+    def role_of(self, client_id: str) -> Role | None:
+        entry = self.attached.get(client_id)
+        return None if entry is None else entry[1]
+
+    def askers(self) -> dict[str, Viewer]:
+        """Who is asked the session's permission questions: the attached controllers and
+        the clients whose turn holds the session."""
+        asked = {cid: viewer for cid, (viewer, _) in self._holding.items()}
+        for cid, (viewer, role) in self.attached.items():
+            if role is Role.CONTROLLER:
+                asked[cid] = viewer
+        return asked
+
+    def follow(self, viewer: Viewer, *, notices: NoticeSink | None = None) -> None:
+        """The client follows the session; its notices (the session's, for the person)
+        go to `notices`."""
+        self.following[viewer.client_id] = viewer
+        if notices is not None:
+            self._notices[viewer.client_id] = notices
+
+    def post_notice(self, notice: Notice) -> None:
+        """A notice of the session's: to every client following it (each shows it during
+        its own prompts, as the stdio agent does), logged when nobody follows."""
+        sinks = list(self._notices.values())
+        if not sinks:
+            logger.info("notice for session %s, followed by nobody: %s", self.session_id, notice)
+        for post in sinks:
+            post(notice)
+
+    def attach(self, viewer: Viewer, role: Role) -> None:
+        self.following[viewer.client_id] = viewer
+        self.attached[viewer.client_id] = (viewer, role)
+        self._wake()
+
+    def detach(self, client_id: str) -> Role | None:
+        """Take the client's attachment off; its role, if it was attached."""
+        entry = self.attached.pop(client_id, None)
+        self._wake()
+        return None if entry is None else entry[1]
+
+    def leave(self, client_id: str) -> None:
+        """The client follows the session no more (it closed it, or left)."""
+        self.following.pop(client_id, None)
+        self._notices.pop(client_id, None)
+        self.attached.pop(client_id, None)
+        self._wake()
+
+    def hold(self, viewer: Viewer) -> None:
+        """One of the client's prompts holds the session's turn now."""
+        _, count = self._holding.get(viewer.client_id, (viewer, 0))
+        self._holding[viewer.client_id] = (viewer, count + 1)
+        self._wake()
+
+    def release(self, client_id: str) -> None:
+        viewer, count = self._holding.get(client_id, (None, 0))
+        if viewer is None:
+            return
+        if count > 1:
+            self._holding[client_id] = (viewer, count - 1)
+        else:
+            del self._holding[client_id]
+        self._wake()
+
+    def others(self, client_id: str) -> list[Viewer]:
+        """The attached clients other than `client_id`."""
+        return [viewer for cid, (viewer, _) in self.attached.items() if cid != client_id]
+
+
+class SharedSessions:
+    """Every session the server hosts, with its audience; the side each session opens with."""
+
+    def __init__(self) -> None:
+        self._audiences: dict[str, SessionAudience] = {}
+
+    def audience(self, session_id: str) -> SessionAudience:
+        audience = self._audiences.get(session_id)
+        if audience is None:
+            audience = self._audiences[session_id] = SessionAudience(session_id)
+        return audience
+
+    def known(self, session_id: str) -> SessionAudience | None:
+        return self._audiences.get(session_id)
+
+    def front_end(self, session_id: str) -> FrontEnd:
+        """The server's side of a session: its own disk and processes (no editor's files
+        or terminals), the question broker of its audience, its notices to every
+        client following it."""
+        from acp_agent.agent import FrontEnd
+        from acp_agent.toolkit import NO_CLIENT
+
+        audience = self.audience(session_id)
+        return FrontEnd(client=NO_CLIENT, prompter=audience.questions, notices=audience.post_notice)
+
+    def front_end_maker(self) -> Callable[[Any], FrontEnd]:
+        return lambda session_id: self.front_end(str(session_id))

@@ -1,0 +1,150 @@
+"""`acp-agent --connect`: the stdio command as a thin bridge to a running app server.
+
+An editor launches a stdio command; with `--connect` (or `[server] connect =
+true` in config.toml) that command hosts nothing: it connects to the app
+server's Unix socket and copies bytes both ways, so the editor is one more
+client of the server, sharing its sessions with every other client. It
+parses nothing (the server frames and answers every line) and imports none
+of the runtime, so it starts in a few milliseconds and adds about a system
+call's worth of latency to each message (`benchmarks/server_bridge.py`).
+
+When its editor closes its input, the bridge closes its side of the socket
+and exits at once: the server sees a client leave, and the sessions and
+their work go on there. When the server goes away, the bridge exits with
+status 1. With no server running, it starts one (`acp-agent server`, in a
+session of its own, with the same flags) when `[server] start = true` or
+`ACP_AGENT_SERVER_START=1` says so, and otherwise says how to start one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket as sockets
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from acp_agent.records import Record
+
+__all__ = ("ServerSettings", "run_bridge", "server_settings")
+
+#: How long a bridge waits for a server it started to listen.
+_START_BUDGET_S: Final = 20.0
+_CHUNK: Final = 64 * 1024
+
+
+@attrs.frozen
+class ServerSettings(Record):
+    """The `[server]` table of config.toml."""
+
+    #: Plain `acp-agent` is a bridge to the server.
+    connect: bool = False
+    #: A bridge starts the server when none runs.
+    start: bool = False
+    #: The server's socket (default: the state folder's).
+    socket: str | None = None
+
+
+def server_settings(config_file: Path) -> ServerSettings:
+    """The `[server]` table (its defaults where the file or the table is missing or wrong)."""
+    try:
+        table = tomllib.loads(config_file.read_text()).get("server")
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return ServerSettings()
+    if not isinstance(table, dict):
+        return ServerSettings()
+    socket = table.get("socket")
+    return ServerSettings(
+        connect=table.get("connect") is True,
+        start=table.get("start") is True,
+        socket=socket if isinstance(socket, str) and socket else None,
+    )
+
+
+def run_bridge(home: Path | None, *, socket: str | None, start_args: Sequence[str]) -> int:
+    """Bridge stdin and stdout to the server's socket until either side ends."""
+    from acp_agent.adapters.server._places import default_socket
+    from acp_agent.paths import resolve_paths
+
+    paths = resolve_paths(home)
+    settings = server_settings(paths.config_dir / "config.toml")
+    path = Path(socket or settings.socket or default_socket(paths.state_dir))
+    connection = _connect(path)
+    if connection is None:
+        if not (settings.start or os.environ.get("ACP_AGENT_SERVER_START") == "1"):
+            print(
+                f"acp-agent: no server listens on {path}; start one with `acp-agent server` "
+                "(or set [server] start = true in config.toml to have the bridge start it)",
+                file=sys.stderr,
+            )
+            return 1
+        connection = _start_server(path, start_args)
+        if connection is None:
+            print(f"acp-agent: the server started for {path} did not listen", file=sys.stderr)
+            return 1
+    return _pump(connection)
+
+
+def _connect(path: Path) -> sockets.socket | None:
+    connection = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    try:
+        connection.connect(str(path))
+    except OSError:
+        connection.close()
+        return None
+    return connection
+
+
+def _start_server(path: Path, start_args: Sequence[str]) -> sockets.socket | None:
+    """Start `acp-agent server` on `path`, detached (it outlives this bridge), and connect."""
+    command = [sys.executable, "-m", "acp_agent", "server", *start_args, "--socket", str(path)]
+    subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+    deadline = time.monotonic() + _START_BUDGET_S
+    while time.monotonic() < deadline:
+        connection = _connect(path)
+        if connection is not None:
+            return connection
+        time.sleep(0.05)
+    return None
+
+
+def _pump(connection: sockets.socket) -> int:
+    """Copy stdin to the socket (a thread) and the socket to stdout (here)."""
+
+    def upward() -> None:
+        try:
+            while chunk := os.read(0, _CHUNK):
+                connection.sendall(chunk)
+        except OSError:
+            pass
+        # The editor is gone: the server sees this client leave; its sessions go on.
+        with contextlib.suppress(OSError):
+            connection.shutdown(sockets.SHUT_WR)
+        os._exit(0)
+
+    threading.Thread(target=upward, name="bridge-up", daemon=True).start()
+    try:
+        while chunk := connection.recv(_CHUNK):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(1, view) :]
+    except OSError:
+        pass
+    print("acp-agent: the server closed the connection", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(1)

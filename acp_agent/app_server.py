@@ -1,0 +1,187 @@
+"""`acp-agent server`: the app server, one runtime for any number of ACP clients.
+
+    acp-agent server [--socket PATH] [--listen ws://127.0.0.1:PORT [--allow-remote]
+                     [--allow-origin ORIGIN]...] [the stdio agent's flags]
+
+Hosts the runtime (sessions, store, MCP and language servers, jobs) for as
+long as it runs, and serves ACP on a Unix socket private to the person
+(`<state folder>/server/acp.sock`, or `--socket` / `ACP_AGENT_SOCKET`; the
+folder 0700, the socket 0600) and, when asked, on WebSocket (`--listen`),
+where every client must present a token (see `acp_agent.adapters.server`).
+Each connection is a client exactly as over stdio; `_acp-agent/attach` lets
+several follow one session. Editors reach it through `acp-agent --connect`.
+
+SIGTERM, SIGHUP and SIGINT stop it: every connection ends as the end of
+stdin ends the stdio agent (running turns recorded as interrupted), the
+runtime closes, the socket is removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import acp_agent
+from acp_agent.runtime_setup import (
+    USAGE_ERROR,
+    RuntimeSettings,
+    add_runtime_arguments,
+    editor_timeout_s,
+    prepare,
+    runtime_host,
+    write_stall_s,
+)
+
+if TYPE_CHECKING:
+    from acp_agent.adapters.server import AppServer, ListenAddress
+
+__all__ = ("run_server",)
+
+logger = logging.getLogger("acp_agent")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="acp-agent server",
+        description="The app server: one agent runtime that any number of ACP clients share "
+        "(editors through `acp-agent --connect`, other clients over the Unix socket or "
+        "WebSocket).",
+    )
+    parser.add_argument(
+        "--socket",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="the Unix socket to listen on (env ACP_AGENT_SOCKET; default: "
+        "<state folder>/server/acp.sock)",
+    )
+    parser.add_argument(
+        "--listen",
+        default=None,
+        metavar="ws://HOST:PORT",
+        help="serve ACP on WebSocket too, at ws://HOST:PORT/acp (port 0: any free one); "
+        "clients send Authorization: Bearer <token> (ACP_AGENT_SERVER_TOKEN, else drawn at "
+        "each start and written to a 0600 file whose path is printed)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --listen name an address that is not loopback (anyone who reaches it "
+        "with the token can run commands)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web page origin (e.g. http://127.0.0.1:8080) allowed to connect; requests "
+        "from any other page are refused (repeatable)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name the WebSocket listener may be reached by (its Host header; "
+        "repeatable); other names are refused, against DNS rebinding",
+    )
+    add_runtime_arguments(parser)
+    return parser
+
+
+def run_server(argv: Sequence[str] | None = None) -> int:
+    """Run the app server until a stop signal; returns the exit status."""
+    args = _parser().parse_args(argv)
+    settings = prepare(args)
+    if isinstance(settings, int):
+        return settings
+    from acp_agent.adapters.server import PlaceError, default_socket
+
+    socket = args.socket or default_socket(settings.paths.state_dir)
+    address = None
+    if args.listen is not None:
+        from acp_agent.adapters.server import AddressRefused, listen_address
+
+        try:
+            address = listen_address(args.listen, allow_remote=args.allow_remote)
+        except AddressRefused as exc:
+            print(f"acp-agent server: {exc}", file=sys.stderr)
+            return USAGE_ERROR
+    try:
+        status = asyncio.run(_serve(settings, socket, address))
+    except PlaceError as exc:
+        print(f"acp-agent server: {exc}", file=sys.stderr)
+        status = USAGE_ERROR
+    logging.shutdown()
+    sys.stderr.flush()
+    # As the stdio agent does: everything is closed and recorded by now.
+    os._exit(status)
+
+
+async def _serve(settings: RuntimeSettings, socket: Path, address: ListenAddress | None) -> int:
+    from acp_agent.adapters.server import AppServer
+    from acp_agent.process_groups import GroupRegistry, use_process_groups
+
+    # Commands and servers the runtime starts are noted and reaped as the stdio agent's are.
+    groups = GroupRegistry(settings.paths.data_dir / "jobs", reaper=True)
+    groups.sweep()
+    use_process_groups(groups)
+    host, models = runtime_host(settings)
+    server = AppServer(
+        host,
+        models,
+        config_dir=settings.paths.config_dir,
+        mode=settings.mode_name,
+        unstable=settings.args.unstable,
+        editor_timeout_s=editor_timeout_s(),
+        stall_s=write_stall_s(),
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await server.listen_unix(socket)
+        if address is not None:
+            await _listen_websocket(server, address, settings.args, socket)
+        await server.open()
+        print(f"acp-agent server: listening on unix:{socket}", file=sys.stderr, flush=True)
+        logger.info(
+            "acp-agent %s app server (pid %d) on unix:%s",
+            acp_agent.__version__,
+            os.getpid(),
+            socket,
+        )
+        await stop.wait()
+        logger.info("stopping the app server")
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        await server.stop()
+    return 0
+
+
+async def _listen_websocket(
+    server: AppServer, address: ListenAddress, args: argparse.Namespace, socket: Path
+) -> None:
+    from acp_agent.adapters.server import WebSocketGate, listen_websocket, server_token, token_file
+
+    token, file = server_token(token_file(socket))
+    gate = WebSocketGate(token, address, origins=args.allow_origin, hosts=args.allow_host)
+    _, port = await listen_websocket(server, address, gate)
+    host = f"[{address.host}]" if ":" in address.host else address.host
+    where = (
+        f"the token is in {file}" if file is not None else "the token is $ACP_AGENT_SERVER_TOKEN"
+    )
+    print(
+        f"acp-agent server: listening on ws://{host}:{port}/acp ({where})",
+        file=sys.stderr,
+        flush=True,
+    )

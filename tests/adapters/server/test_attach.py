@@ -1,0 +1,291 @@
+"""Several clients on one session: attach, roles, replay and cursors, questions answered once.
+
+One real server per module; its clients are real processes and connections:
+stdio bridges (`acp-agent --connect`, what an editor launches) and socket
+clients. Every session's first turn streams, pauses (where clients join and
+leave), asks to write a file (a permission question, in the `ask` mode the
+tests run in), then streams its last words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from protocol import methods, types
+from protocol.errors import AcpError, PeerDisconnected
+from tests.support import EditorClient, agent_env, connected, write_script
+from tests.support.app_server import (
+    ATTACH,
+    ServerProcess,
+    bridge_command,
+    cursor_of,
+    running_server,
+    socket_client,
+)
+from tests.support.editor_client import allow_all
+
+pytestmark = pytest.mark.e2e
+
+#: The first reply, then (after the write) the last: the script plays one per request.
+REPLIES_IN_ORDER = [
+    [
+        {"text": "Working"},
+        {"sleep_ms": 700},
+        {"text": " on it."},
+        {"tool_call": {"name": "write", "arguments": {"path": "note.txt", "content": "hi\n"}}},
+    ],
+    [{"text": "Wrote it."}, {"sleep_ms": 100}, {"text": " Done."}],
+]
+LAST_WORDS = "Wrote it. Done."
+
+
+@pytest.fixture(scope="module")
+async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ServerProcess]:
+    home = tmp_path_factory.mktemp("attach-home")
+    script = write_script(home / "script.json", *REPLIES_IN_ORDER)
+    async with running_server(home, script=script) as running:
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def bridge(server: ServerProcess, **client: Any) -> AsyncIterator[EditorClient]:
+    """An editor-like client through a stdio bridge (`acp-agent --connect`)."""
+    async with connected(EditorClient(**client), bridge_command(server.home), env=agent_env()) as c:
+        await c.request(
+            methods.INITIALIZE,
+            types.InitializeRequest(protocol_version=1, client_capabilities=None),
+        )
+        yield c
+
+
+async def attach(client: Any, session_id: str, **params: Any) -> dict[str, Any]:
+    result: dict[str, Any] = await client.request(ATTACH, {"sessionId": session_id, **params})
+    return result
+
+
+def seen(client: Any, session_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """(cursor, update) of every update to `session_id` that carries a cursor, in order."""
+    converter = client.protocol.converter
+    return [
+        (cursor, converter.unstructure(n.update))
+        for n in client.updates
+        if n.session_id == session_id and (cursor := cursor_of(n)) is not None
+    ]
+
+
+def conversation(client: Any, session_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """`seen`, without the updates about the session itself (commands)."""
+    return [
+        (cursor, update)
+        for cursor, update in seen(client, session_id)
+        if update["sessionUpdate"] != "available_commands_update"
+    ]
+
+
+def text_of(updates: list[tuple[str, dict[str, Any]]]) -> str:
+    return "".join(
+        u["content"]["text"] for _, u in updates if u["sessionUpdate"] == "agent_message_chunk"
+    )
+
+
+def notices(client: Any, method: str) -> list[dict[str, Any]]:
+    return [m["params"] for m in client.messages if m.get("method") == method]
+
+
+def position(cursor: str) -> tuple[int, int]:
+    seq, _, part = cursor.partition(":")
+    return int(seq), int(part or 1_000_000)
+
+
+async def wait_for_text(client: Any, session_id: str, ending: str) -> None:
+    await client.wait_until(lambda: text_of(seen(client, session_id)).endswith(ending))
+
+
+async def wait_for_turn_end(client: Any, session_id: str) -> None:
+    """Until the title the first turn's end gives the session: its last update."""
+
+    def titled() -> bool:
+        return any(u["sessionUpdate"] == "session_info_update" for _, u in seen(client, session_id))
+
+    await wait_for_text(client, session_id, LAST_WORDS)
+    await client.wait_until(titled)
+
+
+async def test_two_bridges_see_every_update_of_a_turn_alike_and_a_question_is_answered_once(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    async with (
+        bridge(server, decide=allow_all) as first,
+        bridge(server) as second,  # never answers: its question is withdrawn
+    ):
+        session_id = await first.new_session(tmp_path)
+        await attach(first, session_id, role="controller", replay="start")
+        await attach(second, session_id, role="controller", replay="start")
+
+        response = await first.prompt(session_id, "Write a note")
+        await wait_for_turn_end(second, session_id)
+
+        assert response.stop_reason == types.StopReason.END_TURN
+        assert (tmp_path / "note.txt").read_text() == "hi\n"
+        # Both saw the turn, update for update, in the same order with the same cursors.
+        assert conversation(first, session_id) == conversation(second, session_id)
+        cursors = [position(c) for c, _ in conversation(first, session_id)]
+        assert cursors == sorted(set(cursors))
+        assert text_of(conversation(first, session_id)) == "Working on it.Wrote it. Done."
+        # The question went to both; `first` answered, `second`'s was withdrawn and resolved.
+        [asked] = second.permission_requests
+        request_id = next(
+            m["id"]
+            for m in second.messages
+            if m.get("method") == methods.SESSION_REQUEST_PERMISSION
+        )
+        assert {"requestId": request_id} in notices(second, "$/cancel_request")
+        [resolved] = notices(second, "_acp-agent/permission_resolved")
+        assert resolved["toolCallId"] == asked.tool_call.tool_call_id
+        assert resolved["outcome"]["outcome"] == "selected"
+        assert notices(first, "_acp-agent/permission_resolved") == []
+
+
+async def test_an_observer_attaching_mid_turn_gets_the_replay_then_live_without_gap_or_twice(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    async with (
+        socket_client(server.socket, decide=allow_all) as controller,
+        socket_client(server.socket) as observer,
+    ):
+        session_id = await controller.new_session(tmp_path)
+        await attach(controller, session_id, role="controller", replay="none")
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(controller.prompt, session_id, "Write a note")
+            await controller.wait_for_update(session_id)  # "Working": mid-turn
+            answer = await attach(observer, session_id, role="observer", replay="start")
+        await wait_for_turn_end(observer, session_id)
+
+        # Everything the store holds, replayed to a client attaching now.
+        async with socket_client(server.socket) as later:
+            await attach(later, session_id, role="observer", replay="start")
+            await wait_for_turn_end(later, session_id)
+            assert conversation(observer, session_id) == conversation(later, session_id)
+        # The replay came before the answer (the ready point), live updates after it.
+        ready_at = position(answer["cursor"])
+        lines = observer.messages
+        answered = next(i for i, m in enumerate(lines) if "clientId" in (m.get("result") or {}))
+        cursors = [
+            (i, position(m["params"]["_meta"]["acp-agent"]["cursor"]))
+            for i, m in enumerate(lines)
+            if m.get("method") == methods.SESSION_UPDATE
+        ]
+        assert all(p <= ready_at for i, p in cursors if i < answered)
+        live = [p for i, p in cursors if i > answered and p[1] != 1_000_000]
+        assert live
+        assert all(p > ready_at for p in live)
+
+
+async def test_a_client_reconnecting_with_its_cursor_gets_exactly_the_rest(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    async with socket_client(server.socket, decide=allow_all) as controller:
+        session_id = await controller.new_session(tmp_path)
+        await attach(controller, session_id, replay="none")
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(controller.prompt, session_id, "Write a note")
+            async with socket_client(server.socket) as watcher:
+                await attach(watcher, session_id, role="observer", replay="start")
+                await watcher.wait_for_update(session_id)  # mid-turn
+                first_part = conversation(watcher, session_id)
+                cursor = seen(watcher, session_id)[-1][0]
+            async with socket_client(server.socket) as back:
+                await attach(back, session_id, role="observer", replay="cursor", cursor=cursor)
+                await wait_for_turn_end(back, session_id)
+                rest = conversation(back, session_id)
+        async with socket_client(server.socket) as whole:
+            await attach(whole, session_id, role="observer", replay="start")
+            await wait_for_turn_end(whole, session_id)
+            assert first_part + rest == conversation(whole, session_id)
+
+
+async def test_an_observer_only_watches(server: ServerProcess, tmp_path: Path) -> None:
+    async with (
+        socket_client(server.socket) as owner,
+        socket_client(server.socket) as observer,
+    ):
+        session_id = await owner.new_session(tmp_path)
+        await attach(observer, session_id, role="observer", replay="none")
+
+        with pytest.raises(AcpError) as refused:
+            await observer.prompt(session_id, "Hi")
+
+        assert refused.value.code == -32600
+        assert "observes" in refused.value.message
+
+
+async def test_the_bridges_editor_quits_mid_turn_and_the_turn_finishes(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    async with socket_client(server.socket, decide=allow_all) as watcher:
+        async with bridge(server) as editor:
+            session_id = await editor.new_session(tmp_path)
+            await attach(watcher, session_id, role="controller", replay="none")
+
+            async def prompt() -> None:
+                with contextlib.suppress(PeerDisconnected, AcpError):
+                    await editor.prompt(session_id, "Write a note")
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(prompt)
+                await editor.wait_for_update(session_id)  # mid-turn
+                await editor.stop()  # the editor quits: the bridge exits
+        assert editor.process is not None
+        assert editor.process.returncode == 0
+        # The question goes to the controller still attached; the turn ends.
+        await wait_for_text(watcher, session_id, LAST_WORDS)
+        assert len(watcher.permission_requests) == 1
+        assert (tmp_path / "note.txt").read_text() == "hi\n"
+        assert notices(watcher, "_acp-agent/client_disconnected") == []  # it never attached
+    async with socket_client(server.socket) as later:
+        await later.load(session_id, tmp_path)
+        text = "".join(
+            u.content.text
+            for u in later.updates_for(session_id)
+            if isinstance(u, types.AgentMessageChunk) and isinstance(u.content, types.TextContent)
+        )
+        assert text.endswith(LAST_WORDS)
+
+
+async def test_a_question_whose_controllers_all_left_waits_for_the_next_controller(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    async with socket_client(server.socket) as owner:
+        session_id = await owner.new_session(tmp_path)
+        async with socket_client(server.socket) as watcher:
+            await attach(watcher, session_id, role="observer", replay="none")
+            async with socket_client(server.socket) as first:  # never answers
+                await attach(first, session_id, role="controller", replay="none")
+                turn = asyncio.create_task(owner.prompt(session_id, "Write a note"))
+                owner.answers = [None]  # the owner does not answer either: it leaves
+                await first.asked.wait()
+                await owner.asked.wait()
+            # `first` left: the others attached are told; the question is not answered.
+            await watcher.wait_until(
+                lambda: notices(watcher, "_acp-agent/client_disconnected") != []
+            )
+            [left] = notices(watcher, "_acp-agent/client_disconnected")
+            assert left["role"] == "controller"
+            assert left["reason"] == "disconnected"
+            await owner.stop()  # the prompt's own client leaves too: nobody is asked now
+            with contextlib.suppress(PeerDisconnected, AcpError):
+                await turn
+            assert not (tmp_path / "note.txt").exists()
+            # A controller attaching later is asked, answers, and the turn goes on.
+            async with socket_client(server.socket, decide=allow_all) as later:
+                await attach(later, session_id, role="controller", replay="start")
+                await later.asked.wait()
+                await wait_for_text(watcher, session_id, LAST_WORDS)
+            assert (tmp_path / "note.txt").read_text() == "hi\n"

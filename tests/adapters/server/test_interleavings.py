@@ -1,0 +1,216 @@
+"""Attach, detach, prompt and cancel from three clients, interleaved at random (hypothesis).
+
+One real server for the module; each example a new session, three socket
+clients and a random program of steps. Whatever the order, against the
+reference (a client attaching once it is all over, replayed from the start,
+which is the store's history):
+
+- every stretch a client spent attached is a copy of a stretch of the
+  reference: the same updates with the same cursors, in order, no gap and none
+  twice, starting where its replay started and, for a client attached to the
+  end, reaching the reference's end;
+- every prompt is answered, and the stored timeline is one a single client
+  could have made: turns one after another, each ended or interrupted once.
+
+Bounded for CI (a few examples; `HYPOTHESIS_PROFILE=thorough` for more).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from protocol import methods, types
+from protocol.errors import AcpError
+from tests.support import agent_env, write_script
+from tests.support.app_server import ATTACH, DETACH, SocketClient, cursor_of, server_command
+from tests.support.editor_client import allow_all
+
+pytestmark = pytest.mark.e2e
+
+CLIENTS = 3
+REPLY = [{"text": "One"}, {"sleep_ms": 40}, {"text": " two"}, {"sleep_ms": 40}, {"text": "."}]
+
+
+@pytest.fixture(scope="module")
+def socket() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="acp-interleave-") as tmp:
+        home = Path(tmp)
+        script = write_script(home / "script.json", REPLY)
+        server = subprocess.Popen(
+            server_command(home, script=script),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=agent_env(),
+        )
+        assert server.stderr is not None
+        while b"listening on unix:" not in server.stderr.readline():
+            assert server.poll() is None, "the server did not start"
+        try:
+            yield home / "state" / "server" / "acp.sock"
+        finally:
+            server.terminate()
+            server.wait(15)
+            server.stderr.close()
+
+
+steps = st.lists(
+    st.tuples(
+        st.integers(0, CLIENTS - 1),
+        st.sampled_from(
+            ["controller", "observer", "resume", "detach", "prompt", "cancel", "pause"]
+        ),
+    ),
+    min_size=3,
+    max_size=12,
+)
+
+
+def event_updates(
+    client: SocketClient, session_id: str, since: int = 0, until: int | None = None
+) -> list[tuple[str, Any]]:
+    """(cursor, update) of the updates made of events (not commands), `since` to `until`."""
+    converter = client.protocol.converter
+    return [
+        (cursor, converter.unstructure(n.update))
+        for n in client.updates[since:until]
+        if n.session_id == session_id and (cursor := cursor_of(n)) is not None and ":" in cursor
+    ]
+
+
+async def program(socket: Path, cwd: Path, plan: list[tuple[int, str]]) -> str:
+    clients = [SocketClient(decide=allow_all) for _ in range(CLIENTS)]
+    for client in clients:
+        await client.connect(socket)
+        await client.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
+    session_id = await clients[0].new_session(cwd)
+    for client in clients[1:]:
+        await client.load(session_id, cwd)  # each follows it (not attached) from the start
+    #: Per client: (index in its updates where the stretch began, replay start, attached now).
+    stretches: list[list[tuple[int, str | None]]] = [[] for _ in clients]
+    attached = [False] * CLIENTS
+    prompts: list[asyncio.Task[Any]] = []
+    try:
+        for who, step in plan:
+            client = clients[who]
+            if step in ("controller", "observer", "resume"):
+                if attached[who]:
+                    # Detached first, so this stretch's updates all came before the answer.
+                    try:
+                        await client.request(DETACH, {"sessionId": session_id})
+                    except AcpError:
+                        continue  # its prompt runs: neither is taken
+                    attached[who] = False
+                mark = len(client.updates)
+                seen = event_updates(client, session_id)
+                params: dict[str, Any] = {"sessionId": session_id, "replay": "start"}
+                params["role"] = "observer" if step == "observer" else "controller"
+                if step == "resume" and seen:
+                    params.update(replay="cursor", cursor=seen[-1][0])
+                with contextlib.suppress(AcpError):  # refused while its prompt runs
+                    await client.request(ATTACH, params)
+                    replay = params.get("cursor")
+                    stretches[who].append((mark, replay))
+                    attached[who] = True
+            elif step == "detach":
+                with contextlib.suppress(AcpError):
+                    await client.request(DETACH, {"sessionId": session_id})
+                    attached[who] = False
+            elif step == "prompt":
+                prompts.append(asyncio.create_task(client.prompt(session_id, "Go")))
+                await asyncio.sleep(0)
+            elif step == "cancel":
+                client.cancel(session_id)
+            else:
+                await asyncio.sleep(0.03)
+        answers = await asyncio.wait_for(asyncio.gather(*prompts, return_exceptions=True), 30)
+        reference = SocketClient()
+        await reference.connect(socket)
+        await reference.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
+        await reference.request(ATTACH, {"sessionId": session_id, "replay": "start"})
+        whole = event_updates(reference, session_id)
+        await reference.stop()
+        # The reference against the store: every event that is shown, in order, once.
+        events = stored(socket.parent.parent.parent, session_id)
+        shown = [seq for seq, kind in events if kind in SHOWN]
+        cursors = [tuple(int(x) for x in c.split(":")) for c, _ in whole]
+        assert cursors == sorted(set(cursors))
+        assert set(shown) <= {seq for seq, _ in cursors}
+        assert {seq for seq, _ in cursors} <= {seq for seq, _ in events}
+        await asyncio.sleep(0.1)  # live updates still on their way to attached clients
+
+        for answer in answers:
+            # Answered: a turn's end, a cancel, or refused (an observer may not prompt).
+            assert isinstance(answer, types.PromptResponse | AcpError), answer
+        for who, client in enumerate(clients):
+            marks = stretches[who]
+            for n, (mark, replay) in enumerate(marks):
+                end = marks[n + 1][0] if n + 1 < len(marks) else None
+                got = event_updates(client, session_id, mark, end)
+                if replay is None:
+                    start = 0
+                else:
+                    start = next(
+                        (i for i, (c, _) in enumerate(whole) if _after(c, replay)), len(whole)
+                    )
+                assert got == whole[start : start + len(got)], (who, n, replay)
+                if n == len(marks) - 1 and attached[who]:
+                    assert start + len(got) == len(whole), (who, "stopped short")
+    finally:
+        for task in prompts:
+            task.cancel()
+        for client in clients:
+            await client.stop()
+    return session_id
+
+
+def _after(cursor: str, resumed: str) -> bool:
+    seq, _, part = cursor.partition(":")
+    rseq, _, rpart = resumed.partition(":")
+    return (int(seq), int(part)) > (int(rseq), int(rpart) if rpart else 1 << 30)
+
+
+def stored(home: Path, session_id: str) -> list[tuple[int, str]]:
+    """(seq, kind) of the session's main-line events, read from the store."""
+    with contextlib.closing(sqlite3.connect(home / "data" / "sessions.sqlite3")) as db:
+        [(branch,)] = db.execute(
+            "SELECT main_branch_id FROM sessions WHERE session_id = ?", (session_id,)
+        )
+        return list(
+            db.execute("SELECT seq, kind FROM events WHERE branch_id = ? ORDER BY seq", (branch,))
+        )
+
+
+#: Events that always make an update for an attached client.
+SHOWN = frozenset({"user_input.adopted", "model_request.text_delta", "session.metadata_changed"})
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(plan=steps)
+def test_interleaved_clients_each_see_a_gapless_copy_of_the_one_timeline(
+    socket: Path, tmp_path: Path, plan: list[tuple[int, str]]
+) -> None:
+    session_id = asyncio.run(program(socket, tmp_path, plan))
+
+    # One timeline a single client could have made: turns one after another, each
+    # ended or interrupted once.
+    ends = ("user_input.adopted", "turn.ended", "turn.interrupted")
+    turns = [kind for _, kind in stored(socket.parent.parent.parent, session_id) if kind in ends]
+    assert turns[0::2] == ["user_input.adopted"] * len(turns[0::2])
+    assert all(end in ("turn.ended", "turn.interrupted") for end in turns[1::2])
+    assert len(turns) % 2 == 0
