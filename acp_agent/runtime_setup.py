@@ -40,6 +40,7 @@ __all__ = (
     "RuntimeSettings",
     "add_runtime_arguments",
     "editor_timeout_s",
+    "mcp_startup_wait_s",
     "prepare",
     "runtime_host",
     "write_stall_s",
@@ -216,7 +217,9 @@ def runtime_host(settings: RuntimeSettings) -> tuple[RuntimeHost, ConfiguredMode
                 default_mode=mode,
             ),
         )
-        register_mcp(registry, McpSettings(config_dir=paths.config_dir))
+        register_mcp(
+            registry, McpSettings(config_dir=paths.config_dir, startup_wait_s=mcp_startup_wait_s())
+        )
         register_lsp(registry, LspSettings.from_env(os.environ, config_file=config_file))
         return registry
 
@@ -249,6 +252,20 @@ def editor_timeout_s() -> float | None:
     except ValueError:
         return None
     return timeout if timeout is not None and timeout > 0 else None
+
+
+def mcp_startup_wait_s() -> float:
+    """How long a prompt waits for MCP servers still making their first connection
+    (`ACP_AGENT_MCP_STARTUP_WAIT_S`, seconds; default 5; 0: never waits)."""
+    from acp_agent.mcp import McpSettings
+
+    default = McpSettings().startup_wait_s
+    value = os.environ.get("ACP_AGENT_MCP_STARTUP_WAIT_S")
+    try:
+        wait = float(value) if value else default
+    except ValueError:
+        return default
+    return wait if wait >= 0 else default
 
 
 def write_stall_s() -> float:

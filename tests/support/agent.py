@@ -73,7 +73,10 @@ def agent_env(**overrides: str) -> dict[str, str]:
     the agent without it (`default_mode_env`).
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(_MODEL_VARIABLES)}
-    return {**env, "ACP_AGENT_LSP": "0", "ACP_AGENT_MODE": "ask", **overrides}
+    # A prompt waits longer for MCP servers than a person's would: on a loaded 2-core
+    # machine a Python server's start has taken over the default 5 s.
+    quiet = {"ACP_AGENT_LSP": "0", "ACP_AGENT_MODE": "ask", "ACP_AGENT_MCP_STARTUP_WAIT_S": "30"}
+    return {**env, **quiet, **overrides}
 
 
 def default_mode_env(**overrides: str) -> dict[str, str]:
