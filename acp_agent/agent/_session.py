@@ -5,10 +5,12 @@
     subscription = await session.subscribe(viewer, after=cursor)
     await session.set_option("mode", "plan")
     outcome = await session.rewind(message_id)
+    steered = session.steer(content)                  # into the running turn, or None
 
 `SessionHandle` is the one way in to a session's services: a front end
 never looks one up by key. It owns the turn queue (the session's one turn
-lock), the subscriptions (any number, each from its own position: see
+lock; a message for the running turn joins it through `steer`), the
+subscriptions (any number, each from its own position: see
 `_subscriptions`), the settings, the title, the roots a front end
 activated, a rewind, the MCP servers a front end names and the slash
 commands. Opening, forking and deleting sessions are the runtime handle's
@@ -39,6 +41,8 @@ from acp_agent.core import (
     SessionRecord,
     SessionState,
     Subscriber,
+    TurnId,
+    TurnState,
 )
 
 if TYPE_CHECKING:
@@ -127,6 +131,12 @@ class SessionHandle:
         return self._branches
 
     @property
+    def running_turn(self) -> TurnId | None:
+        """The turn running on the main line now (what `steer` gives a message to)."""
+        turn = self._session.main.turn
+        return turn.turn_id if turn is not None and turn.state is TurnState.RUNNING else None
+
+    @property
     def position(self) -> Seq:
         """The main line's published position: a cursor for `subscribe`."""
         return self._session.main.timeline.last_published_seq
@@ -163,6 +173,23 @@ class SessionHandle:
                 return turn
         finally:
             await watcher.disconnect()
+
+    def steer(
+        self, content: Sequence[ContentPart], *, sent: Sequence[ContentPart | None] = ()
+    ) -> str | None:
+        """Give `content`, a message the person sent while a turn runs, to that turn;
+        returns the message id it is recorded under.
+
+        It is queued on the turn and recorded at the turn's next step boundary (after
+        the current model reply or tool batch) as input that joined the turn
+        (`UserInputAdopted` with `joined_turn`), so it reaches the turn's next model
+        request; a turn that ends before another request records it right before its
+        ending (the model reads it with the next prompt). None, with nothing queued,
+        when no turn runs (or only a slash command) or the turn is ending: the message
+        is still the sender's to send as a prompt (steering never starts a turn).
+        `sent` and `PromptTooLarge` as for a prompt.
+        """
+        return self._loop.steer(content, sent=sent)
 
     async def _tools_started(self) -> None:
         if self._mcp is not None:

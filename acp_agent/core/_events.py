@@ -144,16 +144,31 @@ class UserInputAdopted(Payload):
     read into the file it names, a template expanded), `sent` holds, at that
     part's position, what the person sent: what a replay shows (None where the
     part is as sent; empty when every part is).
+
+    Either it begins a turn (`input_id` is then the turn's id), or it joined a turn
+    already running (`joined_turn`: a message sent during the turn, taken in at a
+    step boundary, so it reaches the turn's next model request).
     """
 
     KIND: ClassVar[str] = "user_input.adopted"
     input_id: str
     content: tuple[ContentPart, ...] = attrs.field(converter=_parts)
     sent: tuple[ContentPart | None, ...] = attrs.field(default=(), converter=_sent_parts)
+    #: The running turn it joined; None when it began its own turn.
+    joined_turn: str | None = None
 
     def shown(self) -> tuple[ContentPart, ...]:
         """The parts as the person sent them."""
         return as_sent(self.content, self.sent)
+
+    @property
+    def turn_id(self) -> TurnId:
+        """The turn it belongs to: the one it began, or the one it joined."""
+        return TurnId(self.joined_turn if self.joined_turn is not None else self.input_id)
+
+    @property
+    def begins_turn(self) -> bool:
+        return self.joined_turn is None
 
 
 # --- model requests -------------------------------------------------------------------
