@@ -45,6 +45,12 @@ from acp_agent.adapters.acp._host import RuntimeHost
 from acp_agent.adapters.acp._listing import PAGE_SIZE, decode_cursor, encode_cursor, session_info
 from acp_agent.adapters.acp._opening import OpeningSessions
 from acp_agent.adapters.acp._rewind import REWIND_METHOD
+from acp_agent.adapters.acp._steering import (
+    STEERING_META,
+    STEERING_METHOD,
+    steer_session,
+    steering_params,
+)
 from acp_agent.adapters.acp._warmup import Warmup
 from acp_agent.adapters.acp._wire_errors import wire_errors
 from protocol import methods, types
@@ -130,6 +136,7 @@ class AcpAgent:
         register(methods.SESSION_PROMPT, self.prompt)
         register(methods.SESSION_CANCEL, self.cancel)
         register(REWIND_METHOD, self.rewind, kind=MessageKind.REQUEST)
+        register(STEERING_METHOD, self.steer, kind=MessageKind.REQUEST)
         if self._connection.unstable:
             register(methods.SESSION_FORK, self.fork_session)
 
@@ -142,7 +149,8 @@ class AcpAgent:
         resources, and images when the default model takes them; MCP over stdio,
         HTTP and SSE; `session/list`, `resume`, `close`, `delete`, and `fork` with
         `--unstable`; `additionalDirectories` on all of those that open a session;
-        one auth method per provider key variable, and one for naming a model.
+        one auth method per provider key variable, and one for naming a model; in
+        `_meta`, the `_session/steering` extension, as the peers advertise it.
         """
         logger.info("Client asked for protocol version %s", params.protocol_version)
         self._client_capabilities = params.client_capabilities
@@ -172,6 +180,7 @@ class AcpAgent:
             agent_info=types.Implementation(
                 name=AGENT_NAME, title=AGENT_TITLE, version=acp_agent.__version__
             ),
+            meta=dict(STEERING_META),
         )
 
     def authenticate(self, params: types.AuthenticateRequest) -> types.AuthenticateResponse:
@@ -447,11 +456,24 @@ class AcpAgent:
     # --- prompts --------------------------------------------------------------------------
 
     async def prompt(self, params: types.PromptRequest) -> types.PromptResponse:
-        """Run one turn (or a command); a prompt arriving mid-turn waits for the turn before."""
+        """Run one turn (or a command).
+
+        A prompt arriving mid-turn is queued: it waits for the turns before it and runs
+        as a turn of its own; each prompt is answered at its own turn's end. A message
+        for the running turn is `_session/steering`'s.
+        """
         from acp_agent.adapters.acp._prompt_turn import run_prompt
 
         acp_session = await self._session(params.session_id, methods.SESSION_PROMPT)
         return await run_prompt(acp_session, params.prompt, self._models)
+
+    async def steer(self, params: object) -> dict[str, object]:
+        """`_session/steering` (an extension): a message for the running turn, taken in at
+        its next step boundary; with none running, `promptRequired` and nothing happens
+        (see `adapters/acp/_steering.py`)."""
+        session_id, blocks = steering_params(params)
+        acp_session = await self._session(session_id, STEERING_METHOD)
+        return await steer_session(acp_session, blocks, self._models)
 
     async def cancel(self, params: types.CancelNotification) -> None:
         """Cancel the session's running and waiting turns; ignore idle or unknown sessions.

@@ -3,8 +3,10 @@
 `UpdateTranslator.translate(event)` returns the updates one event makes:
 
 ==============================  ==========================================================
-`UserInputAdopted`              replay only: a `user_message_chunk` per content block,
-                                as the person sent it (a link, not the file read)
+`UserInputAdopted`              a `user_message_chunk` per content block, as the
+                                person sent it (a link, not the file read): on
+                                replay; live only for a message sent during a turn
+                                (`_session/steering`), where the turn took it in
 `ModelTextDelta`                `agent_message_chunk` (one per piece of a merged delta;
                                 `streamed_text` gives them for the fast path)
 `ModelReasoningDelta`           `agent_thought_chunk` (one per piece)
@@ -280,7 +282,9 @@ class UpdateTranslator:
                 )
             ]
         if isinstance(payload, UserInputAdopted):
-            return self._user_input(payload) if self.replay else []
+            # A prompt's words the editor shows itself; a steering message, where it joined.
+            visible = self.replay or not payload.begins_turn
+            return self._user_input(payload) if visible else []
         if isinstance(payload, SessionMetadataChanged) and self.replay:
             title = types.JSON_NULL if payload.title is None else payload.title
             return [types.SessionInfoUpdate(title=title)]
