@@ -46,8 +46,10 @@ from acp_agent.agent._subscriptions import (
 )
 from acp_agent.agent._turns import TurnHandle, TurnSlot
 from acp_agent.capabilities.controls import (
+    INSTRUCTION_MODES,
     MODE_KEY,
     MODES,
+    ClientInstructions,
     InvalidSetting,
     SessionControls,
     SessionOption,
@@ -126,6 +128,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = (
+    "INSTRUCTION_MODES",
     "MODES",
     "MODE_KEY",
     "Agent",
@@ -137,6 +140,7 @@ __all__ = (
     "BranchShown",
     "BranchSide",
     "ChildLine",
+    "ClientInstructions",
     "CommandInvocation",
     "CommandRunner",
     "CompactionView",

@@ -30,7 +30,7 @@ import anyio.to_thread
 from acp_agent.agent._errors import SessionBusy, TurnCancelled
 from acp_agent.agent._subscriptions import SessionSubscription, follow
 from acp_agent.agent._turns import TurnHandle, TurnSlot
-from acp_agent.capabilities.controls import SessionControls, workspace_roots
+from acp_agent.capabilities.controls import SYSTEM_PROMPT_KEY, SessionControls, workspace_roots
 from acp_agent.content import ContentPart
 from acp_agent.core import (
     Event,
@@ -48,6 +48,7 @@ from acp_agent.core import (
 if TYPE_CHECKING:
     from acp_agent.agent._agent import Agent, ForkAnchor
     from acp_agent.capabilities.branches import BranchManager
+    from acp_agent.capabilities.controls import ClientInstructions
     from acp_agent.capabilities.session import CommandRunner, RewindOutcome
     from acp_agent.mcp import McpServerConfig, McpSessionTools
     from acp_agent.models import ModelSource
@@ -259,6 +260,13 @@ class SessionHandle:
         """Record settings (`ConfigurationAdopted` on main) and apply them."""
         await self._controls.adopt(self._session.main, values)
 
+    async def set_instructions(self, instructions: ClientInstructions) -> None:
+        """Make `instructions` the client's for this session (a load or a resume that
+        sends them): recorded (`ConfigurationAdopted`) only when they differ from the
+        ones kept; every line's next request reads them."""
+        if instructions != self._controls.instructions:
+            await self.adopt({SYSTEM_PROMPT_KEY: instructions.as_value()})
+
     async def set_title(self, title: str) -> None:
         """Answered by `SessionMetadataChanged` on main; the stored session follows."""
         await self._session.set_title(title)
@@ -313,10 +321,14 @@ class SessionHandle:
         *,
         anchor: ForkAnchor | None = None,
         additional_directories: Sequence[str] | None = None,
+        instructions: ClientInstructions | None = None,
     ) -> SessionHandle:
         """A new session with this one's history up to `anchor` (see `Agent.fork`)."""
         return await self._agent.fork(
-            self.id, anchor=anchor, additional_directories=additional_directories
+            self.id,
+            anchor=anchor,
+            additional_directories=additional_directories,
+            instructions=instructions,
         )
 
     async def delete(self) -> None:
