@@ -59,7 +59,7 @@ import contextlib
 import enum
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import attrs
@@ -135,6 +135,9 @@ from acp_agent.models import (
     UsageReported,
 )
 from acp_agent.records import Record
+
+if TYPE_CHECKING:
+    from acp_agent.models import Pricing
 
 __all__ = (
     "DEFAULT_MAX_TURN_REQUESTS",
@@ -636,7 +639,7 @@ class ModelLoop:
             await self._failed(run, request_id, failure, handle, request)
             return
         reply = builder.reply()
-        usage = _usage(reply.usage)
+        usage = _usage(reply.usage, handle.pricing)
         calls = reply.tool_calls
         stop = reply.stop_reason or StopReason.END_TURN
         if calls and stop in (StopReason.END_TURN, StopReason.TOOL_USE):
@@ -712,7 +715,8 @@ class ModelLoop:
         await self.branch.end_turn(run.turn.turn_id, stop_reason)
 
 
-def _usage(reported: UsageReported | None) -> Usage:
+def _usage(reported: UsageReported | None, pricing: Pricing | None) -> Usage:
+    """The provider's counts as recorded, with what they cost at the model's prices."""
     if reported is None:
         return Usage()
     return Usage(
@@ -720,4 +724,6 @@ def _usage(reported: UsageReported | None) -> Usage:
         reported.output_tokens,
         reported.cache_read_tokens,
         reported.cache_write_tokens,
+        reported.reasoning_tokens,
+        None if pricing is None else pricing.cost_usd(reported),
     )
