@@ -193,9 +193,9 @@ class AcpSession:
     @property
     def usage(self) -> UsageTally | None:
         """What the session used, as the live stream has tallied it (through the last
-        event it sent)."""
-        translator = self.stream.translator
-        return translator.usage if isinstance(translator, UpdateTranslator) else None
+        event it sent or learnt): its translator's, or the one it wraps."""
+        usage = getattr(self.stream.translator, "usage", None)
+        return usage if isinstance(usage, UsageTally) else None
 
     # --- the stream ---------------------------------------------------------------------
 
