@@ -45,9 +45,12 @@ from acp_agent.agent._subscriptions import (
     line_history,
 )
 from acp_agent.agent._turns import TurnHandle, TurnSlot
+from acp_agent.agent._usage import MAIN_LINE, LineUsage, UsageReport, UsageTally, usage_json
 from acp_agent.capabilities.controls import (
+    INSTRUCTION_MODES,
     MODE_KEY,
     MODES,
+    ClientInstructions,
     InvalidSetting,
     SessionControls,
     SessionOption,
@@ -96,6 +99,7 @@ from acp_agent.core import (
     TurnEnded,
     TurnId,
     TurnInterrupted,
+    Usage,
     UserInputAdopted,
     hidden_ranges,
     is_hidden,
@@ -126,6 +130,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = (
+    "INSTRUCTION_MODES",
+    "MAIN_LINE",
     "MODES",
     "MODE_KEY",
     "Agent",
@@ -137,6 +143,7 @@ __all__ = (
     "BranchShown",
     "BranchSide",
     "ChildLine",
+    "ClientInstructions",
     "CommandInvocation",
     "CommandRunner",
     "CompactionView",
@@ -152,6 +159,7 @@ __all__ = (
     "InvalidSetting",
     "JobEndShown",
     "LineState",
+    "LineUsage",
     "McpOrigin",
     "McpServerConfig",
     "ModelReasoningDelta",
@@ -201,6 +209,9 @@ __all__ = (
     "TurnInterrupted",
     "TurnOutcome",
     "TurnSlot",
+    "Usage",
+    "UsageReport",
+    "UsageTally",
     "UserInputAdopted",
     "compaction_view",
     "create_session",
@@ -214,6 +225,7 @@ __all__ = (
     "parse_invocation",
     "release_unopened",
     "title_from_prompt",
+    "usage_json",
 )
 
 #: Loaded on first use (see the docstring).

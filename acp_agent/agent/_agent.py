@@ -27,7 +27,7 @@ import anyio.to_thread
 import attrs
 
 from acp_agent.agent._session import SessionHandle, other_roots
-from acp_agent.capabilities.controls import SessionControls, mode_named
+from acp_agent.capabilities.controls import SYSTEM_PROMPT_KEY, SessionControls, mode_named
 from acp_agent.core import (
     DEFAULT_TAIL_EVENTS,
     SESSION,
@@ -53,6 +53,7 @@ from acp_agent.records import Record
 
 if TYPE_CHECKING:
     from acp_agent.capabilities import FrontEnd
+    from acp_agent.capabilities.controls import ClientInstructions
     from acp_agent.models import ModelSource
 
 __all__ = (
@@ -100,14 +101,17 @@ async def create_session(
     at: float,
     mode: str | None = None,
     additional_directories: Sequence[str] = (),
+    instructions: ClientInstructions | None = None,
 ) -> NewSession:
-    """Write a new session in `cwd` with the default model and the mode `mode` names
-    (`ACP_AGENT_MODE`; None or unknown: the default, `mode_named`): from then on it is
-    loadable with them, even if the process ends before it is opened."""
+    """Write a new session in `cwd` with the default model, the mode `mode` names
+    (`ACP_AGENT_MODE`; None or unknown: the default, `mode_named`) and the client's
+    `instructions` (None: the agent's own): from then on it is loadable with them, even
+    if the process ends before it is opened."""
     record = new_session_record(cwd, at=at, additional_directories=additional_directories)
     controls = SessionControls(record.session_id, cwd)
     controls.model_id = models.default_model()
     controls.mode = mode_named(mode)
+    controls.instructions = instructions
     await create_stored_session(store, record, controls.first_facts())
     return NewSession(record, controls)
 
@@ -170,14 +174,17 @@ class Agent:
         front_end: FrontEnd | FrontEndMaker | None = None,
         *,
         additional_directories: Sequence[str] = (),
+        instructions: ClientInstructions | None = None,
     ) -> SessionHandle:
-        """Write and open a new session in `cwd` (default model, asking for permission)."""
+        """Write and open a new session in `cwd` (default model, asking for permission;
+        the client's `instructions`, if given)."""
         new = await create_session(
             self.store,
             cwd,
             models=self._models,
             at=self._clock(),
             additional_directories=additional_directories,
+            instructions=instructions,
         )
         handle = await self.open_created(new, front_end)
         await handle.activate(new.record.additional_directories)
@@ -225,15 +232,17 @@ class Agent:
         anchor: ForkAnchor | None = None,
         front_end: FrontEnd | FrontEndMaker | None = None,
         additional_directories: Sequence[str] | None = None,
+        instructions: ClientInstructions | None = None,
     ) -> SessionHandle:
         """A new session with the history of `source_id` up to `anchor` (default: up to
         the last turn that ended); the source is left as it was (loaded for the fork if it
         is not open, and unloaded again).
 
-        The fork keeps the source's model, mode and thinking effort, its checkpoints
-        (it can rewind what it inherited), and its title, marked "(fork)"; it keeps the
-        source's additional directories unless given its own, and activates only those
-        given. `IllegalCut` (an anchor that is no cut), `StoreNotFound`, `SessionHeld`.
+        The fork keeps the source's model, mode and thinking effort, the client's
+        instructions unless given its own, its checkpoints (it can rewind what it
+        inherited), and its title, marked "(fork)"; it keeps the source's additional
+        directories unless given its own, and activates only those given. `IllegalCut`
+        (an anchor that is no cut), `StoreNotFound`, `SessionHeld`.
         """
         from acp_agent.capabilities import CHECKPOINTS, SESSION_CONTROLS
 
@@ -267,6 +276,8 @@ class Agent:
             await anyio.to_thread.run_sync(checkpoints.copy_session, source_id, str(session.id))
         handle = self._adopt(session)
         handle.controls.set_additional_directories(directories or ())
+        if instructions is not None:
+            values = {**values, SYSTEM_PROMPT_KEY: instructions.as_value()}
         await handle.adopt(values)
         if title:
             await handle.set_title(f"{title} (fork)")

@@ -5,10 +5,12 @@
     subscription = await session.subscribe(viewer, after=cursor)
     await session.set_option("mode", "plan")
     outcome = await session.rewind(message_id)
+    steered = session.steer(content)                  # into the running turn, or None
 
 `SessionHandle` is the one way in to a session's services: a front end
 never looks one up by key. It owns the turn queue (the session's one turn
-lock), the subscriptions (any number, each from its own position: see
+lock; a message for the running turn joins it through `steer`), the
+subscriptions (any number, each from its own position: see
 `_subscriptions`), the settings, the title, the roots a front end
 activated, a rewind, the MCP servers a front end names and the slash
 commands. Opening, forking and deleting sessions are the runtime handle's
@@ -28,7 +30,7 @@ import anyio.to_thread
 from acp_agent.agent._errors import SessionBusy, TurnCancelled
 from acp_agent.agent._subscriptions import SessionSubscription, follow
 from acp_agent.agent._turns import TurnHandle, TurnSlot
-from acp_agent.capabilities.controls import SessionControls, workspace_roots
+from acp_agent.capabilities.controls import SYSTEM_PROMPT_KEY, SessionControls, workspace_roots
 from acp_agent.content import ContentPart
 from acp_agent.core import (
     Event,
@@ -39,11 +41,14 @@ from acp_agent.core import (
     SessionRecord,
     SessionState,
     Subscriber,
+    TurnId,
+    TurnState,
 )
 
 if TYPE_CHECKING:
     from acp_agent.agent._agent import Agent, ForkAnchor
     from acp_agent.capabilities.branches import BranchManager
+    from acp_agent.capabilities.controls import ClientInstructions
     from acp_agent.capabilities.session import CommandRunner, RewindOutcome
     from acp_agent.mcp import McpServerConfig, McpSessionTools
     from acp_agent.models import ModelSource
@@ -127,6 +132,12 @@ class SessionHandle:
         return self._branches
 
     @property
+    def running_turn(self) -> TurnId | None:
+        """The turn running on the main line now (what `steer` gives a message to)."""
+        turn = self._session.main.turn
+        return turn.turn_id if turn is not None and turn.state is TurnState.RUNNING else None
+
+    @property
     def position(self) -> Seq:
         """The main line's published position: a cursor for `subscribe`."""
         return self._session.main.timeline.last_published_seq
@@ -163,6 +174,23 @@ class SessionHandle:
                 return turn
         finally:
             await watcher.disconnect()
+
+    def steer(
+        self, content: Sequence[ContentPart], *, sent: Sequence[ContentPart | None] = ()
+    ) -> str | None:
+        """Give `content`, a message the person sent while a turn runs, to that turn;
+        returns the message id it is recorded under.
+
+        It is queued on the turn and recorded at the turn's next step boundary (after
+        the current model reply or tool batch) as input that joined the turn
+        (`UserInputAdopted` with `joined_turn`), so it reaches the turn's next model
+        request; a turn that ends before another request records it right before its
+        ending (the model reads it with the next prompt). None, with nothing queued,
+        when no turn runs (or only a slash command) or the turn is ending: the message
+        is still the sender's to send as a prompt (steering never starts a turn).
+        `sent` and `PromptTooLarge` as for a prompt.
+        """
+        return self._loop.steer(content, sent=sent)
 
     async def _tools_started(self) -> None:
         if self._mcp is not None:
@@ -232,6 +260,13 @@ class SessionHandle:
         """Record settings (`ConfigurationAdopted` on main) and apply them."""
         await self._controls.adopt(self._session.main, values)
 
+    async def set_instructions(self, instructions: ClientInstructions) -> None:
+        """Make `instructions` the client's for this session (a load or a resume that
+        sends them): recorded (`ConfigurationAdopted`) only when they differ from the
+        ones kept; every line's next request reads them."""
+        if instructions != self._controls.instructions:
+            await self.adopt({SYSTEM_PROMPT_KEY: instructions.as_value()})
+
     async def set_title(self, title: str) -> None:
         """Answered by `SessionMetadataChanged` on main; the stored session follows."""
         await self._session.set_title(title)
@@ -286,10 +321,14 @@ class SessionHandle:
         *,
         anchor: ForkAnchor | None = None,
         additional_directories: Sequence[str] | None = None,
+        instructions: ClientInstructions | None = None,
     ) -> SessionHandle:
         """A new session with this one's history up to `anchor` (see `Agent.fork`)."""
         return await self._agent.fork(
-            self.id, anchor=anchor, additional_directories=additional_directories
+            self.id,
+            anchor=anchor,
+            additional_directories=additional_directories,
+            instructions=instructions,
         )
 
     async def delete(self) -> None:

@@ -124,7 +124,7 @@ class SessionSubscription:
         """Deliver `event` to the subscriber, then note what it says of a turn's end."""
         await self.subscriber.handle(event)
         payload = event.payload
-        if isinstance(payload, UserInputAdopted):
+        if isinstance(payload, UserInputAdopted) and payload.begins_turn:
             self._turn, self._failure = TurnId(payload.input_id), None
             # An ending recorded late (owed after a store failure) has nobody waiting for it.
             self._outcomes.clear()

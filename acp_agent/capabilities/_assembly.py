@@ -28,6 +28,7 @@ the open turn was interrupted).
 from __future__ import annotations
 
 import datetime
+import functools
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -50,6 +51,7 @@ from acp_agent.capabilities.context import (
     Environment,
     GuideRegistry,
     ValueSource,
+    apply_instructions,
     build_context_engine,
     default_guide_registry,
 )
@@ -216,7 +218,12 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         session = scope.get(SESSION)
         side = scope.find(FRONT_END) or FrontEnd()
         controls = SessionControls(
-            session.id, session.cwd, client=side.client, prompter=side.prompter
+            session.id,
+            session.cwd,
+            client=side.client,
+            prompter=side.prompter,
+            # The client's instructions join the session's guide: every line reads them.
+            on_instructions=functools.partial(apply_instructions, scope.get(GUIDE)),
         )
         controls.model_id = settings.models.default_model()
         controls.mode = settings.default_mode
@@ -369,10 +376,10 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
 
     registry.register(RESULT_BUDGET, result_budget)
     registry.register(CHECKPOINTS, checkpoints)
+    registry.register(GUIDE, guide)  # before the controls, which put instructions in it
     registry.register(SESSION_CONTROLS, session_controls)
     registry.register(SANDBOX, sandbox)
     registry.register(ROOTS_INDEX, roots_index)
-    registry.register(GUIDE, guide)
     registry.register(BRANCHES, branches)
     registry.register(JOBS, jobs)
     registry.register(REWINDER, rewinder)

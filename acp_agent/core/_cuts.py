@@ -67,7 +67,11 @@ async def prompt_cut(branch: Branch, through: int | None = None) -> Seq:
     hidden = hidden_ranges(events)  # a prompt a rewind took back is not counted
     for event in events:
         payload = event.payload
-        if isinstance(payload, UserInputAdopted) and not is_hidden(int(event.seq), hidden):
+        if (
+            isinstance(payload, UserInputAdopted)
+            and payload.begins_turn
+            and not is_hidden(int(event.seq), hidden)
+        ):
             prompts.append(TurnId(payload.input_id))
         elif isinstance(payload, TurnEnded | TurnInterrupted):
             endings[payload.turn_id] = event.seq
@@ -90,9 +94,11 @@ async def message_cut(branch: Branch, message_id: str, *, before: bool = False) 
     """The batch end after the turn that message `message_id` belongs to, or (`before`)
     the last batch end before a person's message, so the fork can send it anew.
 
-    A person's message is named by its turn id, a reply by its model request's id
-    (the ids the ACP chunks carry). Raises `IllegalCut` for an id this branch does
-    not have, a reply named with `before`, or a turn that has not finished.
+    A person's message is named by its turn id (one sent during a turn, by its own id:
+    it belongs to the turn it joined), a reply by its model request's id (the ids the
+    ACP chunks carry). Raises `IllegalCut` for an id this branch does not have, a reply
+    or a message sent during a turn named with `before`, or a turn that has not
+    finished.
     """
     found: TurnId | None = None
     endings: dict[TurnId, Seq] = {}
@@ -103,9 +109,12 @@ async def message_cut(branch: Branch, message_id: str, *, before: bool = False) 
         if is_hidden(int(event.seq), hidden) and getattr(payload, "input_id", None) == message_id:
             raise IllegalCut(f"message {message_id} was rewound away")
         if isinstance(payload, UserInputAdopted) and payload.input_id == message_id:
+            if before and not payload.begins_turn:
+                # Before it, its turn was running: no quiet place to cut.
+                raise IllegalCut(f"{message_id} was sent during a turn; fork before that turn")
             if before:
                 return await _batch_end_before(branch, event.seq)
-            found = TurnId(payload.input_id)
+            found = payload.turn_id
         elif isinstance(payload, ModelRequestStarted) and payload.request_id == message_id:
             if before:
                 raise IllegalCut(f"{message_id} is a reply, not a person's message")

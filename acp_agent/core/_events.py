@@ -144,16 +144,31 @@ class UserInputAdopted(Payload):
     read into the file it names, a template expanded), `sent` holds, at that
     part's position, what the person sent: what a replay shows (None where the
     part is as sent; empty when every part is).
+
+    Either it begins a turn (`input_id` is then the turn's id), or it joined a turn
+    already running (`joined_turn`: a message sent during the turn, taken in at a
+    step boundary, so it reaches the turn's next model request).
     """
 
     KIND: ClassVar[str] = "user_input.adopted"
     input_id: str
     content: tuple[ContentPart, ...] = attrs.field(converter=_parts)
     sent: tuple[ContentPart | None, ...] = attrs.field(default=(), converter=_sent_parts)
+    #: The running turn it joined; None when it began its own turn.
+    joined_turn: str | None = None
 
     def shown(self) -> tuple[ContentPart, ...]:
         """The parts as the person sent them."""
         return as_sent(self.content, self.sent)
+
+    @property
+    def turn_id(self) -> TurnId:
+        """The turn it belongs to: the one it began, or the one it joined."""
+        return TurnId(self.joined_turn if self.joined_turn is not None else self.input_id)
+
+    @property
+    def begins_turn(self) -> bool:
+        return self.joined_turn is None
 
 
 # --- model requests -------------------------------------------------------------------
@@ -161,12 +176,51 @@ class UserInputAdopted(Payload):
 
 @attrs.frozen
 class Usage(Record):
-    """Token counts a provider reported for one model request."""
+    """Token counts a provider reported for one model request (or a sum of them), and
+    what they cost.
+
+    `input_tokens` counts the whole prompt, the part read from or written to the
+    provider's cache included; `reasoning_tokens` is the part of `output_tokens`
+    spent reasoning, where the provider says. `cost_usd` is None when no price was
+    known for the model.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def plus(self, other: Usage) -> Usage:
+        """Both together (a cost known for either is counted)."""
+        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            sum(costs) if costs else None,
+        )
+
+    def minus(self, earlier: Usage) -> Usage:
+        """What was added since `earlier` (a sum this one grew from)."""
+        cost = None
+        if self.cost_usd is not None:
+            cost = self.cost_usd - (earlier.cost_usd or 0.0)
+        return Usage(
+            self.input_tokens - earlier.input_tokens,
+            self.output_tokens - earlier.output_tokens,
+            self.cache_read_tokens - earlier.cache_read_tokens,
+            self.cache_write_tokens - earlier.cache_write_tokens,
+            self.reasoning_tokens - earlier.reasoning_tokens,
+            cost,
+        )
 
 
 @attrs.frozen
@@ -541,6 +595,9 @@ class BranchShown(Payload):
     lines: list[str] = attrs.field(factory=list)
     report: str | None = None
     done: bool = False
+    #: What the child's model requests used so far, all its turns together (None in
+    #: older records).
+    usage: Usage | None = None
 
 
 @attrs.frozen
@@ -693,6 +750,8 @@ class CompactionRecorded(Payload):
     compaction_id: str
     covers_lte: Seq
     summary: str
+    #: What the summary's model request used (its cost is not known here).
+    usage: Usage = Usage()
 
 
 @attrs.frozen

@@ -44,6 +44,7 @@ from acp_agent.core import (
     Seq,
     StateSet,
     TurnId,
+    Usage,
 )
 from acp_agent.models import ContextWindowExceeded, ProviderOverloaded, RequestOrigin, ToolCall
 from acp_agent.store import MemoryStore
@@ -453,7 +454,8 @@ async def test_compaction_is_recorded_as_started_then_recorded_with_its_summary(
     kinds = [e.payload for e in events if type(e.payload).__name__.startswith("Compaction")]
     assert kinds == [
         CompactionStarted("cmp_1", end, "on_demand"),
-        CompactionRecorded("cmp_1", end, "We said hello."),
+        # With what the summary's request used, as the provider counted it.
+        CompactionRecorded("cmp_1", end, "We said hello.", Usage(100, 10)),
     ]
     assert recorded == kinds[1]
 

@@ -9,14 +9,17 @@ import pytest
 from acp_agent.capabilities.context import (
     GuideEntry,
     GuideRegistry,
+    apply_instructions,
     default_guide_registry,
 )
 from acp_agent.capabilities.context._engine import DEFAULT_GUIDE_ENTRIES
 from acp_agent.capabilities.context._guide import (
+    ROLE_ENTRY,
     Guide,
     GuideEntryConflict,
     guide_version,
 )
+from acp_agent.capabilities.controls import ClientInstructions
 
 BASH = GuideEntry("tools/bash", "tools", "## Background commands\n\nThey notify.", 200)
 GITHUB = GuideEntry("mcp/github", "mcp", "## GitHub results\n\nIssue text is material.", 300)
@@ -96,3 +99,18 @@ def test_the_guide_holds_no_dynamic_value() -> None:
     text = default_guide_registry().guide().text
     assert re.findall(r"\d{4}-\d{2}-\d{2}", text) == ["2026-11-30"]  # the one example
     assert "/work" not in text
+
+
+def test_client_instructions_join_or_replace_the_role_and_going_back_restores_the_guide() -> None:
+    registry = default_guide_registry()
+    plain = registry.guide()
+    role, rest = ROLE_ENTRY.text.strip(), plain.text.removeprefix(ROLE_ENTRY.text.strip())
+
+    apply_instructions(registry, ClientInstructions("append", "Answer in French."))
+    assert registry.guide().text == f"{role}\n\nAnswer in French.{rest}"
+    apply_instructions(registry, ClientInstructions("override", "You are Bob."))
+    assert registry.guide().text == f"You are Bob.{rest}"
+    apply_instructions(registry, None)
+    assert registry.guide() == plain
+    with pytest.raises(ValueError, match="mode"):
+        ClientInstructions("replace", "x")

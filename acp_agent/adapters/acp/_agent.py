@@ -16,6 +16,13 @@ What holds for all:
   project's (`acp_agent.mcp`); no answer waits for them.
 - The runtime's errors are answered as `wire_errors.py` says; what a client
   names is checked first (`client_input.py`).
+- `systemPrompt` (new, load, resume, fork) is the client's own instructions
+  (advertised with `--unstable`, the vendored schema marking it unstable; applied
+  whenever a client sends it), kept with the session (`client_input.client_instructions`; see
+  `acp_agent.capabilities.context._instructions`): a load or resume that sends
+  none keeps the kept ones, one that sends some replaces them; a fork keeps its
+  source's unless it sends its own. What cannot be applied is -32602, and no
+  session is created, opened or forked.
 - `additionalDirectories` (new, load, resume, fork) are the workspace's other
   roots. A request activates exactly the ones it sends (none when it sends none,
   as ACP says); a list it sends is also kept with the session, which `session/list`
@@ -38,6 +45,7 @@ from acp_agent.adapters.acp._auth import auth_methods, check_method
 from acp_agent.adapters.acp._client_input import (
     absolute_path,
     additional_directories,
+    client_instructions,
     fork_anchor,
     stored_id,
 )
@@ -45,6 +53,12 @@ from acp_agent.adapters.acp._host import RuntimeHost
 from acp_agent.adapters.acp._listing import PAGE_SIZE, decode_cursor, encode_cursor, session_info
 from acp_agent.adapters.acp._opening import OpeningSessions
 from acp_agent.adapters.acp._rewind import REWIND_METHOD
+from acp_agent.adapters.acp._steering import (
+    STEERING_META,
+    STEERING_METHOD,
+    steer_session,
+    steering_params,
+)
 from acp_agent.adapters.acp._warmup import Warmup
 from acp_agent.adapters.acp._wire_errors import wire_errors
 from protocol import methods, types
@@ -57,7 +71,15 @@ if TYPE_CHECKING:
     # with `initialize` (imported where they are used).
     from acp_agent.adapters.acp._session import AcpSession, EditorSide
     from acp_agent.adapters.acp._updates import UpdateTranslator
-    from acp_agent.agent import Agent, FrontEnd, NewSession, SessionHandle, SessionId, Store
+    from acp_agent.agent import (
+        Agent,
+        ClientInstructions,
+        FrontEnd,
+        NewSession,
+        SessionHandle,
+        SessionId,
+        Store,
+    )
     from acp_agent.models import ModelSource
 
 __all__ = ("AGENT_NAME", "AGENT_TITLE", "AcpAgent")
@@ -130,6 +152,7 @@ class AcpAgent:
         register(methods.SESSION_PROMPT, self.prompt)
         register(methods.SESSION_CANCEL, self.cancel)
         register(REWIND_METHOD, self.rewind, kind=MessageKind.REQUEST)
+        register(STEERING_METHOD, self.steer, kind=MessageKind.REQUEST)
         if self._connection.unstable:
             register(methods.SESSION_FORK, self.fork_session)
 
@@ -141,8 +164,10 @@ class AcpAgent:
         Advertised: `loadSession`; prompts with text, resource links, embedded
         resources, and images when the default model takes them; MCP over stdio,
         HTTP and SSE; `session/list`, `resume`, `close`, `delete`, and `fork` with
-        `--unstable`; `additionalDirectories` on all of those that open a session;
-        one auth method per provider key variable, and one for naming a model.
+        `--unstable`; `additionalDirectories` on all of those that open a session, and
+        `systemPrompt` (both modes) with `--unstable`;
+        one auth method per provider key variable, and one for naming a model; in
+        `_meta`, the `_session/steering` extension, as the peers advertise it.
         """
         logger.info("Client asked for protocol version %s", params.protocol_version)
         self._client_capabilities = params.client_capabilities
@@ -166,12 +191,22 @@ class AcpAgent:
                     delete=types.SessionDeleteCapabilities(),
                     additional_directories=types.SessionAdditionalDirectoriesCapabilities(),
                     fork=types.SessionForkCapabilities() if unstable else None,
+                    # An unstable field no client capability negotiates: said with
+                    # --unstable only (a systemPrompt sent anyway is applied).
+                    system_prompt=types.SessionSystemPromptCapabilities(
+                        mode=types.SessionSystemPromptModeCapabilities(
+                            override=types.SessionSystemPromptOverrideCapabilities()
+                        )
+                    )
+                    if unstable
+                    else None,
                 ),
             ),
             auth_methods=auth_methods(self._models, self._config_file()),
             agent_info=types.Implementation(
                 name=AGENT_NAME, title=AGENT_TITLE, version=acp_agent.__version__
             ),
+            meta=dict(STEERING_META),
         )
 
     def authenticate(self, params: types.AuthenticateRequest) -> types.AuthenticateResponse:
@@ -192,6 +227,7 @@ class AcpAgent:
         """
         cwd = absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
+        instructions = client_instructions(params.system_prompt, params.meta)
         from acp_agent.adapters.acp._options import session_settings
         from acp_agent.agent import create_session, other_roots
 
@@ -206,6 +242,7 @@ class AcpAgent:
                 mode=self._mode,
                 at=self._clock(),
                 additional_directories=other_roots(cwd, sent),
+                instructions=instructions,
             )
         session_id = str(new.record.session_id)
         servers = params.mcp_servers
@@ -248,10 +285,11 @@ class AcpAgent:
 
         absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
+        instructions = client_instructions(params.system_prompt, params.meta)
         session_id = stored_id(params.session_id)
         self._refuse_child(session_id, methods.SESSION_LOAD)
         acp_session = await self._open(session_id)
-        await _activate(acp_session, sent)
+        await _activate(acp_session, sent, instructions)
         replayed = await acp_session.replay()
         await connect_mcp(acp_session.handle, params.mcp_servers)
         await acp_session.send_commands()
@@ -266,9 +304,10 @@ class AcpAgent:
 
         absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
+        instructions = client_instructions(params.system_prompt, params.meta)
         self._refuse_child(str(params.session_id), methods.SESSION_RESUME)
         acp_session = await self._open(stored_id(params.session_id))
-        await _activate(acp_session, sent)
+        await _activate(acp_session, sent, instructions)
         await acp_session.learn_and_subscribe()
         await connect_mcp(acp_session.handle, params.mcp_servers)
         await acp_session.send_session_updates_after_response()
@@ -293,6 +332,7 @@ class AcpAgent:
 
         absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
+        instructions = client_instructions(params.system_prompt, params.meta)
         anchor = fork_anchor(params.meta)
         source_id = stored_id(params.session_id)
         self._refuse_child(source_id, methods.SESSION_FORK)
@@ -312,6 +352,7 @@ class AcpAgent:
                 else ForkAnchor(anchor.through_prompt, anchor.message_id, anchor.before),
                 front_end=front_end,
                 additional_directories=sent,
+                instructions=instructions,
             )
         acp_fork = self._attach(fork, sides[-1])
         await acp_fork.learn_and_subscribe()
@@ -447,11 +488,24 @@ class AcpAgent:
     # --- prompts --------------------------------------------------------------------------
 
     async def prompt(self, params: types.PromptRequest) -> types.PromptResponse:
-        """Run one turn (or a command); a prompt arriving mid-turn waits for the turn before."""
+        """Run one turn (or a command).
+
+        A prompt arriving mid-turn is queued: it waits for the turns before it and runs
+        as a turn of its own; each prompt is answered at its own turn's end. A message
+        for the running turn is `_session/steering`'s.
+        """
         from acp_agent.adapters.acp._prompt_turn import run_prompt
 
         acp_session = await self._session(params.session_id, methods.SESSION_PROMPT)
         return await run_prompt(acp_session, params.prompt, self._models)
+
+    async def steer(self, params: object) -> dict[str, object]:
+        """`_session/steering` (an extension): a message for the running turn, taken in at
+        its next step boundary; with none running, `promptRequired` and nothing happens
+        (see `adapters/acp/_steering.py`)."""
+        session_id, blocks = steering_params(params)
+        acp_session = await self._session(session_id, STEERING_METHOD)
+        return await steer_session(acp_session, blocks, self._models)
 
     async def cancel(self, params: types.CancelNotification) -> None:
         """Cancel the session's running and waiting turns; ignore idle or unknown sessions.
@@ -499,9 +553,16 @@ class AcpAgent:
         return acp_session
 
 
-async def _activate(acp_session: AcpSession, sent: tuple[str, ...] | None) -> None:
+async def _activate(
+    acp_session: AcpSession,
+    sent: tuple[str, ...] | None,
+    instructions: ClientInstructions | None,
+) -> None:
     """Give a loaded or resumed session the roots the request sent, none if it sent none
     (ACP: "when omitted or empty, no additional roots are activated"); a list it sent
-    replaces the one kept with the session, which is kept otherwise."""
+    replaces the one kept with the session, which is kept otherwise. Instructions it
+    sent replace the kept ones; none sent keeps them."""
     with wire_errors(acp_session.session_id):
         await acp_session.handle.activate(sent)
+        if instructions is not None:
+            await acp_session.handle.set_instructions(instructions)

@@ -1,4 +1,5 @@
-"""What a client names, checked before anything is stored: paths, session ids, fork anchors.
+"""What a client names, checked before anything is stored: paths, session ids, fork anchors,
+its own instructions.
 
 Each check answers -32602 naming the field, so a session that no one could
 open (a NUL in its `cwd`, a lone surrogate) is never created.
@@ -8,18 +9,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from acp_agent.records import Record
+from protocol import types
 from protocol.errors import InvalidParams
+
+if TYPE_CHECKING:
+    from acp_agent.agent import ClientInstructions
 
 __all__ = (
     "FORK_META_KEY",
     "ForkAnchor",
     "absolute_path",
     "additional_directories",
+    "client_instructions",
     "fork_anchor",
     "stored_id",
 )
@@ -132,3 +138,52 @@ def fork_anchor(meta: Mapping[str, Any] | None) -> ForkAnchor | None:
     if not isinstance(value, str) or not 0 < len(value) <= _MAX_ID_CHARS:
         raise InvalidParams(f"Invalid params: {field}: must be a message id")
     return ForkAnchor(field, message_id=value, before=key == "beforeMessage")
+
+
+def client_instructions(
+    system_prompt: types.SystemPrompt | None, meta: Mapping[str, Any] | None
+) -> ClientInstructions | None:
+    """The client's own instructions a session request sends, or None when it sends none.
+
+    ACP's `systemPrompt` (`append` or `override`, text blocks, joined by a blank line);
+    without it, the form claude-agent-acp's clients send in `_meta.systemPrompt` (acpx's
+    `--system-prompt`, `--append-system-prompt`): a string overrides, `{"append": s}`
+    appends. -32602 naming what cannot be applied (another mode, a block that is not
+    text, no text at all), before anything is created or opened, as ACP requires.
+    """
+    # The runtime's face loads with the first session (this is called opening one).
+    from acp_agent.agent import INSTRUCTION_MODES, ClientInstructions
+
+    if system_prompt is None:
+        return _meta_instructions(meta)
+    mode = system_prompt.mode.value
+    if mode not in INSTRUCTION_MODES:
+        raise InvalidParams(
+            f"Invalid params: systemPrompt.mode: {mode!r} is not supported "
+            f"(it takes {', '.join(INSTRUCTION_MODES)})"
+        )
+    texts = []
+    for index, block in enumerate(system_prompt.content):
+        if not isinstance(block, types.TextContent):
+            raise InvalidParams(
+                f"Invalid params: systemPrompt.content[{index}]: only text blocks are supported"
+            )
+        texts.append(block.text)
+    text = "\n\n".join(texts)
+    if not text.strip():
+        raise InvalidParams("Invalid params: systemPrompt.content: holds no text")
+    return ClientInstructions(mode, text)
+
+
+def _meta_instructions(meta: Mapping[str, Any] | None) -> ClientInstructions | None:
+    from acp_agent.agent import ClientInstructions
+
+    given = (meta or {}).get("systemPrompt")
+    if given is None:
+        return None
+    if isinstance(given, str) and given.strip():
+        return ClientInstructions("override", given)
+    appended = given.get("append") if isinstance(given, Mapping) else None
+    if isinstance(appended, str) and appended.strip():
+        return ClientInstructions("append", appended)
+    raise InvalidParams('Invalid params: _meta.systemPrompt: must be a text or {"append": text}')

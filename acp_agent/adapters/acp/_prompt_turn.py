@@ -21,6 +21,15 @@ with `_meta["acp-agent"].error`), a message too large for the model
 (`storage_full` / `storage_unavailable`, told directly). An answer to a
 message that was recorded names it: `_meta["acp-agent"].messageId`, the id
 its replayed `user_message_chunk`s carry and `session/fork` takes.
+
+An answer to a turn that ran says what it used: `_meta["acp-agent"].usage`
+has `turn` and `session`
+(`UsageReport.as_json`: the counts, the cost where the models' prices are
+known, and each line of work's part). A turn's usage is what the session used
+from the end of the turn before to the end of this one, its branches'
+included (`acp_agent.agent.UsageTally`). With `--unstable`, ACP's own `usage`
+(a field of the unstable schema no client capability negotiates) has the
+turn's token counts too.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import attrs
 
 from acp_agent.adapters.acp._session import AcpSession
 from acp_agent.agent import (
@@ -140,11 +150,12 @@ async def _run(
     if slot.cancelled:
         # Cancelled, even if the turn happened to finish at the same moment.
         logger.info("Turn %s in session %s cancelled", turn_id, acp_session.session_id)
-        return _cancelled(message_id)
+        return _with_usage(acp_session, _cancelled(message_id), turn_id)
     if storage is not None:
         return _storage_failed(acp_session, storage, message_id)
     if not isinstance(outcome.ending, TurnEnded):
-        return _cancelled(message_id)  # interrupted without our cancel: the session is closing
+        # Interrupted without our cancel: the session is closing.
+        return _with_usage(acp_session, _cancelled(message_id), turn_id)
     stop = _STOP_REASONS.get(outcome.ending.stop_reason)
     if stop is None:
         raise InternalError("Internal error: the turn failed; see the agent log for details")
@@ -152,7 +163,38 @@ async def _run(
     if outcome.failure is not None:
         failure = outcome.failure
         ours["error"] = {"kind": failure.error, "message": failure.message}
-    return types.PromptResponse(stop_reason=stop, meta={"acp-agent": ours})
+    answer = types.PromptResponse(stop_reason=stop, meta={"acp-agent": ours})
+    return _with_usage(acp_session, answer, turn_id)
+
+
+def _with_usage(
+    acp_session: AcpSession, answer: types.PromptResponse, turn_id: TurnId | None
+) -> types.PromptResponse:
+    """`answer`, saying what its turn and the session used, once the stream tallied the
+    turn's end (see the module docstring)."""
+    tally = acp_session.usage
+    report = None if tally is None or turn_id is None else tally.turn(turn_id)
+    if tally is None or report is None:
+        return answer
+    total = report.total
+    meta = dict(answer.meta or {})
+    ours = dict(meta.get("acp-agent") or {})
+    ours["usage"] = {"turn": report.as_json(), "session": tally.session.as_json()}
+    meta["acp-agent"] = ours
+    if not acp_session.unstable:
+        return attrs.evolve(answer, meta=meta)
+    return attrs.evolve(
+        answer,
+        usage=types.Usage(
+            total_tokens=total.total_tokens,
+            input_tokens=total.input_tokens,
+            output_tokens=total.output_tokens,
+            thought_tokens=total.reasoning_tokens,
+            cached_read_tokens=total.cache_read_tokens,
+            cached_write_tokens=total.cache_write_tokens,
+        ),
+        meta=meta,
+    )
 
 
 def _cancelled(turn_id: TurnId | None) -> types.PromptResponse:

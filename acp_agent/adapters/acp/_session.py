@@ -37,6 +37,7 @@ from acp_agent.agent import (
     SessionHandle,
     SessionSubscription,
     TurnSlot,
+    UsageTally,
     hidden_ranges,
     is_hidden,
 )
@@ -182,6 +183,19 @@ class AcpSession:
         """A place in the session's turn queue for one of this client's prompts (the app
         server also notes which turns are this connection's own)."""
         return self.handle.turn_slot()
+
+    @property
+    def unstable(self) -> bool:
+        """Whether this connection speaks the unstable schema: its fields that no client
+        capability negotiates are sent then only (`PromptResponse.usage`)."""
+        return self._connection.unstable
+
+    @property
+    def usage(self) -> UsageTally | None:
+        """What the session used, as the live stream has tallied it (through the last
+        event it sent or learnt): its translator's, or the one it wraps."""
+        usage = getattr(self.stream.translator, "usage", None)
+        return usage if isinstance(usage, UsageTally) else None
 
     # --- the stream ---------------------------------------------------------------------
 

@@ -3,14 +3,15 @@
 `UpdateTranslator.translate(event)` returns the updates one event makes:
 
 ==============================  ==========================================================
-`UserInputAdopted`              replay only: a `user_message_chunk` per content block,
-                                as the person sent it (a link, not the file read)
+`UserInputAdopted`              a `user_message_chunk` per content block, as the
+                                person sent it (a link, not the file read): on
+                                replay; live only for a message sent during a turn
+                                (`_session/steering`), where the turn took it in
 `ModelTextDelta`                `agent_message_chunk` (one per piece of a merged delta;
                                 `streamed_text` gives them for the fast path)
 `ModelReasoningDelta`           `agent_thought_chunk` (one per piece)
 `ModelRequestFailed`            `agent_message_chunk` saying why the reply stopped
-`ModelRequestFinished`          `usage_update` (context used and window size,
-                                cumulative cost when the model has prices)
+`ModelRequestFinished`          `usage_update` (see below)
 `SessionMetadataChanged`        replay only: `session_info_update` with the title (live,
                                 the adapter sends it as the title is set)
 `ToolCallRequested`             `tool_call` (pending; title, kind, locations, `rawInput`)
@@ -27,7 +28,8 @@
                                 `other`, titled with the branch's title) the first
                                 time a showing appears, `tool_call_update` after, in
                                 progress while the branch works, completed (failed
-                                when it failed) with its steps and report as content
+                                when it failed) with its steps and report as content;
+                                a `usage_update` when what it used grew
 `JobEndShown`                   a background job's end: a completed `tool_call`
                                 "Job … ended" (`_job_rows`), and live, for clients
                                 that advertised `session.notices`, a `notice`
@@ -39,7 +41,8 @@
                                 (in progress, then completed with the summary, or
                                 failed with the error; a cancelled one is failed);
                                 live, a failed one is also a `notice` (warning) for
-                                clients that advertised `session.notices`
+                                clients that advertised `session.notices`; a
+                                recorded one, a `usage_update` (its request)
 ==============================  ==========================================================
 
 A plan part (the `plan` tool's) goes to a client that advertised `plan` (plan
@@ -48,6 +51,14 @@ operations) as `plan_update` (its checklist as `items`, a document as
 `plan_removed`; to any other as the legacy `plan`, the complete checklist of the
 plan last set (a document's or a file's task list; the document itself, or a
 link to the file, as the call's content), emptied when that plan is removed.
+
+`usage_update` says what the session used (`usage`: a `UsageTally` of the
+events, branches included): `used` is the context main's last request filled
+(its input and output), `size` the model's window, `cost` the session's cost
+so far where the models' prices are known; `_meta.usage` the session's token
+counts (ACP's `Usage` names: input, output, cached read and write, thought,
+total; as acpx reads them), and `_meta["acp-agent"].lines` the same by line of
+work (main, then each branch by id, with its title).
 
 Chunks carry a `messageId` that is the same live and on replay: a person's
 message is named by its turn id (what the prompt's answer returns in
@@ -80,7 +91,6 @@ from acp_agent.agent import (
     ModelReasoningDelta,
     ModelRequestFailed,
     ModelRequestFinished,
-    ModelRequestStarted,
     ModelTextDelta,
     SessionMetadataChanged,
     ToolCallOutputDelta,
@@ -88,8 +98,11 @@ from acp_agent.agent import (
     ToolCallRequested,
     ToolCallStarted,
     ToolResultRecorded,
+    Usage,
+    UsageTally,
     UserInputAdopted,
     compaction_view,
+    usage_json,
 )
 from acp_agent.content import ContentPart, DiffContent, PlanContent, PlanKind, TerminalContent
 from acp_agent.records import Record
@@ -124,8 +137,8 @@ class ModelFacts(Record):
     """What a model's usage updates need: its window and, when known, its prices."""
 
     context_window: int
-    #: Prices in USD per million tokens: (input, output, cache read, cache write).
-    cost_usd: Callable[[int, int, int, int], float] | None = None
+    #: What a usage costs in USD at the model's prices; None: no prices known.
+    cost_usd: Callable[[Usage], float] | None = None
 
 
 def translator_for(
@@ -140,13 +153,19 @@ def translator_for(
 
     def model_facts(model_id: str) -> ModelFacts:
         pricing = models.pricing(model_id)
-        cost: Callable[[int, int, int, int], float] | None = None
+        cost: Callable[[Usage], float] | None = None
         if pricing is not None:
             from acp_agent.models import UsageReported
 
-            def cost(inputs: int, outputs: int, cache_read: int, cache_write: int) -> float:
-                usage = UsageReported(inputs, outputs, cache_read, cache_write)
-                return pricing.cost_usd(usage)
+            def cost(usage: Usage) -> float:
+                return pricing.cost_usd(
+                    UsageReported(
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        usage.cache_read_tokens,
+                        usage.cache_write_tokens,
+                    )
+                )
 
         return ModelFacts(models.context_window(model_id), cost)
 
@@ -217,8 +236,8 @@ class UpdateTranslator:
         self.terminal_output = terminal_output
         self.compaction_updates = compaction_updates
         self._model_facts = model_facts
-        self._model: str | None = None
-        self._cost = 0.0
+        #: What the session used, folded from the events this translator saw.
+        self.usage = UsageTally(price=self._price)
         #: Requests that streamed visible text (a failure message starts a new paragraph).
         self._texted: set[str] = set()
         #: Calls shown with a locally run terminal: call id -> terminal id.
@@ -244,6 +263,7 @@ class UpdateTranslator:
         if chunks is not None:
             return chunks.updates()
         payload = event.payload
+        used_more = self.usage.feed(event)
         if isinstance(payload, ToolCallRequested):
             return [self._tool_call(payload)]
         if isinstance(payload, ToolCallStarted):
@@ -265,11 +285,8 @@ class UpdateTranslator:
                     tool_call_id=payload.call_id, meta={"terminal_output": output}
                 )
             ]
-        if isinstance(payload, ModelRequestStarted):
-            self._model = payload.model
-            return []
         if isinstance(payload, ModelRequestFinished):
-            return self._usage(payload)
+            return self._usage_update() if used_more else []
         if isinstance(payload, ModelRequestFailed):
             text = failure_text(payload.error, payload.message)
             if payload.request_id in self._texted:
@@ -280,12 +297,15 @@ class UpdateTranslator:
                 )
             ]
         if isinstance(payload, UserInputAdopted):
-            return self._user_input(payload) if self.replay else []
+            # A prompt's words the editor shows itself; a steering message, where it joined.
+            visible = self.replay or not payload.begins_turn
+            return self._user_input(payload) if visible else []
         if isinstance(payload, SessionMetadataChanged) and self.replay:
             title = types.JSON_NULL if payload.title is None else payload.title
             return [types.SessionInfoUpdate(title=title)]
         if isinstance(payload, BranchShown):
-            return [] if self.subagents else [self._branch(payload)]
+            rows = [] if self.subagents else [self._branch(payload)]
+            return rows + (self._usage_update() if used_more else [])
         if isinstance(payload, JobEndShown):
             row: list[types.SessionUpdate] = [job_end_row(payload)]
             return [*row, notice_update(job_end_notice(payload))] if self.notices else row
@@ -297,7 +317,7 @@ class UpdateTranslator:
             if self.notices and view.status == "failed":
                 failed = Notice(NoticeSeverity.WARNING, view.title, view.error)
                 shown.append(notice_update(failed))
-            return shown
+            return [*shown, *(self._usage_update() if used_more else [])]
         return []
 
     def _compaction(self, view: CompactionView) -> types.SessionUpdate:
@@ -465,22 +485,31 @@ class UpdateTranslator:
         self._legacy_plan = plan.plan_id
         return [acp_plan(plan)]
 
-    def _usage(self, payload: ModelRequestFinished) -> list[types.SessionUpdate]:
-        usage = payload.usage
-        used = usage.input_tokens + usage.output_tokens
-        if self._model_facts is None or self._model is None or used == 0:
+    def _usage_update(self) -> list[types.SessionUpdate]:
+        """The session's usage now (see the module docstring)."""
+        model = self.usage.last_model
+        if self._model_facts is None or model is None:
             return []
-        facts = self._model_facts(self._model)
-        cost = None
-        if facts.cost_usd is not None:
-            self._cost += facts.cost_usd(
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
+        used = self.usage.last_context
+        session = self.usage.session
+        cost = session.total.cost_usd
+        counts = usage_json(session.total)
+        del counts["cost"]
+        return [
+            types.UsageUpdate(
+                used=used,
+                size=max(self._model_facts(model).context_window, used),
+                cost=None if cost is None else types.Cost(amount=round(cost, 6), currency="USD"),
+                meta={"usage": counts, "acp-agent": {"lines": session.as_json()["lines"]}},
             )
-            cost = types.Cost(amount=round(self._cost, 6), currency="USD")
-        return [types.UsageUpdate(used=used, size=max(facts.context_window, used), cost=cost)]
+        ]
+
+    def _price(self, model: str, usage: Usage) -> float | None:
+        """What `usage` of `model` costs at today's prices (for records without a cost)."""
+        facts = None if self._model_facts is None else self._model_facts(model)
+        if facts is None or facts.cost_usd is None:
+            return None
+        return facts.cost_usd(usage)
 
     def _user_input(self, adopted: UserInputAdopted) -> list[types.SessionUpdate]:
         updates: list[types.SessionUpdate] = []

@@ -206,6 +206,8 @@ class _Run:
         #: follow that line, which the JSON output promises is first.
         self._early: list[tuple[str, dict[str, Any]]] | None = []
         self.refusals = 0
+        #: The last `usage_update`'s context and cost, then the turn's and the session's
+        #: usage from the answer; None while the provider reported none.
         self.usage: dict[str, Any] | None = None
         self.agent = AgentProcess(
             on_update=self._update, answer=self._answer, agent_args=agent_args(args)
@@ -375,6 +377,9 @@ class _Run:
         ours = (response.meta or {}).get("acp-agent") or {}
         error = ours.get("error") if isinstance(ours, dict) else None
         message_id = ours.get("messageId") if isinstance(ours, dict) else None
+        used = ours.get("usage") if isinstance(ours, dict) else None
+        if self.usage is not None and isinstance(used, dict):
+            self.usage.update({key: used.get(key) for key in ("turn", "session")})
         return response.stop_reason.value, message_id, error
 
     async def _cancel(self, prompt: asyncio.Task[Any]) -> None:

@@ -8,8 +8,12 @@ a `type`:
 - `permission`: `sessionId`, `toolCallId`, `title`, `kind`, `decision`
   (`allowed` or `refused`) and `reason`, for every question the policy answered;
 - `result` (last): `sessionId`, `stopReason` (null when no turn ended), `exitCode`,
-  `messageId`, `usage` (the last `usage_update`: `used`, `size`, `cost`, or null)
-  and `error` (null, or `{kind, message}`).
+  `messageId`, `usage` (null when the provider reported none; else the last
+  `usage_update`'s `used`, `size`, `cost`, and the answer's `turn` and `session`:
+  the provider's token counts, `inputTokens`, `outputTokens`, `cachedReadTokens`,
+  `cachedWriteTokens`, `thoughtTokens`, `totalTokens`, the `cost` where the model's
+  prices are known, and `lines`, each line of work's part: `main`, then each
+  branch by id, with its `title`) and `error` (null, or `{kind, message}`).
 
 Without it stdout gets only the agent's final message. Progress (tool calls and
 permission decisions) goes to stderr when stderr is a terminal; refusals and errors

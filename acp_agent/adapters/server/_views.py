@@ -40,6 +40,7 @@ from acp_agent.agent import (
     ConversationRewound,
     Event,
     SessionMetadataChanged,
+    UsageTally,
     UserInputAdopted,
 )
 from acp_agent.records import Record
@@ -87,6 +88,11 @@ class AttachedTranslator:
     def __init__(self, live: UpdateTranslator, replay: UpdateTranslator) -> None:
         self._live = live
         self._replay = replay
+
+    @property
+    def usage(self) -> UsageTally:
+        """What the session used, as the live translator tallied it."""
+        return self._live.usage
 
     def streamed_text(self, event: Event) -> TextChunks | None:
         return self._live.streamed_text(event)

@@ -3,8 +3,9 @@
 `LineFollower` subscribes to a child's timeline and folds each of its events
 into a `ChildLine`: the state (running, waiting for approval, finished,
 failed, interrupted, closed), a short line per step (a tool call runs, then
-shows its outcome), and the text of its last reply, its report. The manager
-(`_manager`) decides what to show and tell from it.
+shows its outcome), the text of its last reply, its report, and what its model
+requests used (`usage`, shown with it). The manager (`_manager`) decides what
+to show and tell from it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from acp_agent.core import (
     BranchEnded,
     BranchId,
     BranchMessageReceived,
+    CompactionRecorded,
     Event,
+    ModelRequestFinished,
     ModelRequestStarted,
     ModelTextDelta,
     PermissionAnswered,
@@ -40,6 +43,7 @@ from acp_agent.core import (
     TurnId,
     TurnInterrupted,
     TurnStopReason,
+    Usage,
     UserInputAdopted,
 )
 
@@ -110,7 +114,9 @@ class ChildLine:
     unrecorded_turn: TurnId | None = None
     #: Something changed while main had no turn: show it at the next one.
     unshown: bool = False
-    #: What was last recorded of it (showing, state, steps, report).
+    #: What its model requests used, all its turns together.
+    usage: Usage = attrs.field(factory=Usage)
+    #: What was last recorded of it (showing, state, steps, report, usage).
     shown_look: tuple[object, ...] = ()
     #: Follows its timeline (set once it is attached).
     follower: LineFollower | None = None
@@ -230,6 +236,10 @@ class LineFollower:
             return True, False
         if isinstance(payload, ModelRequestStarted):
             line._reply = []
+            return False, False
+        if isinstance(payload, ModelRequestFinished | CompactionRecorded):
+            # Shown with the change that follows (its calls, or its turn's end).
+            line.usage = line.usage.plus(payload.usage)
             return False, False
         if isinstance(payload, ModelTextDelta):
             line._reply.append(payload.text)

@@ -14,7 +14,9 @@ steers them:
   source="branch/ID">` with the report; it reaches main's next request;
 - **showing**: while a turn of main runs, each child is shown in it as a
   `BranchShown` fact on main (the adapter shows it as a tool call): updated as
-  the child works, completed when it ends. When main's turn ends first, the
+  the child works, completed when it ends; each showing carries what the
+  child's model requests used so far, so main's record holds the session's
+  usage, its branches' included. When main's turn ends first, the
   showing stays open (still working, never shown done) and says that its end
   shows at the next prompt; at the start of main's next turn, before the
   model's reply, that same showing goes on or ends with what the child did
@@ -332,7 +334,13 @@ class BranchManager:
                 # Never shown done while it works: open, saying when its end shows.
                 lines = [*line.lines, _STILL_WORKING]
                 await self._record_shown(line, line.state.value, lines, done=False)
-                line.shown_look = (line.display_id, line.state.value, tuple(lines), None)
+                line.shown_look = (
+                    line.display_id,
+                    line.state.value,
+                    tuple(lines),
+                    None,
+                    line.usage,
+                )
             self._main_turn_open = False
             self._main_turn_opened = anyio.Event()
 
@@ -513,7 +521,7 @@ class BranchManager:
             line.display_recorded = False
         done = not line.state.working
         report = line.report if done else None
-        look = (line.display_id, line.state.value, tuple(line.lines), report)
+        look = (line.display_id, line.state.value, tuple(line.lines), report, line.usage)
         if look != line.shown_look:  # the same look again tells the editor nothing
             await self._record_shown(line, line.state.value, [*line.lines], done=done)
             line.shown_look = look
@@ -534,6 +542,7 @@ class BranchManager:
             lines,
             line.report if not line.state.working else None,
             done,
+            line.usage,
         )
         try:
             await self.main.record_fact(fact, producer=BRANCHES_PRODUCER)

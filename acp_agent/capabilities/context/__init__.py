@@ -1,11 +1,12 @@
 """The context engine: a branch's history turned into the model's next request.
 
-It keeps apart how to read the input (the guide, the system prompt: `_guide`)
-and what the input currently is: the history folded into messages
-(`_projection`), state from its sources (`_state_sources`), rules from
-`AGENTS.md` files (`_rules`), notifications (`_notifications`), each a block
-tagged by the runtime (the tags are `acp_agent.toolkit`'s), and keeps that
-true across compaction (`_compaction`), estimating what fits the window (`_token_budget`).
+It keeps apart how to read the input (the guide, the system prompt: `_guide`;
+a client's own instructions join it, `_instructions`) and what the input
+currently is: the history folded into messages (`_projection`), state from
+its sources (`_state_sources`), rules from `AGENTS.md` files (`_rules`),
+notifications (`_notifications`), each a block tagged by the runtime (the
+tags are `acp_agent.toolkit`'s), and keeps that true across compaction
+(`_compaction`), estimating what fits the window (`_token_budget`).
 `ContextEngine` (`_engine`) puts them together per branch. This face lists
 what other packages use; the rest stays in the private modules.
 """
@@ -25,6 +26,7 @@ from acp_agent.capabilities.context._engine import (
     default_guide_registry,
 )
 from acp_agent.capabilities.context._guide import GuideEntry, GuideRegistry
+from acp_agent.capabilities.context._instructions import Instructions, apply_instructions
 from acp_agent.capabilities.context._notifications import record_notification
 from acp_agent.capabilities.context._rules import (
     scan_rule_files,
@@ -42,7 +44,9 @@ __all__ = (
     "Environment",
     "GuideEntry",
     "GuideRegistry",
+    "Instructions",
     "ValueSource",
+    "apply_instructions",
     "build_context_engine",
     "compaction_view",
     "default_guide_registry",

@@ -50,6 +50,7 @@ from acp_agent.core import (
     CompactionStarted,
     Payload,
     Seq,
+    Usage,
 )
 from acp_agent.models import (
     ContextWindowExceeded,
@@ -328,9 +329,10 @@ async def _summarise(
     keep_first: int,
     tokens: TokenAccount,
     max_output_tokens: int | None,
-) -> str:
+) -> tuple[str, Usage]:
     """Ask the model for a summary of a request that fits; a refusal as too long teaches
-    the account a smaller window, and the request is fitted again."""
+    the account a smaller window, and the request is fitted again. Returns the summary
+    and what the request used, as the provider counted it."""
     omitted = 0
     for attempt in range(MAX_SUMMARY_ATTEMPTS):
         request, omitted = _fitted(
@@ -357,7 +359,19 @@ async def _summarise(
             continue
         reply = builder.reply()
         text = "".join(part.text for part in reply.message.parts if isinstance(part, Text))
-        return text.strip()
+        used = reply.usage
+        usage = (
+            Usage()
+            if used is None
+            else Usage(
+                used.input_tokens,
+                used.output_tokens,
+                used.cache_read_tokens,
+                used.cache_write_tokens,
+                used.reasoning_tokens,
+            )
+        )
+        return text.strip(), usage
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -392,7 +406,7 @@ async def run_compaction(
             break
         prefix += 1
     try:
-        summary = await _summarise(
+        summary, usage = await _summarise(
             provider,
             messages,
             model=model,
@@ -414,7 +428,7 @@ async def run_compaction(
     if not summary:
         await _record(branch, CompactionFailed(compaction_id, "the model wrote no summary"))
         raise SummaryFailed("the model wrote no summary")
-    recorded = CompactionRecorded(compaction_id, Seq(covers_lte), summary)
+    recorded = CompactionRecorded(compaction_id, Seq(covers_lte), summary, usage)
     await _record(branch, recorded)
     logger.info("compaction %s (%s) covers up to #%d", compaction_id, trigger, covers_lte)
     return recorded

@@ -1,4 +1,5 @@
-"""What the person sets for a session: the permission mode, the model, the thinking effort.
+"""What the person sets for a session: the permission mode, the model, the thinking effort,
+and the client's own instructions (`ClientInstructions`).
 
 `SessionControls` (a session service) holds them with the session's roots and
 the front end's side (the editor bridge, the prompter), and offers them as
@@ -13,9 +14,12 @@ from __future__ import annotations
 
 from acp_agent.capabilities.controls._controls import (
     DEFAULT_MODE,
+    INSTRUCTION_MODES,
     MODE_KEY,
     MODEL_KEY,
     MODES,
+    SYSTEM_PROMPT_KEY,
+    ClientInstructions,
     InvalidSetting,
     SessionControls,
     SessionOption,
@@ -25,9 +29,12 @@ from acp_agent.capabilities.controls._controls import (
 
 __all__ = (
     "DEFAULT_MODE",
+    "INSTRUCTION_MODES",
     "MODEL_KEY",
     "MODES",
     "MODE_KEY",
+    "SYSTEM_PROMPT_KEY",
+    "ClientInstructions",
     "InvalidSetting",
     "SessionControls",
     "SessionOption",

@@ -5,7 +5,8 @@ editor's side, `client` (its file system and terminals) and `prompter` (asks
 the person), is the front end's, given when the session opens; the
 workspace's `roots` are the cwd, then the additional directories the client
 activated for this attachment. The settings,
-`model_id`, `mode` and `reasoning_effort`, are facts: `adopt()` records
+`model_id`, `mode`, `reasoning_effort` and the client's `instructions` (its
+own system prompt, which the session's guide carries), are facts: `adopt()` records
 them as `ConfigurationAdopted` on the main branch and applies them, and
 `restore()` applies the last recorded values when a session is loaded, so
 a session keeps them across restarts. Each may change at any time; the next
@@ -33,7 +34,7 @@ request never carries an effort its model would reject.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -49,12 +50,15 @@ __all__ = (
     "CONTROLS_PRODUCER",
     "DEFAULT_MODE",
     "DEFAULT_THOUGHT_LEVEL",
+    "INSTRUCTION_MODES",
     "MODEL_KEY",
     "MODES",
     "MODE_KEY",
+    "SYSTEM_PROMPT_KEY",
     "THOUGHT_KEY",
     "THOUGHT_LEVELS",
     "Choice",
+    "ClientInstructions",
     "InvalidSetting",
     "SessionControls",
     "SessionOption",
@@ -69,6 +73,8 @@ CONTROLS_PRODUCER: Final = "capabilities.session"
 MODEL_KEY: Final = "model"
 MODE_KEY: Final = "mode"
 THOUGHT_KEY: Final = "thought_level"
+#: The client's instructions (`ClientInstructions.as_value()`, or None): no option.
+SYSTEM_PROMPT_KEY: Final = "system_prompt"
 #: The thought level that sends no reasoning effort: the model's own default.
 DEFAULT_THOUGHT_LEVEL: Final = "default"
 
@@ -84,6 +90,35 @@ class Choice(Record):
     value: str
     name: str
     description: str | None = None
+
+
+#: How a client's instructions combine with the agent's.
+INSTRUCTION_MODES: Final = ("append", "override")
+
+
+@attrs.frozen
+class ClientInstructions(Record):
+    """A client's own instructions for a session (ACP's `systemPrompt`): added to the
+    agent's (`append`) or in place of them (`override`); the session's guide carries
+    them (`acp_agent.capabilities.context.apply_instructions`)."""
+
+    mode: str = attrs.field(validator=attrs.validators.in_(INSTRUCTION_MODES))
+    text: str
+
+    def as_value(self) -> dict[str, str]:
+        """As a recorded configuration value."""
+        return {"mode": self.mode, "text": self.text}
+
+    @classmethod
+    def from_value(cls, value: Any) -> ClientInstructions | None:
+        """The instructions a recorded value holds (None: none, or one this version
+        cannot read)."""
+        if not isinstance(value, Mapping):
+            return None
+        mode, text = value.get("mode"), value.get("text")
+        if mode not in INSTRUCTION_MODES or not isinstance(text, str):
+            return None
+        return cls(mode, text)
 
 
 @attrs.frozen
@@ -147,8 +182,11 @@ class SessionControls:
         *,
         client: ClientBridge = NO_CLIENT,
         prompter: PermissionPrompter | None = None,
+        on_instructions: Callable[[ClientInstructions | None], None] | None = None,
     ) -> None:
-        """`client` and `prompter`: the front end's side (none: no editor, no one asked)."""
+        """`client` and `prompter`: the front end's side (none: no editor, no one asked);
+        `on_instructions` hears of the client's instructions each time they are applied
+        (the session's guide carries them)."""
         self.session_id = session_id
         #: The workspace: the session's root, absolute and resolved; rules are kept per it.
         self.workspace = str(Path(cwd).resolve())
@@ -164,6 +202,9 @@ class SessionControls:
         self.mode = DEFAULT_MODE
         #: None: the model's own default (no effort is sent).
         self.reasoning_effort: ReasoningEffort | None = None
+        #: The client's own instructions for the session; None: the agent's only.
+        self.instructions: ClientInstructions | None = None
+        self._on_instructions = on_instructions
 
     @property
     def additional_directories(self) -> tuple[Path, ...]:
@@ -183,10 +224,12 @@ class SessionControls:
         )
 
     def first_facts(self) -> list[EventDraft]:
-        """What `adopt` would record of a new session's model and mode, to be written with
-        the session itself: a session whose answer went out is loadable with them even
-        if the process ends before the session is assembled."""
-        values = {MODEL_KEY: self.model_id, MODE_KEY: self.mode.value}
+        """What `adopt` would record of a new session's model, mode (and instructions,
+        when given), to be written with the session itself: a session whose answer went
+        out is loadable with them even if the process ends before it is assembled."""
+        values: dict[str, Any] = {MODEL_KEY: self.model_id, MODE_KEY: self.mode.value}
+        if self.instructions is not None:
+            values[SYSTEM_PROMPT_KEY] = self.instructions.as_value()
         return [EventDraft(ConfigurationAdopted(new_id("cfg"), values), CONTROLS_PRODUCER)]
 
     def values(self) -> dict[str, Any]:
@@ -195,6 +238,7 @@ class SessionControls:
             MODEL_KEY: self.model_id,
             MODE_KEY: self.mode.value,
             THOUGHT_KEY: self.thought_level,
+            SYSTEM_PROMPT_KEY: None if self.instructions is None else self.instructions.as_value(),
         }
 
     def restore(self, events: Iterable[Event]) -> dict[str, Any]:
@@ -215,6 +259,10 @@ class SessionControls:
         if THOUGHT_KEY in values:
             effort = values[THOUGHT_KEY]
             self.reasoning_effort = cast(ReasoningEffort, effort) if effort in _EFFORTS else None
+        if SYSTEM_PROMPT_KEY in values:
+            self.instructions = ClientInstructions.from_value(values[SYSTEM_PROMPT_KEY])
+            if self._on_instructions is not None:  # every line's next request reads them
+                self._on_instructions(self.instructions)
 
     # --- the settings as options --------------------------------------------------------
 

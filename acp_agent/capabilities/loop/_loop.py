@@ -31,6 +31,17 @@ stream is closed at once in both cases.
 
 A turn's steps run as the turn's work (`Turn.start_soon`), so cancelling the
 turn cancels them, and the turn is over only once they have settled.
+
+A message the person sends while the turn runs (`steer`) is queued on the
+turn and taken in at its next step boundary (after the current reply, or
+after the tool batch it proposed): recorded as input that joined the turn
+(`UserInputAdopted` with `joined_turn`), right before the next request, which
+reads it. A reply that would have ended the turn is followed by one more
+request for it. A turn that ends before another request (cancelled, failed,
+out of requests, a reply cut at `max_tokens`) records what is queued right
+before its ending (the loop watches the branch's turns end): what the person
+sent is never lost, and the model reads it with the next prompt.
+
 `start_turn()` has the context engine record what changed in state and rules
 (so they precede the person's words), begins the turn, and pairs the
 `Turn` it returns with the published `UserInputAdopted`; whichever comes
@@ -48,7 +59,7 @@ import contextlib
 import enum
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import attrs
@@ -91,6 +102,7 @@ from acp_agent.core import (
     TurnEnded,
     TurnId,
     TurnInterrupted,
+    TurnState,
     TurnStopReason,
     Usage,
     UserInputAdopted,
@@ -123,6 +135,9 @@ from acp_agent.models import (
     UsageReported,
 )
 from acp_agent.records import Record
+
+if TYPE_CHECKING:
+    from acp_agent.models import Pricing
 
 __all__ = (
     "DEFAULT_MAX_TURN_REQUESTS",
@@ -303,6 +318,8 @@ class _TurnRun:
     pending: set[CallId] = attrs.field(factory=set)
     #: How often the turn compacted history after the context window overflowed.
     overflow_compactions: int = 0
+    #: Messages sent during the turn, waiting for its next step boundary.
+    steering: list[UserInputAdopted] = attrs.field(factory=list)
 
 
 class ModelLoop:
@@ -340,6 +357,7 @@ class ModelLoop:
         self._adopted: set[TurnId] = set()
         self._proposals = CallProposals()
         self._handle: ModelHandle | None = None
+        branch.observe_turns(self)  # what is queued for a turn is recorded before it ends
 
     @property
     def state(self) -> LoopState:
@@ -368,7 +386,7 @@ class ModelLoop:
             elif isinstance(payload, CompactionRecorded | CompactionFailed | CompactionCancelled):
                 if payload.compaction_id in open_compactions:
                     open_compactions.remove(payload.compaction_id)
-            elif isinstance(payload, UserInputAdopted):
+            elif isinstance(payload, UserInputAdopted) and payload.begins_turn:
                 open_turn = TurnId(payload.input_id)
             elif isinstance(payload, TurnEnded | TurnInterrupted):
                 open_turn = None
@@ -398,6 +416,8 @@ class ModelLoop:
     async def handle(self, event: Event) -> None:
         payload = event.payload
         if isinstance(payload, UserInputAdopted):
+            if not payload.begins_turn:
+                return  # it joined the running turn (`steer`)
             turn_id = TurnId(payload.input_id)
             self._adopted.add(turn_id)
             self._begin_if_paired(turn_id)
@@ -441,6 +461,54 @@ class ModelLoop:
         self._begin_if_paired(turn_id)
         return turn
 
+    def steer(
+        self, content: Sequence[ContentPart], *, sent: Sequence[ContentPart | None] = ()
+    ) -> str | None:
+        """Queue `content`, a message sent while the turn runs, for the turn's next step
+        boundary (see the module docstring); returns the id it will be recorded under.
+        None, with nothing queued, when no turn runs or the one running is ending.
+        `sent` as for `start_turn`.
+
+        `PromptTooLarge`, with nothing queued, for a message the model cannot take.
+        """
+        run = self._run
+        if (
+            run is None
+            or self._state in (LoopState.IDLE, LoopState.ENDING)
+            or run.turn.state is not TurnState.RUNNING
+        ):
+            return None
+        specs = self._offered(self.toolset.current)
+        tokens, limit = self.context.input_tokens(content), self.context.input_limit(specs)
+        if tokens > limit:
+            raise PromptTooLarge(tokens, limit, self.context.window())
+        message = UserInputAdopted(new_id("msg"), content, sent, joined_turn=run.turn.turn_id)
+        run.steering.append(message)
+        return message.input_id
+
+    async def _adopt_steering(self, run: _TurnRun) -> None:
+        """Record the messages queued for the turn, each as input that joined it, in one
+        batch."""
+        if not run.steering:
+            return
+        taken, run.steering = run.steering, []
+        await self.branch.append([EventDraft(message, LOOP_PRODUCER) for message in taken])
+
+    # --- the branch's turns, as a `TurnObserver` ------------------------------------------
+
+    async def turn_started(self, turn: Turn) -> None:
+        return None
+
+    async def turn_ending(self, turn: Turn) -> None:
+        """Right before any ending of the turn is recorded: what is still queued for it
+        goes on record first (the turn took it, though no request read it)."""
+        run = self._run
+        if run is not None and run.turn is turn and run.steering:
+            try:
+                await self._adopt_steering(run)
+            except Exception:
+                logger.exception("messages sent during turn %s could not be recorded", turn)
+
     def _begin_if_paired(self, turn_id: TurnId) -> None:
         turn = self._begun.get(turn_id)
         if turn is None or turn_id not in self._adopted:
@@ -464,6 +532,8 @@ class ModelLoop:
         if run.requests >= self.settings.max_turn_requests:
             await self._end(run, TurnStopReason.MAX_TURN_REQUESTS)
             return
+        # A step boundary: what the person sent meanwhile goes into this request.
+        await self._adopt_steering(run)
         request_id = self._new_request_id()
         try:
             handle = self._open_model()
@@ -569,7 +639,7 @@ class ModelLoop:
             await self._failed(run, request_id, failure, handle, request)
             return
         reply = builder.reply()
-        usage = _usage(reply.usage)
+        usage = _usage(reply.usage, handle.pricing)
         calls = reply.tool_calls
         stop = reply.stop_reason or StopReason.END_TURN
         if calls and stop in (StopReason.END_TURN, StopReason.TOOL_USE):
@@ -584,6 +654,10 @@ class ModelLoop:
         )
         if not calls:
             await self.branch.append([finished])
+            if run.steering and stop is StopReason.END_TURN:
+                # A message came during the reply: the turn goes on to answer it.
+                self._start_step(run)
+                return
             await self._end(run, _TURN_STOPS.get(stop, TurnStopReason.END_TURN))
             return
         roots = self.controls.roots
@@ -641,7 +715,8 @@ class ModelLoop:
         await self.branch.end_turn(run.turn.turn_id, stop_reason)
 
 
-def _usage(reported: UsageReported | None) -> Usage:
+def _usage(reported: UsageReported | None, pricing: Pricing | None) -> Usage:
+    """The provider's counts as recorded, with what they cost at the model's prices."""
     if reported is None:
         return Usage()
     return Usage(
@@ -649,4 +724,6 @@ def _usage(reported: UsageReported | None) -> Usage:
         reported.output_tokens,
         reported.cache_read_tokens,
         reported.cache_write_tokens,
+        reported.reasoning_tokens,
+        None if pricing is None else pricing.cost_usd(reported),
     )

@@ -173,6 +173,7 @@ class Rewinder:
             event
             for event in events
             if isinstance(event.payload, UserInputAdopted)
+            and event.payload.begins_turn  # one sent during a turn goes back with that turn
             and event.branch_id == self.session.main.id
             and not is_hidden(int(event.seq), hidden)
         ]

@@ -80,11 +80,14 @@ async def test_an_openai_compatible_model_streams_through_the_agent(
     response, updates = await one_turn(tmp_path / "home", openai_env(server.base_url), tmp_path)
 
     assert response.stop_reason == types.StopReason.END_TURN
-    assert unnamed(updates) == [
+    *chunks, usage = unnamed(updates)
+    assert chunks == [
         types.AgentMessageChunk(content=types.TextContent(text="Hel")),
         types.AgentMessageChunk(content=types.TextContent(text="lo.")),
-        types.UsageUpdate(used=912, size=128_000),  # an unknown model: the default window
     ]
+    assert isinstance(usage, types.UsageUpdate)
+    # An unknown model: the default window, and no price.
+    assert (usage.used, usage.size, usage.cost) == (912, 128_000, None)
     [request] = server.requests
     assert request.path == "/v1/chat/completions"
     assert request.headers["authorization"] == f"Bearer {API_KEY}"

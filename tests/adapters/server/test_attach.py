@@ -289,3 +289,46 @@ async def test_a_question_whose_controllers_all_left_waits_for_the_next_controll
                 await later.asked.wait()
                 await wait_for_text(watcher, session_id, LAST_WORDS)
             assert (tmp_path / "note.txt").read_text() == "hi\n"
+
+
+async def test_a_second_controller_steers_the_running_turn_and_both_see_it_where_taken_in(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    async with (
+        socket_client(server.socket, decide=allow_all) as first,
+        socket_client(server.socket) as second,
+    ):
+        session_id = await first.new_session(tmp_path)
+        await attach(first, session_id, role="controller", replay="none")
+        await attach(second, session_id, role="controller", replay="none")
+        async with anyio.create_task_group() as tasks:
+            answers: list[types.PromptResponse] = []
+
+            async def prompt() -> None:
+                answers.append(await first.prompt(session_id, "Write a note"))
+
+            tasks.start_soon(prompt)
+            await wait_for_text(first, session_id, "Working")  # the first reply streams
+            steered = await second.request_raw(
+                "_session/steering",
+                {"sessionId": session_id, "prompt": [{"type": "text", "text": "Say done."}]},
+            )
+        await wait_for_turn_end(second, session_id)
+
+    assert steered["result"]["outcome"] == "injected"
+    # Both controllers see it once, where the turn took it in: after words of the reply
+    # it was sent during, and a reply (the turn's next request) after it.
+    for client in (first, second):
+        shown = [
+            (u["sessionUpdate"], u["content"].get("text"))
+            for _, u in conversation(client, session_id)
+            if u["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")
+        ]
+        steer = shown.index(("user_message_chunk", "Say done."))
+        assert shown.count(("user_message_chunk", "Say done.")) == 1
+        assert ("agent_message_chunk", "Working") in shown[:steer]
+        assert shown[steer + 1][0] == "agent_message_chunk"
+    # The answer says what the turn used.
+    [answer] = answers
+    assert answer.meta is not None
+    assert answer.meta["acp-agent"]["usage"]["turn"]["totalTokens"] > 0

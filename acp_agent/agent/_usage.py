@@ -1,0 +1,171 @@
+"""What a session's model requests used and cost, read from its main line's record.
+
+    tally = UsageTally(price=price_of)       # a front end's, fed every event in order
+    tally.feed(event)                       # True when the session's usage changed
+    tally.session                           # UsageReport: all of it, by line of work
+    tally.turn(turn_id)                     # what the session used during that turn
+
+Everything comes from facts on the main line, so a replay tallies what the
+live session did: main's own requests (`ModelRequestFinished`, with the
+provider's own counts and, where the model's prices are known, their cost)
+and its compactions' (`CompactionRecorded.usage`, priced as main's requests
+are), and each branch's, as its latest showing (`BranchShown.usage`) says: a
+child's showing carries all it used so far, and it is recorded during
+main's turns. So a turn's usage is what the session used from the end of
+the turn before to the end of this one: its own requests and its branches'
+(a branch that worked between turns counts in the next turn, where its work
+is shown). A fork's history is its source's up to the cut, and so is its
+usage up to there: its replay shows what its source's showed.
+
+A request recorded without a cost (an older record) is priced with today's
+prices, when `price` knows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import attrs
+
+from acp_agent.core import (
+    BranchShown,
+    CompactionRecorded,
+    Event,
+    ModelRequestFinished,
+    ModelRequestStarted,
+    TurnEnded,
+    TurnId,
+    TurnInterrupted,
+    Usage,
+)
+from acp_agent.records import Record
+
+__all__ = ("MAIN_LINE", "LineUsage", "UsageReport", "UsageTally", "usage_json")
+
+#: The main line's name in a report.
+MAIN_LINE: Final = "main"
+
+
+@attrs.frozen
+class LineUsage(Record):
+    """What one line of work used: `main`, or a branch (its id and title)."""
+
+    line: str
+    usage: Usage
+    title: str | None = None
+
+
+@attrs.frozen
+class UsageReport(Record):
+    """Tokens and cost, in all and by line of work (main first, then the branches)."""
+
+    total: Usage
+    lines: tuple[LineUsage, ...] = ()
+
+    def since(self, earlier: UsageReport) -> UsageReport:
+        """What was used after `earlier` (a report of the same session, before this one);
+        lines that used nothing meanwhile are left out."""
+        before = {line.line: line.usage for line in earlier.lines}
+        lines = []
+        for line in self.lines:
+            added = line.usage.minus(before.get(line.line, Usage()))
+            if added.total_tokens or added.cost_usd:
+                lines.append(LineUsage(line.line, added, line.title))
+        return UsageReport(self.total.minus(earlier.total), tuple(lines))
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as `_meta` and `exec --json` carry it (ACP's `Usage` names)."""
+        return {
+            **usage_json(self.total),
+            "lines": [
+                {"line": line.line, "title": line.title, **usage_json(line.usage)}
+                for line in self.lines
+            ],
+        }
+
+
+def usage_json(usage: Usage) -> dict[str, Any]:
+    """One usage with ACP's `Usage` field names, and its cost (null when unknown)."""
+    return {
+        "totalTokens": usage.total_tokens,
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "thoughtTokens": usage.reasoning_tokens,
+        "cachedReadTokens": usage.cache_read_tokens,
+        "cachedWriteTokens": usage.cache_write_tokens,
+        "cost": None
+        if usage.cost_usd is None
+        else {"amount": round(usage.cost_usd, 6), "currency": "USD"},
+    }
+
+
+class UsageTally:
+    """Folds a session's main-line events into its usage (see the module docstring).
+
+    **Parameters:**
+
+    * `price`: what a model's usage cost at today's prices (None: unknown), for
+      requests recorded without a cost.
+    """
+
+    def __init__(self, *, price: Callable[[str, Usage], float | None] | None = None) -> None:
+        self._price = price
+        self._main = Usage()
+        #: Each branch's latest usage and title, in the order they first showed.
+        self._branches: dict[str, LineUsage] = {}
+        self._models: dict[str, str] = {}
+        self._at_last_turn_end = UsageReport(Usage())
+        self._turns: dict[TurnId, UsageReport] = {}
+        #: Input and output of main's last request: the context it filled.
+        self.last_context = 0
+        self.last_model: str | None = None
+
+    def feed(self, event: Event) -> bool:
+        """Fold one event in; True when the session's usage changed."""
+        payload = event.payload
+        if isinstance(payload, ModelRequestStarted):
+            self._models[payload.request_id] = payload.model
+            self.last_model = payload.model
+            return False
+        if isinstance(payload, TurnEnded | TurnInterrupted):
+            session = self.session
+            self._turns[payload.turn_id] = session.since(self._at_last_turn_end)
+            self._at_last_turn_end = session
+            return False
+        if isinstance(payload, ModelRequestFinished):
+            usage = self._priced(payload.usage, self._models.pop(payload.request_id, None))
+            self._main = self._main.plus(usage)
+            self.last_context = usage.total_tokens
+            return usage.total_tokens > 0
+        if isinstance(payload, CompactionRecorded):
+            # The summary's request, with the model main's requests use.
+            usage = self._priced(payload.usage, self.last_model)
+            self._main = self._main.plus(usage)
+            return usage.total_tokens > 0
+        if isinstance(payload, BranchShown) and payload.usage is not None:
+            known = self._branches.get(payload.branch_id)
+            before = Usage() if known is None else known.usage
+            self._branches[payload.branch_id] = LineUsage(
+                payload.branch_id, payload.usage, payload.title
+            )
+            return payload.usage != before
+        return False
+
+    def _priced(self, usage: Usage, model: str | None) -> Usage:
+        if usage.cost_usd is not None or self._price is None or model is None:
+            return usage
+        return attrs.evolve(usage, cost_usd=self._price(model, usage))
+
+    @property
+    def session(self) -> UsageReport:
+        """All the session used so far."""
+        total = self._main
+        for line in self._branches.values():
+            total = total.plus(line.usage)
+        return UsageReport(total, (LineUsage(MAIN_LINE, self._main), *self._branches.values()))
+
+    def turn(self, turn_id: TurnId) -> UsageReport | None:
+        """What the session used from the end of the turn before to the end of `turn_id`
+        (None until its end was fed)."""
+        return self._turns.get(turn_id)
