@@ -185,7 +185,7 @@ def _replies(kind: str, megabytes: int) -> list[list[dict[str, Any]]]:
         warm = _call("shell", "warm", {"command": _print_command(0.01)})
         big = _call("shell", "big", {"command": _print_command(megabytes)})
     else:
-        warm = _call("read", "warm", {"path": "big.log", "limit": 1})
+        warm = _call("read", "warm", {"path": "warm.log"})
         big = _call("read", "big", {"path": "big.log"})
     return [[warm], [{"text": "Warm."}], [big], [{"text": "Done."}]]
 
@@ -200,6 +200,7 @@ def one(kind: str, megabytes: int) -> tuple[float, float]:
         root = Path(folder)
         if kind == "read":
             _log_file(root, megabytes)
+            (root / "warm.log").write_text(LOG_LINE + "\n")
         script = root / "script.json"
         replies = _replies(kind, megabytes)
         script.write_text(json.dumps({"replies": replies, "context_window": 10_000_000}))
