@@ -198,9 +198,11 @@ def one(kind: str, megabytes: int) -> tuple[float, float]:
     """Seconds and MiB of peak RSS growth of one timed exchange."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
+        work = root / "work"  # the session's folder, beside the agent's home, not above it
+        work.mkdir()
         if kind == "read":
-            _log_file(root, megabytes)
-            (root / "warm.log").write_text(LOG_LINE + "\n")
+            _log_file(work, megabytes)
+            (work / "warm.log").write_text(LOG_LINE + "\n")
         script = root / "script.json"
         replies = _replies(kind, megabytes)
         script.write_text(json.dumps({"replies": replies, "context_window": 10_000_000}))
@@ -212,7 +214,7 @@ def one(kind: str, megabytes: int) -> tuple[float, float]:
                 servers = [
                     {"name": "tools", "command": sys.executable, "args": [str(SERVER)], "env": []}
                 ]
-            session = agent.request("session/new", {"cwd": str(root), "mcpServers": servers})
+            session = agent.request("session/new", {"cwd": str(work), "mcpServers": servers})
             session_id = session["result"]["sessionId"]
             agent.request(
                 "session/prompt",
