@@ -14,9 +14,16 @@ Given a `Sandbox` (a server declared with `sandbox = true`) the server runs
 inside it, bwrap leading the group in its place.
 
 A message holding a lone surrogate (`\\ud800`, which JSON allows and the SDK's
-parser refuses) is taken with each one replaced by U+FFFD, the Unicode policy
+own parser refuses) is taken with each one replaced by U+FFFD, the Unicode policy
 for outside text (`acp_agent.lone_surrogates`), rather than dropped: a dropped
 answer would leave its call waiting.
+
+A message is held whole at most twice at any moment, as a bare reader holds it
+(a tool result of megabytes is read in bounded memory): its line is decoded to
+text and freed, the text parsed with `json.loads` and freed, and the values
+validated in place (pydantic keeps the strings it is given). The SDK's own
+`validate_json` costs about three times more for a big result: it builds the
+message once in Rust and again in Python.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ __all__ = (
     "ServerProcess",
     "message_id",
     "stdio_transport",
+    "take_message",
 )
 
 logger = logging.getLogger(__name__)
@@ -145,17 +153,28 @@ def _stderr_text(line: bytes | bytearray | OverLongLine) -> str:
     return line.decode("utf-8", "replace")
 
 
-def _parse(line: bytes | bytearray) -> SessionMessage | Exception:
+def take_message(line: bytearray) -> SessionMessage | Exception:
+    """The message on `line`, or why there is none. Takes the line: its buffer is
+    emptied once decoded, so the message is never bytes, text and values at once."""
     try:
-        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc
+    line.clear()
+    escaped = "\\u" in text  # only an escape makes a lone surrogate of valid UTF-8
+    try:
+        value = json.loads(text)
+        del text
+        if escaped:
+            value = replace_in_json(value)
+    except RecursionError:
+        return ValueError("the message nests too deep to read")
     except ValueError as exc:
-        if b"\\u" not in line:
-            return exc
-        try:  # maybe a lone surrogate, which only Python's parser takes
-            value = replace_in_json(json.loads(line))
-            message = mcp_types.jsonrpc_message_adapter.validate_python(value, by_name=False)
-        except ValueError:
-            return exc
+        return exc
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except ValueError as exc:
+        return exc
     return SessionMessage(message)
 
 
@@ -255,8 +274,8 @@ async def stdio_transport(
                     for line in lines.feed(chunk):
                         if isinstance(line, OverLongLine):
                             await read_send.send(_over_long(info.name, line))
-                        elif line.strip():
-                            await read_send.send(_parse(line))
+                        elif line and not line.isspace():  # `strip()` would copy it
+                            await read_send.send(take_message(line))
 
     async def write_stdin() -> None:
         assert process.stdin is not None

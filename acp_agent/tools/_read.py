@@ -13,7 +13,7 @@ capped, and every cut is stated in the model text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,7 +43,8 @@ __all__ = (
     "MAX_LINE_CHARS",
     "MAX_OUTPUT_CHARS",
     "ReadTool",
-    "split_lines",
+    "line_count",
+    "lines_from",
 )
 
 DEFAULT_LINE_LIMIT: Final = 2000
@@ -61,12 +62,26 @@ result says so and where to read on. Read a file before you edit or overwrite it
 Binary files are refused."""
 
 
-def split_lines(text: str) -> list[str]:
-    """The file's lines without their endings (a final newline does not start a new line)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
+def line_count(text: str) -> int:
+    """How many lines the file has (a final newline does not start a new line)."""
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def lines_from(text: str, first: int) -> Iterator[str]:
+    """The file's lines from line `first` (1-based) on, without their endings, one at a
+    time: a big file is never split whole (its lines as strings cost about twice it)."""
+    start = 0
+    for _ in range(first - 1):
+        start = text.find("\n", start) + 1
+        if not start:
+            return
+    while start < len(text):
+        newline = text.find("\n", start)
+        end = len(text) if newline < 0 else newline
+        yield text[start:end].removesuffix("\r")
+        start = end + 1
 
 
 DEFINITION: Final = ToolDefinition(
@@ -141,8 +156,7 @@ class ReadTool(Record):
             )
         assert snapshot.stamp is not None
         context.read_stamps.record(str(target.path), snapshot.stamp)
-        lines = split_lines(snapshot.text)
-        total = len(lines)
+        total = line_count(snapshot.text)
         path = str(target.path)
         raw: dict[str, Any] = {
             "path": path,
@@ -170,8 +184,8 @@ class ReadTool(Record):
         cut_lines = 0
         capped = False
         end = offset - 1
-        for number in range(offset, min(total, offset + limit - 1) + 1):
-            line = lines[number - 1]
+        numbers = range(offset, min(total, offset + limit - 1) + 1)
+        for number, line in zip(numbers, lines_from(snapshot.text, offset), strict=False):
             if len(line) > MAX_LINE_CHARS:
                 line = (
                     f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line) - MAX_LINE_CHARS} "

@@ -47,6 +47,15 @@ async def test_each_copy_is_capped_and_the_whole_text_is_kept_once(tmp_path: Pat
     assert capped.raw_output is None  # it only repeated the text
 
 
+async def test_the_whole_text_of_several_parts_is_kept_joined_by_newlines(tmp_path: Path):
+    # Written a slice (a million characters) at a time: the slices must add up.
+    first, second = "première ligne\n" * 100_000, "second part, ünïcode\n" * 100
+    result = ToolResult((TextContent(first), TextContent(second)), "model's text")
+    await ResultBudget(tmp_path, LIMITS).apply(result, session_id="s", call_id="c")
+    saved = tmp_path / "s" / "c.txt"
+    assert saved.read_text(encoding="utf-8") == f"{first}\n{second}"
+
+
 async def test_raw_output_over_its_cap_becomes_a_note_and_a_small_one_stays(tmp_path: Path):
     budget = ResultBudget(tmp_path, LIMITS)
     big = ToolResult((TextContent("ok"),), "ok", raw_output={"rows": list(range(1000))})

@@ -8,7 +8,13 @@ import pytest
 
 from acp_agent.toolkit import Location, ToolInputError, ToolKind
 from acp_agent.tools import ReadTool
-from acp_agent.tools._read import DEFAULT_LINE_LIMIT, MAX_LINE_CHARS, MAX_OUTPUT_CHARS
+from acp_agent.tools._read import (
+    DEFAULT_LINE_LIMIT,
+    MAX_LINE_CHARS,
+    MAX_OUTPUT_CHARS,
+    line_count,
+    lines_from,
+)
 from tests.tools.editor import EditorBridge
 from tests.tools.support import CLIENTS, Session, open_client
 
@@ -133,3 +139,23 @@ async def test_the_title_names_the_file_and_the_line_range(workspace: Path) -> N
     assert READ.present({"path": 7}, roots).title == "Read 7"
     with pytest.raises(ToolInputError):
         READ.permission({"path": "a", "offset": 0}, roots)
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        ("", []),
+        ("\n", [""]),
+        ("one", ["one"]),
+        ("one\n", ["one"]),
+        ("one\r\n\r\ntwo", ["one", "", "two"]),
+        ("one\n\n", ["one", ""]),
+        ("a\rb\n", ["a\rb"]),
+    ],
+)
+def test_lines_are_counted_and_found_without_splitting_the_file(
+    text: str, lines: list[str]
+) -> None:
+    assert line_count(text) == len(lines)
+    for first in range(1, len(lines) + 3):
+        assert list(lines_from(text, first)) == lines[first - 1 :]

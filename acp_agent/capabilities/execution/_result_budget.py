@@ -20,7 +20,8 @@ server's `structuredContent` of a string result) is dropped. When anything
 was cut, the full text is saved once as
 `<results dir>/<session id>/<call id>.txt`, so the person can open it and
 the model can read it (outside the workspace, it asks first); the notes
-name that file. The cut is linear in the result's size.
+name that file. The cut is linear in the result's size, and costs no copy of
+it: the file is written from the result's own texts, a slice at a time.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ logger = logging.getLogger(__name__)
 
 #: Text parts shorter than this are never compared with the raw output.
 _DUPLICATE_MIN_CHARS: Final = 1024
+#: A saved result is written this many characters at a time.
+_WRITE_CHARS: Final = 1 << 20
 
 
 @attrs.frozen
@@ -66,17 +69,22 @@ class ResultLimits(Record):
 
 @attrs.define
 class _Cut:
-    """The full text to save for what `apply` left out (the longest copy that was cut)."""
+    """The full text to save for what `apply` left out (the longest copy that was cut),
+    as the pieces it is made of: they are joined only in the file, never in memory."""
 
-    full_text: str | None = None
+    pieces: Sequence[str] = ()
+    #: Its length once joined, newlines between the pieces included.
+    chars: int = -1
 
     @property
     def happened(self) -> bool:
-        return self.full_text is not None
+        return self.chars >= 0
 
-    def keep(self, text: str) -> None:
-        if self.full_text is None or len(text) > len(self.full_text):
-            self.full_text = text
+    def keep(self, pieces: Sequence[str]) -> None:
+        """A copy that was cut: `pieces` joined by newlines."""
+        chars = sum(len(piece) for piece in pieces) + max(0, len(pieces) - 1)
+        if chars > self.chars:
+            self.pieces, self.chars = pieces, chars
 
 
 class ResultBudget:
@@ -111,9 +119,9 @@ class ResultBudget:
         model_text = self._model_text(result.model_text, note, cut)
         content = self._content(result.content, note, cut)
         raw_output = self._raw_output(result.raw_output, result.content, cut)
-        if cut.happened and path is not None and cut.full_text is not None:
+        if cut.happened and path is not None:
             try:
-                await anyio.to_thread.run_sync(_write, path, cut.full_text)
+                await anyio.to_thread.run_sync(_write, path, cut.pieces)
             except OSError as exc:
                 logger.warning("the full result of %s could not be kept: %s", call_id, exc)
         return attrs.evolve(result, content=content, model_text=model_text, raw_output=raw_output)
@@ -146,7 +154,7 @@ class ResultBudget:
     def _model_text(self, text: str, note: str, cut: _Cut) -> str:
         if len(text) <= self.limits.model_chars:
             return text
-        cut.keep(text)
+        cut.keep((text,))
         return cut_middle(text, self.limits.model_chars, note)
 
     def _content(
@@ -166,7 +174,7 @@ class ResultBudget:
             if total <= limits.editor_chars or chars <= share:
                 kept.append(part)
             elif isinstance(part, TextContent):
-                cut.keep("\n".join(p.text for p in parts if isinstance(p, TextContent)))
+                cut.keep([p.text for p in parts if isinstance(p, TextContent)])
                 kept.append(TextContent(cut_middle(part.text, share, note)))
             elif isinstance(part, DiffContent):
                 kept.append(
@@ -245,6 +253,13 @@ def _safe(name: str) -> str:
     return cleaned.lstrip(".") or "_"
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, pieces: Sequence[str]) -> None:
+    """`pieces` joined by newlines into `path`, encoded a slice at a time (a whole
+    result encoded at once would be one more copy of it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    with path.open("w", encoding="utf-8") as file:
+        for number, piece in enumerate(pieces):
+            if number:
+                file.write("\n")
+            for start in range(0, len(piece), _WRITE_CHARS):
+                file.write(piece[start : start + _WRITE_CHARS])
