@@ -229,13 +229,19 @@ function contentItem(item) {
 function diffView(diff) {
   const pre = element("pre", "diff");
   pre.append(element("span", "ctx", `${diff.oldText == null ? "new file" : "edit"} ${diff.path}`));
-  const before = diff.oldText == null ? [] : diff.oldText.split("\n");
-  const after = (diff.newText || "").split("\n");
+  const before = diff.oldText == null ? [] : lines(diff.oldText);
+  const after = lines(diff.newText || "");
   for (const [kind, line] of lineDiff(before, after)) {
     const mark = { add: "+", del: "-", ctx: " " }[kind];
     pre.append(element("span", kind, `${mark} ${line}`));
   }
   return pre;
+}
+
+function lines(text) {
+  const all = text.split("\n");
+  if (all.length && all[all.length - 1] === "") all.pop(); // the last line's end
+  return all;
 }
 
 // Lines kept, removed and added (a longest common subsequence; past a size, all of both).
