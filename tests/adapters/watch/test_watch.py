@@ -250,3 +250,51 @@ async def _replay(server: ServerProcess, session_id: str) -> list[tuple[str, str
                 continue
             found.append((cursor, *update_line(update)))
         return found
+
+
+async def test_watch_lists_the_sessions_and_a_controller_sends_a_message(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    work.mkdir()
+    script = write_script(tmp_path / "script.json", [{"text": "Hi"}, {"text": " there."}])
+    async with (
+        running_server(home, script=script) as server,
+        socket_client(server.socket) as editor,
+    ):
+        session_id = await editor.new_session(work)
+        listing = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "acp_agent",
+            "watch",
+            "--socket",
+            str(server.socket),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        out, _ = await asyncio.wait_for(listing.communicate(), _WAIT_S)
+        assert listing.returncode == 0
+        [line] = out.decode().splitlines()
+        assert line.startswith(f"{session_id}  ")
+        assert line.endswith(str(work))
+
+        async with watching(server.socket, session_id, "--plain", "--control") as w:
+            await w.wait_for(lambda line: "# attached to" in line)
+            await w.type("Say hello")
+            ended = await w.wait_for(lambda line: "# your turn ended: end_turn" in line)
+            events = shown(w.lines[:ended])
+            assert [label for _, label, _ in events if label in ("you", "agent")] == [
+                "you",
+                "agent",
+                "agent",
+            ]
+            assert agent_text(events) == "Hi there."
+        # The watcher's message is the session's: a client loading it sees it.
+        async with socket_client(server.socket) as late:
+            await late.load(session_id, work)
+            said = [
+                u.content.text
+                for u in late.updates_for(session_id)
+                if isinstance(u, types.UserMessageChunk)
+                and isinstance(u.content, types.TextContent)
+            ]
+            assert said == ["Say hello"]
