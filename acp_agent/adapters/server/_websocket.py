@@ -226,8 +226,11 @@ class WebSocketWriter:
     def write(self, data: bytes) -> None:
         if self._gone is not None:
             raise BrokenPipeError(self._gone)
-        self._queue.append(data)
-        self._queued += len(data)
+        # One JSON-RPC message per frame: streamed text comes as several lines in one write.
+        messages = data.split(b"\n") if b"\n" in data else (data,)
+        for message in messages:
+            self._queue.append(message)
+            self._queued += len(message)
         self._more.set()
 
     async def writable(self) -> None:

@@ -13,6 +13,7 @@ import http.client
 import json
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -24,6 +25,9 @@ from tests.support.app_server import running_server
 
 pytestmark = pytest.mark.e2e
 
+#: The reply: this many chunks with no pause (streamed text comes several to a write).
+BURST = 200
+
 
 class WebServer:
     def __init__(self, stderr: str) -> None:
@@ -34,12 +38,15 @@ class WebServer:
         self.host = parts.netloc
         self.login_path = f"{parts.path}?{parts.query}"
         self.cookie: str | None = None
+        token_file = re.search(r"the token is in (\S+)\)", stderr)
+        assert token_file is not None, stderr
+        self.token = Path(token_file.group(1)).read_text().strip()
 
 
 @pytest.fixture(scope="module")
 async def web(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WebServer]:
     home = tmp_path_factory.mktemp("web-home")
-    script = write_script(home / "script.json", [{"text": "Hello."}])
+    script = write_script(home / "script.json", [{"text": f"c{i} "} for i in range(BURST)])
     async with running_server(home, script=script, args=["--web"]) as server:
         yield WebServer("".join(server.stderr))
 
@@ -119,3 +126,38 @@ async def test_the_upgrade_takes_the_cookie_only_from_the_pages_own_origin(web: 
         with pytest.raises(InvalidStatus) as refused:
             await upgrade(web, **headers)
         assert refused.value.response.status_code == status, headers
+
+
+async def test_each_websocket_message_is_one_json_rpc_message(
+    web: WebServer, tmp_path: Path
+) -> None:
+    """A burst of streamed text reaches a WebSocket client whole, a message per frame
+    (a frame of several lines is what a browser's JSON.parse cannot read)."""
+    frames: list[str] = []
+    headers = {"Authorization": f"Bearer {web.token}"}
+    async with connect(f"ws://{web.host}/acp", additional_headers=headers) as ws:
+
+        async def call(ident: int, method: str, params: dict[str, object]) -> dict[str, object]:
+            await ws.send(
+                json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+            )
+            async with asyncio.timeout(30):
+                while True:
+                    frame = await ws.recv()
+                    assert isinstance(frame, str)
+                    frames.append(frame)
+                    message = json.loads(frame)  # one JSON document, or this fails
+                    if message.get("id") == ident and "method" not in message:
+                        result: dict[str, object] = message["result"]
+                        return result
+
+        await call(1, "initialize", {"protocolVersion": 1})
+        session = await call(2, "session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        prompt = [{"type": "text", "text": "Go"}]
+        await call(3, "session/prompt", {"sessionId": session["sessionId"], "prompt": prompt})
+    chunks = [
+        json.loads(frame)["params"]["update"]["content"]["text"]
+        for frame in frames
+        if '"agent_message_chunk"' in frame
+    ]
+    assert chunks == [f"c{i} " for i in range(BURST)]
