@@ -6,8 +6,9 @@ never run). A real server with `--web` plays a turn with two branches, a
 background job and a file written (two permission questions, in the `ask`
 mode the tests run in); the editor is a socket client that never answers, so
 the page, attached as a controller, answers both, and the editor sees them
-resolved by the page. Screenshots of each state go to
-`$ACP_AGENT_TEST_ARTIFACTS/web/` (default: the test's temporary folder).
+resolved by the page; then the page sends a message and cancels its turn.
+Screenshots of each state go to `$ACP_AGENT_TEST_ARTIFACTS/web/` (default:
+the test's temporary folder).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ REPLIES = [
     ],
     [{"tool_call": {"name": "branch_wait", "arguments": {"all": True, "timeout_s": 30}}}],
     [{"text": "All done."}],
+    [{"text": "Thinking it over"}, {"sleep_ms": 30000}, {"text": " never shown"}],
 ]
 BRANCHES = [
     {"title": "lint", "replies": [[{"text": "lint "}, {"sleep_ms": 800}, {"text": "clean"}]]},
@@ -132,6 +134,17 @@ async def test_the_page_follows_a_session_and_answers_its_questions(tmp_path: Pa
                 timeout=_WAIT_MS
             )
             await page.screenshot(path=shots / "session.png", full_page=True)
+
+            # The message box sends a prompt; the cancel button cancels its turn.
+            await page.fill("#message", "Think it over")
+            await page.click("#compose button[type=submit]")
+            await page.locator("#conversation .msg.agent", has_text="Thinking it over").wait_for(
+                timeout=_WAIT_MS
+            )
+            await page.click("#cancel")
+            await page.locator("#status", has_text="your turn ended: cancelled").wait_for(
+                timeout=_WAIT_MS
+            )
         finally:
             await browser.close()
 
