@@ -92,6 +92,12 @@ def _parser() -> argparse.ArgumentParser:
         help="another name the WebSocket listener may be reached by (its Host header; "
         "repeatable); other names are refused, against DNS rebinding",
     )
+    parser.add_argument(
+        "--web",
+        action="store_true",
+        help="serve the web page on the WebSocket listener (default ws://127.0.0.1:0) and "
+        "print a one-time link to open it",
+    )
     add_runtime_arguments(parser)
     return parser
 
@@ -106,6 +112,8 @@ def run_server(argv: Sequence[str] | None = None) -> int:
 
     socket = args.socket or default_socket(settings.paths.state_dir)
     address = None
+    if args.web and args.listen is None:
+        args.listen = "ws://127.0.0.1:0"
     if args.listen is not None:
         from acp_agent.adapters.server import AddressRefused, listen_address
 
@@ -174,9 +182,20 @@ async def _listen_websocket(
     from acp_agent.adapters.server import WebSocketGate, listen_websocket, server_token, token_file
 
     token, file = server_token(token_file(socket))
-    gate = WebSocketGate(token, address, origins=args.allow_origin, hosts=args.allow_host)
+    web = None
+    if args.web:
+        from acp_agent.adapters.server import WebLogin
+
+        web = WebLogin()
+    gate = WebSocketGate(token, address, origins=args.allow_origin, hosts=args.allow_host, web=web)
     _, port = await listen_websocket(server, address, gate)
     host = f"[{address.host}]" if ":" in address.host else address.host
+    if web is not None:
+        print(
+            f"acp-agent server: the web page (this link works once): {web.url(host, port)}",
+            file=sys.stderr,
+            flush=True,
+        )
     where = (
         f"the token is in {file}" if file is not None else "the token is $ACP_AGENT_SERVER_TOKEN"
     )

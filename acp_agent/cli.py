@@ -4,6 +4,7 @@
                                                 launched it (`serve` is an older name for it)
     acp-agent --connect [options]               the same, as a bridge to a running server
     acp-agent server [options]                  the app server: many clients, one runtime
+    acp-agent watch [SESSION] [options]         follow (and steer) a server's session
     acp-agent exec [options] PROMPT             one prompt, the answer on stdout
     acp-agent sessions list|show|export|delete  the stored sessions
     acp-agent check -- AGENT COMMAND...         check any ACP agent against the protocol
@@ -46,6 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_agent.app_server import run_server
 
         return run_server(args[1:])
+    if command == "watch":
+        from acp_agent.adapters.watch import run_watch
+
+        return run_watch(args[1:])
     if command == "store":
         from acp_agent.adapters.store_admin import run_store
 

@@ -3,7 +3,8 @@
 `AgentConnection` is the agent's end: it serves agent methods on stdin and
 stdout and calls the client (`session/update`, `fs/*`, `terminal/*`, ...).
 `ClientConnection` is the client's end: it spawns an agent process and
-talks to it (the test client and the benchmarks are built on it).
+talks to it, or connects to an app server's Unix socket (the test client,
+the benchmarks and `acp-agent watch` are built on it).
 
     conn = AgentConnection()
     conn.register(methods.INITIALIZE, initialize)  # typed params in, typed result out
@@ -314,6 +315,9 @@ class ClientConnection(_Endpoint):
         self._server: asyncio.subprocess.Process | None = None
         self._async_tasks: list[asyncio.Task[None]] = []
         self._stop_event = threading.Event()
+        #: Over a socket (`connect_unix`): its writer and the task reading it.
+        self._socket: asyncio.StreamWriter | None = None
+        self._reading: asyncio.Task[None] | None = None
 
     @property
     def process(self) -> asyncio.subprocess.Process | None:
@@ -349,6 +353,22 @@ class ClientConnection(_Endpoint):
                 asyncio.create_task(self._server_exit(), name="acp-client-exit"),
             ]
         )
+
+    async def connect_unix(self, path: str) -> None:
+        """Talk ACP over the Unix socket at `path` (an app server's) instead of a child's
+        pipes; `OSError` when nothing listens there. `wait_ended` waits for its end."""
+        reader, writer = await asyncio.open_unix_connection(path, limit=MAX_CLIENT_LINE_BYTES)
+        self._socket = writer
+        self.protocol.set_writer(StreamWriterAdapter(writer))
+        self._reading = asyncio.create_task(
+            _run_ndjson(reader, self.protocol, on_line=self.line_received), name="acp-client-read"
+        )
+        self._async_tasks.append(self._reading)
+
+    async def wait_ended(self) -> None:
+        """Wait until the agent's side of the connection ends (its output closes)."""
+        if self._reading is not None:
+            await asyncio.shield(self._reading)
 
     def line_received(self, line: bytes) -> None:
         """Called with every line the agent writes, before it is dispatched."""
@@ -393,6 +413,8 @@ class ClientConnection(_Endpoint):
                 except TimeoutError:
                     server.kill()
                     await server.wait()
+        if self._socket is not None and not self._socket.is_closing():
+            self._socket.close()
         self.protocol.close()
         self._stop_event.set()
         if self._async_tasks:

@@ -13,6 +13,8 @@ session handles. What the server adds:
 - `_attach`: `_acp-agent/attach` and `_acp-agent/detach`;
 - `_questions.QuestionBroker`: a permission question asked of every controller,
   answered once;
+- `_web`: the web page of `--web` and its one-time login (files in `web/`);
+- `_jobs`: what attached clients are told of background jobs;
 - `_bridge`: `acp-agent --connect`, the stdio command as a bridge to the server
   (it imports none of the above).
 """
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from acp_agent.adapters.server._bridge import ServerSettings, run_bridge, server_settings
     from acp_agent.adapters.server._places import PlaceError, default_socket, token_file
     from acp_agent.adapters.server._server import AppServer, ServerRunning
+    from acp_agent.adapters.server._web import WebLogin
     from acp_agent.adapters.server._websocket import (
         AddressRefused,
         ListenAddress,
@@ -43,6 +46,7 @@ __all__ = (
     "PlaceError",
     "ServerRunning",
     "ServerSettings",
+    "WebLogin",
     "WebSocketGate",
     "default_socket",
     "listen_address",
@@ -59,6 +63,7 @@ __getattr__, __dir__ = _lazy_face(
     {
         "AppServer": "acp_agent.adapters.server._server",
         "ServerRunning": "acp_agent.adapters.server._server",
+        "WebLogin": "acp_agent.adapters.server._web",
         "PlaceError": "acp_agent.adapters.server._places",
         "default_socket": "acp_agent.adapters.server._places",
         "token_file": "acp_agent.adapters.server._places",

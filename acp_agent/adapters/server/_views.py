@@ -17,7 +17,8 @@ one:
   `"<seq>:<part>"`, the event's seq and the update's place among that
   event's updates. A client resumes after any cursor it got (`"<seq>"` means
   all of that event). Updates not made from an event (commands, settings)
-  carry the position reached, `"<seq>"`.
+  carry the position reached, `"<seq>"`. Attached clients are also told of
+  the main line's jobs as they start and end (`_jobs`).
 
 After each event the view waits while the client is behind
 (`writable`): a slow client holds back only its own delivery, which then
@@ -36,6 +37,7 @@ import anyio
 import attrs
 
 from acp_agent.adapters.acp._stream import SessionStream, Translator
+from acp_agent.adapters.server._jobs import JOB_METHOD, job_notice
 from acp_agent.agent import (
     ConversationRewound,
     Event,
@@ -193,6 +195,7 @@ class SessionView(SessionStream):
                 self._current, self._part = seq, 0
                 try:
                     self.show(event, self.translator)
+                    self._tell_job(event)
                 finally:
                     self._current = None
                     if skip is not None and seq >= skip.seq:
@@ -205,6 +208,19 @@ class SessionView(SessionStream):
         try:
             await self._writable()
         except (BrokenPipeError, ConnectionError, OSError):
+            self._client_gone()
+
+    def _tell_job(self, event: Event) -> None:
+        """A job of the main line started or ended: `_acp-agent/job` (see `_jobs`)."""
+        if self._gone or (self._skip is not None and self._skip.seq >= event.seq):
+            return
+        meta = {META_KEY: {"cursor": str(Cursor(int(event.seq)))}}
+        params = job_notice(self._session_id, event, meta)
+        if params is None:
+            return
+        try:
+            self._connection.notify(JOB_METHOD, params)
+        except ConnectionClosed:
             self._client_gone()
 
     def _send_text(self, chunks: TextChunks, seq: int) -> None:

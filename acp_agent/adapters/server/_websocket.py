@@ -21,6 +21,8 @@ The upgrade is refused unless (`WebSocketGate`):
   cannot drive the agent through their browser: 403.
 
 A non-loopback address needs `--allow-remote` as well (see `listen_address`).
+With `--web` the same listener serves the web page (`_web`), whose upgrade
+brings a login cookie and the page's own origin instead of the token.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
     from websockets.http11 import Request, Response
 
     from acp_agent.adapters.server._server import AppServer
+    from acp_agent.adapters.server._web import WebLogin
 
 __all__ = (
     "ENDPOINT",
@@ -140,8 +143,11 @@ class WebSocketGate:
         *,
         origins: Sequence[str] = (),
         hosts: Sequence[str] = (),
+        web: WebLogin | None = None,
     ) -> None:
         self._token = token.encode()
+        #: `--web`: the page's login; a browser holding its cookie needs no token.
+        self.web = web
         self._origins = frozenset(origin.rstrip("/") for origin in origins)
         self.address = address
         self._hosts = frozenset(hosts)
@@ -167,6 +173,8 @@ class WebSocketGate:
         if host not in self.hosts(port):
             return HTTPStatus.FORBIDDEN, "this Host is not the address the server listens on"
         origins = request.headers.get_all("Origin")
+        if self.web is not None and origins == [f"http://{host}"] and self.web.has_cookie(request):
+            return None  # the page this server served, logged in (see `_web`)
         if origins and (len(origins) > 1 or origins[0].rstrip("/") not in self._origins):
             return HTTPStatus.FORBIDDEN, "requests from web pages of this origin are refused"
         authorization = request.headers.get_all("Authorization")
@@ -218,8 +226,11 @@ class WebSocketWriter:
     def write(self, data: bytes) -> None:
         if self._gone is not None:
             raise BrokenPipeError(self._gone)
-        self._queue.append(data)
-        self._queued += len(data)
+        # One JSON-RPC message per frame: streamed text comes as several lines in one write.
+        messages = data.split(b"\n") if b"\n" in data else (data,)
+        for message in messages:
+            self._queue.append(message)
+            self._queued += len(message)
         self._more.set()
 
     async def writable(self) -> None:
@@ -273,6 +284,12 @@ async def listen_websocket(
     port_holder: dict[str, int] = {}
 
     def check(connection: ServerConnection, request: Request) -> Response | None:
+        web = gate.web
+        if web is not None and request.headers.get("Upgrade", "").lower() != "websocket":
+            named = request.headers.get_all("Host")
+            if len(named) != 1 or named[0].lower() not in gate.hosts(port_holder["port"]):
+                return connection.respond(HTTPStatus.FORBIDDEN, "Not this server's name.\n")
+            return web.respond(connection, request)  # the page (`_web`)
         refused = gate.refusal(request, port_holder["port"])
         if refused is None:
             return None

@@ -1,0 +1,207 @@
+"""How `acp-agent watch` shows a session: one line per event (`--plain`), or a terminal view.
+
+Both take the same calls (`Shower`): an update with its cursor, a job's start
+or end, a question, its resolution, a client leaving, and watch's own notes.
+
+- `PlainShower`: `<cursor> <label> <text>`, one line per event (`_lines`),
+  nothing but text: for logs, pipes and tests.
+- `TerminalShower`: for a person: replies and thoughts stream as they come,
+  tool calls and branches a line each with their state, diffs shown with
+  colour (those of questions in full), every line cut to the terminal's width
+  (80 columns when it cannot tell). Plain ANSI escapes, no terminal library:
+  it scrolls like a log, works over SSH and in any terminal, and starts in
+  the time Python does.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import sys
+from typing import Any, Final, Protocol, TextIO
+
+from acp_agent.adapters.watch._lines import (
+    content_summary,
+    job_line,
+    left_line,
+    option_keys,
+    question_line,
+    resolved_line,
+    update_line,
+)
+
+__all__ = ("PlainShower", "Shower", "TerminalShower")
+
+#: The most lines of a diff the terminal view shows (a question's: twice as many).
+_DIFF_LINES: Final = 20
+
+
+class Shower(Protocol):
+    """Where a watched session's events go."""
+
+    def update(self, cursor: str | None, update: dict[str, Any]) -> None: ...
+
+    def job(self, cursor: str | None, params: dict[str, Any]) -> None: ...
+
+    def question(self, request: dict[str, Any]) -> None: ...
+
+    def resolved(self, params: dict[str, Any]) -> None: ...
+
+    def withdrawn(self, call_id: str) -> None: ...
+
+    def left(self, params: dict[str, Any]) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+
+class PlainShower:
+    """One line per event (see the module docstring)."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self._out = out
+
+    def _line(self, cursor: str | None, label: str, text: str) -> None:
+        self._out.write(f"{cursor or '-'} {label} {text}\n")
+        self._out.flush()
+
+    def update(self, cursor: str | None, update: dict[str, Any]) -> None:
+        self._line(cursor, *update_line(update))
+
+    def job(self, cursor: str | None, params: dict[str, Any]) -> None:
+        self._line(cursor, "job", job_line(params))
+
+    def question(self, request: dict[str, Any]) -> None:
+        self._line(None, "question", question_line(request))
+
+    def resolved(self, params: dict[str, Any]) -> None:
+        self._line(None, "resolved", resolved_line(params))
+
+    def withdrawn(self, call_id: str) -> None:
+        self._line(None, "withdrawn", call_id)
+
+    def left(self, params: dict[str, Any]) -> None:
+        self._line(None, "left", left_line(params))
+
+    def note(self, text: str) -> None:
+        self._line(None, "#", text)
+
+
+_RESET: Final = "\x1b[0m"
+_DIM: Final = "\x1b[2m"
+_BOLD: Final = "\x1b[1m"
+_RED: Final = "\x1b[31m"
+_GREEN: Final = "\x1b[32m"
+_YELLOW: Final = "\x1b[33m"
+_CYAN: Final = "\x1b[36m"
+_STATUS: Final = {"completed": _GREEN, "failed": _RED, "in_progress": _YELLOW}
+
+
+class TerminalShower:
+    """The terminal view (see the module docstring)."""
+
+    def __init__(self, out: TextIO = sys.stdout, *, color: bool = True) -> None:
+        self._out = out
+        self._color = color
+        self._streaming: str | None = None
+        self._titles: dict[str, str] = {}
+
+    def _paint(self, code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if self._color else text
+
+    def _width(self) -> int:
+        return max(40, shutil.get_terminal_size((80, 24)).columns)
+
+    def _end_stream(self) -> None:
+        if self._streaming is not None:
+            self._out.write("\n")
+            self._streaming = None
+
+    def _line(self, text: str, code: str = "") -> None:
+        self._end_stream()
+        width = self._width()
+        shown = text if len(text) <= width else text[: width - 1] + "…"
+        self._out.write((self._paint(code, shown) if code else shown) + "\n")
+        self._out.flush()
+
+    def _stream(self, kind: str, text: str) -> None:
+        if self._streaming != kind:
+            self._end_stream()
+            label = {"agent_message_chunk": "agent", "agent_thought_chunk": "thinking"}.get(
+                kind, "you"
+            )
+            self._out.write(self._paint(_BOLD, f"{label}: "))
+            self._streaming = kind
+        self._out.write(self._paint(_DIM, text) if kind == "agent_thought_chunk" else text)
+        self._out.flush()
+
+    def update(self, cursor: str | None, update: dict[str, Any]) -> None:
+        kind = str(update.get("sessionUpdate"))
+        content = update.get("content")
+        if kind.endswith("_chunk") and isinstance(content, dict) and content.get("type") == "text":
+            self._stream(kind, str(content.get("text", "")))
+            return
+        if kind in ("tool_call", "tool_call_update"):
+            self._tool(update)
+            return
+        if kind == "available_commands_update":
+            return  # the editor's business: nothing a watcher reads
+        label, text = update_line(update)
+        self._line(f"{label}: {text}", _DIM)
+
+    def _tool(self, update: dict[str, Any]) -> None:
+        call_id = str(update.get("toolCallId"))
+        if update.get("title"):
+            self._titles[call_id] = str(update["title"])
+        status = str(update.get("status") or "")
+        title = self._titles.get(call_id, call_id)
+        raw = update.get("rawInput")
+        command = raw.get("command") if isinstance(raw, dict) else None
+        head = f"▸ {title}" + (f"  $ {command}" if isinstance(command, str) else "")
+        summary = content_summary(update.get("content"))
+        self._line(
+            f"{head}  {status}" + (f"  {summary}" if summary else ""),
+            _STATUS.get(status, _CYAN),
+        )
+        if status == "completed":
+            self._diffs(update.get("content"), _DIFF_LINES)
+
+    def _diffs(self, content: object, most: int) -> None:
+        if not isinstance(content, list):
+            return
+        for item in content:
+            if isinstance(item, dict) and item.get("type") == "diff":
+                old = (item.get("oldText") or "").splitlines()
+                new = (item.get("newText") or "").splitlines()
+                path = str(item.get("path"))
+                lines = list(difflib.unified_diff(old, new, path, path, lineterm=""))
+                for line in lines[:most]:
+                    code = _GREEN if line.startswith("+") else _RED if line.startswith("-") else ""
+                    self._line("    " + line, code)
+                if len(lines) > most:
+                    self._line(f"    … {len(lines) - most} more line(s)", _DIM)
+
+    def job(self, cursor: str | None, params: dict[str, Any]) -> None:
+        self._line(f"⚙ job {job_line(params)}", _CYAN)
+
+    def question(self, request: dict[str, Any]) -> None:
+        call = request.get("toolCall") or {}
+        title = call.get("title") or self._titles.get(str(call.get("toolCallId")), "a tool call")
+        self._line(f"? permission: {title}", _BOLD + _YELLOW)
+        raw = call.get("rawInput")
+        if isinstance(raw, dict) and isinstance(raw.get("command"), str):
+            self._line(f"    $ {raw['command']}")
+        self._diffs(call.get("content"), 2 * _DIFF_LINES)
+        self._line(f"    {option_keys(request.get('options') or [])}")
+        self._line("    answer with its number, y (allow) or n (reject)", _DIM)
+
+    def resolved(self, params: dict[str, Any]) -> None:
+        self._line(f"✓ {resolved_line(params)}", _DIM)
+
+    def withdrawn(self, call_id: str) -> None:
+        self._line(f"✗ question {call_id} withdrawn", _DIM)
+
+    def left(self, params: dict[str, Any]) -> None:
+        self._line(f"… {left_line(params)}", _DIM)
+
+    def note(self, text: str) -> None:
+        self._line(f"# {text}", _DIM)

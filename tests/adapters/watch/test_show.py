@@ -1,0 +1,71 @@
+"""How watch shows updates: one line each (`--plain`), and the terminal view within its width."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from acp_agent.adapters.watch._lines import job_line, question_line, update_line
+from acp_agent.adapters.watch._show import TerminalShower
+
+DIFF = {"type": "diff", "path": "/w/a.py", "oldText": "a\nb\n", "newText": "a\nB\nc\n"}
+WRITE = {
+    "sessionUpdate": "tool_call_update",
+    "toolCallId": "call_1",
+    "status": "completed",
+    "title": "Edit a.py " + "with a very long title " * 6,
+    "content": [DIFF],
+}
+
+
+def test_a_line_never_holds_a_newline_and_says_what_the_update_holds() -> None:
+    label, text = update_line(
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a\nb"}}
+    )
+    assert (label, text) == ("agent", '"a\\nb"')
+    label, text = update_line(WRITE)
+    assert label == "tool"
+    assert text.startswith('call_1 completed "Edit a.py')
+    assert text.endswith("| diff /w/a.py +2 -1")
+    assert "\n" not in text
+
+
+def test_a_question_line_numbers_its_choices_and_shows_the_command() -> None:
+    line = question_line(
+        {
+            "toolCall": {"toolCallId": "c", "title": "Run", "rawInput": {"command": "ls\n-la"}},
+            "options": [
+                {"optionId": "a", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "r", "name": "Reject", "kind": "reject_once"},
+            ],
+        }
+    )
+    assert line == 'c "Run" $ "ls\\n-la" ? 1=Allow (allow_once) 2=Reject (reject_once)'
+
+
+def test_a_job_line_says_how_it_ended_and_its_last_output() -> None:
+    params = {"jobId": "job_1", "state": "exited", "exitCode": 2, "durationS": 1.25}
+    assert job_line({**params, "output": "x\nlast words\n"}) == (
+        'job_1 exited code 2 after 1.2 s | "last words"'
+    )
+
+
+@pytest.mark.parametrize("columns", [80, 50])
+def test_the_terminal_view_keeps_within_its_width_and_colours_the_diff(
+    columns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    out = io.StringIO()
+    shower = TerminalShower(out, color=True)
+    shower.update(
+        None, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}}
+    )
+    shower.update(None, WRITE)
+    lines = out.getvalue().splitlines()
+    plain = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines]
+    assert plain[0] == "agent: Hi"
+    assert all(len(line) <= columns for line in plain)
+    assert "\x1b[32m    +B" in out.getvalue()  # an added line, green
+    assert "\x1b[31m    -b" in out.getvalue()  # a removed one, red
