@@ -269,8 +269,10 @@ async def test_a_second_signal_during_shutdown_ends_the_agent_at_once_by_that_si
     workspace.mkdir()
     server_pids: list[int] = []
     try:
+        # The prompt goes on without waiting for the server, which never answers.
+        env = agent_env(ACP_AGENT_MCP_STARTUP_WAIT_S="0")
         async with running_agent(
-            tmp_path / "home", script=script, default_signals=SENT_SIGNALS
+            tmp_path / "home", script=script, env=env, default_signals=SENT_SIGNALS
         ) as client:
             agent = client.process
             assert agent is not None
