@@ -213,34 +213,36 @@ class _Run:
 
     async def run(self) -> int:
         status, stop_reason, message_id, error = EXIT_FAILED, None, None, None
-        try:
+        # The connection owns the tasks reading the agent; leaving it stops the agent.
+        async with self.agent:
             try:
-                await self.agent.start()
-                await self._open_session()
-                stop_reason, message_id, error = await self._turn()
-                if error is not None and error.get("kind") == "not_configured":
-                    await self._forget_session()
-            except _Interrupted:
-                status = EXIT_INTERRUPTED
-                stop_reason = "cancelled"
-            else:
-                status = self._status(stop_reason, error)
-                if error is None and status == EXIT_FAILED:
-                    self.reporter.warn(f"the turn ended with {stop_reason}")
-        except UsageError as exc:
-            status, error = EXIT_USAGE, {"kind": "usage", "message": str(exc)}
-        except HeldSession as exc:
-            status, error = EXIT_HELD, {"kind": "held", "message": str(exc), "pid": exc.pid}
-        except AcpError as exc:
-            status, error = EXIT_FAILED, {"kind": "agent", "message": exc.message}
-        except (PeerError, OSError) as exc:
-            status, error = EXIT_FAILED, {"kind": "agent_exited", "message": str(exc)}
-            tail = "\n".join(self.agent.stderr_tail)
-            if tail:
-                sys.stderr.write(tail + "\n")
-        finally:
-            with contextlib.suppress(Exception):
-                await self.agent.stop(timeout_s=5.0)
+                try:
+                    await self.agent.start()
+                    await self._open_session()
+                    stop_reason, message_id, error = await self._turn()
+                    if error is not None and error.get("kind") == "not_configured":
+                        await self._forget_session()
+                except _Interrupted:
+                    status = EXIT_INTERRUPTED
+                    stop_reason = "cancelled"
+                else:
+                    status = self._status(stop_reason, error)
+                    if error is None and status == EXIT_FAILED:
+                        self.reporter.warn(f"the turn ended with {stop_reason}")
+            except UsageError as exc:
+                status, error = EXIT_USAGE, {"kind": "usage", "message": str(exc)}
+            except HeldSession as exc:
+                status, error = EXIT_HELD, {"kind": "held", "message": str(exc), "pid": exc.pid}
+            except AcpError as exc:
+                status, error = EXIT_FAILED, {"kind": "agent", "message": exc.message}
+            except (PeerError, OSError) as exc:
+                status, error = EXIT_FAILED, {"kind": "agent_exited", "message": str(exc)}
+                tail = "\n".join(self.agent.stderr_tail)
+                if tail:
+                    sys.stderr.write(tail + "\n")
+            finally:
+                with contextlib.suppress(Exception):
+                    await self.agent.stop(timeout_s=5.0)
         if error is not None and status != EXIT_INTERRUPTED:
             self.reporter.warn(str(error["message"]))
         if status == EXIT_INTERRUPTED:

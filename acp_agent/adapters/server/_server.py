@@ -189,9 +189,11 @@ class AppServer:
         self._clients.add(client)
         logger.info("%s connected (%s)", client_id, kind)
         try:
-            await connection.serve_lines(source, writer, cancel_handlers=False)
-            logger.info("%s left; its prompts run to their end", client_id)
-            await agent.connection_ended(connection.protocol.wait_handlers)
+            # The connection's task group runs its handlers; leaving it waits for them.
+            async with connection:
+                await connection.serve_lines(source, writer, cancel_handlers=False)
+                logger.info("%s left; its prompts run to their end", client_id)
+                await agent.connection_ended(connection.protocol.wait_handlers)
         finally:
             connection.protocol.close()
             self._clients.discard(client)
