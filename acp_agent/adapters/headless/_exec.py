@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
+
 from acp_agent.adapters.headless._agent_process import AgentProcess, HeldSession, held_by
 from acp_agent.adapters.headless._policy import Approve, decide, option_for
 from acp_agent.adapters.headless._progress import ToolProgress
@@ -352,34 +354,53 @@ class _Run:
     async def _turn(self) -> tuple[str | None, str | None, dict[str, Any] | None]:
         assert self.session_id is not None
         loop = asyncio.get_running_loop()
-        interrupted = asyncio.Event()
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signal.SIGINT, interrupted.set)
-        prompt = asyncio.create_task(
-            self.agent.request(
-                methods.SESSION_PROMPT,
-                types.PromptRequest(
-                    session_id=self.session_id, prompt=[types.TextContent(text=self.prompt)]
-                ),
-            )
+        answered = asyncio.Event()
+        #: Set by the answer or by Ctrl-C, whichever comes first.
+        settled = asyncio.Event()
+        interrupted = False
+
+        def interrupt() -> None:
+            nonlocal interrupted
+            interrupted = True
+            settled.set()
+
+        response: list[types.PromptResponse] = []
+        failed: list[Exception] = []
+        request = types.PromptRequest(
+            session_id=self.session_id, prompt=[types.TextContent(text=self.prompt)]
         )
-        waiting = asyncio.create_task(interrupted.wait())
+
+        async def ask() -> None:
+            try:
+                response.append(await self.agent.request(methods.SESSION_PROMPT, request))
+            except Exception as exc:
+                failed.append(exc)  # raised below, as the request raised it
+            finally:
+                answered.set()
+                settled.set()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, interrupt)
         try:
-            await asyncio.wait({prompt, waiting}, return_when=asyncio.FIRST_COMPLETED)
-            if not prompt.done():
-                await self._cancel(prompt)
-                raise _Interrupted
-            response: types.PromptResponse = prompt.result()
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(ask)
+                await settled.wait()
+                if interrupted:
+                    await self._cancel(answered)
+                    task_group.cancel_scope.cancel()
         finally:
-            waiting.cancel()
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signal.SIGINT)
-        ours = (response.meta or {}).get("acp-agent") or {}
+        if interrupted:
+            raise _Interrupted
+        if failed:
+            raise failed[0]
+        ours = (response[0].meta or {}).get("acp-agent") or {}
         error = ours.get("error") if isinstance(ours, dict) else None
         message_id = ours.get("messageId") if isinstance(ours, dict) else None
-        return response.stop_reason.value, message_id, error
+        return response[0].stop_reason.value, message_id, error
 
-    async def _cancel(self, prompt: asyncio.Task[Any]) -> None:
+    async def _cancel(self, answered: asyncio.Event) -> None:
         """Send `session/cancel` and give the turn a moment to answer `cancelled`."""
         assert self.session_id is not None
         self.reporter.progress("cancelling the turn…")
@@ -387,8 +408,8 @@ class _Run:
             self.agent.notify(
                 methods.SESSION_CANCEL, types.CancelNotification(session_id=self.session_id)
             )
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(prompt, _CANCEL_GRACE_S)
+        with anyio.move_on_after(_CANCEL_GRACE_S):
+            await answered.wait()
 
     def _update(self, session_id: str, update: dict[str, Any]) -> None:
         if self._early is not None:
