@@ -4,7 +4,7 @@ The agent starts in a session and process group of its own, so whatever it start
 (a wrapper's child, a server it spawns) can be ended with it: `close()` signals the
 whole group, SIGTERM then SIGKILL, and waits a bounded time, never for the pipes to
 close (a child that inherited stdout may hold them for its whole life). Its stdout
-is read in chunks and cut into lines of at most `MAX_LINE_BYTES` (a longer one is
+is read in chunks and split into lines of at most `MAX_LINE_BYTES` (a longer one is
 skipped to its newline, counted, never kept); its stderr keeps its last lines only.
 Its exit is noticed as soon as the process ends, whoever still holds the pipes.
 Those three readers run in the check's task group (`start_soon`), in a scope of

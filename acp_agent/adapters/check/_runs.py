@@ -72,7 +72,7 @@ class Checker:
         )
         self.deadline_s = deadline_s
         #: Set when the deadline ended the run early.
-        self.cut_short = False
+        self.deadline_passed = False
 
     @property
     def stopped(self) -> str:
@@ -102,7 +102,7 @@ class Checker:
                         current = name
                         await self._guarded(group, rule_ids)
             except TimeoutError:
-                self.cut_short = True
+                self.deadline_passed = True
                 run.stopped = f"the --deadline of {self.deadline_s:g} s ran out during {current}"
             finally:
                 with anyio.CancelScope(shield=True):
