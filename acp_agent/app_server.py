@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
+
 import acp_agent
 from acp_agent.runtime_setup import (
     USAGE_ERROR,
@@ -36,6 +38,7 @@ from acp_agent.runtime_setup import (
     editor_timeout_s,
     prepare,
     runtime_host,
+    runtime_work,
     write_stall_s,
 )
 
@@ -141,16 +144,37 @@ async def _serve(settings: RuntimeSettings, socket: Path, address: ListenAddress
     groups = GroupRegistry(settings.paths.data_dir / "jobs", reaper=True)
     groups.sweep()
     use_process_groups(groups)
-    host, models = runtime_host(settings)
-    server = AppServer(
-        host,
-        models,
-        config_dir=settings.paths.config_dir,
-        mode=settings.mode_name,
-        unstable=settings.args.unstable,
-        editor_timeout_s=editor_timeout_s(),
-        stall_s=write_stall_s(),
-    )
+    failure: Exception | None = None
+    # The runtime and the sessions being assembled run in this group, which ends (waiting
+    # for them) once the server has stopped.
+    async with anyio.create_task_group() as runtime_tasks:
+        start_soon = runtime_work(runtime_tasks)
+        host, models = runtime_host(settings, start_soon)
+        server = AppServer(
+            host,
+            models,
+            start_soon=start_soon,
+            config_dir=settings.paths.config_dir,
+            mode=settings.mode_name,
+            unstable=settings.args.unstable,
+            editor_timeout_s=editor_timeout_s(),
+            stall_s=write_stall_s(),
+        )
+        try:
+            await _listen_until_stopped(server, settings, socket, address)
+        except Exception as exc:
+            failure = exc  # raised as it is (a bad place), not in the group's ExceptionGroup
+        finally:
+            runtime_tasks.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return 0
+
+
+async def _listen_until_stopped(
+    server: AppServer, settings: RuntimeSettings, socket: Path, address: ListenAddress | None
+) -> None:
+    """Listen and serve until a stop signal, then stop the server (and its runtime)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
@@ -173,7 +197,6 @@ async def _serve(settings: RuntimeSettings, socket: Path, address: ListenAddress
         for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             loop.remove_signal_handler(signum)
         await server.stop()
-    return 0
 
 
 async def _listen_websocket(

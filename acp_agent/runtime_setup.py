@@ -5,7 +5,8 @@ settings and build the same parts: the stdio agent (`acp_agent.stdio_agent`,
 one editor) and the app server (`acp_agent.app_server`, any number of
 clients). `add_runtime_arguments` adds the flags (each with its environment
 twin); `prepare` configures logging and loads the script; `runtime_host` makes
-the `RuntimeHost` that opens the store and the runtime on first use.
+the `RuntimeHost` that opens the store and the runtime on first use, in the task
+group it is handed (the stdio connection's; the app server's own, `runtime_work`).
 
 Assembly: the models (`<config dir>/config.toml` and the environment), the
 built-in tools, the capabilities and MCP servers registered for every
@@ -30,10 +31,13 @@ import acp_agent
 from acp_agent.records import Record
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from acp_agent.adapters.acp import RuntimeHost
     from acp_agent.core import ServiceRegistry, Store
     from acp_agent.models import ConfiguredModels, Script
     from acp_agent.paths import AgentPaths
+    from protocol.connection import StartSoon
 
 __all__ = (
     "USAGE_ERROR",
@@ -43,6 +47,7 @@ __all__ = (
     "mcp_startup_wait_s",
     "prepare",
     "runtime_host",
+    "runtime_work",
     "write_stall_s",
 )
 
@@ -159,8 +164,21 @@ def prepare(args: argparse.Namespace) -> RuntimeSettings | int:
     return RuntimeSettings(args, paths, script, os.environ.get("ACP_AGENT_MODE") or None)
 
 
-def runtime_host(settings: RuntimeSettings) -> tuple[RuntimeHost, ConfiguredModels]:
-    """The host that opens the store and the runtime on first use, and the models."""
+def runtime_work(task_group: TaskGroup) -> StartSoon:
+    """Where the runtime runs for a front end with no connection to host it (the app
+    server): `task_group`, as a connection's is (what fails there is logged and ends
+    alone)."""
+    from protocol.connection import start_soon_in  # as the rest here: when it is needed
+
+    return start_soon_in(task_group)
+
+
+def runtime_host(
+    settings: RuntimeSettings, start_soon: StartSoon
+) -> tuple[RuntimeHost, ConfiguredModels]:
+    """The host that opens the store and the runtime on first use, and the models; the
+    host runs in the task group `start_soon` hands work to (the stdio connection's, the
+    app server's), which waits for it."""
     from acp_agent.adapters.acp import RuntimeHost
     from acp_agent.models import ConfiguredModels
 
@@ -238,7 +256,12 @@ def runtime_host(settings: RuntimeSettings) -> tuple[RuntimeHost, ConfiguredMode
         return await open_store(location)
 
     host = RuntimeHost(
-        open_store, assemble, models=models, config_dir=paths.config_dir, on_close=models.aclose
+        start_soon,
+        open_store,
+        assemble,
+        models=models,
+        config_dir=paths.config_dir,
+        on_close=models.aclose,
     )
     return host, models
 

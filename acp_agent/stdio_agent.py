@@ -150,8 +150,9 @@ def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:
     from protocol.connection import AgentConnection
 
     args, paths = settings.args, settings.paths
-    host, models = runtime_host(settings)
     connection = AgentConnection(unstable=args.unstable)
+    # The runtime lives in the connection's task group, which waits for it at the end.
+    host, models = runtime_host(settings, connection.start_soon)
     warmup = None
     if warmup_enabled():
         # HTTP and the providers only when a real model answers by default.

@@ -4,9 +4,10 @@ It is ours, not pygls': pygls imports lsprotocol's whole LSP type set
 (~400 ms) on every start, and its request handling needed workarounds to be
 right for ACP. What the engine does:
 
-- an `async def` handler runs as its own task, started in the context the
-  line was received in, so the read loop never waits for it; a plain
-  handler runs at once;
+- an `async def` handler runs as a task of the connection's task group, in a
+  cancel scope of its own, started in the context the line was received in,
+  so the read loop never waits for it and the connection waits for it before
+  it ends; a plain handler runs at once;
 - routes keyed by method *and* kind, checked against the generated method
   table (side, stability), with params structured into the generated types
   and -32602 naming the offending field;
@@ -21,7 +22,7 @@ right for ACP. What the engine does:
   SDK does the same), its first bytes are logged, and it fails nothing else:
   it may have been an answer to one of our requests, which then ends at its
   deadline;
-- `$/cancel_request` answered with -32800 by cancelling the handler task (W7);
+- `$/cancel_request` answered with -32800 by cancelling the handler's scope (W7);
 - `after_response(callback)`: a request handler schedules work for right after
   its successful response is written (notifications about a session the peer
   learns of from that very response).
@@ -42,11 +43,12 @@ import inspect
 import itertools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
+import anyio
 import attrs
 
 from jsonbounds import MAX_JSON_DEPTH, TOO_DEEP, OverLongLine, nesting_exceeds
@@ -84,6 +86,7 @@ from protocol.errors import (
 from protocol.methods import MessageKind, MethodSpec, Side
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
     from cattrs import Converter
 
 __all__ = ("AcpProtocol", "AgentSideProtocol", "ClientSideProtocol", "Handler", "Writer")
@@ -127,6 +130,10 @@ class _NotificationKey:
     """A private key for a running notification handler in the table of running ones."""
 
 
+#: Receives a handler's outcome: its result, its exception, or cancelled.
+_Callback = Callable[[Future[Any]], None]
+
+
 class AcpProtocol:
     """One end of an ACP connection: routes, typed payloads, error replies, requests out."""
 
@@ -141,8 +148,14 @@ class AcpProtocol:
         self._converter = converter
         #: Where lines go (`set_writer`); None until the connection starts.
         self.writer: Writer | None = None
-        #: The peer's requests (and our notification handlers) still running, by id.
-        self._request_futures: dict[Any, asyncio.Future[Any] | Future[Any]] = {}
+        #: Where async handlers run (`set_task_group`): the connection's task group.
+        self._task_group: TaskGroup | None = None
+        #: The cancel scope of each async handler still running (the peer's requests by
+        #: id, our notification handlers by a private key); its task is the group's.
+        self._running: dict[Any, anyio.CancelScope] = {}
+        #: Set whenever no async handler runs (`input_ended` waits for it).
+        self._idle = asyncio.Event()
+        self._idle.set()
         #: Whether unstable methods may be served or sent; set by the connection.
         self.unstable = False
         self._routes: dict[tuple[MessageKind, str], _Route] = {}
@@ -165,6 +178,12 @@ class AcpProtocol:
         if include_headers:
             raise ValueError("ACP lines are newline-delimited; there are no headers")
         self.writer = writer
+
+    def set_task_group(self, task_group: TaskGroup) -> None:
+        """Run `async def` handlers as tasks of `task_group`: the connection's, which
+        waits for them before it ends. Until it is set, a message for an async
+        handler raises `ConnectionNotStarted`."""
+        self._task_group = task_group
 
     # -- registration --------------------------------------------------------
 
@@ -244,7 +263,7 @@ class AcpProtocol:
     @property
     def running_handlers(self) -> int:
         """How many async handlers (requests and notifications) are running now."""
-        return len(self._request_futures)
+        return len(self._running)
 
     def _receive_request(self, msg_id: RequestId, method: str, params: Any) -> None:
         route = self._routes.get((MessageKind.REQUEST, method))
@@ -252,7 +271,7 @@ class AcpProtocol:
             logger.info("No handler for request %r (id %r)", method, msg_id)
             self._send_error(msg_id, MethodNotFound(f"Method not found: {method}"))
             return
-        if msg_id in self._request_futures:
+        if msg_id in self._running:
             logger.warning("The peer reused id %r while that request is still running", msg_id)
         # Each request runs in its own copied context (see `receive_line`), so the
         # handler's task, and only it, sees this list.
@@ -278,7 +297,7 @@ class AcpProtocol:
         self._execute_handler(
             key,
             self._wrap(route),
-            callback=partial(self._notification_done, key=key, method=method),
+            callback=partial(self._notification_done, method=method),
             args=(params,),
         )
 
@@ -287,15 +306,19 @@ class AcpProtocol:
         key: Any,
         handler: Callable[[Any], Any],
         *,
-        callback: Callable[[Any], None],
+        callback: _Callback,
         args: tuple[Any, ...],
     ) -> None:
-        """Run `handler(*args)`: an async one as a task of its own (kept in the running
-        table under `key` until it ends), a plain one now; `callback` gets the outcome."""
+        """Run `handler(*args)`: an async one as a task of the connection's group, in a
+        cancel scope kept in the running table under `key` until it ends; a plain one
+        now. `callback` gets the outcome either way."""
         if inspect.iscoroutinefunction(handler):
-            task = asyncio.get_running_loop().create_task(handler(*args))
-            self._request_futures[key] = task
-            task.add_done_callback(callback)
+            if self._task_group is None:
+                raise ConnectionNotStarted()
+            scope = anyio.CancelScope()
+            self._running[key] = scope
+            self._idle.clear()
+            self._task_group.start_soon(self._run_handler, key, scope, handler, args, callback)
             return
         done: Future[Any] = Future()
         try:
@@ -303,6 +326,38 @@ class AcpProtocol:
         except Exception as exc:
             done.set_exception(exc)
         callback(done)
+
+    async def _run_handler(
+        self,
+        key: Any,
+        scope: anyio.CancelScope,
+        handler: Callable[..., Awaitable[Any]],
+        args: tuple[Any, ...],
+        callback: _Callback,
+    ) -> None:
+        """One async handler's task: `callback` gets its outcome however it ends (its
+        scope cancelled by `$/cancel_request` or the end of input, the group's by the
+        connection's end: cancelled). Only a cancellation from outside leaves it."""
+        outcome: Future[Any] = Future()
+        try:
+            with scope:
+                # Cancelled before it began (a `$/cancel_request` right behind it): it
+                # does not begin at all.
+                if not scope.cancel_called:
+                    outcome.set_result(await handler(*args))
+        except Exception as exc:
+            outcome.set_exception(exc)
+        finally:
+            if self._running.get(key) is scope:
+                del self._running[key]
+                if not self._running:
+                    self._idle.set()
+            if not outcome.done():
+                outcome.cancel()
+            try:
+                callback(outcome)
+            except Exception:
+                logger.exception("Answering a handler's outcome failed")
 
     def _wrap(self, route: _Route) -> Callable[[Any], Any]:
         """The handler taking raw params and returning the wire result, async if it is."""
@@ -375,8 +430,6 @@ class AcpProtocol:
         after: list[Callable[[], None]] | None = None,
     ) -> None:
         """Send the handler's outcome as the response to request `msg_id`."""
-        if self._request_futures.get(msg_id) is future:
-            del self._request_futures[msg_id]
         if future.cancelled():
             logger.info("Request %r (id %r) was cancelled", method, msg_id)
             self._send_error(msg_id, RequestCancelled())
@@ -395,10 +448,7 @@ class AcpProtocol:
                     "A callback after the response to %r (id %r) failed", method, msg_id
                 )
 
-    def _notification_done(
-        self, future: Future[Any], *, key: _NotificationKey, method: str
-    ) -> None:
-        self._request_futures.pop(key, None)
+    def _notification_done(self, future: Future[Any], *, method: str) -> None:
         if future.cancelled():
             return
         exc = future.exception()
@@ -426,8 +476,8 @@ class AcpProtocol:
         except Exception as exc:
             logger.warning("Ignoring %s: %s", spec.name, structure_error_message(exc))
             return
-        target = self._request_futures.get(params.request_id)
-        if target is None or target.done():
+        target = self._running.get(params.request_id)
+        if target is None:
             logger.debug("Nothing to cancel for request id %r", params.request_id)
             return
         target.cancel()
@@ -469,29 +519,6 @@ class AcpProtocol:
         if self._closed or not self._write(lines):
             raise ConnectionClosed()
 
-    def send_request(
-        self,
-        method: str,
-        params: Any | None = None,
-        callback: Callable[[Any], None] | None = None,
-        msg_id: Any = None,
-    ) -> Future[Any]:
-        """Send request `method`; the future gets the raw JSON result or an `AcpError`.
-
-        Prefer `request()`, which awaits safely and returns the typed result.
-        """
-        future = self._send_request(method, params, msg_id)[1]
-        if callback is not None:
-            future.add_done_callback(lambda done: callback(done.result()))
-        return future
-
-    def send_request_async(
-        self, method: str, params: Any | None = None, msg_id: Any = None
-    ) -> asyncio.Future[Any]:
-        """`send_request` as an awaitable that survives being cancelled (W6)."""
-        future = self._send_request(method, params, msg_id)[1]
-        return asyncio.shield(asyncio.wrap_future(future))
-
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None) -> Any:
         """Send request `method`, await the answer and return it structured.
 
@@ -502,7 +529,7 @@ class AcpProtocol:
         peer is sent `$/cancel_request` (never for a request it already
         answered) and a late answer is dropped quietly.
         """
-        msg_id, future = self._send_request(method, params, None)
+        msg_id, future = self._send_request(method, params)
         try:
             # The shield keeps a cancelled caller from cancelling the future the
             # late answer will be delivered to (W6).
@@ -529,15 +556,12 @@ class AcpProtocol:
                 f"Invalid result for {method}: {structure_error_message(exc)}"
             ) from exc
 
-    def _send_request(
-        self, method: str, params: Any, msg_id: RequestId
-    ) -> tuple[RequestId, Future[Any]]:
+    def _send_request(self, method: str, params: Any) -> tuple[RequestId, Future[Any]]:
         spec = self._outgoing_spec(method, MessageKind.REQUEST)
         if self._input_ended:
             raise PeerDisconnected("the peer has closed its side and cannot answer")
-        if msg_id is None:
-            n = next(self._ids)
-            msg_id = n if self.ID_PREFIX is None else f"{self.ID_PREFIX}{n}"
+        n = next(self._ids)
+        msg_id: RequestId = n if self.ID_PREFIX is None else f"{self.ID_PREFIX}{n}"
         message = {
             "jsonrpc": "2.0",
             "id": msg_id,
@@ -647,7 +671,8 @@ class AcpProtocol:
         """The peer's stream ended: fail our pending requests, cancel running handlers.
 
         Cancelled requests are still answered (-32800) while the peer reads;
-        handlers get `grace_s` seconds to unwind before we stop waiting. With
+        handlers get `grace_s` seconds to unwind before we stop waiting (the
+        connection's task group still waits for them when it ends). With
         `cancel_handlers=False` they run on (`wait_handlers` waits for them): a
         server whose client left keeps the work it accepted.
         """
@@ -658,25 +683,15 @@ class AcpProtocol:
         self._pending.clear()
         if not cancel_handlers:
             return
-        # Async handlers are asyncio tasks; sync ones never linger in the table.
-        running = [
-            future
-            for future in self._request_futures.values()
-            if isinstance(future, asyncio.Future) and not future.done()
-        ]
-        for task in running:
-            task.cancel()
-        if running:
-            await asyncio.wait(running, timeout=grace_s)
+        for scope in list(self._running.values()):
+            scope.cancel()
+        with anyio.move_on_after(grace_s):
+            await self._idle.wait()
 
     async def wait_handlers(self) -> None:
         """Wait until every async handler running now (and any it leads to) has ended."""
-        while running := [
-            future
-            for future in self._request_futures.values()
-            if isinstance(future, asyncio.Future) and not future.done()
-        ]:
-            await asyncio.wait(running)
+        while self._running:
+            await self._idle.wait()
 
     def close(self) -> None:
         """Stop sending: later `notify`/`request` calls raise `ConnectionClosed`."""

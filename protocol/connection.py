@@ -10,6 +10,9 @@ the benchmarks and `acp-agent watch` are built on it).
     conn.register(methods.INITIALIZE, initialize)  # typed params in, typed result out
     conn.start_io(stop_signals=(signal.SIGTERM,))  # blocks until stdin ends or SIGTERM
 
+    async with ClientConnection() as client:       # owns the tasks that read the agent
+        await client.start_io(sys.executable, "-m", "acp_agent")
+
 Handlers receive params structured into `protocol.types` classes (plain JSON
 for `_` extension methods) and return result objects; raise an `AcpError`
 to answer with an error. `async def` handlers run concurrently, so a handler
@@ -18,11 +21,20 @@ handler is started, and runs to its first `await`, before the next message
 is read: state a handler registers before awaiting is visible to the next
 message's handler (a `session/cancel` right behind a `session/prompt`).
 
+Each connection has a task group (anyio), open for as long as `async with`
+the connection (`start_io` of the agent's end opens it itself), which owns
+every task it runs: the handlers, the client's readers of the agent's
+output, and what is handed to it with `start_soon` (work that outlives the
+request that began it, such as the runtime). Nothing is left to run on its
+own: leaving the block cancels what is left and waits for it. An agent's end
+serves any other line stream (a socket's) with `serve_lines`, inside the block.
+
 The agent's end stops serving when its input ends, when `stop()` is called,
 or on one of the `stop_signals` given to `start_io`; all three take the same
 path: pending requests to the client fail, running handlers are cancelled
-and get a short grace to unwind (requests are still answered, -32800), and
-`start_io` returns once the event loop has finished every task.
+and get a short grace to unwind (requests are still answered, -32800), the
+`on_shutdown` callbacks run, what is left in the group is cancelled, and
+`start_io` returns once the group has ended.
 
 Both ends read and write every field and shape of the unstable schema
 whatever `unstable` says: what a peer advertises decides what is sent (a
@@ -33,13 +45,15 @@ checks for it. `unstable` gates the unstable *methods* only (`session/fork`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import sys
-import threading
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from typing import Any, BinaryIO, Final
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
+from functools import partial
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol
+
+import anyio
 
 from jsonbounds import OverLongLine
 from protocol._dispatch import (
@@ -58,11 +72,25 @@ from protocol._ndjson import (
     iter_lines,
 )
 from protocol.converter import shared_converter
+from protocol.errors import ConnectionNotStarted
 from protocol.limits import MAX_AGENT_LINE_BYTES
 from protocol.methods import MessageKind
 from protocol.text_chunks import TextChunks, encode_text_chunks
 
-__all__ = ("DEFAULT_WRITE_STALL_S", "AgentConnection", "ClientConnection", "Handler")
+if TYPE_CHECKING:
+    from typing import Self
+
+    from anyio.abc import TaskGroup
+
+__all__ = (
+    "DEFAULT_WRITE_STALL_S",
+    "AgentConnection",
+    "ClientConnection",
+    "Handler",
+    "StartSoon",
+    "Work",
+    "start_soon_in",
+)
 
 #: How long a client may read nothing, with output piling up, before it is gone.
 DEFAULT_WRITE_STALL_S: Final = DEFAULT_STALL_S
@@ -72,12 +100,69 @@ logger = logging.getLogger(__name__)
 #: How long handlers cancelled at end of input get to unwind; the whole
 #: shutdown must fit in the one second an editor waits.
 _SHUTDOWN_GRACE_S: Final = 0.5
+#: How long the client's readers get, once the agent exited, to read what it wrote last.
+_READ_GRACE_S: Final = 1.0
+
+#: Work a task group runs (`start_soon`).
+Work = Callable[[], Coroutine[Any, Any, object]]
+
+
+class StartSoon(Protocol):
+    """Hands `work` to a task group that waits for it (a connection's `start_soon`, or
+    `start_soon_in`'s), as what hands it over sees it."""
+
+    def __call__(self, work: Work, *, name: str) -> None: ...
+
+
+def start_soon_in(task_group: TaskGroup) -> StartSoon:
+    """`task_group`'s `start_soon` as a connection's is: what the work raises is logged
+    and ends it alone, never the group (an app server's runtime, beside its clients)."""
+
+    def start_soon(work: Work, *, name: str) -> None:
+        task_group.start_soon(_logged, work, name, name=name)
+
+    return start_soon
 
 
 class _Endpoint:
-    """What both ends offer: handler registration, notifications, requests."""
+    """What both ends offer: handler registration, notifications, requests, and the
+    task group that owns what the connection runs (`async with` the connection)."""
 
     protocol: AcpProtocol
+    _task_group: TaskGroup | None = None
+
+    async def __aenter__(self) -> Self:
+        """Open the connection's task group: its handlers, the work `start_soon` is
+        given and the client's readers run in it from now on."""
+        if self._task_group is not None:
+            raise RuntimeError("the connection is already open")
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        self.protocol.set_task_group(task_group)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Wind down (a client stops its agent), then cancel what is left in the group
+        and wait for it. The block's own exception propagates as it is, not in the
+        group's ExceptionGroup: nothing the group runs raises into it."""
+        task_group = self._task_group
+        assert task_group is not None, "__aexit__ without __aenter__"
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._wind_down()
+        finally:
+            self._task_group = None
+            task_group.cancel_scope.cancel()
+            await task_group.__aexit__(None, None, None)
+
+    async def _wind_down(self) -> None:
+        """What leaving `async with` does before the group's end; nothing by default."""
 
     @property
     def unstable(self) -> bool:
@@ -118,6 +203,27 @@ class _Endpoint:
         """
         self.protocol.after_response(callback)
 
+    def start_soon(self, work: Work, *, name: str) -> None:
+        """Run `work()` in the connection's task group, beside the handlers: work that
+        outlives the request that began it (the runtime, a session's assembly).
+
+        The connection waits for it before it ends: at the end (once the shutdown
+        callbacks are done, for `start_io`) it is cancelled, so it ends then or
+        earlier, through a callback of its own. What it raises is logged and ends it
+        alone. `ConnectionNotStarted` outside the connection's life.
+        """
+        if self._task_group is None:
+            raise ConnectionNotStarted()
+        start_soon_in(self._task_group)(work, name=name)
+
+
+async def _logged(work: Work, name: str) -> None:
+    """Run `work`; an exception ends it alone, logged, never the connection."""
+    try:
+        await work()
+    except Exception:
+        logger.exception("%s failed", name)
+
 
 async def _run_ndjson(
     source: LineSource,
@@ -145,7 +251,9 @@ async def _run_ndjson(
     finally:
         if on_end is not None:
             on_end()
-        await protocol.input_ended(grace_s=_SHUTDOWN_GRACE_S, cancel_handlers=cancel_handlers)
+        # Whatever ended the input, the handlers are wound down (bounded by the grace).
+        with anyio.CancelScope(shield=True):
+            await protocol.input_ended(grace_s=_SHUTDOWN_GRACE_S, cancel_handlers=cancel_handlers)
 
 
 class AgentConnection(_Endpoint):
@@ -159,7 +267,6 @@ class AgentConnection(_Endpoint):
     def __init__(self, *, unstable: bool = False) -> None:
         self.protocol = AgentSideProtocol(shared_converter(include_unstable=True))
         self.protocol.unstable = unstable
-        self._stop_event = threading.Event()
         self._source: ThreadedLineReader | None = None
         self._shutdown: list[Callable[[], Awaitable[None]]] = []
 
@@ -180,7 +287,8 @@ class AgentConnection(_Endpoint):
 
     def on_shutdown(self, callback: Callable[[], Awaitable[None]]) -> None:
         """Await `callback` once the input has ended and the handlers are done, while the
-        event loop still runs (closing what the handlers used, in registration order)."""
+        event loop still runs and before what `start_soon` began is cancelled (closing
+        what the handlers used, in registration order)."""
         self._shutdown.append(callback)
 
     def start_io(
@@ -221,7 +329,6 @@ class AgentConnection(_Endpoint):
         out.flush()
         writer = QueuedLineWriter(out.fileno(), stall_s=write_stall_s, on_gone=self.stop)
         self.protocol.set_writer(writer)
-        self._stop_event = threading.Event()
         self._source = source
         try:
             asyncio.run(self._serve(source, stop_signals))
@@ -233,7 +340,6 @@ class AgentConnection(_Endpoint):
             if not writer.drain(_SHUTDOWN_GRACE_S):
                 logger.warning("Some messages could not be written before exit")
             writer.close()
-            self._stop_event.set()
 
     async def serve_lines(
         self, source: LineSource, writer: Writer, *, cancel_handlers: bool = True
@@ -245,8 +351,12 @@ class AgentConnection(_Endpoint):
         newline. At the end our pending requests fail and the running handlers are
         cancelled, or, with `cancel_handlers=False`, left to finish (the app
         server: a client leaving never cancels the work it started); the
-        `on_shutdown` callbacks are the caller's to run.
+        `on_shutdown` callbacks are the caller's to run. Only inside `async with`
+        the connection, whose task group runs the handlers (`RuntimeError`
+        otherwise): leaving it cancels those still running and waits for them.
         """
+        if self._task_group is None:
+            raise RuntimeError("an AgentConnection serves lines inside `async with` it")
         self.protocol.set_writer(writer)
         await _run_ndjson(source, self.protocol, cancel_handlers=cancel_handlers)
 
@@ -286,21 +396,29 @@ class AgentConnection(_Endpoint):
             restore_defaults()
             self.stop()
 
-        try:
-            for signum in handled:
-                loop.add_signal_handler(signum, stop_on, signum)
-            await _run_ndjson(source, self.protocol, on_end=restore_defaults)
-        finally:
-            restore_defaults()
-            for callback in self._shutdown:
-                try:
-                    await callback()
-                except Exception:
-                    logger.exception("A shutdown callback failed")
+        # Leaving the block cancels what is left (closed by no callback); the group waits.
+        async with self:
+            try:
+                for signum in handled:
+                    loop.add_signal_handler(signum, stop_on, signum)
+                await _run_ndjson(source, self.protocol, on_end=restore_defaults)
+            finally:
+                restore_defaults()
+                # The shutdown runs whatever ended the input; it bounds its own waits.
+                with anyio.CancelScope(shield=True):
+                    for callback in self._shutdown:
+                        try:
+                            await callback()
+                        except Exception:
+                            logger.exception("A shutdown callback failed")
 
 
 class ClientConnection(_Endpoint):
     """The client's end of ACP: spawns an agent process and talks to it over its stdio.
+
+    Use it in `async with`: its task group owns the tasks that read the agent's
+    stdout and stderr, watch its exit and run our handlers; leaving the block
+    stops the agent (`stop()`) and waits for them.
 
     Outgoing request ids are integers; incoming ids are echoed exactly.
     Override `line_received` to watch every line the agent writes and
@@ -313,11 +431,14 @@ class ClientConnection(_Endpoint):
         self.protocol = ClientSideProtocol(shared_converter(include_unstable=True))
         self.protocol.unstable = unstable
         self._server: asyncio.subprocess.Process | None = None
-        self._async_tasks: list[asyncio.Task[None]] = []
-        self._stop_event = threading.Event()
-        #: Over a socket (`connect_unix`): its writer and the task reading it.
+        #: The scope the readers run in, and set once they have ended (`start_io`).
+        self._reading: anyio.CancelScope | None = None
+        self._read = asyncio.Event()
+        #: Over a socket (`connect_unix`): its writer.
         self._socket: asyncio.StreamWriter | None = None
-        self._reading: asyncio.Task[None] | None = None
+
+    async def _wind_down(self) -> None:
+        await self.stop()
 
     @property
     def process(self) -> asyncio.subprocess.Process | None:
@@ -328,8 +449,12 @@ class ClientConnection(_Endpoint):
         """Spawn `cmd args...` and talk ACP to it over its stdin and stdout.
 
         Extra keyword arguments go to `asyncio.create_subprocess_exec` (`env`,
-        `cwd`); lines up to `MAX_CLIENT_LINE_BYTES` are read (W8).
+        `cwd`); lines up to `MAX_CLIENT_LINE_BYTES` are read (W8). Only inside
+        `async with` the connection (`RuntimeError` otherwise).
         """
+        task_group = self._task_group
+        if task_group is None:
+            raise RuntimeError("a ClientConnection starts its agent inside `async with` it")
         server = await asyncio.create_subprocess_exec(
             cmd,
             *args,
@@ -343,32 +468,26 @@ class ClientConnection(_Endpoint):
             raise RuntimeError("the agent process was started without pipes")
         self._server = server
         self.protocol.set_writer(StreamWriterAdapter(server.stdin))
-        self._async_tasks.extend(
-            [
-                asyncio.create_task(
-                    _run_ndjson(server.stdout, self.protocol, on_line=self.line_received),
-                    name="acp-client-read",
-                ),
-                asyncio.create_task(self._drain_stderr(server.stderr), name="acp-client-stderr"),
-                asyncio.create_task(self._server_exit(), name="acp-client-exit"),
-            ]
+        assert server.stdout is not None
+        self._start_readers(
+            partial(_run_ndjson, server.stdout, self.protocol, on_line=self.line_received),
+            partial(self._drain_stderr, server.stderr),
+            partial(self._server_exit, server),
         )
 
     async def connect_unix(self, path: str) -> None:
         """Talk ACP over the Unix socket at `path` (an app server's) instead of a child's
-        pipes; `OSError` when nothing listens there. `wait_ended` waits for its end."""
+        pipes; `OSError` when nothing listens there. `wait_ended` waits for its end. Only
+        inside `async with` the connection."""
         reader, writer = await asyncio.open_unix_connection(path, limit=MAX_CLIENT_LINE_BYTES)
         self._socket = writer
         self.protocol.set_writer(StreamWriterAdapter(writer))
-        self._reading = asyncio.create_task(
-            _run_ndjson(reader, self.protocol, on_line=self.line_received), name="acp-client-read"
-        )
-        self._async_tasks.append(self._reading)
+        self._start_readers(partial(_run_ndjson, reader, self.protocol, on_line=self.line_received))
 
     async def wait_ended(self) -> None:
         """Wait until the agent's side of the connection ends (its output closes)."""
         if self._reading is not None:
-            await asyncio.shield(self._reading)
+            await self._read.wait()
 
     def line_received(self, line: bytes) -> None:
         """Called with every line the agent writes, before it is dispatched."""
@@ -380,25 +499,49 @@ class ClientConnection(_Endpoint):
         """Called with every line the agent writes to stderr; default: copy to ours."""
         sys.stderr.write(line.decode("utf-8", "replace"))
 
+    def _start_readers(self, *readers: Work) -> None:
+        """Run `readers` (the agent's stdout read into the engine, its stderr, its exit) in
+        the connection's group, in one scope `stop` ends once they had a moment to read
+        what came last. For a transport of a subclass's own, too (a socket)."""
+        if self._task_group is None:
+            raise RuntimeError("a ClientConnection reads its agent inside `async with` it")
+        self._reading = anyio.CancelScope()
+        self._read = asyncio.Event()
+        self._task_group.start_soon(self._read_all, readers, self._reading, name="acp-client-io")
+
+    async def _read_all(self, readers: tuple[Work, ...], scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                async with anyio.create_task_group() as reading:
+                    for reader in readers:
+                        reading.start_soon(reader)
+        except Exception:
+            # A reader that fails ends the reading (pending requests fail as at the
+            # end of output), never the connection's group.
+            logger.exception("Reading the agent failed")
+        finally:
+            self._read.set()
+
     async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
         # An unread stderr pipe fills up and blocks a chatty agent (W8).
         while line := await stream.readline():
-            self.stderr_received(line)
+            try:
+                self.stderr_received(line)
+            except Exception:
+                logger.exception("Error in stderr_received")
 
-    async def _server_exit(self) -> None:
+    async def _server_exit(self, server: asyncio.subprocess.Process) -> None:
         # Pending requests fail when the agent's stdout ends (`input_ended`), not here.
-        if self._server is None:
-            return
-        await self._server.wait()
-        logger.debug("Agent process %s exited with %s", self._server.pid, self._server.returncode)
+        await server.wait()
+        logger.debug("Agent process %s exited with %s", server.pid, server.returncode)
         try:
-            await self.server_exit(self._server)
+            await self.server_exit(server)
         except Exception:
             logger.exception("Error in server_exit handler")
-        self._stop_event.set()
 
     async def stop(self, *, timeout_s: float = 5.0) -> None:
-        """Close the agent's stdin, wait up to `timeout_s` for it to exit, then terminate it."""
+        """Close the agent's stdin, wait up to `timeout_s` for it to exit, then terminate
+        it; then give the readers a moment to read what it wrote last, and end them."""
         server = self._server
         if server is not None and server.returncode is None:
             if server.stdin is not None and not server.stdin.is_closing():
@@ -416,10 +559,8 @@ class ClientConnection(_Endpoint):
         if self._socket is not None and not self._socket.is_closing():
             self._socket.close()
         self.protocol.close()
-        self._stop_event.set()
-        if self._async_tasks:
-            _, still_running = await asyncio.wait(self._async_tasks, timeout=1.0)
-            for task in still_running:
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(*self._async_tasks, return_exceptions=True)
+        if self._reading is not None:
+            with anyio.move_on_after(_READ_GRACE_S):
+                await self._read.wait()
+            self._reading.cancel()
+            await self._read.wait()

@@ -106,6 +106,7 @@ def register_lsp(registry: ServiceRegistry, settings: LspSettings) -> None:
         side = scope.find(FRONT_END)
         service = CodeIntelligence(
             lambda: controls.roots,
+            start_soon=scope.start_soon,
             servers=configured.servers,
             settle_s=settle_s,
             notify=notify,

@@ -5,7 +5,8 @@ initializes it for one workspace root and keeps the diagnostics it gives, by
 document. `sync(path, text)` opens or changes a document with its full text and
 returns the version sent; `problems_after(path, version, deadline)` waits (until
 `deadline` at the latest) for the diagnostics of that version. `aclose()` asks
-the server to shut down and exit, then ends its process group.
+the server to shut down and exit, then ends its process group. Its stderr is
+drained in the owner's task group (`start_soon`), until `aclose()` ends it.
 
 Diagnostics come one of two ways. A server that offers `textDocument/diagnostic`
 (pull diagnostics: in its capabilities, like ruff, or registered later through
@@ -29,9 +30,10 @@ import signal
 import typing
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlparse
 
+import anyio
 import attrs
 import cattrs
 from lsprotocol import types as lsp
@@ -44,6 +46,9 @@ from acp_agent.lsp._problems import Problem
 from acp_agent.lsp._servers import ServerSpec, ServerUnavailable
 from acp_agent.process_groups import Registration, process_groups
 from acp_agent.records import Record
+
+if TYPE_CHECKING:
+    from acp_agent.lsp._service import StartSoon
 
 __all__ = ("Place", "ServerConnection", "Symbol")
 
@@ -68,9 +73,10 @@ _SEVERITY: Final = {
 class ServerConnection:
     """A started language server for one root; see the module docstring."""
 
-    def __init__(self, spec: ServerSpec, root: Path) -> None:
+    def __init__(self, spec: ServerSpec, root: Path, *, start_soon: StartSoon) -> None:
         self.spec = spec
         self.root = root
+        self._start_soon = start_soon
         self._client = LanguageClient(
             "acp-agent", acp_agent.__version__, converter_factory=_converter
         )
@@ -87,7 +93,9 @@ class ServerConnection:
         self._texts: dict[str, str] = {}
         self._publications = 0
         self._changed = asyncio.Event()
-        self._stderr: asyncio.Task[None] | None = None
+        #: The scope stderr is drained in, and set once the drain has ended.
+        self._stderr: anyio.CancelScope | None = None
+        self._stderr_drained = asyncio.Event()
         self._registration: Registration | None = None
         self.last_error: str | None = None
 
@@ -157,7 +165,11 @@ class ServerConnection:
             if gate.first_line and process.stdin is not None:
                 process.stdin.write(gate.first_line)
         if process is not None and process.stderr is not None:
-            self._stderr = asyncio.create_task(self._log_stderr(process.stderr))
+            self._stderr = anyio.CancelScope()
+            self._start_soon(
+                partial(self._log_stderr, process.stderr, self._stderr),
+                name=f"{self.spec.name} stderr",
+            )
         params = lsp.InitializeParams(
             process_id=os.getpid(),
             root_uri=self.root.as_uri(),
@@ -336,8 +348,9 @@ class ServerConnection:
             await client.stop()  # type: ignore[no-untyped-call]  # pygls is untyped here
         if self._stderr is not None:
             self._stderr.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._stderr
+            # Bounded: a drain its owner never ran (closed first) has nothing to end.
+            with anyio.move_on_after(_EXIT_GRACE_S):
+                await self._stderr_drained.wait()
 
     # --- navigation (servers that navigate: `ServerSpec.navigates`) ----------------------
 
@@ -429,10 +442,17 @@ class ServerConnection:
             end_column=end.character + 1,
         )
 
-    async def _log_stderr(self, stream: Any) -> None:
+    async def _log_stderr(self, stream: Any, scope: anyio.CancelScope) -> None:
         # Drained, or a chatty server would block on a full pipe; logged, never on stdout.
-        while line := await stream.readline():
-            logger.debug("%s: %s", self.spec.name, line.decode("utf-8", "replace").rstrip())
+        try:
+            with scope:
+                while line := await stream.readline():
+                    text = line.decode("utf-8", "replace").rstrip()
+                    logger.debug("%s: %s", self.spec.name, text)
+        except Exception as exc:  # a pipe that broke ends the drain, never the session
+            logger.debug("%s: stderr unreadable: %s", self.spec.name, exc)
+        finally:
+            self._stderr_drained.set()
 
 
 @attrs.frozen

@@ -18,6 +18,10 @@ tries it again. The person hears of it as a notice (`notices`): a server lost
 (a warning), back (info), and a check the bound cut short (info, once until that
 server checks in time again). A session whose calls never change a file a server handles never
 starts one, and never imports pygls.
+
+What runs in the background (a server starting, its stderr drained, a lost one
+closing, a notice to the model) runs in the owner's task group (`start_soon`: the
+session scope's), which cancels it and waits for it when the session closes.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import attrs
@@ -40,7 +45,14 @@ from acp_agent.toolkit import NO_NOTICES, Notice, NoticeSeverity, NoticeSink
 if TYPE_CHECKING:
     from acp_agent.lsp._connection import ServerConnection
 
-__all__ = ("DEFAULT_SETTLE_S", "CodeIntelligence", "Findings", "ServerStatus", "missing_notes")
+__all__ = (
+    "DEFAULT_SETTLE_S",
+    "CodeIntelligence",
+    "Findings",
+    "ServerStatus",
+    "StartSoon",
+    "missing_notes",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +66,23 @@ DEFAULT_SETTLE_S: Final = 10.0
 _NAVIGATOR_START_S: Final = 30.0
 #: The longest wait before starting a server that keeps failing again.
 _MAX_BACKOFF_S: Final = 60.0
+
+
+class StartSoon(Protocol):
+    """Where background work runs: the owner's task group (a session scope's
+    `start_soon`), which cancels it and waits for it when it closes."""
+
+    def __call__(
+        self, func: Callable[[], Coroutine[Any, Any, object]], /, *, name: object = None
+    ) -> object: ...
+
+
+@attrs.define
+class _Starting:
+    """A server being started: the scope it starts in, set once it is done (or failed)."""
+
+    scope: anyio.CancelScope
+    done: anyio.Event
 
 
 @attrs.frozen
@@ -97,12 +126,14 @@ class CodeIntelligence:
         self,
         roots: Callable[[], Sequence[Path]],
         *,
+        start_soon: StartSoon,
         servers: Sequence[ServerSpec] | None = None,
         settle_s: float = DEFAULT_SETTLE_S,
         notify: Callable[[str], Awaitable[object]] | None = None,
         notices: NoticeSink = NO_NOTICES,
     ) -> None:
         self._roots = roots
+        self._start_soon = start_soon
         self._notify = notify
         self._notices = notices
         #: Servers whose last check the bound cut short (the person was told once).
@@ -114,9 +145,8 @@ class CodeIntelligence:
         self._servers = tuple(default_servers() if servers is None else servers)
         self.settle_s = settle_s
         self._connections: dict[tuple[str, Path], ServerConnection] = {}
-        self._starting: dict[tuple[str, Path], asyncio.Task[ServerConnection | None]] = {}
+        self._starting: dict[tuple[str, Path], _Starting] = {}
         self._errors: dict[tuple[str, Path], str] = {}
-        self._closing: set[asyncio.Future[Any]] = set()
         self._closed = False
 
     def status_report(self) -> str:
@@ -282,40 +312,60 @@ class CodeIntelligence:
             if connection.alive:
                 return connection
             self._lost(spec, root, connection.last_error or "the server exited")
-        task = self._starting.get(key)
-        if task is None:
+        starting = self._starting.get(key)
+        if starting is None:
             if asyncio.get_running_loop().time() < self._retry_at.get(key, 0.0):
                 raise ServerUnavailable(self._errors.get(key, f"{spec.name} failed lately"))
-            task = asyncio.ensure_future(self._start(spec, root))
-            self._starting[key] = task
+            starting = self._starting[key] = _Starting(anyio.CancelScope(), anyio.Event())
+            self._start_soon(
+                partial(self._start, spec, root, starting), name=f"starting {spec.name}"
+            )
         remaining = deadline - asyncio.get_running_loop().time()
-        if remaining <= 0 or not await _finishes_within(task, remaining):
+        with anyio.move_on_after(max(remaining, 0.0)):
+            await starting.done.wait()
+        if not starting.done.is_set():
             raise TimeoutError
         started = self._connections.get(key)
         if started is None:
             raise ServerUnavailable(self._errors.get(key, f"{spec.name} did not start"))
         return started
 
-    async def _start(self, spec: ServerSpec, root: Path) -> ServerConnection | None:
+    async def _start(self, spec: ServerSpec, root: Path, starting: _Starting) -> None:
+        """Start `spec`'s server for `root` (in the owner's group); `starting.done` tells
+        its end, the connection kept or the error remembered."""
+        key = (spec.name, root)
+        try:
+            with starting.scope:
+                await self._start_server(spec, root)
+        except Exception as exc:
+            self._errors[key] = f"{spec.name} could not be started: {exc}"
+            self._back_off(key)
+            logger.exception("language server %s for %s could not be started", spec.name, root)
+        finally:
+            if self._starting.get(key) is starting:
+                del self._starting[key]
+            starting.done.set()
+
+    async def _start_server(self, spec: ServerSpec, root: Path) -> None:
         from acp_agent.lsp._connection import ServerConnection  # pygls: only when needed
 
         key = (spec.name, root)
-        connection = ServerConnection(spec, root)
+        connection = ServerConnection(spec, root, start_soon=self._start_soon)
         try:
             await connection.start()
-        except asyncio.CancelledError:
-            await asyncio.shield(connection.aclose())  # the session closed while it started
-            raise
         except ServerUnavailable as exc:
             self._errors[key] = str(exc)
             self._back_off(key)
             logger.warning("language server %s for %s is unavailable: %s", spec.name, root, exc)
-            return None
-        finally:
-            self._starting.pop(key, None)
+            return
+        except BaseException:
+            with anyio.CancelScope(shield=True):  # the session closed while it started
+                await connection.aclose()
+            raise
         if self._closed:
-            await connection.aclose()
-            return None
+            with anyio.CancelScope(shield=True):
+                await connection.aclose()
+            return
         self._errors.pop(key, None)
         self._connections[key] = connection
         if key in self._down:
@@ -324,7 +374,6 @@ class CodeIntelligence:
             self._notices(
                 Notice(NoticeSeverity.INFO, f"Language server {spec.name} is back", f"For {root}.")
             )
-        return connection
 
     def _back_off(self, key: tuple[str, Path]) -> None:
         """After a failure the next change starts it again at once; after more, 1, 2, 4,
@@ -335,11 +384,17 @@ class CodeIntelligence:
 
     def _tell(self, text: str) -> None:
         """Say `text` to the model as a notification (it reads it with its next request)."""
-        if self._notify is None:
+        notify = self._notify
+        if notify is None or self._closed:
             return
-        told = asyncio.ensure_future(self._notify(text))
-        self._closing.add(told)
-        told.add_done_callback(self._closing.discard)
+
+        async def tell() -> None:
+            try:
+                await notify(text)
+            except Exception:
+                logger.exception("the model could not be told: %s", text)
+
+        self._start_soon(tell, name="code intelligence notice")
 
     @property
     def servers(self) -> tuple[ServerSpec, ...]:
@@ -431,9 +486,7 @@ class CodeIntelligence:
                 )
             )
         if lost is not None:
-            closing = asyncio.ensure_future(lost.aclose())
-            self._closing.add(closing)
-            closing.add_done_callback(self._closing.discard)
+            self._start_soon(partial(_close_quietly, lost), name=f"closing {spec.name}")
 
     def _root_of(self, path: Path) -> Path | None:
         for root in self._roots():
@@ -450,22 +503,24 @@ class CodeIntelligence:
         """Stop every server (the session closed, or the agent is exiting)."""
         self._closed = True
         starting = list(self._starting.values())
-        for task in starting:
-            task.cancel()
+        for start in starting:
+            start.scope.cancel()
         connections, self._connections = list(self._connections.values()), {}
         with anyio.CancelScope(shield=True):
-            if starting:
-                await asyncio.wait(starting, timeout=2.0)
+            # Each start closes what it started when cancelled; a start the owner
+            # never ran (its group closed first) is not waited for past the bound.
+            with anyio.move_on_after(2.0):
+                for start in starting:
+                    await start.done.wait()
             for connection in connections:
-                try:
-                    await connection.aclose()
-                except Exception:
-                    logger.exception("language server %s did not close", connection.spec.name)
+                await _close_quietly(connection)
 
 
-async def _finishes_within(task: asyncio.Task[ServerConnection | None], seconds: float) -> bool:
-    done, _ = await asyncio.wait({task}, timeout=seconds)
-    return bool(done)
+async def _close_quietly(connection: ServerConnection) -> None:
+    try:
+        await connection.aclose()
+    except Exception:
+        logger.exception("language server %s did not close", connection.spec.name)
 
 
 def _text(data: bytes) -> str | None:

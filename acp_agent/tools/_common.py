@@ -12,7 +12,7 @@ __all__ = ("refusal_result", "short", "text_result")
 
 
 def short(text: str, limit: int = 80) -> str:
-    """The first line of `text`, at most `limit` characters (an ellipsis marks a cut)."""
+    """The first line of `text`, at most `limit` characters (an ellipsis marks a truncation)."""
     first, _, rest = text.strip().partition("\n")
     if len(first) > limit:
         return first[: limit - 1] + "…"

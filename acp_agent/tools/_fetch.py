@@ -3,7 +3,7 @@
 HTTP(S) only; redirects followed; at most `MAX_DOWNLOAD_BYTES` are
 downloaded. HTML is reduced to readable text (`_html`); other text types
 (plain, Markdown, JSON, XML, ...) come as they are; binary types are
-refused. The text the model gets is capped at `max_chars` and the cut
+refused. The text the model gets is capped at `max_chars`, the truncation
 stated. Needs network permission (`Effect.NETWORK`, target the URL).
 
 `raw_output`: ``{"url", "final_url", "status", "content_type", "chars",
@@ -136,12 +136,12 @@ class FetchTool(Record):
                 client.stream("GET", url) as response,
             ):
                 body = bytearray()
-                cut = False
+                download_capped = False
                 async for chunk in response.aiter_bytes():
                     body += chunk
                     if len(body) >= MAX_DOWNLOAD_BYTES:
                         del body[MAX_DOWNLOAD_BYTES:]
-                        cut = True
+                        download_capped = True
                         break
                 encoding = response.encoding or "utf-8"
                 final_url = str(response.url)
@@ -169,12 +169,12 @@ class FetchTool(Record):
             from acp_agent.tools._html import html_to_text  # html.parser: only for HTML pages
 
             text = html_to_text(text, final_url)
-        truncated = cut or len(text) > max_chars
+        truncated = download_capped or len(text) > max_chars
         shown = text[:max_chars]
         notes = []
         if len(text) > max_chars:
             notes.append(f"cut at {max_chars} of {len(text)} characters")
-        if cut:
+        if download_capped:
             notes.append(f"only the first {MAX_DOWNLOAD_BYTES} bytes were downloaded")
         header = f"{final_url} — HTTP {status}" + (f", {content_type}" if content_type else "")
         model_text = f"{header}\n\n{shown}" + (f"\n\n[{'; '.join(notes)}]" if notes else "")

@@ -82,7 +82,7 @@ class OutputCapture:
         return self.total - len(self.head) - len(self.tail)
 
     def render(self) -> str:
-        """The kept output as text, with a line saying how much of the middle was cut."""
+        """The kept output as text, with a line saying how much of the middle was left out."""
         head = bytes(self.head).decode("utf-8", "replace")
         tail = bytes(self.tail).decode("utf-8", "replace")
         if not self.omitted:

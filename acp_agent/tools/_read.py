@@ -5,7 +5,7 @@ are what the model sees), else from disk; see `_textfile` for which channel a
 file takes. Binary files are refused. The whole file is read, so the branch
 records a stamp of it (`ReadStamps`), which later edits compare against;
 then `offset`/`limit` pick the lines shown, each line and the whole output
-capped, and every cut is stated in the model text.
+capped, and whatever is truncated is stated in the model text.
 
 `raw_output`: ``{"path", "start_line", "end_line", "total_lines", "truncated",
 "encoding", "line_ending", "via"}``; refusals ``{"error", "message"}``.
@@ -48,7 +48,7 @@ __all__ = (
 )
 
 DEFAULT_LINE_LIMIT: Final = 2000
-#: Longer lines are cut (the rest counted).
+#: Longer lines are truncated (the rest counted).
 MAX_LINE_CHARS: Final = 2000
 #: The numbered text the model gets stops before this many characters.
 MAX_OUTPUT_CHARS: Final = 100_000
@@ -181,7 +181,7 @@ class ReadTool(Record):
         numbered: list[str] = []
         shown: list[str] = []
         used = 0
-        cut_lines = 0
+        truncated_lines = 0
         capped = False
         end = offset - 1
         numbers = range(offset, min(total, offset + limit - 1) + 1)
@@ -191,7 +191,7 @@ class ReadTool(Record):
                     f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line) - MAX_LINE_CHARS} "
                     "more characters]"
                 )
-                cut_lines += 1
+                truncated_lines += 1
             entry = f"{number:>6}\t{line}"
             if numbered and used + len(entry) + 1 > MAX_OUTPUT_CHARS:
                 capped = True
@@ -208,8 +208,10 @@ class ReadTool(Record):
             )
         elif end < total:
             notes.append(f"Showing lines {offset}-{end} of {total}. Read on with offset={end + 1}.")
-        if cut_lines:
-            notes.append(f"{cut_lines} line(s) longer than {MAX_LINE_CHARS} characters were cut.")
+        if truncated_lines:
+            notes.append(
+                f"{truncated_lines} line(s) longer than {MAX_LINE_CHARS} characters were cut."
+            )
         model_text = "\n".join(numbered)
         if notes:
             model_text += "\n\n[" + " ".join(notes) + "]"

@@ -67,7 +67,7 @@ __all__ = (
 
 #: grep skips files larger than this (ripgrep `--max-filesize 10M`).
 MAX_FILE_BYTES: Final = 10 * 1024 * 1024
-#: Matched lines longer than this are cut.
+#: Matched lines longer than this are truncated.
 MAX_LINE_CHARS: Final = 300
 _DEFAULT_GREP_RESULTS: Final = 100
 _DEFAULT_PATHS: Final = 500
@@ -310,7 +310,7 @@ def _default_ripgrep() -> str | None:
     return shutil.which("rg")
 
 
-def _cut(text: str) -> str:
+def _truncated(text: str) -> str:
     if len(text) <= MAX_LINE_CHARS:
         return text
     return f"{text[:MAX_LINE_CHARS]}… [{len(text) - MAX_LINE_CHARS} more characters]"
@@ -393,7 +393,7 @@ def _grep_result(
         noun = "files"
     else:
         raw["matches"] = [{"path": str(m.path), "line": m.line, "text": m.text} for m in matches]
-        lines = [f"{_shown(m.path, roots)}:{m.line}: {_cut(m.text)}" for m in matches]
+        lines = [f"{_shown(m.path, roots)}:{m.line}: {_truncated(m.text)}" for m in matches]
         noun = "matches"
     if not matches:
         text = f"No matches for `{query.pattern}` in {where}."

@@ -12,7 +12,7 @@ group (see `_process`); its output streams to the editor as Zed's
 content, and a timeout or cancellation kills the whole group.
 
 The model gets the exit status and the output, capped: the first
-`HEAD_BYTES` and last `TAIL_BYTES` are kept and the cut is stated.
+`HEAD_BYTES` and last `TAIL_BYTES` are kept and the truncation is stated.
 
 With `background` the command becomes a job (`_background`): the call
 returns its job id at once, the runtime's `JobHost` owns it from there and
@@ -56,7 +56,7 @@ unwrapped, as in the other modes. `raw_output["sandboxed"]` says whether it
 ran confined (the adapter shows it in the call's `_meta`).
 
 Titles: a plain read, list or search says what it reads (`_command_titles`);
-any other command is "Run `…`", cut to `_TITLE_CHARS`.
+any other command is "Run `…`", truncated to `_TITLE_CHARS`.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ CLIENT_OUTPUT_LIMIT: Final = 256 * 1024
 STREAM_LIMIT_BYTES: Final = 1024 * 1024
 #: How often visible text content (no terminal streaming) refreshes.
 _REFRESH_S: Final = 0.5
-#: The most of a command a title shows: a narrow client cuts a longer title, and the
+#: The most of a command a title shows: a narrow client truncates a longer title, and the
 #: status icon after it with it (the whole command is in `rawInput`).
 _TITLE_CHARS: Final = 60
 #: What `raw_output["output"]` keeps of the end of the output of a command shown as a

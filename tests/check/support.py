@@ -40,7 +40,7 @@ class Outcome:
 
     findings: list[Finding]
     stopped: str
-    cut_short: bool
+    deadline_passed: bool
     pids: list[int]
 
     @property
@@ -63,7 +63,7 @@ async def _check(command: Sequence[str], limit: asyncio.Semaphore, **bounds: flo
     async with limit:
         checker = Checker(command, **bounds)
         findings = await checker.run()
-        return Outcome(findings, checker.stopped, checker.cut_short, checker.pids)
+        return Outcome(findings, checker.stopped, checker.deadline_passed, checker.pids)
 
 
 def check_all(

@@ -154,7 +154,7 @@ def check_plans(drawn: list[dict[str, Any]]) -> None:
         plan = drawn[int(name)]
         assert [f.rule.id for f in outcome.findings] == [r.id for r in RULES], plan
         assert outcome.status in (0, 1)
-        assert not outcome.cut_short, (plan, outcome.text)
+        assert not outcome.deadline_passed, (plan, outcome.text)
         assert "checker error" not in outcome.text, (plan, outcome.text)
         assert left_running(outcome.pids) == [], plan
 

@@ -1,4 +1,4 @@
-"""The projection: timeline events as messages, stable as history grows, cut where legal."""
+"""The projection: timeline events as messages, stable as history grows, compacted where legal."""
 
 from __future__ import annotations
 
@@ -240,12 +240,12 @@ def test_projecting_batch_by_batch_gives_what_projecting_at_once_gives() -> None
         assert later[: len(settled)] == settled
 
 
-def test_a_compaction_replaces_history_up_to_its_cut_with_summary_and_restatement() -> None:
+def test_a_compaction_replaces_history_up_to_its_boundary_with_summary_and_restatement() -> None:
     history = _session()
-    cut = history.last_seq
+    boundary = history.last_seq
     history.batch(said("three"), StateSet("environment/date", "2026-11-04"))
     history.batch(RuleRevoked("workspace/AGENTS.md", ".", "its file was deleted"))
-    history.batch(CompactionRecorded("cmp_1", Seq(cut), "We ran the tests."))
+    history.batch(CompactionRecorded("cmp_1", Seq(boundary), "We ran the tests."))
     messages = project(history.events)
     assert messages[0] == Message(
         "user",
@@ -261,7 +261,7 @@ def test_a_compaction_replaces_history_up_to_its_cut_with_summary_and_restatemen
             ),
         ],
     )
-    # What came after the cut follows as usual, and may change what holds.
+    # What came after the boundary follows as usual, and may change what holds.
     assert messages[1:] == [
         Message(
             "user",
@@ -290,18 +290,18 @@ def test_a_compaction_that_covers_less_than_the_one_in_effect_is_ignored() -> No
     assert projection.compaction.compaction_id == "cmp_1"
 
 
-def test_no_cut_separates_a_tool_call_from_its_result() -> None:
+def test_no_compaction_boundary_separates_a_tool_call_from_its_result() -> None:
     history = _session()
     projection = Projection()
     projection.feed(history.events)
-    cuts = [seq for seq, _ in projection.cut_points()]
+    boundaries = [seq for seq, _ in projection.boundaries()]
     calls = {e.seq for e in history.events if isinstance(e.payload, ToolCallRequested)}
     results = {e.seq for e in history.events if isinstance(e.payload, ToolResultRecorded)}
     for call_seq, result_seq in zip(sorted(calls), sorted(results), strict=True):
-        assert not [cut for cut in cuts if call_seq <= cut < result_seq]
-    assert cuts[-1] == history.last_seq
-    # Keeping less history always means a later cut.
-    kept = [k for _, k in projection.cut_points()]
+        assert not [seq for seq in boundaries if call_seq <= seq < result_seq]
+    assert boundaries[-1] == history.last_seq
+    # Keeping less history always means a later boundary.
+    kept = [k for _, k in projection.boundaries()]
     assert kept == sorted(kept, reverse=True)
 
 

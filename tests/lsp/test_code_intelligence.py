@@ -7,6 +7,7 @@ the review says.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from anyio.abc import TaskGroup
 
 from acp_agent.capabilities.session import ChangedFile
 from acp_agent.lsp import BASEDPYRIGHT, RUFF, CodeIntelligence, ServerSpec, default_servers
@@ -22,12 +24,18 @@ from acp_agent.toolkit import Notice, NoticeSeverity
 
 
 @pytest.fixture
-async def intel(tmp_path: Path) -> AsyncIterator[CodeIntelligence]:
-    service = CodeIntelligence(lambda: [tmp_path], servers=[RUFF], settle_s=10.0)
+async def intel(tmp_path: Path, owner: TaskGroup) -> AsyncIterator[CodeIntelligence]:
+    service = CodeIntelligence(
+        lambda: [tmp_path], start_soon=owner.start_soon, servers=[RUFF], settle_s=10.0
+    )
     try:
         yield service
     finally:
         await service.aclose()
+
+
+def _no_work(func: object, /, *, name: object = None) -> None:
+    raise AssertionError("no background work expected")
 
 
 def change(path: Path, text: str) -> ChangedFile:
@@ -81,10 +89,10 @@ async def test_files_no_server_handles_start_no_server(
     assert intel.statuses() == []
 
 
-async def test_files_outside_the_roots_start_no_server(tmp_path: Path) -> None:
+async def test_files_outside_the_roots_start_no_server(tmp_path: Path, owner: TaskGroup) -> None:
     inside = tmp_path / "root"
     inside.mkdir()
-    service = CodeIntelligence(lambda: [inside], settle_s=10.0)
+    service = CodeIntelligence(lambda: [inside], start_soon=owner.start_soon, settle_s=10.0)
     try:
         said = await service.review([change(tmp_path / "outside.py", "print(nope)\n")])
     finally:
@@ -94,7 +102,9 @@ async def test_files_outside_the_roots_start_no_server(tmp_path: Path) -> None:
     assert service.statuses() == []
 
 
-async def test_a_killed_server_is_started_again_for_the_next_change(tmp_path: Path) -> None:
+async def test_a_killed_server_is_started_again_for_the_next_change(
+    tmp_path: Path, owner: TaskGroup
+) -> None:
     told: list[str] = []
 
     async def notify(text: str) -> None:
@@ -102,7 +112,12 @@ async def test_a_killed_server_is_started_again_for_the_next_change(tmp_path: Pa
 
     notices: list[Notice] = []
     intel = CodeIntelligence(
-        lambda: [tmp_path], servers=[RUFF], settle_s=10.0, notify=notify, notices=notices.append
+        lambda: [tmp_path],
+        start_soon=owner.start_soon,
+        servers=[RUFF],
+        settle_s=10.0,
+        notify=notify,
+        notices=notices.append,
     )
     try:
         await killed_and_changed_again(tmp_path, intel)
@@ -141,7 +156,7 @@ async def killed_and_changed_again(tmp_path: Path, intel: CodeIntelligence) -> N
 
 
 async def test_a_server_that_never_answers_costs_at_most_the_bound_and_is_named(
-    tmp_path: Path,
+    tmp_path: Path, owner: TaskGroup
 ) -> None:
     silent = ServerSpec(
         name="silent",
@@ -151,7 +166,11 @@ async def test_a_server_that_never_answers_costs_at_most_the_bound_and_is_named(
     )
     notices: list[Notice] = []
     service = CodeIntelligence(
-        lambda: [tmp_path], servers=[silent], settle_s=0.5, notices=notices.append
+        lambda: [tmp_path],
+        start_soon=owner.start_soon,
+        servers=[silent],
+        settle_s=0.5,
+        notices=notices.append,
     )
     try:
         started = anyio.current_time()
@@ -171,17 +190,23 @@ async def test_a_server_that_never_answers_costs_at_most_the_bound_and_is_named(
     assert notice.title == "silent had not finished checking the change after 0.5 s"
 
 
-async def test_closing_ends_the_server_process(tmp_path: Path) -> None:
-    service = CodeIntelligence(lambda: [tmp_path], settle_s=10.0)
+async def test_closing_ends_the_server_process_and_leaves_no_task(
+    tmp_path: Path, owner: TaskGroup
+) -> None:
+    before = asyncio.all_tasks()
+    service = CodeIntelligence(lambda: [tmp_path], start_soon=owner.start_soon, settle_s=10.0)
     await service.review([change(tmp_path / "a.py", "x = 1\n")])
     connection = next(iter(service._connections.values()))
     process = connection._client._server
     assert process is not None
+    assert asyncio.all_tasks() - before  # its stderr drained, by the owner
 
     await service.aclose()
 
     assert process.returncode is not None
     assert service.statuses() == []
+    # Nothing it started runs on: neither in the owner's group nor anywhere else.
+    assert {task.get_name() for task in asyncio.all_tasks() - before} == set()
 
 
 def test_ruff_is_the_default_server_and_runs_from_this_interpreter() -> None:
@@ -191,10 +216,13 @@ def test_ruff_is_the_default_server_and_runs_from_this_interpreter() -> None:
 
 
 @pytest.mark.skipif(BASEDPYRIGHT not in default_servers(), reason="needs the `types` extra")
-async def test_a_type_error_is_reported_by_basedpyright_next_to_ruff(tmp_path: Path) -> None:
+async def test_a_type_error_is_reported_by_basedpyright_next_to_ruff(
+    tmp_path: Path, owner: TaskGroup
+) -> None:
     module = tmp_path / "typed.py"
     module.write_text("def double(x: int) -> int:\n    return x * 2\n")
-    intel = CodeIntelligence(lambda: [tmp_path], settle_s=20.0)  # both, as sessions get
+    # Both servers, as sessions get them.
+    intel = CodeIntelligence(lambda: [tmp_path], start_soon=owner.start_soon, settle_s=20.0)
     new_text = "def double(x: int) -> int:\n    return x * 2\n\ndouble('a')\nprint(nope)\n"
     try:
         said = await intel.review([change(module, new_text)])
@@ -209,7 +237,7 @@ async def test_a_type_error_is_reported_by_basedpyright_next_to_ruff(tmp_path: P
 
 
 async def test_a_server_that_keeps_failing_is_started_again_only_after_a_backoff(
-    tmp_path: Path,
+    tmp_path: Path, owner: TaskGroup
 ) -> None:
     starts = tmp_path / "starts"
     failing = ServerSpec(
@@ -218,7 +246,9 @@ async def test_a_server_that_keeps_failing_is_started_again_only_after_a_backoff
         suffixes=(".py",),
         language_id="python",
     )
-    intel = CodeIntelligence(lambda: [tmp_path], servers=[failing], settle_s=5.0)
+    intel = CodeIntelligence(
+        lambda: [tmp_path], start_soon=owner.start_soon, servers=[failing], settle_s=5.0
+    )
     try:
         said = [await intel.review([change(tmp_path / "a.py", "x = 1\n")]) for _ in range(3)]
         report = intel.status_report()
@@ -232,7 +262,7 @@ async def test_a_server_that_keeps_failing_is_started_again_only_after_a_backoff
 
 
 def test_the_status_report_before_any_server_starts(tmp_path: Path) -> None:
-    intel = CodeIntelligence(lambda: [tmp_path], servers=[RUFF])
+    intel = CodeIntelligence(lambda: [tmp_path], start_soon=_no_work, servers=[RUFF])
 
     assert intel.status_report().startswith("Language servers: ruff. None is running yet")
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from anyio.abc import TaskGroup
 
 from acp_agent.lsp import BASEDPYRIGHT, RUFF, CodeIntelligence, default_servers
 from acp_agent.lsp._tools import code_tools
@@ -38,8 +39,8 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def tools(project: Path) -> AsyncIterator[dict[str, Any]]:
-    intel = CodeIntelligence(lambda: [project], settle_s=20.0)
+async def tools(project: Path, owner: TaskGroup) -> AsyncIterator[dict[str, Any]]:
+    intel = CodeIntelligence(lambda: [project], start_soon=owner.start_soon, settle_s=20.0)
     try:
         yield {tool.definition.name: tool for tool in code_tools(intel)}
     finally:
@@ -115,8 +116,10 @@ async def test_a_name_not_on_the_line_is_an_input_error(
         await run(tools, project, "definition", path="main.py", line=3, symbol="grete")
 
 
-async def test_without_a_navigating_server_only_diagnostics_is_offered(project: Path) -> None:
-    intel = CodeIntelligence(lambda: [project], servers=[RUFF])
+async def test_without_a_navigating_server_only_diagnostics_is_offered(
+    project: Path, owner: TaskGroup
+) -> None:
+    intel = CodeIntelligence(lambda: [project], start_soon=owner.start_soon, servers=[RUFF])
 
     assert [tool.definition.name for tool in code_tools(intel)] == ["diagnostics"]
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import pytest
 
 from protocol import methods, types
@@ -39,6 +42,16 @@ def _connection() -> tuple[AgentConnection, _Lines]:
     return connection, lines
 
 
+@asynccontextmanager
+async def _serving() -> AsyncIterator[tuple[AgentConnection, _Lines]]:
+    """A connection whose handlers run in a task group, as they do when it serves."""
+    connection, lines = _connection()
+    async with anyio.create_task_group() as task_group:
+        connection.protocol.set_task_group(task_group)
+        yield connection, lines
+        task_group.cancel_scope.cancel()
+
+
 def _request(msg_id: int, method: str, params: dict[str, Any]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}).encode()
 
@@ -59,81 +72,81 @@ async def _settle(lines: _Lines, count: int) -> None:
 
 
 async def test_notifications_scheduled_by_a_handler_follow_its_response_in_order():
-    connection, lines = _connection()
+    async with _serving() as (connection, lines):
 
-    async def new_session(params: types.NewSessionRequest) -> types.NewSessionResponse:
-        for text in ("first", "second"):
-            connection.after_response(
-                lambda text=text: connection.notify(methods.SESSION_UPDATE, _update("s1", text))
-            )
-        await asyncio.sleep(0.01)  # the response is written after an await, still first
-        return types.NewSessionResponse(session_id="s1")
+        async def new_session(params: types.NewSessionRequest) -> types.NewSessionResponse:
+            for text in ("first", "second"):
+                connection.after_response(
+                    lambda text=text: connection.notify(methods.SESSION_UPDATE, _update("s1", text))
+                )
+            await asyncio.sleep(0.01)  # the response is written after an await, still first
+            return types.NewSessionResponse(session_id="s1")
 
-    connection.register(methods.SESSION_NEW, new_session)
-    connection.protocol.receive_line(
-        _request(1, methods.SESSION_NEW, {"cwd": "/tmp", "mcpServers": []})
-    )
-    await _settle(lines, 3)
+        connection.register(methods.SESSION_NEW, new_session)
+        connection.protocol.receive_line(
+            _request(1, methods.SESSION_NEW, {"cwd": "/tmp", "mcpServers": []})
+        )
+        await _settle(lines, 3)
 
-    assert [m.get("id", m.get("method")) for m in lines.messages] == [
-        1,
-        methods.SESSION_UPDATE,
-        methods.SESSION_UPDATE,
-    ]
-    assert lines.messages[0]["result"] == {"sessionId": "s1"}
-    texts = [m["params"]["update"]["content"]["text"] for m in lines.messages[1:]]
-    assert texts == ["first", "second"]
+        assert [m.get("id", m.get("method")) for m in lines.messages] == [
+            1,
+            methods.SESSION_UPDATE,
+            methods.SESSION_UPDATE,
+        ]
+        assert lines.messages[0]["result"] == {"sessionId": "s1"}
+        texts = [m["params"]["update"]["content"]["text"] for m in lines.messages[1:]]
+        assert texts == ["first", "second"]
 
 
 async def test_a_failed_request_runs_none_of_its_callbacks():
-    connection, lines = _connection()
-    ran: list[str] = []
+    async with _serving() as (connection, lines):
+        ran: list[str] = []
 
-    async def new_session(params: types.NewSessionRequest) -> types.NewSessionResponse:
-        connection.after_response(lambda: ran.append("after"))
-        raise InvalidRequest("Invalid request: no")
+        async def new_session(params: types.NewSessionRequest) -> types.NewSessionResponse:
+            connection.after_response(lambda: ran.append("after"))
+            raise InvalidRequest("Invalid request: no")
 
-    connection.register(methods.SESSION_NEW, new_session)
-    connection.protocol.receive_line(
-        _request(1, methods.SESSION_NEW, {"cwd": "/tmp", "mcpServers": []})
-    )
-    await _settle(lines, 1)
+        connection.register(methods.SESSION_NEW, new_session)
+        connection.protocol.receive_line(
+            _request(1, methods.SESSION_NEW, {"cwd": "/tmp", "mcpServers": []})
+        )
+        await _settle(lines, 1)
 
-    assert lines.messages[0]["error"]["code"] == InvalidRequest.CODE
-    assert ran == []
+        assert lines.messages[0]["error"]["code"] == InvalidRequest.CODE
+        assert ran == []
 
 
 async def test_callbacks_belong_to_the_request_that_scheduled_them():
-    connection, lines = _connection()
-    release = asyncio.Event()
+    async with _serving() as (connection, lines):
+        release = asyncio.Event()
 
-    async def new_session(params: types.NewSessionRequest) -> types.NewSessionResponse:
-        session_id = f"s-{params.cwd.rsplit('/', 1)[-1]}"
-        connection.after_response(
-            lambda: connection.notify(methods.SESSION_UPDATE, _update(session_id, "hello"))
+        async def new_session(params: types.NewSessionRequest) -> types.NewSessionResponse:
+            session_id = f"s-{params.cwd.rsplit('/', 1)[-1]}"
+            connection.after_response(
+                lambda: connection.notify(methods.SESSION_UPDATE, _update(session_id, "hello"))
+            )
+            if session_id == "s-slow":
+                await release.wait()
+            return types.NewSessionResponse(session_id=session_id)
+
+        connection.register(methods.SESSION_NEW, new_session)
+        connection.protocol.receive_line(
+            _request(1, methods.SESSION_NEW, {"cwd": "/w/slow", "mcpServers": []})
         )
-        if session_id == "s-slow":
-            await release.wait()
-        return types.NewSessionResponse(session_id=session_id)
+        connection.protocol.receive_line(
+            _request(2, methods.SESSION_NEW, {"cwd": "/w/fast", "mcpServers": []})
+        )
+        await _settle(lines, 2)
+        release.set()
+        await _settle(lines, 4)
 
-    connection.register(methods.SESSION_NEW, new_session)
-    connection.protocol.receive_line(
-        _request(1, methods.SESSION_NEW, {"cwd": "/w/slow", "mcpServers": []})
-    )
-    connection.protocol.receive_line(
-        _request(2, methods.SESSION_NEW, {"cwd": "/w/fast", "mcpServers": []})
-    )
-    await _settle(lines, 2)
-    release.set()
-    await _settle(lines, 4)
-
-    # The fast request's update follows the fast response; the slow one's waits for its own.
-    assert [(m.get("id"), m.get("params", {}).get("sessionId")) for m in lines.messages] == [
-        (2, None),
-        (None, "s-fast"),
-        (1, None),
-        (None, "s-slow"),
-    ]
+        # The fast request's update follows the fast response; the slow one's waits for its own.
+        assert [(m.get("id"), m.get("params", {}).get("sessionId")) for m in lines.messages] == [
+            (2, None),
+            (None, "s-fast"),
+            (1, None),
+            (None, "s-slow"),
+        ]
 
 
 def test_after_response_outside_a_request_handler_is_misuse():

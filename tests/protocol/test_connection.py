@@ -324,3 +324,67 @@ def test_shutdown_callbacks_run_in_order_after_the_input_ends_while_the_loop_run
         connection.start_io(stdin, stdout)
     os.close(out_read)
     assert ran == ["first in True", "last"]
+
+
+def test_work_the_connection_started_outlives_the_shutdown_and_is_waited_for():
+    import os
+
+    import anyio
+
+    from protocol.connection import AgentConnection
+
+    read_end, write_end = os.pipe()
+    os.write(write_end, b'{"jsonrpc":"2.0","method":"_start","params":{}}\n')
+    os.close(write_end)  # the input ends right after that line
+    out_read, out_write = os.pipe()
+    ran: list[str] = []
+    connection = AgentConnection()
+    working = asyncio.Event()
+
+    async def work() -> None:
+        try:
+            ran.append("working")
+            working.set()
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.01)  # an await in its clean-up: the connection waits
+            ran.append("work ended")
+
+    async def failing() -> None:
+        raise RuntimeError("it ends alone, logged")
+
+    async def start(params: object) -> None:
+        connection.start_soon(work, name="work")
+        connection.start_soon(failing, name="failing")
+
+    async def shutdown() -> None:
+        await asyncio.wait_for(working.wait(), 5)
+        ran.append("shutdown")
+
+    connection.register("_start", start)
+    connection.on_shutdown(shutdown)
+    with os.fdopen(read_end, "rb") as stdin, os.fdopen(out_write, "wb") as stdout:
+        connection.start_io(stdin, stdout)
+    os.close(out_read)
+
+    # The work still ran during the shutdown; then it was cancelled, and its clean-up
+    # finished before `start_io` returned.
+    assert ran == ["working", "shutdown", "work ended"]
+
+
+async def test_leaving_the_client_connection_stops_the_agent_and_leaves_no_task() -> None:
+    before = asyncio.all_tasks()
+    async with AcpTestClient() as client:
+        await client.start_io(*PROTOCOL_AGENT)
+        await client.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
+        assert asyncio.all_tasks() - before  # its readers, in its task group
+
+    assert client.process is not None
+    assert client.process.returncode is not None
+    assert asyncio.all_tasks() - before == set()
+
+
+async def test_a_client_connection_starts_its_agent_only_inside_async_with() -> None:
+    with pytest.raises(RuntimeError, match="inside `async with`"):
+        await AcpTestClient().start_io(*PROTOCOL_AGENT)

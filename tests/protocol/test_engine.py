@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import pytest
 
 from protocol import methods, types
@@ -32,21 +34,32 @@ class _Wire:
         asyncio.get_running_loop().call_soon(self.target.receive_line, data)
 
 
-def _pair() -> tuple[AgentSideProtocol, ClientSideProtocol, _Wire, _Wire]:
+_Pair = tuple[AgentSideProtocol, ClientSideProtocol, _Wire, _Wire]
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[_Pair]:
+    """Both ends, their handlers run in one task group (as a connection's are)."""
     agent = AgentSideProtocol(get_converter())
     client = ClientSideProtocol(get_converter())
     to_client, to_agent = _Wire(client), _Wire(agent)
     agent.set_writer(to_client)
     client.set_writer(to_agent)
-    return agent, client, to_client, to_agent
+    async with anyio.create_task_group() as task_group:
+        agent.set_task_group(task_group)
+        client.set_task_group(task_group)
+        yield agent, client, to_client, to_agent
+        task_group.cancel_scope.cancel()
 
 
 def _read(path: str) -> types.ReadTextFileRequest:
     return types.ReadTextFileRequest(session_id="s", path=path)
 
 
-async def test_requests_cross_in_both_directions_while_handlers_run() -> None:
-    agent, client, _, _ = _pair()
+async def test_requests_cross_in_both_directions_while_handlers_run(
+    pair: _Pair,
+) -> None:
+    agent, client, _, _ = pair
     reads: list[str] = []
 
     async def read_text_file(params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
@@ -78,13 +91,14 @@ async def test_requests_cross_in_both_directions_while_handlers_run() -> None:
     assert sorted(reads) == [f"/p{i}" for i in range(5)]
     assert agent._pending == {}
     assert client._pending == {}
-    assert agent._request_futures == {}
+    assert agent._running == {}
 
 
 async def test_a_late_answer_to_a_cancelled_request_is_dropped(
+    pair: _Pair,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    agent, client, to_client, _ = _pair()
+    agent, client, to_client, _ = pair
     release = asyncio.Event()
 
     async def read_text_file(params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
@@ -115,9 +129,10 @@ async def test_a_late_answer_to_a_cancelled_request_is_dropped(
 
 
 async def test_a_request_past_its_deadline_is_withdrawn_and_its_late_answer_dropped(
+    pair: _Pair,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    agent, client, to_client, _ = _pair()
+    agent, client, to_client, _ = pair
     release = asyncio.Event()
 
     async def read_text_file(params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
@@ -142,9 +157,10 @@ async def test_a_request_past_its_deadline_is_withdrawn_and_its_late_answer_drop
 
 
 async def test_an_unreadable_line_is_answered_and_logged_and_fails_no_pending_request(
+    pair: _Pair,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    agent, client, to_client, _ = _pair()
+    agent, client, to_client, _ = pair
     answer = asyncio.Event()
 
     async def read_text_file(params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
@@ -173,8 +189,10 @@ async def test_an_unreadable_line_is_answered_and_logged_and_fails_no_pending_re
     assert repr(garbage[:201]) not in caplog.text
 
 
-async def test_a_cancelled_handler_is_answered_request_cancelled_and_leaves_no_trace() -> None:
-    agent, client, to_client, _ = _pair()
+async def test_a_cancelled_handler_is_answered_request_cancelled_and_leaves_no_trace(
+    pair: _Pair,
+) -> None:
+    agent, client, to_client, _ = pair
     started = asyncio.Event()
 
     async def prompt(params: types.PromptRequest) -> types.PromptResponse:
@@ -190,9 +208,71 @@ async def test_a_cancelled_handler_is_answered_request_cancelled_and_leaves_no_t
     with pytest.raises(asyncio.CancelledError):
         await asking
     async with asyncio.timeout(5):
-        while agent._request_futures:  # noqa: ASYNC110 - the engine has no event for it
+        while agent._running:  # noqa: ASYNC110 - the engine has no event for it
             await asyncio.sleep(0.01)
 
     await asyncio.sleep(0.05)  # the answer crosses the wire
     last: dict[str, Any] = json.loads(to_client.lines[-1])
     assert (last["id"], last["error"]["code"]) == (1, -32800)
+
+
+async def test_a_request_cancelled_before_its_handler_began_never_runs_it(pair: _Pair) -> None:
+    agent, _, to_client, _ = pair
+    ran: list[str] = []
+
+    async def prompt(params: types.PromptRequest) -> types.PromptResponse:
+        ran.append("prompt")
+        return types.PromptResponse(stop_reason=types.StopReason.END_TURN)
+
+    agent.register(methods.SESSION_PROMPT, prompt)
+    request = {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}
+    # Both lines in one loop turn: the cancel arrives before the handler's task ran.
+    agent.receive_line(
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": request}
+        ).encode()
+    )
+    agent.receive_line(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":7}}')
+    async with asyncio.timeout(5):
+        while not to_client.lines:  # noqa: ASYNC110 - the wire has no event for it
+            await asyncio.sleep(0.01)
+
+    assert ran == []
+    assert json.loads(to_client.lines[-1])["error"]["code"] == -32800
+
+
+async def test_the_end_of_input_answers_running_handlers_and_leaves_no_task() -> None:
+    agent = AgentSideProtocol(get_converter())
+    wire = _Wire(ClientSideProtocol(get_converter()))
+    agent.set_writer(wire)
+    started = asyncio.Event()
+
+    async def prompt(params: types.PromptRequest) -> types.PromptResponse:
+        started.set()
+        await asyncio.sleep(60)
+        raise AssertionError("not cancelled")
+
+    agent.register(methods.SESSION_PROMPT, prompt)
+    before = asyncio.all_tasks()
+    async with anyio.create_task_group() as task_group:
+        agent.set_task_group(task_group)
+        for msg_id in (1, 2):
+            agent.receive_line(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg_id,
+                        "method": "session/prompt",
+                        "params": {"sessionId": "s", "prompt": []},
+                    }
+                ).encode()
+            )
+        await asyncio.wait_for(started.wait(), 5)
+        assert agent.running_handlers == 2
+        await agent.input_ended(grace_s=5.0)
+        assert agent.running_handlers == 0
+
+    # The group ended with the handlers: nothing of the engine's is left running.
+    assert asyncio.all_tasks() == before
+    answers = sorted((m["id"], m["error"]["code"]) for m in map(json.loads, wire.lines))
+    assert answers == [(1, -32800), (2, -32800)]

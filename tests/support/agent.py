@@ -134,16 +134,14 @@ async def connected(
     ours), `umask` its umask (-1 keeps ours); `default_signals` start at their
     default action in it, whatever ours are (an ignored signal is inherited).
     """
-    await client.start_io(
-        *command,
-        env=None if env is None else dict(env),
-        umask=umask,
-        preexec_fn=reset_signals(default_signals),
-    )
-    try:
+    async with client:
+        await client.start_io(
+            *command,
+            env=None if env is None else dict(env),
+            umask=umask,
+            preexec_fn=reset_signals(default_signals),
+        )
         yield client
-    finally:
-        await client.stop()
     problems = client.wire_problems()
     assert problems == [], "\n".join(problems)
     if exit_code is not None:

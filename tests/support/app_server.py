@@ -17,6 +17,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -143,9 +144,8 @@ class SocketClient(EditorClient):
         self._socket_writer = writer
         self.protocol.set_writer(StreamWriterAdapter(writer))
         self.protocol.writer = _RecordingWriter(self.protocol.writer, self.sent, self._wrote)
-        self._async_tasks.append(
-            asyncio.create_task(_run_ndjson(reader, self.protocol, on_line=self.line_received))
-        )
+        # Read in the connection's task group (`async with` the client): `stop` ends it.
+        self._start_readers(partial(_run_ndjson, reader, self.protocol, on_line=self.line_received))
 
     def line_received(self, line: bytes) -> None:
         super().line_received(line)
@@ -185,8 +185,8 @@ async def socket_client(
 ) -> AsyncIterator[SocketClient]:
     """A `SocketClient` on `socket`, initialized; its wire checked when it leaves."""
     client = SocketClient(**kwargs)
-    await client.connect(socket)
-    try:
+    async with client:  # leaving it stops the client and waits for its reader
+        await client.connect(socket)
         if initialize:
             await client.request(
                 methods.INITIALIZE,
@@ -196,8 +196,6 @@ async def socket_client(
                 ),
             )
         yield client
-    finally:
-        await client.stop()
     if check_wire:
         problems = client.wire_problems()
         assert problems == [], "\n".join(problems)

@@ -129,7 +129,7 @@ class AcpAgent:
         self._clock = clock
         self._sessions: dict[str, AcpSession] = {}
         #: Sessions answered and still being assembled (or that failed to be).
-        self._opening = OpeningSessions()
+        self._opening = OpeningSessions(connection.start_soon)
         self._client_capabilities: types.ClientCapabilities | None = None
 
     async def aclose(self) -> None:

@@ -1,13 +1,14 @@
 """The agent's runtime, hosted in the connection's event loop from first use to exit.
 
 The connection runs one asyncio loop until stdin ends. The first handler
-that needs the runtime starts the host task, which opens the SQLite store (or
-finds it opened early, once `initialize` was answered) and the runtime with
+that needs the runtime starts the host in the connection's task group
+(`start_soon`), which opens the SQLite store (or finds it opened early, once
+`initialize` was answered, by a task of that group too) and the runtime with
 its handle (`acp_agent.agent.open_agent`) and keeps them open; when the loop shuts
-down (`aclose`, from the connection's shutdown) it cancels the host, which
-closes every session (each turn still running is interrupted and recorded as
-such), then the store and the model source. A handler waiting for the runtime
-is told if it could not open.
+down (`aclose`, from the connection's shutdown) it cancels the host's scope and
+waits for it, while it closes every session (each turn still running is
+interrupted and recorded as such), then the store and the model source. A
+handler waiting for the runtime is told if it could not open.
 Once the runtime is open, the objects of the process so far are frozen out
 of the garbage collector's generations (`gc.freeze`): they live as long as
 the process, and walking them in a full collection paused streamed replies.
@@ -21,10 +22,13 @@ import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+
+from protocol.connection import StartSoon
 
 if TYPE_CHECKING:
     # The runtime loads with the first session, not with `initialize`.
@@ -45,6 +49,8 @@ class RuntimeHost:
 
     **Parameters:**
 
+    * `start_soon`: where the host and the store's opening run: the connection's task
+      group (`AgentConnection.start_soon`), which waits for them before it ends.
     * `open_store`: opens the store (e.g. `SqliteStore.open(path)`).
     * `assemble`: builds the registry of the services every scope assembles; called
       once, on first use (it imports the capabilities: start-up does not pay for them).
@@ -56,6 +62,7 @@ class RuntimeHost:
 
     def __init__(
         self,
+        start_soon: StartSoon,
         open_store: Callable[[], Awaitable[Store]],
         assemble: Callable[[], ServiceRegistry],
         *,
@@ -70,27 +77,45 @@ class RuntimeHost:
         self._config_dir = config_dir
         self._clock = clock
         self._on_close = on_close
-        self._task: asyncio.Task[None] | None = None
+        self._start_soon = start_soon
         self._ready: asyncio.Future[Agent] | None = None
         self._opening: asyncio.Future[Store] | None = None
+        #: The host's scope (cancelled to close the runtime), once it is started.
+        self._hosting: anyio.CancelScope | None = None
+        #: Set once the host has ended: the runtime, the store and the models closed.
+        self._hosted = asyncio.Event()
 
     def open_store_early(self) -> None:
         """Start opening the store now, in its worker thread (called once `initialize` is
         answered, with the warm-up): the first session then finds SQLite's file work
         done, or under way beside its imports, instead of starting it after them."""
         if self._opening is None:
-            self._opening = asyncio.ensure_future(self._open_store())
+            opening: asyncio.Future[Store] = asyncio.get_running_loop().create_future()
             # Its failure is reported when a session needs the store, not as never retrieved.
-            self._opening.add_done_callback(lambda f: f.cancelled() or f.exception())
+            opening.add_done_callback(lambda f: f.cancelled() or f.exception())
+            self._opening = opening
+            self._start_soon(partial(self._open_store_into, opening), name="opening the store")
+
+    async def _open_store_into(self, opening: asyncio.Future[Store]) -> None:
+        try:
+            opening.set_result(await self._open_store())
+        except Exception as exc:
+            opening.set_exception(exc)
+        finally:
+            if not opening.done():
+                opening.cancel()  # cancelled itself (the connection ended first)
 
     async def agent(self) -> Agent:
         """The runtime's handle, opening it on first use; `RuntimeUnavailable` if it
         cannot open."""
         if self._ready is None:
-            loop = asyncio.get_running_loop()
-            self._ready = loop.create_future()
-            # The host outlives every handler: asyncio.run cancels it last, at exit.
-            self._task = loop.create_task(self._host(self._ready), name="acp-agent runtime")
+            self._ready = asyncio.get_running_loop().create_future()
+            self._hosting = anyio.CancelScope()
+            # The host outlives every handler; `aclose` ends it, from the connection's
+            # shutdown, before the connection's group ends.
+            self._start_soon(
+                partial(self._host, self._ready, self._hosting), name="acp-agent runtime"
+            )
         return await asyncio.shield(self._ready)
 
     async def store(self) -> Store:
@@ -112,20 +137,28 @@ class RuntimeHost:
         inside the loop's own teardown, after the main task ended, makes every
         worker-thread call walk all tasks, which turned a large shutdown quadratic.
         """
-        task = self._task
-        if task is None and self._opening is not None:
+        hosting = self._hosting
+        if hosting is None and self._opening is not None:
             await _discard(self._opening)  # opened early for a session that never came
             return
-        if task is None or task.done():
+        if hosting is None or self._hosted.is_set():
             return
         # Closing makes garbage faster than the collector's thresholds expect, and each
         # full collection walks every session still open; nothing here needs one.
         gc.disable()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        hosting.cancel()
+        await self._hosted.wait()
 
-    async def _host(self, ready: asyncio.Future[Agent]) -> None:
+    async def _host(self, ready: asyncio.Future[Agent], hosting: anyio.CancelScope) -> None:
+        try:
+            with hosting:
+                await self._open_and_hold(ready)
+        finally:
+            self._hosted.set()
+
+    async def _open_and_hold(self, ready: asyncio.Future[Agent]) -> None:
+        """Open the store and the runtime, hand the runtime's handle to `ready`, and keep
+        both open until cancelled; then close them (shielded)."""
         from acp_agent.agent import open_agent
 
         # The store opens in a worker thread while `assemble` imports the capabilities
@@ -183,9 +216,8 @@ class RuntimeHost:
 async def _discard(opening: asyncio.Future[Store]) -> None:
     """Close a store that opened for a runtime that will not be (and wait for it to)."""
     with anyio.CancelScope(shield=True):
-        try:
-            store = await opening
-        except Exception:
+        await asyncio.wait({opening})
+        if opening.cancelled() or opening.exception() is not None:
             return
         with contextlib.suppress(Exception):
-            await store.aclose()
+            await opening.result().aclose()

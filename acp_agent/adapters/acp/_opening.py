@@ -4,8 +4,9 @@ Assembling a session (its services, branches, tools and MCP servers, and the imp
 they need) was most of what a process's first `session/new` cost, and an editor waits
 for that answer at every start, while the person types the first prompt long after.
 So the answer goes out once the session is stored (a crash from then on leaves it
-loadable), and its assembly runs behind it, started once the answer is written: its
-updates (the commands) follow the answer, as ACP requires. A request about the
+loadable), and its assembly runs behind it, started once the answer is written, in
+the connection's task group: its updates (the commands) follow the answer, as ACP
+requires. A request about the
 session waits for the assembly (`ready`) and, if it failed, is answered with why.
 """
 
@@ -15,6 +16,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
+
+import anyio
+
+from protocol.connection import StartSoon
 
 __all__ = ("OpeningSessions",)
 
@@ -22,25 +28,30 @@ logger = logging.getLogger(__name__)
 
 
 class OpeningSessions:
-    """The sessions of this process whose assembly is still running, or failed."""
+    """The sessions of this process whose assembly is still running, or failed.
 
-    def __init__(self) -> None:
+    Each assembly runs in `start_soon`'s task group (the connection's), in a cancel
+    scope of its own that `aclose` cancels.
+    """
+
+    def __init__(self, start_soon: StartSoon) -> None:
+        self._start_soon = start_soon
         self._opening: dict[str, asyncio.Future[None]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        #: The scope of each assembly still running, by session (`aclose` cancels them).
+        self._running: dict[str, anyio.CancelScope] = {}
 
     def assemble(self, session_id: str, assembly: Callable[[], Awaitable[None]]) -> None:
         """Run `assembly` for `session_id`, now answered: call it once the answer is
         written, before the loop takes another request (an `after_response` callback)."""
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         # A failure is told to the requests that wait; none may ever come.
         done.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._opening[session_id] = done
-        task = loop.create_task(
-            self._run(session_id, assembly, done), name=f"assembling session {session_id}"
+        scope = self._running[session_id] = anyio.CancelScope()
+        self._start_soon(
+            partial(self._run, session_id, assembly, done, scope),
+            name=f"assembling session {session_id}",
         )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def ready(self, session_id: str) -> None:
         """Return once `session_id` is assembled, at once if it is not being assembled;
@@ -56,28 +67,35 @@ class OpeningSessions:
 
     async def aclose(self) -> None:
         """Stop the assemblies still running (at shutdown) and wait for them."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        running = list(self._running.items())
+        for _, scope in running:
+            scope.cancel()
+        for session_id, _ in running:
+            done = self._opening.get(session_id)
+            if done is not None:
+                await asyncio.wait({done})
 
     async def _run(
         self,
         session_id: str,
         assembly: Callable[[], Awaitable[None]],
         done: asyncio.Future[None],
+        scope: anyio.CancelScope,
     ) -> None:
+        assembled = False
         try:
-            await assembly()
-        except asyncio.CancelledError:
-            done.cancel()
-            raise
+            with scope:
+                await assembly()
+                assembled = True
         except Exception as exc:
             logger.exception("session %s could not be assembled", session_id)
             done.set_exception(exc)
-        else:
-            done.set_result(None)
-            # Assembled: requests find it open from now on. A failure stays, to be told.
-            del self._opening[session_id]
+        finally:
+            if self._running.get(session_id) is scope:
+                del self._running[session_id]
+            if assembled:
+                done.set_result(None)
+                # Assembled: requests find it open from now on. A failure stays, to be told.
+                del self._opening[session_id]
+            elif not done.done():
+                done.cancel()  # stopped (at shutdown) before it was assembled

@@ -5,7 +5,8 @@ verdicts here with `find`, each with its evidence and, where a rule is checked i
 more than one situation, the situation (`context`). A rule's verdict is the worst
 of what was recorded for it: a failure anywhere fails it, and a situation that could
 not be judged keeps it from passing. Every process is started through `probe()`,
-which ends it (its whole process group) however the block is left.
+which ends it (its whole process group) however the block is left; what reads it
+runs in the task group of the whole check (`own_processes_in`), which waits for it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
+from anyio.abc import TaskGroup
+
 from acp_agent.adapters.check._judge import WireJudge
 from acp_agent.adapters.check._probe import NoAnswer, Probe
+from acp_agent.adapters.check._process import StartSoon
 from acp_agent.adapters.check._rules import RULES, Finding, Verdict, rule
 
 __all__ = ("EXIT_BOUND_S", "Run")
@@ -48,6 +52,8 @@ class Run:
         #: The cwd of every session the checker makes (agents may write there).
         self.scratch = Path(tempfile.mkdtemp(prefix="acp-agent-check-"))
         self.judge = WireJudge()
+        #: Starts a task in the check's task group (`own_processes_in`).
+        self._start_soon: StartSoon | None = None
         self.probes: list[Probe] = []
         #: (process, seconds to exit after its stdin ended, None when it did not in time).
         self.exits: list[tuple[str, float | None]] = []
@@ -89,6 +95,11 @@ class Run:
 
     # --- processes ---------------------------------------------------------------------
 
+    def own_processes_in(self, task_group: TaskGroup) -> None:
+        """Read the processes in `task_group`: the check's, which ends (waiting for them)
+        only once every process has been ended."""
+        self._start_soon = task_group.start_soon
+
     @asynccontextmanager
     async def probe(self) -> AsyncIterator[Probe]:
         """A new process of the agent for the block; ended with its group afterwards.
@@ -97,8 +108,11 @@ class Run:
         its own once its stdin ends; left by an exception (the deadline), it is ended
         at once. `NoAnswer` when the command cannot be started.
         """
+        if self._start_soon is None:
+            raise RuntimeError("a check starts processes only inside its task group")
         probe = Probe(
             self.command,
+            start_soon=self._start_soon,
             judge=self.judge,
             timeout_s=self.timeout_s,
             label=f"run {len(self.probes) + 1}",

@@ -20,10 +20,13 @@ import itertools
 import json
 import time
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any, Final
 
+import anyio
+
 from acp_agent.adapters.check._judge import NOT_JSON, WireJudge
-from acp_agent.adapters.check._process import AgentProcess
+from acp_agent.adapters.check._process import AgentProcess, StartSoon
 from acp_agent.adapters.check._replies import Reply, dig, short
 from protocol import methods, types
 
@@ -111,6 +114,7 @@ class Probe:
         self,
         command: Sequence[str],
         *,
+        start_soon: StartSoon,
         judge: WireJudge,
         timeout_s: float,
         label: str,
@@ -119,19 +123,24 @@ class Probe:
         self.timeout_s = timeout_s
         #: Names this process in evidence ("run 3").
         self.label = label
-        self.process = AgentProcess(command, on_line=self._line, on_oversized=self._oversized)
+        self.process = AgentProcess(
+            command, start_soon=start_soon, on_line=self._line, on_oversized=self._oversized
+        )
+        self._start_soon = start_soon
         self._ids = itertools.count(1)
         #: Our requests' ids (exactly as sent) and their methods, for the schema check.
         self.asked: dict[Any, str] = {}
         self._waiting: dict[Any, tuple[asyncio.Future[Reply], Window | None]] = {}
         self._windows: list[Window] = []
         self.lines = 0
-        self._gone_watch: asyncio.Future[None] | None = None
+        #: The scope of the watch that fails the waiting requests once the agent is gone.
+        self._gone_watch: anyio.CancelScope | None = None
 
     async def start(self) -> None:
         """Start the agent (`OSError` when its command cannot be run)."""
         await self.process.start()
-        self._gone_watch = asyncio.ensure_future(self._fail_waiting_when_gone())
+        self._gone_watch = anyio.CancelScope()
+        self._start_soon(partial(self._fail_waiting_when_gone, self._gone_watch))
 
     # --- what we send -------------------------------------------------------------------
 
@@ -281,15 +290,16 @@ class Probe:
         self.lines += 1
         self.judge.oversized.add([f"a line of {size} bytes, skipped"], self.label)
 
-    async def _fail_waiting_when_gone(self) -> None:
-        await self.process.ended.wait()
-        # Its stdout may end a moment before its exit is seen: wait for the status to say.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.process.exited.wait(), 0.2)
-        why = self.gone_why()
-        for answer, _ in list(self._waiting.values()):
-            if not answer.done():
-                answer.set_exception(NoAnswer(why, gone=True))
+    async def _fail_waiting_when_gone(self, watch: anyio.CancelScope) -> None:
+        with watch:
+            await self.process.ended.wait()
+            # Its stdout may end a moment before its exit is seen: wait for the status.
+            with anyio.move_on_after(0.2):
+                await self.process.exited.wait()
+            why = self.gone_why()
+            for answer, _ in list(self._waiting.values()):
+                if not answer.done():
+                    answer.set_exception(NoAnswer(why, gone=True))
 
     async def close(self) -> None:
         """End the process and its whole group; bounded."""

@@ -4,23 +4,34 @@ The agent starts in a session and process group of its own, so whatever it start
 (a wrapper's child, a server it spawns) can be ended with it: `close()` signals the
 whole group, SIGTERM then SIGKILL, and waits a bounded time, never for the pipes to
 close (a child that inherited stdout may hold them for its whole life). Its stdout
-is read in chunks and cut into lines of at most `MAX_LINE_BYTES` (a longer one is
+is read in chunks and split into lines of at most `MAX_LINE_BYTES` (a longer one is
 skipped to its newline, counted, never kept); its stderr keeps its last lines only.
 Its exit is noticed as soon as the process ends, whoever still holds the pipes.
+Those three readers run in the check's task group (`start_soon`), in a scope of
+their own that `close()` ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Callable, Coroutine, Sequence
+from functools import partial
+from typing import Any, Final
 
-__all__ = ("MAX_LINE_BYTES", "AgentProcess")
+import anyio
+
+__all__ = ("MAX_LINE_BYTES", "AgentProcess", "StartSoon")
+
+#: Starts a task in the check's task group (its `start_soon`), which waits for it.
+StartSoon = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
+
+logger = logging.getLogger(__name__)
 
 #: The longest stdout line the checker reads (files and images ride in lines).
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
@@ -44,16 +55,20 @@ class AgentProcess:
         self,
         command: Sequence[str],
         *,
+        start_soon: StartSoon,
         cwd: str | None = None,
         on_line: Callable[[bytes], None],
         on_oversized: Callable[[int], None],
     ) -> None:
         self.command = list(command)
         self.cwd = cwd
+        self._start_soon = start_soon
         self._on_line = on_line
         self._on_oversized = on_oversized
         self._process: asyncio.subprocess.Process | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        #: The scope the readers run in, and set once they have all ended.
+        self._reading: anyio.CancelScope | None = None
+        self._read = asyncio.Event()
         self.stderr_tail: deque[str] = deque(maxlen=_STDERR_LINES)
         #: Set once the process itself has exited.
         self.exited = asyncio.Event()
@@ -82,13 +97,27 @@ class AgentProcess:
             cwd=self.cwd,
             start_new_session=True,
         )
+        self._reading = anyio.CancelScope()
+        self._start_soon(partial(self._read_all, process, self._reading))
+
+    async def _read_all(
+        self, process: asyncio.subprocess.Process, reading: anyio.CancelScope
+    ) -> None:
+        """Read stdout and stderr and watch the exit until all three end (or `close`)."""
         assert process.stdout is not None
         assert process.stderr is not None
-        self._tasks = [
-            asyncio.ensure_future(self._read_stdout(process.stdout)),
-            asyncio.ensure_future(self._read_stderr(process.stderr)),
-            asyncio.ensure_future(self._watch_exit()),
-        ]
+        try:
+            with reading:
+                async with anyio.create_task_group() as readers:
+                    readers.start_soon(self._read_stdout, process.stdout)
+                    readers.start_soon(self._read_stderr, process.stderr)
+                    readers.start_soon(self._watch_exit)
+        except Exception:
+            # The checker's own fault: reported by the rules it leaves undecided.
+            logger.debug("reading the agent failed", exc_info=True)
+        finally:
+            self.ended.set()
+            self._read.set()
 
     def write(self, data: bytes) -> bool:
         """Write `data` to the agent's stdin; False when it cannot take it (gone, or not
@@ -140,9 +169,10 @@ class AgentProcess:
         transport = getattr(process, "_transport", None)
         if transport is not None:
             transport.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.wait(self._tasks, timeout=1.0)
+        if self._reading is not None:
+            self._reading.cancel()
+            with anyio.move_on_after(1.0):
+                await self._read.wait()
         self.ended.set()
 
     def how_it_ended(self) -> str:

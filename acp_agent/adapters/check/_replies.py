@@ -29,7 +29,7 @@ def dig(value: Any, *keys: str) -> Any:
 
 
 def short(value: Any, limit: int = 100) -> str:
-    """`value` as compact JSON (a string as it is), cut to `limit` characters."""
+    """`value` as compact JSON (a string as it is), truncated to `limit` characters."""
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):

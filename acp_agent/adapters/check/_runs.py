@@ -18,8 +18,11 @@ import shutil
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Final
 
+import anyio
+
 from acp_agent.adapters.check import _handshake, _persistence, _sessions, _turns
 from acp_agent.adapters.check._context import EXIT_BOUND_S, Run
+from acp_agent.adapters.check._probe import Probe
 from acp_agent.adapters.check._rules import Finding, Verdict
 from acp_agent.adapters.check._steps import DEFAULT_PROMPT
 
@@ -69,7 +72,7 @@ class Checker:
         )
         self.deadline_s = deadline_s
         #: Set when the deadline ended the run early.
-        self.cut_short = False
+        self.deadline_passed = False
 
     @property
     def stopped(self) -> str:
@@ -86,21 +89,26 @@ class Checker:
         run = self.run_state
         whole = bool(EVERY_MESSAGE & run.only)
         current = ""
-        try:
-            async with asyncio.timeout(self.deadline_s):
-                for name, rule_ids, group in _GROUPS:
-                    if run.stopped:
-                        break
-                    if not (whole or rule_ids & run.only):
-                        continue
-                    current = name
-                    await self._guarded(group, rule_ids)
-        except TimeoutError:
-            self.cut_short = True
-            run.stopped = f"the --deadline of {self.deadline_s:g} s ran out during {current}"
-        finally:
-            await _close_all(run)
-            shutil.rmtree(run.scratch, ignore_errors=True)
+        # The processes are read in this group; it ends once each was ended (`_close_all`).
+        async with anyio.create_task_group() as processes:
+            run.own_processes_in(processes)
+            try:
+                async with asyncio.timeout(self.deadline_s):
+                    for name, rule_ids, group in _GROUPS:
+                        if run.stopped:
+                            break
+                        if not (whole or rule_ids & run.only):
+                            continue
+                        current = name
+                        await self._guarded(group, rule_ids)
+            except TimeoutError:
+                self.deadline_passed = True
+                run.stopped = f"the --deadline of {self.deadline_s:g} s ran out during {current}"
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _close_all(run)
+                shutil.rmtree(run.scratch, ignore_errors=True)
+                processes.cancel_scope.cancel()
         _judge_every_message(run)
         return run.findings()
 
@@ -118,7 +126,16 @@ class Checker:
 
 async def _close_all(run: Run) -> None:
     """End every process still running (the deadline may have left some), at once."""
-    await asyncio.gather(*(p.close() for p in run.probes), return_exceptions=True)
+    async with anyio.create_task_group() as closing:
+        for probe in run.probes:
+            closing.start_soon(_close_quietly, probe)
+
+
+async def _close_quietly(probe: Probe) -> None:
+    try:
+        await probe.close()
+    except Exception:
+        logger.debug("a process did not close cleanly", exc_info=True)
 
 
 def _judge_every_message(run: Run) -> None:

@@ -2,14 +2,19 @@
 
 Both need a prompt that is still running: a long one is sent, and the end is asked
 for once its first update arrives (or after a bound). A prompt that ended first
-leaves the rules undecided, never failed.
+leaves the rules undecided, never failed. The requests in flight run in a task
+group of the step that sent them, which ends them when it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
+
+import anyio
+from anyio.abc import TaskGroup
 
 from acp_agent.adapters.check._context import Run
 from acp_agent.adapters.check._probe import NoAnswer, Probe, Window
@@ -50,27 +55,56 @@ async def cancellation(run: Run) -> None:
         run.undecided(RULE_IDS, exc.why)
 
 
+class _InFlight:
+    """A request whose reply is taken later: it runs in a task of the step's group, and
+    its reply, or what it raised, waits for `reply()`."""
+
+    def __init__(self) -> None:
+        self.done = asyncio.Event()
+        self._reply: Reply | None = None
+        self._error: Exception | None = None
+
+    async def run(self, request: Callable[[], Awaitable[Reply]]) -> None:
+        try:
+            self._reply = await request()
+        except Exception as exc:
+            self._error = exc  # raised to whoever takes the reply
+        finally:
+            self.done.set()
+
+    async def reply(self) -> Reply:
+        """The reply, once it came; raises what the request raised."""
+        await self.done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._reply is not None
+        return self._reply
+
+
+async def _first_set(*events: asyncio.Event) -> None:
+    """Return once any of `events` is set."""
+    async with anyio.create_task_group() as waiting:
+
+        async def wait(event: asyncio.Event) -> None:
+            await event.wait()
+            waiting.cancel_scope.cancel()
+
+        for event in events:
+            waiting.start_soon(wait, event)
+
+
 async def _running_prompt(
-    run: Run, probe: Probe, session_id: str, window: Window
-) -> asyncio.Future[Reply]:
+    run: Run, probe: Probe, session_id: str, window: Window, requests: TaskGroup
+) -> _InFlight:
     """A long prompt, once it has sent its first update (`Inconclusive` if it ended first)."""
-    turn = asyncio.ensure_future(
-        prompt(run, probe, session_id, [text(CANCEL_PROMPT)], marks=window)
+    turn = _InFlight()
+    requests.start_soon(
+        turn.run, lambda: prompt(run, probe, session_id, [text(CANCEL_PROMPT)], marks=window)
     )
-    first_update = asyncio.ensure_future(window.first_update.wait())
-    try:
-        await asyncio.wait(
-            (turn, first_update),
-            timeout=min(run.timeout_s, _FIRST_UPDATE_S),
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-    except BaseException:
-        turn.cancel()
-        raise
-    finally:
-        first_update.cancel()
-    if turn.done():
-        reply = turn.result()  # raises Inconclusive / NoAnswer as the prompt did
+    with anyio.move_on_after(min(run.timeout_s, _FIRST_UPDATE_S)):
+        await _first_set(turn.done, window.first_update)
+    if turn.done.is_set():
+        reply = await turn.reply()  # raises Inconclusive / NoAnswer as the prompt did
         raise Inconclusive(f"the prompt ended before it could be ended early: {reply.describe()}")
     return turn
 
@@ -78,22 +112,32 @@ async def _running_prompt(
 async def _cancel(run: Run, probe: Probe) -> None:
     session_id, _ = await new_session(run, probe)
     with probe.watch(session_id) as window:
-        try:
-            turn = await _running_prompt(run, probe, session_id, window)
-        except Inconclusive as exc:
-            run.undecided(_CANCEL_RULES, str(exc))
-            return
-        except NoAnswer as exc:
-            run.undecided(_CANCEL_RULES, f"the prompt: {exc.why}")
-            return
-        probe.notify(methods.SESSION_CANCEL, {"sessionId": session_id})
-        reply = await _outcome(run, "cancel-resolves-cancelled", turn, window, "session/cancel")
-        if reply is None:
-            run.undecided(_CANCEL_RULES, "the cancel was not seen to end the prompt")
-            return
-        await quiet_after(
-            run, probe, window, "nothing-after-cancelled-response", ("mine-chunk", "mine-turn")
-        )
+        async with anyio.create_task_group() as requests:
+            try:
+                await _cancel_prompt(run, probe, session_id, window, requests)
+            finally:
+                requests.cancel_scope.cancel()  # what is still in flight
+
+
+async def _cancel_prompt(
+    run: Run, probe: Probe, session_id: str, window: Window, requests: TaskGroup
+) -> None:
+    try:
+        turn = await _running_prompt(run, probe, session_id, window, requests)
+    except Inconclusive as exc:
+        run.undecided(_CANCEL_RULES, str(exc))
+        return
+    except NoAnswer as exc:
+        run.undecided(_CANCEL_RULES, f"the prompt: {exc.why}")
+        return
+    probe.notify(methods.SESSION_CANCEL, {"sessionId": session_id})
+    reply = await _outcome(run, "cancel-resolves-cancelled", turn, window, "session/cancel")
+    if reply is None:
+        run.undecided(_CANCEL_RULES, "the cancel was not seen to end the prompt")
+        return
+    await quiet_after(
+        run, probe, window, "nothing-after-cancelled-response", ("mine-chunk", "mine-turn")
+    )
 
 
 async def _close_during_prompt(run: Run, probe: Probe, capabilities: Any) -> None:
@@ -103,28 +147,37 @@ async def _close_during_prompt(run: Run, probe: Probe, capabilities: Any) -> Non
         return
     session_id, _ = await new_session(run, probe)
     with probe.watch(session_id) as window:
-        try:
-            turn = await _running_prompt(run, probe, session_id, window)
-        except Inconclusive as exc:
-            run.undecided((rule_id,), str(exc))
-            return
-        except NoAnswer as exc:
-            run.undecided((rule_id,), f"the prompt: {exc.why}")
-            return
-        close = asyncio.ensure_future(
-            probe.request(methods.SESSION_CLOSE, {"sessionId": session_id})
-        )
-        await _outcome(run, rule_id, turn, window, "session/close")
-        # Its own answer is close-session's business; it is only waited for here.
-        await asyncio.wait((close,), timeout=run.timeout_s)
-        if close.done():
-            close.exception()  # retrieved, so an unanswered close is no stray error
-        else:
-            close.cancel()
+        async with anyio.create_task_group() as requests:
+            try:
+                await _close_prompt(run, probe, session_id, window, requests)
+            finally:
+                requests.cancel_scope.cancel()  # what is still in flight
+
+
+async def _close_prompt(
+    run: Run, probe: Probe, session_id: str, window: Window, requests: TaskGroup
+) -> None:
+    rule_id = "close-cancels-prompt"
+    try:
+        turn = await _running_prompt(run, probe, session_id, window, requests)
+    except Inconclusive as exc:
+        run.undecided((rule_id,), str(exc))
+        return
+    except NoAnswer as exc:
+        run.undecided((rule_id,), f"the prompt: {exc.why}")
+        return
+    close = _InFlight()
+    requests.start_soon(
+        close.run, lambda: probe.request(methods.SESSION_CLOSE, {"sessionId": session_id})
+    )
+    await _outcome(run, rule_id, turn, window, "session/close")
+    # Its own answer is close-session's business; it is only waited for here.
+    with anyio.move_on_after(run.timeout_s):
+        await close.done.wait()
 
 
 async def _outcome(
-    run: Run, rule_id: str, turn: asyncio.Future[Reply], window: Window, how: str
+    run: Run, rule_id: str, turn: _InFlight, window: Window, how: str
 ) -> Reply | None:
     """The prompt's answer after `how` (sent now) ended it: stopReason cancelled passes.
 
@@ -133,7 +186,7 @@ async def _outcome(
     """
     sent = time.monotonic()
     try:
-        reply = await turn
+        reply = await turn.reply()
     except NoAnswer as exc:
         run.find(rule_id, Verdict.FAIL, f"after {how}, the prompt: {exc.why}")
         return None

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
+
 from acp_agent.adapters.headless._agent_process import AgentProcess, HeldSession, held_by
 from acp_agent.adapters.headless._policy import Approve, decide, option_for
 from acp_agent.adapters.headless._progress import ToolProgress
@@ -215,34 +217,36 @@ class _Run:
 
     async def run(self) -> int:
         status, stop_reason, message_id, error = EXIT_FAILED, None, None, None
-        try:
+        # The connection owns the tasks reading the agent; leaving it stops the agent.
+        async with self.agent:
             try:
-                await self.agent.start()
-                await self._open_session()
-                stop_reason, message_id, error = await self._turn()
-                if error is not None and error.get("kind") == "not_configured":
-                    await self._forget_session()
-            except _Interrupted:
-                status = EXIT_INTERRUPTED
-                stop_reason = "cancelled"
-            else:
-                status = self._status(stop_reason, error)
-                if error is None and status == EXIT_FAILED:
-                    self.reporter.warn(f"the turn ended with {stop_reason}")
-        except UsageError as exc:
-            status, error = EXIT_USAGE, {"kind": "usage", "message": str(exc)}
-        except HeldSession as exc:
-            status, error = EXIT_HELD, {"kind": "held", "message": str(exc), "pid": exc.pid}
-        except AcpError as exc:
-            status, error = EXIT_FAILED, {"kind": "agent", "message": exc.message}
-        except (PeerError, OSError) as exc:
-            status, error = EXIT_FAILED, {"kind": "agent_exited", "message": str(exc)}
-            tail = "\n".join(self.agent.stderr_tail)
-            if tail:
-                sys.stderr.write(tail + "\n")
-        finally:
-            with contextlib.suppress(Exception):
-                await self.agent.stop(timeout_s=5.0)
+                try:
+                    await self.agent.start()
+                    await self._open_session()
+                    stop_reason, message_id, error = await self._turn()
+                    if error is not None and error.get("kind") == "not_configured":
+                        await self._forget_session()
+                except _Interrupted:
+                    status = EXIT_INTERRUPTED
+                    stop_reason = "cancelled"
+                else:
+                    status = self._status(stop_reason, error)
+                    if error is None and status == EXIT_FAILED:
+                        self.reporter.warn(f"the turn ended with {stop_reason}")
+            except UsageError as exc:
+                status, error = EXIT_USAGE, {"kind": "usage", "message": str(exc)}
+            except HeldSession as exc:
+                status, error = EXIT_HELD, {"kind": "held", "message": str(exc), "pid": exc.pid}
+            except AcpError as exc:
+                status, error = EXIT_FAILED, {"kind": "agent", "message": exc.message}
+            except (PeerError, OSError) as exc:
+                status, error = EXIT_FAILED, {"kind": "agent_exited", "message": str(exc)}
+                tail = "\n".join(self.agent.stderr_tail)
+                if tail:
+                    sys.stderr.write(tail + "\n")
+            finally:
+                with contextlib.suppress(Exception):
+                    await self.agent.stop(timeout_s=5.0)
         if error is not None and status != EXIT_INTERRUPTED:
             self.reporter.warn(str(error["message"]))
         if status == EXIT_INTERRUPTED:
@@ -352,37 +356,56 @@ class _Run:
     async def _turn(self) -> tuple[str | None, str | None, dict[str, Any] | None]:
         assert self.session_id is not None
         loop = asyncio.get_running_loop()
-        interrupted = asyncio.Event()
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signal.SIGINT, interrupted.set)
-        prompt = asyncio.create_task(
-            self.agent.request(
-                methods.SESSION_PROMPT,
-                types.PromptRequest(
-                    session_id=self.session_id, prompt=[types.TextContent(text=self.prompt)]
-                ),
-            )
+        answered = asyncio.Event()
+        #: Set by the answer or by Ctrl-C, whichever comes first.
+        settled = asyncio.Event()
+        interrupted = False
+
+        def interrupt() -> None:
+            nonlocal interrupted
+            interrupted = True
+            settled.set()
+
+        response: list[types.PromptResponse] = []
+        failed: list[Exception] = []
+        request = types.PromptRequest(
+            session_id=self.session_id, prompt=[types.TextContent(text=self.prompt)]
         )
-        waiting = asyncio.create_task(interrupted.wait())
+
+        async def ask() -> None:
+            try:
+                response.append(await self.agent.request(methods.SESSION_PROMPT, request))
+            except Exception as exc:
+                failed.append(exc)  # raised below, as the request raised it
+            finally:
+                answered.set()
+                settled.set()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, interrupt)
         try:
-            await asyncio.wait({prompt, waiting}, return_when=asyncio.FIRST_COMPLETED)
-            if not prompt.done():
-                await self._cancel(prompt)
-                raise _Interrupted
-            response: types.PromptResponse = prompt.result()
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(ask)
+                await settled.wait()
+                if interrupted:
+                    await self._cancel(answered)
+                    task_group.cancel_scope.cancel()
         finally:
-            waiting.cancel()
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signal.SIGINT)
-        ours = (response.meta or {}).get("acp-agent") or {}
+        if interrupted:
+            raise _Interrupted
+        if failed:
+            raise failed[0]
+        ours = (response[0].meta or {}).get("acp-agent") or {}
         error = ours.get("error") if isinstance(ours, dict) else None
         message_id = ours.get("messageId") if isinstance(ours, dict) else None
         used = ours.get("usage") if isinstance(ours, dict) else None
         if self.usage is not None and isinstance(used, dict):
             self.usage.update({key: used.get(key) for key in ("turn", "session")})
-        return response.stop_reason.value, message_id, error
+        return response[0].stop_reason.value, message_id, error
 
-    async def _cancel(self, prompt: asyncio.Task[Any]) -> None:
+    async def _cancel(self, answered: asyncio.Event) -> None:
         """Send `session/cancel` and give the turn a moment to answer `cancelled`."""
         assert self.session_id is not None
         self.reporter.progress("cancelling the turn…")
@@ -390,8 +413,8 @@ class _Run:
             self.agent.notify(
                 methods.SESSION_CANCEL, types.CancelNotification(session_id=self.session_id)
             )
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(prompt, _CANCEL_GRACE_S)
+        with anyio.move_on_after(_CANCEL_GRACE_S):
+            await answered.wait()
 
     def _update(self, session_id: str, update: dict[str, Any]) -> None:
         if self._early is not None:

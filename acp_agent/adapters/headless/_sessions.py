@@ -113,35 +113,37 @@ async def _run(args: argparse.Namespace) -> int:
         answer=refuse,
         agent_args=agent_args(args),
     )
-    try:
-        await agent.start()
-        if args.command == "list":
-            return await _list(agent, args)
-        info = await _find(agent, args.session_id)
-        if args.command == "delete":
-            await _delete(agent, info)
-            print(f"deleted {info.session_id}")
-            return 0
-        await _load(agent, info)
-        shown = [update for session_id, update in updates if session_id == str(info.session_id)]
-        return _write(args, info, shown)
-    except _NotFound as exc:
-        print(f"acp-agent: no session {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except HeldSession as exc:
-        print(f"acp-agent: {exc}", file=sys.stderr)
-        return EXIT_HELD
-    except AcpError as exc:
-        print(f"acp-agent: {exc.message}", file=sys.stderr)
-        return EXIT_FAILED
-    except (PeerError, OSError) as exc:
-        print(f"acp-agent: the agent stopped: {exc}", file=sys.stderr)
-        for line in agent.stderr_tail:
-            print(line, file=sys.stderr)
-        return EXIT_FAILED
-    finally:
-        with contextlib.suppress(Exception):
-            await agent.stop(timeout_s=5.0)
+    # The connection owns the tasks reading the agent; leaving it stops the agent.
+    async with agent:
+        try:
+            await agent.start()
+            if args.command == "list":
+                return await _list(agent, args)
+            info = await _find(agent, args.session_id)
+            if args.command == "delete":
+                await _delete(agent, info)
+                print(f"deleted {info.session_id}")
+                return 0
+            await _load(agent, info)
+            shown = [update for session_id, update in updates if session_id == str(info.session_id)]
+            return _write(args, info, shown)
+        except _NotFound as exc:
+            print(f"acp-agent: no session {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        except HeldSession as exc:
+            print(f"acp-agent: {exc}", file=sys.stderr)
+            return EXIT_HELD
+        except AcpError as exc:
+            print(f"acp-agent: {exc.message}", file=sys.stderr)
+            return EXIT_FAILED
+        except (PeerError, OSError) as exc:
+            print(f"acp-agent: the agent stopped: {exc}", file=sys.stderr)
+            for line in agent.stderr_tail:
+                print(line, file=sys.stderr)
+            return EXIT_FAILED
+        finally:
+            with contextlib.suppress(Exception):
+                await agent.stop(timeout_s=5.0)
 
 
 async def _sessions(agent: AgentProcess, cwd: str | None = None) -> list[types.SessionInfo]:

@@ -4,7 +4,7 @@
 order they began: consecutive chunks of one message become one message, a tool
 call's updates amend its entry, a plan shows as it last stood at that point.
 `markdown()` renders it (what `sessions show` prints and `export --format markdown`
-writes); diffs are unified diffs, long outputs are cut with a note. What the
+writes); diffs are unified diffs, long outputs are truncated with a note. What the
 messages, calls and plans hold is read as content parts (`acp_content`); a piece
 that does not fit ACP's schema shows as its kind, or not at all.
 """
@@ -28,7 +28,7 @@ from acp_agent.content import (
 
 __all__ = ("Transcript",)
 
-#: Characters of one tool output or thought shown before it is cut.
+#: Characters of one tool output or thought shown before it is truncated.
 MAX_SHOWN_CHARS: Final = 4000
 
 _MARKS: Final = {PlanStatus.COMPLETED: "x", PlanStatus.IN_PROGRESS: "~"}
@@ -123,7 +123,7 @@ def _render(entry: dict[str, Any]) -> str:
         if not text:
             return ""
         if kind == "agent_thought_chunk":
-            return "\n".join(f"> {line}" for line in _cut(text).splitlines()) or "> "
+            return "\n".join(f"> {line}" for line in _truncated(text).splitlines()) or "> "
         return f"### {_MESSAGE_KINDS[str(kind)]}\n\n{text}"
     if kind == "tool_call":
         return _render_call(entry)
@@ -148,7 +148,7 @@ def _render_call(call: dict[str, Any]) -> str:
             inner = item.get("content")
             text = part.text if isinstance(part, TextContent) else _placeholder(part, inner)
             if text:
-                lines.append(_fence(_cut(text)))
+                lines.append(_fence(_truncated(text)))
     return "\n\n".join(lines)
 
 
@@ -161,10 +161,10 @@ def _diff_block(diff: DiffContent) -> str:
         tofile="/dev/null" if not new and old else f"b{path}",
     )
     body = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    return _fence(_cut(body.rstrip("\n")), "diff")
+    return _fence(_truncated(body.rstrip("\n")), "diff")
 
 
-def _cut(text: str) -> str:
+def _truncated(text: str) -> str:
     if len(text) <= MAX_SHOWN_CHARS:
         return text
     return f"{text[:MAX_SHOWN_CHARS]}\n… (cut: {len(text) - MAX_SHOWN_CHARS} more characters)"

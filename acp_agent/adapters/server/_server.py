@@ -28,7 +28,7 @@ from acp_agent.adapters.server._agent import ServerAcpAgent
 from acp_agent.adapters.server._audience import SharedSessions, Viewer
 from acp_agent.adapters.server._places import PlaceError, check_socket_path, private_folder
 from acp_agent.adapters.server._stream_io import StreamLineSource, StreamLineWriter
-from protocol.connection import AgentConnection
+from protocol.connection import AgentConnection, StartSoon
 
 if TYPE_CHECKING:
     from acp_agent.adapters.acp import RuntimeHost
@@ -79,6 +79,8 @@ class AppServer:
     **Parameters:**
 
     * `host`: opens the runtime (call `open` before listening).
+    * `start_soon`: where sessions being assembled run (a task group that waits for
+      them: the one the runtime lives in).
     * `models`: the models sessions use and pick from.
     * `config_dir`: the person's config directory.
     * `mode`: the permission mode new sessions start in, by name.
@@ -92,6 +94,7 @@ class AppServer:
         host: RuntimeHost,
         models: ModelSource,
         *,
+        start_soon: StartSoon,
         config_dir: Path | None,
         mode: str | None,
         unstable: bool,
@@ -110,7 +113,7 @@ class AppServer:
         self._clients: set[_Client] = set()
         #: Sessions answered and still being assembled, whichever connection made them: a
         #: request about one from any connection waits for its assembly.
-        self._opening = OpeningSessions()
+        self._opening = OpeningSessions(start_soon)
         self._listeners: list[asyncio.Server] = []
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._sockets: list[Path] = []
@@ -189,9 +192,11 @@ class AppServer:
         self._clients.add(client)
         logger.info("%s connected (%s)", client_id, kind)
         try:
-            await connection.serve_lines(source, writer, cancel_handlers=False)
-            logger.info("%s left; its prompts run to their end", client_id)
-            await agent.connection_ended(connection.protocol.wait_handlers)
+            # The connection's task group runs its handlers; leaving it waits for them.
+            async with connection:
+                await connection.serve_lines(source, writer, cancel_handlers=False)
+                logger.info("%s left; its prompts run to their end", client_id)
+                await agent.connection_ended(connection.protocol.wait_handlers)
         finally:
             connection.protocol.close()
             self._clients.discard(client)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
+import anyio
 import attrs
 
 from acp_agent.adapters.server._stream_io import HIGH_WATER_BYTES
@@ -211,7 +212,8 @@ class WebSocketLines:
 
 
 class WebSocketWriter:
-    """Each message as a text frame, sent in order by a task of its own (a `ClientWriter`)."""
+    """Each message as a text frame, sent in order by `send_queued` (a `ClientWriter`),
+    which the handler serving the connection runs in a task group of its own."""
 
     def __init__(self, connection: ServerConnection, *, stall_s: float) -> None:
         self._connection = connection
@@ -221,7 +223,6 @@ class WebSocketWriter:
         self._more = asyncio.Event()
         self._progress = asyncio.Event()
         self._gone: str | None = None
-        self._task = asyncio.get_running_loop().create_task(self._send(), name="ws send")
 
     def write(self, data: bytes) -> None:
         if self._gone is not None:
@@ -244,7 +245,9 @@ class WebSocketWriter:
         if self._gone is not None:
             raise BrokenPipeError(self._gone)
 
-    async def _send(self) -> None:
+    async def send_queued(self) -> None:
+        """Send what is queued, in order, as it comes, until cancelled or the connection
+        closes."""
         from websockets.exceptions import ConnectionClosed
 
         try:
@@ -259,6 +262,10 @@ class WebSocketWriter:
         except ConnectionClosed as exc:
             self._gone = f"the connection closed: {exc}"
             self._progress.set()
+        except Exception as exc:  # ends this client's sending, never the server
+            logger.exception("sending to a WebSocket client failed")
+            self._gone = f"sending failed: {exc}"
+            self._progress.set()
 
     def cut(self, why: str) -> None:
         if self._gone is None:
@@ -270,7 +277,10 @@ class WebSocketWriter:
             transport.abort()
 
     def close(self) -> None:
-        self._task.cancel()
+        """Take no more messages (the handler's group ends the sending)."""
+        if self._gone is None:
+            self._gone = "the connection is closed"
+        self._progress.set()
 
 
 async def listen_websocket(
@@ -302,10 +312,13 @@ async def listen_websocket(
 
     async def handler(connection: ServerConnection) -> None:
         writer = WebSocketWriter(connection, stall_s=server.stall_s)
-        try:
-            await server.serve_client(WebSocketLines(connection), writer, kind="websocket")
-        finally:
-            writer.close()
+        async with anyio.create_task_group() as sending:
+            sending.start_soon(writer.send_queued, name="ws send")
+            try:
+                await server.serve_client(WebSocketLines(connection), writer, kind="websocket")
+            finally:
+                writer.close()
+                sending.cancel_scope.cancel()
 
     listening = await serve(
         handler,

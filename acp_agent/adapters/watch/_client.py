@@ -13,6 +13,7 @@ withdrawn when another client answered first.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from typing import TYPE_CHECKING, Any, Final
@@ -67,13 +68,17 @@ class WatchClient(ClientConnection):
         self.cursor: str | None = None
         #: Questions waiting for the person, oldest first.
         self.questions: list[PendingQuestion] = []
+        self._stack: contextlib.AsyncExitStack | None = None
         self.register(methods.SESSION_UPDATE, _taken_from_the_line)
         self.register(methods.SESSION_REQUEST_PERMISSION, self._ask)
         for method in _NOTICES:
             self.register(method, _taken_from_the_line, kind=MessageKind.NOTIFICATION)
 
     async def open(self, socket: str) -> None:
-        """Connect and negotiate; `OSError` when no server listens on `socket`."""
+        """Connect and negotiate; `OSError` when no server listens on `socket`. The
+        connection's tasks run in its own group until `leave` (called by the same task)."""
+        self._stack = contextlib.AsyncExitStack()
+        await self._stack.enter_async_context(self)
         await self.connect_unix(socket)
         await self.request(
             methods.INITIALIZE,
@@ -85,6 +90,14 @@ class WatchClient(ClientConnection):
                 ),
             ),
         )
+
+    async def leave(self) -> None:
+        """Stop the connection and wait for its tasks (the task that opened it calls it)."""
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+        else:
+            await self.stop()
 
     async def attach(self, *, control: bool, replay: str) -> dict[str, Any]:
         """Attach to the session; resumes after `cursor` when one was received."""

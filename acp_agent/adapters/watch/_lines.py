@@ -19,6 +19,7 @@ __all__ = (
     "job_line",
     "left_line",
     "option_keys",
+    "quoted",
     "question_line",
     "resolved_line",
     "update_line",

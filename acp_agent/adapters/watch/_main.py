@@ -23,9 +23,12 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Final
+
+import anyio
 
 from acp_agent.adapters.watch._client import WatchClient
 from acp_agent.adapters.watch._show import PlainShower, Shower, TerminalShower
@@ -106,11 +109,8 @@ async def _run(args: argparse.Namespace, socket: str, shower: Shower) -> int:
     await asyncio.wait({runner, stopped}, return_when=asyncio.FIRST_COMPLETED)
     stopped.cancel()
     if not runner.done():
-        runner.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await runner
-        await follower.close()
-        return 0
+        follower.quit()  # it leaves its connection itself: the task that opened it
+        return await runner
     return runner.result()
 
 
@@ -119,7 +119,7 @@ async def _connected(socket: str, shower: Shower, session_id: str) -> WatchClien
     try:
         await client.open(socket)
     except (OSError, AcpError, PeerDisconnected):
-        await client.stop()
+        await client.leave()
         return None
     return client
 
@@ -144,7 +144,7 @@ async def _sessions(socket: str) -> list[types.SessionInfo] | None:
             if not cursor:
                 return found
     finally:
-        await client.stop()
+        await client.leave()
 
 
 async def _list(socket: str) -> int:
@@ -194,7 +194,6 @@ class _Follower:
         self._client: WatchClient | None = None
         self._cursor: str | None = None
         self._quit = asyncio.Event()
-        self._sends: set[asyncio.Task[None]] = set()
 
     async def run(self) -> int:
         if self._args.control:
@@ -203,38 +202,42 @@ class _Follower:
         while True:
             client = await self._connect()
             if client is None:
-                return 1
+                return 0 if self._quit.is_set() else 1
             self._client = client
             try:
                 answer = await client.attach(control=self._args.control, replay=replay)
             except AcpError as exc:
                 self._shower.note(f"cannot attach: {exc.message}")
-                await client.stop()
+                await client.leave()
                 return 1
             except PeerDisconnected:
-                await client.stop()
+                await client.leave()
                 continue
             self._shower.note(
                 f"attached to {self._session_id} as {answer.get('role')} "
                 f"({answer.get('clientId')}), ready at {answer.get('cursor')}"
             )
-            ended = asyncio.create_task(client.wait_ended())
-            quit_ = asyncio.create_task(self._quit.wait())
-            await asyncio.wait({ended, quit_}, return_when=asyncio.FIRST_COMPLETED)
-            quit_.cancel()
+            # Until the server goes away or the person quits, whichever comes first.
+            async with anyio.create_task_group() as waiting:
+
+                async def until(event: Callable[[], Awaitable[object]]) -> None:
+                    await event()
+                    waiting.cancel_scope.cancel()
+
+                waiting.start_soon(until, client.wait_ended)
+                waiting.start_soon(until, self._quit.wait)
             self._cursor = client.cursor
-            if self._quit.is_set():
-                await self.close()
-                return 0
-            await client.stop()
             self._client = None
+            await client.leave()
+            if self._quit.is_set():
+                return 0
             replay = "cursor" if self._cursor is not None else replay
             self._shower.note(f"the server went away; reconnecting after {self._cursor}")
 
     async def _connect(self) -> WatchClient | None:
         deadline = time.monotonic() + self._args.reconnect_s
         first = self._cursor is None
-        while True:
+        while not self._quit.is_set():
             client = await _connected(self._socket, self._shower, self._session_id)
             if client is not None:
                 client.cursor = self._cursor
@@ -243,13 +246,11 @@ class _Follower:
                 self._shower.note(f"no server listens on {self._socket}")
                 return None
             await asyncio.sleep(_RETRY_S)
+        return None
 
-    async def close(self) -> None:
-        for task in list(self._sends):
-            task.cancel()
-        if self._client is not None:
-            await self._client.stop()
-            self._client = None
+    def quit(self) -> None:
+        """Stop following: `run` leaves its connection and returns 0."""
+        self._quit.set()
 
     def _line(self, line: str | None) -> None:
         """A line the person typed (None: their input ended)."""
@@ -277,9 +278,8 @@ class _Follower:
             elif not pending.answer.done():
                 pending.answer.set_result(chosen)
             return
-        task = asyncio.create_task(self._send(client, text))
-        self._sends.add(task)
-        task.add_done_callback(self._sends.discard)
+        # The connection's own group runs it: it ends with the connection.
+        client.start_soon(partial(self._send, client, text), name="watch message")
 
     async def _send(self, client: WatchClient, text: str) -> None:
         self._shower.note("message sent")

@@ -9,17 +9,17 @@ call for clients without it)::
     CompactionStarted(id, covers_lte, trigger)
     CompactionRecorded(id, covers_lte, summary)   # or CompactionFailed / CompactionCancelled
 
-Where it cuts: at a batch end after the compaction in effect where no reply
+Where it ends (its boundary): at a batch end after the compaction in effect where no reply
 or tool call is open (a call is never separated from its result). On demand
 it summarises everything; automatically it keeps the most recent history
 that fits in `keep_recent_fraction` of the window.
 
 How the summary is made: the session's model gets the same guide, tools and
-messages as a normal request for the history up to the cut (so the
+messages as a normal request for the history up to the boundary (so the
 provider's cache still serves them), then a `<compaction-request>` asking
 for a summary. History too long for the window is trimmed from its oldest
-end first; a message too long by itself (even the newest) is cut to its head
-and tail, so a compaction can always be made. A refusal as too long teaches
+end first; a message too long by itself (even the newest) is truncated to its
+head and tail, so a compaction can always be made. A refusal as too long teaches
 the branch's token account a smaller window (`TokenAccount.note_overflow`)
 and the request is fitted again. The summary is a fact: a reloaded session reads it, and never
 summarises the same range again.
@@ -76,7 +76,7 @@ __all__ = (
     "CompactionView",
     "NothingToCompact",
     "SummaryFailed",
-    "choose_cut",
+    "choose_boundary",
     "compaction_view",
     "run_compaction",
     "summary_request",
@@ -87,8 +87,8 @@ logger = logging.getLogger(__name__)
 COMPACTION_PRODUCER: Final = "capabilities.compaction"
 #: How many times a summary request that does not fit is retried with less history.
 MAX_SUMMARY_ATTEMPTS: Final = 5
-#: A text part is never cut below this many characters to fit a summary request.
-_MIN_CUT_CHARS: Final = 2000
+#: A text part is never truncated below this many characters to fit a summary request.
+_MIN_TRUNCATED_CHARS: Final = 2000
 
 COMPACTION_GUIDE_ENTRY: Final = GuideEntry(
     "context/compaction",
@@ -189,22 +189,22 @@ class CompactionError(Exception):
 
 
 class NothingToCompact(CompactionError):
-    """No history since the last compaction can be summarised (or none can be cut)."""
+    """No history since the last compaction can be summarised (no boundary is legal)."""
 
 
 class SummaryFailed(CompactionError):
     """The model gave no usable summary; the failure is recorded as `CompactionFailed`."""
 
 
-def choose_cut(projection: Projection, *, keep_tokens: int) -> int:
-    """Where the compaction ends: the earliest legal cut keeping at most `keep_tokens`.
+def choose_boundary(projection: Projection, *, keep_tokens: int) -> int:
+    """Where the compaction ends: the earliest legal boundary keeping at most `keep_tokens`.
 
     With `keep_tokens=0` that is the end of history (when it is at rest). When no
-    cut keeps little enough, the last legal one. `NothingToCompact` without any.
+    boundary keeps little enough, the last legal one. `NothingToCompact` without any.
     """
-    points = projection.cut_points()
+    points = projection.boundaries()
     if not points:
-        raise NothingToCompact("no history since the last compaction can be cut off")
+        raise NothingToCompact("no history since the last compaction can be summarised")
     for seq, kept in points:
         if kept <= keep_tokens:
             return seq
@@ -263,7 +263,7 @@ def _fitted(
     omitted: int,
 ) -> tuple[ModelRequest, int]:
     """The summary request, made to fit the window: the oldest history dropped first,
-    then the largest messages cut to their head and tail (the newest included, so a
+    then the largest messages truncated to their head and tail (the newest included, so a
     message larger than the window can still be summarised). Returns it and how many
     messages were dropped."""
     while True:
@@ -284,28 +284,30 @@ def _fitted(
         if movable > 1:
             omitted += _trim_oldest(messages, max(1, movable // 4), keep_first)
         elif not _shrink_largest(messages, over):
-            return request, omitted  # nothing left to cut: let the provider judge
+            return request, omitted  # nothing left to truncate: let the provider judge
 
 
 def _shrink_largest(messages: list[ProjectedMessage], over_tokens: int) -> bool:
-    """Cut the longest text of the largest message by about `over_tokens`; False if no
-    text is long enough to cut."""
+    """Truncate the longest text of the largest message by about `over_tokens`; False if
+    no text is long enough to truncate."""
     best: tuple[int, int, int] | None = None  # (chars, message index, part index)
     for m, projected in enumerate(messages):
         for p, part in enumerate(projected.message.parts):
             chars = len(_part_text(part))
-            if chars > _MIN_CUT_CHARS and (best is None or chars > best[0]):
+            if chars > _MIN_TRUNCATED_CHARS and (best is None or chars > best[0]):
                 best = (chars, m, p)
     if best is None:
         return False
     chars, m, p = best
-    limit = max(_MIN_CUT_CHARS, chars - (over_tokens + 64) * CHARS_PER_TOKEN * 5 // 4)
+    limit = max(_MIN_TRUNCATED_CHARS, chars - (over_tokens + 64) * CHARS_PER_TOKEN * 5 // 4)
     note = "{omitted} characters of this message left out to fit the summary request"
     projected = messages[m]
     parts = list(projected.message.parts)
     part = parts[p]
-    cut = cut_middle(_part_text(part), limit, note)
-    parts[p] = attrs.evolve(part, content=cut) if isinstance(part, ToolResult) else Text(cut)
+    shorter = cut_middle(_part_text(part), limit, note)
+    parts[p] = (
+        attrs.evolve(part, content=shorter) if isinstance(part, ToolResult) else Text(shorter)
+    )
     messages[m] = attrs.evolve(projected, message=attrs.evolve(projected.message, parts=parts))
     return True
 
@@ -389,13 +391,13 @@ async def run_compaction(
     new_id: Callable[[str], str],
     max_output_tokens: int | None = None,
 ) -> CompactionRecorded:
-    """Summarise history up to a chosen cut and record it; see the module docstring.
+    """Summarise history up to a chosen boundary and record it; see the module docstring.
 
     `projection` must be up to date with `branch`. Raises `NothingToCompact`
     (nothing recorded), `SummaryFailed` or the provider's error (after recording
     `CompactionFailed`); a cancellation records `CompactionCancelled` and propagates.
     """
-    covers_lte = choose_cut(projection, keep_tokens=keep_tokens)
+    covers_lte = choose_boundary(projection, keep_tokens=keep_tokens)
     compaction_id = new_id("cmp")
     await _record(branch, CompactionStarted(compaction_id, Seq(covers_lte), trigger.value))
     messages = projection.messages_through(covers_lte)

@@ -353,7 +353,7 @@ class ContextEngine:
             # An automatic compaction keeps the newest `keep_recent_fraction` of the window:
             # with no more history than that it would free nothing.
             worth_it = history > self.settings.keep_recent_fraction * window
-            if prepared.estimated_tokens >= threshold and worth_it and self.projection.cut_points():
+            if prepared.estimated_tokens >= threshold and worth_it and self.projection.boundaries():
                 try:
                     await self._compact(model, provider, tools, CompactionTrigger.AUTO)
                 except (CompactionError, ProviderError) as exc:

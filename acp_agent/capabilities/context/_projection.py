@@ -29,7 +29,7 @@ branch message facts            batch; facts recorded while a reply or its tool
 
 Facts the model does not read (permissions, turn endings, progress) are
 skipped. `Projection` folds events incrementally; it also keeps the rule and
-state ledgers (what holds now) and where history may be cut for compaction.
+state ledgers (what holds now) and where a compaction may end (its boundaries).
 """
 
 from __future__ import annotations
@@ -445,7 +445,7 @@ class _MessageBuilder:
 
 
 def _event_tokens(event: Event) -> int:
-    """A rough size of what `event` adds to the projection (for choosing a cut)."""
+    """A rough size of what `event` adds to the projection (for choosing a boundary)."""
     if isinstance(event.payload, UserInputAdopted | ToolResultRecorded | ModelRequestStarted):
         overhead = MESSAGE_OVERHEAD_TOKENS
     else:
@@ -458,7 +458,7 @@ def _event_tokens(event: Event) -> int:
 
 
 class Projection:
-    """A branch's history folded into messages, ledgers and cut points, incrementally.
+    """A branch's history folded into messages, ledgers and compaction boundaries, incrementally.
 
     Feed it every published event in order (`feed`); `messages()` is then what a
     model request carries. The latest `CompactionRecorded` replaces history up to
@@ -489,8 +489,8 @@ class Projection:
         self._builder = _MessageBuilder()
         self._prelude: ProjectedMessage | None = None
         #: (batch end seq, tokens of the events after the compaction up to it) where a
-        #: compaction may cut: whole batches, no reply or tool call left open.
-        self._cut_points: list[tuple[int, int]] = []
+        #: compaction may end: whole batches, no reply or tool call left open.
+        self._boundaries: list[tuple[int, int]] = []
         self._tokens = 0
 
     def feed(self, events: Iterable[Event]) -> None:
@@ -499,7 +499,7 @@ class Projection:
             if int(event.seq) <= self.last_seq:
                 continue
             if event.starts_batch and self._builder.at_rest:
-                self._cut_points.append((self.last_seq, self._tokens))
+                self._boundaries.append((self.last_seq, self._tokens))
             self.last_seq = int(event.seq)
             payload = event.payload
             if isinstance(payload, ConversationRewound):
@@ -542,17 +542,17 @@ class Projection:
         prelude = [self._prelude] if self._prelude is not None else []
         return prelude + builder.messages
 
-    def cut_points(self) -> list[tuple[int, int]]:
+    def boundaries(self) -> list[tuple[int, int]]:
         """Where a new compaction may end, with the tokens it would keep after each.
 
         Each is `(covers_lte, tokens after it)`, oldest first; the current end is
-        included when history is at rest there. Every cut covers at least one
+        included when history is at rest there. Every boundary covers at least one
         event the model reads that the compaction in effect does not.
         """
         visible = [int(e.seq) for e in self._events if isinstance(e.payload, _VISIBLE_FACTS)]
         if not visible:
             return []
-        points = [(seq, self._tokens - tokens) for seq, tokens in self._cut_points]
+        points = [(seq, self._tokens - tokens) for seq, tokens in self._boundaries]
         if self._builder.at_rest:
             points.append((self.last_seq, 0))
         return [(seq, kept) for seq, kept in points if seq >= visible[0]]
@@ -582,11 +582,11 @@ class Projection:
         self._prelude = ProjectedMessage(render_compaction(compaction, rules, state), seq)
         kept = [event for event in self._events if event.seq > compaction.covers_lte]
         self._events, self._builder, self._tokens = [], _MessageBuilder(), 0
-        self._cut_points = []
+        self._boundaries = []
         last_seq = self.last_seq
         for event in kept:
             if event.starts_batch and self._builder.at_rest and self._events:
-                self._cut_points.append((int(self._events[-1].seq), self._tokens))
+                self._boundaries.append((int(self._events[-1].seq), self._tokens))
             self._events.append(event)
             self._tokens += _event_tokens(event)
             self._builder.feed(event)

@@ -214,8 +214,8 @@ class _Call:
     progress: CoalescingRecorder | None = None
     #: The result computed but not yet recorded (stage FINISHED).
     result: ToolResult | None = None
-    #: Why it was cut short, when it was (`cancelled`, `reloaded`).
-    cut_by: str = "cancelled"
+    #: What interrupted it, when something did (`cancelled`, `reloaded`).
+    interrupted_by: str = "cancelled"
     #: The sandbox its commands run in (None: they run as they are).
     sandbox: CommandSandbox | None = None
     #: Said to the person before its result (the sandbox cannot run here).
@@ -638,8 +638,8 @@ class ToolExecutor:
                         result = await _run_tool(tool, request.arguments, context)
                 finally:
                     recorder.close()
-            if result is None:  # cut short by a reload: recorded before the next call runs
-                call.cut_by = "reloaded"
+            if result is None:  # interrupted by a reload: recorded before the next call runs
+                call.interrupted_by = "reloaded"
                 with anyio.CancelScope(shield=True):
                     await self._settle([call])
                 return
@@ -728,7 +728,7 @@ class ToolExecutor:
         call.stage = CallStage.RECORDED
 
     async def _settle(self, calls: Sequence[_Call]) -> None:
-        """Record, as one batch, what each call cut short is owed (call this shielded)."""
+        """Record, as one batch, what each call interrupted is owed (call this shielded)."""
         drafts: list[EventDraft] = []
         for call in calls:
             if call.progress is not None:
@@ -738,7 +738,7 @@ class ToolExecutor:
                 continue
             request = call.request
             if call.stage is CallStage.RUNNING:
-                reason = call.cut_by
+                reason = call.interrupted_by
                 drafts.append(EventDraft(ToolCallInterrupted(call.call_id, reason), TOOLS_PRODUCER))
                 text = _RELOADED_RUNNING if reason == "reloaded" else _CANCELLED_RUNNING
                 drafts.append(self._result_draft(request, text, ToolOutcome.INTERRUPTED))

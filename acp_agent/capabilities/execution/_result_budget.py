@@ -17,10 +17,10 @@ images            each image's base64 data when it fits; else a note    8 MiB
 
 Nothing is sent twice: a raw output that only repeats a text part (an MCP
 server's `structuredContent` of a string result) is dropped. When anything
-was cut, the full text is saved once as
+was truncated, the full text is saved once as
 `<results dir>/<session id>/<call id>.txt`, so the person can open it and
 the model can read it (outside the workspace, it asks first); the notes
-name that file. The cut is linear in the result's size, and costs no copy of
+name that file. Truncating is linear in the result's size, and costs no copy of
 it: the file is written from the result's own texts, a slice at a time.
 """
 
@@ -68,8 +68,8 @@ class ResultLimits(Record):
 
 
 @attrs.define
-class _Cut:
-    """The full text to save for what `apply` left out (the longest copy that was cut),
+class _Truncation:
+    """The full text to save for what `apply` left out (the longest copy truncated),
     as the pieces it is made of: they are joined only in the file, never in memory."""
 
     pieces: Sequence[str] = ()
@@ -81,14 +81,14 @@ class _Cut:
         return self.chars >= 0
 
     def keep(self, pieces: Sequence[str]) -> None:
-        """A copy that was cut: `pieces` joined by newlines."""
+        """A copy that was truncated: `pieces` joined by newlines."""
         chars = sum(len(piece) for piece in pieces) + max(0, len(pieces) - 1)
         if chars > self.chars:
             self.pieces, self.chars = pieces, chars
 
 
 class ResultBudget:
-    """Caps a result's copies; saves the full text of a cut result under `results_dir`.
+    """Caps a result's copies; saves the full text of a truncated result under `results_dir`.
 
     **Parameters:**
 
@@ -102,26 +102,26 @@ class ResultBudget:
         self.limits = limits if limits is not None else ResultLimits()
 
     def saved_path(self, session_id: str, call_id: str) -> Path | None:
-        """Where a cut result of the call is kept (whether or not one was)."""
+        """Where a truncated result of the call is kept (whether or not one was)."""
         if self.results_dir is None:
             return None
         return self.results_dir / _safe(session_id) / f"{_safe(call_id)}.txt"
 
     async def apply(self, result: ToolResult, *, session_id: str, call_id: str) -> ToolResult:
-        """`result` with every copy within its cap (the full text saved when cut)."""
+        """`result` with every copy within its cap (the full text saved when truncated)."""
         if not self._over(result):
             return result
         path = self.saved_path(session_id, call_id)
-        cut = _Cut()
+        truncation = _Truncation()
         note = "{omitted} characters left out"
         if path is not None:
             note += f"; the whole result is in {path}"
-        model_text = self._model_text(result.model_text, note, cut)
-        content = self._content(result.content, note, cut)
-        raw_output = self._raw_output(result.raw_output, result.content, cut)
-        if cut.happened and path is not None:
+        model_text = self._model_text(result.model_text, note, truncation)
+        content = self._content(result.content, note, truncation)
+        raw_output = self._raw_output(result.raw_output, result.content, truncation)
+        if truncation.happened and path is not None:
             try:
-                await anyio.to_thread.run_sync(_write, path, cut.pieces)
+                await anyio.to_thread.run_sync(_write, path, truncation.pieces)
             except OSError as exc:
                 logger.warning("the full result of %s could not be kept: %s", call_id, exc)
         return attrs.evolve(result, content=content, model_text=model_text, raw_output=raw_output)
@@ -151,14 +151,14 @@ class ResultBudget:
             result.raw_output, bool | int | float
         )
 
-    def _model_text(self, text: str, note: str, cut: _Cut) -> str:
+    def _model_text(self, text: str, note: str, truncation: _Truncation) -> str:
         if len(text) <= self.limits.model_chars:
             return text
-        cut.keep((text,))
+        truncation.keep((text,))
         return cut_middle(text, self.limits.model_chars, note)
 
     def _content(
-        self, parts: Sequence[ContentPart], note: str, cut: _Cut
+        self, parts: Sequence[ContentPart], note: str, truncation: _Truncation
     ) -> tuple[ContentPart, ...]:
         total = _content_chars(parts)
         limits = self.limits
@@ -174,7 +174,7 @@ class ResultBudget:
             if total <= limits.editor_chars or chars <= share:
                 kept.append(part)
             elif isinstance(part, TextContent):
-                cut.keep([p.text for p in parts if isinstance(p, TextContent)])
+                truncation.keep([p.text for p in parts if isinstance(p, TextContent)])
                 kept.append(TextContent(cut_middle(part.text, share, note)))
             elif isinstance(part, DiffContent):
                 kept.append(
@@ -187,7 +187,7 @@ class ResultBudget:
                 kept.append(part)
         return tuple(kept)
 
-    def _raw_output(self, raw: Any, content: Sequence[ContentPart], cut: _Cut) -> Any:
+    def _raw_output(self, raw: Any, content: Sequence[ContentPart], truncation: _Truncation) -> Any:
         if raw is None or isinstance(raw, bool | int | float):
             return raw
         texts = {

@@ -49,8 +49,9 @@ second starts the first step.
 
 One module past 600 lines on purpose: the turn's steps (context, request,
 stream, proposals, compaction on overflow, the ending) share one state
-machine; the pieces with an idea of their own live beside it (`_proposals`,
-`_recorder`, `_cuts`).
+machine; the pieces with an idea of their own live in their own modules
+(`capabilities/execution/_proposals.py`, `capabilities/execution/_recorder.py`,
+`core/_cuts.py`).
 """
 
 from __future__ import annotations

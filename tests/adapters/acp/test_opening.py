@@ -4,14 +4,36 @@ hear why it failed, and shutdown stops what is still assembling."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
+import anyio
 import pytest
+from anyio.abc import TaskGroup
 
 from acp_agent.adapters.acp._opening import OpeningSessions
+from protocol.connection import Work
 
 
-async def test_a_request_waits_for_the_assembly_then_goes_on() -> None:
-    opening = OpeningSessions()
+@pytest.fixture
+async def owner() -> AsyncIterator[TaskGroup]:
+    """The task group the assemblies run in, as the connection's is."""
+    async with anyio.create_task_group() as task_group:
+        yield task_group
+        task_group.cancel_scope.cancel()
+
+
+def _opening(owner: TaskGroup) -> OpeningSessions:
+    def start_soon(work: Work, *, name: str) -> None:
+        async def run() -> None:
+            await work()
+
+        owner.start_soon(run, name=name)
+
+    return OpeningSessions(start_soon)
+
+
+async def test_a_request_waits_for_the_assembly_then_goes_on(owner: TaskGroup) -> None:
+    opening = _opening(owner)
     release = asyncio.Event()
     steps: list[str] = []
 
@@ -30,14 +52,14 @@ async def test_a_request_waits_for_the_assembly_then_goes_on() -> None:
     await asyncio.wait_for(opening.ready("sess_1"), 1)  # and at once from then on
 
 
-async def test_a_session_not_being_assembled_is_ready_at_once() -> None:
-    await asyncio.wait_for(OpeningSessions().ready("sess_unknown"), 1)
+async def test_a_session_not_being_assembled_is_ready_at_once(owner: TaskGroup) -> None:
+    await asyncio.wait_for(_opening(owner).ready("sess_unknown"), 1)
 
 
 async def test_a_failed_assembly_is_told_to_every_later_request_but_not_to_closing(
-    caplog: pytest.LogCaptureFixture,
+    owner: TaskGroup, caplog: pytest.LogCaptureFixture
 ) -> None:
-    opening = OpeningSessions()
+    opening = _opening(owner)
 
     async def assembly() -> None:
         raise RuntimeError("no runtime")
@@ -50,8 +72,11 @@ async def test_a_failed_assembly_is_told_to_every_later_request_but_not_to_closi
     assert "session sess_1 could not be assembled" in caplog.text
 
 
-async def test_shutdown_stops_an_assembly_still_running() -> None:
-    opening = OpeningSessions()
+async def test_shutdown_stops_an_assembly_still_running_and_waits_for_it(
+    owner: TaskGroup,
+) -> None:
+    opening = _opening(owner)
+    before = asyncio.all_tasks()
     started = asyncio.Event()
     stopped: list[bool] = []
 
@@ -65,8 +90,10 @@ async def test_shutdown_stops_an_assembly_still_running() -> None:
 
     opening.assemble("sess_1", assembly)
     await started.wait()
+    assert len(asyncio.all_tasks() - before) == 1  # the assembly, in the owner's group
     await asyncio.wait_for(opening.aclose(), 1)
 
     assert stopped == [True]
+    assert asyncio.all_tasks() - before == set()
     with pytest.raises(asyncio.CancelledError):
         await opening.ready("sess_1")

@@ -90,7 +90,18 @@ def event_updates(
 
 
 async def program(socket: Path, cwd: Path, plan: list[tuple[int, str]]) -> str:
-    clients = [SocketClient(decide=allow_all) for _ in range(CLIENTS)]
+    # Each client's connection owns the task reading it; leaving the stack ends them.
+    async with contextlib.AsyncExitStack() as clients_open:
+        return await _program(clients_open, socket, cwd, plan)
+
+
+async def _program(
+    clients_open: contextlib.AsyncExitStack, socket: Path, cwd: Path, plan: list[tuple[int, str]]
+) -> str:
+    clients = [
+        await clients_open.enter_async_context(SocketClient(decide=allow_all))
+        for _ in range(CLIENTS)
+    ]
     for client in clients:
         await client.connect(socket)
         await client.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
@@ -135,7 +146,7 @@ async def program(socket: Path, cwd: Path, plan: list[tuple[int, str]]) -> str:
             else:
                 await asyncio.sleep(0.03)
         answers = await asyncio.wait_for(asyncio.gather(*prompts, return_exceptions=True), 30)
-        reference = SocketClient()
+        reference = await clients_open.enter_async_context(SocketClient())
         await reference.connect(socket)
         await reference.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1))
         await reference.request(ATTACH, {"sessionId": session_id, "replay": "start"})
