@@ -345,3 +345,42 @@ async def test_cancel_from_the_palette_stops_the_turn(start: Callable[..., Any])
     assert shown.startswith("acp-agent: cancelled.")
     assert status["running"] is False
     assert status["mode"] == "ask"
+
+
+async def test_a_command_is_asked_in_the_editor_and_a_refusal_runs_nothing(
+    start: Callable[..., Any],
+) -> None:
+    editor: Editor = await start(
+        client_capabilities("neovim"),
+        [{"tool_call": {"name": "shell", "arguments": {"command": "touch made.txt"}}}],
+        [{"text": "It was refused."}],
+    )
+    editor.question_answer = "Reject"
+    await editor.command("acp-agent.ask", "Make a file")
+
+    reply = await editor.message(lambda text: "refused" in text)
+
+    assert reply == "It was refused."
+    (question,) = editor.questions
+    assert "touch made.txt" in question.message
+    assert not (editor.folder / "made.txt").exists()
+
+
+async def test_the_folder_keeps_its_session_across_restarts_and_rewinds_it(
+    start: Callable[..., Any],
+) -> None:
+    hello = [{"text": "Hello there."}]
+    first: Editor = await start(client_capabilities("neovim"), hello)
+    await first.command("acp-agent.ask", "Hi")
+    await first.message(lambda text: "Hello" in text)
+    before = await first.command("acp-agent.status")
+    await first.close()
+
+    again: Editor = await start(client_capabilities("neovim"), hello)
+    after = await again.command("acp-agent.status")
+    rewound = await again.command("acp-agent.rewind")
+
+    assert after["sessionId"] == before["sessionId"]
+    assert after["title"] == "Hi"
+    assert rewound["rewound"] is True
+    await again.message(lambda text: "rewound" in text)
