@@ -281,7 +281,14 @@ class LspFrontEnd:
         self._tasks.start_soon(self._turn, session, prompt)
 
     async def _turn(self, session: FolderSession, prompt: str) -> None:
-        await run_turn(self.server, self._traits, session, prompt, transcripts=self._transcripts)
+        # A turn that fails past its own reporting (the editor gone mid-message) must not
+        # take the server's other turns down with it: the task group is theirs too.
+        try:
+            await run_turn(
+                self.server, self._traits, session, prompt, transcripts=self._transcripts
+            )
+        except Exception:
+            logger.exception("a turn in %s could not be reported", session.folder)
 
     async def _cancel(self, session: FolderSession) -> int:
         rejected = self._approvals.reject_all(session.folder)
