@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def run_lsp_agent(argv: Sequence[str] | None = None) -> int:
-    """Serve LSP on stdin/stdout until the editor exits or stdin ends; the exit status."""
+    """Serve LSP on stdin/stdout until the editor exits, stdin ends, or SIGTERM or SIGHUP
+    comes; ends the process with status 0 then, or returns a usage error's status."""
     args = _parser().parse_args(argv)
     from acp_agent.stdout_guard import claim_stdout
 
@@ -61,6 +62,9 @@ def run_lsp_agent(argv: Sequence[str] | None = None) -> int:
     logger.info("acp-agent %s serving LSP on stdio (pid %d)", acp_agent.__version__, os.getpid())
     front.serve(sys.stdin.buffer, protocol_stdout, on_close=host.aclose)
     logger.info("input ended; exiting")
+    # Everything is closed and recorded by now. The thread reading stdin may still wait
+    # on it (after `exit` or a signal, the editor need not close it), and the interpreter
+    # would join it at exit: the process ends here, once the logs are flushed.
     logging.shutdown()
     sys.stderr.flush()
-    return 0
+    os._exit(0)

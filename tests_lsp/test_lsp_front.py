@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -324,19 +325,24 @@ async def test_where_the_editor_cannot_ask_the_change_waits_as_a_code_action(
     assert editor.edits == []  # the editor applied it from the code action, not the server
 
 
-async def test_cancel_from_the_palette_stops_the_turn(start: Callable[..., Any]) -> None:
-    editor: Editor = await start(
-        client_capabilities("neovim"), [{"text": "Working"}, {"sleep_ms": 30000}]
-    )
-    await editor.command("acp-agent.ask", "Take your time")
+SLOW = [{"text": "Working"}, {"sleep_ms": 30000}]
 
-    await editor.until(
-        lambda: any(
-            getattr(r, "message", None) == "Thinking"
-            for reports in editor.client.progress_reports.values()
-            for r in reports
-        )
-    )
+
+def thinking_tokens(editor: Editor) -> list[str]:
+    """The progress tokens whose turn has reached the model."""
+    return [
+        str(token)
+        for token, reports in editor.client.progress_reports.items()
+        if any(getattr(r, "message", None) == "Thinking" for r in reports)
+    ]
+
+
+async def test_cancel_from_the_palette_or_the_progress_stops_the_turn(
+    start: Callable[..., Any],
+) -> None:
+    editor: Editor = await start(client_capabilities("neovim"), SLOW)
+    await editor.command("acp-agent.ask", "Take your time")
+    await editor.until(lambda: len(thinking_tokens(editor)) == 1)
     cancelled = await editor.command("acp-agent.cancel")
     shown = await editor.message(lambda text: "cancelled" in text)
     status = await editor.command("acp-agent.status")
@@ -345,6 +351,49 @@ async def test_cancel_from_the_palette_stops_the_turn(start: Callable[..., Any])
     assert shown.startswith("acp-agent: cancelled.")
     assert status["running"] is False
     assert status["mode"] == "ask"
+
+    # The editor's cancel button on the progress (window/workDoneProgress/cancel).
+    editor.client.messages.clear()
+    await editor.command("acp-agent.ask", "Again")
+    await editor.until(lambda: len(thinking_tokens(editor)) == 2)
+    editor.client.window_work_done_progress_cancel(
+        types.WorkDoneProgressCancelParams(token=thinking_tokens(editor)[-1])
+    )
+    assert (await editor.message(lambda text: "cancelled" in text)).startswith(
+        "acp-agent: cancelled."
+    )
+
+
+async def test_sigterm_during_a_turn_exits_cleanly_and_the_turn_is_kept(
+    start: Callable[..., Any],
+) -> None:
+    editor: Editor = await start(client_capabilities("neovim"), SLOW)
+    started = await editor.command("acp-agent.ask", "Take your time")
+    await editor.until(lambda: len(thinking_tokens(editor)) == 1)
+    process = editor.client._server
+    assert process is not None
+
+    process.send_signal(signal.SIGTERM)
+    returncode = await asyncio.wait_for(process.wait(), WAIT_S)
+    editor.closed = True
+    await editor.client.stop()
+
+    assert returncode == 0
+    async with running_agent(editor.home) as acp_client:
+        await acp_client.request(
+            methods.SESSION_LOAD,
+            acp.LoadSessionRequest(
+                session_id=started["sessionId"],
+                cwd=str(editor.folder.resolve()),
+                mcp_servers=[],
+            ),
+        )
+        replayed = acp_client.updates_for(started["sessionId"])
+    assert [
+        u.content.text
+        for u in replayed
+        if isinstance(u, acp.AgentMessageChunk) and isinstance(u.content, acp.TextContent)
+    ] == ["Working"]
 
 
 async def test_a_command_is_asked_in_the_editor_and_a_refusal_runs_nothing(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -70,11 +71,13 @@ class _Protocol(LanguageServerProtocol):
     """LSP as pygls serves it, but `exit` ends the input loop instead of `sys.exit`: the
     sessions close in the loop, with their turns recorded, before the process ends."""
 
+    #: Called on `exit` (the front end stops serving).
+    on_exit: Callable[[], None] | None = None
+
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> Any:
-        stop = self._server._stop_event
-        if stop is not None:
-            stop.set()
+        if self.on_exit is not None:
+            self.on_exit()
         yield from ()
 
 
@@ -116,15 +119,28 @@ class LspFrontEnd:
     # --- serving ------------------------------------------------------------------------
 
     def serve(self, stdin: Any, stdout: Any, *, on_close: Callable[[], Awaitable[None]]) -> None:
-        """Serve LSP on `stdin`/`stdout` until the input ends or the editor says `exit`;
-        then close every session (its running turn recorded as interrupted) and
-        `on_close` (the runtime)."""
+        """Serve LSP on `stdin`/`stdout` until the input ends, the editor says `exit`, or
+        SIGTERM or SIGHUP comes; then close every session (its running turn recorded as
+        interrupted) and `on_close` (the runtime). The thread reading the input may still
+        wait on it: the caller ends the process (`os._exit`) rather than join it."""
         server = self.server
         server._stop_event = stop = threading.Event()
         server.protocol.set_writer(StdoutWriter(stdout))
         reader = StdinAsyncReader(stdin, server.thread_pool)
 
+        def stop_serving() -> None:
+            stop.set()
+            if self._tasks is not None:
+                self._tasks.cancel_scope.cancel()  # the read loop waits on the input
+
+        assert isinstance(server.protocol, _Protocol)
+        server.protocol.on_exit = stop_serving
+
         async def main() -> None:
+            loop = asyncio.get_running_loop()
+            # SIGTERM and SIGHUP stop as `exit` does: the sessions close, turns recorded.
+            for stop_signal in (signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(stop_signal, stop_serving)
             try:
                 async with anyio.create_task_group() as tasks:
                     self._tasks = tasks
@@ -144,7 +160,8 @@ class LspFrontEnd:
         try:
             asyncio.run(main())
         finally:
-            server.shutdown()  # type: ignore[no-untyped-call]
+            stop.set()
+            server.thread_pool.shutdown(wait=False, cancel_futures=True)
 
     async def aclose(self) -> None:
         """Close every open session (idempotent)."""
