@@ -19,7 +19,7 @@ import signal
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -30,6 +30,17 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 import acp_agent
+from acp_agent.adapters.lsp_front._actions import (
+    APPROVE,
+    ASK,
+    CANCEL,
+    COMMANDS,
+    REJECT,
+    REWIND,
+    STATUS,
+    ask_actions,
+    proposal_actions,
+)
 from acp_agent.adapters.lsp_front._approvals import Approvals, Decision
 from acp_agent.adapters.lsp_front._asking import Asker
 from acp_agent.adapters.lsp_front._editor import EditorTraits
@@ -50,21 +61,11 @@ from acp_agent.agent import (
     hidden_ranges,
     is_hidden,
 )
+from acp_agent.toolkit import DEFAULT_REQUEST_TIMEOUT_S
 
 __all__ = ("COMMANDS", "LspFrontEnd")
 
 logger = logging.getLogger(__name__)
-
-ASK: Final = "acp-agent.ask"
-CANCEL: Final = "acp-agent.cancel"
-STATUS: Final = "acp-agent.status"
-REWIND: Final = "acp-agent.rewind"
-APPROVE: Final = "acp-agent.approve"
-REJECT: Final = "acp-agent.reject"
-COMMANDS: Final = (ASK, CANCEL, STATUS, REWIND, APPROVE, REJECT)
-
-#: How many lines around a diagnostic a "Fix this problem" prompt quotes.
-_CONTEXT_LINES: Final = 3
 
 
 class _Protocol(LanguageServerProtocol):
@@ -212,7 +213,7 @@ class LspFrontEnd:
                 self._traits,
                 self._asker,
                 folder=folder,
-                **({"request_timeout_s": self._editor_timeout_s} if self._editor_timeout_s else {}),
+                request_timeout_s=self._editor_timeout_s or DEFAULT_REQUEST_TIMEOUT_S,
             )
             front_end = FrontEnd(client=files, prompter=EditorPrompter(self._asker, folder=folder))
             handle = None
@@ -390,92 +391,14 @@ class LspFrontEnd:
 
     def _code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         document = self.server.workspace.get_text_document(params.text_document.uri)
-        path = document.path
         try:
-            folder = self._folder_of(path)
+            folder = self._folder_of(document.path)
         except ValueError:
             return []
-        shown = _relative(path, folder)
-        lines = document.lines
-        actions: list[types.CodeAction] = []
-        for diagnostic in params.context.diagnostics:
-            start, end = diagnostic.range.start.line, diagnostic.range.end.line
-            quoted = "".join(lines[max(start - _CONTEXT_LINES, 0) : end + _CONTEXT_LINES + 1])
-            source = f" ({diagnostic.source})" if diagnostic.source else ""
-            prompt = (
-                f"Fix this problem in {shown} at line {start + 1}{source}: "
-                f"{diagnostic.message}\n\n```\n{quoted.rstrip()}\n```"
-            )
-            actions.append(
-                _ask_action(
-                    f"acp-agent: Fix this problem ({_short(diagnostic.message)})",
-                    prompt,
-                    path,
-                    kind=types.CodeActionKind.QuickFix,
-                    diagnostics=[diagnostic],
-                )
-            )
-        selected = params.range
-        if selected.start != selected.end:
-            text = document.source.splitlines(keepends=True)
-            quoted = "".join(text[selected.start.line : selected.end.line + 1]).rstrip()
-            where = f"{shown}, lines {selected.start.line + 1}-{selected.end.line + 1}"
-            actions.append(
-                _ask_action(
-                    "acp-agent: Explain this",
-                    f"Explain this code from {where}:\n\n```\n{quoted}\n```",
-                    path,
-                )
-            )
-            actions.append(
-                _ask_action(
-                    "acp-agent: Write tests for this function",
-                    f"Write tests for this function from {where}, beside the project's "
-                    f"other tests:\n\n```\n{quoted}\n```",
-                    path,
-                )
-            )
-        for pending in self._approvals.waiting(folder):
-            arguments: list[Any] = [pending.approval_id]
-            actions.append(
-                types.CodeAction(
-                    title=pending.title,
-                    kind=types.CodeActionKind.QuickFix,
-                    edit=pending.edit,
-                    command=types.Command(
-                        title=pending.title,
-                        command=APPROVE,
-                        arguments=[*arguments, "applied"] if pending.edit else arguments,
-                    ),
-                    is_preferred=True,
-                )
-            )
-            actions.append(
-                types.CodeAction(
-                    title="Reject acp-agent's change"
-                    if pending.edit is not None
-                    else f"Reject: {pending.title}",
-                    kind=types.CodeActionKind.QuickFix,
-                    command=types.Command(title="Reject", command=REJECT, arguments=arguments),
-                )
-            )
-        return actions
-
-
-def _ask_action(
-    title: str,
-    prompt: str,
-    path: str,
-    *,
-    kind: types.CodeActionKind = types.CodeActionKind.Refactor,
-    diagnostics: list[types.Diagnostic] | None = None,
-) -> types.CodeAction:
-    return types.CodeAction(
-        title=title,
-        kind=kind,
-        diagnostics=diagnostics,
-        command=types.Command(title=title, command=ASK, arguments=[prompt, path]),
-    )
+        return [
+            *ask_actions(document, params, folder=folder),
+            *proposal_actions(self._approvals.waiting(folder)),
+        ]
 
 
 def _prompt_of(arguments: tuple[Any, ...]) -> tuple[str, str | None]:
@@ -502,15 +425,3 @@ def _target_of(arguments: tuple[Any, ...]) -> str | None:
         elif isinstance(argument, str):
             return argument
     return None
-
-
-def _relative(path: str, folder: str) -> str:
-    try:
-        return str(Path(path).relative_to(folder))
-    except ValueError:
-        return path
-
-
-def _short(message: str, limit: int = 60) -> str:
-    first = message.strip().splitlines()[0] if message.strip() else "problem"
-    return first if len(first) <= limit else first[: limit - 1] + "…"
