@@ -73,8 +73,8 @@ class Asker:
         self._server.window_show_message(
             types.ShowMessageParams(
                 type=types.MessageType.Info,
-                message=f'{question}\nPick the code action "{title}" to accept, or '
-                f'"Reject acp-agent\'s change" (commands acp-agent.approve / acp-agent.reject).',
+                message=f'{question}\nPick the code action "{title}" to accept it, or the '
+                "reject action beside it (commands acp-agent.approve / acp-agent.reject).",
             )
         )
         settled = await self._approvals.wait(pending)
