@@ -10,6 +10,7 @@
     acp-agent check -- AGENT COMMAND...         check any ACP agent against the protocol
     acp-agent doctor [options]                  what works in this set-up, what to fix
     acp-agent store migrate --to URL            copy the sessions into another store
+    acp-agent lsp [options]                     a language server for editors without ACP
 
 Only the command's own modules load: an editor times spawn -> `initialize`, so
 serving imports nothing of the headless front ends (nor of doctor), and the reverse.
@@ -51,6 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_agent.adapters.watch import run_watch
 
         return run_watch(args[1:])
+    if command == "lsp":
+        from acp_agent.lsp_agent import run_lsp_agent
+
+        return run_lsp_agent(args[1:])
     if command == "store":
         from acp_agent.adapters.store_admin import run_store
 

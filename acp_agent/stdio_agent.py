@@ -56,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
         "acp-agent sessions list|show|export|delete; acp-agent doctor (what works in this "
         "set-up, what to fix); acp-agent check -- AGENT COMMAND (check any ACP agent "
         "against the protocol's rules); acp-agent store migrate --to URL (copy the sessions "
-        "into another store). Each has --help.",
+        "into another store); acp-agent lsp (the agent as a language server, for editors "
+        "without ACP). Each has --help.",
     )
     add_runtime_arguments(parser)
     parser.add_argument(

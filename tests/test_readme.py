@@ -126,7 +126,14 @@ def test_readme_commands_install_into_the_same_venv_with_extras_that_exist() -> 
     assert start[:2] == ["python3 -m venv .venv", ".venv/bin/pip install -q -e ."]
     assert tests[:2] == ["python3 -m venv .venv", ".venv/bin/pip install -q -e '.[dev]'"]
     assert "dev" in pyproject()["project"]["optional-dependencies"]
-    assert tests[2:] == [".venv/bin/python -m pytest"]
+    # The main suite, then tests_lsp apart: pytest-asyncio (pytest-lsp's) and anyio's
+    # plugin cannot share a session; its own options leave anyio's to marked tests.
+    assert tests[2:] == [
+        ".venv/bin/python -m pytest",
+        ".venv/bin/python -m pytest tests_lsp -o addopts='--strict-markers -ra' "
+        "-o anyio_mode=strict -o asyncio_default_fixture_loop_scope=function",
+    ]
+    assert "tests_lsp" not in pyproject()["tool"]["pytest"]["ini_options"]["testpaths"]
 
 
 def test_start_command_runs_a_console_script_declared_in_pyproject() -> None:

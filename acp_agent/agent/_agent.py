@@ -175,14 +175,16 @@ class Agent:
         *,
         additional_directories: Sequence[str] = (),
         instructions: ClientInstructions | None = None,
+        mode: str | None = None,
     ) -> SessionHandle:
-        """Write and open a new session in `cwd` (default model, asking for permission;
-        the client's `instructions`, if given)."""
+        """Write and open a new session in `cwd` (default model; the mode `mode` names,
+        else the default: see `create_session`; the client's `instructions`, if given)."""
         new = await create_session(
             self.store,
             cwd,
             models=self._models,
             at=self._clock(),
+            mode=mode,
             additional_directories=additional_directories,
             instructions=instructions,
         )
