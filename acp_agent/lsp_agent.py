@@ -15,10 +15,17 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 import acp_agent
-from acp_agent.runtime_setup import add_runtime_arguments, editor_timeout_s, prepare, runtime_host
+from acp_agent.runtime_setup import (
+    add_runtime_arguments,
+    editor_timeout_s,
+    prepare,
+    runtime_host,
+    runtime_work,
+)
 
 __all__ = ("run_lsp_agent",)
 
@@ -48,7 +55,15 @@ def run_lsp_agent(argv: Sequence[str] | None = None) -> int:
     from acp_agent.adapters.lsp_front import LspFrontEnd
     from acp_agent.process_groups import GroupRegistry, use_process_groups
 
-    host, _models = runtime_host(settings)
+    # The runtime runs in a group the front end opens as it serves (and waits for).
+    runtime: list[Callable[..., None]] = []
+
+    def start_soon(work: Callable[[], Coroutine[Any, Any, object]], *, name: str) -> None:
+        if not runtime:
+            raise RuntimeError("the runtime runs only while the LSP front end serves")
+        runtime[0](work, name=name)
+
+    host, _models = runtime_host(settings, start_soon)
     groups = GroupRegistry(settings.paths.data_dir / "jobs", reaper=True)
     groups.sweep()
     use_process_groups(groups)
@@ -60,7 +75,12 @@ def run_lsp_agent(argv: Sequence[str] | None = None) -> int:
     )
     logger = logging.getLogger("acp_agent")
     logger.info("acp-agent %s serving LSP on stdio (pid %d)", acp_agent.__version__, os.getpid())
-    front.serve(sys.stdin.buffer, protocol_stdout, on_close=host.aclose)
+    front.serve(
+        sys.stdin.buffer,
+        protocol_stdout,
+        on_close=host.aclose,
+        on_start=lambda group: runtime.append(runtime_work(group)),
+    )
     logger.info("input ended; exiting")
     # Everything is closed and recorded by now. The thread reading stdin may still wait
     # on it (after `exit` or a signal, the editor need not close it), and the interpreter

@@ -119,11 +119,20 @@ class LspFrontEnd:
 
     # --- serving ------------------------------------------------------------------------
 
-    def serve(self, stdin: Any, stdout: Any, *, on_close: Callable[[], Awaitable[None]]) -> None:
+    def serve(
+        self,
+        stdin: Any,
+        stdout: Any,
+        *,
+        on_close: Callable[[], Awaitable[None]],
+        on_start: Callable[[TaskGroup], None] = lambda _group: None,
+    ) -> None:
         """Serve LSP on `stdin`/`stdout` until the input ends, the editor says `exit`, or
         SIGTERM or SIGHUP comes; then close every session (its running turn recorded as
-        interrupted) and `on_close` (the runtime). The thread reading the input may still
-        wait on it: the caller ends the process (`os._exit`) rather than join it."""
+        interrupted) and `on_close` (the runtime). `on_start` is handed the group the
+        runtime runs in, which outlives the serving and is waited for after `on_close`.
+        The thread reading the input may still wait on it: the caller ends the process
+        (`os._exit`) rather than join it."""
         server = self.server
         server._stop_event = stop = threading.Event()
         server.protocol.set_writer(StdoutWriter(stdout))
@@ -142,21 +151,23 @@ class LspFrontEnd:
             # SIGTERM and SIGHUP stop as `exit` does: the sessions close, turns recorded.
             for stop_signal in (signal.SIGTERM, signal.SIGHUP):
                 loop.add_signal_handler(stop_signal, stop_serving)
-            try:
-                async with anyio.create_task_group() as tasks:
-                    self._tasks = tasks
-                    await run_async(
-                        stop_event=stop,
-                        reader=reader,
-                        protocol=server.protocol,
-                        logger=logger,
-                        error_handler=server.report_server_error,
-                    )
-                    tasks.cancel_scope.cancel()
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await self.aclose()
-                    await on_close()
+            async with anyio.create_task_group() as runtime:
+                on_start(runtime)
+                try:
+                    async with anyio.create_task_group() as tasks:
+                        self._tasks = tasks
+                        await run_async(
+                            stop_event=stop,
+                            reader=reader,
+                            protocol=server.protocol,
+                            logger=logger,
+                            error_handler=server.report_server_error,
+                        )
+                        tasks.cancel_scope.cancel()
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self.aclose()
+                        await on_close()
 
         try:
             asyncio.run(main())

@@ -19,8 +19,8 @@ __all__ = (
     "job_line",
     "left_line",
     "option_keys",
-    "quoted",
     "question_line",
+    "quoted",
     "resolved_line",
     "update_line",
 )
