@@ -224,6 +224,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             prompter=side.prompter,
             # The client's instructions join the session's guide: every line reads them.
             on_instructions=functools.partial(apply_instructions, scope.get(GUIDE)),
+            owner=session.record.owner,
         )
         controls.model_id = settings.models.default_model()
         controls.mode = settings.default_mode

@@ -16,7 +16,8 @@ Layered by guarantee, like eventsourcing's recorders: a branch recorder
 result tracking (`has_result`, written in the result event's transaction),
 per-session writer leases, restore snapshots (cache, never facts), and the
 permission rules a person chose to remember ("always allow", "always reject"),
-which belong to a workspace rather than to one session.
+which belong to that person and a workspace rather than to one session. Sessions
+and rules carry their owner (a person's name); listing filters by it.
 
 The store keeps its query tables in step with the events, in the batch's own
 transaction, by the rules in `project_batch`: the `BranchCreated` of a new
@@ -164,6 +165,8 @@ class SessionRecord(Record):
     #: The other roots of the workspace the session was last given (absolute, resolved,
     #: in order; the cwd is never one of them).
     additional_directories: tuple[str, ...] = ()
+    #: The person the session belongs to (`acp_agent.people`): only they see it.
+    owner: str = ""
 
 
 @attrs.frozen(order=True)
@@ -200,7 +203,7 @@ class BranchRecord(Record):
 
 @attrs.frozen
 class PermissionRule(Record):
-    """A remembered answer to a permission question, for one workspace and one tool.
+    """A remembered answer to a permission question, for one person, workspace and tool.
 
     `scope` says what `pattern` matches: `tool` (every call of the tool; pattern
     empty), `command_prefix` (a command and its leading words, e.g. `git status`),
@@ -220,6 +223,8 @@ class PermissionRule(Record):
     session_id: SessionId | None = None
     call_id: CallId | None = None
     revoked_at: float | None = None
+    #: The person who chose it: it holds in their sessions only.
+    owner: str = ""
 
 
 @attrs.frozen
@@ -317,11 +322,17 @@ class Store(Protocol):
         ...
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
+        self,
+        *,
+        cwd: str | None = None,
+        limit: int = 100,
+        after: SessionPosition | None = None,
+        owner: str | None = None,
     ) -> list[SessionRecord]:
         """Sessions, most recently updated first (ties by id, descending), at most `limit`.
 
-        Optionally only those in `cwd`, and only those listed after position `after`.
+        Optionally only those in `cwd`, only `owner`'s, and only those listed after
+        position `after`.
         """
         ...
 
@@ -390,20 +401,25 @@ class Store(Protocol):
         """Whether the branch recorded a result for the call (at or before `lte`)."""
         ...
 
-    # permission rules: per workspace, not per session; no lease needed
+    # permission rules: per person and workspace, not per session; no lease needed
 
     async def add_permission_rule(self, rule: PermissionRule) -> PermissionRule:
         """Keep a new rule and return it; `StoreConflict` if its id is taken.
 
-        A rule in force that says the same (workspace, tool, scope, pattern and
-        decision) is kept once: that one is returned and nothing is added.
+        A rule in force that says the same (owner, workspace, tool, scope, pattern
+        and decision) is kept once: that one is returned and nothing is added.
         """
         ...
 
     async def list_permission_rules(
-        self, *, workspace: str | None = None, include_revoked: bool = False
+        self,
+        *,
+        workspace: str | None = None,
+        include_revoked: bool = False,
+        owner: str | None = None,
     ) -> list[PermissionRule]:
-        """Rules, oldest first, optionally only one workspace's; revoked ones on request."""
+        """Rules, oldest first, optionally only one workspace's and one owner's; revoked
+        ones on request."""
         ...
 
     async def revoke_permission_rule(self, rule_id: str, *, revoked_at: float) -> PermissionRule:

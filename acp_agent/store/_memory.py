@@ -107,13 +107,20 @@ class MemoryStore:
             raise StoreNotFound(f"no session {session_id}") from None
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
+        self,
+        *,
+        cwd: str | None = None,
+        limit: int = 100,
+        after: SessionPosition | None = None,
+        owner: str | None = None,
     ) -> list[SessionRecord]:
         db = await self._enter()
         found = [
             s
             for s in db.sessions.values()
-            if (cwd is None or s.cwd == cwd) and (after is None or SessionPosition.of(s) < after)
+            if (cwd is None or s.cwd == cwd)
+            and (owner is None or s.owner == owner)
+            and (after is None or SessionPosition.of(s) < after)
         ]
         found.sort(key=SessionPosition.of, reverse=True)
         return found[:limit]
@@ -253,13 +260,18 @@ class MemoryStore:
         return rule
 
     async def list_permission_rules(
-        self, *, workspace: str | None = None, include_revoked: bool = False
+        self,
+        *,
+        workspace: str | None = None,
+        include_revoked: bool = False,
+        owner: str | None = None,
     ) -> list[PermissionRule]:
         db = await self._enter()
         return [
             rule
             for rule in db.rules.values()
             if (workspace is None or rule.workspace == workspace)
+            and (owner is None or rule.owner == owner)
             and (include_revoked or rule.revoked_at is None)
         ]
 
@@ -301,5 +313,6 @@ class MemoryStore:
 
 
 def _what_it_says(rule: PermissionRule) -> tuple[str, ...]:
-    """What a rule says, without who chose it and when: the store keeps such a rule once."""
-    return (rule.workspace, rule.tool, rule.scope, rule.pattern, rule.decision)
+    """What a rule says, and for whom, without where and when it was chosen: the store keeps
+    such a rule once."""
+    return (rule.owner, rule.workspace, rule.tool, rule.scope, rule.pattern, rule.decision)

@@ -64,6 +64,7 @@ from acp_agent.core import (
     encode_event,
     project_batch,
 )
+from acp_agent.people import local_person
 from acp_agent.store._leases import LeaseOwner, is_running, this_process
 from acp_agent.store._migrations import migrate
 from acp_agent.store._rows import (
@@ -131,10 +132,20 @@ class SqliteStore:
 
     @classmethod
     async def open(
-        cls, path: Path, *, synchronous: Synchronous = "FULL", busy_timeout_s: float = 5.0
+        cls,
+        path: Path,
+        *,
+        synchronous: Synchronous = "FULL",
+        busy_timeout_s: float = 5.0,
+        person: str | None = None,
     ) -> SqliteStore:
-        """Open (creating it and its folder if needed) and migrate the database at `path`."""
-        connect = partial(_connect, path, synchronous, busy_timeout_s)
+        """Open (creating it and its folder if needed) and migrate the database at `path`.
+
+        `person`: who opens it (default: `local_person()`); sessions and rules stored
+        before owners existed become theirs.
+        """
+        opener = local_person() if person is None else person
+        connect = partial(_connect, path, synchronous, busy_timeout_s, opener)
         connection = await anyio.to_thread.run_sync(connect)
         return cls(connection, path, this_process())
 
@@ -165,7 +176,7 @@ class SqliteStore:
             rows = [encode_event(event) for event in history]
             with _transaction(db):
                 db.execute(
-                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     session_row(session),
                 )
                 _insert_branch(db, main)
@@ -193,7 +204,12 @@ class SqliteStore:
         return await self._run(fetch, f"get session {session_id}")
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
+        self,
+        *,
+        cwd: str | None = None,
+        limit: int = 100,
+        after: SessionPosition | None = None,
+        owner: str | None = None,
     ) -> list[SessionRecord]:
         def fetch(db: sqlite3.Connection) -> list[SessionRecord]:
             where: list[str] = []
@@ -201,6 +217,9 @@ class SqliteStore:
             if cwd is not None:
                 where.append("cwd = ?")
                 values.append(cwd)
+            if owner is not None:
+                where.append("owner = ?")
+                values.append(owner)
             if after is not None:
                 where.append("(updated_at, session_id) < (?, ?)")
                 values += [after.updated_at, after.session_id]
@@ -413,13 +432,21 @@ class SqliteStore:
                 same = db.execute(
                     f"SELECT {RULE_COLUMNS} FROM permission_rules"
                     " WHERE workspace = ? AND tool = ? AND scope = ? AND pattern = ?"
-                    " AND decision = ? AND revoked_at IS NULL ORDER BY rowid LIMIT 1",
-                    (rule.workspace, rule.tool, rule.scope, rule.pattern, rule.decision),
+                    " AND decision = ? AND owner = ? AND revoked_at IS NULL"
+                    " ORDER BY rowid LIMIT 1",
+                    (
+                        rule.workspace,
+                        rule.tool,
+                        rule.scope,
+                        rule.pattern,
+                        rule.decision,
+                        rule.owner,
+                    ),
                 ).fetchone()
                 if same is not None:
                     return rule_record(same)
                 db.execute(
-                    f"INSERT INTO permission_rules ({RULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO permission_rules ({RULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     attrs.astuple(rule),
                 )
             return rule
@@ -427,13 +454,20 @@ class SqliteStore:
         return await self._run(write, f"add permission rule {rule.rule_id}")
 
     async def list_permission_rules(
-        self, *, workspace: str | None = None, include_revoked: bool = False
+        self,
+        *,
+        workspace: str | None = None,
+        include_revoked: bool = False,
+        owner: str | None = None,
     ) -> list[PermissionRule]:
         def fetch(db: sqlite3.Connection) -> list[PermissionRule]:
             where, values = [], []
             if workspace is not None:
                 where.append("workspace = ?")
                 values.append(workspace)
+            if owner is not None:
+                where.append("owner = ?")
+                values.append(owner)
             if not include_revoked:
                 where.append("revoked_at IS NULL")
             clause = f" WHERE {' AND '.join(where)}" if where else ""
@@ -525,7 +559,9 @@ class SqliteStore:
 # --- helpers (run on the worker thread) --------------------------------------------------
 
 
-def _connect(path: Path, synchronous: Synchronous, busy_timeout_s: float) -> sqlite3.Connection:
+def _connect(
+    path: Path, synchronous: Synchronous, busy_timeout_s: float, person: str
+) -> sqlite3.Connection:
     with _translated(f"open {path}", path):
         path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(
@@ -537,7 +573,7 @@ def _connect(path: Path, synchronous: Synchronous, busy_timeout_s: float) -> sql
                 raise StoreUnavailable(f"{path}: cannot use WAL journaling (got {mode})")
             connection.execute(f"PRAGMA synchronous = {synchronous}")
             connection.execute("PRAGMA foreign_keys = ON")
-            migrate(connection)
+            migrate(connection, person=person)
             bound_wal(connection, path)
         except BaseException:
             connection.close()
