@@ -529,9 +529,7 @@ class StoreContract:
             assert await store.add_permission_rule(bobs) == bobs
             again = rule("rule_3", "/work/a", owner="alice")
             assert await store.add_permission_rule(again) == alices
-            assert await store.list_permission_rules(workspace="/work/a", owner="alice") == [
-                alices
-            ]
+            assert await store.list_permission_rules(workspace="/work/a", owner="alice") == [alices]
             assert await store.list_permission_rules(owner="bob") == [bobs]
             assert await store.list_permission_rules(owner="carol") == []
             assert await store.list_permission_rules() == [alices, bobs]
