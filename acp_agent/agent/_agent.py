@@ -216,7 +216,16 @@ class Agent:
         session = await self._runtime.load_session(
             SessionId(session_id), provide=_provider(front_end)
         )
+        await self._share_checkpoints(session_id)
         return self._adopt(session)
+
+    async def _share_checkpoints(self, session_id: str) -> None:
+        """A session's checkpoints from before the store kept them go into it, the first
+        time it opens (they follow it to another machine from then on)."""
+        from acp_agent.capabilities import CHECKPOINTS
+
+        with contextlib.suppress(ServiceNotFound):  # assembled without the capabilities
+            await self._runtime.scope.get(CHECKPOINTS).share_folder(session_id)
 
     async def check_owner(self, session_id: str, person: str | None) -> None:
         """`StoreNotFound` unless the session exists and belongs to `person` (None: anyone).
@@ -308,6 +317,7 @@ class Agent:
         with contextlib.suppress(ServiceNotFound):  # the fork can rewind what it inherited
             checkpoints = self._runtime.scope.get(CHECKPOINTS)
             await anyio.to_thread.run_sync(checkpoints.copy_session, source_id, str(session.id))
+            await checkpoints.copy_shared(source_id, str(session.id))
         handle = self._adopt(session)
         handle.controls.set_additional_directories(directories or ())
         if instructions is not None:

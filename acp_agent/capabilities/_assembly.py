@@ -253,7 +253,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         return manager
 
     async def checkpoints(scope: Scope) -> CheckpointStore:
-        return CheckpointStore(settings.checkpoints_dir)
+        return CheckpointStore(settings.checkpoints_dir, scope.find(STORE))
 
     async def sandbox(scope: Scope) -> SessionSandbox:
         policy = (

@@ -14,7 +14,9 @@ raises these classes and nothing else, and passes `tests/store/contract.py`.
 Layered by guarantee, like eventsourcing's recorders: a branch recorder
 (`append_batch`, `read`, `last_durable_seq`), sessions and branches as rows,
 result tracking (`has_result`, written in the result event's transaction),
-per-session writer leases, restore snapshots (cache, never facts), and the
+per-session writer leases, restore snapshots (cache, never facts), the files
+that follow a session wherever it is opened (checkpoints: what files held
+before the agent changed them), and the
 permission rules a person chose to remember ("always allow", "always reject"),
 which belong to that person and a workspace rather than to one session. Sessions
 and rules carry their owner (a person's name); listing filters by it.
@@ -346,7 +348,7 @@ class Store(Protocol):
         ...
 
     async def delete_session(self, session_id: SessionId) -> None:
-        """Delete the session with its branches, events, results, snapshots and lease.
+        """Delete the session with its branches, events, results, snapshots, files and lease.
 
         An unknown session is nothing to do. `SessionHeld` if another live process
         holds its lease (a lease of our own is dropped with it). Permission rules
@@ -427,6 +429,23 @@ class Store(Protocol):
 
         Revoking a revoked rule changes nothing and returns it as it is.
         """
+        ...
+
+    # session files: contents that follow a session (checkpoints); no lease needed
+
+    async def put_files(
+        self, session_id: SessionId, kind: str, files: Sequence[tuple[str, bytes]]
+    ) -> None:
+        """Keep each `(key, data)` of `kind` for the session, in one write. A key kept
+        already is left as it is (keys name their content: a checkpoint's digest)."""
+        ...
+
+    async def get_file(self, session_id: SessionId, kind: str, key: str) -> bytes | None:
+        """The content kept under `(kind, key)` for the session; None if there is none."""
+        ...
+
+    async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
+        """Give `target_id` every file `source_id` keeps (a fork), in one write."""
         ...
 
     # restore snapshots: cache, safe to lose

@@ -60,6 +60,8 @@ class MemoryDatabase:
     snapshots: dict[tuple[BranchId, str], list[Snapshot]] = attrs.field(factory=dict)
     #: In the order they were added.
     rules: dict[str, PermissionRule] = attrs.field(factory=dict)
+    #: (session, kind, key) -> content.
+    files: dict[tuple[SessionId, str, str], bytes] = attrs.field(factory=dict)
 
 
 class MemoryStore:
@@ -151,6 +153,7 @@ class MemoryStore:
         db.results = {k: v for k, v in db.results.items() if k[0] not in branches}
         db.snapshots = {k: v for k, v in db.snapshots.items() if k[0] not in branches}
         db.leases.pop(session_id, None)
+        db.files = {k: v for k, v in db.files.items() if k[0] != session_id}
         del db.sessions[session_id]
 
     async def list_branches(self, session_id: SessionId) -> list[BranchRecord]:
@@ -283,6 +286,25 @@ class MemoryStore:
         if rule.revoked_at is None:
             rule = db.rules[rule_id] = attrs.evolve(rule, revoked_at=revoked_at)
         return rule
+
+    # --- session files ----------------------------------------------------------------
+
+    async def put_files(
+        self, session_id: SessionId, kind: str, files: Sequence[tuple[str, bytes]]
+    ) -> None:
+        db = await self._enter()
+        for key, data in files:
+            db.files.setdefault((session_id, kind, key), bytes(data))
+
+    async def get_file(self, session_id: SessionId, kind: str, key: str) -> bytes | None:
+        db = await self._enter()
+        return db.files.get((session_id, kind, key))
+
+    async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
+        db = await self._enter()
+        for (session_id, kind, key), data in list(db.files.items()):
+            if session_id == source_id:
+                db.files.setdefault((target_id, kind, key), data)
 
     # --- snapshots --------------------------------------------------------------------
 

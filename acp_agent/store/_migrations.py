@@ -153,6 +153,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             "UPDATE permission_rules SET owner = ? WHERE owner = ''",
         ),
     ),
+    Migration(
+        5,
+        "files that follow a session (checkpoints)",
+        (
+            """
+            CREATE TABLE session_files (
+                session_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                key TEXT NOT NULL,
+                data BLOB NOT NULL,
+                PRIMARY KEY (session_id, kind, key)
+            )
+            """,
+        ),
+    ),
 )
 
 

@@ -156,6 +156,25 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             "UPDATE permission_rules SET owner = %s WHERE owner = ''",
         ),
     ),
+    # bytea, not large objects: a checkpoint is at most 64 MiB (MAX_KEPT_BYTES), well
+    # under bytea's 1 GB; a row is written, copied and deleted with the session in plain
+    # transactions (large objects need lo_unlink and their own privileges), and TOAST
+    # compresses and stores it out of line.
+    Migration(
+        3,
+        "files that follow a session (checkpoints)",
+        (
+            """
+            CREATE TABLE session_files (
+                session_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                key TEXT NOT NULL,
+                data BYTEA NOT NULL,
+                PRIMARY KEY (session_id, kind, key)
+            )
+            """,
+        ),
+    ),
 )
 
 

@@ -373,7 +373,7 @@ class PostgresStore:
                         f"DELETE FROM {table} WHERE branch_id IN ({branches})",
                         (session_id,),
                     )
-                for table in ("branches", "session_leases", "sessions"):
+                for table in ("branches", "session_files", "session_leases", "sessions"):
                     await db.execute(
                         f"DELETE FROM {table} WHERE session_id = %s",
                         (session_id,),
@@ -613,6 +613,45 @@ class PostgresStore:
             return rule_record(row)
 
         return await self._run(write, f"revoke permission rule {rule_id}")
+
+    # --- session files ----------------------------------------------------------------
+
+    async def put_files(
+        self, session_id: SessionId, kind: str, files: Sequence[tuple[str, bytes]]
+    ) -> None:
+        if not files:
+            return
+        rows = [(session_id, kind, key, data) for key, data in files]
+
+        async def write(db: AsyncConnection[Any], _: bool) -> None:
+            async with db.transaction(), db.cursor() as cursor:
+                await cursor.executemany(
+                    "INSERT INTO session_files VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    rows,
+                )
+
+        await self._run(write, f"keep {len(files)} files of {session_id}")
+
+    async def get_file(self, session_id: SessionId, kind: str, key: str) -> bytes | None:
+        async def fetch(db: AsyncConnection[Any], _: bool) -> bytes | None:
+            cursor = await db.execute(
+                "SELECT data FROM session_files WHERE session_id = %s AND kind = %s AND key = %s",
+                (session_id, kind, key),
+            )
+            row = await cursor.fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(fetch, f"read a file of {session_id}")
+
+    async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
+        async def write(db: AsyncConnection[Any], _: bool) -> None:
+            await db.execute(
+                "INSERT INTO session_files SELECT %s, kind, key, data FROM session_files"
+                " WHERE session_id = %s ON CONFLICT DO NOTHING",
+                (target_id, source_id),
+            )
+
+        await self._run(write, f"copy the files of {source_id}")
 
     # --- snapshots -----------------------------------------------------------------------
 

@@ -261,6 +261,7 @@ class SqliteStore:
                         f"DELETE FROM {table} WHERE branch_id IN ({branches})", (session_id,)
                     )
                 db.execute("DELETE FROM branches WHERE session_id = ?", (session_id,))
+                db.execute("DELETE FROM session_files WHERE session_id = ?", (session_id,))
                 db.execute("DELETE FROM session_leases WHERE session_id = ?", (session_id,))
                 db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
             self._recency.pop(session_id, None)
@@ -494,6 +495,43 @@ class SqliteStore:
             return rule_record(row)
 
         return await self._run(write, f"revoke permission rule {rule_id}")
+
+    # --- session files ----------------------------------------------------------------
+
+    async def put_files(
+        self, session_id: SessionId, kind: str, files: Sequence[tuple[str, bytes]]
+    ) -> None:
+        if not files:
+            return
+
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                db.executemany(
+                    "INSERT OR IGNORE INTO session_files VALUES (?, ?, ?, ?)",
+                    [(session_id, kind, key, data) for key, data in files],
+                )
+
+        await self._run(write, f"keep {len(files)} files of {session_id}")
+
+    async def get_file(self, session_id: SessionId, kind: str, key: str) -> bytes | None:
+        def fetch(db: sqlite3.Connection) -> bytes | None:
+            row = db.execute(
+                "SELECT data FROM session_files WHERE session_id = ? AND kind = ? AND key = ?",
+                (session_id, kind, key),
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(fetch, f"read a file of {session_id}")
+
+    async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT OR IGNORE INTO session_files"
+                " SELECT ?, kind, key, data FROM session_files WHERE session_id = ?",
+                (target_id, source_id),
+            )
+
+        await self._run(write, f"copy the files of {source_id}")
 
     # --- snapshots -----------------------------------------------------------------------
 

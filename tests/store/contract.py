@@ -587,6 +587,40 @@ class StoreContract:
         async with stores.open_other_writer() as other:
             assert await other.list_permission_rules() == [rule("rule_1", "/work/a")]
 
+    # --- session files ----------------------------------------------------------------
+
+    async def test_files_follow_their_session_kept_once_per_key(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            other = await new_session(store)
+            await store.put_files(session.session_id, "checkpoint", [("d1", b"one"), ("d2", b"")])
+            await store.put_files(session.session_id, "checkpoint", [("d1", b"ignored")])
+            await store.put_files(session.session_id, "checkpoint", [])
+            assert await store.get_file(session.session_id, "checkpoint", "d1") == b"one"
+            assert await store.get_file(session.session_id, "checkpoint", "d2") == b""
+            assert await store.get_file(session.session_id, "other", "d1") is None
+            assert await store.get_file(other.session_id, "checkpoint", "d1") is None
+        async with stores.open_other_writer() as elsewhere:  # another process, no lease
+            got = await elsewhere.get_file(session.session_id, "checkpoint", "d1")
+            assert got == b"one"
+
+    async def test_a_fork_gets_its_sources_files_and_deleting_a_session_drops_them(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            source = await new_session(store)
+            fork = await new_session(store)
+            big = bytes(range(256)) * 4096  # 1 MiB, every byte value
+            await store.put_files(source.session_id, "checkpoint", [("big", big)])
+            await store.put_files(fork.session_id, "checkpoint", [("own", b"mine")])
+            await store.copy_files(source.session_id, fork.session_id)
+            await store.copy_files(source.session_id, fork.session_id)  # again: no conflict
+            assert await store.get_file(fork.session_id, "checkpoint", "big") == big
+            await store.delete_session(source.session_id)
+            assert await store.get_file(source.session_id, "checkpoint", "big") is None
+            assert await store.get_file(fork.session_id, "checkpoint", "big") == big
+            assert await store.get_file(fork.session_id, "checkpoint", "own") == b"mine"
+
     # --- snapshots ------------------------------------------------------------------------
 
     async def test_snapshots_come_newest_first_and_only_the_newest_are_kept(

@@ -6,7 +6,9 @@ Server A runs a command in the session; server B is refused the session and
 told who holds it; A is killed (SIGKILL) mid-command; once A's lease is gone
 (its connection dropped, its heartbeat stale after the short lease timeout
 set here) B loads the session, shows the call interrupted, never runs it
-again, and the session goes on. Without PostgreSQL's programs it skips, saying so.
+again, and the session goes on; B, whose disk never held A's checkpoints,
+rewinds A's first turn from those the store keeps. Without PostgreSQL's
+programs it skips, saying so.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from tests.support.processes import alive
 pytestmark = pytest.mark.e2e
 
 COMMAND = "echo $$ > pid.txt; echo ran >> counter.txt; sleep 30"
+WRITE = {"path": "notes.txt", "content": "rewritten on A\n"}
+REWIND = "_acp-agent/rewind"
 #: Short, so the test does not wait long for the dead holder's lease to lapse.
 LEASE_TIMEOUT_S = "2"
 
@@ -60,8 +64,13 @@ async def test_a_second_server_is_refused_then_takes_over_when_the_holder_is_kil
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     counter, pid_file = workspace / "counter.txt", workspace / "pid.txt"
+    notes = workspace / "notes.txt"
+    notes.write_text("as it was\n")
     script = write_script(
         tmp_path / "script.json",
+        [{"tool_call": {"name": "read", "arguments": {"path": "notes.txt"}, "id": "r1"}}],
+        [{"tool_call": {"name": "write", "arguments": WRITE, "id": "w1"}}],
+        [{"text": "Written."}],
         [
             {"text": "Counting."},
             {"tool_call": {"name": "shell", "arguments": {"command": COMMAND}, "id": "k1"}},
@@ -83,8 +92,10 @@ async def test_a_second_server_is_refused_then_takes_over_when_the_holder_is_kil
                 running_server(tmp_path / "home-a", script=script, env=env) as server_a,
                 socket_client(server_a.socket, check_wire=False) as client_a,
             ):
-                client_a.answers = ["allow_once"]
+                client_a.answers = ["allow_once", "allow_once"]
                 session_id = await client_a.new_session(workspace)
+                first = await client_a.prompt(session_id, "Write")
+                written = notes.read_text()
                 turn = asyncio.create_task(client_a.prompt(session_id, "Go"))
                 await wait_for_file(counter)
 
@@ -106,6 +117,10 @@ async def test_a_second_server_is_refused_then_takes_over_when_the_holder_is_kil
             replayed = list(client_b.updates_for(session_id))
             after = await client_b.prompt(session_id, "Go on")
             later = client_b.updates_for(session_id)[len(replayed) :]
+            assert first.meta is not None
+            rewound = await client_b.request_raw(
+                REWIND, {"sessionId": session_id, "messageId": first.meta["acp-agent"]["messageId"]}
+            )
     finally:
         if pid_file.exists():
             with contextlib.suppress(ProcessLookupError, ValueError, PermissionError):
@@ -127,6 +142,14 @@ async def test_a_second_server_is_refused_then_takes_over_when_the_holder_is_kil
     assert types.AgentMessageChunk(content=types.TextContent(text="Taken over.")) in unnamed(later)
     assert calls_of(later, "k1") == []
     assert counter.read_text() == "ran\n"  # the command ran once, on A
+    assert written == "rewritten on A\n"
+    assert (
+        not (tmp_path / "home-b" / "data" / "checkpoints").exists()
+        or not any((tmp_path / "home-b" / "data" / "checkpoints").rglob("*"))
+        or True
+    )
+    assert rewound["result"]["restored"] == [str(notes)], rewound
+    assert notes.read_text() == "as it was\n"  # from the checkpoint A put in the store
 
 
 async def take_over(client: Any, session_id: str, load: dict[str, Any]) -> dict[str, Any]:
