@@ -193,9 +193,14 @@ class CheckpointStore:
         await anyio.to_thread.run_sync(mark.touch)
 
     async def copy_shared(self, source_id: str, target_id: str) -> None:
-        """Give a fork the source's contents in the store."""
-        if self.store is not None:
+        """Give a fork the source's contents in the store (a failure is logged: the fork
+        stands, and rewinds what this disk holds)."""
+        if self.store is None:
+            return
+        try:
             await self.store.copy_files(SessionId(source_id), SessionId(target_id))
+        except StoreError as exc:
+            logger.warning("checkpoints of %s not copied to %s: %s", source_id, target_id, exc)
 
     def folder(self, session_id: str) -> Path | None:
         if self.root is None:
