@@ -50,6 +50,7 @@ from acp_agent.core import (
     open_runtime,
     prompt_cut,
 )
+from acp_agent.people import local_person
 from acp_agent.records import Record
 
 if TYPE_CHECKING:
@@ -103,12 +104,13 @@ async def create_session(
     mode: str | None = None,
     additional_directories: Sequence[str] = (),
     instructions: ClientInstructions | None = None,
-    owner: str = "",
+    owner: str | None = None,
 ) -> NewSession:
-    """Write a new session in `cwd`, `owner`'s, with the default model, the mode `mode`
-    names (`ACP_AGENT_MODE`; None or unknown: the default, `mode_named`) and the client's
-    `instructions` (None: the agent's own): from then on it is loadable with them, even
-    if the process ends before it is opened."""
+    """Write a new session in `cwd`, `owner`'s (None: this process's person), with the
+    default model, the mode `mode` names (`ACP_AGENT_MODE`; None or unknown: the default,
+    `mode_named`) and the client's `instructions` (None: the agent's own): from then on
+    it is loadable with them, even if the process ends before it is opened."""
+    owner = local_person() if owner is None else owner
     record = new_session_record(
         cwd, at=at, additional_directories=additional_directories, owner=owner
     )
@@ -179,10 +181,10 @@ class Agent:
         *,
         additional_directories: Sequence[str] = (),
         instructions: ClientInstructions | None = None,
-        owner: str = "",
+        owner: str | None = None,
     ) -> SessionHandle:
-        """Write and open a new session in `cwd`, `owner`'s (default model, asking for
-        permission; the client's `instructions`, if given)."""
+        """Write and open a new session in `cwd`, `owner`'s (None: this process's person;
+        default model and mode; the client's `instructions`, if given)."""
         new = await create_session(
             self.store,
             cwd,
