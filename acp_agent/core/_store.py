@@ -444,6 +444,10 @@ class Store(Protocol):
         """The content kept under `(kind, key)` for the session; None if there is none."""
         ...
 
+    async def list_files(self, session_id: SessionId) -> list[tuple[str, str]]:
+        """The `(kind, key)` of every file the session keeps, in order."""
+        ...
+
     async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
         """Give `target_id` every file `source_id` keeps (a fork), in one write."""
         ...

@@ -300,6 +300,10 @@ class MemoryStore:
         db = await self._enter()
         return db.files.get((session_id, kind, key))
 
+    async def list_files(self, session_id: SessionId) -> list[tuple[str, str]]:
+        db = await self._enter()
+        return sorted((k[1], k[2]) for k in db.files if k[0] == session_id)
+
     async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
         db = await self._enter()
         for (session_id, kind, key), data in list(db.files.items()):

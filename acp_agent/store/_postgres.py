@@ -643,6 +643,17 @@ class PostgresStore:
 
         return await self._run(fetch, f"read a file of {session_id}")
 
+    async def list_files(self, session_id: SessionId) -> list[tuple[str, str]]:
+        async def fetch(db: AsyncConnection[Any], _: bool) -> list[tuple[str, str]]:
+            cursor = await db.execute(
+                "SELECT kind, key FROM session_files WHERE session_id = %s"
+                ' ORDER BY kind COLLATE "C", key COLLATE "C"',
+                (session_id,),
+            )
+            return [(str(kind), str(key)) for kind, key in await cursor.fetchall()]
+
+        return await self._run(fetch, f"list the files of {session_id}")
+
     async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
         async def write(db: AsyncConnection[Any], _: bool) -> None:
             await db.execute(

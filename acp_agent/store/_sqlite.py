@@ -523,6 +523,16 @@ class SqliteStore:
 
         return await self._run(fetch, f"read a file of {session_id}")
 
+    async def list_files(self, session_id: SessionId) -> list[tuple[str, str]]:
+        def fetch(db: sqlite3.Connection) -> list[tuple[str, str]]:
+            rows = db.execute(
+                "SELECT kind, key FROM session_files WHERE session_id = ? ORDER BY kind, key",
+                (session_id,),
+            )
+            return [(str(kind), str(key)) for kind, key in rows]
+
+        return await self._run(fetch, f"list the files of {session_id}")
+
     async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
         def write(db: sqlite3.Connection) -> None:
             db.execute(

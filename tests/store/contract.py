@@ -600,6 +600,13 @@ class StoreContract:
             assert await store.get_file(session.session_id, "checkpoint", "d2") == b""
             assert await store.get_file(session.session_id, "other", "d1") is None
             assert await store.get_file(other.session_id, "checkpoint", "d1") is None
+            await store.put_files(session.session_id, "a_kind", [("z", b"z")])
+            assert await store.list_files(session.session_id) == [
+                ("a_kind", "z"),
+                ("checkpoint", "d1"),
+                ("checkpoint", "d2"),
+            ]
+            assert await store.list_files(other.session_id) == []
         async with stores.open_other_writer() as elsewhere:  # another process, no lease
             got = await elsewhere.get_file(session.session_id, "checkpoint", "d1")
             assert got == b"one"
