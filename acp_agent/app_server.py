@@ -202,7 +202,13 @@ async def _listen_until_stopped(
 async def _listen_websocket(
     server: AppServer, address: ListenAddress, args: argparse.Namespace, socket: Path
 ) -> None:
-    from acp_agent.adapters.server import WebSocketGate, listen_websocket, server_token, token_file
+    from acp_agent.adapters.server import (
+        WebSocketGate,
+        listen_websocket,
+        server_token,
+        token_file,
+        token_table,
+    )
 
     token, file = server_token(token_file(socket))
     web = None
@@ -210,7 +216,15 @@ async def _listen_websocket(
         from acp_agent.adapters.server import WebLogin
 
         web = WebLogin()
-    gate = WebSocketGate(token, address, origins=args.allow_origin, hosts=args.allow_host, web=web)
+    gate = WebSocketGate(
+        token,
+        address,
+        origins=args.allow_origin,
+        hosts=args.allow_host,
+        web=web,
+        person=server.person,
+        people=token_table(),
+    )
     _, port = await listen_websocket(server, address, gate)
     host = f"[{address.host}]" if ":" in address.host else address.host
     if web is not None:

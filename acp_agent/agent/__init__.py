@@ -35,7 +35,7 @@ from acp_agent.agent._agent import (
     open_agent,
     release_unopened,
 )
-from acp_agent.agent._errors import SessionBusy, TurnCancelled
+from acp_agent.agent._errors import SessionBusy, SessionReadOnly, TurnCancelled
 from acp_agent.agent._session import SessionHandle, other_roots
 from acp_agent.agent._subscriptions import (
     DeliveryStopped,
@@ -191,6 +191,7 @@ __all__ = (
     "SessionMetadataChanged",
     "SessionOption",
     "SessionPosition",
+    "SessionReadOnly",
     "SessionRecord",
     "SessionSubscription",
     "SseServerConfig",

@@ -43,12 +43,14 @@ from acp_agent.core import (
     SessionPosition,
     SessionRecord,
     Store,
+    StoreNotFound,
     create_stored_session,
     message_cut,
     new_session_record,
     open_runtime,
     prompt_cut,
 )
+from acp_agent.people import local_person
 from acp_agent.records import Record
 
 if TYPE_CHECKING:
@@ -102,13 +104,17 @@ async def create_session(
     mode: str | None = None,
     additional_directories: Sequence[str] = (),
     instructions: ClientInstructions | None = None,
+    owner: str | None = None,
 ) -> NewSession:
-    """Write a new session in `cwd` with the default model, the mode `mode` names
-    (`ACP_AGENT_MODE`; None or unknown: the default, `mode_named`) and the client's
-    `instructions` (None: the agent's own): from then on it is loadable with them, even
-    if the process ends before it is opened."""
-    record = new_session_record(cwd, at=at, additional_directories=additional_directories)
-    controls = SessionControls(record.session_id, cwd)
+    """Write a new session in `cwd`, `owner`'s (None: this process's person), with the
+    default model, the mode `mode` names (`ACP_AGENT_MODE`; None or unknown: the default,
+    `mode_named`) and the client's `instructions` (None: the agent's own): from then on
+    it is loadable with them, even if the process ends before it is opened."""
+    owner = local_person() if owner is None else owner
+    record = new_session_record(
+        cwd, at=at, additional_directories=additional_directories, owner=owner
+    )
+    controls = SessionControls(record.session_id, cwd, owner=owner)
     controls.model_id = models.default_model()
     controls.mode = mode_named(mode)
     controls.instructions = instructions
@@ -176,9 +182,11 @@ class Agent:
         additional_directories: Sequence[str] = (),
         instructions: ClientInstructions | None = None,
         mode: str | None = None,
+        owner: str | None = None,
     ) -> SessionHandle:
-        """Write and open a new session in `cwd` (default model; the mode `mode` names,
-        else the default: see `create_session`; the client's `instructions`, if given)."""
+        """Write and open a new session in `cwd`, `owner`'s (None: this process's person;
+        default model; the mode `mode` names, else the default: see `create_session`; the
+        client's `instructions`, if given)."""
         new = await create_session(
             self.store,
             cwd,
@@ -187,6 +195,7 @@ class Agent:
             mode=mode,
             additional_directories=additional_directories,
             instructions=instructions,
+            owner=owner,
         )
         handle = await self.open_created(new, front_end)
         await handle.activate(new.record.additional_directories)
@@ -196,16 +205,49 @@ class Agent:
         self,
         session_id: str,
         front_end: FrontEnd | FrontEndMaker | None = None,
+        *,
+        person: str | None = None,
     ) -> SessionHandle:
         """Open a stored session (lease it, rebuild its open branches); the handle of one
-        open here already (as it was opened). `StoreNotFound`, `SessionHeld`."""
+        open here already (as it was opened). `StoreNotFound`, `SessionHeld`.
+
+        With `person`, only a session of theirs: another's is `StoreNotFound` (see
+        `check_owner`), before anything is leased or opened.
+        """
+        await self.check_owner(session_id, person)
         handle = self.session(session_id)
         if handle is not None:
             return handle
         session = await self._runtime.load_session(
             SessionId(session_id), provide=_provider(front_end)
         )
+        await self._share_checkpoints(session_id)
         return self._adopt(session)
+
+    async def _share_checkpoints(self, session_id: str) -> None:
+        """A session's checkpoints from before the store kept them go into it, the first
+        time it opens (they follow it to another machine from then on)."""
+        from acp_agent.capabilities import CHECKPOINTS
+
+        with contextlib.suppress(ServiceNotFound):  # assembled without the capabilities
+            await self._runtime.scope.get(CHECKPOINTS).share_folder(session_id)
+
+    async def check_owner(self, session_id: str, person: str | None) -> None:
+        """`StoreNotFound` unless the session exists and belongs to `person` (None: anyone).
+
+        Another person's session is reported as not found, not as refused: a client
+        learns nothing of sessions that are not its person's.
+        """
+        if person is None:
+            return
+        handle = self.session(session_id)
+        record = (
+            handle._session.record
+            if handle is not None
+            else await self.store.get_session(SessionId(session_id))
+        )
+        if record.owner != person:
+            raise StoreNotFound(f"no session {session_id}")
 
     def _adopt(self, session: Session) -> SessionHandle:
         known = self._handles.get(session.id)
@@ -235,6 +277,7 @@ class Agent:
         front_end: FrontEnd | FrontEndMaker | None = None,
         additional_directories: Sequence[str] | None = None,
         instructions: ClientInstructions | None = None,
+        person: str | None = None,
     ) -> SessionHandle:
         """A new session with the history of `source_id` up to `anchor` (default: up to
         the last turn that ended); the source is left as it was (loaded for the fork if it
@@ -245,9 +288,11 @@ class Agent:
         inherited), and its title, marked "(fork)"; it keeps the source's additional
         directories unless given its own, and activates only those given. `IllegalCut`
         (an anchor that is no cut), `StoreNotFound`, `SessionHeld`.
+        With `person`, only a session of theirs is forked (see `check_owner`).
         """
         from acp_agent.capabilities import CHECKPOINTS, SESSION_CONTROLS
 
+        await self.check_owner(source_id, person)
         attached = self.session(source_id)
         source = (
             attached._session
@@ -267,6 +312,7 @@ class Agent:
                 at=cut,
                 additional_directories=directories,
                 provide=_provider(front_end),
+                owner=person,
             )
             title = source.record.title
         finally:
@@ -276,6 +322,7 @@ class Agent:
         with contextlib.suppress(ServiceNotFound):  # the fork can rewind what it inherited
             checkpoints = self._runtime.scope.get(CHECKPOINTS)
             await anyio.to_thread.run_sync(checkpoints.copy_session, source_id, str(session.id))
+            await checkpoints.copy_shared(source_id, str(session.id))
         handle = self._adopt(session)
         handle.controls.set_additional_directories(directories or ())
         if instructions is not None:
@@ -289,16 +336,27 @@ class Agent:
     # --- listing and deleting ---------------------------------------------------------
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
+        self,
+        *,
+        cwd: str | None = None,
+        limit: int = 100,
+        after: SessionPosition | None = None,
+        owner: str | None = None,
     ) -> list[SessionRecord]:
         """Stored sessions, most recently updated first (see `Runtime.list_sessions`)."""
-        return await self._runtime.list_sessions(cwd=cwd, limit=limit, after=after)
+        return await self._runtime.list_sessions(cwd=cwd, limit=limit, after=after, owner=owner)
 
-    async def delete(self, session_id: str) -> None:
+    async def delete(self, session_id: str, *, person: str | None = None) -> None:
         """Close the session if open (its prompts cancelled first), then delete it and
         what is kept for it: its results cut to their budget and its checkpoints. An
-        unknown id is nothing to delete; `SessionHeld` if another process has it."""
+        unknown id is nothing to delete; `SessionHeld` if another process has it.
+        With `person`, another person's session is not deleted (`StoreNotFound`)."""
         from acp_agent.capabilities import CHECKPOINTS, RESULT_BUDGET
+
+        try:
+            await self.check_owner(session_id, person)
+        except StoreNotFound:
+            return  # unknown, or another's: nothing of this person's to delete
 
         handle = self.session(session_id)
         if handle is not None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import anyio.to_thread
 
-from acp_agent.agent._errors import SessionBusy, TurnCancelled
+from acp_agent.agent._errors import SessionBusy, TurnCancelled, workspace_missing
 from acp_agent.agent._subscriptions import SessionSubscription, follow
 from acp_agent.agent._turns import TurnHandle, TurnSlot
 from acp_agent.capabilities.controls import SYSTEM_PROMPT_KEY, SessionControls, workspace_roots
@@ -142,6 +142,10 @@ class SessionHandle:
         """The main line's published position: a cursor for `subscribe`."""
         return self._session.main.timeline.last_published_seq
 
+    def read_only(self) -> str | None:
+        """Why no turn may start here (the workspace is not on this machine), or None."""
+        return workspace_missing(self.cwd)
+
     # --- the turn queue -----------------------------------------------------------------
 
     def turn_slot(self) -> TurnSlot:
@@ -153,6 +157,7 @@ class SessionHandle:
             loop=self._loop,
             before_waiting=self._tools_started,
             on_done=self._slot_done,
+            read_only=self.read_only,
         )
         self._slots.append(slot)
         return slot

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
+from acp_agent.agent._errors import SessionReadOnly
 from acp_agent.content import ContentPart
 from acp_agent.core import Branch, Turn, TurnId, new_id
 
@@ -94,7 +95,10 @@ class TurnSlot:
         loop: ModelLoop,
         before_waiting: Callable[[], Awaitable[None]],
         on_done: Callable[[TurnSlot], None],
+        read_only: Callable[[], str | None] = lambda: None,
     ) -> None:
+        """`read_only`: why no turn may start in the session now (None: it may)."""
+        self._read_only = read_only
         self._lock = lock
         self._branch = branch
         self._loop = loop
@@ -137,11 +141,15 @@ class TurnSlot:
         sent for each part the agent changed, `UserInputAdopted.sent`).
 
         Raises `PromptTooLarge` (nothing recorded) for a message the model cannot
-        take, the store's error if the input cannot be recorded. A slot cancelled
+        take, `SessionReadOnly` (nothing recorded) when the session's workspace is
+        not on this machine, the store's error if the input cannot be recorded. A slot cancelled
         while the turn was starting cancels it at once.
         """
         if not self._holding:
             raise RuntimeError("a turn slot starts a turn only while it holds the queue")
+        why = self._read_only()
+        if why is not None:
+            raise SessionReadOnly(why)
         turn_id = self.turn_id = TurnId(new_id("turn"))
         turn = TurnHandle(self._branch, await self._loop.start_turn(turn_id, content, sent=sent))
         if self.cancelled:  # a cancel came while the turn was starting

@@ -224,6 +224,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             prompter=side.prompter,
             # The client's instructions join the session's guide: every line reads them.
             on_instructions=functools.partial(apply_instructions, scope.get(GUIDE)),
+            owner=session.record.owner,
         )
         controls.model_id = settings.models.default_model()
         controls.mode = settings.default_mode
@@ -252,7 +253,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         return manager
 
     async def checkpoints(scope: Scope) -> CheckpointStore:
-        return CheckpointStore(settings.checkpoints_dir)
+        return CheckpointStore(settings.checkpoints_dir, scope.find(STORE))
 
     async def sandbox(scope: Scope) -> SessionSandbox:
         policy = (

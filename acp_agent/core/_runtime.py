@@ -78,11 +78,16 @@ class Runtime:
         return MappingProxyType(self._sessions)
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
+        self,
+        *,
+        cwd: str | None = None,
+        limit: int = 100,
+        after: SessionPosition | None = None,
+        owner: str | None = None,
     ) -> list[SessionRecord]:
-        """Stored sessions, most recently updated first, optionally only those in `cwd`
-        and only those after position `after` (the next page)."""
-        return await self.store.list_sessions(cwd=cwd, limit=limit, after=after)
+        """Stored sessions, most recently updated first, optionally only those in `cwd`,
+        only `owner`'s, and only those after position `after` (the next page)."""
+        return await self.store.list_sessions(cwd=cwd, limit=limit, after=after, owner=owner)
 
     async def delete_session(self, session_id: SessionId) -> None:
         """Close the session if it is open here, then delete it from the store.
@@ -99,15 +104,21 @@ class Runtime:
         title: str | None = None,
         additional_directories: Sequence[str] = (),
         provide: Assembler | None = None,
+        owner: str = "",
     ) -> Session:
         """A new session in `cwd` with an empty main branch, leased to this process.
 
-        `additional_directories` are the workspace's other roots, kept with the session.
+        `additional_directories` are the workspace's other roots, kept with the session;
+        `owner` the person it belongs to.
         `provide`, here and wherever a session opens, provides session services of the
         opener's (a front end's side) before the registry's factories run.
         """
         record = new_session_record(
-            cwd, at=self.clock(), title=title, additional_directories=additional_directories
+            cwd,
+            at=self.clock(),
+            title=title,
+            additional_directories=additional_directories,
+            owner=owner,
         )
         await create_stored_session(self.store, record)
         return await self._open(record, provide)
@@ -152,12 +163,14 @@ class Runtime:
         title: str | None = None,
         additional_directories: Sequence[str] | None = None,
         provide: Assembler | None = None,
+        owner: str | None = None,
     ) -> Session:
         """A new, independent session whose main branch starts with `branch`'s history.
 
         History up to `at` (a batch end; default: all published) is copied with its
         seqs and batches intact, in the same transaction that creates the session.
-        The fork keeps the source's additional directories unless given its own.
+        The fork keeps the source's additional directories unless given its own, and
+        belongs to `owner` (default: the source's owner).
         """
         cut = branch.timeline.last_published_seq if at is None else at
         if not await branch.timeline.is_batch_end(cut):
@@ -177,6 +190,7 @@ class Runtime:
                 if additional_directories is None
                 else tuple(additional_directories)
             ),
+            owner=source.owner if owner is None else owner,
         )
         history = [
             attrs.evolve(event, branch_id=record.main_branch_id)
@@ -251,8 +265,9 @@ def new_session_record(
     at: float,
     title: str | None = None,
     additional_directories: Sequence[str] = (),
+    owner: str = "",
 ) -> SessionRecord:
-    """The record of a new session in `cwd`, created at `at`, with fresh ids."""
+    """The record of a new session in `cwd`, created at `at`, with fresh ids, `owner`'s."""
     return SessionRecord(
         SessionId(new_id("sess")),
         cwd,
@@ -261,6 +276,7 @@ def new_session_record(
         at,
         title,
         additional_directories=tuple(additional_directories),
+        owner=owner,
     )
 
 

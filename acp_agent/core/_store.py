@@ -14,9 +14,12 @@ raises these classes and nothing else, and passes `tests/store/contract.py`.
 Layered by guarantee, like eventsourcing's recorders: a branch recorder
 (`append_batch`, `read`, `last_durable_seq`), sessions and branches as rows,
 result tracking (`has_result`, written in the result event's transaction),
-per-session writer leases, restore snapshots (cache, never facts), and the
+per-session writer leases, restore snapshots (cache, never facts), the files
+that follow a session wherever it is opened (checkpoints: what files held
+before the agent changed them), and the
 permission rules a person chose to remember ("always allow", "always reject"),
-which belong to a workspace rather than to one session.
+which belong to that person and a workspace rather than to one session. Sessions
+and rules carry their owner (a person's name); listing filters by it.
 
 The store keeps its query tables in step with the events, in the batch's own
 transaction, by the rules in `project_batch`: the `BranchCreated` of a new
@@ -164,6 +167,8 @@ class SessionRecord(Record):
     #: The other roots of the workspace the session was last given (absolute, resolved,
     #: in order; the cwd is never one of them).
     additional_directories: tuple[str, ...] = ()
+    #: The person the session belongs to (`acp_agent.people`): only they see it.
+    owner: str = ""
 
 
 @attrs.frozen(order=True)
@@ -200,7 +205,7 @@ class BranchRecord(Record):
 
 @attrs.frozen
 class PermissionRule(Record):
-    """A remembered answer to a permission question, for one workspace and one tool.
+    """A remembered answer to a permission question, for one person, workspace and tool.
 
     `scope` says what `pattern` matches: `tool` (every call of the tool; pattern
     empty), `command_prefix` (a command and its leading words, e.g. `git status`),
@@ -220,6 +225,8 @@ class PermissionRule(Record):
     session_id: SessionId | None = None
     call_id: CallId | None = None
     revoked_at: float | None = None
+    #: The person who chose it: it holds in their sessions only.
+    owner: str = ""
 
 
 @attrs.frozen
@@ -317,11 +324,17 @@ class Store(Protocol):
         ...
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
+        self,
+        *,
+        cwd: str | None = None,
+        limit: int = 100,
+        after: SessionPosition | None = None,
+        owner: str | None = None,
     ) -> list[SessionRecord]:
         """Sessions, most recently updated first (ties by id, descending), at most `limit`.
 
-        Optionally only those in `cwd`, and only those listed after position `after`.
+        Optionally only those in `cwd`, only `owner`'s, and only those listed after
+        position `after`.
         """
         ...
 
@@ -335,7 +348,7 @@ class Store(Protocol):
         ...
 
     async def delete_session(self, session_id: SessionId) -> None:
-        """Delete the session with its branches, events, results, snapshots and lease.
+        """Delete the session with its branches, events, results, snapshots, files and lease.
 
         An unknown session is nothing to do. `SessionHeld` if another live process
         holds its lease (a lease of our own is dropped with it). Permission rules
@@ -390,20 +403,25 @@ class Store(Protocol):
         """Whether the branch recorded a result for the call (at or before `lte`)."""
         ...
 
-    # permission rules: per workspace, not per session; no lease needed
+    # permission rules: per person and workspace, not per session; no lease needed
 
     async def add_permission_rule(self, rule: PermissionRule) -> PermissionRule:
         """Keep a new rule and return it; `StoreConflict` if its id is taken.
 
-        A rule in force that says the same (workspace, tool, scope, pattern and
-        decision) is kept once: that one is returned and nothing is added.
+        A rule in force that says the same (owner, workspace, tool, scope, pattern
+        and decision) is kept once: that one is returned and nothing is added.
         """
         ...
 
     async def list_permission_rules(
-        self, *, workspace: str | None = None, include_revoked: bool = False
+        self,
+        *,
+        workspace: str | None = None,
+        include_revoked: bool = False,
+        owner: str | None = None,
     ) -> list[PermissionRule]:
-        """Rules, oldest first, optionally only one workspace's; revoked ones on request."""
+        """Rules, oldest first, optionally only one workspace's and one owner's; revoked
+        ones on request."""
         ...
 
     async def revoke_permission_rule(self, rule_id: str, *, revoked_at: float) -> PermissionRule:
@@ -411,6 +429,27 @@ class Store(Protocol):
 
         Revoking a revoked rule changes nothing and returns it as it is.
         """
+        ...
+
+    # session files: contents that follow a session (checkpoints); no lease needed
+
+    async def put_files(
+        self, session_id: SessionId, kind: str, files: Sequence[tuple[str, bytes]]
+    ) -> None:
+        """Keep each `(key, data)` of `kind` for the session, in one write. A key kept
+        already is left as it is (keys name their content: a checkpoint's digest)."""
+        ...
+
+    async def get_file(self, session_id: SessionId, kind: str, key: str) -> bytes | None:
+        """The content kept under `(kind, key)` for the session; None if there is none."""
+        ...
+
+    async def list_files(self, session_id: SessionId) -> list[tuple[str, str]]:
+        """The `(kind, key)` of every file the session keeps, in order."""
+        ...
+
+    async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
+        """Give `target_id` every file `source_id` keeps (a fork), in one write."""
         ...
 
     # restore snapshots: cache, safe to lose

@@ -1,7 +1,7 @@
 """Copying sessions from one store to another, through the store interface, and checking the copy.
 
-`copy_sessions(source, target)` copies every session with its branches and
-events, and every permission rule, from any store to any other (a person's
+`copy_sessions(source, target)` copies every session with its branches,
+events and files (checkpoints), and every permission rule, from any store to any other (a person's
 SQLite file to a team's PostgreSQL). Each session is leased in both stores
 while it is copied, so nobody writes it meanwhile; one held by a live process
 is skipped and named (copy it again once that process is done). The events go
@@ -16,8 +16,9 @@ skipped. Snapshots are not copied: they are a cache, rebuilt on the next load.
 
 `verify_copy(source, target)` compares, for every session of the source:
 the session row (all but `updated_at`, which the target moves by its own
-batches), its branches, and every event of every branch, decoded, which is
-what a load replays; and every rule. It returns the counts and what differs.
+batches), its branches, every event of every branch, decoded, which is
+what a load replays, and the keys of its files; and every rule. It returns
+the counts and what differs.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ __all__ = (
 
 #: Events per appended batch (and per read).
 DEFAULT_CHUNK_EVENTS: Final = 1000
+#: Bytes of a session's files per write to the target.
+_FILE_BATCH_BYTES: Final = 16 * 1024 * 1024
 
 
 @attrs.frozen
@@ -129,6 +132,10 @@ async def verify_copy(source: Store, target: Store) -> CopyVerification:
         if await target.list_branches(name) != source_branches:
             differences.append(f"session {name}: its branches differ")
             continue
+        if await target.list_files(session.session_id) != await source.list_files(
+            session.session_id
+        ):
+            differences.append(f"session {name}: its files differ")
         for branch in source_branches:
             branches += 1
             ours = await source.read(branch.branch_id)
@@ -182,11 +189,32 @@ async def _copy_session(
             copied = 0
             for branch in branches:
                 copied += await _copy_branch(source, target, session, branch, chunk_events)
+            await _copy_files(source, target, session_id)
             return copied
         finally:
             await target.release_session(session_id)
     finally:
         await source.release_session(session_id)
+
+
+async def _copy_files(source: Store, target: Store, session_id: SessionId) -> None:
+    """The session's files the target lacks, a bounded batch at a time."""
+    there = set(await target.list_files(session_id))
+    batch: list[tuple[str, bytes]] = []
+    size, batch_kind = 0, ""
+    for kind, key in await source.list_files(session_id):
+        if (kind, key) in there:
+            continue
+        data = await source.get_file(session_id, kind, key)
+        if data is None:
+            continue
+        if batch and (kind != batch_kind or size + len(data) > _FILE_BATCH_BYTES):
+            await target.put_files(session_id, batch_kind, batch)
+            batch, size = [], 0
+        batch.append((key, data))
+        size, batch_kind = size + len(data), kind
+    if batch:
+        await target.put_files(session_id, batch_kind, batch)
 
 
 async def _copy_branch(

@@ -60,6 +60,8 @@ class MemoryDatabase:
     snapshots: dict[tuple[BranchId, str], list[Snapshot]] = attrs.field(factory=dict)
     #: In the order they were added.
     rules: dict[str, PermissionRule] = attrs.field(factory=dict)
+    #: (session, kind, key) -> content.
+    files: dict[tuple[SessionId, str, str], bytes] = attrs.field(factory=dict)
 
 
 class MemoryStore:
@@ -107,13 +109,20 @@ class MemoryStore:
             raise StoreNotFound(f"no session {session_id}") from None
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
+        self,
+        *,
+        cwd: str | None = None,
+        limit: int = 100,
+        after: SessionPosition | None = None,
+        owner: str | None = None,
     ) -> list[SessionRecord]:
         db = await self._enter()
         found = [
             s
             for s in db.sessions.values()
-            if (cwd is None or s.cwd == cwd) and (after is None or SessionPosition.of(s) < after)
+            if (cwd is None or s.cwd == cwd)
+            and (owner is None or s.owner == owner)
+            and (after is None or SessionPosition.of(s) < after)
         ]
         found.sort(key=SessionPosition.of, reverse=True)
         return found[:limit]
@@ -144,6 +153,7 @@ class MemoryStore:
         db.results = {k: v for k, v in db.results.items() if k[0] not in branches}
         db.snapshots = {k: v for k, v in db.snapshots.items() if k[0] not in branches}
         db.leases.pop(session_id, None)
+        db.files = {k: v for k, v in db.files.items() if k[0] != session_id}
         del db.sessions[session_id]
 
     async def list_branches(self, session_id: SessionId) -> list[BranchRecord]:
@@ -253,13 +263,18 @@ class MemoryStore:
         return rule
 
     async def list_permission_rules(
-        self, *, workspace: str | None = None, include_revoked: bool = False
+        self,
+        *,
+        workspace: str | None = None,
+        include_revoked: bool = False,
+        owner: str | None = None,
     ) -> list[PermissionRule]:
         db = await self._enter()
         return [
             rule
             for rule in db.rules.values()
             if (workspace is None or rule.workspace == workspace)
+            and (owner is None or rule.owner == owner)
             and (include_revoked or rule.revoked_at is None)
         ]
 
@@ -271,6 +286,29 @@ class MemoryStore:
         if rule.revoked_at is None:
             rule = db.rules[rule_id] = attrs.evolve(rule, revoked_at=revoked_at)
         return rule
+
+    # --- session files ----------------------------------------------------------------
+
+    async def put_files(
+        self, session_id: SessionId, kind: str, files: Sequence[tuple[str, bytes]]
+    ) -> None:
+        db = await self._enter()
+        for key, data in files:
+            db.files.setdefault((session_id, kind, key), bytes(data))
+
+    async def get_file(self, session_id: SessionId, kind: str, key: str) -> bytes | None:
+        db = await self._enter()
+        return db.files.get((session_id, kind, key))
+
+    async def list_files(self, session_id: SessionId) -> list[tuple[str, str]]:
+        db = await self._enter()
+        return sorted((k[1], k[2]) for k in db.files if k[0] == session_id)
+
+    async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
+        db = await self._enter()
+        for (session_id, kind, key), data in list(db.files.items()):
+            if session_id == source_id:
+                db.files.setdefault((target_id, kind, key), data)
 
     # --- snapshots --------------------------------------------------------------------
 
@@ -301,5 +339,6 @@ class MemoryStore:
 
 
 def _what_it_says(rule: PermissionRule) -> tuple[str, ...]:
-    """What a rule says, without who chose it and when: the store keeps such a rule once."""
-    return (rule.workspace, rule.tool, rule.scope, rule.pattern, rule.decision)
+    """What a rule says, and for whom, without where and when it was chosen: the store keeps
+    such a rule once."""
+    return (rule.owner, rule.workspace, rule.tool, rule.scope, rule.pattern, rule.decision)

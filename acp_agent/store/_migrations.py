@@ -27,6 +27,9 @@ class Migration(Record):
     version: int
     description: str
     statements: tuple[str, ...]
+    #: Statements run after `statements` with one parameter, the person opening the
+    #: store: rows written before owners existed become theirs (the local user's).
+    adopt: tuple[str, ...] = ()
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -137,6 +140,34 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE sessions ADD COLUMN additional_directories TEXT NOT NULL DEFAULT '[]'",
         ),
     ),
+    Migration(
+        4,
+        "owners: a session and a permission rule belong to a person",
+        (
+            "ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE permission_rules ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+            "CREATE INDEX sessions_by_owner_recency ON sessions (owner, updated_at DESC)",
+        ),
+        adopt=(
+            "UPDATE sessions SET owner = ? WHERE owner = ''",
+            "UPDATE permission_rules SET owner = ? WHERE owner = ''",
+        ),
+    ),
+    Migration(
+        5,
+        "files that follow a session (checkpoints)",
+        (
+            """
+            CREATE TABLE session_files (
+                session_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                key TEXT NOT NULL,
+                data BLOB NOT NULL,
+                PRIMARY KEY (session_id, kind, key)
+            )
+            """,
+        ),
+    ),
 )
 
 
@@ -151,10 +182,16 @@ def schema_version(connection: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
-def migrate(connection: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+def migrate(
+    connection: sqlite3.Connection,
+    migrations: Sequence[Migration] = MIGRATIONS,
+    *,
+    person: str = "",
+) -> int:
     """Apply the missing migrations in one transaction; returns the resulting version.
 
-    `connection` must be in autocommit mode (`isolation_level=None`).
+    `connection` must be in autocommit mode (`isolation_level=None`); `person` is who
+    opens the store (the owner that rows from before owners are given).
     """
     latest = migrations[-1].version if migrations else 0
     connection.execute("BEGIN IMMEDIATE")
@@ -173,6 +210,8 @@ def migrate(connection: sqlite3.Connection, migrations: Sequence[Migration] = MI
             if migration.version > current:
                 for statement in migration.statements:
                     connection.execute(statement)
+                for statement in migration.adopt:
+                    connection.execute(statement, (person,))
                 connection.execute(
                     "INSERT INTO schema_version VALUES (?, ?, ?)",
                     (migration.version, migration.description, time.time()),

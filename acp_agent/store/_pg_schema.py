@@ -142,6 +142,39 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX permission_rules_by_workspace ON permission_rules (workspace)",
         ),
     ),
+    Migration(
+        2,
+        "owners: a session and a permission rule belong to a person",
+        (
+            "ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE permission_rules ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+            "CREATE INDEX sessions_by_owner_recency"
+            " ON sessions (owner, updated_at DESC, session_id DESC)",
+        ),
+        adopt=(
+            "UPDATE sessions SET owner = %s WHERE owner = ''",
+            "UPDATE permission_rules SET owner = %s WHERE owner = ''",
+        ),
+    ),
+    # bytea, not large objects: a checkpoint is at most 64 MiB (MAX_KEPT_BYTES), well
+    # under bytea's 1 GB; a row is written, copied and deleted with the session in plain
+    # transactions (large objects need lo_unlink and their own privileges), and TOAST
+    # compresses and stores it out of line.
+    Migration(
+        3,
+        "files that follow a session (checkpoints)",
+        (
+            """
+            CREATE TABLE session_files (
+                session_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                key TEXT NOT NULL,
+                data BYTEA NOT NULL,
+                PRIMARY KEY (session_id, kind, key)
+            )
+            """,
+        ),
+    ),
 )
 
 
@@ -159,10 +192,13 @@ async def postgres_schema_version(connection: AsyncConnection[Any]) -> int:
 async def migrate_postgres(
     connection: AsyncConnection[Any],
     migrations: Sequence[Migration] = PG_MIGRATIONS,
+    *,
+    person: str = "",
 ) -> int:
     """Apply the missing migrations in one transaction; returns the resulting version.
 
-    `connection` must be in autocommit mode (the transaction is this function's).
+    `connection` must be in autocommit mode (the transaction is this function's);
+    `person` is who opens the store (the owner rows from before owners are given).
     """
     latest = migrations[-1].version if migrations else 0
     async with connection.transaction():
@@ -183,6 +219,8 @@ async def migrate_postgres(
             if migration.version > current:
                 for statement in migration.statements:
                     await connection.execute(statement)
+                for statement in migration.adopt:
+                    await connection.execute(statement, (person,))
                 await connection.execute(
                     "INSERT INTO schema_version VALUES (%s, %s, extract(epoch FROM now()))",
                     (migration.version, migration.description),

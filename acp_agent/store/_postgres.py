@@ -60,6 +60,7 @@ from acp_agent.core import (
     encode_event,
     project_batch,
 )
+from acp_agent.people import local_person
 from acp_agent.store._leases import this_process
 from acp_agent.store._location import redact_store_url
 from acp_agent.store._pg_errors import Failure, classify, translate
@@ -168,8 +169,14 @@ class PostgresStore:
         pool_size: int = DEFAULT_POOL_SIZE,
         lease_timeout_s: float = DEFAULT_LEASE_TIMEOUT_S,
         reconnect_s: float = DEFAULT_RECONNECT_S,
+        person: str | None = None,
     ) -> PostgresStore:
-        """Connect to the database at `url` and migrate it (retrying a server that is starting)."""
+        """Connect to the database at `url` and migrate it (retrying a server that is starting).
+
+        `person`: who opens it (default: `local_person()`); sessions and rules stored
+        before owners existed become theirs.
+        """
+        opener = local_person() if person is None else person
         location = redact_store_url(url)
         try:
             import psycopg
@@ -200,7 +207,7 @@ class PostgresStore:
             ConnectionPool(connect, pool_size), keeper, location=location, reconnect_s=reconnect_s
         )
         try:
-            await store._run(lambda db, _: migrate_postgres(db), "open the store")
+            await store._run(lambda db, _: migrate_postgres(db, person=opener), "open the store")
         except BaseException:
             await store.aclose()
             raise
@@ -265,7 +272,7 @@ class PostgresStore:
                     return  # the first try committed before its answer was lost
                 await db.execute(
                     f"INSERT INTO sessions ({SESSION_COLUMNS})"
-                    " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                    " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                     _text_row(session_row(session)),
                 )
                 await db.execute(_INSERT_BRANCH, _branch_row(main))
@@ -304,13 +311,21 @@ class PostgresStore:
         return await self._run(fetch, f"get session {session_id}")
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
+        self,
+        *,
+        cwd: str | None = None,
+        limit: int = 100,
+        after: SessionPosition | None = None,
+        owner: str | None = None,
     ) -> list[SessionRecord]:
         where: list[str] = []
         values: list[Any] = []
         if cwd is not None:
             where.append("cwd = %s")
             values.append(cwd)
+        if owner is not None:
+            where.append("owner = %s")
+            values.append(owner)
         if after is not None:
             where.append("(updated_at, session_id) < (%s, %s)")
             values += [after.updated_at, after.session_id]
@@ -358,7 +373,7 @@ class PostgresStore:
                         f"DELETE FROM {table} WHERE branch_id IN ({branches})",
                         (session_id,),
                     )
-                for table in ("branches", "session_leases", "sessions"):
+                for table in ("branches", "session_files", "session_leases", "sessions"):
                     await db.execute(
                         f"DELETE FROM {table} WHERE session_id = %s",
                         (session_id,),
@@ -525,7 +540,7 @@ class PostgresStore:
     # --- permission rules --------------------------------------------------------------
 
     async def add_permission_rule(self, rule: PermissionRule) -> PermissionRule:
-        said = (rule.workspace, rule.tool, rule.scope, rule.pattern, rule.decision)
+        said = (rule.workspace, rule.tool, rule.scope, rule.pattern, rule.decision, rule.owner)
 
         async def write(db: AsyncConnection[Any], _: bool) -> PermissionRule:
             async with db.transaction():
@@ -537,7 +552,8 @@ class PostgresStore:
                 cursor = await db.execute(
                     f"SELECT {RULE_COLUMNS} FROM permission_rules"
                     " WHERE workspace = %s AND tool = %s AND scope = %s AND pattern = %s"
-                    " AND decision = %s AND revoked_at IS NULL ORDER BY position LIMIT 1",
+                    " AND decision = %s AND owner = %s AND revoked_at IS NULL"
+                    " ORDER BY position LIMIT 1",
                     said,
                 )
                 same = await cursor.fetchone()
@@ -545,7 +561,7 @@ class PostgresStore:
                     return rule_record(same)
                 await db.execute(
                     f"INSERT INTO permission_rules ({RULE_COLUMNS})"
-                    " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                    " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                     _text_row(attrs.astuple(rule)),
                 )
             return rule
@@ -553,13 +569,20 @@ class PostgresStore:
         return await self._run(write, f"add permission rule {rule.rule_id}")
 
     async def list_permission_rules(
-        self, *, workspace: str | None = None, include_revoked: bool = False
+        self,
+        *,
+        workspace: str | None = None,
+        include_revoked: bool = False,
+        owner: str | None = None,
     ) -> list[PermissionRule]:
         where: list[str] = []
         values: list[Any] = []
         if workspace is not None:
             where.append("workspace = %s")
             values.append(workspace)
+        if owner is not None:
+            where.append("owner = %s")
+            values.append(owner)
         if not include_revoked:
             where.append("revoked_at IS NULL")
         clause = f" WHERE {' AND '.join(where)}" if where else ""
@@ -590,6 +613,56 @@ class PostgresStore:
             return rule_record(row)
 
         return await self._run(write, f"revoke permission rule {rule_id}")
+
+    # --- session files ----------------------------------------------------------------
+
+    async def put_files(
+        self, session_id: SessionId, kind: str, files: Sequence[tuple[str, bytes]]
+    ) -> None:
+        if not files:
+            return
+        rows = [(session_id, kind, key, data) for key, data in files]
+
+        async def write(db: AsyncConnection[Any], _: bool) -> None:
+            async with db.transaction(), db.cursor() as cursor:
+                await cursor.executemany(
+                    "INSERT INTO session_files VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    rows,
+                )
+
+        await self._run(write, f"keep {len(files)} files of {session_id}")
+
+    async def get_file(self, session_id: SessionId, kind: str, key: str) -> bytes | None:
+        async def fetch(db: AsyncConnection[Any], _: bool) -> bytes | None:
+            cursor = await db.execute(
+                "SELECT data FROM session_files WHERE session_id = %s AND kind = %s AND key = %s",
+                (session_id, kind, key),
+            )
+            row = await cursor.fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(fetch, f"read a file of {session_id}")
+
+    async def list_files(self, session_id: SessionId) -> list[tuple[str, str]]:
+        async def fetch(db: AsyncConnection[Any], _: bool) -> list[tuple[str, str]]:
+            cursor = await db.execute(
+                "SELECT kind, key FROM session_files WHERE session_id = %s"
+                ' ORDER BY kind COLLATE "C", key COLLATE "C"',
+                (session_id,),
+            )
+            return [(str(kind), str(key)) for kind, key in await cursor.fetchall()]
+
+        return await self._run(fetch, f"list the files of {session_id}")
+
+    async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
+        async def write(db: AsyncConnection[Any], _: bool) -> None:
+            await db.execute(
+                "INSERT INTO session_files SELECT %s, kind, key, data FROM session_files"
+                " WHERE session_id = %s ON CONFLICT DO NOTHING",
+                (target_id, source_id),
+            )
+
+        await self._run(write, f"copy the files of {source_id}")
 
     # --- snapshots -----------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ EVENT_COLUMNS: Final = (
 )
 SESSION_COLUMNS: Final = (
     "session_id, cwd, main_branch_id, title, created_at, updated_at,"
-    " fork_session_id, fork_branch_id, fork_seq, additional_directories"
+    " fork_session_id, fork_branch_id, fork_seq, additional_directories, owner"
 )
 BRANCH_COLUMNS: Final = "branch_id, session_id, parent_id, cut_seq, label, created_at, closed_at"
 SNAPSHOT_COLUMNS: Final = (
@@ -43,7 +43,7 @@ SNAPSHOT_COLUMNS: Final = (
 )
 RULE_COLUMNS: Final = (
     "rule_id, workspace, tool, scope, pattern, decision, created_at, session_id, call_id,"
-    " revoked_at"
+    " revoked_at, owner"
 )
 
 
@@ -61,12 +61,13 @@ def session_row(session: SessionRecord) -> tuple[Any, ...]:
         None if origin is None else origin.branch_id,
         None if origin is None else origin.seq,
         json.dumps(list(session.additional_directories)),
+        session.owner,
     )
 
 
 def session_record(row: Sequence[Any]) -> SessionRecord:
     """The session a row in `SESSION_COLUMNS` order holds."""
-    session_id, cwd, main_branch_id, title, created_at, updated_at, *fork, directories = row
+    session_id, cwd, main_branch_id, title, created_at, updated_at, *fork, directories, owner = row
     origin = None if fork[0] is None else ForkOrigin(*fork)
     return SessionRecord(
         session_id,
@@ -77,6 +78,7 @@ def session_record(row: Sequence[Any]) -> SessionRecord:
         title,
         origin,
         _directories(session_id, directories),
+        owner,
     )
 
 

@@ -64,6 +64,7 @@ from acp_agent.core import (
     encode_event,
     project_batch,
 )
+from acp_agent.people import local_person
 from acp_agent.store._leases import LeaseOwner, is_running, this_process
 from acp_agent.store._migrations import migrate
 from acp_agent.store._rows import (
@@ -131,10 +132,20 @@ class SqliteStore:
 
     @classmethod
     async def open(
-        cls, path: Path, *, synchronous: Synchronous = "FULL", busy_timeout_s: float = 5.0
+        cls,
+        path: Path,
+        *,
+        synchronous: Synchronous = "FULL",
+        busy_timeout_s: float = 5.0,
+        person: str | None = None,
     ) -> SqliteStore:
-        """Open (creating it and its folder if needed) and migrate the database at `path`."""
-        connect = partial(_connect, path, synchronous, busy_timeout_s)
+        """Open (creating it and its folder if needed) and migrate the database at `path`.
+
+        `person`: who opens it (default: `local_person()`); sessions and rules stored
+        before owners existed become theirs.
+        """
+        opener = local_person() if person is None else person
+        connect = partial(_connect, path, synchronous, busy_timeout_s, opener)
         connection = await anyio.to_thread.run_sync(connect)
         return cls(connection, path, this_process())
 
@@ -165,7 +176,7 @@ class SqliteStore:
             rows = [encode_event(event) for event in history]
             with _transaction(db):
                 db.execute(
-                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     session_row(session),
                 )
                 _insert_branch(db, main)
@@ -193,7 +204,12 @@ class SqliteStore:
         return await self._run(fetch, f"get session {session_id}")
 
     async def list_sessions(
-        self, *, cwd: str | None = None, limit: int = 100, after: SessionPosition | None = None
+        self,
+        *,
+        cwd: str | None = None,
+        limit: int = 100,
+        after: SessionPosition | None = None,
+        owner: str | None = None,
     ) -> list[SessionRecord]:
         def fetch(db: sqlite3.Connection) -> list[SessionRecord]:
             where: list[str] = []
@@ -201,6 +217,9 @@ class SqliteStore:
             if cwd is not None:
                 where.append("cwd = ?")
                 values.append(cwd)
+            if owner is not None:
+                where.append("owner = ?")
+                values.append(owner)
             if after is not None:
                 where.append("(updated_at, session_id) < (?, ?)")
                 values += [after.updated_at, after.session_id]
@@ -242,6 +261,7 @@ class SqliteStore:
                         f"DELETE FROM {table} WHERE branch_id IN ({branches})", (session_id,)
                     )
                 db.execute("DELETE FROM branches WHERE session_id = ?", (session_id,))
+                db.execute("DELETE FROM session_files WHERE session_id = ?", (session_id,))
                 db.execute("DELETE FROM session_leases WHERE session_id = ?", (session_id,))
                 db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
             self._recency.pop(session_id, None)
@@ -413,13 +433,21 @@ class SqliteStore:
                 same = db.execute(
                     f"SELECT {RULE_COLUMNS} FROM permission_rules"
                     " WHERE workspace = ? AND tool = ? AND scope = ? AND pattern = ?"
-                    " AND decision = ? AND revoked_at IS NULL ORDER BY rowid LIMIT 1",
-                    (rule.workspace, rule.tool, rule.scope, rule.pattern, rule.decision),
+                    " AND decision = ? AND owner = ? AND revoked_at IS NULL"
+                    " ORDER BY rowid LIMIT 1",
+                    (
+                        rule.workspace,
+                        rule.tool,
+                        rule.scope,
+                        rule.pattern,
+                        rule.decision,
+                        rule.owner,
+                    ),
                 ).fetchone()
                 if same is not None:
                     return rule_record(same)
                 db.execute(
-                    f"INSERT INTO permission_rules ({RULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO permission_rules ({RULE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     attrs.astuple(rule),
                 )
             return rule
@@ -427,13 +455,20 @@ class SqliteStore:
         return await self._run(write, f"add permission rule {rule.rule_id}")
 
     async def list_permission_rules(
-        self, *, workspace: str | None = None, include_revoked: bool = False
+        self,
+        *,
+        workspace: str | None = None,
+        include_revoked: bool = False,
+        owner: str | None = None,
     ) -> list[PermissionRule]:
         def fetch(db: sqlite3.Connection) -> list[PermissionRule]:
             where, values = [], []
             if workspace is not None:
                 where.append("workspace = ?")
                 values.append(workspace)
+            if owner is not None:
+                where.append("owner = ?")
+                values.append(owner)
             if not include_revoked:
                 where.append("revoked_at IS NULL")
             clause = f" WHERE {' AND '.join(where)}" if where else ""
@@ -460,6 +495,53 @@ class SqliteStore:
             return rule_record(row)
 
         return await self._run(write, f"revoke permission rule {rule_id}")
+
+    # --- session files ----------------------------------------------------------------
+
+    async def put_files(
+        self, session_id: SessionId, kind: str, files: Sequence[tuple[str, bytes]]
+    ) -> None:
+        if not files:
+            return
+
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                db.executemany(
+                    "INSERT OR IGNORE INTO session_files VALUES (?, ?, ?, ?)",
+                    [(session_id, kind, key, data) for key, data in files],
+                )
+
+        await self._run(write, f"keep {len(files)} files of {session_id}")
+
+    async def get_file(self, session_id: SessionId, kind: str, key: str) -> bytes | None:
+        def fetch(db: sqlite3.Connection) -> bytes | None:
+            row = db.execute(
+                "SELECT data FROM session_files WHERE session_id = ? AND kind = ? AND key = ?",
+                (session_id, kind, key),
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(fetch, f"read a file of {session_id}")
+
+    async def list_files(self, session_id: SessionId) -> list[tuple[str, str]]:
+        def fetch(db: sqlite3.Connection) -> list[tuple[str, str]]:
+            rows = db.execute(
+                "SELECT kind, key FROM session_files WHERE session_id = ? ORDER BY kind, key",
+                (session_id,),
+            )
+            return [(str(kind), str(key)) for kind, key in rows]
+
+        return await self._run(fetch, f"list the files of {session_id}")
+
+    async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT OR IGNORE INTO session_files"
+                " SELECT ?, kind, key, data FROM session_files WHERE session_id = ?",
+                (target_id, source_id),
+            )
+
+        await self._run(write, f"copy the files of {source_id}")
 
     # --- snapshots -----------------------------------------------------------------------
 
@@ -525,7 +607,9 @@ class SqliteStore:
 # --- helpers (run on the worker thread) --------------------------------------------------
 
 
-def _connect(path: Path, synchronous: Synchronous, busy_timeout_s: float) -> sqlite3.Connection:
+def _connect(
+    path: Path, synchronous: Synchronous, busy_timeout_s: float, person: str
+) -> sqlite3.Connection:
     with _translated(f"open {path}", path):
         path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(
@@ -537,7 +621,7 @@ def _connect(path: Path, synchronous: Synchronous, busy_timeout_s: float) -> sql
                 raise StoreUnavailable(f"{path}: cannot use WAL journaling (got {mode})")
             connection.execute(f"PRAGMA synchronous = {synchronous}")
             connection.execute("PRAGMA foreign_keys = ON")
-            migrate(connection)
+            migrate(connection, person=person)
             bound_wal(connection, path)
         except BaseException:
             connection.close()

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from acp_agent.paths import resolve_paths
+from acp_agent.store import PG_MIGRATIONS
 from tests.adapters.doctor.support import run_doctor
 from tests.support import agent_env, write_script
 from tests.support.postgres import PostgresCluster, fresh_database, skip_without_postgres
@@ -90,7 +91,7 @@ def test_exec_sessions_and_doctor_work_against_a_postgresql_store(
     check = doctor.check("store")
     assert check["status"] == "ok", check
     assert check["summary"].startswith("1 session on PostgreSQL ")
-    assert ", schema 1, 1 leased" in check["summary"]
+    assert f", schema {PG_MIGRATIONS[-1].version}, 1 leased" in check["summary"]
     [holding] = check["details"]["lease holders"]
     assert holding.startswith(f"pid {holder.pid} on ")
     assert check["details"]["url"].startswith("postgresql://***@/")

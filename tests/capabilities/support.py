@@ -241,9 +241,10 @@ async def in_process_agent(
     store: Store | None = None,
     session_id: str | None = None,
     loop: LoopSettings | None = None,
+    owner: str = "",
 ) -> AsyncIterator[Agent]:
     """A runtime over `store` (a fresh memory store) playing `script`, with one session
-    in `tmp_path` (created, or `session_id` loaded)."""
+    in `tmp_path` (created, `owner`'s, or `session_id` loaded)."""
     parsed = parse_script(script, name="test") if script is not None else None
     models = ConfiguredModels(load_models_config(None, {}), {}, script=parsed)
     registry = ServiceRegistry()
@@ -256,7 +257,7 @@ async def in_process_agent(
     store = store if store is not None else MemoryStore()
     async with open_runtime(store, registry=registry) as runtime:
         if session_id is None:
-            session = await runtime.create_session(str(tmp_path))
+            session = await runtime.create_session(str(tmp_path), owner=owner)
         else:
             session = await runtime.load_session(session_id)  # type: ignore[arg-type]
         yield Agent(runtime, session, store)

@@ -161,6 +161,26 @@ async def test_allow_always_is_remembered_for_the_workspace_and_asks_no_more(tmp
     ]
 
 
+async def test_an_always_answer_holds_in_its_owners_sessions_only(tmp_path: Path):
+    counter = CountingTool(tmp_path / "counter")
+    prompter = AnsweringPrompter(PermissionChoice.ALLOW_ALWAYS, PermissionChoice.ALLOW_ALWAYS)
+    database = MemoryDatabase()
+    for owner, call_id in (("alice", "c1"), ("bob", "c2"), ("alice", "c3")):
+        script = one_call("count", {"label": "x"}, call_id=call_id)
+        async with in_process_agent(
+            script, tmp_path, tools=lambda: [counter], store=MemoryStore(database), owner=owner
+        ) as agent:
+            agent.controls.prompter = prompter
+            await agent.wait_turn_over(await agent.prompt())
+            rules = await agent.store.list_permission_rules()
+
+    # Alice is asked once; Bob, in the same workspace, is asked despite her rule; Alice's
+    # next session is not asked again.
+    assert [question.call_id for question in prompter.questions] == ["c1", "c2"]
+    assert counter.runs == 3
+    assert [(r.owner, r.pattern) for r in rules] == [("alice", "count x"), ("bob", "count x")]
+
+
 async def test_reject_always_refuses_later_calls_with_an_explanation(tmp_path: Path):
     counter = CountingTool(tmp_path / "counter")
     prompter = AnsweringPrompter(PermissionChoice.REJECT_ALWAYS)

@@ -107,11 +107,11 @@ def texts_of(events: Sequence[object]) -> list[str]:
 
 
 async def new_session(
-    store: Store, *, cwd: str = "/work/project", at: float = 1.0
+    store: Store, *, cwd: str = "/work/project", at: float = 1.0, owner: str = ""
 ) -> SessionRecord:
-    """A stored session with an empty main branch, leased to `store`."""
+    """A stored session with an empty main branch, leased to `store`, `owner`'s."""
     session_id = SessionId(new_id("sess"))
-    record = SessionRecord(session_id, cwd, BranchId(new_id("br")), at, at)
+    record = SessionRecord(session_id, cwd, BranchId(new_id("br")), at, at, owner=owner)
     main = BranchRecord(record.main_branch_id, session_id, None, NO_SEQ, "main", at)
     await store.create_session(record, main)
     return record

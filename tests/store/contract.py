@@ -90,6 +90,7 @@ def rule(
     pattern: str = "",
     decision: str = "allow",
     revoked_at: float | None = None,
+    owner: str = "",
 ) -> PermissionRule:
     return PermissionRule(
         rule_id,
@@ -102,6 +103,7 @@ def rule(
         session_id=SessionId("sess_1"),
         call_id=CallId("call_1"),
         revoked_at=revoked_at,
+        owner=owner,
     )
 
 
@@ -178,6 +180,22 @@ class StoreContract:
             assert [s.session_id for s in listed] == [old.session_id, new.session_id]
             assert listed[0].updated_at == 9.0
             assert len(await store.list_sessions(limit=1)) == 1
+
+    async def test_a_session_belongs_to_its_owner_and_lists_filter_by_owner(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            alices = await new_session(store, cwd="/work/a", at=1.0, owner="alice")
+            bobs = await new_session(store, cwd="/work/a", at=2.0, owner="bob")
+            also_alices = await new_session(store, cwd="/work/b", at=3.0, owner="alice")
+            assert (await store.get_session(bobs.session_id)).owner == "bob"
+            listed = await store.list_sessions(owner="alice")
+            assert [s.session_id for s in listed] == [also_alices.session_id, alices.session_id]
+            assert [s.owner for s in listed] == ["alice", "alice"]
+            in_a = await store.list_sessions(cwd="/work/a", owner="bob")
+            assert [s.session_id for s in in_a] == [bobs.session_id]
+            assert await store.list_sessions(owner="carol") == []
+            assert len(await store.list_sessions()) == 3  # no owner named: everyone's
 
     async def test_sessions_page_after_a_position_without_gaps_or_repeats(
         self, stores: StoreFactory
@@ -501,6 +519,21 @@ class StoreContract:
             assert await store.list_permission_rules() == [first, second, third]
             assert await store.list_permission_rules(workspace="/work/a") == [first, third]
 
+    async def test_a_rule_belongs_to_its_owner_and_is_kept_once_per_owner(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            alices = rule("rule_1", "/work/a", owner="alice")
+            bobs = rule("rule_2", "/work/a", owner="bob")  # says the same, for another person
+            assert await store.add_permission_rule(alices) == alices
+            assert await store.add_permission_rule(bobs) == bobs
+            again = rule("rule_3", "/work/a", owner="alice")
+            assert await store.add_permission_rule(again) == alices
+            assert await store.list_permission_rules(workspace="/work/a", owner="alice") == [alices]
+            assert await store.list_permission_rules(owner="bob") == [bobs]
+            assert await store.list_permission_rules(owner="carol") == []
+            assert await store.list_permission_rules() == [alices, bobs]
+
     async def test_a_revoked_rule_is_kept_as_a_record_but_no_longer_listed(
         self, stores: StoreFactory
     ) -> None:
@@ -553,6 +586,47 @@ class StoreContract:
             await store.add_permission_rule(rule("rule_1", "/work/a"))
         async with stores.open_other_writer() as other:
             assert await other.list_permission_rules() == [rule("rule_1", "/work/a")]
+
+    # --- session files ----------------------------------------------------------------
+
+    async def test_files_follow_their_session_kept_once_per_key(self, stores: StoreFactory) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            other = await new_session(store)
+            await store.put_files(session.session_id, "checkpoint", [("d1", b"one"), ("d2", b"")])
+            await store.put_files(session.session_id, "checkpoint", [("d1", b"ignored")])
+            await store.put_files(session.session_id, "checkpoint", [])
+            assert await store.get_file(session.session_id, "checkpoint", "d1") == b"one"
+            assert await store.get_file(session.session_id, "checkpoint", "d2") == b""
+            assert await store.get_file(session.session_id, "other", "d1") is None
+            assert await store.get_file(other.session_id, "checkpoint", "d1") is None
+            await store.put_files(session.session_id, "a_kind", [("z", b"z")])
+            assert await store.list_files(session.session_id) == [
+                ("a_kind", "z"),
+                ("checkpoint", "d1"),
+                ("checkpoint", "d2"),
+            ]
+            assert await store.list_files(other.session_id) == []
+        async with stores.open_other_writer() as elsewhere:  # another process, no lease
+            got = await elsewhere.get_file(session.session_id, "checkpoint", "d1")
+            assert got == b"one"
+
+    async def test_a_fork_gets_its_sources_files_and_deleting_a_session_drops_them(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            source = await new_session(store)
+            fork = await new_session(store)
+            big = bytes(range(256)) * 4096  # 1 MiB, every byte value
+            await store.put_files(source.session_id, "checkpoint", [("big", big)])
+            await store.put_files(fork.session_id, "checkpoint", [("own", b"mine")])
+            await store.copy_files(source.session_id, fork.session_id)
+            await store.copy_files(source.session_id, fork.session_id)  # again: no conflict
+            assert await store.get_file(fork.session_id, "checkpoint", "big") == big
+            await store.delete_session(source.session_id)
+            assert await store.get_file(source.session_id, "checkpoint", "big") is None
+            assert await store.get_file(fork.session_id, "checkpoint", "big") == big
+            assert await store.get_file(fork.session_id, "checkpoint", "own") == b"mine"
 
     # --- snapshots ------------------------------------------------------------------------
 

@@ -55,6 +55,10 @@ async def opened(open_store: Opener) -> AsyncIterator[Store]:
         await store.aclose()
 
 
+#: A file's content with every byte value.
+BYTES = bytes(range(256)) * 64
+
+
 async def fill(store: Store) -> None:
     """Two sessions: one with a title, a result, a child branch that ended, and rules."""
     first = await new_session(store, cwd="/work/a", at=1.0)
@@ -67,6 +71,7 @@ async def fill(store: Store) -> None:
     await store.append_batch(batch_of(first, 6, BranchEnded(child, "done"), branch=child))
     second = await new_session(store, cwd="/work/b", at=2.0)
     await store.append_batch(batch_of(second, 1, *(note(str(i)) for i in range(30))))
+    await store.put_files(first.session_id, "checkpoint", [("d1", b"one"), ("d2", BYTES)])
     await store.add_permission_rule(rule("rule_1", "/work/a"))
     await store.add_permission_rule(rule("rule_2", "/work/a", decision="deny"))
     await store.revoke_permission_rule("rule_2", revoked_at=50.0)
@@ -83,10 +88,18 @@ async def test_a_copy_holds_everything_and_a_second_run_copies_nothing(
             verified = await verify_copy(source, into)
             again = await copy_sessions(source, into)
             assert await into.list_permission_rules() == [rule("rule_1", "/work/a")]
+            first = (await source.list_sessions(cwd="/work/a"))[0].session_id
+            assert await into.get_file(first, "checkpoint", "d2") == BYTES
+            assert await into.list_files(first) == [("checkpoint", "d1"), ("checkpoint", "d2")]
+            await source.put_files(first, "checkpoint", [("d3", b"later")])
+            grown = await verify_copy(source, into)
     assert (len(report.copied), report.events, report.rules_copied) == (2, 36, 2)
     assert (verified.sessions, verified.branches, verified.events, verified.rules) == (2, 3, 36, 2)
     assert verified.differences == ()
     assert (again.copied, len(again.present), again.events, again.rules_present) == ((), 2, 0, 2)
+    assert [d for d in grown.differences if "files differ" in d] == [
+        f"session {first}: its files differ"
+    ]
 
 
 async def test_a_copy_cut_short_carries_on_and_the_check_sees_the_gap_first(

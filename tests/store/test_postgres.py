@@ -77,6 +77,37 @@ async def test_a_new_database_gets_every_migration_once(
     assert [row[0] for row in rows] == [m.version for m in PG_MIGRATIONS]
 
 
+async def test_sessions_and_rules_from_before_owners_become_the_openers(
+    database: str, cluster: PostgresCluster
+) -> None:
+    name = database.split("/")[3].split("?")[0]
+    # As acp-agent wrote it before migration 2: schema 1, a session and a rule.
+    cluster.execute(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY,"
+        " description TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)",
+        name,
+    )
+    for statement in PG_MIGRATIONS[0].statements:
+        cluster.execute(statement, name)
+    cluster.execute("INSERT INTO schema_version VALUES (1, 'first', 0)", name)
+    cluster.execute(
+        "INSERT INTO sessions (session_id, cwd, main_branch_id, created_at, updated_at)"
+        " VALUES ('sess_old', '/work/old', 'br_old', 1.0, 2.0)",
+        name,
+    )
+    cluster.execute(
+        "INSERT INTO permission_rules (rule_id, workspace, tool, scope, pattern, decision,"
+        " created_at) VALUES ('rule_old', '/work/old', 'shell', 'tool', '', 'allow', 1.0)",
+        name,
+    )
+    async with PostgresStores(database).open(person="carol") as store:
+        assert [s.owner for s in await store.list_sessions(owner="carol")] == ["carol"]
+        [kept] = await store.list_permission_rules(owner="carol")
+        assert (kept.rule_id, kept.owner) == ("rule_old", "carol")
+    async with PostgresStores(database).open(person="dave") as store:
+        assert await store.list_sessions(owner="dave") == []
+
+
 async def test_a_database_from_a_newer_acp_agent_is_refused(
     database: str, cluster: PostgresCluster
 ) -> None:

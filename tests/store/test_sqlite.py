@@ -16,6 +16,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from acp_agent.core import (
     CallId,
     SessionHeld,
+    SessionId,
     StoreConflict,
     StoreCorrupt,
     StoreUnavailable,
@@ -139,7 +140,40 @@ async def test_a_database_from_before_additional_directories_opens_with_its_sess
     finally:
         await store.aclose()
     with raw(path) as db:
-        assert schema_version(db) == 3
+        assert schema_version(db) == MIGRATIONS[-1].version
+
+
+async def test_sessions_and_rules_from_before_owners_become_the_openers(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "a.sqlite3"
+    with raw(path) as db:  # as acp-agent wrote it before migration 4
+        assert migrate(db, MIGRATIONS[:3]) == 3
+        db.execute(
+            "INSERT INTO sessions (session_id, cwd, main_branch_id, created_at, updated_at)"
+            " VALUES ('sess_old', '/work/old', 'br_old', 1.0, 2.0)"
+        )
+        db.execute(
+            "INSERT INTO branches (branch_id, session_id, cut_seq, label, created_at)"
+            " VALUES ('br_old', 'sess_old', 0, 'main', 1.0)"
+        )
+        db.execute(
+            "INSERT INTO permission_rules (rule_id, workspace, tool, scope, pattern, decision,"
+            " created_at) VALUES ('rule_old', '/work/old', 'shell', 'tool', '', 'allow', 1.0)"
+        )
+    store = await SqliteStore.open(path, person="carol")
+    try:
+        assert [s.owner for s in await store.list_sessions(owner="carol")] == ["carol"]
+        [kept] = await store.list_permission_rules(owner="carol")
+        assert (kept.rule_id, kept.owner) == ("rule_old", "carol")
+    finally:
+        await store.aclose()
+    store = await SqliteStore.open(path, person="dave")  # migrated once: carol's stay hers
+    try:
+        assert await store.list_sessions(owner="dave") == []
+        assert (await store.get_session(SessionId("sess_old"))).owner == "carol"
+    finally:
+        await store.aclose()
 
 
 async def test_unreadable_additional_directories_read_as_none(tmp_path: Path) -> None:

@@ -61,6 +61,7 @@ from acp_agent.adapters.acp._steering import (
 )
 from acp_agent.adapters.acp._warmup import Warmup
 from acp_agent.adapters.acp._wire_errors import wire_errors
+from acp_agent.people import local_person
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams, ResourceNotFound
@@ -105,6 +106,8 @@ class AcpAgent:
       waits for its answer; None: the default (`DEFAULT_REQUEST_TIMEOUT_S`).
     * `mode`: the permission mode new sessions start in, by name (`ACP_AGENT_MODE`;
       None or unknown: the default, `controls.mode_named`).
+    * `person`: whom this connection works for (`acp_agent.people`; None: the local
+      person). New sessions are theirs; only theirs are listed, loaded, forked or deleted.
     """
 
     def __init__(
@@ -118,8 +121,10 @@ class AcpAgent:
         warmup: Warmup | None = None,
         editor_timeout_s: float | None = None,
         mode: str | None = None,
+        person: str | None = None,
     ) -> None:
         self._mode = mode
+        self.person = local_person() if person is None else person
         self._warmup = warmup
         self._editor_timeout_s = editor_timeout_s
         self._connection = connection
@@ -243,6 +248,7 @@ class AcpAgent:
                 at=self._clock(),
                 additional_directories=other_roots(cwd, sent),
                 instructions=instructions,
+                owner=self.person,
             )
         session_id = str(new.record.session_id)
         servers = params.mcp_servers
@@ -353,6 +359,7 @@ class AcpAgent:
                 front_end=front_end,
                 additional_directories=sent,
                 instructions=instructions,
+                person=self.person,
             )
         acp_fork = self._attach(fork, sides[-1])
         await acp_fork.learn_and_subscribe()
@@ -377,7 +384,7 @@ class AcpAgent:
             agent = await self._agent()
             side = self._side(session_id)
             with wire_errors(session_id):
-                handle = await agent.load(session_id, side.front_end())
+                handle = await agent.load(session_id, side.front_end(), person=self.person)
             acp_session = self._attach(handle, side)
         return acp_session
 
@@ -425,7 +432,9 @@ class AcpAgent:
         after = None if params.cursor is None else decode_cursor(params.cursor)
         agent = await self._agent()
         with wire_errors():
-            records = await agent.list_sessions(cwd=cwd, limit=PAGE_SIZE + 1, after=after)
+            records = await agent.list_sessions(
+                cwd=cwd, limit=PAGE_SIZE + 1, after=after, owner=self.person
+            )
         page = records[:PAGE_SIZE]
         cursor = None
         if len(records) > PAGE_SIZE:
@@ -460,7 +469,7 @@ class AcpAgent:
             await acp_session.close()
         agent = await self._agent()
         with wire_errors(session_id):
-            await agent.delete(session_id)
+            await agent.delete(session_id, person=self.person)
         return types.DeleteSessionResponse()
 
     # --- settings --------------------------------------------------------------------------

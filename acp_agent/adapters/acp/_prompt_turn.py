@@ -102,7 +102,7 @@ async def _run(
     blocks: Sequence[types.ContentBlock],
     reader: Any,
 ) -> types.PromptResponse:
-    from acp_agent.agent import PromptTooLarge
+    from acp_agent.agent import PromptTooLarge, SessionReadOnly
 
     turn_id: TurnId | None = None
     #: The person's message, once recorded (the answer names it).
@@ -125,6 +125,8 @@ async def _run(
             outcome = await turn.outcome(seen_by=subscription)
         except PromptTooLarge as exc:
             return _too_large(acp_session, exc)
+        except SessionReadOnly as exc:
+            return _read_only(acp_session, exc)
         except AlreadyStarted as exc:
             raise InternalError(f"Internal error: {exc}") from None
         except DeliveryStopped:
@@ -256,6 +258,16 @@ async def _title_after_exchange(acp_session: AcpSession, sent: Sequence[ContentP
         await acp_session.set_title(title)
     except Exception:
         logger.warning("session %s could not be titled", acp_session.session_id, exc_info=True)
+
+
+def _read_only(acp_session: AcpSession, error: Exception) -> types.PromptResponse:
+    """The answer to a prompt in a session whose workspace is not on this machine: not
+    sent, nothing recorded, saying why (its history stays readable)."""
+    text = f"This message was not sent: {error}."
+    logger.info("prompt in session %s refused: %s", acp_session.session_id, error)
+    _say(acp_session, text)
+    meta = {"acp-agent": {"error": {"kind": "read_only", "message": str(error)}}}
+    return types.PromptResponse(stop_reason=types.StopReason.END_TURN, meta=meta)
 
 
 def _too_large(acp_session: AcpSession, error: PromptTooLarge) -> types.PromptResponse:

@@ -27,6 +27,7 @@ from acp_agent.lazy_face import lazy_face as _lazy_face
 
 if TYPE_CHECKING:
     from acp_agent.adapters.server._bridge import ServerSettings, run_bridge, server_settings
+    from acp_agent.adapters.server._identity import TokenTableError, peer_person, token_table
     from acp_agent.adapters.server._places import PlaceError, default_socket, token_file
     from acp_agent.adapters.server._server import AppServer, ServerRunning
     from acp_agent.adapters.server._web import WebLogin
@@ -46,15 +47,18 @@ __all__ = (
     "PlaceError",
     "ServerRunning",
     "ServerSettings",
+    "TokenTableError",
     "WebLogin",
     "WebSocketGate",
     "default_socket",
     "listen_address",
     "listen_websocket",
+    "peer_person",
     "run_bridge",
     "server_settings",
     "server_token",
     "token_file",
+    "token_table",
 )
 
 #: The server's parts load when a server starts, never with the bridge.
@@ -70,6 +74,9 @@ __getattr__, __dir__ = _lazy_face(
         "ServerSettings": "acp_agent.adapters.server._bridge",
         "run_bridge": "acp_agent.adapters.server._bridge",
         "server_settings": "acp_agent.adapters.server._bridge",
+        "TokenTableError": "acp_agent.adapters.server._identity",
+        "peer_person": "acp_agent.adapters.server._identity",
+        "token_table": "acp_agent.adapters.server._identity",
         **dict.fromkeys(
             (
                 "AddressRefused",

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Final, Protocol
 from acp_agent.adapters.acp._opening import OpeningSessions
 from acp_agent.adapters.server._agent import ServerAcpAgent
 from acp_agent.adapters.server._audience import SharedSessions, Viewer
+from acp_agent.adapters.server._identity import peer_person
 from acp_agent.adapters.server._places import PlaceError, check_socket_path, private_folder
 from acp_agent.adapters.server._stream_io import StreamLineSource, StreamLineWriter
+from acp_agent.people import local_person
 from protocol.connection import AgentConnection, StartSoon
 
 if TYPE_CHECKING:
@@ -87,6 +89,7 @@ class AppServer:
     * `unstable`: serve unstable ACP methods and fields.
     * `editor_timeout_s`: how long each request to a client waits (None: the default).
     * `stall_s`: how long a client may read nothing, with output waiting, before it is cut.
+    * `person`: the server's person (None: the local person; see `_identity`).
     """
 
     def __init__(
@@ -100,7 +103,10 @@ class AppServer:
         unstable: bool,
         editor_timeout_s: float | None,
         stall_s: float,
+        person: str | None = None,
     ) -> None:
+        #: The server's own person: its uid's clients and its token (`_identity`).
+        self.person = local_person() if person is None else person
         self._host = host
         self._models = models
         self._config_dir = config_dir
@@ -162,14 +168,18 @@ class AppServer:
     ) -> None:
         out = StreamLineWriter(writer, stall_s=self.stall_s)
         try:
-            await self.serve_client(StreamLineSource(reader), out, kind="unix")
+            person = peer_person(writer.get_extra_info("socket"), self.person)
+            await self.serve_client(StreamLineSource(reader), out, kind="unix", person=person)
         finally:
             out.close()
 
     # --- one client --------------------------------------------------------------------
 
-    async def serve_client(self, source: LineSource, writer: ClientWriter, *, kind: str) -> None:
-        """Serve ACP to one client until its input ends and its prompts are answered."""
+    async def serve_client(
+        self, source: LineSource, writer: ClientWriter, *, kind: str, person: str | None = None
+    ) -> None:
+        """Serve ACP to one client, `person`'s (None: the server's), until its input ends
+        and its prompts are answered."""
         if self._stopping:
             writer.close()
             return
@@ -186,11 +196,12 @@ class AppServer:
             shared=self.shared,
             writable=writer.writable,
             opening=self._opening,
+            person=self.person if person is None else person,
         )
         agent.register()
         client = _Client(connection, agent, writer)
         self._clients.add(client)
-        logger.info("%s connected (%s)", client_id, kind)
+        logger.info("%s connected (%s) for %s", client_id, kind, agent.person)
         try:
             # The connection's task group runs its handlers; leaving it waits for them.
             async with connection:

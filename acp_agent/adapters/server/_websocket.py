@@ -34,8 +34,9 @@ import ipaddress
 import logging
 import os
 import secrets
+import weakref
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -45,6 +46,7 @@ import anyio
 import attrs
 
 from acp_agent.adapters.server._stream_io import HIGH_WATER_BYTES
+from acp_agent.people import local_person
 from acp_agent.records import Record
 from jsonbounds import LineSplitter, OverLongLine
 from protocol.limits import MAX_AGENT_LINE_BYTES
@@ -145,8 +147,17 @@ class WebSocketGate:
         origins: Sequence[str] = (),
         hosts: Sequence[str] = (),
         web: WebLogin | None = None,
+        person: str | None = None,
+        people: Mapping[str, str] | None = None,
     ) -> None:
-        self._token = token.encode()
+        """`token` is `person`'s (None: the local person); `people` maps more tokens to
+        their people (`_identity.token_table`)."""
+        self._tokens = [
+            (token.encode(), local_person() if person is None else person),
+            *((other.encode(), name) for other, name in (people or {}).items()),
+        ]
+        #: The server's person: the web page's (its one-time link is printed at start).
+        self.server_person = self._tokens[0][1]
         #: `--web`: the page's login; a browser holding its cookie needs no token.
         self.web = web
         self._origins = frozenset(origin.rstrip("/") for origin in origins)
@@ -178,13 +189,22 @@ class WebSocketGate:
             return None  # the page this server served, logged in (see `_web`)
         if origins and (len(origins) > 1 or origins[0].rstrip("/") not in self._origins):
             return HTTPStatus.FORBIDDEN, "requests from web pages of this origin are refused"
-        authorization = request.headers.get_all("Authorization")
-        scheme, _, presented = (authorization[0] if len(authorization) == 1 else "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            presented.strip().encode(), self._token
-        ):
+        if self.person(request) is None:
             return HTTPStatus.UNAUTHORIZED, "send Authorization: Bearer <the server's token>"
         return None
+
+    def person(self, request: Request) -> str | None:
+        """The person whose token `request` presents; None for no token or an unknown one."""
+        authorization = request.headers.get_all("Authorization")
+        scheme, _, presented = (authorization[0] if len(authorization) == 1 else "").partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        given = presented.strip().encode()
+        found: str | None = None
+        for token, person in self._tokens:  # every token compared: the time tells nothing
+            if hmac.compare_digest(given, token) and found is None:
+                found = person
+        return found
 
 
 class WebSocketLines:
@@ -292,6 +312,9 @@ async def listen_websocket(
     from websockets.asyncio.server import serve
 
     port_holder: dict[str, int] = {}
+    # The person of each connection let in, from its upgrade to its handler (weak: an
+    # upgrade that fails after the check leaves nothing behind).
+    people: weakref.WeakKeyDictionary[ServerConnection, str] = weakref.WeakKeyDictionary()
 
     def check(connection: ServerConnection, request: Request) -> Response | None:
         web = gate.web
@@ -302,6 +325,8 @@ async def listen_websocket(
             return web.respond(connection, request)  # the page (`_web`)
         refused = gate.refusal(request, port_holder["port"])
         if refused is None:
+            # A known token's person, or (no token: the web page's cookie) the server's.
+            people[connection] = gate.person(request) or gate.server_person
             return None
         status, why = refused
         logger.warning("WebSocket upgrade refused (%s): %s", status.value, why)
@@ -315,7 +340,10 @@ async def listen_websocket(
         async with anyio.create_task_group() as sending:
             sending.start_soon(writer.send_queued, name="ws send")
             try:
-                await server.serve_client(WebSocketLines(connection), writer, kind="websocket")
+                person = people.pop(connection, None)
+                await server.serve_client(
+                    WebSocketLines(connection), writer, kind="websocket", person=person
+                )
             finally:
                 writer.close()
                 sending.cancel_scope.cancel()

@@ -183,11 +183,14 @@ class SessionControls:
         client: ClientBridge = NO_CLIENT,
         prompter: PermissionPrompter | None = None,
         on_instructions: Callable[[ClientInstructions | None], None] | None = None,
+        owner: str = "",
     ) -> None:
         """`client` and `prompter`: the front end's side (none: no editor, no one asked);
         `on_instructions` hears of the client's instructions each time they are applied
-        (the session's guide carries them)."""
+        (the session's guide carries them); `owner`: the person the session belongs to."""
         self.session_id = session_id
+        #: The session's person: the permission rules that hold are theirs.
+        self.owner = owner
         #: The workspace: the session's root, absolute and resolved; rules are kept per it.
         self.workspace = str(Path(cwd).resolve())
         #: Every root of the workspace: the cwd first, then the additional directories

@@ -452,7 +452,9 @@ class ToolExecutor:
             return
 
         controls = self.controls
-        rules = await self.store.list_permission_rules(workspace=controls.workspace)
+        rules = await self.store.list_permission_rules(
+            workspace=controls.workspace, owner=controls.owner
+        )
         roots = [str(root) for root in controls.additional_directories]
         mode = controls.mode
         missing: SandboxSupport | None = None
@@ -541,6 +543,7 @@ class ToolExecutor:
                 call_id=call.call_id,
                 now=self.clock(),
                 roots=[str(root) for root in self.controls.additional_directories],
+                owner=self.controls.owner,
             )
         except StoreError:
             logger.exception("could not keep the rule chosen for call %s", call.call_id)

@@ -449,9 +449,12 @@ def _prefix_covers(pattern: str, command: str) -> bool:
     return bool(prefix) and words[: len(prefix)] == prefix
 
 
-async def list_rules(store: Store, workspace: str | None = None) -> list[PermissionRule]:
-    """The rules in force (not revoked), oldest first, for one workspace or all."""
-    return await store.list_permission_rules(workspace=workspace)
+async def list_rules(
+    store: Store, workspace: str | None = None, *, owner: str | None = None
+) -> list[PermissionRule]:
+    """The rules in force (not revoked), oldest first, for one workspace or all, and one
+    person's or everyone's."""
+    return await store.list_permission_rules(workspace=workspace, owner=owner)
 
 
 async def revoke_rule(store: Store, rule_id: str, *, now: float) -> PermissionRule:
@@ -470,9 +473,11 @@ async def remember(
     call_id: str,
     now: float,
     roots: Sequence[str] = (),
+    owner: str = "",
     new_rule_id: Callable[[], str] = lambda: new_id("rule"),
 ) -> PermissionRule | None:
-    """Keep an "always" answer as a rule for the workspace; None for a "once" answer.
+    """Keep an "always" answer as a rule for the workspace and `owner` (the person whose
+    session asked); None for a "once" answer.
 
     Returns the rule in force: one the store already keeps when it says the same.
     `roots` are the workspace's other roots (see `rule_for`).
@@ -494,6 +499,7 @@ async def remember(
         created_at=now,
         session_id=SessionId(session_id),
         call_id=CallId(call_id),
+        owner=owner,
     )
     return await store.add_permission_rule(rule)
 

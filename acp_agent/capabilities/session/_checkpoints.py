@@ -2,7 +2,12 @@
 
 `CheckpointStore` keeps file contents by SHA-256 digest, one copy per
 content and session, under `DIR/data/checkpoints/<session>/`: never in the
-person's repository. `CallChanges` is a tool call's `FileChanges`: before a
+person's repository. Those a recorded change names also go into the session's
+store (`Store.put_files`, kind `checkpoint`) before the change's fact is
+recorded, so they follow the session to another machine (a PostgreSQL store
+shared by app servers): a content not on this disk is read from the store. A
+session's folder from before this is copied into the store the first time the
+session opens (`share_folder`). `CallChanges` is a tool call's `FileChanges`: before a
 change it saves what each file holds now and records `FileChanged` (the digest
 before and the digest after) in the branch, so the record exists before the
 change does. Every change is kept, not only a turn's first: contents are
@@ -21,15 +26,17 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
 import anyio
+import anyio.from_thread
+import anyio.to_thread
 import attrs
 
 from acp_agent.capabilities.session._roots_index import RootsIndex, RootsTree, TooManyFiles
-from acp_agent.core import Branch, CallId, EventDraft, FileChanged
+from acp_agent.core import Branch, CallId, EventDraft, FileChanged, SessionId, Store, StoreError
 from acp_agent.records import Record
 from acp_agent.toolkit import CommandFiles
 
@@ -54,6 +61,12 @@ CHECKPOINTS_PRODUCER: Final = "capabilities.checkpoints"
 #: before, counts as changed outside the agent.
 UNKNOWN_AFTER: Final = "unknown"
 _LINK_PREFIX: Final = b"symlink\x00"
+#: The kind of a checkpoint's content among a session's files in the store.
+FILE_KIND: Final = "checkpoint"
+#: In a session's folder: its contents from before the store kept them are in it now.
+_SHARED_MARK: Final = ".shared"
+#: How many bytes of a folder's contents go into the store in one write.
+_SHARE_BATCH_BYTES: Final = 16 * 1024 * 1024
 
 
 @attrs.frozen
@@ -113,10 +126,81 @@ def entries_under(path: Path) -> Iterator[Path]:
 
 
 class CheckpointStore:
-    """Contents by digest, per session, in `root` (None: nothing is kept)."""
+    """Contents by digest, per session, in `root` (None: nothing is kept), and those a
+    change names in `store` too (None: on this disk only)."""
 
-    def __init__(self, root: Path | None) -> None:
+    def __init__(self, root: Path | None, store: Store | None = None) -> None:
         self.root = root
+        self.store = store
+
+    async def share(self, session_id: str, digests: Iterable[str]) -> None:
+        """Put the contents kept here under `digests` into the store, in one write (before
+        the fact naming them is recorded). A store that fails is logged: the contents stay
+        on this disk, and only a takeover elsewhere would miss them."""
+        wanted = sorted(set(digests))
+        if self.store is None or not wanted:
+            return
+
+        def read() -> list[tuple[str, bytes]]:
+            found = []
+            for digest in wanted:
+                data = self.load(session_id, digest, fetch=False)
+                if data is not None:
+                    found.append((digest, data))
+            return found
+
+        files = await anyio.to_thread.run_sync(read)
+        try:
+            await self.store.put_files(SessionId(session_id), FILE_KIND, files)
+        except StoreError as exc:
+            logger.warning("checkpoints of %s not put in the store: %s", session_id, exc)
+
+    async def share_folder(self, session_id: str) -> None:
+        """Copy a session's folder from before checkpoints went into the store into it,
+        once (a mark in the folder says it was)."""
+        folder = self.folder(session_id)
+        if self.store is None or folder is None:
+            return
+        mark = folder / _SHARED_MARK
+
+        def batches() -> list[list[tuple[str, bytes]]]:
+            if not folder.is_dir() or mark.exists():
+                return []
+            found: list[list[tuple[str, bytes]]] = [[]]
+            size = 0
+            for kept in sorted(folder.iterdir()):
+                if kept.name.startswith("."):
+                    continue
+                data = self.load(session_id, kept.name, fetch=False)
+                if data is None:
+                    continue
+                if size + len(data) > _SHARE_BATCH_BYTES and found[-1]:
+                    found.append([])
+                    size = 0
+                found[-1].append((kept.name, data))
+                size += len(data)
+            return found if found[0] else [[]]
+
+        pending = await anyio.to_thread.run_sync(batches)
+        if not pending:
+            return
+        try:
+            for batch in pending:
+                await self.store.put_files(SessionId(session_id), FILE_KIND, batch)
+        except StoreError as exc:
+            logger.warning("checkpoints of %s not put in the store: %s", session_id, exc)
+            return
+        await anyio.to_thread.run_sync(mark.touch)
+
+    async def copy_shared(self, source_id: str, target_id: str) -> None:
+        """Give a fork the source's contents in the store (a failure is logged: the fork
+        stands, and rewinds what this disk holds)."""
+        if self.store is None:
+            return
+        try:
+            await self.store.copy_files(SessionId(source_id), SessionId(target_id))
+        except StoreError as exc:
+            logger.warning("checkpoints of %s not copied to %s: %s", source_id, target_id, exc)
 
     def folder(self, session_id: str) -> Path | None:
         if self.root is None:
@@ -148,16 +232,41 @@ class CheckpointStore:
             raise
         return True
 
-    def load(self, session_id: str, digest: str) -> bytes | None:
-        """The content kept under `digest`, if it is there and intact (blocking)."""
+    def load(self, session_id: str, digest: str, *, fetch: bool = True) -> bytes | None:
+        """The content kept under `digest`, if it is there and intact (blocking): on this
+        disk, else (`fetch`, in a worker thread) in the store, then kept here too."""
         folder = self.folder(session_id)
         if folder is None:
             return None
         try:
-            data = (folder / _safe(digest)).read_bytes()
+            data: bytes | None = (folder / _safe(digest)).read_bytes()
         except OSError:
+            data = None
+        if data is not None and _digest(data) == digest:
+            return data
+        if not fetch or self.store is None:
             return None
-        return data if _digest(data) == digest else None
+        data = self._fetch(session_id, digest)
+        if data is None or _digest(data) != digest:
+            return None
+        with contextlib.suppress(OSError):
+            self.save(session_id, data, durable=False)
+        return data
+
+    def _fetch(self, session_id: str, digest: str) -> bytes | None:
+        """The content from the store, from a worker thread (None when it is not there)."""
+        store = self.store
+        if store is None:
+            return None
+        try:
+            return anyio.from_thread.run(store.get_file, SessionId(session_id), FILE_KIND, digest)
+        except StoreError as exc:
+            logger.warning(
+                "checkpoint %s of %s not read from the store: %s", digest, session_id, exc
+            )
+        except RuntimeError:  # not a worker thread of the event loop
+            logger.warning("checkpoint %s of %s read outside a worker thread", digest, session_id)
+        return None
 
     def copy_session(self, source_id: str, target_id: str) -> None:
         """Give a fork the source's contents (hard links where the disk allows; blocking)."""
@@ -178,6 +287,11 @@ class CheckpointStore:
         folder = self.folder(session_id)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _kept_befores(facts: Iterable[FileChanged]) -> list[str]:
+    """The digests of the contents `facts` say were kept (what a rewind brings back)."""
+    return [fact.before for fact in facts if fact.before_saved and fact.before is not None]
 
 
 def _missing_parents(path: Path) -> list[str]:
@@ -271,6 +385,7 @@ class CallChanges(Record):
             return
         if not facts:
             return
+        await self.store.share(str(self.branch.session_id), _kept_befores(facts))
         try:
             await self.branch.append([EventDraft(fact, CHECKPOINTS_PRODUCER) for fact in facts])
         except Exception:
@@ -313,4 +428,5 @@ class CallChanges(Record):
 
         facts = await anyio.to_thread.run_sync(checkpoint)
         if facts:
+            await self.store.share(session_id, _kept_befores(facts))
             await self.branch.append([EventDraft(fact, CHECKPOINTS_PRODUCER) for fact in facts])

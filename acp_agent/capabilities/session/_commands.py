@@ -399,7 +399,7 @@ class CommandRunner:
 
     async def _permissions(self, arguments: str, host: CommandHost) -> str:
         workspace = self.controls.workspace
-        rules = await list_rules(self.store, workspace)
+        rules = await list_rules(self.store, workspace, owner=self.controls.owner)
         verb, _, rule_id = arguments.partition(" ")
         if verb == "revoke":
             rule_id = rule_id.strip()

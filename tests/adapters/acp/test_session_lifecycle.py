@@ -242,3 +242,39 @@ async def test_a_store_that_cannot_open_answers_session_new_with_an_error_and_se
                 await client.new_session(tmp_path)
         listed = await client.request_raw(methods.SESSION_LIST, {})
         assert listed["error"]["code"] == -32603
+
+
+async def test_a_session_whose_workspace_is_missing_loads_read_only_saying_why(
+    tmp_path: Path, script: Path
+):
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    async with running_agent(home, script=script) as client:
+        session_id = await client.new_session(work)
+        await client.prompt(session_id, "First")
+    work.rmdir()  # another machine, without the checkout
+
+    async with running_agent(home, script=script) as client:
+        await client.load(session_id, work)
+        replayed = len(client.updates_for(session_id))
+        refused = await client.prompt(session_id, "Second")
+        said = client.updates_for(session_id)[replayed:]
+        work.mkdir()  # the checkout is back: turns run again
+        answered = await client.prompt(session_id, "Third")
+    async with running_agent(home, script=script) as client:
+        await client.load(session_id, work)
+        people = [
+            u.content.text  # type: ignore[union-attr]
+            for u in client.updates_for(session_id)
+            if isinstance(u, types.UserMessageChunk)
+        ]
+
+    assert refused.stop_reason == types.StopReason.END_TURN
+    assert refused.meta is not None
+    error = refused.meta["acp-agent"]["error"]
+    assert error["kind"] == "read_only"
+    assert f"its workspace {work} is not on this machine" in error["message"]
+    [message] = [u for u in said if isinstance(u, types.AgentMessageChunk)]
+    assert message.content.text.startswith("This message was not sent: its workspace")  # type: ignore[union-attr]
+    assert answered.meta is None or "error" not in answered.meta.get("acp-agent", {})
+    assert people == ["First", "Third"]  # the refused prompt was never recorded
