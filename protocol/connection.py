@@ -433,7 +433,7 @@ class ClientConnection(_Endpoint):
         self._server: asyncio.subprocess.Process | None = None
         #: The scope the readers run in, and set once they have ended (`start_io`).
         self._reading: anyio.CancelScope | None = None
-        self._read = asyncio.Event()
+        self._readers_ended = asyncio.Event()
         #: Over a socket (`connect_unix`): its writer.
         self._socket: asyncio.StreamWriter | None = None
 
@@ -487,7 +487,7 @@ class ClientConnection(_Endpoint):
     async def wait_ended(self) -> None:
         """Wait until the agent's side of the connection ends (its output closes)."""
         if self._reading is not None:
-            await self._read.wait()
+            await self._readers_ended.wait()
 
     def line_received(self, line: bytes) -> None:
         """Called with every line the agent writes, before it is dispatched."""
@@ -506,7 +506,7 @@ class ClientConnection(_Endpoint):
         if self._task_group is None:
             raise RuntimeError("a ClientConnection reads its agent inside `async with` it")
         self._reading = anyio.CancelScope()
-        self._read = asyncio.Event()
+        self._readers_ended = asyncio.Event()
         self._task_group.start_soon(self._read_all, readers, self._reading, name="acp-client-io")
 
     async def _read_all(self, readers: tuple[Work, ...], scope: anyio.CancelScope) -> None:
@@ -520,7 +520,7 @@ class ClientConnection(_Endpoint):
             # end of output), never the connection's group.
             logger.exception("Reading the agent failed")
         finally:
-            self._read.set()
+            self._readers_ended.set()
 
     async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
         # An unread stderr pipe fills up and blocks a chatty agent (W8).
@@ -561,6 +561,6 @@ class ClientConnection(_Endpoint):
         self.protocol.close()
         if self._reading is not None:
             with anyio.move_on_after(_READ_GRACE_S):
-                await self._read.wait()
+                await self._readers_ended.wait()
             self._reading.cancel()
-            await self._read.wait()
+            await self._readers_ended.wait()

@@ -237,6 +237,10 @@ async def _run_command(
     reply = await slot.run(lambda: commands.run(invocation, acp_session))
     if reply is None:
         return _CANCELLED
+    # What the command recorded (a compaction's updates) goes out before its reply and
+    # the answer: nothing of it may follow the response.
+    if acp_session.subscription is not None:
+        await acp_session.subscription.caught_up()
     _say(acp_session, reply)
     logger.info("Session %s ran /%s", acp_session.session_id, invocation.name)
     return types.PromptResponse(stop_reason=types.StopReason.END_TURN)
