@@ -290,7 +290,9 @@ async def test_on_a_tiny_disk_the_log_gives_back_freed_room_and_a_full_load_name
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     # Room for a few replies of 200 KB: the log never reaches SQLite's own checkpoint.
-    with mounted(tmp_path / "tiny", "2m") as disk:
+    # (3 MB: with the owners' and session files' tables, 2 MB left the healed prompt no
+    # room beside what the full one's log had taken.)
+    with mounted(tmp_path / "tiny", "3m") as disk:
         home = disk / "home"
         wal = home / "data" / "sessions.sqlite3-wal"
         script = write_script(tmp_path / "s.json", *[[{"text": "x" * 4096}] * 50] * 8)
