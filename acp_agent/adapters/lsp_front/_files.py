@@ -12,7 +12,6 @@ still only once allowed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -25,7 +24,7 @@ from acp_agent.adapters.lsp_front._approvals import Decision
 from acp_agent.adapters.lsp_front._asking import Asker
 from acp_agent.adapters.lsp_front._editor import EditorTraits
 from acp_agent.adapters.lsp_front._requests import request
-from acp_agent.toolkit import DEFAULT_REQUEST_TIMEOUT_S, ClientTerminal, NotOffered
+from acp_agent.toolkit import DEFAULT_REQUEST_TIMEOUT_S, NoClient
 
 __all__ = ("ANNOTATION_ID", "EditRejected", "EditorFiles", "replacing_edit")
 
@@ -81,13 +80,12 @@ def replacing_edit(
     return types.WorkspaceEdit(document_changes=changes, change_annotations=annotations)
 
 
-class EditorFiles:
-    """The `ClientBridge` of one session of the LSP front end (see the module docstring)."""
+class EditorFiles(NoClient):
+    """The `ClientBridge` of one session of the LSP front end (see the module docstring):
+    files through the editor; no terminals (`NoClient`'s)."""
 
     can_read_files = True
     can_write_files = True
-    has_terminals = False
-    streams_terminal_output = False
 
     def __init__(
         self,
@@ -102,13 +100,9 @@ class EditorFiles:
         self._traits = traits
         self._asker = asker
         self._folder = folder
-        self._timeout_s = request_timeout_s
+        self._timeout_s = self.request_timeout_s = request_timeout_s
         #: The person answered "always for this kind" to an edit of this session.
         self.edits_allowed = False
-
-    @property
-    def request_timeout_s(self) -> float:
-        return self._timeout_s
 
     def open_text(self, path: str) -> str | None:
         """The editor's text of `path` if it has the document open."""
@@ -178,20 +172,6 @@ class EditorFiles:
                 "the change was rejected in the editor; nothing was changed"
                 + (f" ({reason})" if reason else "")
             )
-
-    async def updates_sent(self) -> None:
-        return None
-
-    async def create_terminal(
-        self,
-        command: str,
-        args: Sequence[str] = (),
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        output_byte_limit: int | None = None,
-    ) -> ClientTerminal:
-        raise NotOffered("terminals")
 
 
 def _shown(path: str, folder: str) -> str:
