@@ -76,6 +76,9 @@ class TerminalWrap(Record):
     #: The line the script prints before the reason it could not start the sandbox.
     mark: str
 
+    def refuse(self, why: str) -> None:
+        """Nothing to remember: a bare wrap is tried each time (the session's remembers)."""
+
     def refused(self, output: str, exit_code: int | None) -> str | None:
         """Why the editor's side could not start the sandbox, when the terminal's end
         shows it (the command did not run); None when the command ran."""

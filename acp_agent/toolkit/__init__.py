@@ -38,6 +38,7 @@ from acp_agent.toolkit._client_bridge import (
     NotOffered,
     TerminalExit,
     TerminalOutput,
+    TerminalRefused,
     TerminalsWithheld,
 )
 
@@ -131,6 +132,7 @@ __all__ = (
     "TerminalExit",
     "TerminalLaunch",
     "TerminalOutput",
+    "TerminalRefused",
     "TerminalsWithheld",
     "TextContent",
     "Tool",

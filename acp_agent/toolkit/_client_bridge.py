@@ -30,6 +30,7 @@ __all__ = (
     "NotOffered",
     "TerminalExit",
     "TerminalOutput",
+    "TerminalRefused",
     "TerminalsWithheld",
 )
 
@@ -45,6 +46,11 @@ class NotOffered(NotImplementedError):
     def __init__(self, feature: str) -> None:
         super().__init__(f"the client does not offer {feature}")
         self.feature = feature
+
+
+class TerminalRefused(Exception):
+    """The editor answered `terminal/create` with an error (its permission policy, say):
+    no terminal was started and nothing ran."""
 
 
 class ClientTimedOut(Exception):

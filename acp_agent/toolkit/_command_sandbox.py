@@ -33,6 +33,11 @@ class TerminalLaunch(Protocol):
         None when the command ran."""
         ...
 
+    def refuse(self, why: str) -> None:
+        """The editor would not start the terminal at all (`TerminalRefused`), for `why`:
+        the session's next confined commands run locally."""
+        ...
+
 
 class CommandSandbox(Protocol):
     """Confines the commands of one call to the session's roots and policy."""

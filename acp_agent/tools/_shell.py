@@ -84,6 +84,7 @@ from acp_agent.toolkit import (
     JobProcess,
     PermissionNeed,
     TerminalContent,
+    TerminalRefused,
     TextContent,
     ToolContext,
     ToolDefinition,
@@ -471,13 +472,19 @@ class ShellTool(Record):
                 # files a rewind can bring back: kept before, recorded after.
                 files = await stack.enter_async_context(context.changes.watching())
             if launch is not None:
-                in_terminal = await self._terminal_run(call, context, launch.command, launch.args)
+                try:
+                    in_terminal = await self._terminal_run(
+                        call, context, launch.command, launch.args
+                    )
+                except TerminalRefused as exc:
+                    # Nothing started there: the sandbox runs it here instead.
+                    refused = f"the editor refused to start a terminal: {exc}"
+                    launch.refuse(refused)
                 if isinstance(in_terminal, TerminalRun) and in_terminal.unanswered is None:
                     refused = launch.refused(in_terminal.output, in_terminal.exit_code)
-                if refused is not None:
-                    assert isinstance(in_terminal, TerminalRun)
-                    # The command did not run there: the call shows the local run instead.
-                    await in_terminal.release_now()
+                    if refused is not None:
+                        # The command did not run there: the call shows the local run.
+                        await in_terminal.release_now()
             if launch is None or refused is not None:
                 local = await self._local_run(call, context, sandbox)
         if local is not None:

@@ -134,6 +134,28 @@ async def test_where_the_editors_side_has_no_bwrap_the_command_runs_in_the_local
     assert result.raw_output["kept_in"] == f"{play.outside}/x is read-only in the sandbox"
 
 
+async def test_where_the_editor_refuses_a_terminal_the_command_runs_in_the_local_sandbox(
+    play: Play,
+) -> None:
+    # acpx without --approve-all answers terminal/create with an error.
+    async with EditorBridge(refuse_terminals="Permission denied for terminal/create") as editor:
+        session = Session([play.workspace], editor, sandbox=play.sandbox())
+        first = await session.run(SHELL, {"command": "echo one > one.txt"})
+        second = await session.run(SHELL, {"command": "echo two > two.txt"})
+
+    # Each ran once, confined, here; a bare sandbox (no session) tries the editor each time.
+    assert len(editor.launched) == 2
+    assert (play.workspace / "one.txt").read_text() == "one\n"
+    assert (play.workspace / "two.txt").read_text() == "two\n"
+    for result in (first, second):
+        assert (result.raw_output["via"], result.raw_output["sandboxed"]) == ("local", True)
+        assert result.raw_output["exit_code"] == 0
+        why = result.raw_output["terminal_refused"]
+        assert (
+            why == "the editor refused to start a terminal: Permission denied for terminal/create"
+        )
+
+
 async def test_a_place_under_tmp_outside_the_roots_is_said_to_be_out_of_the_sandbox(
     play: Play,
 ) -> None:

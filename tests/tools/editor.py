@@ -32,7 +32,7 @@ import anyio
 import attrs
 from anyio.abc import Process, TaskGroup
 
-from acp_agent.toolkit import ContentPart, TerminalExit, TerminalOutput
+from acp_agent.toolkit import ContentPart, TerminalExit, TerminalOutput, TerminalRefused
 
 __all__ = ("EditorBridge", "EditorTerminal", "RecordingProgress")
 
@@ -159,6 +159,8 @@ class EditorBridge:
     terminal_env: dict[str, str] = attrs.field(factory=dict)
     #: Run a command line as Zed does: `sh -c "exec </dev/null; ..."`, each part quoted.
     through_shell: bool = False
+    #: Answer `terminal/create` with this error instead (acpx's permission policy, say).
+    refuse_terminals: str | None = None
     #: Every command line a terminal was asked to run (the command, then its arguments).
     launched: list[list[str]] = attrs.field(factory=list)
     #: Open buffers with unsaved text, by absolute path.
@@ -222,6 +224,9 @@ class EditorBridge:
         output_byte_limit: int | None = None,
     ) -> Any:
         assert self._group is not None, "use EditorBridge as an async context manager"
+        if self.refuse_terminals is not None:
+            self.launched.append([command, *args])
+            raise TerminalRefused(self.refuse_terminals)
         terminal_id = f"term-{len(self.terminals) + 1}"
         self.calls.append(("terminal/create", terminal_id))
         self.launched.append([command, *args])

@@ -35,6 +35,7 @@ from acp_agent.toolkit import (
     NotOffered,
     TerminalExit,
     TerminalOutput,
+    TerminalRefused,
     fenced,
 )
 from protocol import methods, types
@@ -153,7 +154,23 @@ class AcpClientBridge:
     ) -> AcpTerminal:
         if not self._terminals:
             raise NotOffered("terminals")
-        response = await _ask_editor(
+        try:
+            response = await self._create(command, args, env, cwd, output_byte_limit)
+        except AcpError as exc:
+            raise TerminalRefused(exc.message) from None
+        return AcpTerminal(
+            self._connection, self._session_id, str(response.terminal_id), self._timeout_s
+        )
+
+    async def _create(
+        self,
+        command: str,
+        args: Sequence[str],
+        env: Mapping[str, str] | None,
+        cwd: str | None,
+        output_byte_limit: int | None,
+    ) -> Any:
+        return await _ask_editor(
             self._connection,
             methods.TERMINAL_CREATE,
             types.CreateTerminalRequest(
@@ -165,9 +182,6 @@ class AcpClientBridge:
                 output_byte_limit=output_byte_limit,
             ),
             self._timeout_s,
-        )
-        return AcpTerminal(
-            self._connection, self._session_id, str(response.terminal_id), self._timeout_s
         )
 
 

@@ -224,6 +224,9 @@ class SessionTerminalLaunch(Record):
     def args(self) -> tuple[str, ...]:
         return self.launch.args
 
+    def refuse(self, why: str) -> None:
+        self.session.refuse_terminals(why)
+
     def refused(self, output: str, exit_code: int | None) -> str | None:
         why = self.launch.refused(output, exit_code)
         if why is not None:
