@@ -14,7 +14,7 @@ unread), so a replay shows the block exactly as it was sent. `valid_part` is
 the one Unicode policy (`acp_agent.lone_surrogates`) applied to a part that
 came from outside.
 
-A leaf: it imports only `acp_agent.records` and `acp_agent.lone_surrogates`.
+A leaf: it imports only `acp_agent.values` and `acp_agent.lone_surrogates`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, ClassVar, TypeAlias, TypeVar
 import attrs
 
 from acp_agent.lone_surrogates import replace_in_json, replace_lone_surrogates
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "DEFAULT_PLAN_ID",
@@ -54,7 +54,7 @@ Extension: TypeAlias = dict[str, Any]
 
 
 @attrs.frozen
-class Location(Record):
+class Location(Value):
     """A place a call touches, so the editor can follow along (absolute path, 1-based line)."""
 
     path: str
@@ -62,7 +62,7 @@ class Location(Record):
 
 
 @attrs.frozen
-class Annotations(Record):
+class Annotations(Value):
     """What a client said about a block: who it is for (`user`, `assistant`), how much it
     matters (0 to 1), when it last changed (ISO 8601)."""
 
@@ -73,7 +73,7 @@ class Annotations(Record):
 
 
 @attrs.frozen
-class TextContent(Record):
+class TextContent(Value):
     """Text for the person and the model (Markdown in editors)."""
 
     KIND: ClassVar[str] = "text"
@@ -83,7 +83,7 @@ class TextContent(Record):
 
 
 @attrs.frozen
-class ImageContent(Record):
+class ImageContent(Value):
     """An image (base64 data), and where it came from when the client said."""
 
     KIND: ClassVar[str] = "image"
@@ -95,7 +95,7 @@ class ImageContent(Record):
 
 
 @attrs.frozen
-class ResourceContent(Record):
+class ResourceContent(Value):
     """A document carried whole: its text, or its bytes (base64 `blob`) when not text."""
 
     KIND: ClassVar[str] = "resource"
@@ -110,7 +110,7 @@ class ResourceContent(Record):
 
 
 @attrs.frozen
-class ResourceLinkContent(Record):
+class ResourceLinkContent(Value):
     """A link to a document, by URI, with what the client said of it."""
 
     KIND: ClassVar[str] = "resource_link"
@@ -125,7 +125,7 @@ class ResourceLinkContent(Record):
 
 
 @attrs.frozen
-class DiffContent(Record):
+class DiffContent(Value):
     """A change to one file: whole old and new texts; `old_text` None for a new file."""
 
     KIND: ClassVar[str] = "diff"
@@ -135,7 +135,7 @@ class DiffContent(Record):
 
 
 @attrs.frozen
-class TerminalContent(Record):
+class TerminalContent(Value):
     """A live terminal shown inside the call.
 
     Usually one the client created (`terminal/create`). With `local_cwd` set it
@@ -170,7 +170,7 @@ class PlanStatus(enum.StrEnum):
 
 
 @attrs.frozen
-class PlanEntry(Record):
+class PlanEntry(Value):
     """One task of the agent's plan."""
 
     content: str
@@ -196,7 +196,7 @@ DEFAULT_PLAN_ID = "plan"
 
 
 @attrs.frozen
-class PlanContent(Record):
+class PlanContent(Value):
     """One of the agent's plans, whole, as the `plan` tool last set it (or its removal).
 
     Not tool-call content: the adapter sends it as a plan update, which replaces
@@ -260,7 +260,7 @@ def _valid(value: Any) -> Any:
         items = tuple(_valid(item) for item in value)
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     cls: Any = type(value)
-    if isinstance(value, Record) and attrs.has(cls):
+    if isinstance(value, Value) and attrs.has(cls):
         changed = {}
         for field in attrs.fields(cls):
             old = getattr(value, field.name)

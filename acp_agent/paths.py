@@ -11,7 +11,7 @@ from pathlib import Path
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("APP_NAME", "AgentPaths", "resolve_paths")
 
@@ -19,7 +19,7 @@ APP_NAME = "acp-agent"
 
 
 @attrs.frozen
-class AgentPaths(Record):
+class AgentPaths(Value):
     """The folders acp-agent reads and writes."""
 
     config_dir: Path

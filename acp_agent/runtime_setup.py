@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 import acp_agent
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -130,7 +130,7 @@ def _positive_int(text: str) -> int:
 
 
 @attrs.frozen
-class RuntimeSettings(Record):
+class RuntimeSettings(Value):
     """What `prepare` read: the folders, the script, the new sessions' mode."""
 
     args: argparse.Namespace

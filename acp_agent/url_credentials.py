@@ -43,7 +43,7 @@ from urllib.parse import unquote
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("REDACTED_USERINFO", "UrlTarget", "redact_url_credentials", "url_target")
 
@@ -67,7 +67,7 @@ def redact_url_credentials(text: str) -> str:
 
 
 @attrs.frozen
-class UrlTarget(Record):
+class UrlTarget(Value):
     """A URL made ready for an HTTP client: see the module docstring."""
 
     #: Where to send: the URL without userinfo.

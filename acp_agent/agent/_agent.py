@@ -51,7 +51,7 @@ from acp_agent.core import (
     prompt_cut,
 )
 from acp_agent.people import local_person
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     from acp_agent.capabilities import FrontEnd
@@ -76,7 +76,7 @@ FrontEndMaker = Callable[[SessionId], "FrontEnd"]
 
 
 @attrs.frozen
-class ForkAnchor(Record):
+class ForkAnchor(Value):
     """Where a fork cuts its source's history: after the turn of prompt n
     (`through_prompt`), after the turn of a message (`message_id`), or just before a
     person's message (`message_id` with `before`)."""
@@ -87,7 +87,7 @@ class ForkAnchor(Record):
 
 
 @attrs.frozen
-class NewSession(Record):
+class NewSession(Value):
     """A session written to the store and leased to this process, not opened yet."""
 
     record: SessionRecord

@@ -39,7 +39,7 @@ from acp_agent.core import (
     TurnInterrupted,
     Usage,
 )
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("MAIN_LINE", "LineUsage", "UsageReport", "UsageTally", "usage_json")
 
@@ -48,7 +48,7 @@ MAIN_LINE: Final = "main"
 
 
 @attrs.frozen
-class LineUsage(Record):
+class LineUsage(Value):
     """What one line of work used: `main`, or a branch (its id and title)."""
 
     line: str
@@ -57,7 +57,7 @@ class LineUsage(Record):
 
 
 @attrs.frozen
-class UsageReport(Record):
+class UsageReport(Value):
     """Tokens and cost, in all and by line of work (main first, then the branches)."""
 
     total: Usage

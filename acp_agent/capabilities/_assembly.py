@@ -90,9 +90,9 @@ from acp_agent.core import (
     TurnId,
 )
 from acp_agent.models import ModelSource
-from acp_agent.records import Record
 from acp_agent.sandbox import SandboxPolicy, SandboxSupport, probe_sandbox, sandbox_policy
 from acp_agent.toolkit import NO_CLIENT, NO_NOTICES, ClientBridge, NoticeSink, Tool
+from acp_agent.values import Value
 
 __all__ = (
     "BRANCHES",
@@ -117,7 +117,7 @@ __all__ = (
 
 
 @attrs.frozen
-class FrontEnd(Record):
+class FrontEnd(Value):
     """The front end's side of one session, given when it opens (nothing is filled in
     later): the services that need it read it as they assemble."""
 
@@ -168,7 +168,7 @@ def _notices_of(scope: Scope) -> NoticeSink:
 
 
 @attrs.frozen
-class CapabilitySettings(Record):
+class CapabilitySettings(Value):
     """What the capabilities are built from (process-wide).
 
     **Parameters:**

@@ -39,7 +39,7 @@ from acp_agent.core._scopes import Scope, ScopeKind, ServiceKey
 from acp_agent.core._store import BranchRecord, Store
 from acp_agent.core._timeline import DEFAULT_TAIL_EVENTS, TIMELINE, Timeline
 from acp_agent.core._turns import Turn, TurnState
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("BRANCH", "CORE_PRODUCER", "Branch", "BranchContext", "BranchState", "TurnObserver")
 
@@ -63,7 +63,7 @@ class TurnObserver(Protocol):
 
 
 @attrs.frozen
-class BranchContext(Record):
+class BranchContext(Value):
     """What a branch is given by its session, so it never reaches up to it."""
 
     store: Store

@@ -24,7 +24,7 @@ import attrs
 
 from acp_agent.content import ContentPart, Location, as_sent
 from acp_agent.core._ids import BatchId, BranchId, CallId, Seq, SessionId, TurnId
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "EVENT_FORMAT_VERSION",
@@ -109,7 +109,7 @@ def _some_locations(locations: Iterable[Location] | None) -> tuple[Location, ...
     return None if locations is None else tuple(locations)
 
 
-class Payload(Record):
+class Payload(Value):
     """Base of every event payload: the fact itself; its class names its `kind`."""
 
     __slots__ = ()
@@ -175,7 +175,7 @@ class UserInputAdopted(Payload):
 
 
 @attrs.frozen
-class Usage(Record):
+class Usage(Value):
     """Token counts a provider reported for one model request (or a sum of them), and
     what they cost.
 
@@ -652,7 +652,7 @@ class JobEnded(Payload):
     exit_code: int | None = None
     signal: str | None = None
     duration_s: float | None = None
-    #: Its output, bounded (head and tail kept, the cut stated).
+    #: Its output, bounded (head and tail kept, the truncation stated).
     output: str = ""
     output_bytes: int = 0
     #: Who stopped it, for `stopped` (`model` or `person`).
@@ -902,7 +902,7 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
 
 
 @attrs.frozen
-class Event(Record):
+class Event(Value):
     """One recorded fact in a branch's timeline."""
 
     #: The branch the fact was recorded in (an ancestor's, for inherited history).
@@ -933,7 +933,7 @@ Registration = Callable[[Event], Callable[[], None] | None]
 
 
 @attrs.frozen
-class EventDraft(Record):
+class EventDraft(Value):
     """A fact a producer wants recorded; the timeline gives it a place."""
 
     payload: Payload
@@ -943,7 +943,7 @@ class EventDraft(Record):
 
 
 @attrs.frozen
-class Batch(Record):
+class Batch(Value):
     """Events appended together: stored in one transaction, published together."""
 
     session_id: SessionId

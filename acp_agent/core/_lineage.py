@@ -12,13 +12,13 @@ from collections.abc import Iterator
 import attrs
 
 from acp_agent.core._ids import NO_SEQ, BranchId, Seq
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("Lineage", "LineagePart")
 
 
 @attrs.frozen
-class LineagePart(Record):
+class LineagePart(Value):
     """Events `gt < seq <= lte` of one stored branch (`lte` None: no upper end)."""
 
     branch_id: BranchId
@@ -27,7 +27,7 @@ class LineagePart(Record):
 
 
 @attrs.frozen
-class Lineage(Record):
+class Lineage(Value):
     """A branch's history as parts of stored branches, root first, itself last."""
 
     parts: tuple[LineagePart, ...]

@@ -24,7 +24,7 @@ import attrs
 from anyio.abc import TaskGroup, TaskStatus
 
 from acp_agent.core._errors import AlreadyStarted, CoreMisuse, ScopeClosed, ServiceNotFound
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "Assembler",
@@ -74,7 +74,7 @@ class ScopeState(enum.Enum):
 
 
 @attrs.frozen
-class ServiceKey(Record, Generic[T]):
+class ServiceKey(Value, Generic[T]):
     """The typed name of a service and the scope kind that owns it."""
 
     name: str

@@ -29,13 +29,13 @@ from acp_agent.core._lineage import Lineage
 from acp_agent.core._scopes import Scope, ScopeKind, ServiceKey
 from acp_agent.core._store import BranchRecord, SessionRecord, Store, StoreCorrupt
 from acp_agent.core._timeline import DEFAULT_TAIL_EVENTS
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("SESSION", "Session", "SessionContext", "SessionState")
 
 
 @attrs.frozen
-class SessionContext(Record):
+class SessionContext(Value):
     """What a session is given by the runtime, so it never reaches up to it."""
 
     store: Store

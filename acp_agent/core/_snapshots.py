@@ -18,7 +18,7 @@ import attrs
 from acp_agent.core._codec import encode_event
 from acp_agent.core._ids import NO_SEQ, Seq
 from acp_agent.core._store import Snapshot, Store
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     from acp_agent.core._events import Event
@@ -57,7 +57,7 @@ class Interpreter(Protocol[S]):
 
 
 @attrs.frozen
-class SkippedSnapshot(Record):
+class SkippedSnapshot(Value):
     """A candidate snapshot that was not used, and why."""
 
     anchor_seq: Seq
@@ -65,7 +65,7 @@ class SkippedSnapshot(Record):
 
 
 @attrs.frozen
-class Restored(Record, Generic[S]):
+class Restored(Value, Generic[S]):
     """Derived state after `covered_seq`, and which snapshot (if any) it started from."""
 
     state: S

@@ -45,7 +45,7 @@ from acp_agent.core._events import (
 )
 from acp_agent.core._ids import NO_SEQ, BranchId, CallId, Seq, SessionId
 from acp_agent.core._scopes import ScopeKind, ServiceKey
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "STORE",
@@ -95,7 +95,7 @@ class SeqTaken(StoreConflict):
 
 
 @attrs.frozen
-class LeaseHolder(Record):
+class LeaseHolder(Value):
     """The process that holds a session's writer lease."""
 
     pid: int
@@ -143,7 +143,7 @@ class StoreCorrupt(StoreError):
 
 
 @attrs.frozen
-class ForkOrigin(Record):
+class ForkOrigin(Value):
     """Where a forked session's history was copied from."""
 
     session_id: SessionId
@@ -152,7 +152,7 @@ class ForkOrigin(Record):
 
 
 @attrs.frozen
-class SessionRecord(Record):
+class SessionRecord(Value):
     """A session as stored: identity, workspace, title and times."""
 
     session_id: SessionId
@@ -188,7 +188,7 @@ class SessionPosition:
 
 
 @attrs.frozen
-class BranchRecord(Record):
+class BranchRecord(Value):
     """A branch as stored: its parent and the cut it inherits history up to."""
 
     branch_id: BranchId
@@ -204,7 +204,7 @@ class BranchRecord(Record):
 
 
 @attrs.frozen
-class PermissionRule(Record):
+class PermissionRule(Value):
     """A remembered answer to a permission question, for one person, workspace and tool.
 
     `scope` says what `pattern` matches: `tool` (every call of the tool; pattern
@@ -230,7 +230,7 @@ class PermissionRule(Record):
 
 
 @attrs.frozen
-class Snapshot(Record):
+class Snapshot(Value):
     """A restore snapshot: an interpreter's state after `anchor_seq` of one branch.
 
     Cache, never a fact: see `acp_agent.core._snapshots`.
@@ -251,7 +251,7 @@ class Snapshot(Record):
 
 
 @attrs.frozen
-class BatchProjection(Record):
+class BatchProjection(Value):
     """What a batch changes in the store's query tables, applied in its transaction."""
 
     #: The row to insert when the batch opens a new branch.

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import anyio.to_thread
 import attrs
 
-from acp_agent import records
+from acp_agent import values
 from acp_agent.lsp._config import ConfiguredServers, load_servers
 from acp_agent.lsp._problems import Problem, compare, describe, line_map, new_problems
 from acp_agent.lsp._servers import BASEDPYRIGHT, RUFF, ServerSpec, default_servers
@@ -59,7 +59,7 @@ SETTLE_VARIABLE: Final = "ACP_AGENT_LSP_SETTLE_S"
 
 
 @attrs.frozen
-class LspSettings(records.Record):
+class LspSettings(values.Value):
     """Whether sessions get code intelligence, how long a call waits for it (None: what
     `config.toml` says, else `DEFAULT_SETTLE_S`), and the person's `config.toml`."""
 

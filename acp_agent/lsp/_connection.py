@@ -45,7 +45,7 @@ import acp_agent
 from acp_agent.lsp._problems import Problem
 from acp_agent.lsp._servers import ServerSpec, ServerUnavailable
 from acp_agent.process_groups import Registration, process_groups
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     from acp_agent.lsp._service import StartSoon
@@ -456,7 +456,7 @@ class ServerConnection:
 
 
 @attrs.frozen
-class Place(Record):
+class Place(Value):
     """A place in a file, 1-based."""
 
     path: str
@@ -465,7 +465,7 @@ class Place(Record):
 
 
 @attrs.frozen
-class Symbol(Record):
+class Symbol(Value):
     """A named thing a server knows, where it is defined, 1-based."""
 
     name: str

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("Problem", "alike_key", "compare", "describe", "line_map", "new_problems")
 
 
 @attrs.frozen
-class Problem(Record):
+class Problem(Value):
     """One diagnostic, with 1-based lines and columns."""
 
     server: str

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("BASEDPYRIGHT", "RUFF", "ServerSpec", "ServerUnavailable", "default_servers")
 
@@ -30,7 +30,7 @@ class ServerUnavailable(Exception):
 
 
 @attrs.frozen
-class ServerSpec(Record):
+class ServerSpec(Value):
     """How to start one language server, and the files it is told about."""
 
     #: Its name in problems and messages (`ruff`).

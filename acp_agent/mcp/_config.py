@@ -18,8 +18,8 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.url_credentials import redact_url_credentials
+from acp_agent.values import Value
 
 __all__ = (
     "DEFAULT_STARTUP_TIMEOUT_S",
@@ -61,7 +61,7 @@ def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
 
 
 @attrs.frozen(kw_only=True)
-class _ServerConfig(Record):
+class _ServerConfig(Value):
     #: The server's name: unique among a session's servers, the middle of its tool names.
     name: str
     origin: McpOrigin = McpOrigin.USER

@@ -76,10 +76,10 @@ from acp_agent.mcp._connection import (
 )
 from acp_agent.mcp._names import assign_tool_names
 from acp_agent.mcp._settings import DisabledServer
-from acp_agent.records import Record
 from acp_agent.sandbox import Sandbox, SandboxUnavailable
 from acp_agent.toolkit import ToolDefinition
 from acp_agent.url_credentials import redact_url_credentials
+from acp_agent.values import Value
 
 __all__ = (
     "McpEvent",
@@ -122,7 +122,7 @@ class ServerState(enum.Enum):
 
 
 @attrs.frozen
-class ServerStatus(Record):
+class ServerStatus(Value):
     """One server, as `/mcp` shows it."""
 
     name: str
@@ -139,7 +139,7 @@ class ServerStatus(Record):
 
 
 @attrs.frozen
-class ServerStatusChanged(Record):
+class ServerStatusChanged(Value):
     """A server's state or error changed (tool names alone change with `ToolSetChanged`)."""
 
     status: ServerStatus
@@ -158,7 +158,7 @@ class McpToolSet:
 
 
 @attrs.frozen
-class ToolSetChanged(Record):
+class ToolSetChanged(Value):
     """A new generation of the MCP tool set; offer it for model requests from now on."""
 
     tool_set: McpToolSet
@@ -169,7 +169,7 @@ McpListener: TypeAlias = Callable[[McpEvent], None]
 
 
 @attrs.frozen
-class ReconnectPolicy(Record):
+class ReconnectPolicy(Value):
     """When a lost server is tried again: one attempt per delay, then `failed`."""
 
     delays_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)

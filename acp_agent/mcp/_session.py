@@ -45,9 +45,9 @@ from acp_agent.mcp._settings import (
     load_configured_servers,
     with_editor_servers,
 )
-from acp_agent.records import Record
 from acp_agent.sandbox import Sandbox
 from acp_agent.toolkit import NO_NOTICES, Notice, NoticeSeverity, NoticeSink
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     # The MCP SDK costs about half a second to import: it loads only when a
@@ -91,7 +91,7 @@ repeating it.""",
 
 
 @attrs.frozen
-class McpSettings(Record):
+class McpSettings(Value):
     """How sessions use MCP servers (process-wide).
 
     **Parameters:**

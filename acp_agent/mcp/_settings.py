@@ -75,7 +75,7 @@ from acp_agent.mcp._config import (
     StdioServerConfig,
     declaration_hash,
 )
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "CONFIG_FILE_NAME",
@@ -115,7 +115,7 @@ _ENABLEMENT_KEYS: Final = frozenset({"project", "name", "hash"})
 
 
 @attrs.frozen
-class DisabledServer(Record):
+class DisabledServer(Value):
     """A declared server that does not start, and why."""
 
     config: McpServerConfig
@@ -125,7 +125,7 @@ class DisabledServer(Record):
 
 
 @attrs.frozen
-class ConfiguredServers(Record):
+class ConfiguredServers(Value):
     """What the config files declare for one workspace."""
 
     #: Servers that start with the session.

@@ -69,8 +69,8 @@ import attrs
 
 from acp_agent.models._errors import ConfigFileInvalid, ProviderNotConfigured
 from acp_agent.models._events import UsageReported
-from acp_agent.records import Record
 from acp_agent.url_credentials import redact_url_credentials
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     import httpx
@@ -108,7 +108,7 @@ _FALLBACK_MODELS: Final = (("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-4
 
 
 @attrs.frozen
-class Pricing(Record):
+class Pricing(Value):
     """Prices in USD per million tokens; cache prices default to the input price."""
 
     input: float
@@ -131,7 +131,7 @@ class Pricing(Record):
 
 
 @attrs.frozen
-class ProviderSettings(Record):
+class ProviderSettings(Value):
     """One provider: how to reach it and which models it offers."""
 
     name: str
@@ -152,7 +152,7 @@ class ProviderSettings(Record):
 
 
 @attrs.frozen
-class ModelsConfig(Record):
+class ModelsConfig(Value):
     """All known providers, by name, the file's default model, and where the file is read."""
 
     providers: Mapping[str, ProviderSettings]
@@ -161,7 +161,7 @@ class ModelsConfig(Record):
 
 
 @attrs.frozen
-class ResolvedModel(Record):
+class ResolvedModel(Value):
     """A model ready to use: its provider, its name there, its key and its prices."""
 
     provider: ProviderSettings

@@ -23,7 +23,7 @@ from typing import TypeAlias
 import attrs
 
 from acp_agent.models._request import Reasoning, ToolCall
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "ModelEvent",
@@ -54,28 +54,28 @@ class StopReason(enum.StrEnum):
 
 
 @attrs.frozen
-class TextDelta(Record):
+class TextDelta(Value):
     """The next piece of the visible answer."""
 
     text: str
 
 
 @attrs.frozen
-class ReasoningDelta(Record):
+class ReasoningDelta(Value):
     """The next piece of the model's reasoning."""
 
     text: str
 
 
 @attrs.frozen
-class ReasoningEnded(Record):
+class ReasoningEnded(Value):
     """A reasoning block is complete; `reasoning` is what to send back in later requests."""
 
     reasoning: Reasoning
 
 
 @attrs.frozen
-class ToolCallStarted(Record):
+class ToolCallStarted(Value):
     """The model began proposing tool call `index`."""
 
     index: int
@@ -84,7 +84,7 @@ class ToolCallStarted(Record):
 
 
 @attrs.frozen
-class ToolCallArgumentsDelta(Record):
+class ToolCallArgumentsDelta(Value):
     """The next piece of the JSON arguments of tool call `index`."""
 
     index: int
@@ -92,7 +92,7 @@ class ToolCallArgumentsDelta(Record):
 
 
 @attrs.frozen
-class ToolCallEnded(Record):
+class ToolCallEnded(Value):
     """Tool call `index` is complete; `arguments` is the whole JSON object, as text."""
 
     index: int
@@ -107,7 +107,7 @@ class ToolCallEnded(Record):
 
 
 @attrs.frozen
-class UsageReported(Record):
+class UsageReported(Value):
     """Tokens this request used, as the provider counted them.
 
     `input_tokens` counts the whole prompt, including the part read from or
@@ -125,7 +125,7 @@ class UsageReported(Record):
 
 
 @attrs.frozen
-class ResponseEnded(Record):
+class ResponseEnded(Value):
     """The reply is complete. `provider_stop_reason` is the provider's own word, for logs."""
 
     stop_reason: StopReason

@@ -32,13 +32,13 @@ from acp_agent.models._events import (
     UsageReported,
 )
 from acp_agent.models._request import Message, Part, Reasoning, Text, ToolCall
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("Reply", "ReplyBuilder")
 
 
 @attrs.frozen
-class Reply(Record):
+class Reply(Value):
     """An assistant message and how it ended; `stop_reason` is None when incomplete."""
 
     message: Message

@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "Image",
@@ -47,14 +47,14 @@ ReasoningEffort: TypeAlias = Literal["low", "medium", "high"]
 
 
 @attrs.frozen
-class Text(Record):
+class Text(Value):
     """Visible text: what the person typed, or what the model answered."""
 
     text: str
 
 
 @attrs.frozen
-class Image(Record):
+class Image(Value):
     """An image given to the model, as base64 data and its MIME type (`image/png`)."""
 
     data_base64: str = attrs.field(repr=lambda data: f"<{len(data)} base64 chars>")
@@ -62,7 +62,7 @@ class Image(Record):
 
 
 @attrs.frozen
-class ToolCall(Record):
+class ToolCall(Value):
     """The model's proposal to call a tool; `arguments` is a JSON object, as text."""
 
     call_id: str
@@ -71,7 +71,7 @@ class ToolCall(Record):
 
 
 @attrs.frozen
-class ToolResult(Record):
+class ToolResult(Value):
     """What running (or refusing to run) a tool call produced, tied to its call id."""
 
     call_id: str
@@ -80,7 +80,7 @@ class ToolResult(Record):
 
 
 @attrs.frozen
-class Reasoning(Record):
+class Reasoning(Value):
     """The model's reasoning, kept so it can be sent back in later requests.
 
     `signature` is the provider's proof that the text is unmodified (Anthropic
@@ -107,7 +107,7 @@ def _parts_tuple(parts: Iterable[Part]) -> tuple[Part, ...]:
 
 
 @attrs.frozen
-class Message(Record):
+class Message(Value):
     """One message of the conversation: a role and its parts, in order."""
 
     role: Role
@@ -123,7 +123,7 @@ class Message(Record):
 
 
 @attrs.frozen
-class ToolSpec(Record):
+class ToolSpec(Value):
     """A tool the model may call: its name, what it does, and a JSON Schema for its input."""
 
     name: str
@@ -132,7 +132,7 @@ class ToolSpec(Record):
 
 
 @attrs.frozen
-class RequestOrigin(Record):
+class RequestOrigin(Value):
     """Where in its session a request comes from: which line of work asks, and how many
     requests that line made before this one."""
 
@@ -155,7 +155,7 @@ def _tools_tuple(tools: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
 
 
 @attrs.frozen
-class ModelRequest(Record):
+class ModelRequest(Value):
     """One request for a streamed reply.
 
     **Parameters:**

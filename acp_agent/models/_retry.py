@@ -35,7 +35,7 @@ from acp_agent.models._errors import (
     ProviderTransportError,
     RateLimited,
 )
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("NO_RETRY", "RetryPolicy", "Sleep", "is_retryable", "parse_retry_after")
 
@@ -49,7 +49,7 @@ def is_retryable(error: ProviderError) -> bool:
 
 
 @attrs.frozen
-class RetryPolicy(Record):
+class RetryPolicy(Value):
     """Bounded retries with exponential backoff and full jitter.
 
     **Parameters:**

@@ -109,7 +109,7 @@ from acp_agent.models._events import (
 from acp_agent.models._events import TextDelta as ModelTextDelta
 from acp_agent.models._provider import ModelStream
 from acp_agent.models._request import ModelRequest, RequestOrigin, Text, ToolCall, ToolResult
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "DEFAULT_CONTEXT_WINDOW",
@@ -145,28 +145,28 @@ _CHARS_PER_TOKEN: Final = 4
 
 
 @attrs.frozen
-class TextDelta(Record):
+class TextDelta(Value):
     """A piece of the visible answer."""
 
     text: str
 
 
 @attrs.frozen
-class ThoughtDelta(Record):
+class ThoughtDelta(Value):
     """A piece of the model's reasoning."""
 
     text: str
 
 
 @attrs.frozen
-class Sleep(Record):
+class Sleep(Value):
     """A pause between steps."""
 
     ms: int
 
 
 @attrs.frozen
-class ToolCallStep(Record):
+class ToolCallStep(Value):
     """A proposed tool call; `arguments` is the JSON text sent, `call_id` None for a default."""
 
     name: str
@@ -175,21 +175,21 @@ class ToolCallStep(Record):
 
 
 @attrs.frozen
-class UsageStep(Record):
+class UsageStep(Value):
     """The usage the reply reports."""
 
     usage: UsageReported
 
 
 @attrs.frozen
-class Stop(Record):
+class Stop(Value):
     """How the reply ends."""
 
     reason: StopReason
 
 
 @attrs.frozen
-class Fail(Record):
+class Fail(Value):
     """The provider fails with the error named `kind` (a key of `ERRORS`)."""
 
     kind: str
@@ -240,7 +240,7 @@ class ScriptError(ValueError):
 
 
 @attrs.frozen
-class BranchScript(Record):
+class BranchScript(Value):
     """The replies one branch plays (see the module docstring)."""
 
     replies: tuple[tuple[Step, ...], ...]
@@ -248,7 +248,7 @@ class BranchScript(Record):
 
 
 @attrs.frozen
-class Script(Record):
+class Script(Value):
     """The replies to play, in request order, and the context window to report."""
 
     replies: tuple[tuple[Step, ...], ...] = attrs.field()

@@ -27,7 +27,7 @@ import attrs
 from acp_agent.models._errors import ConfigFileInvalid, ProviderNotConfigured
 from acp_agent.models._provider import ModelProvider
 from acp_agent.models._scripted import SCRIPTED_PROVIDER, Script, ScriptedProvider
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     import httpx
@@ -106,7 +106,7 @@ def context_window_for(model: str) -> int:
 
 
 @attrs.frozen
-class ModelTraits(Record):
+class ModelTraits(Value):
     """What a model accepts besides text."""
 
     #: Images in the person's messages.
@@ -124,7 +124,7 @@ def traits_for(model: str) -> ModelTraits:
 
 
 @attrs.frozen
-class ProviderKey(Record):
+class ProviderKey(Value):
     """A provider that reads its API key from an environment variable."""
 
     provider: str
@@ -134,7 +134,7 @@ class ProviderKey(Record):
 
 
 @attrs.frozen
-class ModelHandle(Record):
+class ModelHandle(Value):
     """A model ready for requests."""
 
     provider: ModelProvider

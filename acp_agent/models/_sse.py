@@ -21,7 +21,7 @@ import re
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("SSEDecoder", "SSETruncated", "ServerSentEvent")
 
@@ -29,7 +29,7 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @attrs.frozen
-class ServerSentEvent(Record):
+class ServerSentEvent(Value):
     """One dispatched event: its type (`message` unless named) and its data."""
 
     event: str

@@ -37,10 +37,10 @@ from typing import Final
 
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.sandbox._denials import describe_found, find_denials
 from acp_agent.sandbox._policy import SandboxPolicy
 from acp_agent.sandbox._terminal import TerminalWrap, terminal_wrap
+from acp_agent.values import Value
 
 __all__ = ("Sandbox", "bwrap_argv", "places_in_tmp", "program_places_in_tmp")
 
@@ -77,7 +77,7 @@ class _Mount:
 
 
 @attrs.frozen
-class Sandbox(Record):
+class Sandbox(Value):
     """A policy applied to a session's roots: what a local command is wrapped in.
 
     `bwrap` is the program to run (a path from `probe_sandbox`, or the name). It is

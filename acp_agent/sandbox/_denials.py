@@ -36,8 +36,8 @@ from typing import Final
 
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.sandbox._policy import SandboxPolicy
+from acp_agent.values import Value
 
 __all__ = (
     "MAX_DENIALS",
@@ -87,7 +87,7 @@ class DenialKind(enum.Enum):
 
 
 @attrs.frozen
-class Denial(Record):
+class Denial(Value):
     """One thing the sandbox kept in, as the command's output showed it."""
 
     kind: DenialKind

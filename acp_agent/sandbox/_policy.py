@@ -25,8 +25,8 @@ from typing import Final
 import attrs
 
 from acp_agent.paths import AgentPaths
-from acp_agent.records import Record
 from acp_agent.sandbox._settings import SandboxSettings
+from acp_agent.values import Value
 
 __all__ = (
     "DEFAULT_HIDDEN",
@@ -127,7 +127,7 @@ PROTECTED_IN_ROOTS: Final = (".git/hooks", ".git/config")
 
 
 @attrs.frozen
-class SandboxPolicy(Record):
+class SandboxPolicy(Value):
     """What a sandboxed command may do besides writing the session's roots.
 
     The file system is read-only except the roots, `writable` and `temp_dir`;

@@ -21,9 +21,9 @@ from typing import Final
 
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.sandbox._argv import bwrap_argv
 from acp_agent.sandbox._policy import SandboxPolicy
+from acp_agent.values import Value
 
 __all__ = (
     "PROBE_TIMEOUT_S",
@@ -57,7 +57,7 @@ _probed: dict[str, SandboxSupport] = {}
 
 
 @attrs.frozen
-class SandboxSupport(Record):
+class SandboxSupport(Value):
     """The probe's answer: `bwrap` (its path) when commands can run sandboxed, else why not."""
 
     #: The bwrap program found on PATH (None: none).

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("SandboxSettings", "load_sandbox_settings")
 
@@ -37,7 +37,7 @@ _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @attrs.frozen
-class SandboxSettings(Record):
+class SandboxSettings(Value):
     """`[sandbox]` as the person wrote it (paths unexpanded)."""
 
     writable: tuple[str, ...] = ()

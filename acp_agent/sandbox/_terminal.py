@@ -39,7 +39,7 @@ from typing import Final
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("NO_SANDBOX_STATUS", "TerminalWrap", "terminal_wrap")
 
@@ -67,7 +67,7 @@ _WHY_CHARS: Final = 300
 
 
 @attrs.frozen
-class TerminalWrap(Record):
+class TerminalWrap(Value):
     """What an editor's terminal runs (`command` with `args`) to run a command in the
     sandbox, and how to tell that its side could not (`refused`)."""
 

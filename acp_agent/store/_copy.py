@@ -39,7 +39,7 @@ from acp_agent.core import (
     Store,
     StoreNotFound,
 )
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "DEFAULT_CHUNK_EVENTS",
@@ -56,7 +56,7 @@ _FILE_BATCH_BYTES: Final = 16 * 1024 * 1024
 
 
 @attrs.frozen
-class CopyReport(Record):
+class CopyReport(Value):
     """What one `copy_sessions` run did."""
 
     #: Sessions written to (new, or completed).
@@ -71,7 +71,7 @@ class CopyReport(Record):
 
 
 @attrs.frozen
-class CopyVerification(Record):
+class CopyVerification(Value):
     """What `verify_copy` compared, and what differs (empty when the copy is faithful)."""
 
     sessions: int = 0

@@ -17,13 +17,13 @@ import attrs
 
 from acp_agent.core import LeaseHolder, new_id
 from acp_agent.process_marks import start_mark
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("LeaseOwner", "is_running", "this_process")
 
 
 @attrs.frozen
-class LeaseOwner(Record):
+class LeaseOwner(Value):
     """A store handle in a process, as recorded in a lease."""
 
     token: str

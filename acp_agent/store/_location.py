@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.store._sqlite import default_database_path
 from acp_agent.url_credentials import redact_url_credentials
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     from acp_agent.core import Store
@@ -64,7 +64,7 @@ class StoreUrlInvalid(ValueError):
 
 
 @attrs.frozen
-class StoreLocation(Record):
+class StoreLocation(Value):
     """Where the sessions are kept, and how it was chosen."""
 
     kind: Literal["sqlite", "postgresql"]

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 import attrs
 
 from acp_agent.core import StoreUnavailable
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("MIGRATIONS", "Migration", "migrate", "schema_version")
 
 
 @attrs.frozen
-class Migration(Record):
+class Migration(Value):
     """One step of the schema: statements run in order, inside the caller's transaction."""
 
     version: int

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from acp_agent.core import StoreUnavailable
-from acp_agent.records import Record
 from acp_agent.store._location import redact_store_url
 from acp_agent.store._pg_errors import translate
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     import psycopg
@@ -31,7 +31,7 @@ _HOLDERS: Final = (
 
 
 @attrs.frozen
-class LeaseHolderState(Record):
+class LeaseHolderState(Value):
     """A process that holds (or held) leases, as its heartbeat shows it."""
 
     pid: int
@@ -48,7 +48,7 @@ class LeaseHolderState(Record):
 
 
 @attrs.frozen
-class PostgresInspection(Record):
+class PostgresInspection(Value):
     """What `inspect_postgres` found."""
 
     server_version: str

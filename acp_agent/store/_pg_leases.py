@@ -49,9 +49,9 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from acp_agent.core import LeaseHolder, SessionHeld, SessionId, StoreConflict, StoreNotFound
-from acp_agent.records import Record
 from acp_agent.store._leases import LeaseOwner
 from acp_agent.store._pg_errors import Failure, classify, translate
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     import psycopg
@@ -99,7 +99,7 @@ def lease_lock_key(session_id: str) -> int:
 
 
 @attrs.frozen
-class LeaseRow(Record):
+class LeaseRow(Value):
     """A session's lease as the database has it, judged on the server's clock."""
 
     owner_token: str

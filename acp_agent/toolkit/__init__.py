@@ -15,7 +15,7 @@ workspace content from impersonating them; `fenced` puts text in a Markdown
 code block nothing in it can close. What the person should know that no reply
 says goes to the front end as a `Notice`.
 
-A leaf: it imports nothing of the agent but the leaves (`acp_agent.records`,
+A leaf: it imports nothing of the agent but the leaves (`acp_agent.values`,
 `acp_agent.content`), so a tool loads no part of the runtime
 (`tests/test_layers.py` checks it at run time, an import-linter contract
 statically). Its modules are private; this face lists what other packages use.
@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     )
     from acp_agent.toolkit._command_sandbox import CommandSandbox, TerminalLaunch
     from acp_agent.toolkit._commands import CommandSpec, ExtraCommand
-    from acp_agent.toolkit._cut_middle import cut_middle
     from acp_agent.toolkit._fences import fenced
     from acp_agent.toolkit._file_changes import CommandFiles, FileChanges
     from acp_agent.toolkit._job_host import (
@@ -88,6 +87,7 @@ if TYPE_CHECKING:
         ToolPreview,
         ToolResult,
     )
+    from acp_agent.toolkit._truncate import truncate_middle
 
 __all__ = (
     "DEFAULT_PLAN_ID",
@@ -143,13 +143,13 @@ __all__ = (
     "ToolPresentation",
     "ToolPreview",
     "ToolResult",
-    "cut_middle",
     "fenced",
     "neutralize_runtime_tags",
     "object_schema",
     "restore_runtime_tags",
     "tag",
     "text_result",
+    "truncate_middle",
     "wrap",
 )
 
@@ -162,7 +162,7 @@ __getattr__, __dir__ = _lazy_face(
         "CommandSpec": "_commands",
         "ExtraCommand": "_commands",
         "CommandFiles": "_file_changes",
-        "cut_middle": "_cut_middle",
+        "truncate_middle": "_truncate",
         "fenced": "_fences",
         "FileChanges": "_file_changes",
         "JobExit": "_job_host",

@@ -18,7 +18,7 @@ from typing import Final, Protocol
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "DEFAULT_REQUEST_TIMEOUT_S",
@@ -67,7 +67,7 @@ class ClientTimedOut(Exception):
 
 
 @attrs.frozen
-class TerminalExit(Record):
+class TerminalExit(Value):
     """How a command in a client terminal ended."""
 
     exit_code: int | None = None
@@ -75,7 +75,7 @@ class TerminalExit(Record):
 
 
 @attrs.frozen
-class TerminalOutput(Record):
+class TerminalOutput(Value):
     """A terminal's output so far; `exit` is set once the command has ended."""
 
     output: str

@@ -12,13 +12,13 @@ from collections.abc import Awaitable, Callable
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("CommandSpec", "ExtraCommand")
 
 
 @attrs.frozen
-class CommandSpec(Record):
+class CommandSpec(Value):
     """A command as the editor lists it."""
 
     name: str
@@ -36,7 +36,7 @@ class CommandSpec(Record):
 
 
 @attrs.frozen
-class ExtraCommand(Record):
+class ExtraCommand(Value):
     """A built-in another component offers (`/mcp`): it answers with Markdown."""
 
     spec: CommandSpec

@@ -18,13 +18,13 @@ from typing import Protocol
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("CommandFiles", "FileChanges")
 
 
 @attrs.define
-class CommandFiles(Record):
+class CommandFiles(Value):
     """What a command changed in the roots, filled in when `watching()` ends."""
 
     #: Files whose content (or link, or mode) changed.

@@ -16,13 +16,13 @@ from typing import Protocol
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("JobExit", "JobHost", "JobLimitReached", "JobOutput", "JobProcess", "StartedJob")
 
 
 @attrs.frozen
-class JobExit(Record):
+class JobExit(Value):
     """How a job's command ended: an exit status, or the signal that ended it."""
 
     exit_code: int | None = None
@@ -30,7 +30,7 @@ class JobExit(Record):
 
 
 @attrs.frozen
-class JobOutput(Record):
+class JobOutput(Value):
     """A job's output as kept: bounded text (head and tail, the cut stated), total bytes."""
 
     text: str
@@ -84,7 +84,7 @@ class JobLimitReached(Exception):
 
 
 @attrs.frozen
-class StartedJob(Record):
+class StartedJob(Value):
     """A job the host took over."""
 
     job_id: str

@@ -16,7 +16,7 @@ from typing import Final, Protocol
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("NO_NOTICES", "Notice", "NoticeSeverity", "NoticeSink")
 
@@ -33,7 +33,7 @@ class NoticeSeverity(enum.StrEnum):
 
 
 @attrs.frozen
-class Notice(Record):
+class Notice(Value):
     """One notice: a title that stands alone (one line, plain text) and an optional
     description (plain text: detail or what to do)."""
 

@@ -16,7 +16,6 @@ from typing import Any, Generic, TypeVar
 import attrs
 
 from acp_agent.content import TextContent
-from acp_agent.records import Record
 from acp_agent.toolkit._tool import (
     Effect,
     PermissionNeed,
@@ -26,6 +25,7 @@ from acp_agent.toolkit._tool import (
     ToolPresentation,
     ToolResult,
 )
+from acp_agent.values import Value
 
 __all__ = ("RuntimeTool", "object_schema", "text_result")
 
@@ -49,7 +49,7 @@ def _never(service: Any, context: ToolContext) -> str | None:
 
 
 @attrs.frozen
-class RuntimeTool(Record, Generic[S]):
+class RuntimeTool(Value, Generic[S]):
     """A tool bound to a runtime `service` (see the module docstring)."""
 
     definition: ToolDefinition

@@ -17,11 +17,11 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from acp_agent.content import ContentPart, Location
-from acp_agent.records import Record
 from acp_agent.toolkit._client_bridge import ClientBridge
 from acp_agent.toolkit._command_sandbox import CommandSandbox
 from acp_agent.toolkit._file_changes import FileChanges
 from acp_agent.toolkit._job_host import JobHost
+from acp_agent.values import Value
 
 __all__ = (
     "Effect",
@@ -72,7 +72,7 @@ class Effect(enum.StrEnum):
 
 
 @attrs.frozen
-class ToolDefinition(Record):
+class ToolDefinition(Value):
     """What the model is told about a tool."""
 
     #: The name the model calls it by (provider name rules: `[A-Za-z0-9_-]{1,64}`).
@@ -84,7 +84,7 @@ class ToolDefinition(Record):
 
 
 @attrs.frozen
-class ToolPresentation(Record):
+class ToolPresentation(Value):
     """How a call is shown before it runs: in the pending tool call and the permission prompt."""
 
     #: Names the target, e.g. "Edit src/app.py" or "Run `pytest -q`".
@@ -94,7 +94,7 @@ class ToolPresentation(Record):
 
 
 @attrs.frozen
-class PermissionNeed(Record):
+class PermissionNeed(Value):
     """What a call needs permission for, decided from its arguments before it runs.
 
     `target` is shown in full to the person (the whole command, the path) and is
@@ -113,7 +113,7 @@ class PermissionNeed(Record):
 
 
 @attrs.frozen
-class ToolResult(Record):
+class ToolResult(Value):
     """What a call produced: content for the editor, text for the model, raw output."""
 
     #: Shown in the editor (replaces the call's content collection).
@@ -190,7 +190,7 @@ class MemoryReadStamps:
 
 
 @attrs.frozen
-class ToolContext(Record):
+class ToolContext(Value):
     """What a running call may use: its roots, the editor, progress, its reads, its jobs,
     and where it says what it is about to change."""
 
@@ -241,7 +241,7 @@ class Tool(Protocol):
 
 
 @attrs.frozen
-class ToolPreview(Record):
+class ToolPreview(Value):
     """What a call will do, worked out before the person is asked: a dry run.
 
     Its `content` (a diff of exactly what would be written) goes into the

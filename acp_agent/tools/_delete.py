@@ -23,7 +23,6 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     ContentPart,
     DiffContent,
@@ -54,6 +53,7 @@ from acp_agent.tools._workspace import (
     present_path,
     resolve_path,
 )
+from acp_agent.values import Value
 
 __all__ = ("DEFINITION", "DeleteTool")
 
@@ -97,7 +97,7 @@ def _files_under(directory: Path) -> list[str]:
 
 
 @attrs.frozen
-class _Deletion(Record):
+class _Deletion(Value):
     """What deleting a path removes, found (and checked) before anything is removed."""
 
     target: WorkspacePath
@@ -140,7 +140,7 @@ class _Deletion(Record):
 
 
 @attrs.frozen
-class DeleteTool(Record):
+class DeleteTool(Value):
     """Deletes files, symlinks and (explicitly) directories."""
 
     @property

@@ -23,7 +23,6 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     DiffContent,
     Effect,
@@ -50,6 +49,7 @@ from acp_agent.tools._textfile import (
     store_text,
 )
 from acp_agent.tools._workspace import WorkspacePath, path_need, present_path, resolve_path
+from acp_agent.values import Value
 
 __all__ = (
     "DEFINITION",
@@ -108,7 +108,7 @@ first in this conversation; if it changed since, read it again and redo the edit
 
 
 @attrs.frozen
-class Replacement(Record):
+class Replacement(Value):
     """One requested change."""
 
     old_text: str
@@ -197,7 +197,7 @@ def apply_replacements(
 
 
 @attrs.frozen
-class EditTool(Record):
+class EditTool(Value):
     """Replaces exact text in a file the branch has read, showing the whole-file diff."""
 
     @property

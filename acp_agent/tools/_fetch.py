@@ -20,7 +20,6 @@ from urllib.parse import urlsplit
 import attrs
 
 import acp_agent
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     Effect,
     PermissionNeed,
@@ -34,6 +33,7 @@ from acp_agent.toolkit import (
 )
 from acp_agent.tools._args import optional_int, require_str
 from acp_agent.tools._common import short, text_result
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     import httpx
@@ -92,7 +92,7 @@ def _is_text(content_type: str) -> bool:
 
 
 @attrs.frozen
-class FetchTool(Record):
+class FetchTool(Value):
     """Fetches URLs as text; `transport` lets tests answer without a network."""
 
     transport: httpx.AsyncBaseTransport | None = None

@@ -22,7 +22,6 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     ContentPart,
     DiffContent,
@@ -53,6 +52,7 @@ from acp_agent.tools._workspace import (
     present_path,
     resolve_path,
 )
+from acp_agent.values import Value
 
 __all__ = ("DEFINITION", "MoveTool")
 
@@ -104,7 +104,7 @@ def _move(source: Path, destination: Path) -> None:
 
 
 @attrs.frozen
-class _Move(Record):
+class _Move(Value):
     """What a move does, found (and checked) before anything moves."""
 
     source: WorkspacePath
@@ -134,7 +134,7 @@ class _Move(Record):
 
 
 @attrs.frozen
-class MoveTool(Record):
+class MoveTool(Value):
     """Moves and renames; never silently replaces a file."""
 
     @property

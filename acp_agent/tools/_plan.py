@@ -24,7 +24,6 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     DEFAULT_PLAN_ID,
     Effect,
@@ -42,6 +41,7 @@ from acp_agent.toolkit import (
     ToolResult,
 )
 from acp_agent.tools._workspace import resolve_path
+from acp_agent.values import Value
 
 __all__ = ("DEFINITION", "MAX_ENTRIES", "PlanTool", "parse_entries", "task_list")
 
@@ -181,7 +181,7 @@ def _check(arguments: Mapping[str, Any], roots: Sequence[Path]) -> str:
 
 
 @attrs.frozen
-class PlanTool(Record):
+class PlanTool(Value):
     """Sets (or removes) one of the session's plans, whole."""
 
     @property

@@ -33,8 +33,8 @@ import anyio.abc
 import attrs
 
 from acp_agent.process_groups import Registration, process_groups
-from acp_agent.records import Record
 from acp_agent.toolkit import CommandSandbox
+from acp_agent.values import Value
 
 __all__ = (
     "DRAIN_AFTER_EXIT_S",
@@ -159,7 +159,7 @@ async def follow_output(
 
 
 @attrs.frozen
-class LocalExit(Record):
+class LocalExit(Value):
     """How a local command ended."""
 
     exit_code: int | None

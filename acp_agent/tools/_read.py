@@ -19,7 +19,6 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     Effect,
     Location,
@@ -36,6 +35,7 @@ from acp_agent.tools._args import optional_int
 from acp_agent.tools._common import refusal_result
 from acp_agent.tools._textfile import FileRefusal, line_ending, load_snapshot
 from acp_agent.tools._workspace import WorkspacePath, path_need, present_path, resolve_path
+from acp_agent.values import Value
 
 __all__ = (
     "DEFAULT_LINE_LIMIT",
@@ -113,7 +113,7 @@ DEFINITION: Final = ToolDefinition(
 
 
 @attrs.frozen
-class ReadTool(Record):
+class ReadTool(Value):
     """Reads text files (editor buffers first), numbering lines and recording a read stamp."""
 
     @property

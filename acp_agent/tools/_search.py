@@ -33,7 +33,6 @@ import anyio
 import attrs
 
 from acp_agent.process_groups import process_groups
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     Effect,
     Location,
@@ -52,6 +51,7 @@ from acp_agent.tools._common import short
 from acp_agent.tools._process import kill_group
 from acp_agent.tools._walk import glob_regex, walk
 from acp_agent.tools._workspace import WorkspacePath, display_path, path_need, resolve_path
+from acp_agent.values import Value
 
 __all__ = (
     "GLOB_DEFINITION",
@@ -112,7 +112,7 @@ their target), `depth` levels down (default 1, at most 5). Entries git ignores a
 
 
 @attrs.frozen
-class ListTool(Record):
+class ListTool(Value):
     """Lists a directory, as git sees it."""
 
     @property
@@ -189,7 +189,7 @@ git ignores are skipped. Paths come sorted; at most `max_results` (default 500).
 
 
 @attrs.frozen
-class GlobTool(Record):
+class GlobTool(Value):
     """Finds files by glob, as git sees the tree."""
 
     @property
@@ -257,7 +257,7 @@ class GlobTool(Record):
 
 
 @attrs.frozen
-class GrepMatch(Record):
+class GrepMatch(Value):
     """A matched line (or, listing files, a file's first match)."""
 
     path: Path
@@ -267,7 +267,7 @@ class GrepMatch(Record):
 
 
 @attrs.frozen
-class _Query(Record):
+class _Query(Value):
     pattern: str
     target: WorkspacePath
     glob: str | None
@@ -317,7 +317,7 @@ def _truncated(text: str) -> str:
 
 
 @attrs.frozen
-class GrepTool(Record):
+class GrepTool(Value):
     """Searches file contents; ripgrep when available (`ripgrep`), else Python, same results."""
 
     #: The ripgrep executable; None searches in Python. Defaults to `rg` on PATH.

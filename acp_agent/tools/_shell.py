@@ -73,7 +73,6 @@ from typing import Any, Final
 import anyio
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     ClientTimedOut,
     CommandFiles,
@@ -107,6 +106,7 @@ from acp_agent.tools._sandboxed_results import (
     sandboxed_in_terminal,
 )
 from acp_agent.tools._workspace import WorkspacePath, outside_need, resolve_path
+from acp_agent.values import Value
 
 logger = logging.getLogger(__name__)
 
@@ -306,7 +306,7 @@ DEFINITION: Final = ToolDefinition(
 
 
 @attrs.frozen
-class _Call(Record):
+class _Call(Value):
     command: str
     cwd: WorkspacePath
     timeout_s: int
@@ -315,7 +315,7 @@ class _Call(Record):
 
 
 @attrs.frozen
-class ShellTool(Record):
+class ShellTool(Value):
     """Runs commands through client terminals, or locally in their own process group
     (confined to the call's sandbox when it has one)."""
 

@@ -34,8 +34,8 @@ from typing import Final, Literal
 import anyio
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.toolkit import ClientBridge, ClientTimedOut, FileChanges
+from acp_agent.values import Value
 
 __all__ = (
     "MAX_TEXT_BYTES",
@@ -80,7 +80,7 @@ class FileRefusal(Exception):
 
 
 @attrs.frozen
-class TextCodec(Record):
+class TextCodec(Value):
     """How a file's bytes become text and back: a codec and the byte-order mark it carries."""
 
     codec: str
@@ -162,7 +162,7 @@ def _stamp(data: bytes) -> str:
 
 
 @attrs.frozen
-class FileSnapshot(Record):
+class FileSnapshot(Value):
     """A file's content as the branch sees it now."""
 
     path: Path

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     import pathspec
@@ -35,7 +35,7 @@ __all__ = ("Entry", "IgnoreRules", "glob_regex", "walk")
 
 
 @attrs.frozen
-class _Rules(Record):
+class _Rules(Value):
     base: Path
     spec: pathspec.GitIgnoreSpec
 
@@ -69,7 +69,7 @@ def _load(base: Path, file: Path) -> _Rules | None:
 
 
 @attrs.frozen
-class IgnoreRules(Record):
+class IgnoreRules(Value):
     """The ignore rules in effect in one directory (shallowest first)."""
 
     rules: tuple[_Rules, ...] = ()
@@ -115,7 +115,7 @@ class IgnoreRules(Record):
 
 
 @attrs.frozen
-class Entry(Record):
+class Entry(Value):
     """A path found by a walk."""
 
     path: Path

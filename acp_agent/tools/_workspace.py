@@ -16,8 +16,8 @@ from pathlib import Path
 
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.toolkit import Effect, Location, PermissionNeed, ToolInputError
+from acp_agent.values import Value
 
 __all__ = (
     "WorkspacePath",
@@ -31,7 +31,7 @@ __all__ = (
 
 
 @attrs.frozen
-class WorkspacePath(Record):
+class WorkspacePath(Value):
     """A path argument, resolved against the session's roots."""
 
     #: As the model wrote it.

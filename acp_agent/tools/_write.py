@@ -19,7 +19,6 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     DiffContent,
     Effect,
@@ -46,6 +45,7 @@ from acp_agent.tools._textfile import (
     store_text,
 )
 from acp_agent.tools._workspace import WorkspacePath, path_need, present_path, resolve_path
+from acp_agent.values import Value
 
 __all__ = ("DEFINITION", "WriteTool", "match_line_endings")
 
@@ -83,7 +83,7 @@ DEFINITION: Final = ToolDefinition(
 
 
 @attrs.frozen
-class WriteTool(Record):
+class WriteTool(Value):
     """Creates files, or replaces files the branch has read."""
 
     @property

@@ -71,7 +71,7 @@ async def test_a_prompt_three_times_the_window_is_answered_and_the_session_goes_
     assert large.stop_reason == types.StopReason.END_TURN
     said = text_of_updates(told)
     assert "longer than the model takes" in said
-    assert "the longest messages cut to their beginning and end" in said
+    assert "the longest messages truncated to their beginning and end" in said
     assert "I read the summary of your log." in said
     # The next small prompt works, and so does /compact.
     assert small.stop_reason == types.StopReason.END_TURN

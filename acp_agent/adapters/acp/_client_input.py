@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 from protocol import types
 from protocol.errors import InvalidParams
 
@@ -104,7 +104,7 @@ def additional_directories(
 
 
 @attrs.frozen
-class ForkAnchor(Record):
+class ForkAnchor(Value):
     """Where a fork cuts: after prompt n's turn, after the turn of a message, or just
     before a person's message. `field` names it in errors (`_meta.acp-agent.…`)."""
 

@@ -17,7 +17,7 @@ then (the model reads the recorded parts):
   (`ModelSource.traits`); otherwise the prompt is refused (invalid params).
 - `audio`: refused (not advertised).
 
-Files are cut at `MAX_ATTACHMENT_CHARS`, with a note saying so. A lone surrogate
+Files are truncated at `MAX_ATTACHMENT_CHARS`, with a note saying so. A lone surrogate
 anywhere in a block (the text typed, a file the editor returned) is recorded as
 U+FFFD (`acp_agent.lone_surrogates`). For a link read into its file, the link
 the person sent is recorded beside it (`UserInputAdopted.sent`), and

@@ -105,8 +105,8 @@ from acp_agent.agent import (
     usage_json,
 )
 from acp_agent.content import ContentPart, DiffContent, PlanContent, PlanKind, TerminalContent
-from acp_agent.records import Record
 from acp_agent.toolkit import Notice, NoticeSeverity
+from acp_agent.values import Value
 from protocol import types
 from protocol.text_chunks import TextChunks
 
@@ -133,7 +133,7 @@ _FAILED_BRANCH_STATES: Final = frozenset({"failed", "interrupted"})
 
 
 @attrs.frozen
-class ModelFacts(Record):
+class ModelFacts(Value):
     """What a model's usage updates need: its window and, when known, its prices."""
 
     context_window: int

@@ -17,7 +17,7 @@ from typing import Final
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "JSON_RPC",
@@ -78,7 +78,7 @@ class Verdict(enum.StrEnum):
 
 
 @attrs.frozen
-class Cite(Record):
+class Cite(Value):
     """One sentence a rule enforces, and where it is written."""
 
     #: A page of `SPEC_PAGES`, a full URL, or a path in this repository.
@@ -95,7 +95,7 @@ class Cite(Record):
 
 
 @attrs.frozen
-class Rule(Record):
+class Rule(Value):
     id: str
     level: Level
     #: What it requires, in a line.
@@ -122,7 +122,7 @@ class Rule(Record):
 
 
 @attrs.frozen
-class Finding(Record):
+class Finding(Value):
     rule: Rule
     verdict: Verdict
     #: What was seen, one line each (the first says it all when there is one).

@@ -26,8 +26,8 @@ import attrs
 import httpx
 
 from acp_agent.models import ANTHROPIC_VERSION, ResolvedModel, redact_secrets
-from acp_agent.records import Record
 from acp_agent.url_credentials import UrlTarget, redact_url_credentials, url_target
+from acp_agent.values import Value
 
 __all__ = ("ProbeOutcome", "ProviderAnswer", "probe_provider")
 
@@ -63,7 +63,7 @@ class ProbeOutcome(enum.Enum):
 
 
 @attrs.frozen
-class ProviderAnswer(Record):
+class ProviderAnswer(Value):
     """The outcome of one probe, with what to show about it."""
 
     outcome: ProbeOutcome

@@ -26,7 +26,7 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("FORMAT_VERSION", "Check", "DetailValue", "Report", "Status")
 
@@ -50,7 +50,7 @@ class Status(enum.Enum):
 
 
 @attrs.frozen
-class Check(Record):
+class Check(Value):
     """One thing doctor looked at, and what it found."""
 
     name: str
@@ -81,7 +81,7 @@ class Check(Record):
 
 
 @attrs.frozen
-class Report(Record):
+class Report(Value):
     """Every check, in the order they are shown."""
 
     checks: tuple[Check, ...]

@@ -18,8 +18,8 @@ from urllib.parse import unquote, urlsplit
 import attrs
 
 from acp_agent.paths import AgentPaths
-from acp_agent.records import Record
 from acp_agent.store import StoreLocation, store_location
+from acp_agent.values import Value
 
 __all__ = ("DoctorSetup", "is_secret")
 
@@ -36,7 +36,7 @@ def is_secret(name: str, value: str) -> bool:
 
 
 @attrs.frozen
-class DoctorSetup(Record):
+class DoctorSetup(Value):
     """The inputs of one doctor run."""
 
     paths: AgentPaths

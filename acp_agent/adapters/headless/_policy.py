@@ -17,7 +17,7 @@ from typing import Final
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 from protocol import types
 
 __all__ = ("Approve", "Decision", "decide", "option_for")
@@ -36,7 +36,7 @@ _EDIT_KINDS: Final = frozenset({types.ToolKind.EDIT, types.ToolKind.DELETE, type
 
 
 @attrs.frozen
-class Decision(Record):
+class Decision(Value):
     """The policy's answer to one question, and the reason given for it."""
 
     allowed: bool

@@ -10,13 +10,13 @@ from __future__ import annotations
 import attrs
 from lsprotocol import types
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("EditorTraits",)
 
 
 @attrs.frozen
-class EditorTraits(Record):
+class EditorTraits(Value):
     """The client capabilities the front end acts on."""
 
     #: `workspace/applyEdit` (edits go through the editor's buffers).

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 from protocol.errors import ConnectionClosed
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class Role(enum.Enum):
 
 
 @attrs.frozen(eq=False)
-class Viewer(Record):
+class Viewer(Value):
     """One client connection, as the sessions it follows know it."""
 
     client_id: str

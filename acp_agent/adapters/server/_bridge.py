@@ -32,7 +32,7 @@ from typing import Final
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("ServerSettings", "run_bridge", "server_settings")
 
@@ -42,7 +42,7 @@ _CHUNK: Final = 64 * 1024
 
 
 @attrs.frozen
-class ServerSettings(Record):
+class ServerSettings(Value):
     """The `[server]` table of config.toml."""
 
     #: Plain `acp-agent` is a bridge to the server.

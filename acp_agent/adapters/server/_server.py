@@ -58,7 +58,7 @@ class ClientWriter(Protocol):
 
     async def writable(self) -> None: ...
 
-    def cut(self, why: str) -> None: ...
+    def disconnect(self, why: str) -> None: ...
 
     def close(self) -> None: ...
 
@@ -88,7 +88,7 @@ class AppServer:
     * `mode`: the permission mode new sessions start in, by name.
     * `unstable`: serve unstable ACP methods and fields.
     * `editor_timeout_s`: how long each request to a client waits (None: the default).
-    * `stall_s`: how long a client may read nothing, with output waiting, before it is cut.
+    * `stall_s`: how long a client may read nothing, with output waiting, before it is disconnected.
     * `person`: the server's person (None: the local person; see `_identity`).
     """
 
@@ -228,7 +228,7 @@ class AppServer:
                 await closer()
         clients = list(self._clients)
         for client in clients:
-            client.writer.cut("the server is stopping")
+            client.writer.disconnect("the server is stopping")
         for client in clients:
             await client.connection.protocol.input_ended(
                 grace_s=_STOP_GRACE_S, cancel_handlers=True

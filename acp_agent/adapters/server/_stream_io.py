@@ -8,7 +8,7 @@ the loop); `writable()` is where a session's updates to this client wait
 while the buffer is over its high-water mark, so a slow reader holds back
 only its own delivery, which then catches up from the timeline (its memory
 tail, then the store) instead of piling up here. A peer that takes nothing
-for `stall_s` while that much waits is taken as gone: the connection is cut.
+for `stall_s` while that much waits is taken as gone: the connection is dropped.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class StreamLineWriter:
     """Each message and its newline into an `asyncio.StreamWriter` (the engine's `Writer`).
 
     `write` never blocks; `writable()` waits while more than `high_water` bytes wait
-    to be written, and cuts the connection (raising `BrokenPipeError`) when the peer
+    to be written, and drops the connection (raising `BrokenPipeError`) when the peer
     took nothing for `stall_s` seconds meanwhile.
     """
 
@@ -104,13 +104,13 @@ class StreamLineWriter:
                     await self._writer.drain()
             except TimeoutError:
                 if transport.get_write_buffer_size() >= before:
-                    self.cut(f"the client read nothing for {self._stall_s:g} s")
+                    self.disconnect(f"the client read nothing for {self._stall_s:g} s")
             except (ConnectionError, OSError) as exc:
-                self.cut(f"writing failed: {exc}")
+                self.disconnect(f"writing failed: {exc}")
         if self._gone is not None:
             raise BrokenPipeError(self._gone)
 
-    def cut(self, why: str) -> None:
+    def disconnect(self, why: str) -> None:
         """Take the client as gone and close the connection now."""
         if self._gone is None:
             self._gone = why

@@ -45,7 +45,7 @@ from acp_agent.agent import (
     UsageTally,
     UserInputAdopted,
 )
-from acp_agent.records import Record
+from acp_agent.values import Value
 from protocol import methods, types
 from protocol.errors import ConnectionClosed, InvalidParams
 
@@ -64,7 +64,7 @@ _CURSOR = re.compile(r"(0|[1-9][0-9]{0,17})(?::(0|[1-9][0-9]{0,8}))?")
 
 
 @attrs.frozen
-class Cursor(Record):
+class Cursor(Value):
     """A place in a session's updates: after event `seq`'s update `part` (None: all of it)."""
 
     seq: int

@@ -47,7 +47,7 @@ import attrs
 
 from acp_agent.adapters.server._stream_io import HIGH_WATER_BYTES
 from acp_agent.people import local_person
-from acp_agent.records import Record
+from acp_agent.values import Value
 from jsonbounds import LineSplitter, OverLongLine
 from protocol.limits import MAX_AGENT_LINE_BYTES
 
@@ -84,7 +84,7 @@ class AddressRefused(ValueError):
 
 
 @attrs.frozen
-class ListenAddress(Record):
+class ListenAddress(Value):
     """Where to listen: a host and a port (0: any free one)."""
 
     host: str
@@ -261,7 +261,7 @@ class WebSocketWriter:
                 async with asyncio.timeout(self._stall_s):
                     await self._progress.wait()
             except TimeoutError:
-                self.cut(f"the client read nothing for {self._stall_s:g} s")
+                self.disconnect(f"the client read nothing for {self._stall_s:g} s")
         if self._gone is not None:
             raise BrokenPipeError(self._gone)
 
@@ -287,7 +287,7 @@ class WebSocketWriter:
             self._gone = f"sending failed: {exc}"
             self._progress.set()
 
-    def cut(self, why: str) -> None:
+    def disconnect(self, why: str) -> None:
         if self._gone is None:
             self._gone = why
             logger.warning("closing a WebSocket client: %s", why)

@@ -87,7 +87,7 @@ from acp_agent.toolkit import (
     NoticeSeverity,
     NoticeSink,
     TerminalsWithheld,
-    cut_middle,
+    truncate_middle,
 )
 
 __all__ = (
@@ -581,7 +581,7 @@ class BranchManager:
             verb = f"stopped ({line.stop_reason})"
         elif line.state is LineState.FAILED and line.why_ended():
             verb = f"failed: {line.why_ended()}"
-        report = cut_middle(
+        report = truncate_middle(
             line.report or "(no report)", _REPORT_CHARS, "{omitted} characters left out"
         )
         text = f'Branch {line.branch_id} ("{line.title}") {verb}. Its report:\n{report}'

@@ -63,8 +63,8 @@ from acp_agent.models import (
     ToolResult,
     ToolSpec,
 )
-from acp_agent.records import Record
-from acp_agent.toolkit import cut_middle, tag
+from acp_agent.toolkit import tag, truncate_middle
+from acp_agent.values import Value
 
 __all__ = (
     "COMPACTION_GUIDE_ENTRY",
@@ -149,7 +149,7 @@ CompactionStatus: TypeAlias = Literal["in_progress", "completed", "failed", "can
 
 
 @attrs.frozen
-class CompactionView(Record):
+class CompactionView(Value):
     """How a compaction fact is shown in the editor, whatever the wire.
 
     A front end sends it as `compaction_update` (`compactionId`, `status`,
@@ -304,7 +304,7 @@ def _shrink_largest(messages: list[ProjectedMessage], over_tokens: int) -> bool:
     projected = messages[m]
     parts = list(projected.message.parts)
     part = parts[p]
-    shorter = cut_middle(_part_text(part), limit, note)
+    shorter = truncate_middle(_part_text(part), limit, note)
     parts[p] = (
         attrs.evolve(part, content=shorter) if isinstance(part, ToolResult) else Text(shorter)
     )

@@ -104,8 +104,8 @@ from acp_agent.models import (
     RequestOrigin,
     ToolSpec,
 )
-from acp_agent.records import Record
 from acp_agent.toolkit import NO_NOTICES, Notice, NoticeSeverity, NoticeSink
+from acp_agent.values import Value
 
 __all__ = (
     "CONTEXT_GUIDE_ENTRIES",
@@ -149,7 +149,7 @@ def _a_fraction(_: object, attribute: attrs.Attribute[float], value: float) -> N
 
 
 @attrs.frozen
-class ContextSettings(Record):
+class ContextSettings(Value):
     """How big the context is and when to compact it.
 
     **Parameters:**
@@ -170,7 +170,7 @@ class ContextSettings(Record):
 
 
 @attrs.frozen
-class PreparedRequest(Record):
+class PreparedRequest(Value):
     """The next request and what to record about it."""
 
     request: ModelRequest

@@ -26,7 +26,7 @@ from typing import Final
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "CORE_GUIDE_ENTRIES",
@@ -47,7 +47,7 @@ class GuideEntryConflict(RuntimeError):
 
 
 @attrs.frozen
-class GuideEntry(Record):
+class GuideEntry(Value):
     """How to read one kind of input, registered by the component that produces it.
 
     **Parameters:**
@@ -67,7 +67,7 @@ class GuideEntry(Record):
 
 
 @attrs.frozen
-class Guide(Record):
+class Guide(Value):
     """An assembled guide: its text, the entries it came from, and its version."""
 
     version: str

@@ -90,8 +90,8 @@ from acp_agent.core import (
     is_hidden,
 )
 from acp_agent.models import Image, Message, Part, Reasoning, Text, ToolCall, ToolResult
-from acp_agent.records import Record
 from acp_agent.toolkit import neutralize_runtime_tags, tag, wrap
+from acp_agent.values import Value
 from jsonbounds import TOO_DEEP, nesting_exceeds
 
 __all__ = (
@@ -157,7 +157,7 @@ _VISIBLE_FACTS: Final = (
 
 
 @attrs.frozen
-class ProjectedMessage(Record):
+class ProjectedMessage(Value):
     """A message and the newest seq it renders (the cache prefix is decided by it)."""
 
     message: Message

@@ -44,8 +44,8 @@ import attrs
 
 from acp_agent.capabilities.context._guide import GuideEntry
 from acp_agent.core import Payload, RuleExpired, RuleReplaced, RuleRevoked, RuleSet
-from acp_agent.records import Record
 from acp_agent.toolkit import tag
+from acp_agent.values import Value
 
 __all__ = (
     "MAX_RULE_CHARS",
@@ -119,7 +119,7 @@ affects only that source, in that scope.""",
 
 
 @attrs.frozen
-class RuleFile(Record):
+class RuleFile(Value):
     """A rule as found on disk: its id, scope, text and the digest of the text."""
 
     rule_id: str
@@ -132,7 +132,7 @@ class RuleFile(Record):
 
 
 @attrs.frozen
-class RuleRecord(Record):
+class RuleRecord(Value):
     """The last recorded operation on a rule, and its text while it holds."""
 
     rule_id: str
@@ -160,7 +160,7 @@ Unreadable: TypeAlias = list[tuple[Path, str]]
 
 
 def _read_rule_text(path: Path, unreadable: Unreadable | None = None) -> str | None:
-    """The file's text, cut to `MAX_RULE_CHARS`; None when unreadable (kept in
+    """The file's text, truncated to `MAX_RULE_CHARS`; None when unreadable (kept in
     `unreadable`) or blank."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -26,8 +26,8 @@ import attrs
 
 from acp_agent.capabilities.context._guide import GuideEntry
 from acp_agent.core import Payload, StateCleared, StateSet
-from acp_agent.records import Record
 from acp_agent.toolkit import tag
+from acp_agent.values import Value
 
 __all__ = (
     "STATE_GUIDE_ENTRY",
@@ -91,7 +91,7 @@ class StateSource(Protocol):
 
 
 @attrs.frozen
-class Environment(Record):
+class Environment(Value):
     """What the process runs in: operating system, the person's shell, its variables."""
 
     os_name: str
@@ -114,7 +114,7 @@ def _local_now() -> datetime.datetime:
 
 
 @attrs.frozen
-class DateSource(Record):
+class DateSource(Value):
     """`environment/date`: today's date by `clock` (an aware datetime in the person's zone)."""
 
     clock: Callable[[], datetime.datetime] = _local_now
@@ -124,7 +124,7 @@ class DateSource(Record):
 
 
 @attrs.frozen
-class WorkingDirectorySource(Record):
+class WorkingDirectorySource(Value):
     """`environment/cwd`: the session's workspace root."""
 
     cwd: str
@@ -134,7 +134,7 @@ class WorkingDirectorySource(Record):
 
 
 @attrs.frozen
-class AdditionalDirectoriesSource(Record):
+class AdditionalDirectoriesSource(Value):
     """`environment/additional_directories`: the workspace's roots besides the cwd, one a
     line, read from `directories` each time (a load or resume may change them); None
     when there are none."""
@@ -147,7 +147,7 @@ class AdditionalDirectoriesSource(Record):
 
 
 @attrs.frozen
-class PlatformSource(Record):
+class PlatformSource(Value):
     """`environment/os` and `environment/shell`, from an `Environment`."""
 
     environment: Environment
@@ -160,7 +160,7 @@ class PlatformSource(Record):
 
 
 @attrs.frozen
-class ValueSource(Record):
+class ValueSource(Value):
     """One named value from a callable: available commands, skills, anything a component knows.
 
     `value()` returns None when the value does not apply (it is then cleared).
@@ -174,7 +174,7 @@ class ValueSource(Record):
 
 
 @attrs.frozen
-class BranchIdentitySource(Record):
+class BranchIdentitySource(Value):
     """`branch/identity`: which line of work the conversation is.
 
     `main` for a session's main branch; otherwise the branch's label (or id),
@@ -202,7 +202,7 @@ class BranchIdentitySource(Record):
 
 
 @attrs.frozen
-class GitSource(Record):
+class GitSource(Value):
     """`git/branch` and `git/status` of the repository at `cwd`, from one `git status`.
 
     Outside a repository (or without git) both are None, so earlier values are

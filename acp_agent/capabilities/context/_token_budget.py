@@ -22,7 +22,7 @@ from typing import Final
 import attrs
 
 from acp_agent.models import Image, Message, ModelRequest, Reasoning, Text, ToolCall, ToolResult
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "CHARS_PER_TOKEN",
@@ -77,7 +77,7 @@ def estimate_request_tokens(request: ModelRequest) -> int:
 
 
 @attrs.frozen
-class ContextUsage(Record):
+class ContextUsage(Value):
     """How full the context is: ACP `usage_update`'s `used` and `size`."""
 
     used_tokens: int

@@ -43,8 +43,8 @@ import attrs
 from acp_agent.capabilities.permissions import PermissionMode, PermissionPrompter, RefusingPrompter
 from acp_agent.core import Branch, ConfigurationAdopted, Event, EventDraft, new_id
 from acp_agent.models import ModelSource, ReasoningEffort
-from acp_agent.records import Record
 from acp_agent.toolkit import NO_CLIENT, ClientBridge
+from acp_agent.values import Value
 
 __all__ = (
     "CONTROLS_PRODUCER",
@@ -84,7 +84,7 @@ class InvalidSetting(ValueError):
 
 
 @attrs.frozen
-class Choice(Record):
+class Choice(Value):
     """One value an option can take."""
 
     value: str
@@ -97,7 +97,7 @@ INSTRUCTION_MODES: Final = ("append", "override")
 
 
 @attrs.frozen
-class ClientInstructions(Record):
+class ClientInstructions(Value):
     """A client's own instructions for a session (ACP's `systemPrompt`): added to the
     agent's (`append`) or in place of them (`override`); the session's guide carries
     them (`acp_agent.capabilities.context.apply_instructions`)."""
@@ -122,7 +122,7 @@ class ClientInstructions(Record):
 
 
 @attrs.frozen
-class SessionOption(Record):
+class SessionOption(Value):
     """A setting as a front end offers it: its choices and the current one."""
 
     id: str

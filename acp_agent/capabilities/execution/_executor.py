@@ -121,7 +121,7 @@ from acp_agent.toolkit import (
     ToolInputError,
     ToolKind,
     ToolResult,
-    cut_middle,
+    truncate_middle,
 )
 
 __all__ = (
@@ -254,7 +254,8 @@ class _Progress:
     async def content(self, parts: Sequence[ContentPart]) -> None:
         shown = [
             attrs.evolve(
-                part, text=cut_middle(part.text, PROGRESS_CHARS, "{omitted} characters left out")
+                part,
+                text=truncate_middle(part.text, PROGRESS_CHARS, "{omitted} characters left out"),
             )
             if isinstance(part, TextContent)
             else part

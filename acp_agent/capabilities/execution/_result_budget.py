@@ -37,15 +37,15 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     ContentPart,
     DiffContent,
     ImageContent,
     TextContent,
     ToolResult,
-    cut_middle,
+    truncate_middle,
 )
+from acp_agent.values import Value
 
 __all__ = ("ResultBudget", "ResultLimits")
 
@@ -58,7 +58,7 @@ _WRITE_CHARS: Final = 1 << 20
 
 
 @attrs.frozen
-class ResultLimits(Record):
+class ResultLimits(Value):
     """The caps of `ResultBudget` (see the module docstring)."""
 
     model_chars: int = 100_000
@@ -155,7 +155,7 @@ class ResultBudget:
         if len(text) <= self.limits.model_chars:
             return text
         truncation.keep((text,))
-        return cut_middle(text, self.limits.model_chars, note)
+        return truncate_middle(text, self.limits.model_chars, note)
 
     def _content(
         self, parts: Sequence[ContentPart], note: str, truncation: _Truncation
@@ -175,7 +175,7 @@ class ResultBudget:
                 kept.append(part)
             elif isinstance(part, TextContent):
                 truncation.keep([p.text for p in parts if isinstance(p, TextContent)])
-                kept.append(TextContent(cut_middle(part.text, share, note)))
+                kept.append(TextContent(truncate_middle(part.text, share, note)))
             elif isinstance(part, DiffContent):
                 kept.append(
                     TextContent(

@@ -54,8 +54,8 @@ from acp_agent.core import (
     new_id,
 )
 from acp_agent.process_marks import kill_group_of
-from acp_agent.records import Record
 from acp_agent.toolkit import JobExit, JobHost, JobLimitReached, JobOutput, JobProcess, StartedJob
+from acp_agent.values import Value
 
 __all__ = (
     "DEFAULT_JOB_LIMIT",
@@ -189,7 +189,7 @@ def _last_lines(text: str) -> str:
 
 
 @attrs.frozen
-class _LineHost(Record):
+class _LineHost(Value):
     """The `JobHost` of one tool call of one line (what `ToolContext.jobs` is)."""
 
     manager: JobManager
@@ -521,7 +521,7 @@ def _report(job: Job) -> str:
         text += f"\nIts last output:\n{tail}"
     elif job.state is not JobState.INTERRUPTED:
         text += "\nIt printed nothing."
-    cut = job.output_bytes > len(job.output.encode("utf-8"))  # the middle was not kept
-    if cut or tail != job.output.rstrip("\n"):
+    truncated = job.output_bytes > len(job.output.encode("utf-8"))  # the middle was not kept
+    if truncated or tail != job.output.rstrip("\n"):
         text += f'\n(More: job_output with job_id "{job.job_id}".)'
     return text

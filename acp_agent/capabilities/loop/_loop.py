@@ -22,7 +22,7 @@ A turn goes through these states::
 
 Stop reasons (`TurnEnded.stop_reason`, a `TurnStopReason`): `end_turn`, `max_tokens` (the reply
 hit its cap, or the context window was exceeded even after compacting twice
-in the turn: the older history, then all of it, long messages cut), `max_turn_requests` (more
+in the turn: the older history, then all of it, long messages truncated), `max_turn_requests` (more
 model requests in the turn than allowed), `refusal`; a cancelled turn ends
 with `TurnInterrupted` instead. A provider failure keeps what was streamed,
 records `ModelRequestFailed` (the person sees why) and ends the turn; a
@@ -135,7 +135,7 @@ from acp_agent.models import (
     ToolSpec,
     UsageReported,
 )
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 if TYPE_CHECKING:
     from acp_agent.models import Pricing
@@ -163,7 +163,7 @@ _OVERFLOW_COMPACTIONS: Final = 2
 #: What the person reads after an overflow's message, when the agent compacts and retries.
 _COMPACTING: Final = (
     ". The conversation is longer than the model takes (about {window} tokens, it seems), "
-    "so it is being summarised, the longest messages cut to their beginning and end, "
+    "so it is being summarised, the longest messages truncated to their beginning and end, "
     "and the request sent again."
 )
 #: ... and when it compacted twice in the turn already.
@@ -301,7 +301,7 @@ class ContextPreparer(Protocol):
 
 
 @attrs.frozen
-class LoopSettings(Record):
+class LoopSettings(Value):
     """Limits and knobs of the model loop."""
 
     max_turn_requests: int = DEFAULT_MAX_TURN_REQUESTS

@@ -62,8 +62,8 @@ from typing import Any, Final, Protocol
 import attrs
 
 from acp_agent.core import CallId, PermissionRule, SessionId, Store, new_id
-from acp_agent.records import Record
 from acp_agent.toolkit import ContentPart, Effect, Location, PermissionNeed, ToolKind
+from acp_agent.values import Value
 
 __all__ = (
     "MCP_TOOL_PREFIX",
@@ -158,7 +158,7 @@ class RuleDecision(enum.StrEnum):
 
 
 @attrs.frozen
-class PermissionOption(Record):
+class PermissionOption(Value):
     """One answer offered: its id (the choice's value), its kind and its label."""
 
     choice: PermissionChoice
@@ -170,7 +170,7 @@ class PermissionOption(Record):
 
 
 @attrs.frozen
-class PermissionQuestion(Record):
+class PermissionQuestion(Value):
     """What the person is asked about one call, with everything they need to decide."""
 
     permission_id: str
@@ -194,7 +194,7 @@ class PermissionQuestion(Record):
 
 
 @attrs.frozen
-class PermissionAnswer(Record):
+class PermissionAnswer(Value):
     """The person's choice, or `None` when the question was cancelled (the turn ended)."""
 
     choice: PermissionChoice | None
@@ -225,14 +225,14 @@ class RefusingPrompter:
 
 
 @attrs.frozen
-class Allow(Record):
+class Allow(Value):
     """Run the call; `reason` says why, for the log."""
 
     reason: str
 
 
 @attrs.frozen
-class Refuse(Record):
+class Refuse(Value):
     """Do not run the call; `explanation` is what the model reads, `shown` what the person
     reads (None: the explanation)."""
 
@@ -241,7 +241,7 @@ class Refuse(Record):
 
 
 @attrs.frozen
-class Ask(Record):
+class Ask(Value):
     """Ask the person, offering `options`; `note` adds what they should know."""
 
     options: tuple[PermissionOption, ...]

@@ -30,7 +30,6 @@ from typing import Final
 import anyio
 import attrs
 
-from acp_agent.records import Record
 from acp_agent.sandbox import (
     Sandbox,
     SandboxPolicy,
@@ -39,6 +38,7 @@ from acp_agent.sandbox import (
     TerminalWrap,
 )
 from acp_agent.toolkit import NO_NOTICES, Notice, NoticeSeverity, NoticeSink
+from acp_agent.values import Value
 
 __all__ = ("DOCTOR_HINT", "CallSandbox", "SessionSandbox", "SessionTerminalLaunch")
 
@@ -181,7 +181,7 @@ class SessionSandbox:
 
 
 @attrs.frozen
-class CallSandbox(Record):
+class CallSandbox(Value):
     """A confined call's `CommandSandbox`: the session's sandbox on its roots, reporting
     what it kept each command in back to the session."""
 
@@ -209,7 +209,7 @@ class CallSandbox(Record):
 
 
 @attrs.frozen
-class SessionTerminalLaunch(Record):
+class SessionTerminalLaunch(Value):
     """A confined command as an editor's terminal runs it, telling the session when the
     editor's side could not start the sandbox (its later commands then run locally)."""
 

@@ -14,13 +14,13 @@ from typing import Protocol
 
 import attrs
 
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("ChangeReview", "ChangedFile")
 
 
 @attrs.frozen
-class ChangedFile(Record):
+class ChangedFile(Value):
     """One file a call changed: its bytes before (None: it did not exist) and now
     (None: it is gone)."""
 

@@ -37,8 +37,8 @@ import attrs
 
 from acp_agent.capabilities.session._roots_index import RootsIndex, RootsTree, TooManyFiles
 from acp_agent.core import Branch, CallId, EventDraft, FileChanged, SessionId, Store, StoreError
-from acp_agent.records import Record
 from acp_agent.toolkit import CommandFiles
+from acp_agent.values import Value
 
 __all__ = (
     "MAX_KEPT_BYTES",
@@ -70,7 +70,7 @@ _SHARE_BATCH_BYTES: Final = 16 * 1024 * 1024
 
 
 @attrs.frozen
-class Entry(Record):
+class Entry(Value):
     """What a path holds now, as a checkpoint needs it."""
 
     #: SHA-256 of a file's bytes (of `symlink\\0target` for a link); None: nothing there.
@@ -309,7 +309,7 @@ def _safe(name: str) -> str:
 
 
 @attrs.frozen
-class CallChanges(Record):
+class CallChanges(Value):
     """A tool call's `FileChanges`: checkpoints into `store`, facts into `branch`; a
     command's changes compared by `index` (None: not tracked) under `roots`."""
 

@@ -62,8 +62,8 @@ from acp_agent.models import (
     ProviderNotConfigured,
     ToolSpec,
 )
-from acp_agent.records import Record
 from acp_agent.toolkit import CommandSpec, ExtraCommand
+from acp_agent.values import Value
 
 __all__ = (
     "BUILTIN_COMMANDS",
@@ -110,7 +110,7 @@ _BUILTIN_NAMES: Final = frozenset(spec.name for spec in BUILTIN_COMMANDS)
 
 
 @attrs.frozen
-class PromptTemplate(Record):
+class PromptTemplate(Value):
     """A person's command: a Markdown prompt with `$ARGUMENTS`."""
 
     spec: CommandSpec
@@ -127,7 +127,7 @@ class PromptTemplate(Record):
 
 
 @attrs.frozen
-class CommandInvocation(Record):
+class CommandInvocation(Value):
     """`/name arguments`, as typed."""
 
     name: str

@@ -53,7 +53,7 @@ from acp_agent.core import (
     is_hidden,
     new_id,
 )
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = (
     "NoRewindPoint",
@@ -84,7 +84,7 @@ class NoRewindPoint(RewindRefused):
 
 
 @attrs.frozen
-class RewindPoint(Record):
+class RewindPoint(Value):
     """One of the person's messages a rewind can go back to, with what followed it."""
 
     number: int
@@ -100,7 +100,7 @@ class RewindPoint(Record):
 
 
 @attrs.frozen
-class RewindOutcome(Record):
+class RewindOutcome(Value):
     """What a rewind did: restored and removed files, or the conflicts that stopped it."""
 
     message_id: str
@@ -124,7 +124,7 @@ class RewindOutcome(Record):
 
 
 @attrs.frozen
-class _Change(Record):
+class _Change(Value):
     """A `FileChanged` with where it happened: an order key across branches."""
 
     order: tuple[float, int]
@@ -132,7 +132,7 @@ class _Change(Record):
 
 
 @attrs.frozen
-class _Activity(Record):
+class _Activity(Value):
     """What the session's branches did, in order: file changes and effects."""
 
     changes: list[_Change]
@@ -318,7 +318,7 @@ def _first_line(content: Sequence[ContentPart]) -> str:
 
 
 @attrs.frozen
-class _Plan(Record):
+class _Plan(Value):
     #: (path, the earliest change since the anchor: its `before` is what comes back).
     restores: list[tuple[str, FileChanged]]
     conflicts: tuple[str, ...]

@@ -43,8 +43,8 @@ from typing import Final
 import attrs
 
 from acp_agent.core import CallId, FileChanged
-from acp_agent.records import Record
 from acp_agent.tools import walk
+from acp_agent.values import Value
 
 __all__ = (
     "MAX_KEPT_BYTES",
@@ -77,7 +77,7 @@ class TooManyFiles(Exception):
 
 
 @attrs.frozen
-class _Seen(Record):
+class _Seen(Value):
     """What one path held when it was last read."""
 
     #: (device, inode, size, mtime_ns, ctime_ns, mode) of its `lstat`.
@@ -100,7 +100,7 @@ class _Seen(Record):
 
 
 @attrs.frozen
-class RootsTree(Record):
+class RootsTree(Value):
     """The roots at one moment: each file's state, and the directories there were."""
 
     files: dict[Path, _Seen]

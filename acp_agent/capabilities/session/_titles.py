@@ -1,8 +1,8 @@
 """A session's title, derived from its first prompt (the same prompt, the same title).
 
 The first line of the prompt's first text, with runs of white space made one
-space and a leading Markdown heading or list mark dropped, cut at a word
-boundary to `MAX_TITLE_CHARS` (an ellipsis marks the cut). A prompt without
+space and a leading Markdown heading or list mark dropped, truncated at a word
+boundary to `MAX_TITLE_CHARS` (an ellipsis marks the truncation). A prompt without
 text is titled after its first attachment's name.
 """
 
@@ -57,7 +57,7 @@ def _attachment_name(part: ContentPart) -> str:
 def _shorten(title: str) -> str:
     if len(title) <= MAX_TITLE_CHARS:
         return title
-    cut = title[: MAX_TITLE_CHARS - 1]
-    if " " in cut[MAX_TITLE_CHARS // 2 :]:
-        cut = cut.rsplit(" ", 1)[0]
-    return cut.rstrip(" ,.;:") + "…"
+    short = title[: MAX_TITLE_CHARS - 1]
+    if " " in short[MAX_TITLE_CHARS // 2 :]:
+        short = short.rsplit(" ", 1)[0]
+    return short.rstrip(" ,.;:") + "…"

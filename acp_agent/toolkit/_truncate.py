@@ -1,16 +1,16 @@
-"""Text cut to a size with its head and tail kept, saying how much was left out.
+"""Text truncated to a size with its head and tail kept, saying how much was left out.
 
 Every cap on text the agent shows or sends (a tool result's copies, a
-progress report, a message too long for a summary request) cuts the same
+progress report, a message too long for a summary request) is truncated the same
 way: the first two thirds and the last third of what fits, around a note.
 """
 
 from __future__ import annotations
 
-__all__ = ("cut_middle",)
+__all__ = ("truncate_middle",)
 
 
-def cut_middle(text: str, limit: int, note: str) -> str:
+def truncate_middle(text: str, limit: int, note: str) -> str:
     """`text` if it fits in `limit` characters, else its head and tail around `note`.
 
     `note` may name `{omitted}`, the number of characters left out.

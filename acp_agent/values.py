@@ -1,9 +1,9 @@
-"""`Record`: one repr, equality and hash shared by the runtime's frozen attrs classes.
+"""`Value`: one repr, equality and hash shared by the runtime's frozen attrs classes.
 
 attrs compiles `__repr__`, `__eq__` and `__hash__` from generated source for every
 class it decorates; for the ~230 frozen classes a session loads that was about a
 sixth of the agent's start-up (`benchmarks/startup.py`). A class deriving from
-`Record` gets the three written once, here, and attrs leaves them alone because the
+`Value` gets the three written once, here, and attrs leaves them alone because the
 class defines them itself (attrs' `auto_detect`): `__init_subclass__` puts them in
 each subclass's own namespace. They behave as attrs' would: `Name(a=1, b='x')` over
 the fields with `repr` (a callable `repr` formats the value), equal only to an
@@ -12,7 +12,7 @@ instance of the same class with equal `eq` fields, hashed by the `hash` fields
 
 Only for frozen classes: a mutable one must stay unhashable, as attrs makes it.
 A class that writes one of the three itself keeps its own; one whose ancestor did
-gets attrs' generated method, as without `Record`.
+gets attrs' generated method, as without `Value`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import attrs
 
-__all__ = ("Record",)
+__all__ = ("Value",)
 
 
 class _Plan:
@@ -65,7 +65,7 @@ def _plan(cls: type) -> _Plan:
     return plan
 
 
-class Record:
+class Value:
     """Base of a frozen attrs class: its repr, `==` and hash, without compiling them."""
 
     __slots__ = ()
@@ -94,7 +94,7 @@ class Record:
 
 
 _SHARED: Final[dict[str, Callable[..., Any]]] = {
-    "__repr__": Record.__repr__,
-    "__eq__": Record.__eq__,
-    "__hash__": Record.__hash__,
+    "__repr__": Value.__repr__,
+    "__eq__": Value.__eq__,
+    "__hash__": Value.__hash__,
 }
