@@ -41,11 +41,11 @@ from acp_agent.agent._subscriptions import (
     DeliveryStopped,
     SessionSubscription,
     TurnOutcome,
-    follow_line,
-    line_history,
+    child_history,
+    follow_child,
 )
 from acp_agent.agent._turns import TurnHandle, TurnSlot
-from acp_agent.agent._usage import MAIN_LINE, LineUsage, UsageReport, UsageTally, usage_json
+from acp_agent.agent._usage import MAIN_BRANCH, BranchUsage, UsageReport, UsageTally, usage_json
 from acp_agent.capabilities.controls import (
     INSTRUCTION_MODES,
     MODE_KEY,
@@ -111,7 +111,7 @@ from acp_agent.lazy_face import lazy_face as _lazy_face
 
 if TYPE_CHECKING:
     from acp_agent.capabilities import FrontEnd
-    from acp_agent.capabilities.branches import BranchManager, BranchSide, ChildLine, LineState
+    from acp_agent.capabilities.branches import BranchManager, BranchSide, ChildBranch, ChildState
     from acp_agent.capabilities.context import CompactionView, compaction_view
     from acp_agent.capabilities.loop import PromptTooLarge
     from acp_agent.capabilities.session import (
@@ -133,7 +133,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "INSTRUCTION_MODES",
-    "MAIN_LINE",
+    "MAIN_BRANCH",
     "MODES",
     "MODE_KEY",
     "Agent",
@@ -144,7 +144,9 @@ __all__ = (
     "BranchMessageReceived",
     "BranchShown",
     "BranchSide",
-    "ChildLine",
+    "BranchUsage",
+    "ChildBranch",
+    "ChildState",
     "ClientInstructions",
     "CommandInvocation",
     "CommandRunner",
@@ -162,8 +164,6 @@ __all__ = (
     "JobEndShown",
     "JobEnded",
     "JobStarted",
-    "LineState",
-    "LineUsage",
     "McpOrigin",
     "McpServerConfig",
     "ModelReasoningDelta",
@@ -218,12 +218,12 @@ __all__ = (
     "UsageReport",
     "UsageTally",
     "UserInputAdopted",
+    "child_history",
     "compaction_view",
     "create_session",
-    "follow_line",
+    "follow_child",
     "hidden_ranges",
     "is_hidden",
-    "line_history",
     "new_id",
     "open_agent",
     "other_roots",
@@ -239,7 +239,7 @@ __getattr__, __dir__ = _lazy_face(
     {
         "FrontEnd": "acp_agent.capabilities",
         **dict.fromkeys(
-            ("BranchManager", "BranchSide", "ChildLine", "LineState"),
+            ("BranchManager", "BranchSide", "ChildBranch", "ChildState"),
             "acp_agent.capabilities.branches",
         ),
         **dict.fromkeys(("CompactionView", "compaction_view"), "acp_agent.capabilities.context"),

@@ -43,15 +43,15 @@ from acp_agent.core import (
 )
 
 if TYPE_CHECKING:
-    from acp_agent.capabilities.branches import ChildLine
+    from acp_agent.capabilities.branches import ChildBranch
 
 __all__ = (
     "DeliveryStopped",
     "SessionSubscription",
     "TurnOutcome",
+    "child_history",
     "follow",
-    "follow_line",
-    "line_history",
+    "follow_child",
 )
 
 logger = logging.getLogger(__name__)
@@ -213,15 +213,15 @@ def follow(branch: Branch, subscriber: Subscriber, *, after: Seq | None) -> Sess
     return subscription
 
 
-def follow_line(
-    line: ChildLine, subscriber: Subscriber, *, after: Seq | None = None
+def follow_child(
+    child: ChildBranch, subscriber: Subscriber, *, after: Seq | None = None
 ) -> SessionSubscription:
     """`follow` a child line of work (a front end that shows it as a session of its own)."""
-    return follow(line.branch, subscriber, after=after)
+    return follow(child.branch, subscriber, after=after)
 
 
-async def line_history(line: ChildLine) -> tuple[Seq, list[Event]]:
+async def child_history(child: ChildBranch) -> tuple[Seq, list[Event]]:
     """A child line's own published events (not what it inherited) and their position."""
-    branch = line.branch
+    branch = child.branch
     covered = branch.timeline.last_published_seq
     return covered, await branch.read(gt=branch.cut_seq, lte=covered)

@@ -41,17 +41,17 @@ from acp_agent.core import (
 )
 from acp_agent.values import Value
 
-__all__ = ("MAIN_LINE", "LineUsage", "UsageReport", "UsageTally", "usage_json")
+__all__ = ("MAIN_BRANCH", "BranchUsage", "UsageReport", "UsageTally", "usage_json")
 
 #: The main line's name in a report.
-MAIN_LINE: Final = "main"
+MAIN_BRANCH: Final = "main"
 
 
 @attrs.frozen
-class LineUsage(Value):
+class BranchUsage(Value):
     """What one line of work used: `main`, or a branch (its id and title)."""
 
-    line: str
+    branch_id: str
     usage: Usage
     title: str | None = None
 
@@ -61,26 +61,27 @@ class UsageReport(Value):
     """Tokens and cost, in all and by line of work (main first, then the branches)."""
 
     total: Usage
-    lines: tuple[LineUsage, ...] = ()
+    branches: tuple[BranchUsage, ...] = ()
 
     def since(self, earlier: UsageReport) -> UsageReport:
         """What was used after `earlier` (a report of the same session, before this one);
         lines that used nothing meanwhile are left out."""
-        before = {line.line: line.usage for line in earlier.lines}
-        lines = []
-        for line in self.lines:
-            added = line.usage.minus(before.get(line.line, Usage()))
+        before = {branch.branch_id: branch.usage for branch in earlier.branches}
+        branches = []
+        for branch in self.branches:
+            added = branch.usage.minus(before.get(branch.branch_id, Usage()))
             if added.total_tokens or added.cost_usd:
-                lines.append(LineUsage(line.line, added, line.title))
-        return UsageReport(self.total.minus(earlier.total), tuple(lines))
+                branches.append(BranchUsage(branch.branch_id, added, branch.title))
+        return UsageReport(self.total.minus(earlier.total), tuple(branches))
 
     def as_json(self) -> dict[str, Any]:
-        """The report as `_meta` and `exec --json` carry it (ACP's `Usage` names)."""
+        """The report as `_meta` and `exec --json` carry it (ACP's `Usage` names; the wire
+        keeps its first names, `lines` and `line`, for the branches)."""
         return {
             **usage_json(self.total),
             "lines": [
-                {"line": line.line, "title": line.title, **usage_json(line.usage)}
-                for line in self.lines
+                {"line": branch.branch_id, "title": branch.title, **usage_json(branch.usage)}
+                for branch in self.branches
             ],
         }
 
@@ -113,7 +114,7 @@ class UsageTally:
         self._price = price
         self._main = Usage()
         #: Each branch's latest usage and title, in the order they first showed.
-        self._branches: dict[str, LineUsage] = {}
+        self._branches: dict[str, BranchUsage] = {}
         self._models: dict[str, str] = {}
         self._at_last_turn_end = UsageReport(Usage())
         self._turns: dict[TurnId, UsageReport] = {}
@@ -146,7 +147,7 @@ class UsageTally:
         if isinstance(payload, BranchShown) and payload.usage is not None:
             known = self._branches.get(payload.branch_id)
             before = Usage() if known is None else known.usage
-            self._branches[payload.branch_id] = LineUsage(
+            self._branches[payload.branch_id] = BranchUsage(
                 payload.branch_id, payload.usage, payload.title
             )
             return payload.usage != before
@@ -161,9 +162,9 @@ class UsageTally:
     def session(self) -> UsageReport:
         """All the session used so far."""
         total = self._main
-        for line in self._branches.values():
-            total = total.plus(line.usage)
-        return UsageReport(total, (LineUsage(MAIN_LINE, self._main), *self._branches.values()))
+        for branch in self._branches.values():
+            total = total.plus(branch.usage)
+        return UsageReport(total, (BranchUsage(MAIN_BRANCH, self._main), *self._branches.values()))
 
     def turn(self, turn_id: TurnId) -> UsageReport | None:
         """What the session used from the end of the turn before to the end of `turn_id`

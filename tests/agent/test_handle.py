@@ -336,10 +336,10 @@ class SessionsSide:
     def client_of(self, branch_id: BranchId) -> ClientBridge:
         return NO_CLIENT
 
-    async def line_attached(self, line: Any) -> None:
+    async def child_attached(self, line: Any) -> None:
         return None
 
-    async def line_changed(self, line: Any) -> None:
+    async def child_changed(self, line: Any) -> None:
         return None
 
     async def main_turn_started(self) -> None:

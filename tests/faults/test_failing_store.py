@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from acp_agent.capabilities import BRANCHES
-from acp_agent.capabilities.branches import LineState
+from acp_agent.capabilities.branches import ChildState
 from acp_agent.capabilities.permissions import PermissionMode
 from acp_agent.content import TextContent
 from acp_agent.core import (
@@ -173,8 +173,8 @@ async def test_a_branch_whose_work_cannot_be_recorded_ends_failed_and_main_is_to
         store.fail_from = store.appends + 1  # the disk fills
         with anyio.fail_after(10):  # `branch_wait` returned as the branch ended
             await turn.wait_settled()
-        [line] = manager.lines()
-        assert line.state is LineState.FAILED
+        [line] = manager.children()
+        assert line.state is ChildState.FAILED
         assert line.why_ended() == (
             "the disk was full, so its work could not be recorded and it stopped"
         )

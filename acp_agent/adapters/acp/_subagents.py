@@ -52,9 +52,9 @@ from acp_agent.agent import (
     BranchId,
     BranchManager,
     BranchMessageReceived,
-    ChildLine,
+    ChildBranch,
+    ChildState,
     Event,
-    LineState,
     ModelRequestStarted,
     ModelTextDelta,
     PermissionAnswer,
@@ -62,8 +62,8 @@ from acp_agent.agent import (
     SessionSubscription,
     TurnEnded,
     TurnInterrupted,
-    follow_line,
-    line_history,
+    child_history,
+    follow_child,
 )
 from protocol import types
 from protocol.connection import AgentConnection
@@ -89,24 +89,24 @@ _IDLE: dict[str | None, Callable[[], types.StateUpdate]] = {
 }
 
 
-def state_of(line: ChildLine) -> types.StateUpdate:
+def state_of(branch: ChildBranch) -> types.StateUpdate:
     """The ACP state snapshot of a child line of work."""
-    if line.state is LineState.RUNNING:
+    if branch.state is ChildState.RUNNING:
         return types.RunningStateUpdate()
-    if line.state is LineState.WAITING:
+    if branch.state is ChildState.WAITING:
         return types.RequiresActionStateUpdate()
-    if line.state is LineState.FAILED:
+    if branch.state is ChildState.FAILED:
         return types.IdleStateUpdateError()
-    if line.state is LineState.INTERRUPTED:
+    if branch.state is ChildState.INTERRUPTED:
         # Cancelled by the person (its step stopped), or cut short by a restart.
-        if line.stop_reason == "cancelled":
+        if branch.stop_reason == "cancelled":
             return types.IdleStateUpdateCancelled()
         return types.IdleStateUpdateError()
-    if line.state is LineState.CLOSED:
+    if branch.state is ChildState.CLOSED:
         return types.IdleStateUpdateNone()
-    make = _IDLE.get(line.stop_reason)
+    make = _IDLE.get(branch.stop_reason)
     if make is None:  # a stop reason of ours ACP has no name for
-        return types.IdleStateUpdateOther(stop_reason=f"_{line.stop_reason}")
+        return types.IdleStateUpdateOther(stop_reason=f"_{branch.stop_reason}")
     return make()
 
 
@@ -207,7 +207,7 @@ class ChildTranslator:
 
 @attrs.define(eq=False)
 class _Child:
-    line: ChildLine
+    branch: ChildBranch
     stream: SessionStream
     #: The state last sent (None: none yet).
     state: types.StateUpdate | None
@@ -287,7 +287,7 @@ class SubagentPresenter:
             self._parent_id,
         )
         await self._manager.wait_main_turn()
-        title = self._manager.line(child_id).title
+        title = self._manager.child(child_id).title
         named = attrs.evolve(
             question,
             call_id=f"{child_id}/{question.call_id}",
@@ -325,23 +325,23 @@ class SubagentPresenter:
 
     async def cancel(self, session_id: str) -> bool:
         """Stop the child's current step (it stays open); whether it had one."""
-        return await self._manager.cancel_line(session_id)
+        return await self._manager.cancel_child(session_id)
 
-    # --- LineWatcher -----------------------------------------------------------------------
+    # --- ChildWatcher -----------------------------------------------------------------------
 
-    async def line_attached(self, line: ChildLine) -> None:
+    async def child_attached(self, branch: ChildBranch) -> None:
         if not self._started:
             return  # opened with the session: a replay or a resume shows it
         # A child opening to start its first turn has no state yet: "running" follows.
-        fresh = line.turns_ended == 0 and not line.state.working
-        child = self._announce(line, None if fresh else state_of(line))
+        fresh = branch.turns_ended == 0 and not branch.state.working
+        child = self._announce(branch, None if fresh else state_of(branch))
         if fresh:  # its task is the first message it gets
             translator = child.stream.translator
             assert isinstance(translator, ChildTranslator)
-            for update in translator.from_parent("task", line.task):
+            for update in translator.from_parent("task", branch.task):
                 child.stream.send(update)
-        child.subscription = follow_line(line, child.stream)
-        logger.info("branch %s is shown as a subagent session", line.branch_id)
+        child.subscription = follow_child(branch, child.stream)
+        logger.info("branch %s is shown as a subagent session", branch.branch_id)
 
     async def main_turn_started(self) -> None:
         held, self._held = self._held, []
@@ -354,26 +354,26 @@ class SubagentPresenter:
         else:
             self._held.append(update)
 
-    def _announce(self, line: ChildLine, state: types.StateUpdate | None) -> _Child:
+    def _announce(self, branch: ChildBranch, state: types.StateUpdate | None) -> _Child:
         """Send the child's first `subagent_update` (before anything of it) and keep it."""
-        child_id = str(line.branch_id)
+        child_id = str(branch.branch_id)
         translator = ChildTranslator(
             self._translator(),
             parent_id=self._parent_id,
             child_id=child_id,
             to_parent=self._to_main,
         )
-        child = _Child(line, SessionStream(self._connection, child_id, translator), state)
+        child = _Child(branch, SessionStream(self._connection, child_id, translator), state)
         self._children[child_id] = child
-        self._send_announce(line, state)
+        self._send_announce(branch, state)
         return child
 
-    def _send_announce(self, line: ChildLine, state: types.StateUpdate | None) -> None:
+    def _send_announce(self, branch: ChildBranch, state: types.StateUpdate | None) -> None:
         self._parent.send(
             types.SubagentUpdate(
-                session_id=str(line.branch_id),
-                title=line.title,
-                description=line.task or None,
+                session_id=str(branch.branch_id),
+                title=branch.title,
+                description=branch.task or None,
                 capabilities=types.SubagentSessionCapabilities(
                     cancel=types.SessionCancelCapabilities()
                 ),
@@ -384,30 +384,30 @@ class SubagentPresenter:
     def follow_children(self) -> None:
         """Announce the children open now and follow them live, without their history
         (a resume: send it once the answer is written, so the client knows the parent)."""
-        for line in self._manager.lines():
-            if str(line.branch_id) in self._children:
+        for branch in self._manager.children():
+            if str(branch.branch_id) in self._children:
                 continue
-            child = self._announce(line, state_of(line))
-            child.subscription = follow_line(line, child.stream)
+            child = self._announce(branch, state_of(branch))
+            child.subscription = follow_child(branch, child.stream)
 
     async def replay_children(self, replay: Callable[[], UpdateTranslator]) -> None:
         """Replay the children open now (a load): each announced, then its own history
         on its id, then followed live. Everything goes out before the load answers."""
-        for line in self._manager.lines():
-            child_id = str(line.branch_id)
+        for branch in self._manager.children():
+            child_id = str(branch.branch_id)
             followed = self._children.get(child_id)  # loaded again: replay, keep following
             if followed is None:
-                child = self._announce(line, state_of(line))
+                child = self._announce(branch, state_of(branch))
             else:
                 child = followed
-                self._send_announce(line, state_of(line))
+                self._send_announce(branch, state_of(branch))
             replaying = ChildTranslator(
                 replay(),
                 parent_id=self._parent_id,
                 child_id=child_id,
                 to_parent=self._parent.send,
             )
-            covered, history = await line_history(line)
+            covered, history = await child_history(branch)
             live = child.stream.translator
             assert isinstance(live, ChildTranslator)
             for event in history:
@@ -417,20 +417,20 @@ class SubagentPresenter:
                     child.stream.learn(event)
                     live.muted = False
             if followed is None:
-                child.subscription = follow_line(line, child.stream, after=covered)
+                child.subscription = follow_child(branch, child.stream, after=covered)
 
-    async def line_changed(self, line: ChildLine) -> None:
-        child = self._children.get(str(line.branch_id))
+    async def child_changed(self, branch: ChildBranch) -> None:
+        child = self._children.get(str(branch.branch_id))
         if child is None:
             return
-        if line.state is LineState.RUNNING and line.stop_reason == "cancelled":
+        if branch.state is ChildState.RUNNING and branch.stop_reason == "cancelled":
             # Being stopped (its question withdrawn): its end, idle and cancelled, follows;
             # "running" now would show a child that stops as working.
             return
-        state = state_of(line)
+        state = state_of(branch)
         if state != child.state:
             child.state = state
-            self._parent.send(types.SubagentUpdate(session_id=str(line.branch_id), state=state))
+            self._parent.send(types.SubagentUpdate(session_id=str(branch.branch_id), state=state))
 
 
 def refuse(session_id: str, parent_id: str, method: str) -> InvalidParams:

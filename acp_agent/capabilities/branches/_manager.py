@@ -7,7 +7,7 @@ and tools, concurrently with main and its siblings (one workspace, each with
 its own read stamps). `BranchManager` (a session service) starts, follows and
 steers them:
 
-- **following**: a `LineFollower` (`_lines`) on each child's timeline
+- **following**: a `ChildFollower` (`_children`) on each child's timeline
   keeps its state, its steps as short lines, and the text of its last reply:
   its report;
 - **reporting**: when a child's turn ends, main gets a `<notification
@@ -30,7 +30,7 @@ steers them:
   not in the editor's terminals (`client_of`); one shown as a session of its own
   uses the editor's terminals on its own session (the side's `client_of`),
   embedded in its own tool call;
-- **watching**: such a front end watches the children (`LineWatcher`): it
+- **watching**: such a front end watches the children (`ChildWatcher`): it
   hears of each as it opens, of each change, and of each turn of main;
 - **steering**: a message (`BranchMessageReceived`, a `<branch-message>` to
   the child) starts a turn of a child that is not working; cancel stops every
@@ -56,7 +56,7 @@ from typing import Final, Protocol
 import anyio
 import attrs
 
-from acp_agent.capabilities.branches._lines import ChildLine, LineFollower, LineState
+from acp_agent.capabilities.branches._children import ChildBranch, ChildFollower, ChildState
 from acp_agent.capabilities.context import GuideEntry, record_notification
 from acp_agent.capabilities.permissions import (
     PermissionAnswer,
@@ -97,8 +97,8 @@ __all__ = (
     "BranchLimitReached",
     "BranchManager",
     "BranchSide",
+    "ChildWatcher",
     "GatedPrompter",
-    "LineWatcher",
     "NotABranch",
 )
 
@@ -137,14 +137,14 @@ your report to your parent: make it complete and self-contained. \
 )
 
 
-class LineWatcher(Protocol):
+class ChildWatcher(Protocol):
     """Who else follows the children (a front end showing each as a session of its own)."""
 
-    async def line_attached(self, line: ChildLine) -> None:
+    async def child_attached(self, child: ChildBranch) -> None:
         """A child opened; called before any turn of it starts."""
         ...
 
-    async def line_changed(self, line: ChildLine) -> None:
+    async def child_changed(self, child: ChildBranch) -> None:
         """A child's state, steps or report changed."""
         ...
 
@@ -153,7 +153,7 @@ class LineWatcher(Protocol):
         ...
 
 
-class BranchSide(LineWatcher, Protocol):
+class BranchSide(ChildWatcher, Protocol):
     """A front end showing each child as a session of its own: it watches the children,
     and a child's questions and editor requests go to the child's session."""
 
@@ -211,12 +211,12 @@ class BranchManager:
         self.limit = limit
         self._clock = clock
         self._main: Branch | None = None
-        self._lines: dict[BranchId, ChildLine] = {}
+        self._children: dict[BranchId, ChildBranch] = {}
         #: Held while deciding to record on main: no showing slips past main's turn end.
         self._display_lock = anyio.Lock()
         self._main_turn_open = False
         self._main_turn_opened = anyio.Event()
-        self._watchers: list[LineWatcher] = []
+        self._watchers: list[ChildWatcher] = []
         #: Asks a child's questions at once, on the child's own (a front end that shows
         #: children as sessions: `show_as_sessions`); None: they wait for a turn of main.
         self.ask_directly: Callable[[BranchId], PermissionPrompter] | None = None
@@ -232,16 +232,16 @@ class BranchManager:
             raise CoreMisuse("the session's main line is not open yet")
         return self._main
 
-    def lines(self) -> list[ChildLine]:
+    def children(self) -> list[ChildBranch]:
         """Every child line of work known here, in the order they were started."""
-        return list(self._lines.values())
+        return list(self._children.values())
 
-    def line(self, branch_id: str) -> ChildLine:
+    def child(self, branch_id: str) -> ChildBranch:
         """The child with this id, or else the one child with this title."""
-        line = self._lines.get(BranchId(branch_id))
-        if line is not None:
-            return line
-        titled = [line for line in self._lines.values() if line.title == branch_id]
+        child = self._children.get(BranchId(branch_id))
+        if child is not None:
+            return child
+        titled = [child for child in self._children.values() if child.title == branch_id]
         if len(titled) == 1:
             return titled[0]
         if titled:
@@ -271,11 +271,11 @@ class BranchManager:
             self.ask_directly = None
             self.client_directly = None
 
-    def watch(self, watcher: LineWatcher) -> None:
+    def watch(self, watcher: ChildWatcher) -> None:
         """Tell `watcher` of every child from now on (those open now: see `lines`)."""
         self._watchers.append(watcher)
 
-    def unwatch(self, watcher: LineWatcher) -> None:
+    def unwatch(self, watcher: ChildWatcher) -> None:
         if watcher in self._watchers:
             self._watchers.remove(watcher)
 
@@ -284,40 +284,44 @@ class BranchManager:
         self._main = main
         main.observe_turns(self)
 
-    async def attach_child(self, child: Branch, *, title: str, task: str) -> ChildLine:
+    async def attach_child(self, branch: Branch, *, title: str, task: str) -> ChildBranch:
         """A child opened (started now, or loaded): follow it from its timeline."""
-        line = ChildLine(child, title, task, last_activity=self._clock())
-        self._lines[child.id] = line
-        line.notified, left_open = await self._told_and_shown(child.id)
-        line.follower = LineFollower(line, on_change=self._changed, on_end=self._ended)
-        await child.dispatcher.subscribe_rebuilt(line.follower)
+        child = ChildBranch(branch, title, task, last_activity=self._clock())
+        self._children[branch.id] = child
+        child.notified, left_open = await self._told_and_shown(branch.id)
+        child.follower = ChildFollower(child, on_change=self._changed, on_end=self._ended)
+        await branch.dispatcher.subscribe_rebuilt(child.follower)
         for watcher in list(self._watchers):
-            await watcher.line_attached(line)
+            await watcher.child_attached(child)
         closed = False
-        if not line.state.working:
+        if not child.state.working:
             # A dead agent left it shown working: those showings end now, before a replay.
             for display_id in left_open:
-                line.display_id, line.display_recorded, line.display_done = display_id, True, False
-                await self._close_showing(line)
+                child.display_id, child.display_recorded, child.display_done = (
+                    display_id,
+                    True,
+                    False,
+                )
+                await self._close_showing(child)
                 closed = True
-        if line.turns_ended > line.notified:
+        if child.turns_ended > child.notified:
             # It ended while nothing could tell main (a restart cut it short): tell main
             # now, and show it in main's next turn (unless its row was just ended above).
-            await (self._notify(line) if closed else self._ended(line))
-        return line
+            await (self._notify(child) if closed else self._ended(child))
+        return child
 
     # --- main's turns -------------------------------------------------------------------
 
     async def turn_started(self, turn: Turn) -> None:
         async with self._display_lock:
             self._main_turn_open = True
-            for line in self._lines.values():
-                await self._record_owed(line)
-            for line in self._lines.values():
-                if line.display_id is not None and not line.display_done:
-                    await self._show(line, new=False)  # left open: it goes on, or ends
-                elif line.unshown or line.state.working:
-                    await self._show(line, new=True)
+            for child in self._children.values():
+                await self._record_owed(child)
+            for child in self._children.values():
+                if child.display_id is not None and not child.display_done:
+                    await self._show(child, new=False)  # left open: it goes on, or ends
+                elif child.unshown or child.state.working:
+                    await self._show(child, new=True)
             for watcher in list(self._watchers):
                 await watcher.main_turn_started()
             # After the showings: a waiting question is asked on its branch's showing.
@@ -325,21 +329,21 @@ class BranchManager:
 
     async def turn_ending(self, turn: Turn) -> None:
         async with self._display_lock:
-            for line in self._lines.values():
-                if line.display_id is None or line.display_done:
+            for child in self._children.values():
+                if child.display_id is None or child.display_done:
                     continue
-                if not line.state.working:  # it ended as the turn did: shown ended
-                    await self._show(line, new=False)
+                if not child.state.working:  # it ended as the turn did: shown ended
+                    await self._show(child, new=False)
                     continue
                 # Never shown done while it works: open, saying when its end shows.
-                lines = [*line.lines, _STILL_WORKING]
-                await self._record_shown(line, line.state.value, lines, done=False)
-                line.shown_look = (
-                    line.display_id,
-                    line.state.value,
+                lines = [*child.steps, _STILL_WORKING]
+                await self._record_shown(child, child.state.value, lines, done=False)
+                child.shown_look = (
+                    child.display_id,
+                    child.state.value,
                     tuple(lines),
                     None,
-                    line.usage,
+                    child.usage,
                 )
             self._main_turn_open = False
             self._main_turn_opened = anyio.Event()
@@ -356,12 +360,12 @@ class BranchManager:
 
     # --- what the model and the person do ------------------------------------------------
 
-    async def start(self, task: str, title: str | None = None) -> ChildLine:
+    async def start(self, task: str, title: str | None = None) -> ChildBranch:
         """Start a child of main on `task`, at main's latest quiet cut; returns at once.
 
         `BranchLimitReached` when `limit` children are working.
         """
-        working = [line for line in self._lines.values() if line.state.working]
+        working = [child for child in self._children.values() if child.state.working]
         if len(working) >= self.limit:
             working_now = "1 branch is" if len(working) == 1 else f"{len(working)} branches are"
             raise BranchLimitReached(
@@ -371,95 +375,97 @@ class BranchManager:
         main = self.main
         label = (title or _title_of(task)).strip() or "branch"
         cut = await quiet_cut(main)
-        child = await self._session.create_branch(main, at=cut, label=label, task=task)
-        line = self._lines[child.id]  # attached as its services opened
-        await self._begin(line)
-        return line
+        branch = await self._session.create_branch(main, at=cut, label=label, task=task)
+        child = self._children[branch.id]  # attached as its services opened
+        await self._begin(child)
+        return child
 
-    async def message(self, branch_id: str, text: str) -> ChildLine:
+    async def message(self, branch_id: str, text: str) -> ChildBranch:
         """Send a child a message from main; a child not working starts a turn for it."""
-        line = self.line(branch_id)
-        if line.state is LineState.CLOSED:
+        child = self.child(branch_id)
+        if child.state is ChildState.CLOSED:
             raise NotABranch(f"branch {branch_id!r} has ended; start a new one")
         message = BranchMessageReceived(self.main.id, new_id("msg"), text)
-        await line.branch.record_fact(message, producer=BRANCHES_PRODUCER)
-        if line.branch.turn is None:
-            await self._begin(line)
-        return line
+        await child.branch.record_fact(message, producer=BRANCHES_PRODUCER)
+        if child.branch.turn is None:
+            await self._begin(child)
+        return child
 
     async def wait(
         self, branch_ids: Sequence[str] = (), *, every: bool = False, timeout_s: float = 60.0
-    ) -> list[ChildLine]:
+    ) -> list[ChildBranch]:
         """Wait until one (or `every`) of the children named (default: all) is not working,
         at most `timeout_s`; returns them as they are then."""
-        lines = [self.line(i) for i in branch_ids] if branch_ids else self.lines()
+        children = [self.child(i) for i in branch_ids] if branch_ids else self.children()
         with anyio.move_on_after(timeout_s):
-            while lines:
-                idle = [line for line in lines if not line.state.working]
-                if (every and len(idle) == len(lines)) or (not every and idle):
+            while children:
+                idle = [child for child in children if not child.state.working]
+                if (every and len(idle) == len(children)) or (not every and idle):
                     break
                 async with anyio.create_task_group() as group:
 
-                    async def woken(line: ChildLine) -> None:
-                        await line.wait_change()
+                    async def woken(child: ChildBranch) -> None:
+                        await child.wait_change()
                         group.cancel_scope.cancel()
 
-                    for line in lines:
-                        if line.state.working:
-                            group.start_soon(woken, line)
-        return lines
+                    for child in children:
+                        if child.state.working:
+                            group.start_soon(woken, child)
+        return children
 
-    async def close(self, branch_id: str, *, reason: str = "closed by the main line") -> ChildLine:
+    async def close(
+        self, branch_id: str, *, reason: str = "closed by the main line"
+    ) -> ChildBranch:
         """End a child's line of work (its current step is cancelled); siblings go on."""
-        line = self.line(branch_id)
-        if line.state is LineState.CLOSED:
-            return line
-        await line.branch.end(reason)
+        child = self.child(branch_id)
+        if child.state is ChildState.CLOSED:
+            return child
+        await child.branch.end(reason)
         # Its dispatcher closed with it: fold in what its follower did not get to see.
-        if line.follower is not None:
-            for event in await line.branch.read(gt=line.follower.seen):
-                line.follower.fold(event)
-        line.state = LineState.CLOSED
-        line.notified = line.turns_ended  # main closed it: nothing to tell main
-        await self._changed(line)
-        return line
+        if child.follower is not None:
+            for event in await child.branch.read(gt=child.follower.seen):
+                child.follower.fold(event)
+        child.state = ChildState.CLOSED
+        child.notified = child.turns_ended  # main closed it: nothing to tell main
+        await self._changed(child)
+        return child
 
-    async def cancel_line(self, branch_id: str) -> bool:
+    async def cancel_child(self, branch_id: str) -> bool:
         """Cancel one child's current step (it stays open); whether it had one."""
-        line = self.line(branch_id)
-        turn = line.branch.turn
+        child = self.child(branch_id)
+        turn = child.branch.turn
         if turn is None:
             return False
-        await line.branch.cancel_turn(turn.turn_id)
+        await child.branch.cancel_turn(turn.turn_id)
         return True
 
     async def cancel_current(self) -> int:
         """Cancel every child's current step (`session/cancel`); they stay open."""
         cancelled = 0
-        for line in list(self._lines.values()):
-            turn = line.branch.turn
+        for child in list(self._children.values()):
+            turn = child.branch.turn
             if turn is not None:
                 cancelled += 1
-                await line.branch.cancel_turn(turn.turn_id)
+                await child.branch.cancel_turn(turn.turn_id)
         return cancelled
 
     # --- following a child ----------------------------------------------------------------
 
-    async def _begin(self, line: ChildLine) -> None:
+    async def _begin(self, child: ChildBranch) -> None:
         """Start a turn of the child (its follower shows it: the turn's input is adopted)."""
-        before = line.state
-        line.state = LineState.RUNNING
-        line.last_activity = self._clock()
+        before = child.state
+        child.state = ChildState.RUNNING
+        child.last_activity = self._clock()
         try:
-            turn = await self._start_turn(line.branch, TurnId(new_id("turn")))
+            turn = await self._start_turn(child.branch, TurnId(new_id("turn")))
         except BaseException:
-            line.state = before
+            child.state = before
             raise
-        follow = functools.partial(self._follow_turn, line, turn)
+        follow = functools.partial(self._follow_turn, child, turn)
         with contextlib.suppress(ScopeClosed):  # closing: the turn is interrupted on record
-            line.branch.scope.start_soon(follow, name=f"branch turn {turn.turn_id}")
+            child.branch.scope.start_soon(follow, name=f"branch turn {turn.turn_id}")
 
-    async def _follow_turn(self, line: ChildLine, turn: Turn) -> None:
+    async def _follow_turn(self, child: ChildBranch, turn: Turn) -> None:
         """Once a child's turn settled: if the store could not take its ending, it ends
         here all the same, failed, so no one waits on it (see `_record_owed`)."""
         await turn.wait_settled()
@@ -468,81 +474,81 @@ class BranchManager:
             return
         reason = "storage_full" if isinstance(error, StoreFull) else "storage_unavailable"
         logger.error(
-            "branch %s stopped: its work could not be recorded (%s)", line.branch_id, error
+            "branch %s stopped: its work could not be recorded (%s)", child.branch_id, error
         )
         self._notices(
             Notice(
                 NoticeSeverity.ERROR,
                 "The disk is full" if isinstance(error, StoreFull) else "The session store failed",
-                f"Branch {line.title!r} stopped: its work could not be recorded ({error}).",
+                f"Branch {child.title!r} stopped: its work could not be recorded ({error}).",
             )
         )
-        line.end_unrecorded(turn.turn_id, reason)
-        await self._ended(line)
+        child.end_unrecorded(turn.turn_id, reason)
+        await self._ended(child)
 
-    async def _record_owed(self, line: ChildLine) -> None:
+    async def _record_owed(self, child: ChildBranch) -> None:
         """Record what the store could not take when it happened (hold the display lock, at
         the start of a turn of main): the child's turn ending, main's notification, the
         end of its showing. What still cannot be recorded stays owed."""
         try:
-            if line.unrecorded_turn is not None:
-                await line.branch.record_owed_ending()
-            await self._notify(line)
-            if line.display_id is not None and not line.display_done and not line.state.working:
-                await self._close_showing(line)
+            if child.unrecorded_turn is not None:
+                await child.branch.record_owed_ending()
+            await self._notify(child)
+            if child.display_id is not None and not child.display_done and not child.state.working:
+                await self._close_showing(child)
         except StoreError as exc:
-            logger.warning("branch %s: still cannot record its end: %s", line.branch_id, exc)
+            logger.warning("branch %s: still cannot record its end: %s", child.branch_id, exc)
         except (BranchClosed, ScopeClosed):
             pass
 
-    async def _changed(self, line: ChildLine) -> None:
+    async def _changed(self, child: ChildBranch) -> None:
         """A child changed: show it in main's turn if one runs, else show it later."""
-        line.last_activity = self._clock()
-        line.note_change()
+        child.last_activity = self._clock()
+        child.note_change()
         for watcher in list(self._watchers):
             try:
-                await watcher.line_changed(line)
+                await watcher.child_changed(child)
             except Exception:
-                logger.exception("a watcher of branch %s failed", line.branch_id)
+                logger.exception("a watcher of branch %s failed", child.branch_id)
         async with self._display_lock:
             if self._main_turn_open:
-                await self._show(line, new=line.display_done)
+                await self._show(child, new=child.display_done)
             else:
-                line.unshown = True
+                child.unshown = True
 
-    async def _ended(self, line: ChildLine) -> None:
-        await self._notify(line)
-        await self._changed(line)
+    async def _ended(self, child: ChildBranch) -> None:
+        await self._notify(child)
+        await self._changed(child)
 
-    async def _show(self, line: ChildLine, *, new: bool) -> None:
+    async def _show(self, child: ChildBranch, *, new: bool) -> None:
         """Record how the child looks now (hold the display lock, main's turn open)."""
         if new:  # unique across restarts too: a replay shows every showing apart
-            line.display_id = new_id("show")
-            line.display_recorded = False
-        done = not line.state.working
-        report = line.report if done else None
-        look = (line.display_id, line.state.value, tuple(line.lines), report, line.usage)
-        if look != line.shown_look:  # the same look again tells the editor nothing
-            await self._record_shown(line, line.state.value, [*line.lines], done=done)
-            line.shown_look = look
-        line.unshown = False
+            child.display_id = new_id("show")
+            child.display_recorded = False
+        done = not child.state.working
+        report = child.report if done else None
+        look = (child.display_id, child.state.value, tuple(child.steps), report, child.usage)
+        if look != child.shown_look:  # the same look again tells the editor nothing
+            await self._record_shown(child, child.state.value, [*child.steps], done=done)
+            child.shown_look = look
+        child.unshown = False
 
     async def _record_shown(
-        self, line: ChildLine, state: str, lines: list[str], *, done: bool
+        self, child: ChildBranch, state: str, lines: list[str], *, done: bool
     ) -> None:
-        assert line.display_id is not None
-        why = line.why_ended()
+        assert child.display_id is not None
+        why = child.why_ended()
         if done and why:  # cut short from outside (a restart, the store): say so
             lines = [*lines, f"{why[0].upper()}{why[1:]}."]
         fact = BranchShown(
-            line.branch_id,
-            line.display_id,
-            line.title,
+            child.branch_id,
+            child.display_id,
+            child.title,
             state,
             lines,
-            line.report if not line.state.working else None,
+            child.report if not child.state.working else None,
             done,
-            line.usage,
+            child.usage,
         )
         try:
             await self.main.record_fact(fact, producer=BRANCHES_PRODUCER)
@@ -550,50 +556,50 @@ class BranchManager:
             return  # the session is closing
         except StoreError as exc:
             # Not on record (a full disk): ended at main's next turn (`_record_owed`).
-            logger.warning("branch %s could not be shown: %s", line.branch_id, exc)
+            logger.warning("branch %s could not be shown: %s", child.branch_id, exc)
             return
-        line.display_recorded = True
-        line.display_done = done
+        child.display_recorded = True
+        child.display_done = done
 
-    async def _close_showing(self, line: ChildLine) -> None:
+    async def _close_showing(self, child: ChildBranch) -> None:
         """End the child's showing left open on record (a dead agent's, or one the store
         could not close), as the child is now, saying why it ended, if not by itself."""
-        if not line.display_recorded:
-            line.display_done = True  # never on record: nothing shows it
+        if not child.display_recorded:
+            child.display_done = True  # never on record: nothing shows it
             return
-        await self._record_shown(line, line.state.value, [*line.lines], done=True)
-        if line.display_done:
-            line.unshown = False  # it shows the child as it is now: no second row for it
+        await self._record_shown(child, child.state.value, [*child.steps], done=True)
+        if child.display_done:
+            child.unshown = False  # it shows the child as it is now: no second row for it
 
-    async def _notify(self, line: ChildLine) -> None:
+    async def _notify(self, child: ChildBranch) -> None:
         """Tell main the child's turn ended, with its report."""
-        if line.notified >= line.turns_ended:
+        if child.notified >= child.turns_ended:
             return
         verb = {
-            LineState.FINISHED: "finished its work",
-            LineState.FAILED: "failed",
-            LineState.INTERRUPTED: "was interrupted before it finished (it is not re-run)",
-            LineState.CLOSED: "was closed",
-        }.get(line.state, "stopped")
-        if line.stop_reason == "cancelled":
+            ChildState.FINISHED: "finished its work",
+            ChildState.FAILED: "failed",
+            ChildState.INTERRUPTED: "was interrupted before it finished (it is not re-run)",
+            ChildState.CLOSED: "was closed",
+        }.get(child.state, "stopped")
+        if child.stop_reason == "cancelled":
             verb = "was stopped by the person before it finished; message it to go on"
-        elif line.state is LineState.FINISHED and line.stop_reason not in (None, "end_turn"):
-            verb = f"stopped ({line.stop_reason})"
-        elif line.state is LineState.FAILED and line.why_ended():
-            verb = f"failed: {line.why_ended()}"
+        elif child.state is ChildState.FINISHED and child.stop_reason not in (None, "end_turn"):
+            verb = f"stopped ({child.stop_reason})"
+        elif child.state is ChildState.FAILED and child.why_ended():
+            verb = f"failed: {child.why_ended()}"
         report = truncate_middle(
-            line.report or "(no report)", _REPORT_CHARS, "{omitted} characters left out"
+            child.report or "(no report)", _REPORT_CHARS, "{omitted} characters left out"
         )
-        text = f'Branch {line.branch_id} ("{line.title}") {verb}. Its report:\n{report}'
+        text = f'Branch {child.branch_id} ("{child.title}") {verb}. Its report:\n{report}'
         try:
-            await record_notification(self.main, f"branch/{line.branch_id}", text)
+            await record_notification(self.main, f"branch/{child.branch_id}", text)
         except (BranchClosed, ScopeClosed):
             return
         except StoreError as exc:
             # Not on record (a full disk): told at main's next turn (`_record_owed`).
-            logger.warning("main could not be told of branch %s: %s", line.branch_id, exc)
+            logger.warning("main could not be told of branch %s: %s", child.branch_id, exc)
             return
-        line.notified = line.turns_ended
+        child.notified = child.turns_ended
 
     async def _told_and_shown(self, branch_id: BranchId) -> tuple[int, list[str]]:
         """From main's record: how often main was told of the child's end, and its showings
@@ -641,10 +647,10 @@ class GatedPrompter:
         if self._manager.ask_directly is not None:  # the child is a session of its own
             return await self._manager.ask_directly(self._branch_id).ask(question)
         await self._manager.wait_main_turn()
-        line = self._manager.line(self._branch_id)
+        child = self._manager.child(self._branch_id)
         named = attrs.evolve(
             question,
-            call_id=line.display_id or f"{self._branch_id}/{question.call_id}",
-            title=f"Branch {line.title!r} asks: {question.title}",
+            call_id=child.display_id or f"{self._branch_id}/{question.call_id}",
+            title=f"Branch {child.title!r} asks: {question.title}",
         )
         return await self._prompter().ask(named)

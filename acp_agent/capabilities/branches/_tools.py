@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from acp_agent.capabilities.branches._lines import ChildLine, LineState
+from acp_agent.capabilities.branches._children import ChildBranch, ChildState
 from acp_agent.capabilities.branches._manager import BranchLimitReached, BranchManager, NotABranch
 from acp_agent.toolkit import (
     CommandSpec,
@@ -40,26 +40,26 @@ _MAX_WAIT_S: Final = 600.0
 _DEFAULT_WAIT_S: Final = 60.0
 
 
-def _describe(line: ChildLine) -> dict[str, Any]:
+def _describe(child: ChildBranch) -> dict[str, Any]:
     return {
-        "branch_id": line.branch_id,
-        "title": line.title,
-        "state": line.state.value,
-        "why": line.why_ended(),
-        "steps": list(line.lines),
-        "report": line.report,
+        "branch_id": child.branch_id,
+        "title": child.title,
+        "state": child.state.value,
+        "why": child.why_ended(),
+        "steps": list(child.steps),
+        "report": child.report,
     }
 
 
-def _render(lines: Sequence[ChildLine]) -> str:
-    if not lines:
+def _render(children: Sequence[ChildBranch]) -> str:
+    if not children:
         return "No branches in this session."
     blocks = []
-    for line in lines:
-        block = [line.summary()]
-        block += [f"  {step}" for step in line.lines[-8:]]
-        if line.report and not line.state.working:
-            block.append(f"  Report: {line.report}")
+    for child in children:
+        block = [child.summary()]
+        block += [f"  {step}" for step in child.steps[-8:]]
+        if child.report and not child.state.working:
+            block.append(f"  Report: {child.report}")
         blocks.append("\n".join(block))
     return "\n\n".join(blocks)
 
@@ -82,30 +82,32 @@ def _not_on_a_branch(manager: BranchManager, context: ToolContext) -> str | None
 async def _start(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
     task = _str(arguments, "task")
     assert task is not None
-    line = await manager.start(task, _str(arguments, "title", required=False))
+    child = await manager.start(task, _str(arguments, "title", required=False))
     text = (
-        f"Started branch {line.branch_id} ({line.title!r}). It works on its own, alongside "
+        f"Started branch {child.branch_id} ({child.title!r}). It works on its own, alongside "
         "you; its report arrives as a notification when it is done (or use branch_wait)."
     )
     shown = (
-        f"Started the branch {line.title!r} ({line.branch_id}). It works alongside the main "
+        f"Started the branch {child.title!r} ({child.branch_id}). It works alongside the main "
         "line; what it does shows as it works."
     )
-    return text_result(text, raw={"branch_id": line.branch_id, "title": line.title}, shown=shown)
+    return text_result(text, raw={"branch_id": child.branch_id, "title": child.title}, shown=shown)
 
 
 async def _status(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
     branch_id = _str(arguments, "branch_id", required=False)
-    lines = [manager.line(branch_id)] if branch_id else manager.lines()
-    return text_result(_render(lines), raw={"branches": [_describe(line) for line in lines]})
+    children = [manager.child(branch_id)] if branch_id else manager.children()
+    return text_result(
+        _render(children), raw={"branches": [_describe(child) for child in children]}
+    )
 
 
 async def _message(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
     branch_id, text = _str(arguments, "branch_id"), _str(arguments, "text")
     assert branch_id is not None
     assert text is not None
-    line = await manager.message(branch_id, text)
-    return text_result(f"Sent to branch {line.branch_id} ({line.title!r}).")
+    child = await manager.message(branch_id, text)
+    return text_result(f"Sent to branch {child.branch_id} ({child.title!r}).")
 
 
 async def _wait(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
@@ -116,15 +118,17 @@ async def _wait(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolRes
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
         raise ToolInputError("`timeout_s` must be a number of seconds")
     every = arguments.get("all", False) is True
-    lines = await manager.wait(ids, every=every, timeout_s=min(float(timeout), _MAX_WAIT_S))
-    return text_result(_render(lines), raw={"branches": [_describe(line) for line in lines]})
+    children = await manager.wait(ids, every=every, timeout_s=min(float(timeout), _MAX_WAIT_S))
+    return text_result(
+        _render(children), raw={"branches": [_describe(child) for child in children]}
+    )
 
 
 async def _close(manager: BranchManager, arguments: Mapping[str, Any]) -> ToolResult:
     branch_id = _str(arguments, "branch_id")
     assert branch_id is not None
-    line = await manager.close(branch_id)
-    return text_result(f"Closed branch {line.branch_id} ({line.title!r}).")
+    child = await manager.close(branch_id)
+    return text_result(f"Closed branch {child.branch_id} ({child.title!r}).")
 
 
 _ID: Final = {
@@ -219,17 +223,17 @@ def branch_commands(manager: BranchManager) -> dict[str, ExtraCommand]:
     """`/branches` (list them: state, title, last activity) and `/branch <task>` (start one)."""
 
     async def list_branches(arguments: str) -> str:
-        lines = manager.lines()
-        if not lines:
+        children = manager.children()
+        if not children:
             return "No branches in this session. Start one with `/branch <task>`."
         rows = ["Branches:", ""]
-        for line in lines:  # a list, not a table: it fits a narrow client
-            state = line.state.value
-            if line.state is LineState.WAITING:
+        for child in children:  # a list, not a table: it fits a narrow client
+            state = child.state.value
+            if child.state is ChildState.WAITING:
                 state = "waiting for your approval (asked in your next prompt)"
-            elif line.why_ended():
-                state = f"{state}: {line.why_ended()}"
-            rows.append(f"- {line.title}: {state}, last activity {line.last_active()}")
+            elif child.why_ended():
+                state = f"{state}: {child.why_ended()}"
+            rows.append(f"- {child.title}: {state}, last activity {child.last_active()}")
         return "\n".join(rows)
 
     async def start_branch(arguments: str) -> str:
@@ -237,11 +241,11 @@ def branch_commands(manager: BranchManager) -> dict[str, ExtraCommand]:
         if not task:
             return "Usage: `/branch <task>`: starts a branch working on the task."
         try:
-            line = await manager.start(task)
+            child = await manager.start(task)
         except BranchLimitReached as exc:
             return f"Not started: {exc}."
         return (
-            f"Started branch `{line.branch_id}` ({line.title}). It works alongside the "
+            f"Started branch `{child.branch_id}` ({child.title}). It works alongside the "
             "main line; its report reaches the main line when it is done (`/branches` "
             "shows where it is)."
         )

@@ -145,7 +145,7 @@ class Job:
         return self.branch.id
 
     @property
-    def line(self) -> str:
+    def belongs_to(self) -> str:
         """The line of work it belongs to, for the person: "main" or the branch's title."""
         if self.branch.parent_id is None:
             return "main"
@@ -503,7 +503,7 @@ class JobManager:
             job.exit.exit_code if job.exit else None,
             job.exit.signal if job.exit else None,
             job.duration_s,
-            job.line,
+            job.belongs_to,
             _last_lines(job.output),
             job.terminal_id,
         )

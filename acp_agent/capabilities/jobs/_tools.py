@@ -223,7 +223,7 @@ def job_commands(manager: JobManager) -> dict[str, ExtraCommand]:
             return "No background jobs in this session."
         lines = ["Background jobs:", ""]
         for job in listed:
-            line = "" if job.line == "main" else f", branch {job.line!r}"
+            line = "" if job.belongs_to == "main" else f", branch {job.belongs_to!r}"
             ran = _ran(manager, job)
             lines.append(
                 f"- `{job.job_id[:_SHORT_ID]}` `{_short_command(job.command)}`: "

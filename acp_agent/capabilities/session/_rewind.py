@@ -253,9 +253,9 @@ class Rewinder:
     def _refuse_while_running(self) -> None:
         if self.branches.main_turn_open:
             raise RewindRefused("a turn is running; cancel it first")
-        working = [line for line in self.branches.lines() if line.state.working]
+        working = [child for child in self.branches.children() if child.state.working]
         if working:
-            names = ", ".join(line.title for line in working)
+            names = ", ".join(child.title for child in working)
             raise RewindRefused(
                 f"branches are still working ({names}); stop them with the editor's stop "
                 "button (session/cancel), or wait until they finish"

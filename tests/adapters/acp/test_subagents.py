@@ -19,7 +19,7 @@ import pytest
 
 from acp_agent.adapters.acp._subagents import state_of
 from acp_agent.adapters.acp._updates import takes_subagents
-from acp_agent.capabilities.branches import LineState
+from acp_agent.capabilities.branches import ChildState
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams
@@ -581,7 +581,7 @@ async def test_resume_announces_the_open_children_after_its_answer(tmp_path: Pat
 def test_a_line_state_maps_to_one_acp_state(
     state: str, stop_reason: str | None, expected: tuple[str, str | None]
 ):
-    line = SimpleNamespace(state=LineState(state), stop_reason=stop_reason)
+    line = SimpleNamespace(state=ChildState(state), stop_reason=stop_reason)
     snapshot = state_of(line)  # type: ignore[arg-type]
     assert (snapshot.state, getattr(snapshot, "stop_reason", None)) == expected
 

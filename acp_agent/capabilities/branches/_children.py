@@ -1,7 +1,7 @@
 """One child line of work as its parent sees it: its state, steps and report.
 
-`LineFollower` subscribes to a child's timeline and folds each of its events
-into a `ChildLine`: the state (running, waiting for approval, finished,
+`ChildFollower` subscribes to a child's timeline and folds each of its events
+into a `ChildBranch`: the state (running, waiting for approval, finished,
 failed, interrupted, closed), a short line per step (a tool call runs, then
 shows its outcome), the text of its last reply, its report, and what its model
 requests used (`usage`, shown with it). The manager (`_manager`) decides what
@@ -47,7 +47,7 @@ from acp_agent.core import (
     UserInputAdopted,
 )
 
-__all__ = ("MAX_STEP_LINES", "ChildLine", "LineFollower", "LineState")
+__all__ = ("MAX_STEP_LINES", "ChildBranch", "ChildFollower", "ChildState")
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ logger = logging.getLogger(__name__)
 MAX_STEP_LINES: Final = 20
 
 
-class LineState(enum.StrEnum):
+class ChildState(enum.StrEnum):
     """Where a child line of work is."""
 
     RUNNING = "running"
@@ -70,11 +70,11 @@ class LineState(enum.StrEnum):
 
     @property
     def working(self) -> bool:
-        return self in (LineState.RUNNING, LineState.WAITING)
+        return self in (ChildState.RUNNING, ChildState.WAITING)
 
 
 #: The states in which a turn can have been cut short from outside the model.
-_CUT_SHORT: Final = frozenset({LineState.FAILED, LineState.INTERRUPTED})
+_CUT_SHORT: Final = frozenset({ChildState.FAILED, ChildState.INTERRUPTED})
 #: Why, by stop reason, as the person and the main line read it.
 _WHY: Final = {
     "interrupted": "the agent stopped while it worked; it is not re-run",
@@ -85,15 +85,15 @@ _WHY: Final = {
 
 
 @attrs.define(eq=False)
-class ChildLine:
+class ChildBranch:
     """What is known of one child: its state, steps and report, and how it is shown."""
 
     branch: Branch
     title: str
     task: str
-    state: LineState = LineState.FINISHED
+    state: ChildState = ChildState.FINISHED
     #: Its steps, a line each (the newest `MAX_STEP_LINES`).
-    lines: list[str] = attrs.field(factory=list)
+    steps: list[str] = attrs.field(factory=list)
     #: The text of its last finished turn's last reply.
     report: str | None = None
     #: How its last turn ended (a stop reason; `cancelled` when the person stopped it,
@@ -119,7 +119,7 @@ class ChildLine:
     #: What was last recorded of it (showing, state, steps, report, usage).
     shown_look: tuple[object, ...] = ()
     #: Follows its timeline (set once it is attached).
-    follower: LineFollower | None = None
+    follower: ChildFollower | None = None
     _reply: list[str] = attrs.field(factory=list)
     _titles: dict[str, str] = attrs.field(factory=dict)
     _changed: anyio.Event = attrs.field(factory=anyio.Event)
@@ -151,7 +151,7 @@ class ChildLine:
         `storage_full` or `storage_unavailable`): it ended all the same, failed."""
         self.unrecorded_turn = turn_id
         self.turns_ended += 1
-        self.state = LineState.FAILED
+        self.state = ChildState.FAILED
         self.stop_reason = stop_reason
         self.report = "".join(self._reply).strip() or None
 
@@ -164,8 +164,8 @@ class ChildLine:
         self._changed = anyio.Event()
 
 
-class LineFollower:
-    """Follows one child's timeline into its `ChildLine` (a rebuilding subscriber).
+class ChildFollower:
+    """Follows one child's timeline into its `ChildBranch` (a rebuilding subscriber).
 
     `on_change` hears of a change worth showing, `on_end` of the end of one of
     its turns; their failures are logged, never raised into the dispatcher.
@@ -173,12 +173,12 @@ class LineFollower:
 
     def __init__(
         self,
-        line: ChildLine,
+        child: ChildBranch,
         *,
-        on_change: Callable[[ChildLine], Awaitable[None]],
-        on_end: Callable[[ChildLine], Awaitable[None]],
+        on_change: Callable[[ChildBranch], Awaitable[None]],
+        on_end: Callable[[ChildBranch], Awaitable[None]],
     ) -> None:
-        self.line = line
+        self.child = child
         self._on_change = on_change
         self._on_end = on_end
         #: The last event of the child it folded in.
@@ -186,10 +186,10 @@ class LineFollower:
 
     @property
     def name(self) -> str:
-        return f"branch follower {self.line.branch_id}"
+        return f"branch follower {self.child.branch_id}"
 
     async def rebuild(self, timeline: Timeline) -> Seq:
-        own = self.line.branch_id
+        own = self.child.branch_id
         for event in await timeline.read():
             if event.branch_id == own:
                 self.fold(event)
@@ -207,95 +207,95 @@ class LineFollower:
         changed, ended = self.fold(event)
         try:
             if ended:
-                await self._on_end(self.line)
+                await self._on_end(self.child)
             elif changed:
-                await self._on_change(self.line)
+                await self._on_change(self.child)
         except (BranchClosed, ScopeClosed):
             pass  # the session is closing
         except Exception:
             logger.exception(
-                "following branch %s failed at event %d", self.line.branch_id, event.seq
+                "following branch %s failed at event %d", self.child.branch_id, event.seq
             )
 
     def _apply(self, event: Event) -> tuple[bool, bool]:
         """Fold one of the child's own events; returns (changed, its turn ended)."""
-        line, payload = self.line, event.payload
+        child, payload = self.child, event.payload
         if (
             isinstance(payload, TurnEnded | TurnInterrupted)
-            and payload.turn_id == line.unrecorded_turn
+            and payload.turn_id == child.unrecorded_turn
         ):
-            line.unrecorded_turn = None  # its end, owed to the record: counted already
+            child.unrecorded_turn = None  # its end, owed to the record: counted already
             return True, False
         if isinstance(payload, UserInputAdopted):
-            line.state = LineState.RUNNING
-            line.stop_reason = None
-            line._reply = []
+            child.state = ChildState.RUNNING
+            child.stop_reason = None
+            child._reply = []
             return True, False
         if isinstance(payload, BranchMessageReceived):
-            _add_line(line, "Got a message from the main line")
+            _add_step(child, "Got a message from the main line")
             return True, False
         if isinstance(payload, ModelRequestStarted):
-            line._reply = []
+            child._reply = []
             return False, False
         if isinstance(payload, ModelRequestFinished | CompactionRecorded):
             # Shown with the change that follows (its calls, or its turn's end).
-            line.usage = line.usage.plus(payload.usage)
+            child.usage = child.usage.plus(payload.usage)
             return False, False
         if isinstance(payload, ModelTextDelta):
-            line._reply.append(payload.text)
+            child._reply.append(payload.text)
             return False, False
         if isinstance(payload, ToolCallRequested):
             title = payload.title or payload.tool
-            line._titles[payload.call_id] = title
-            _add_line(line, f"→ {title}")
+            child._titles[payload.call_id] = title
+            _add_step(child, f"→ {title}")
             return True, False
         if isinstance(payload, ToolResultRecorded):
-            title = line._titles.get(payload.call_id, payload.call_id)
-            _settle_line(line, f"→ {title}", f"{'✗' if payload.is_error else '✓'} {title}")
+            title = child._titles.get(payload.call_id, payload.call_id)
+            _settle_step(child, f"→ {title}", f"{'✗' if payload.is_error else '✓'} {title}")
             return True, False
         if isinstance(payload, PermissionAsked):
-            line.state = LineState.WAITING
-            _add_line(line, f"Waiting for approval: {line._titles.get(payload.call_id, '')}")
+            child.state = ChildState.WAITING
+            _add_step(child, f"Waiting for approval: {child._titles.get(payload.call_id, '')}")
             return True, False
         if isinstance(payload, PermissionAnswered):
-            if line.state is LineState.WAITING:
-                line.state = LineState.RUNNING
-            waiting = f"Waiting for approval: {line._titles.get(payload.call_id, '')}"
-            if waiting in line.lines:
-                line.lines.remove(waiting)
+            if child.state is ChildState.WAITING:
+                child.state = ChildState.RUNNING
+            waiting = f"Waiting for approval: {child._titles.get(payload.call_id, '')}"
+            if waiting in child.steps:
+                child.steps.remove(waiting)
             return True, False
         if isinstance(payload, TurnCancelRequested):
-            line.stop_reason = "cancelled"
+            child.stop_reason = "cancelled"
             return False, False
         if isinstance(payload, TurnEnded | TurnInterrupted):
-            line.turns_ended += 1
-            line.report = "".join(line._reply).strip() or None
+            child.turns_ended += 1
+            child.report = "".join(child._reply).strip() or None
             if isinstance(payload, TurnInterrupted):
-                line.state = LineState.INTERRUPTED
-                line.stop_reason = line.stop_reason or "interrupted"
+                child.state = ChildState.INTERRUPTED
+                child.stop_reason = child.stop_reason or "interrupted"
             else:
-                line.state = (
-                    LineState.FAILED
+                child.state = (
+                    ChildState.FAILED
                     if payload.stop_reason == TurnStopReason.ERROR
-                    else LineState.FINISHED
+                    else ChildState.FINISHED
                 )
-                line.stop_reason = payload.stop_reason
+                child.stop_reason = payload.stop_reason
             return True, True
         if isinstance(payload, BranchEnded):
-            line.state = LineState.CLOSED
+            child.state = ChildState.CLOSED
             return True, False
         return False, False
 
 
-def _add_line(line: ChildLine, text: str) -> None:
-    line.lines.append(text)
-    del line.lines[:-MAX_STEP_LINES]
+def _add_step(child: ChildBranch, text: str) -> None:
+    child.steps.append(text)
+    del child.steps[:-MAX_STEP_LINES]
 
 
-def _settle_line(line: ChildLine, running: str, settled: str) -> None:
+def _settle_step(child: ChildBranch, running: str, settled: str) -> None:
     """A step finished: its running line becomes its outcome (or a new line, if gone)."""
-    for index in range(len(line.lines) - 1, -1, -1):
-        if line.lines[index] == running:
-            line.lines[index] = settled
+    for index in range(len(child.steps) - 1, -1, -1):
+        if child.steps[index] == running:
+            child.steps[index] = settled
             return
-    _add_line(line, settled)
+    _add_step(child, settled)
