@@ -1,9 +1,10 @@
 """`_acp-agent/attach` and `_acp-agent/detach`: several clients on one session.
 
     -> {"sessionId": S, "role": "controller" | "observer",
-        "replay": "start" | "none" | "cursor", "cursor": "<a cursor it got>"}
+        "replay": "start" | "none" | "cursor", "cursor": "<a cursor it got>",
+        "files": false | true}
     <- {"clientId": ..., "role": ..., "cursor": "<seq>", "pendingPermissions": n,
-        "modes": ..., "configOptions": ...}
+        "files": bool, "modes": ..., "configOptions": ...}
 
 Attach makes this connection's view of the session show every update (see
 `_views`), after a replay: from the start, after a cursor the client got
@@ -17,6 +18,10 @@ the session's commands follow, and a controller is asked the questions that
 wait for one. The session is opened for this connection if it is not (as
 `session/resume` would, without the client's MCP servers).
 
+`"files": true` (a controller whose `initialize` offered `fs.readTextFile` and
+`fs.writeTextFile`) makes this client serve the session's files while it stays
+attached (`_files`): refused (-32600) while another client serves them.
+
 Detach makes the view this connection's own turns only again. Neither is
 taken while one of this connection's prompts on the session runs: its
 answer waits on the view being changed.
@@ -29,9 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 from acp_agent.adapters.acp._client_input import stored_id
 from acp_agent.adapters.acp._wire_errors import wire_errors
-from acp_agent.adapters.server._audience import Role
+from acp_agent.adapters.server._audience import Role, SessionAudience
+from acp_agent.adapters.server._files import FileHost
 from acp_agent.adapters.server._views import AttachedTranslator, Cursor
 from acp_agent.agent import Event, Seq
+from acp_agent.toolkit import DEFAULT_REQUEST_TIMEOUT_S
 from protocol import types
 from protocol.errors import InvalidParams, InvalidRequest
 
@@ -55,8 +62,11 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
     if replay not in _REPLAYS:
         raise InvalidParams(f"Invalid params: replay: one of {', '.join(_REPLAYS)}")
     cursor = Cursor.parse(params.get("cursor")) if replay == "cursor" else None
+    files = _files(agent, params, role)
     acp_session = await _opened(agent, session_id)
     _refuse_running(acp_session, "attach")
+    audience = acp_session.audience
+    _serve_files(audience, files, agent.client_id, session_id)
     handle, view = acp_session.handle, acp_session.view
     covered, events = await handle.history()
     after, skip = _start(covered, events, replay, cursor)
@@ -75,8 +85,8 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
         await subscription.wait_ready()
     except BaseException:
         view.ready()
+        audience.files.release(agent.client_id)
         raise
-    audience = acp_session.audience
     connection = agent._connection
 
     def ready() -> None:
@@ -103,6 +113,7 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
         "role": role.value,
         "cursor": str(Cursor(int(subscription.ready_at))),
         "pendingPermissions": len(audience.questions.pending),
+        "files": files is not None,
         **{_camel(key): value for key, value in settings.items()},
     }
 
@@ -157,6 +168,48 @@ async def _unsubscribe(acp_session: ServerSession) -> None:
     acp_session.side.subscription = None
     if subscription is not None:
         await subscription.disconnect()
+
+
+def _files(agent: ServerAcpAgent, params: dict[str, Any], role: Role) -> FileHost | None:
+    """This client as the session's file host, when it asks to be one and may."""
+    wanted = params.get("files", False)
+    if not isinstance(wanted, bool):
+        raise InvalidParams("Invalid params: files: true or false")
+    if not wanted:
+        return None
+    if role is not Role.CONTROLLER:
+        raise InvalidParams("Invalid params: files: only a controller serves a session's files")
+    capabilities = agent._client_capabilities or types.ClientCapabilities()
+    fs = capabilities.fs or types.FileSystemCapabilities()
+    if not (fs.read_text_file and fs.write_text_file):
+        raise InvalidParams(
+            "Invalid params: files: the client did not offer fs.readTextFile and "
+            "fs.writeTextFile in initialize"
+        )
+    timeout_s = agent._editor_timeout_s
+    return FileHost(
+        agent.client_id,
+        agent._connection,
+        read_timeout_s=DEFAULT_REQUEST_TIMEOUT_S if timeout_s is None else timeout_s,
+    )
+
+
+def _serve_files(
+    audience: SessionAudience, files: FileHost | None, client_id: str, session_id: str
+) -> None:
+    """Make this client the session's file host (held from now: no other client takes it
+    during the replay), or stop it being one (it attaches without files)."""
+    if files is None:
+        audience.files.release(client_id)
+        return
+    host = audience.files.host
+    if host is not None and host.client_id != client_id:
+        raise InvalidRequest(
+            f"Invalid request: {host.client_id} serves the files of session {session_id}; "
+            "attach without files, or once it has left",
+            {"sessionId": session_id, "filesServedBy": host.client_id},
+        )
+    audience.files.serve(files)
 
 
 def _role(value: object) -> Role:

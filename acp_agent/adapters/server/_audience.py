@@ -2,9 +2,10 @@
 
 A session on the server belongs to no connection: it opens with the
 server's side (`SharedSessions.front_end`), not one editor's. Its tools
-work on the server's own disk and run commands in its own processes (a
-session outlives every editor, so none of them can host its files or
-terminals), and its permission questions go to the people following it
+work on the server's own disk, unless an attached controller serves its
+files (`_files`), and run commands in its own processes (a session
+outlives every editor, so none of them can host its terminals), and its
+permission questions go to the people following it
 (`_questions.QuestionBroker`): every attached controller, and the
 connection whose own prompt holds the session's turn (a client that never
 attached is asked as over stdio). `SessionAudience` keeps both, and wakes
@@ -25,6 +26,7 @@ from acp_agent.values import Value
 from protocol.errors import ConnectionClosed
 
 if TYPE_CHECKING:
+    from acp_agent.adapters.server._files import SessionFiles
     from acp_agent.adapters.server._questions import QuestionBroker
     from acp_agent.agent import FrontEnd
     from acp_agent.toolkit import Notice, NoticeSink
@@ -62,6 +64,7 @@ class SessionAudience:
     """The clients attached to one session (by role) and those whose turn holds it."""
 
     def __init__(self, session_id: str) -> None:
+        from acp_agent.adapters.server._files import SessionFiles
         from acp_agent.adapters.server._questions import QuestionBroker
 
         self.session_id = session_id
@@ -74,6 +77,8 @@ class SessionAudience:
         self._notices: dict[str, NoticeSink] = {}
         self._changed = anyio.Event()
         self.questions: QuestionBroker = QuestionBroker(self)
+        #: The session's files: the server's disk, or an attached controller's.
+        self.files: SessionFiles = SessionFiles(session_id)
 
     def _wake(self) -> None:
         self._changed.set()
@@ -118,8 +123,10 @@ class SessionAudience:
         self._wake()
 
     def detach(self, client_id: str) -> Role | None:
-        """Take the client's attachment off; its role, if it was attached."""
+        """Take the client's attachment off (it serves the files no more); its role, if it
+        was attached."""
         entry = self.attached.pop(client_id, None)
+        self.files.release(client_id)
         self._wake()
         return None if entry is None else entry[1]
 
@@ -128,6 +135,7 @@ class SessionAudience:
         self.following.pop(client_id, None)
         self._notices.pop(client_id, None)
         self.attached.pop(client_id, None)
+        self.files.release(client_id)
         self._wake()
 
     def hold(self, viewer: Viewer) -> None:
@@ -167,14 +175,15 @@ class SharedSessions:
         return self._audiences.get(session_id)
 
     def front_end(self, session_id: str) -> FrontEnd:
-        """The server's side of a session: its own disk and processes (no editor's files
-        or terminals), the question broker of its audience, its notices to every
-        client following it."""
+        """The server's side of a session: its own processes (no editor's terminals), its
+        own disk or the files of the controller serving them (`_files`), the question
+        broker of its audience, its notices to every client following it."""
         from acp_agent.agent import FrontEnd
-        from acp_agent.toolkit import NO_CLIENT
 
         audience = self.audience(session_id)
-        return FrontEnd(client=NO_CLIENT, prompter=audience.questions, notices=audience.post_notice)
+        return FrontEnd(
+            client=audience.files, prompter=audience.questions, notices=audience.post_notice
+        )
 
     def front_end_maker(self) -> Callable[[Any], FrontEnd]:
         return lambda session_id: self.front_end(str(session_id))

@@ -23,6 +23,7 @@ from protocol.errors import AcpError, PeerDisconnected
 from tests.support import EditorClient, agent_env, connected, write_script
 from tests.support.app_server import (
     ATTACH,
+    DETACH,
     ServerProcess,
     bridge_command,
     cursor_of,
@@ -224,6 +225,37 @@ async def test_an_observer_only_watches(server: ServerProcess, tmp_path: Path) -
 
         assert refused.value.code == -32600
         assert "observes" in refused.value.message
+
+
+async def test_one_controller_at_a_time_serves_a_sessions_files(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    files = types.ClientCapabilities(
+        fs=types.FileSystemCapabilities(read_text_file=True, write_text_file=True)
+    )
+    async with (
+        socket_client(server.socket, capabilities=files) as first,
+        socket_client(server.socket, capabilities=files) as second,
+        socket_client(server.socket) as no_files,
+    ):
+        session_id = await first.new_session(tmp_path)
+        served = await attach(first, session_id, role="controller", replay="none", files=True)
+        with pytest.raises(AcpError) as taken:
+            await attach(second, session_id, role="controller", replay="none", files=True)
+        with pytest.raises(AcpError) as unable:
+            await attach(no_files, session_id, role="controller", replay="none", files=True)
+        with pytest.raises(AcpError) as observing:
+            await attach(second, session_id, role="observer", replay="none", files=True)
+        await first.request(DETACH, {"sessionId": session_id})
+        after = await attach(second, session_id, role="controller", replay="none", files=True)
+
+    assert served["files"] is True
+    assert taken.value.code == -32600
+    assert taken.value.data["filesServedBy"] == served["clientId"]
+    assert unable.value.code == -32602
+    assert "fs.writeTextFile" in unable.value.message
+    assert observing.value.code == -32602
+    assert after["files"] is True
 
 
 async def test_the_bridges_editor_quits_mid_turn_and_the_turn_finishes(
