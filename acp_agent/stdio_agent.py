@@ -120,22 +120,9 @@ def _connect_configured(args: argparse.Namespace) -> bool:
 
 def _passed_on(argv: Sequence[str] | None) -> list[str]:
     """The flags a server this bridge starts should get: ours, less the bridge's own."""
-    words = list(sys.argv[1:] if argv is None else argv)
-    kept: list[str] = []
-    skip = False
-    for word in words:
-        if skip:
-            skip = False
-            continue
-        if word == "--connect":
-            continue
-        if word == "--socket":
-            skip = True
-            continue
-        if word.startswith("--socket="):
-            continue
-        kept.append(word)
-    return kept
+    from acp_agent.adapters.server import server_arguments
+
+    return server_arguments(list(sys.argv[1:] if argv is None else argv))
 
 
 def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:

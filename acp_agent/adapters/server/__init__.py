@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING
 from acp_agent.lazy_face import lazy_face as _lazy_face
 
 if TYPE_CHECKING:
-    from acp_agent.adapters.server._bridge import ServerSettings, run_bridge, server_settings
+    from acp_agent.adapters.server._bridge import (
+        ServerSettings,
+        run_bridge,
+        server_arguments,
+        server_settings,
+        server_socket,
+        start_server,
+    )
     from acp_agent.adapters.server._identity import TokenTableError, peer_person, token_table
     from acp_agent.adapters.server._places import PlaceError, default_socket, token_file
     from acp_agent.adapters.server._server import AppServer, ServerRunning
@@ -55,8 +62,11 @@ __all__ = (
     "listen_websocket",
     "peer_person",
     "run_bridge",
+    "server_arguments",
     "server_settings",
+    "server_socket",
     "server_token",
+    "start_server",
     "token_file",
     "token_table",
 )
@@ -74,6 +84,9 @@ __getattr__, __dir__ = _lazy_face(
         "ServerSettings": "acp_agent.adapters.server._bridge",
         "run_bridge": "acp_agent.adapters.server._bridge",
         "server_settings": "acp_agent.adapters.server._bridge",
+        "server_arguments": "acp_agent.adapters.server._bridge",
+        "server_socket": "acp_agent.adapters.server._bridge",
+        "start_server": "acp_agent.adapters.server._bridge",
         "TokenTableError": "acp_agent.adapters.server._identity",
         "peer_person": "acp_agent.adapters.server._identity",
         "token_table": "acp_agent.adapters.server._identity",

@@ -34,7 +34,14 @@ import attrs
 
 from acp_agent.values import Value
 
-__all__ = ("ServerSettings", "run_bridge", "server_settings")
+__all__ = (
+    "ServerSettings",
+    "run_bridge",
+    "server_arguments",
+    "server_settings",
+    "server_socket",
+    "start_server",
+)
 
 #: How long a bridge waits for a server it started to listen.
 _START_BUDGET_S: Final = 20.0
@@ -69,17 +76,54 @@ def server_settings(config_file: Path) -> ServerSettings:
     )
 
 
-def run_bridge(home: Path | None, *, socket: str | None, start_args: Sequence[str]) -> int:
-    """Bridge stdin and stdout to the server's socket until either side ends."""
+def server_socket(home: Path | None, socket: str | None) -> tuple[Path, bool]:
+    """The server's socket (`socket`, else config.toml's, else the state folder's) and
+    whether a client may start a server there when none runs (`[server] start = true`
+    or `ACP_AGENT_SERVER_START=1`)."""
     from acp_agent.adapters.server._places import default_socket
     from acp_agent.paths import resolve_paths
 
     paths = resolve_paths(home)
     settings = server_settings(paths.config_dir / "config.toml")
     path = Path(socket or settings.socket or default_socket(paths.state_dir))
+    return path, settings.start or os.environ.get("ACP_AGENT_SERVER_START") == "1"
+
+
+def server_arguments(words: Sequence[str]) -> list[str]:
+    """The flags a server a client starts should get: the client's, less `--connect` and
+    `--socket` (the socket is passed apart)."""
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word == "--connect":
+            continue
+        if word == "--socket":
+            skip = True
+            continue
+        if word.startswith("--socket="):
+            continue
+        kept.append(word)
+    return kept
+
+
+def start_server(path: Path, start_args: Sequence[str]) -> bool:
+    """Start `acp-agent server` on `path` (it outlives the caller); whether it listens."""
+    connection = _start_server(path, start_args)
+    if connection is None:
+        return False
+    connection.close()
+    return True
+
+
+def run_bridge(home: Path | None, *, socket: str | None, start_args: Sequence[str]) -> int:
+    """Bridge stdin and stdout to the server's socket until either side ends."""
+    path, may_start = server_socket(home, socket)
     connection = _connect(path)
     if connection is None:
-        if not (settings.start or os.environ.get("ACP_AGENT_SERVER_START") == "1"):
+        if not may_start:
             print(
                 f"acp-agent: no server listens on {path}; start one with `acp-agent server` "
                 "(or set [server] start = true in config.toml to have the bridge start it)",
