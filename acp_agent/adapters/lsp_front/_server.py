@@ -8,7 +8,9 @@ problem", "Explain this", "Write tests for this function"). Each workspace folde
 has one session, resumed when the editor opens the folder again
 (`_workspaces`). Turns run in the background of the request that started them;
 their steps, reply, edits and questions reach the editor as `_turn`, `_files` and
-`_asking` describe. The runtime is reached only through its handle (`Agent`).
+`_asking` describe. The sessions live in this process's runtime, reached only
+through its handle (`_embedded`), or on a running app server, as one of its ACP
+clients (`_attached`): the front end drives either through `FolderSession`.
 """
 
 from __future__ import annotations
@@ -45,22 +47,8 @@ from acp_agent.adapters.lsp_front._approvals import Approvals, Decision
 from acp_agent.adapters.lsp_front._asking import Asker
 from acp_agent.adapters.lsp_front._editor import EditorTraits
 from acp_agent.adapters.lsp_front._files import EditorFiles
-from acp_agent.adapters.lsp_front._prompter import EditorPrompter
-from acp_agent.adapters.lsp_front._session import FolderSession
+from acp_agent.adapters.lsp_front._session import FolderSession, RewindFailed, SessionOpener
 from acp_agent.adapters.lsp_front._turn import run_turn
-from acp_agent.adapters.lsp_front._watcher import TurnWatcher
-from acp_agent.adapters.lsp_front._workspaces import WorkspaceSessions
-from acp_agent.agent import (
-    Agent,
-    NoRewindPoint,
-    RewindRefused,
-    SessionBusy,
-    SessionHeld,
-    StoreNotFound,
-    UserInputAdopted,
-    hidden_ranges,
-    is_hidden,
-)
 from acp_agent.toolkit import DEFAULT_REQUEST_TIMEOUT_S
 
 __all__ = ("COMMANDS", "LspFrontEnd")
@@ -87,24 +75,20 @@ class LspFrontEnd:
 
     **Parameters:**
 
-    * `agent`: the runtime's handle, opened on first use.
-    * `data_dir`: the agent's data folder (the folder -> session map, the transcripts).
-    * `mode`: new sessions' permission mode by name (None: the default).
+    * `sessions`: where the folders' sessions live (`EmbeddedSessions`, `ServerSessions`).
+    * `data_dir`: the agent's data folder (the transcripts).
     * `editor_timeout_s`: how long a request to the editor that no person answers waits.
     """
 
     def __init__(
         self,
-        agent: Callable[[], Awaitable[Agent]],
+        sessions: SessionOpener,
         *,
         data_dir: Path,
-        mode: str | None = None,
         editor_timeout_s: float | None = None,
     ) -> None:
-        self._agent = agent
-        self._mode = mode
+        self._opener = sessions
         self._editor_timeout_s = editor_timeout_s
-        self._workspaces = WorkspaceSessions(data_dir / "lsp" / "sessions.json")
         self._transcripts = data_dir / "lsp" / "transcripts"
         self._sessions: dict[str, FolderSession] = {}
         self._opening = anyio.Lock()
@@ -176,11 +160,12 @@ class LspFrontEnd:
             server.thread_pool.shutdown(wait=False, cancel_futures=True)
 
     async def aclose(self) -> None:
-        """Close every open session (idempotent)."""
+        """Close every open session, then what holds them (idempotent)."""
         sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
             self._approvals.reject_all(session.folder)
-            await session.handle.close()
+            await session.close()
+        await self._opener.aclose()
 
     # --- sessions -----------------------------------------------------------------------
 
@@ -212,13 +197,14 @@ class LspFrontEnd:
 
     async def _session(self, folder: str) -> FolderSession:
         """`folder`'s session: open here, resumed from the last time, or new."""
-        from acp_agent.agent import FrontEnd
-
         async with self._opening:
             known = self._sessions.get(folder)
-            if known is not None:
+            if known is not None and known.alive:
                 return known
-            agent = await self._agent()
+            if known is not None:  # its server went away: opened again, reconnecting
+                del self._sessions[folder]
+                self._approvals.reject_all(folder)
+                await known.close()
             files = EditorFiles(
                 self.server,
                 self._traits,
@@ -226,27 +212,15 @@ class LspFrontEnd:
                 folder=folder,
                 request_timeout_s=self._editor_timeout_s or DEFAULT_REQUEST_TIMEOUT_S,
             )
-            front_end = FrontEnd(client=files, prompter=EditorPrompter(self._asker, folder=folder))
-            handle = None
-            stored = self._workspaces.session_of(folder)
-            if stored is not None:
-                try:
-                    handle = await agent.load(stored, front_end)
-                    await handle.activate(None)
-                except StoreNotFound:
-                    logger.info("session %s of %s is gone; a new one starts", stored, folder)
-                except SessionHeld:
-                    raise ValueError(
-                        f"the session of {folder} is open in another acp-agent process"
-                    ) from None
-            if handle is None:
-                handle = await agent.new_session(folder, front_end, mode=self._mode)
-                self._workspaces.remember(folder, handle.id)
-            watcher = TurnWatcher()
-            subscription = await handle.subscribe(watcher, after=None)
-            session = FolderSession(folder, handle, subscription, watcher, files)
+            try:
+                session = await self._opener.open(folder, files, self._asker)
+            except ValueError as exc:
+                self._say(types.MessageType.Error, f"acp-agent: {exc}")
+                raise
             self._sessions[folder] = session
-            logger.info("session %s serves %s", handle.id, folder)
+            if session.note:
+                self._say(types.MessageType.Warning, session.note)
+            logger.info("session %s serves %s", session.id, folder)
             return session
 
     # --- requests -----------------------------------------------------------------------
@@ -258,6 +232,11 @@ class LspFrontEnd:
         def initialize(params: types.InitializeParams) -> None:
             self._traits = EditorTraits.of(params.capabilities)
             self._asker = Asker(server, self._traits, self._approvals)
+
+        @server.feature(types.INITIALIZED)
+        def initialized(params: types.InitializedParams) -> None:
+            if self._tasks is not None:
+                self._tasks.start_soon(self._tell_problem)
 
         @server.feature(
             types.TEXT_DOCUMENT_CODE_ACTION,
@@ -279,7 +258,7 @@ class LspFrontEnd:
             prompt, target = _prompt_of(arguments)
             session = await self._session(self._folder_of(target))
             self._start(session, prompt)
-            return {"sessionId": session.handle.id, "started": True}
+            return {"sessionId": session.id, "started": True}
 
         @server.command(CANCEL)
         async def cancel(*arguments: Any) -> dict[str, Any]:
@@ -304,6 +283,12 @@ class LspFrontEnd:
         def reject(*arguments: Any) -> dict[str, Any]:
             return self._decide(arguments, allow=False)
 
+    async def _tell_problem(self) -> None:
+        """Tell the person at once when no session can be had (no server answers)."""
+        problem = await self._opener.problem()
+        if problem is not None:
+            self._say(types.MessageType.Error, f"acp-agent: {problem}")
+
     def _start(self, session: FolderSession, prompt: str) -> None:
         if self._tasks is None:
             raise RuntimeError("the server is not serving")
@@ -321,28 +306,26 @@ class LspFrontEnd:
 
     async def _cancel(self, session: FolderSession) -> int:
         rejected = self._approvals.reject_all(session.folder)
-        cancelled = await session.handle.cancel()
+        cancelled = await session.cancel()
         logger.info("cancelled %d prompt(s), %d proposal(s)", cancelled, rejected)
         return cancelled
 
     def _status(self, session: FolderSession) -> dict[str, Any]:
-        handle = session.handle
-        controls = handle.controls
         waiting = self._approvals.waiting(session.folder)
         status = {
-            "sessionId": handle.id,
+            "sessionId": session.id,
             "folder": session.folder,
-            "title": handle.title,
-            "model": controls.model_id,
-            "mode": str(controls.mode),
-            "running": session.slot is not None,
+            "title": session.title,
+            "model": session.model,
+            "mode": session.mode,
+            "running": session.running,
             "waitingForYou": [p.question for p in waiting],
             "lastReply": session.last_reply,
         }
         lines = [
-            f"acp-agent session {handle.id} ({handle.title or 'untitled'}) in {session.folder}",
-            f"model {controls.model_id}, mode {controls.mode}; "
-            + ("a turn is running" if session.slot is not None else "idle"),
+            f"acp-agent session {session.id} ({session.title or 'untitled'}) in {session.folder}",
+            f"model {session.model}, mode {session.mode}; "
+            + ("a turn is running" if session.running else "idle"),
         ]
         lines += [f"waiting for you: {p.question}" for p in waiting]
         self.server.window_show_message(
@@ -357,30 +340,23 @@ class LspFrontEnd:
         )
         session = await self._session(self._folder_of(_target_of(arguments)))
         if message_id is None:
-            _, events = await session.handle.history()
-            hidden = hidden_ranges(events)
-            asked = [
-                e.payload.input_id
-                for e in events
-                if isinstance(e.payload, UserInputAdopted) and not is_hidden(int(e.seq), hidden)
-            ]
-            if not asked:
+            message_id = await session.last_message()
+            if message_id is None:
                 self._say(types.MessageType.Warning, "acp-agent: nothing to rewind.")
                 return {"rewound": False}
-            message_id = asked[-1]
         try:
-            outcome = await session.handle.rewind(str(message_id))
-        except (SessionBusy, NoRewindPoint, RewindRefused) as exc:
+            outcome = await session.rewind(str(message_id))
+        except RewindFailed as exc:
             self._say(types.MessageType.Warning, f"acp-agent: cannot rewind: {exc}")
             return {"rewound": False, "reason": str(exc)}
         shown = (
-            f"acp-agent: rewound to before your last message ({len(outcome.restored)} file(s) "
-            f"restored, {len(outcome.removed)} removed)."
-            if outcome.rewound
-            else "acp-agent: not rewound; changed since: " + ", ".join(outcome.conflicts)
+            f"acp-agent: rewound to before your last message ({len(outcome['restored'])} "
+            f"file(s) restored, {len(outcome['removed'])} removed)."
+            if outcome.get("rewound")
+            else "acp-agent: not rewound; changed since: " + ", ".join(outcome["conflicts"])
         )
         self._say(types.MessageType.Info, shown)
-        return outcome.as_json()
+        return outcome
 
     def _decide(self, arguments: tuple[Any, ...], *, allow: bool) -> dict[str, Any]:
         approval_id = next((a for a in arguments if isinstance(a, str)), None)

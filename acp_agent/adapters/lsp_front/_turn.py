@@ -21,9 +21,7 @@ from pygls.uris import from_fs_path
 from acp_agent.adapters.lsp_front._editor import EditorTraits
 from acp_agent.adapters.lsp_front._requests import request
 from acp_agent.adapters.lsp_front._session import FolderSession
-from acp_agent.adapters.lsp_front._transcript import render_transcript, write_transcript
-from acp_agent.agent import TurnEnded
-from acp_agent.content import TextContent
+from acp_agent.adapters.lsp_front._transcript import write_transcript
 
 __all__ = ("run_turn",)
 
@@ -51,34 +49,23 @@ async def run_turn(
         if progress:
             server.work_done_progress.report(token, types.WorkDoneProgressReport(message=step))
 
-    session.watcher.watch(report)
     session.progress_token = token if progress else None
     shown: str
     kind = types.MessageType.Info
     try:
-        async with session.handle.turn_slot() as slot:
-            session.slot = slot
-            if slot.cancelled:
-                shown = "acp-agent: cancelled."
-            else:
-                turn = await slot.start([TextContent(prompt)])
-                outcome = await turn.outcome(seen_by=session.subscription)
-                reply = session.watcher.stop()
-                if slot.cancelled or not isinstance(outcome.ending, TurnEnded):
-                    shown = "acp-agent: cancelled." + (f"\n\n{reply}" if reply else "")
-                elif outcome.failure is not None:
-                    kind = types.MessageType.Error
-                    shown = f"acp-agent: the model failed: {outcome.failure.message}"
-                else:
-                    shown = reply or "acp-agent: done (no reply text)."
-                session.last_reply = reply
-                await _title_after_exchange(session, prompt)
+        end = await session.run(prompt, report)
+        if end.cancelled:
+            shown = "acp-agent: cancelled." + (f"\n\n{end.reply}" if end.reply else "")
+        elif end.failure is not None:
+            kind = types.MessageType.Error
+            shown = f"acp-agent: the model failed: {end.failure}"
+        else:
+            shown = end.reply or "acp-agent: done (no reply text)."
+        session.last_reply = end.reply
     except Exception as exc:
         logger.exception("turn in %s failed", session.folder)
         kind, shown = types.MessageType.Error, f"acp-agent: the turn failed: {exc}"
     finally:
-        session.watcher.stop()
-        session.slot = None
         session.progress_token = None
         if progress:
             server.work_done_progress.end(token, types.WorkDoneProgressEnd(message="Done"))
@@ -87,16 +74,6 @@ async def run_turn(
     server.window_show_message(types.ShowMessageParams(type=kind, message=shown))
     await _show_transcript(server, traits, session, transcripts)
     return shown
-
-
-async def _title_after_exchange(session: FolderSession, prompt: str) -> None:
-    """The session's title after its first exchange, from the prompt (as ACP sessions)."""
-    from acp_agent.agent import title_from_prompt
-
-    if session.handle.title is None:
-        title = title_from_prompt([TextContent(prompt)])
-        if title:
-            await session.handle.set_title(title)
 
 
 async def _start_progress(server: LanguageServer, token: str) -> bool:
@@ -123,9 +100,7 @@ async def _show_transcript(
 ) -> None:
     """Write the session's transcript, and open it where the editor can."""
     try:
-        _, events = await session.handle.history()
-        text = render_transcript(session.handle.title, events)
-        path = await write_transcript(folder, session.handle.id, text)
+        path = await write_transcript(folder, session.id, await session.transcript())
         if traits.shows_documents:
             with anyio.move_on_after(_PROGRESS_CREATE_S):
                 await request(
@@ -137,4 +112,4 @@ async def _show_transcript(
                     timeout_s=_PROGRESS_CREATE_S,
                 )
     except Exception:
-        logger.warning("the transcript of %s was not shown", session.handle.id, exc_info=True)
+        logger.warning("the transcript of %s was not shown", session.id, exc_info=True)

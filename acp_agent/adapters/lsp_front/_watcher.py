@@ -19,7 +19,7 @@ from acp_agent.agent import (
     UserInputAdopted,
 )
 
-__all__ = ("TurnWatcher",)
+__all__ = ("StepReporter", "TurnWatcher")
 
 #: Reports a step of the running turn (its progress message).
 StepReporter = Callable[[str], None]

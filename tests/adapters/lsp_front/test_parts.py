@@ -1,18 +1,22 @@
 """The LSP front end's parts in memory: the edits it sends, the proposals waiting for the
-person, the editor's traits, the folder map and the transcript. The server itself runs
-end to end in tests_lsp/ (pytest-lsp)."""
+person, the editor's traits, the folder map, the transcript, and what an attached
+session makes of the server's updates and questions. The server itself runs end to end
+in tests_lsp/ (pytest-lsp)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import anyio
+import attrs
 import pytest
 from lsprotocol import types
 
 from acp_agent.adapters.lsp_front._approvals import Approvals, Decision, Pending
+from acp_agent.adapters.lsp_front._attached import AttachedSession, _chosen
 from acp_agent.adapters.lsp_front._editor import EditorTraits
 from acp_agent.adapters.lsp_front._files import ANNOTATION_ID, replacing_edit
+from acp_agent.adapters.lsp_front._link import ServerClient, ServerLink
 from acp_agent.adapters.lsp_front._transcript import render_transcript
 from acp_agent.adapters.lsp_front._workspaces import WorkspaceSessions
 from acp_agent.agent import (
@@ -26,6 +30,7 @@ from acp_agent.agent import (
 )
 from acp_agent.content import TextContent
 from acp_agent.core import BatchId
+from protocol import types as acp
 
 
 def test_a_replacing_edit_ends_at_the_documents_last_character_in_utf16_columns() -> None:
@@ -152,3 +157,68 @@ def test_the_transcript_joins_the_replys_pieces_and_leaves_out_what_was_rewound(
     ]
     text = render_transcript("A title", events)
     assert text == "# A title\n\n## You\n\nFirst\n\n## acp-agent\n\nHello.\n"
+
+
+def _attached() -> AttachedSession:
+    """An attached session fed updates by hand (no server: only what it makes of them)."""
+    link = ServerLink("/nowhere.sock")
+    client = ServerClient(link.sessions)
+    return AttachedSession(
+        link,
+        client,
+        "sess_1",
+        folder="/w",
+        files=None,
+        asker=None,  # type: ignore[arg-type]
+    )
+
+
+def _told(session: AttachedSession, *updates: acp.SessionUpdate) -> None:
+    for update in updates:
+        session.update(acp.SessionNotification(session_id="sess_1", update=update))
+
+
+async def test_an_attached_turns_reply_is_what_followed_its_own_message_only() -> None:
+    session = _attached()
+    _told(
+        session,
+        # Another client's turn, before this one's in the queue.
+        acp.UserMessageChunk(message_id="turn_a", content=acp.TextContent(text="Other")),
+        acp.AgentMessageChunk(message_id="req_a", content=acp.TextContent(text="Not yours.")),
+        acp.UserMessageChunk(message_id="turn_b", content=acp.TextContent(text="Fix it")),
+        acp.AgentMessageChunk(message_id="req_b", content=acp.TextContent(text="Fixed")),
+        acp.AgentMessageChunk(message_id="req_b", content=acp.TextContent(text=" it.")),
+        acp.ToolCall(tool_call_id="call_1", title="Edit app.py"),
+        acp.AgentMessageChunk(message_id="req_c", content=acp.TextContent(text="Done.")),
+        acp.SessionInfoUpdate(title="Fix it"),
+    )
+
+    assert session._reply_to("turn_b") == "Fixed it.\n\nDone."
+    assert session._reply_to("turn_a") == "Not yours."
+    assert await session.last_message() == "turn_b"
+    transcript = await session.transcript()
+    assert transcript.startswith("# Fix it\n")
+    assert "## You\n\nFix it\n\n## acp-agent\n\nFixed it.\n\n- *Edit app.py*" in transcript
+
+
+def test_an_attached_sessions_answer_picks_the_offered_option_of_the_persons_kind() -> None:
+    options = [
+        acp.PermissionOption(option_id=f"o-{kind.value}", name=kind.value, kind=kind)
+        for kind in acp.PermissionOptionKind
+    ]
+    request = acp.RequestPermissionRequest(
+        session_id="sess_1",
+        tool_call=acp.ToolCallUpdate(tool_call_id="call_1"),
+        options=options,
+    )
+    chosen = {
+        decision: _chosen(request, decision).outcome.option_id  # type: ignore[union-attr]
+        for decision in Decision
+    }
+    assert chosen == {
+        Decision.ALLOW_ONCE: "o-allow_once",
+        Decision.ALLOW_ALWAYS: "o-allow_always",
+        Decision.REJECT: "o-reject_once",
+    }
+    only_reject = attrs.evolve(request, options=[options[-1]])
+    assert _chosen(only_reject, Decision.ALLOW_ONCE).outcome.option_id == options[-1].option_id
