@@ -16,7 +16,7 @@ import attrs
 from acp_agent.adapters.lsp_front._asking import Asker
 from acp_agent.adapters.lsp_front._files import EditorFiles
 from acp_agent.adapters.lsp_front._watcher import StepReporter
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("FolderSession", "RewindFailed", "SessionOpener", "StepReporter", "TurnEnd")
 
@@ -26,7 +26,7 @@ class RewindFailed(Exception):
 
 
 @attrs.frozen
-class TurnEnd(Record):
+class TurnEnd(Value):
     """How a turn of the front end's ended."""
 
     #: The model's text, each model request's a paragraph.

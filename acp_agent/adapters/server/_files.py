@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import attrs
 
 from acp_agent.lone_surrogates import replace_lone_surrogates
-from acp_agent.records import Record
 from acp_agent.toolkit import DEFAULT_REQUEST_TIMEOUT_S, ClientTimedOut, NotOffered
+from acp_agent.values import Value
 from protocol import methods, types
 from protocol.errors import PeerTimedOut
 
@@ -34,7 +34,7 @@ __all__ = ("FileHost", "SessionFiles")
 
 
 @attrs.frozen(eq=False)
-class FileHost(Record):
+class FileHost(Value):
     """The client serving a session's files."""
 
     client_id: str
