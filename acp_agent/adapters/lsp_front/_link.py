@@ -144,6 +144,8 @@ class ServerLink:
         self._attempt: _Attempt | None = None
         self._wanted = anyio.Event()
         self._closing = anyio.Event()
+        #: The scope of a connecting try under way (made in the loop: anyio needs one).
+        self._opening: anyio.CancelScope | None = None
 
     @property
     def current(self) -> ServerClient | None:
@@ -175,7 +177,11 @@ class ServerLink:
             if attempt is None or self._closing.is_set():
                 continue
             async with ServerClient(self.sessions) as client:
-                attempt.error = await self._open(client)
+                with anyio.CancelScope() as self._opening:  # `aclose` cancels a try
+                    attempt.error = await self._open(client)
+                if self._opening.cancel_called:
+                    attempt.error = "the language server is stopping"
+                self._opening = None
                 if attempt.error is None:
                     attempt.client = self._current = client
                 self._attempt = None
@@ -199,7 +205,10 @@ class ServerLink:
                     await client.open(self.socket)
             except OSError:
                 # The starter waits for the server it starts to listen (bounded).
-                if self._start is None or not await anyio.to_thread.run_sync(self._start):
+                started = self._start is not None and await anyio.to_thread.run_sync(
+                    self._start, abandon_on_cancel=True
+                )
+                if not started:
                     raise
                 with anyio.fail_after(_CONNECT_S):
                     await client.open(self.socket)
@@ -220,6 +229,8 @@ class ServerLink:
     async def aclose(self) -> None:
         """Stop: the connection closes (the server sees this client leave)."""
         self._closing.set()
+        if self._opening is not None:
+            self._opening.cancel()
 
 
 async def _first(*waits: Callable[[], Awaitable[object]]) -> None:
