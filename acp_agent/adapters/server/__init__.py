@@ -13,6 +13,8 @@ session handles. What the server adds:
 - `_attach`: `_acp-agent/attach` and `_acp-agent/detach`;
 - `_questions.QuestionBroker`: a permission question asked of every controller,
   answered once;
+- `_files.SessionFiles`: a session's files, the server's disk or those of the
+  controller that serves them;
 - `_web`: the web page of `--web` and its one-time login (files in `web/`);
 - `_jobs`: what attached clients are told of background jobs;
 - `_bridge`: `acp-agent --connect`, the stdio command as a bridge to the server
