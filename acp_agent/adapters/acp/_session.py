@@ -46,7 +46,7 @@ from protocol.connection import AgentConnection
 from protocol.errors import InvalidParams
 
 if TYPE_CHECKING:
-    from acp_agent.adapters.acp._subagents import SubagentPresenter
+    from acp_agent.adapters.acp._subagents import SubagentPresenter, SubagentSide
     from acp_agent.agent import BranchManager, FrontEnd
     from acp_agent.models import ModelSource
     from acp_agent.toolkit import CommandSpec
@@ -113,11 +113,11 @@ class EditorSide:
             notices=self.notices.post,
         )
 
-    def _present(self, manager: BranchManager) -> SubagentPresenter:
-        from acp_agent.adapters.acp._subagents import SubagentPresenter
+    def _present(self, manager: BranchManager) -> SubagentSide:
+        from acp_agent.adapters.acp._subagents import SubagentSide
 
         connection, capabilities = self._connection, self._client_capabilities
-        self.presenter = SubagentPresenter(
+        self.presenter = presenter = SubagentSide(
             connection=connection,
             parent_id=self.session_id,
             parent=self.stream,
@@ -128,7 +128,7 @@ class EditorSide:
                 connection, child_id, capabilities, caught_up=caught_up
             ),
         )
-        return self.presenter
+        return presenter
 
     async def caught_up(self) -> None:
         """Wait (briefly) until every update published so far was sent."""

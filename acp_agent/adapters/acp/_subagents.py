@@ -34,6 +34,11 @@ of work is a restricted session whose id is its branch id:
   conversation: its announce (with its state now), then its own history on its
   id, messages included (`replay_children`); `session/resume` announces the
   open children after its answer and follows them from then on.
+
+`SubagentPresenter` shows the children; `SubagentSide`, the stdio agent's,
+also takes their questions and editor requests (a `BranchSide`). The app
+server shows them, display only, to an attached client that negotiated them
+(`adapters/server/_children`).
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ from protocol.text_chunks import TextChunks
 if TYPE_CHECKING:
     from acp_agent.agent import PermissionPrompter
 
-__all__ = ("ChildTranslator", "SubagentPresenter", "refuse", "state_of")
+__all__ = ("ChildTranslator", "SubagentPresenter", "SubagentSide", "refuse", "state_of")
 
 logger = logging.getLogger(__name__)
 
@@ -220,21 +225,24 @@ class _Child:
 
 
 class SubagentPresenter:
-    """Shows one session's children as subagent sessions (see the module docstring).
+    """Shows one session's children as subagent sessions (see the module docstring): a
+    `ChildWatcher` of the session's branch manager.
 
-    Made when its session assembles, from the session's branch manager (the front
-    end's `branches` maker), which it then watches (a `BranchSide`).
+    What it shows is display only: the stdio agent's side (`SubagentSide`) also
+    takes the children's questions and editor requests on their sessions; the app
+    server shows an attached client that negotiated subagents the children of a
+    session whose questions go to everyone following it.
 
     **Parameters:**
 
-    * `connection`: the connection to the editor.
+    * `connection`: the connection to the client.
     * `parent_id`, `parent`: the session's id and stream (where children are announced).
     * `manager`: the session's branches.
     * `translator`: makes a live translator for a child's stream.
-    * `parent_prompter`: asks on the parent session (a child's question the client
-      refused on the child's).
-    * `client`: makes the editor's side (files, terminals) of a session id, given
-      what waits until that session's published updates were sent.
+    * `hold_for_main`: a view for main's session waits for main's next turn (between
+      main's turns main's session carries only state patches); False: it goes at
+      once (a client attached to the session gets every update, turn or no turn).
+    * `child_stream`: makes the stream of a child's session (its id, its translator).
     """
 
     def __init__(
@@ -245,17 +253,18 @@ class SubagentPresenter:
         parent: SessionStream,
         manager: BranchManager,
         translator: Callable[[], UpdateTranslator],
-        parent_prompter: PermissionPrompter,
-        client: Callable[[str, Callable[[], Awaitable[None]]], AcpClientBridge],
+        hold_for_main: bool = True,
+        child_stream: Callable[[str, ChildTranslator], SessionStream] | None = None,
     ) -> None:
         self._connection = connection
         self._parent_id = parent_id
         self._parent = parent
         self._manager = manager
         self._translator = translator
-        self._parent_prompter = parent_prompter
-        self._client = client
-        self._clients: dict[str, AcpClientBridge] = {}
+        self._hold_for_main = hold_for_main
+        self._child_stream = child_stream or (
+            lambda child_id, translator: SessionStream(connection, child_id, translator)
+        )
         self._children: dict[str, _Child] = {}
         #: Views for main's session waiting for main's next turn.
         self._held: list[types.SessionUpdate] = []
@@ -267,58 +276,25 @@ class SubagentPresenter:
         """Announce and follow the children that open from now on (the session is open)."""
         self._started = True
 
-    def prompter_of(self, branch_id: BranchId) -> PermissionPrompter:
-        """Who answers a child's questions: the person, on the child's session (on the
-        parent's, when the client refuses it there)."""
-        child_id = str(branch_id)
-
-        async def on_parent(question: PermissionQuestion) -> PermissionAnswer:
-            return await self._ask_on_parent(child_id, question)
-
-        return AcpPermissionPrompter(self._connection, child_id, on_refused=on_parent)
-
-    async def _ask_on_parent(self, child_id: str, question: PermissionQuestion) -> PermissionAnswer:
-        """A child's question the client refused on the child's session, asked on the
-        parent's during a turn of main (between main's turns nothing goes out on it but
-        state patches), titled with the branch's title so the person sees whose it is."""
-        logger.warning(
-            "the client refused branch %s's question on its session; asking on %s",
-            child_id,
-            self._parent_id,
-        )
-        await self._manager.wait_main_turn()
-        title = self._manager.child(child_id).title
-        named = attrs.evolve(
-            question,
-            call_id=f"{child_id}/{question.call_id}",
-            title=f"Branch {title!r} asks: {question.title}",
-        )
-        return await self._parent_prompter.ask(named)
-
     def close(self) -> None:
-        self._manager.stop_showing_as_sessions(self)
+        """Send nothing more of the children, and hear of them no more."""
+        self._manager.unwatch(self)
         for child in self._children.values():
             child.stream.close()
+
+    async def disconnect(self) -> None:
+        """`close`, and end the children's deliveries (the session goes on without this
+        client's view of it)."""
+        self.close()
+        for child in list(self._children.values()):
+            if child.subscription is not None:
+                await child.subscription.disconnect()
+        self._children.clear()
 
     async def caught_up(self) -> None:
         """Wait (briefly) until every child's stream sent what its line published."""
         for child in list(self._children.values()):
             await child.caught_up()
-
-    def client_of(self, branch_id: BranchId) -> AcpClientBridge:
-        """The editor's side of a child's session: its requests carry the child's id, and
-        a terminal is released only once the child's own updates showing it were sent."""
-        child_id = str(branch_id)
-        bridge = self._clients.get(child_id)
-        if bridge is None:
-
-            async def caught_up() -> None:
-                child = self._children.get(child_id)
-                if child is not None:
-                    await child.caught_up()
-
-            bridge = self._clients[child_id] = self._client(child_id, caught_up)
-        return bridge
 
     def is_child(self, session_id: str) -> bool:
         return session_id in self._children
@@ -330,8 +306,8 @@ class SubagentPresenter:
     # --- ChildWatcher -----------------------------------------------------------------------
 
     async def child_attached(self, branch: ChildBranch) -> None:
-        if not self._started:
-            return  # opened with the session: a replay or a resume shows it
+        if not self._started or str(branch.branch_id) in self._children:
+            return  # opened with the session (a replay or a resume shows it), or shown
         # A child opening to start its first turn has no state yet: "running" follows.
         fresh = branch.turns_ended == 0 and not branch.state.working
         child = self._announce(branch, None if fresh else state_of(branch))
@@ -349,7 +325,7 @@ class SubagentPresenter:
             self._parent.send(update)
 
     def _to_main(self, update: types.SessionUpdate) -> None:
-        if self._manager.main_turn_open:
+        if not self._hold_for_main or self._manager.main_turn_open:
             self._parent.send(update)
         else:
             self._held.append(update)
@@ -363,7 +339,7 @@ class SubagentPresenter:
             child_id=child_id,
             to_parent=self._to_main,
         )
-        child = _Child(branch, SessionStream(self._connection, child_id, translator), state)
+        child = _Child(branch, self._child_stream(child_id, translator), state)
         self._children[child_id] = child
         self._send_announce(branch, state)
         return child
@@ -431,6 +407,91 @@ class SubagentPresenter:
         if state != child.state:
             child.state = state
             self._parent.send(types.SubagentUpdate(session_id=str(branch.branch_id), state=state))
+
+
+class SubagentSide(SubagentPresenter):
+    """The stdio agent's presenter: also the session's `BranchSide`, so a child's
+    questions and editor requests go to the child's own session.
+
+    Made when its session assembles, from the session's branch manager (the front
+    end's `branches` maker), which it then watches.
+
+    **Parameters** (besides `SubagentPresenter`'s):
+
+    * `parent_prompter`: asks on the parent session (a child's question the client
+      refused on the child's).
+    * `client`: makes the editor's side (files, terminals) of a session id, given
+      what waits until that session's published updates were sent.
+    """
+
+    def __init__(
+        self,
+        *,
+        connection: AgentConnection,
+        parent_id: str,
+        parent: SessionStream,
+        manager: BranchManager,
+        translator: Callable[[], UpdateTranslator],
+        parent_prompter: PermissionPrompter,
+        client: Callable[[str, Callable[[], Awaitable[None]]], AcpClientBridge],
+    ) -> None:
+        super().__init__(
+            connection=connection,
+            parent_id=parent_id,
+            parent=parent,
+            manager=manager,
+            translator=translator,
+        )
+        self._parent_prompter = parent_prompter
+        self._client = client
+        self._clients: dict[str, AcpClientBridge] = {}
+
+    def prompter_of(self, branch_id: BranchId) -> PermissionPrompter:
+        """Who answers a child's questions: the person, on the child's session (on the
+        parent's, when the client refuses it there)."""
+        child_id = str(branch_id)
+
+        async def on_parent(question: PermissionQuestion) -> PermissionAnswer:
+            return await self._ask_on_parent(child_id, question)
+
+        return AcpPermissionPrompter(self._connection, child_id, on_refused=on_parent)
+
+    async def _ask_on_parent(self, child_id: str, question: PermissionQuestion) -> PermissionAnswer:
+        """A child's question the client refused on the child's session, asked on the
+        parent's during a turn of main (between main's turns nothing goes out on it but
+        state patches), titled with the branch's title so the person sees whose it is."""
+        logger.warning(
+            "the client refused branch %s's question on its session; asking on %s",
+            child_id,
+            self._parent_id,
+        )
+        await self._manager.wait_main_turn()
+        title = self._manager.child(child_id).title
+        named = attrs.evolve(
+            question,
+            call_id=f"{child_id}/{question.call_id}",
+            title=f"Branch {title!r} asks: {question.title}",
+        )
+        return await self._parent_prompter.ask(named)
+
+    def close(self) -> None:
+        self._manager.stop_showing_as_sessions(self)
+        super().close()
+
+    def client_of(self, branch_id: BranchId) -> AcpClientBridge:
+        """The editor's side of a child's session: its requests carry the child's id, and
+        a terminal is released only once the child's own updates showing it were sent."""
+        child_id = str(branch_id)
+        bridge = self._clients.get(child_id)
+        if bridge is None:
+
+            async def caught_up() -> None:
+                child = self._children.get(child_id)
+                if child is not None:
+                    await child.caught_up()
+
+            bridge = self._clients[child_id] = self._client(child_id, caught_up)
+        return bridge
 
 
 def refuse(session_id: str, parent_id: str, method: str) -> InvalidParams:

@@ -11,6 +11,8 @@ session handles. What the server adds:
   whose turn runs) and the side a session opens with;
 - `_views.SessionView`: what one connection is shown of one session;
 - `_attach`: `_acp-agent/attach` and `_acp-agent/detach`;
+- `_children`: a session's branches as subagent sessions, for an attached
+  client that negotiated them;
 - `_questions.QuestionBroker`: a permission question asked of every controller,
   answered once;
 - `_files.SessionFiles`: a session's files, the server's disk or those of the

@@ -141,7 +141,14 @@ class ServerSession(AcpSession):
         subscription = self.subscription
         if subscription is not None:
             await subscription.disconnect()
+        await self.stop_children()
         self.stream.close()
+
+    async def stop_children(self) -> None:
+        """Show this connection the session's children as sessions no more (`_children`)."""
+        presenter, self.subagents = self.subagents, None
+        if presenter is not None:
+            await presenter.disconnect()
 
 
 class _OwnTurn:
@@ -254,13 +261,22 @@ class ServerAcpAgent(AcpAgent):
             writable=self._writable,
         )
 
-    def _translator(self, *, replay: bool) -> UpdateTranslator:
-        """As the stdio agent's, but branches are shown in the parent's turn: a session
-        on the server opens with no client's subagent presenter."""
+    @property
+    def takes_subagents(self) -> bool:
+        """Whether this client advertised `clientCapabilities.subagents`: attached, it is
+        shown the session's branches as subagent sessions (`_children`)."""
+        from acp_agent.adapters.acp._updates import takes_subagents
+
+        return takes_subagents(self._client_capabilities)
+
+    def _translator(self, *, replay: bool, subagents: bool = False) -> UpdateTranslator:
+        """As the stdio agent's, but branches are shown in the parent's turn unless
+        `subagents` (an attached client that takes them: `_children` shows them): a
+        session on the server opens with no client's subagent presenter."""
         from acp_agent.adapters.acp._updates import translator_for
 
         capabilities = self._client_capabilities
-        if capabilities is not None and capabilities.subagents is not None:
+        if not subagents and capabilities is not None and capabilities.subagents is not None:
             capabilities = attrs.evolve(capabilities, subagents=None)
         return translator_for(capabilities, self._models, replay=replay)
 
@@ -328,7 +344,8 @@ class ServerAcpAgent(AcpAgent):
         """A controller cancels the session's turn; an observer, nothing; a client that
         never attached, its own prompts (everything, when it is the only follower)."""
         session_id = str(params.session_id)
-        role = self.role(session_id)
+        parent = self._parent_of(session_id)  # a child shown as a session of its own
+        role = self.role(session_id if parent is None else parent.session_id)
         if role is Role.OBSERVER:
             logger.info("%s observes session %s: its cancel is ignored", self.client_id, session_id)
             return

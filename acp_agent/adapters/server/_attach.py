@@ -22,7 +22,13 @@ wait for one. The session is opened for this connection if it is not (as
 `fs.writeTextFile`) makes this client serve the session's files while it stays
 attached (`_files`): refused (-32600) while another client serves them.
 
-Detach makes the view this connection's own turns only again. Neither is
+A client that advertised `clientCapabilities.subagents` is shown the
+session's branches as child sessions instead of rows of the parent
+(`_children`): each child is announced and, in a replay from the start,
+replayed after the parent's replay, before the answer; then followed live.
+
+Detach makes the view this connection's own turns only again (branches as
+rows). Neither is
 taken while one of this connection's prompts on the session runs: its
 answer waits on the view being changed.
 """
@@ -35,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from acp_agent.adapters.acp._client_input import stored_id
 from acp_agent.adapters.acp._wire_errors import wire_errors
 from acp_agent.adapters.server._audience import Role, SessionAudience
+from acp_agent.adapters.server._children import show_children
 from acp_agent.adapters.server._files import FileHost
 from acp_agent.adapters.server._views import AttachedTranslator, Cursor
 from acp_agent.agent import Event, Seq
@@ -70,12 +77,17 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
     handle, view = acp_session.handle, acp_session.view
     covered, events = await handle.history()
     after, skip = _start(covered, events, replay, cursor)
-    translator = AttachedTranslator(agent._translator(replay=False), agent._translator(replay=True))
+    children = agent.takes_subagents  # the branches as sessions, not rows
+    translator = AttachedTranslator(
+        agent._translator(replay=False, subagents=children),
+        agent._translator(replay=True, subagents=children),
+    )
     for event in events:
         if event.seq > after:
             break
         translator.translate(event)  # learnt: the client has it, or asked for none of it
     await _unsubscribe(acp_session)
+    await acp_session.stop_children()
     view.attach(translator, skip=skip, ready_at=int(covered))
     try:
         with wire_errors(session_id):
@@ -99,13 +111,22 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
     await acp_session.send_commands()
     if replay == "none" and handle.title:
         acp_session.stream.send(types.SessionInfoUpdate(title=handle.title))
+    if children:  # after the parent's replay, each child's (from the start)
+        acp_session.subagents = await show_children(
+            acp_session,
+            connection=connection,
+            translator=lambda: agent._translator(replay=False),
+            replay=(lambda: agent._translator(replay=True)) if replay == "start" else None,
+            writable=agent._writable,
+        )
     logger.info(
-        "%s attached to session %s as %s (replay %s, ready at %s)",
+        "%s attached to session %s as %s (replay %s, ready at %s%s)",
         agent.client_id,
         session_id,
         role.value,
         replay,
         subscription.ready_at,
+        ", branches as subagent sessions" if children else "",
     )
     settings = connection.protocol.converter.unstructure(acp_session.settings())
     return {
@@ -133,6 +154,7 @@ async def detach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
     if role is not None:
         tell_left(acp_session.audience, agent.client_id, role, "detached")
     await _unsubscribe(acp_session)
+    await acp_session.stop_children()
     covered, events = await acp_session.handle.history()
     translator = agent._translator(replay=False)
     for event in events:

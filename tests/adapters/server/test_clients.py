@@ -17,9 +17,9 @@ import anyio
 import pytest
 
 from protocol import types
-from protocol.errors import PeerDisconnected
+from protocol.errors import AcpError, PeerDisconnected
 from tests.support import write_script
-from tests.support.app_server import ServerProcess, running_server, socket_client
+from tests.support.app_server import ServerProcess, SocketClient, running_server, socket_client
 from tests.support.editor_client import allow_all
 
 pytestmark = pytest.mark.e2e
@@ -115,21 +115,84 @@ async def test_a_client_leaving_mid_turn_leaves_the_turn_running(
         assert not any(m.get("error") for m in stored)
 
 
-async def test_branches_show_in_the_parents_turn_even_to_a_client_that_takes_subagents(
+async def test_each_client_sees_branches_as_it_negotiated_them(
     server: ServerProcess, tmp_path: Path
 ) -> None:
-    # A session on the server belongs to no client: none presents its branches as
-    # subagent sessions; they are rows of the parent's turn, for every client alike.
-    capabilities = types.ClientCapabilities(subagents=types.SubagentCapabilities())
-    async with socket_client(server.socket, capabilities=capabilities, decide=allow_all) as client:
-        session_id = await client.new_session(tmp_path)
-        await client.prompt(session_id, "Hi")
-        await client.prompt(session_id, "Look around in a branch")
+    # A session on the server belongs to no client: a client that never attached sees
+    # branches as rows of its turns, even one that takes subagents; an attached client
+    # that takes them gets each branch as a child session (live, and in a replay from the
+    # start); an attached observer that does not take them still sees the rows.
+    subagents = types.ClientCapabilities(subagents=types.SubagentCapabilities())
+    async with (
+        socket_client(server.socket, capabilities=subagents, decide=allow_all) as editor,
+        socket_client(server.socket, capabilities=subagents) as lanes,
+        socket_client(server.socket) as rows,
+    ):
+        session_id = await editor.new_session(tmp_path)
+        await editor.prompt(session_id, "Hi")
+        await lanes.attach(session_id, role="observer")
+        await rows.attach(session_id, role="observer")
+        await editor.prompt(session_id, "Look around in a branch")
 
-        rows = [
-            update
-            for update in client.updates_for(session_id)
-            if isinstance(update, types.ToolCall) and update.title == "Branch: look"
+        def branch_rows(client: SocketClient) -> list[types.ToolCall]:
+            return [
+                update
+                for update in client.updates_for(session_id)
+                if isinstance(update, types.ToolCall) and update.title == "Branch: look"
+            ]
+
+        assert len(branch_rows(editor)) == 1
+        assert not [n for n in editor.updates if n.session_id != session_id]
+        await rows.wait_until(lambda: len(branch_rows(rows)) == 1)
+        assert not [n for n in rows.updates if n.session_id != session_id]
+
+        [child_id] = await _child_of(lanes, session_id)
+        assert branch_rows(lanes) == []
+        # Its own updates on its id, its report as a message to the parent, its state idle.
+        await lanes.wait_until(lambda: texts(lanes.updates_for(child_id)) == "Looked.")
+        await lanes.wait_until(lambda: _states(lanes, session_id, child_id)[-1:] == ["idle"])
+        report = [
+            u
+            for u in lanes.updates_for(session_id)
+            if isinstance(u, types.SessionMessage) and u.sender_session_id == child_id
         ]
-        assert len(rows) == 1
-        assert not [n for n in client.updates if n.session_id != session_id]
+        assert [b.text for b in report[0].content or [] if isinstance(b, types.TextContent)] == [
+            "Looked."
+        ]
+        # A child's id takes no prompt (only session/cancel).
+        with pytest.raises(AcpError):
+            await lanes.request(
+                "session/prompt",
+                types.PromptRequest(session_id=child_id, prompt=[types.TextContent(text="Hi")]),
+            )
+
+        # A client attaching now gets the child in its replay, after the parent's.
+        async with socket_client(server.socket, capabilities=subagents) as late:
+            await late.attach(session_id, role="observer", replay="start")
+            assert await _child_of(late, session_id) == [child_id]
+            assert texts(late.updates_for(child_id)) == "Looked."
+            assert branch_rows(late) == []
+
+
+async def _child_of(client: SocketClient, session_id: str) -> list[str]:
+    """The children announced on `session_id` (`subagent_update`), once there is one."""
+
+    def announced() -> list[str]:
+        found: list[str] = []
+        for update in client.session_updates_for(session_id):
+            if isinstance(update, types.SubagentUpdate) and update.session_id not in found:
+                found.append(str(update.session_id))
+        return found
+
+    await client.wait_until(lambda: bool(announced()))
+    return announced()
+
+
+def _states(client: SocketClient, session_id: str, child_id: str) -> list[str]:
+    return [
+        update.state.state
+        for update in client.session_updates_for(session_id)
+        if isinstance(update, types.SubagentUpdate)
+        and update.session_id == child_id
+        and update.state is not None
+    ]
