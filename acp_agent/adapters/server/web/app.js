@@ -2,10 +2,12 @@
 //
 // Plain JavaScript, no dependency, no build step. It lists the server's sessions
 // (session/list), attaches to one (_acp-agent/attach) as an observer or, with "control"
-// ticked, a controller, and shows what the session's updates say: the conversation, each
-// branch as a lane of its own (a branch is a tool call titled "Branch: ..."), tool calls
-// with their diffs, background jobs (_acp-agent/job) and questions, which a controller
-// answers here (the first answer from any client wins). The login cookie rides on the
+// ticked, a controller, and shows what the session's updates say: the conversation, tool
+// calls with their diffs, background jobs (_acp-agent/job) and questions, which a
+// controller answers here (the first answer from any client wins). It advertises
+// `subagents: {}`, so each branch arrives as a child session (announced by a
+// `subagent_update` on the parent, then its own updates on its id): each child is a lane
+// of its own, its steps, its words and its report. The login cookie rides on the
 // WebSocket's upgrade; the page holds no token.
 "use strict";
 
@@ -20,6 +22,7 @@ const state = {
   questions: new Map(), // toolCallId -> {el, requestId}
   requests: new Map(), // the server's request id -> toolCallId
   jobs: new Map(), // jobId -> {el, ...}
+  lanes: new Map(), // a child session's id -> its lane: {el, title, state, steps, ...}
 };
 
 function element(tag, className, text) {
@@ -123,6 +126,7 @@ async function openSession(sessionId) {
   state.questions.clear();
   state.requests.clear();
   state.jobs.clear();
+  state.lanes.clear();
   state.last = null;
   for (const id of ["conversation", "lanes", "jobs", "questions"]) $(id).textContent = "";
   $("title").textContent = sessionId;
@@ -141,9 +145,17 @@ async function openSession(sessionId) {
 // --- updates ---------------------------------------------------------------------------------
 
 function onUpdate(params) {
-  if (params.sessionId !== state.session) return;
   const update = params.update;
+  if (params.sessionId !== state.session) {
+    const lane = state.lanes.get(params.sessionId);
+    if (lane) laneUpdate(lane, update);
+    return;
+  }
   switch (update.sessionUpdate) {
+    case "subagent_update":
+      return announced(update);
+    case "session_message":
+      return branchMessage(update);
     case "user_message_chunk":
     case "agent_message_chunk":
     case "agent_thought_chunk":
@@ -184,21 +196,11 @@ function toolCall(update) {
   }
   if (update.content) call.content = update.content;
   if (!call.el) {
-    call.lane = call.title.startsWith("Branch: ");
     call.el = element("div");
-    (call.lane ? $("lanes") : $("conversation")).append(call.el);
-    if (!call.lane) state.last = null;
+    $("conversation").append(call.el);
+    state.last = null;
   }
-  (call.lane ? renderLane : renderTool)(call);
-}
-
-function renderLane(call) {
-  const el = call.el;
-  el.className = `lane ${call.status}`;
-  el.textContent = "";
-  const head = element("h2", "", call.title.slice("Branch: ".length));
-  head.append(element("span", "status", call.status));
-  el.append(head, element("div", "steps", texts(call.content).join("\n")));
+  renderTool(call);
 }
 
 function renderTool(call) {
@@ -211,17 +213,113 @@ function renderTool(call) {
   for (const item of call.content || []) el.append(contentItem(item));
 }
 
-function texts(content) {
-  return (content || [])
-    .filter((item) => item.type === "content" && item.content && item.content.type === "text")
-    .map((item) => item.content.text);
-}
-
 function contentItem(item) {
   if (item.type === "diff") return diffView(item);
   if (item.type === "terminal") return element("div", "text", `(terminal ${item.terminalId})`);
   const block = item.content || {};
   return element("div", "text", block.type === "text" ? block.text : `(${block.type})`);
+}
+
+// --- branches: child sessions, a lane each ---------------------------------------------
+
+// A child announced (its first subagent_update) or patched: omitted fields stay as they were.
+function announced(update) {
+  let lane = state.lanes.get(update.sessionId);
+  if (!lane) {
+    lane = { id: update.sessionId, title: "", task: "", state: null, steps: new Map() };
+    lane.reply = { key: null, text: "" };
+    lane.report = null;
+    lane.el = element("div", "lane");
+    lane.el.dataset.session = update.sessionId;
+    $("lanes").append(lane.el);
+    state.lanes.set(update.sessionId, lane);
+  }
+  if (typeof update.title === "string") lane.title = update.title;
+  if (typeof update.description === "string") lane.task = update.description;
+  if (update.state !== undefined) lane.state = update.state;
+  renderLane(lane);
+}
+
+// One of the child's own updates (on its session id).
+function laneUpdate(lane, update) {
+  switch (update.sessionUpdate) {
+    case "agent_message_chunk": {
+      const content = update.content || {};
+      if (content.type !== "text") return;
+      const key = update.messageId || "";
+      if (lane.reply.key !== key) lane.reply = { key, text: "" };
+      lane.reply.text += content.text;
+      break;
+    }
+    case "tool_call":
+    case "tool_call_update": {
+      const step = lane.steps.get(update.toolCallId) || { title: update.toolCallId, status: "pending" };
+      if (update.title) step.title = update.title;
+      if (update.status) step.status = update.status;
+      lane.steps.set(update.toolCallId, step);
+      break;
+    }
+    case "session_message":
+      // The outgoing view of its report (a child sends one to the parent as a turn ends).
+      if (update.senderSessionId === lane.id) lane.report = messageText(update);
+      break;
+    default:
+      return;
+  }
+  renderLane(lane);
+}
+
+function renderLane(lane) {
+  const el = lane.el;
+  const said = laneState(lane.state);
+  el.className = `lane ${said.kind}`;
+  el.textContent = "";
+  const head = element("h2", "", lane.title || lane.id);
+  head.append(element("span", "status", said.text));
+  el.append(head);
+  if (lane.task) el.append(element("div", "task", lane.task));
+  const steps = element("ol", "steps");
+  for (const [id, step] of lane.steps) {
+    const item = element("li", `step ${step.status}`, step.title);
+    item.dataset.call = id;
+    steps.append(item);
+  }
+  el.append(steps);
+  // Its words while it works; once it reported, the report (the same words, kept).
+  if (lane.report !== null && said.kind === "idle") {
+    el.append(element("div", "report", lane.report));
+  } else if (lane.reply.text) {
+    el.append(element("div", "reply", lane.reply.text));
+  }
+}
+
+// A child's state (a StateUpdate, or none yet), as a class and as words.
+function laneState(reported) {
+  if (!reported) return { kind: "running", text: "starting" };
+  if (reported.state === "requires_action") return { kind: "waiting", text: "waiting for an answer" };
+  if (reported.state === "idle") {
+    const stop = reported.stopReason;
+    const text = !stop ? "idle" : stop === "end_turn" ? "done" : stop.replace(/_/g, " ");
+    return { kind: "idle", text };
+  }
+  return { kind: "running", text: "working" };
+}
+
+// A message between the parent and a child, as the parent's transcript shows it.
+function branchMessage(update) {
+  const outgoing = update.senderSessionId === state.session;
+  const other = state.lanes.get(outgoing ? update.recipientSessionId : update.senderSessionId);
+  const name = other ? other.title || other.id : "a branch";
+  const el = element("div", "msg branch", `${outgoing ? "to" : "from"} ${name}: ${messageText(update)}`);
+  $("conversation").append(el);
+  state.last = null;
+}
+
+function messageText(update) {
+  return (update.content || [])
+    .filter((block) => block.type === "text")
+    .map((block) => block.text)
+    .join("");
 }
 
 // --- diffs -----------------------------------------------------------------------------------
