@@ -5,7 +5,10 @@ server's back): it attaches to the session (`_acp-agent/attach`) as an
 observer or a controller and hands every update and server notice to its
 `Shower` as written (from the raw line, so a kind this version does not know
 is still shown), keeping the last cursor it got so that a new connection
-resumes exactly there. As a controller it is asked the session's permission
+resumes exactly there. It advertises `subagents: {}`, so the server shows it
+the session's branches as child sessions: each announced on the session
+(`subagent_update`), then its own updates on its id, which go to the
+`Shower` as a branch's. As a controller it is asked the session's permission
 questions: each waits for the person's answer (`answer`), and is shown
 withdrawn when another client answered first.
 """
@@ -68,6 +71,8 @@ class WatchClient(ClientConnection):
         self.cursor: str | None = None
         #: Questions waiting for the person, oldest first.
         self.questions: list[PendingQuestion] = []
+        #: The session's branches, as the child sessions announced on it.
+        self.children: set[str] = set()
         self._stack: contextlib.AsyncExitStack | None = None
         self.register(methods.SESSION_UPDATE, _taken_from_the_line)
         self.register(methods.SESSION_REQUEST_PERMISSION, self._ask)
@@ -84,7 +89,9 @@ class WatchClient(ClientConnection):
             methods.INITIALIZE,
             types.InitializeRequest(
                 protocol_version=types.PROTOCOL_VERSION,
-                client_capabilities=types.ClientCapabilities(),
+                client_capabilities=types.ClientCapabilities(
+                    subagents=types.SubagentCapabilities()
+                ),
                 client_info=types.Implementation(
                     name="acp-agent-watch", title="acp-agent watch", version=acp_agent.__version__
                 ),
@@ -124,13 +131,22 @@ class WatchClient(ClientConnection):
         if not isinstance(message, dict) or "id" in message:
             return
         method, params = message.get("method"), message.get("params")
-        if not isinstance(params, dict) or params.get("sessionId") != self.session_id:
+        if not isinstance(params, dict):
+            return
+        if params.get("sessionId") in self.children:
+            if method == methods.SESSION_UPDATE and isinstance(params.get("update"), dict):
+                self._shower.child(str(params["sessionId"]), params["update"])
+            return
+        if params.get("sessionId") != self.session_id:
             return
         cursor = ((params.get("_meta") or {}).get("acp-agent") or {}).get("cursor")
         if isinstance(cursor, str):
             self.cursor = cursor
         if method == methods.SESSION_UPDATE and isinstance(params.get("update"), dict):
-            self._shower.update(cursor, params["update"])
+            update = params["update"]
+            if update.get("sessionUpdate") == "subagent_update":
+                self.children.add(str(update.get("sessionId")))
+            self._shower.update(cursor, update)
         elif method == _JOB:
             self._shower.job(cursor, params)
         elif method == _RESOLVED:

@@ -4,8 +4,9 @@ Everything comes from the session's messages as any ACP client gets them
 (`session/update`, the server's `_acp-agent/*` notifications, a permission
 request), as JSON: `update_line` makes one line of an update, `job_line`,
 `resolved_line` and `left_line` of the server's notices, `question_line` of a
-question. A line never holds a newline (text is shown as a JSON string), so
-`--plain` output is one line per event for logs, pipes and `grep`.
+question; `branch_state` says where a branch (a child session) is. A line never
+holds a newline (text is shown as a JSON string), so `--plain` output is one
+line per event for logs, pipes and `grep`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 from typing import Any, Final
 
 __all__ = (
+    "branch_state",
     "content_summary",
     "diff_counts",
     "job_line",
@@ -42,6 +44,8 @@ _LABELS: Final = {
     "usage_update": "usage",
     "notice": "notice",
     "compaction_update": "compaction",
+    "subagent_update": "branch",
+    "session_message": "message",
 }
 
 
@@ -77,8 +81,35 @@ def update_line(update: dict[str, Any]) -> tuple[str, str]:
         return label, f"{update.get('used')}/{update.get('size')} tokens"
     if kind == "notice":
         return label, f"{update.get('severity', 'info')}: {quoted(str(update.get('title', '')))}"
+    if kind == "subagent_update":
+        parts = [str(update.get("sessionId"))]
+        if isinstance(update.get("title"), str):
+            parts.append(quoted(update["title"]))
+        if isinstance(update.get("state"), dict):
+            parts.append(branch_state(update["state"]))
+        return label, " ".join(parts)
+    if kind == "session_message":
+        said = "".join(
+            str(block.get("text", ""))
+            for block in update.get("content") or []
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+        sender, recipient = update.get("senderSessionId"), update.get("recipientSessionId")
+        return label, f"{sender} -> {recipient} {quoted(said)}"
     rest = {k: v for k, v in update.items() if k not in ("sessionUpdate", "_meta")}
     return label, json.dumps(rest, ensure_ascii=False, separators=(",", ":"))[:400]
+
+
+def branch_state(state: dict[str, Any]) -> str:
+    """A child session's state in a word or two: `working`, `waiting for an answer`,
+    `done`, or how its turn stopped."""
+    name = state.get("state")
+    if name == "requires_action":
+        return "waiting for an answer"
+    if name == "idle":
+        stop = state.get("stopReason")
+        return "done" if stop in ("end_turn", None) else str(stop).replace("_", " ")
+    return "working" if name == "running" else str(name)
 
 
 def _mark(status: object) -> str:

@@ -1,12 +1,16 @@
 """How `acp-agent watch` shows a session: one line per event (`--plain`), or a terminal view.
 
-Both take the same calls (`Shower`): an update with its cursor, a job's start
-or end, a question, its resolution, a client leaving, and watch's own notes.
+Both take the same calls (`Shower`): an update with its cursor, an update of
+a branch (a child session: watch takes subagents), a job's start or end, a
+question, its resolution, a client leaving, and watch's own notes.
 
 - `PlainShower`: `<cursor> <label> <text>`, one line per event (`_lines`),
-  nothing but text: for logs, pipes and tests.
+  nothing but text: for logs, pipes and tests. A branch's own updates carry
+  no cursor and are labelled with its title: `- [lint] tool ...`.
 - `TerminalShower`: for a person: replies and thoughts stream as they come,
-  tool calls and branches a line each with their state, diffs shown with
+  tool calls a line each with their state, each branch's steps, words and
+  report a line each under its title (a branch's words are shown once its
+  message ends, so two branches never interleave mid-line), diffs shown with
   colour (those of questions in full), every line cut to the terminal's width
   (80 columns when it cannot tell). Plain ANSI escapes, no terminal library:
   it scrolls like a log, works over SSH and in any terminal, and starts in
@@ -21,6 +25,7 @@ import sys
 from typing import Any, Final, Protocol, TextIO
 
 from acp_agent.adapters.watch._lines import (
+    branch_state,
     content_summary,
     job_line,
     left_line,
@@ -41,6 +46,10 @@ class Shower(Protocol):
 
     def update(self, cursor: str | None, update: dict[str, Any]) -> None: ...
 
+    def child(self, child_id: str, update: dict[str, Any]) -> None:
+        """An update of a branch's own session (announced on the parent before)."""
+        ...
+
     def job(self, cursor: str | None, params: dict[str, Any]) -> None: ...
 
     def question(self, request: dict[str, Any]) -> None: ...
@@ -59,13 +68,20 @@ class PlainShower:
 
     def __init__(self, out: TextIO = sys.stdout) -> None:
         self._out = out
+        self._branches = _Branches()
 
     def _line(self, cursor: str | None, label: str, text: str) -> None:
         self._out.write(f"{cursor or '-'} {label} {text}\n")
         self._out.flush()
 
     def update(self, cursor: str | None, update: dict[str, Any]) -> None:
+        self._branches.note(update)
         self._line(cursor, *update_line(update))
+
+    def child(self, child_id: str, update: dict[str, Any]) -> None:
+        label, text = update_line(update)
+        name = self._branches.name(child_id).replace(" ", "_")
+        self._line(None, f"[{name}]", f"{label} {text}")
 
     def job(self, cursor: str | None, params: dict[str, Any]) -> None:
         self._line(cursor, "job", job_line(params))
@@ -96,6 +112,28 @@ _CYAN: Final = "\x1b[36m"
 _STATUS: Final = {"completed": _GREEN, "failed": _RED, "in_progress": _YELLOW}
 
 
+class _Branches:
+    """The branches announced on the watched session (`subagent_update`): their titles."""
+
+    def __init__(self) -> None:
+        self._titles: dict[str, str] = {}
+
+    def note(self, update: dict[str, Any]) -> None:
+        if update.get("sessionUpdate") == "subagent_update":
+            child_id = str(update.get("sessionId"))
+            title = update.get("title")
+            if isinstance(title, str) and title:
+                self._titles[child_id] = title
+            else:
+                self._titles.setdefault(child_id, child_id)
+
+    def name(self, session_id: object) -> str:
+        return self._titles.get(str(session_id), str(session_id))
+
+    def __contains__(self, session_id: object) -> bool:
+        return str(session_id) in self._titles
+
+
 class TerminalShower:
     """The terminal view (see the module docstring)."""
 
@@ -104,6 +142,9 @@ class TerminalShower:
         self._color = color
         self._streaming: str | None = None
         self._titles: dict[str, str] = {}
+        self._branches = _Branches()
+        #: Each branch's words not shown yet (its message goes on).
+        self._said: dict[str, str] = {}
 
     def _paint(self, code: str, text: str) -> str:
         return f"{code}{text}{_RESET}" if self._color else text
@@ -145,21 +186,77 @@ class TerminalShower:
             return
         if kind == "available_commands_update":
             return  # the editor's business: nothing a watcher reads
+        if kind == "subagent_update":
+            self._branch(update)
+            return
+        if kind == "session_message":
+            self._message(update)
+            return
         label, text = update_line(update)
         self._line(f"{label}: {text}", _DIM)
 
-    def _tool(self, update: dict[str, Any]) -> None:
+    def _branch(self, update: dict[str, Any]) -> None:
+        child_id = str(update.get("sessionId"))
+        new = child_id not in self._branches
+        self._branches.note(update)
+        name = self._branches.name(child_id)
+        state = update.get("state")
+        if isinstance(state, dict):
+            said = branch_state(state)
+            if said != "working":
+                self._flush(child_id)
+            code = _GREEN if said == "done" else _YELLOW if said == "working" else _RED
+            self._line(f"⑂ [{name}] {said}", code)
+        elif new:
+            self._line(f"⑂ [{name}] started", _YELLOW)
+
+    def _message(self, update: dict[str, Any]) -> None:
+        """A message between the main line and a branch: its task, a report."""
+        text = " ".join(
+            str(block.get("text", "")).strip()
+            for block in update.get("content") or []
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+        sender, recipient = update.get("senderSessionId"), update.get("recipientSessionId")
+        if sender in self._branches:
+            self._said.pop(str(sender), None)  # its last words are the report
+            self._line(f"⑂ [{self._branches.name(sender)}] reports: {text}", _BOLD)
+        else:
+            self._line(f"⑂ [{self._branches.name(recipient)}] task: {text}", _DIM)
+
+    def child(self, child_id: str, update: dict[str, Any]) -> None:
+        kind = str(update.get("sessionUpdate"))
+        content = update.get("content")
+        if kind == "agent_message_chunk" and isinstance(content, dict):
+            if content.get("type") == "text":
+                self._said[child_id] = self._said.get(child_id, "") + str(content.get("text", ""))
+            return
+        if kind in ("tool_call", "tool_call_update"):
+            self._flush(child_id)
+            self._tool(update, branch=self._branches.name(child_id))
+        # Its thoughts, and its task and reports (shown on the main line), are not repeated.
+
+    def _flush(self, child_id: str) -> None:
+        """The branch's words so far, as a line of their own."""
+        said = " ".join(self._said.pop(child_id, "").split())
+        if said:
+            self._line(f"  [{self._branches.name(child_id)}] {said}")
+
+    def _tool(self, update: dict[str, Any], *, branch: str | None = None) -> None:
         call_id = str(update.get("toolCallId"))
+        if branch is not None:
+            call_id = f"{branch}/{call_id}"
         if update.get("title"):
             self._titles[call_id] = str(update["title"])
         status = str(update.get("status") or "")
         title = self._titles.get(call_id, call_id)
         raw = update.get("rawInput")
         command = raw.get("command") if isinstance(raw, dict) else None
-        head = f"▸ {title}" + (f"  $ {command}" if isinstance(command, str) else "")
+        head = "▸ " if branch is None else f"  [{branch}] ▸ "
+        head += title + (f"  $ {command}" if isinstance(command, str) else "")
         summary = content_summary(update.get("content"))
         self._line(
-            f"{head}  {status}" + (f"  {summary}" if summary else ""),
+            head + (f"  {status}" if status else "") + (f"  {summary}" if summary else ""),
             _STATUS.get(status, _CYAN),
         )
         if status == "completed":

@@ -69,3 +69,42 @@ def test_the_terminal_view_keeps_within_its_width_and_colours_the_diff(
     assert all(len(line) <= columns for line in plain)
     assert "\x1b[32m    +B" in out.getvalue()  # an added line, green
     assert "\x1b[31m    -b" in out.getvalue()  # a removed one, red
+
+
+def _chunk(text: str) -> dict[str, object]:
+    return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+
+
+def test_the_terminal_view_shows_each_branch_under_its_title_never_mid_line() -> None:
+    out = io.StringIO()
+    shower = TerminalShower(out, color=False)
+    shower.update("1", {"sessionUpdate": "subagent_update", "sessionId": "br_1", "title": "lint"})
+    shower.update("2", {"sessionUpdate": "subagent_update", "sessionId": "br_2", "title": "tests"})
+    shower.update("3:0", _chunk("Working"))
+    shower.child("br_1", _chunk("Running "))
+    shower.child("br_2", _chunk("Testing."))
+    shower.child("br_1", _chunk("lint."))
+    shower.child("br_1", {"sessionUpdate": "tool_call", "toolCallId": "c", "title": "Run ruff"})
+    shower.child("br_1", _chunk("lint clean"))
+    report = {
+        "sessionUpdate": "session_message",
+        "senderSessionId": "br_1",
+        "recipientSessionId": "sess_1",
+        "content": [{"type": "text", "text": "lint clean"}],
+    }
+    shower.update("4", report)
+    done = {"state": "idle", "stopReason": "end_turn"}
+    shower.update("4", {"sessionUpdate": "subagent_update", "sessionId": "br_1", "state": done})
+    stopped = {"state": "idle", "stopReason": "cancelled"}
+    shower.update("5", {"sessionUpdate": "subagent_update", "sessionId": "br_2", "state": stopped})
+    assert out.getvalue().splitlines() == [
+        "⑂ [lint] started",
+        "⑂ [tests] started",
+        "agent: Working",
+        "  [lint] Running lint.",
+        "  [lint] ▸ Run ruff",
+        "⑂ [lint] reports: lint clean",
+        "⑂ [lint] done",
+        "  [tests] Testing.",
+        "⑂ [tests] cancelled",
+    ]

@@ -5,15 +5,17 @@ concurrently, a background job (a permission question, in the `ask` mode the
 tests run in) and a last reply; a second turn that the watcher cancels; the
 server restarted; a third turn. The editor is a socket client that never
 attaches (as over stdio) and never answers: `watch --control` answers the
-question, and the editor sees it resolved by the watcher. The watcher's lines
-are then held against a full replay of the session by a client attaching
-afterwards.
+question, and the editor sees it resolved by the watcher. Watch advertises
+`subagents: {}`: the branches reach it as child sessions, each line of theirs
+labelled with the branch's title. The watcher's lines are then held against a
+full replay of the session by a client attaching afterwards.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -114,19 +116,22 @@ def cursor_key(cursor: str) -> tuple[int, int]:
     return int(seq), int(part) if part else 1_000_000
 
 
+#: Updates not made of one of the session's events: they carry the position reached.
+_AT_A_POSITION = ("commands", "branch", "message")
+
+
 def shown(lines: list[str]) -> list[tuple[str, str, str]]:
-    """(cursor, label, text) of the lines made of the session's events (not commands)."""
+    """(cursor, label, text) of the lines made of the session's events (not commands, nor
+    the branches' announcements and messages: the branches' own doings)."""
     found = []
     for line in lines:
         cursor, label, text = [*line.split(" ", 2), "", ""][:3]
-        if re.fullmatch(r"\d+(:\d+)?", cursor) and label != "commands":
+        if re.fullmatch(r"\d+(:\d+)?", cursor) and label not in _AT_A_POSITION:
             found.append((cursor, label, text))
     return found
 
 
 def agent_text(events: list[tuple[str, str, str]]) -> str:
-    import json
-
     return "".join(json.loads(text) for _, label, text in events if label == "agent")
 
 
@@ -198,15 +203,23 @@ async def test_watch_plain_follows_every_event_in_order_answers_cancels_and_reco
     def first(wanted: Callable[[str], bool]) -> int:
         return next(i for i, line in enumerate(lines) if wanted(line))
 
-    # The branches as two lines of work, each ending with its report.
+    # The branches as two child sessions: announced on the session, their words on their
+    # own (labelled with their titles), each done and reporting to the main line; no
+    # branch came as a row of the main line.
     for title, report in (("lint", "lint clean"), ("tests", "tests pass")):
-        ends = [
-            line
-            for _, label, line in events
-            if label == "tool" and f'"Branch: {title}"' in line and " completed " in line
+        [child_id] = {
+            line.split(" ")[2] for line in lines if re.match(rf'\d+ branch \S+ "{title}"', line)
+        }
+        said = [
+            json.loads(line.split(" ", 3)[3])
+            for line in lines
+            if line.startswith(f"- [{title}] agent ")
         ]
-        assert ends
-        assert report in ends[-1]
+        assert "".join(said) == report
+        assert f"branch {child_id} done" in "\n".join(lines)
+        reported = f'message {child_id} -> {session_id} "{report}"'
+        assert any(line.split(" ", 1)[1] == reported for line in lines)
+    assert not [line for line in lines if '"Branch: ' in line]
     # The order a person saw: the question, the job started after its answer and ended
     # (whenever its command did), the reply, the cancel, the restart, the third turn.
     asked = first(lambda line: line.startswith("- question "))
@@ -227,7 +240,8 @@ async def _replay(server: ServerProcess, session_id: str) -> list[tuple[str, str
     from acp_agent.adapters.watch._lines import update_line
     from tests.support.app_server import cursor_of
 
-    async with socket_client(server.socket) as late:
+    subagents = types.ClientCapabilities(subagents=types.SubagentCapabilities())
+    async with socket_client(server.socket, capabilities=subagents) as late:
         await late.attach(session_id, role="observer", replay="start")
         converter = late.protocol.converter
 
@@ -245,10 +259,9 @@ async def _replay(server: ServerProcess, session_id: str) -> list[tuple[str, str
             cursor = cursor_of(notification)
             if notification.session_id != session_id or cursor is None:
                 continue
-            update = converter.unstructure(notification.update)
-            if update["sessionUpdate"] == "available_commands_update":
-                continue
-            found.append((cursor, *update_line(update)))
+            label, said = update_line(converter.unstructure(notification.update))
+            if label not in _AT_A_POSITION:
+                found.append((cursor, label, said))
         return found
 
 
