@@ -167,7 +167,7 @@ def diff_counts(diff: dict[str, Any]) -> tuple[int, int]:
 
 def content_summary(content: object) -> str:
     """A tool call's content in a line: each diff's path and counts, terminals, the last
-    line of its text (a branch's latest step or its report)."""
+    line of its text that is not a code fence's (a command's last output line)."""
     if not isinstance(content, list):
         return ""
     said: list[str] = []
@@ -182,7 +182,8 @@ def content_summary(content: object) -> str:
         elif item.get("type") == "content":
             block = item.get("content") or {}
             text = str(block.get("text", "")) if isinstance(block, dict) else ""
-            lines = [line for line in text.splitlines() if line.strip()]
+            # Not a code fence's closing line: the last line that says something.
+            lines = [line for line in text.splitlines() if line.strip().strip("`")]
             if lines:
                 said.append(quoted(lines[-1][:200]))
     return "; ".join(said)

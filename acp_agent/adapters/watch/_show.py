@@ -12,7 +12,8 @@ question, its resolution, a client leaving, and watch's own notes.
   report a line each under its title (a branch's words are shown once its
   message ends, so two branches never interleave mid-line), diffs shown with
   colour (those of questions in full), every line cut to the terminal's width
-  (80 columns when it cannot tell). Plain ANSI escapes, no terminal library:
+  (80 columns when it cannot tell); not the commands, nor the context's usage
+  counted after every reply. Plain ANSI escapes, no terminal library:
   it scrolls like a log, works over SSH and in any terminal, and starts in
   the time Python does.
 """
@@ -184,8 +185,8 @@ class TerminalShower:
         if kind in ("tool_call", "tool_call_update"):
             self._tool(update)
             return
-        if kind == "available_commands_update":
-            return  # the editor's business: nothing a watcher reads
+        if kind in ("available_commands_update", "usage_update"):
+            return  # the editor's business, and a count after every reply: not for reading
         if kind == "subagent_update":
             self._branch(update)
             return
@@ -205,10 +206,12 @@ class TerminalShower:
             said = branch_state(state)
             if said != "working":
                 self._flush(child_id)
-            code = _GREEN if said == "done" else _YELLOW if said == "working" else _RED
-            self._line(f"⑂ [{name}] {said}", code)
+            code = {"done": _GREEN, "working": _YELLOW}.get(said, _RED)
+            if state.get("state") == "requires_action":
+                code = _BOLD + _YELLOW
+            self._line(f"↳ [{name}] {said}", code)
         elif new:
-            self._line(f"⑂ [{name}] started", _YELLOW)
+            self._line(f"↳ [{name}] started", _YELLOW)
 
     def _message(self, update: dict[str, Any]) -> None:
         """A message between the main line and a branch: its task, a report."""
@@ -220,9 +223,9 @@ class TerminalShower:
         sender, recipient = update.get("senderSessionId"), update.get("recipientSessionId")
         if sender in self._branches:
             self._said.pop(str(sender), None)  # its last words are the report
-            self._line(f"⑂ [{self._branches.name(sender)}] reports: {text}", _BOLD)
+            self._line(f"↳ [{self._branches.name(sender)}] reports: {text}", _BOLD)
         else:
-            self._line(f"⑂ [{self._branches.name(recipient)}] task: {text}", _DIM)
+            self._line(f"↳ [{self._branches.name(recipient)}] task: {text}", _DIM)
 
     def child(self, child_id: str, update: dict[str, Any]) -> None:
         kind = str(update.get("sessionUpdate"))

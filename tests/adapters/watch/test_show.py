@@ -98,13 +98,13 @@ def test_the_terminal_view_shows_each_branch_under_its_title_never_mid_line() ->
     stopped = {"state": "idle", "stopReason": "cancelled"}
     shower.update("5", {"sessionUpdate": "subagent_update", "sessionId": "br_2", "state": stopped})
     assert out.getvalue().splitlines() == [
-        "⑂ [lint] started",
-        "⑂ [tests] started",
+        "↳ [lint] started",
+        "↳ [tests] started",
         "agent: Working",
         "  [lint] Running lint.",
         "  [lint] ▸ Run ruff",
-        "⑂ [lint] reports: lint clean",
-        "⑂ [lint] done",
+        "↳ [lint] reports: lint clean",
+        "↳ [lint] done",
         "  [tests] Testing.",
-        "⑂ [tests] cancelled",
+        "↳ [tests] cancelled",
     ]
