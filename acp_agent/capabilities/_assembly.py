@@ -65,7 +65,13 @@ from acp_agent.capabilities.execution import (
     ToolExecutor,
     result_tools,
 )
-from acp_agent.capabilities.jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager, job_tools
+from acp_agent.capabilities.jobs import (
+    DEFAULT_JOB_LIMIT,
+    JOBS_GUIDE_ENTRY,
+    JobManager,
+    SavedOutputs,
+    job_tools,
+)
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
 from acp_agent.capabilities.permissions import (
     PermissionMode,
@@ -292,7 +298,8 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         )
 
     async def jobs(scope: Scope) -> JobManager:
-        return JobManager(limit=settings.job_limit, clock=settings.clock)
+        saved = SavedOutputs(scope.find(STORE), scope.get(SESSION).id)
+        return JobManager(limit=settings.job_limit, clock=settings.clock, saved=saved)
 
     async def toolset(scope: Scope) -> ToolSet:
         return ToolSet(
