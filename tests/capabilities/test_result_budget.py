@@ -4,6 +4,7 @@ sent twice; the whole read back by lines (`read_result`), wherever its chunks we
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -14,8 +15,10 @@ from hypothesis import strategies as st
 from acp_agent.capabilities.execution import FullResults, ResultBudget, ResultLimits, result_tools
 from acp_agent.capabilities.execution._full_results import LINE_CHARS
 from acp_agent.core import SessionId, Store
-from acp_agent.store import MemoryStore, SqliteStore
+from acp_agent.store import MemoryStore, PostgresStore, SqliteStore
 from acp_agent.toolkit import DiffContent, ImageContent, TextContent, ToolResult, cut_middle
+from tests.core.support import new_session
+from tests.support.postgres import fresh_database, skip_without_postgres
 
 LIMITS = ResultLimits(model_chars=1000, editor_chars=2000, raw_output_bytes=500, image_bytes=100)
 SESSION = "sess_1"
@@ -263,3 +266,39 @@ def test_ids_cannot_escape_the_old_results_folder(tmp_path: Path, name: str):
     folder = FullResults(None, tmp_path).folder(name)
     assert folder is not None
     assert folder.resolve().is_relative_to(tmp_path.resolve())
+
+
+# --- on a team's store --------------------------------------------------------------------
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    with fresh_database(skip_without_postgres(pytest.skip)) as url:
+        yield url
+
+
+async def test_a_result_one_agent_kept_is_read_by_the_agent_that_took_the_session_over(
+    postgres_url: str,
+):
+    # Two handles on one PostgreSQL database stand for two app servers: A keeps a result
+    # of 3.6 MB (four chunks) and goes; B takes the session over and reads it by lines.
+    text = "".join(f"line {n:07d} of a long tool output\n" for n in range(1, 100_001))
+    first = await PostgresStore.open(postgres_url)
+    try:
+        session = await new_session(first)
+        kept = await ResultBudget(FullResults(first), LIMITS).apply(
+            ToolResult((TextContent(text),), text), session_id=session.session_id, call_id="big"
+        )
+    finally:
+        await first.aclose()
+    second = await PostgresStore.open(postgres_url)
+    try:
+        await second.acquire_session(session.session_id)  # A's lease went with it
+        [tool] = result_tools(FullResults(second), session.session_id)
+        read = await tool.act(tool.service, {"call_id": "big", "offset": 77_777, "limit": 2})
+        outputs = await second.list_outputs(session.session_id)
+    finally:
+        await second.aclose()
+    assert "line 0077777" not in kept.model_text  # the capped copy left it out
+    assert "77777\tline 0077777 of a long tool output\n77778\tline 0077778" in read.model_text
+    assert outputs == [("result/big", len(text))]

@@ -44,7 +44,7 @@ import anyio
 import attrs
 
 from acp_agent.capabilities.context import GuideEntry, record_notification
-from acp_agent.capabilities.jobs._saved_output import SAVE_EVERY_S, SavedOutputs
+from acp_agent.capabilities.jobs._saved_output import FIRST_SAVE_S, SAVE_EVERY_S, SavedOutputs
 from acp_agent.core import (
     Branch,
     BranchClosed,
@@ -390,14 +390,16 @@ class JobManager:
         await self._end(job, state, exited, notify=job.stopped_by != "model")
 
     async def _keep_output(self, job: Job, saved: SavedOutputs) -> None:
-        """While the job runs, keep its output so far in the store when it grew (at most
-        every `save_every_s`): what a takeover or a restart shows of it."""
+        """While the job runs, keep its output so far in the store when it grew (soon after
+        it starts, then at most every `save_every_s`): what a takeover or a restart shows."""
         process = job.process
         assert process is not None
         kept = 0
+        wait_s = min(self._save_every_s, FIRST_SAVE_S)
         while True:
-            with anyio.move_on_after(self._save_every_s):
+            with anyio.move_on_after(wait_s):
                 await job.ended.wait()
+            wait_s = self._save_every_s
             if job.ended.is_set() or job.state is not JobState.RUNNING:
                 return  # its end records its output
             output = await process.output()

@@ -3,8 +3,9 @@
 A job is a process on one machine: it cannot follow its session when another
 agent takes the session over (or the agent is killed). What can is what it
 printed: while a local job runs, its kept output (head and tail, at most
-about 32 KB) goes into the store as the session's output `job/<job id>`, at
-most every `SAVE_EVERY_S` and only when it grew. The agent that next opens the
+about 32 KB) goes into the store as the session's output `job/<job id>`, half a
+second after it starts, then at most every `SAVE_EVERY_S`, each time only when
+it grew. The agent that next opens the
 session records the job interrupted with that output, so the model and the
 person read what it printed before it was cut off.
 """
@@ -18,11 +19,12 @@ from typing import Final
 from acp_agent.core import SessionId, Store, StoreError
 from acp_agent.toolkit import JobOutput
 
-__all__ = ("SAVE_EVERY_S", "SavedOutputs")
+__all__ = ("FIRST_SAVE_S", "SAVE_EVERY_S", "SavedOutputs")
 
 logger = logging.getLogger(__name__)
 
-#: How often a running job's output is kept, at most (when it grew).
+#: When a running job's output is first kept (if it printed), and how often after that.
+FIRST_SAVE_S: Final = 0.5
 SAVE_EVERY_S: Final = 2.0
 _KEY_PREFIX: Final = "job/"
 
