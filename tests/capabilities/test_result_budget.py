@@ -16,7 +16,7 @@ from acp_agent.capabilities.execution import FullResults, ResultBudget, ResultLi
 from acp_agent.capabilities.execution._full_results import LINE_CHARS
 from acp_agent.core import SessionId, Store
 from acp_agent.store import MemoryStore, PostgresStore, SqliteStore
-from acp_agent.toolkit import DiffContent, ImageContent, TextContent, ToolResult, cut_middle
+from acp_agent.toolkit import DiffContent, ImageContent, TextContent, ToolResult, truncate_middle
 from tests.core.support import new_session
 from tests.support.postgres import fresh_database, skip_without_postgres
 
@@ -35,15 +35,15 @@ async def whole(store: Store, call_id: str, session_id: str = SESSION) -> str:
     return b"".join(chunks).decode("utf-8")
 
 
-def test_cut_middle_keeps_head_and_tail_within_the_limit():
+def test_truncate_middle_keeps_head_and_tail_within_the_limit():
     text = "".join(f"{n:05d}\n" for n in range(10_000))
-    cut = cut_middle(text, 300, "{omitted} characters left out")
+    cut = truncate_middle(text, 300, "{omitted} characters left out")
     assert len(cut) <= 300
     assert cut.startswith("00000\n00001\n")
     assert cut.endswith("09999\n")
     omitted = len(text) - len(cut.split("\n[... ")[0]) - len(cut.split(" ...]\n")[1])
     assert f"[... {omitted} characters left out ...]" in cut
-    assert cut_middle("short", 300, "x") == "short"
+    assert truncate_middle("short", 300, "x") == "short"
 
 
 async def test_a_result_within_every_cap_is_recorded_as_it_is():

@@ -30,7 +30,7 @@ import anyio.to_thread
 import attrs
 
 from acp_agent.core import SessionId, Store, StoreError
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("LINE_CHARS", "RESULT_KEY_PREFIX", "FullResults", "ResultLines", "safe_name")
 
@@ -47,7 +47,7 @@ _SHARED_MARK: Final = ".shared"
 
 
 @attrs.frozen
-class ResultLines(Record):
+class ResultLines(Value):
     """Lines of a kept result, as `FullResults.read_lines` found them."""
 
     #: The first line's number (from 1).

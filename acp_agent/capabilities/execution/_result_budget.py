@@ -33,15 +33,15 @@ from typing import Any, Final
 import attrs
 
 from acp_agent.capabilities.execution._full_results import FullResults
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     ContentPart,
     DiffContent,
     ImageContent,
     TextContent,
     ToolResult,
-    cut_middle,
+    truncate_middle,
 )
+from acp_agent.values import Value
 
 __all__ = ("ResultBudget", "ResultLimits")
 
@@ -50,7 +50,7 @@ _DUPLICATE_MIN_CHARS: Final = 1024
 
 
 @attrs.frozen
-class ResultLimits(Record):
+class ResultLimits(Value):
     """The caps of `ResultBudget` (see the module docstring)."""
 
     model_chars: int = 100_000
@@ -132,7 +132,7 @@ class ResultBudget:
         if len(text) <= self.limits.model_chars:
             return text
         truncation.keep((text,))
-        return cut_middle(text, self.limits.model_chars, note)
+        return truncate_middle(text, self.limits.model_chars, note)
 
     def _content(
         self, parts: Sequence[ContentPart], note: str, truncation: _Truncation
@@ -152,7 +152,7 @@ class ResultBudget:
                 kept.append(part)
             elif isinstance(part, TextContent):
                 truncation.keep([p.text for p in parts if isinstance(p, TextContent)])
-                kept.append(TextContent(cut_middle(part.text, share, note)))
+                kept.append(TextContent(truncate_middle(part.text, share, note)))
             elif isinstance(part, DiffContent):
                 kept.append(
                     TextContent(

@@ -16,7 +16,6 @@ from typing import Any, Final
 import attrs
 
 from acp_agent.capabilities.execution._full_results import LINE_CHARS, FullResults
-from acp_agent.records import Record
 from acp_agent.toolkit import (
     RuntimeTool,
     ToolDefinition,
@@ -27,6 +26,7 @@ from acp_agent.toolkit import (
     object_schema,
     text_result,
 )
+from acp_agent.values import Value
 
 __all__ = ("READ_RESULT", "result_tools")
 
@@ -37,7 +37,7 @@ _MAX_CHARS: Final = 100_000
 
 
 @attrs.frozen
-class _SessionResults(Record):
+class _SessionResults(Value):
     """The full results of one session, as its tool reads them."""
 
     results: FullResults
