@@ -53,10 +53,15 @@ def kill_group_of(pgid: int, mark: str | None) -> bool:
 
     The leader alive with another mark: a new process took the pid, and the
     group is not ours. The leader gone: a pid is never reused while a group
-    of that id has members, so any member left is ours. Returns whether a
-    signal was sent. Without a mark (or /proc) nothing is killed: unsure.
+    of that id has members, so any member left is ours, on this machine since
+    this boot. A mark from another boot id (another machine, whose session
+    was taken over here, or before a reboot) names no group of this one.
+    Returns whether a signal was sent. Without a mark (or /proc) nothing is
+    killed: unsure.
     """
     if not mark or mark in (GONE, DEAD):
+        return False
+    if mark.partition(":")[0] != _boot_id():
         return False
     now = start_mark(pgid)
     if now is None or (now not in (GONE, DEAD) and now != mark):

@@ -221,16 +221,17 @@ class Agent:
         session = await self._runtime.load_session(
             SessionId(session_id), provide=_provider(front_end)
         )
-        await self._share_checkpoints(session_id)
+        await self._share_local_files(session_id)
         return self._adopt(session)
 
-    async def _share_checkpoints(self, session_id: str) -> None:
-        """A session's checkpoints from before the store kept them go into it, the first
-        time it opens (they follow it to another machine from then on)."""
-        from acp_agent.capabilities import CHECKPOINTS
+    async def _share_local_files(self, session_id: str) -> None:
+        """A session's checkpoints and full results from before the store kept them go into
+        it, the first time it opens (they follow it to another machine from then on)."""
+        from acp_agent.capabilities import CHECKPOINTS, FULL_RESULTS
 
         with contextlib.suppress(ServiceNotFound):  # assembled without the capabilities
             await self._runtime.scope.get(CHECKPOINTS).share_folder(session_id)
+            await self._runtime.scope.get(FULL_RESULTS).share_folder(session_id)
 
     async def check_owner(self, session_id: str, person: str | None) -> None:
         """`StoreNotFound` unless the session exists and belongs to `person` (None: anyone).
@@ -351,7 +352,7 @@ class Agent:
         what is kept for it: its results cut to their budget and its checkpoints. An
         unknown id is nothing to delete; `SessionHeld` if another process has it.
         With `person`, another person's session is not deleted (`StoreNotFound`)."""
-        from acp_agent.capabilities import CHECKPOINTS, RESULT_BUDGET
+        from acp_agent.capabilities import CHECKPOINTS, FULL_RESULTS
 
         try:
             await self.check_owner(session_id, person)
@@ -363,7 +364,7 @@ class Agent:
             await handle.close()
         await self._runtime.delete_session(SessionId(session_id))
         with contextlib.suppress(ServiceNotFound):  # assembled without the capabilities
-            await self._runtime.scope.get(RESULT_BUDGET).forget_session(session_id)
+            await self._runtime.scope.get(FULL_RESULTS).forget_folder(session_id)
             checkpoints = self._runtime.scope.get(CHECKPOINTS)
             await anyio.to_thread.run_sync(checkpoints.forget, session_id)
         logger.info("Session %s deleted", session_id)

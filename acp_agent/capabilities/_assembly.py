@@ -9,7 +9,9 @@
 
 (front ends do this through a session handle, `acp_agent.agent`.)
 
-Per process: the `ResultBudget` every call's result passes (`RESULT_BUDGET`).
+Per process: the `ResultBudget` every call's result passes (`RESULT_BUDGET`), and
+the `FullResults` it keeps a cut result's whole text in (`FULL_RESULTS`: in the
+store; each session's `read_result` reads them).
 Per session, given by whoever opens it: the front end's side (`FrontEnd`: the
 editor, who is asked, how branches are shown, where notices go), read as the
 services assemble.
@@ -56,8 +58,20 @@ from acp_agent.capabilities.context import (
     default_guide_registry,
 )
 from acp_agent.capabilities.controls import DEFAULT_MODE, SessionControls
-from acp_agent.capabilities.execution import ResultBudget, ResultLimits, ToolExecutor
-from acp_agent.capabilities.jobs import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager, job_tools
+from acp_agent.capabilities.execution import (
+    FullResults,
+    ResultBudget,
+    ResultLimits,
+    ToolExecutor,
+    result_tools,
+)
+from acp_agent.capabilities.jobs import (
+    DEFAULT_JOB_LIMIT,
+    JOBS_GUIDE_ENTRY,
+    JobManager,
+    SavedOutputs,
+    job_tools,
+)
 from acp_agent.capabilities.loop import LoopSettings, ModelLoop
 from acp_agent.capabilities.permissions import (
     PermissionMode,
@@ -100,6 +114,7 @@ __all__ = (
     "CHECKPOINTS",
     "CONTEXT",
     "FRONT_END",
+    "FULL_RESULTS",
     "GUIDE",
     "JOBS",
     "MODEL_LOOP",
@@ -141,6 +156,7 @@ FRONT_END: Final[ServiceKey[FrontEnd]] = ServiceKey("front_end", ScopeKind.SESSI
 BRANCHES: Final[ServiceKey[BranchManager]] = ServiceKey("branches", ScopeKind.SESSION)
 JOBS: Final[ServiceKey[JobManager]] = ServiceKey("jobs", ScopeKind.SESSION)
 RESULT_BUDGET: Final[ServiceKey[ResultBudget]] = ServiceKey("result_budget", ScopeKind.PROCESS)
+FULL_RESULTS: Final[ServiceKey[FullResults]] = ServiceKey("full_results", ScopeKind.PROCESS)
 CHECKPOINTS: Final[ServiceKey[CheckpointStore]] = ServiceKey("checkpoints", ScopeKind.PROCESS)
 #: Registered by what reviews a call's file changes (`acp_agent.lsp`); optional.
 CHANGE_REVIEW: Final[ServiceKey[ChangeReview]] = ServiceKey("change_review", ScopeKind.SESSION)
@@ -179,8 +195,8 @@ class CapabilitySettings(Value):
     * `config_dir`: where the person's own rules live (None: none).
     * `environment`: the process environment state sources describe (None: detected).
     * `clock`: wall time for recorded rules, and the date state sources report.
-    * `results_dir`: where the full text of a result cut to its budget is kept
-      (None: not kept).
+    * `results_dir`: where the full text of a result cut to its budget was kept before
+      the store kept it (a session's folder goes into the store as the session opens).
     * `result_limits`: the caps of each copy of a tool result.
     * `branch_limit`: how many branches the model may have working at once.
     * `job_limit`: how many background jobs may run at once in a session.
@@ -211,8 +227,11 @@ class CapabilitySettings(Value):
 def register_capabilities(registry: ServiceRegistry, settings: CapabilitySettings) -> None:
     """Register the session and branch services of the capabilities in `registry`."""
 
+    async def full_results(scope: Scope) -> FullResults:
+        return FullResults(scope.find(STORE), settings.results_dir)
+
     async def result_budget(scope: Scope) -> ResultBudget:
-        return ResultBudget(settings.results_dir, settings.result_limits)
+        return ResultBudget(scope.get(FULL_RESULTS), settings.result_limits)
 
     async def session_controls(scope: Scope) -> SessionControls:
         session = scope.get(SESSION)
@@ -279,11 +298,17 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
         )
 
     async def jobs(scope: Scope) -> JobManager:
-        return JobManager(limit=settings.job_limit, clock=settings.clock)
+        saved = SavedOutputs(scope.find(STORE), scope.get(SESSION).id)
+        return JobManager(limit=settings.job_limit, clock=settings.clock, saved=saved)
 
     async def toolset(scope: Scope) -> ToolSet:
         return ToolSet(
-            [*settings.tools(), *branch_tools(scope.get(BRANCHES)), *job_tools(scope.get(JOBS))]
+            [
+                *settings.tools(),
+                *branch_tools(scope.get(BRANCHES)),
+                *job_tools(scope.get(JOBS)),
+                *result_tools(scope.get(FULL_RESULTS), str(scope.get(SESSION).id)),
+            ]
         )
 
     def local_now() -> datetime.datetime:
@@ -375,6 +400,7 @@ def register_capabilities(registry: ServiceRegistry, settings: CapabilitySetting
             scope.get(JOBS).attach_main(branch)
         return loop
 
+    registry.register(FULL_RESULTS, full_results)
     registry.register(RESULT_BUDGET, result_budget)
     registry.register(CHECKPOINTS, checkpoints)
     registry.register(GUIDE, guide)  # before the controls, which put instructions in it

@@ -622,6 +622,8 @@ class JobStarted(Payload):
     `pgid` and `start_mark` (`acp_agent.process_marks`) identify a local job's
     process group after a restart, so a surviving group is killed, never
     mistaken for another; a job in a client terminal has `terminal_id` instead.
+    `host` is the machine it runs on (None: recorded before hosts were): another
+    agent that takes the session over elsewhere cannot reach it.
     """
 
     KIND: ClassVar[str] = "job.started"
@@ -634,6 +636,7 @@ class JobStarted(Payload):
     pgid: int | None = None
     start_mark: str | None = None
     terminal_id: str | None = None
+    host: str | None = None
 
 
 @attrs.frozen

@@ -16,7 +16,9 @@ Layered by guarantee, like eventsourcing's recorders: a branch recorder
 result tracking (`has_result`, written in the result event's transaction),
 per-session writer leases, restore snapshots (cache, never facts), the files
 that follow a session wherever it is opened (checkpoints: what files held
-before the agent changed them), and the
+before the agent changed them), its outputs (big texts kept in chunks, never
+whole in memory: the full text of a tool result cut to its budget, a
+background job's output so far), and the
 permission rules a person chose to remember ("always allow", "always reject"),
 which belong to that person and a workspace rather than to one session. Sessions
 and rules carry their owner (a person's name); listing filters by it.
@@ -30,7 +32,7 @@ closes it, `ToolResultRecorded` is tracked for `has_result`, and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final, Protocol
 
 import attrs
@@ -348,7 +350,8 @@ class Store(Protocol):
         ...
 
     async def delete_session(self, session_id: SessionId) -> None:
-        """Delete the session with its branches, events, results, snapshots, files and lease.
+        """Delete the session with its branches, events, results, snapshots, files, outputs
+        and lease.
 
         An unknown session is nothing to do. `SessionHeld` if another live process
         holds its lease (a lease of our own is dropped with it). Permission rules
@@ -449,7 +452,28 @@ class Store(Protocol):
         ...
 
     async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
-        """Give `target_id` every file `source_id` keeps (a fork), in one write."""
+        """Give `target_id` every file and output `source_id` keeps (a fork), in one write."""
+        ...
+
+    # session outputs: big texts in chunks (full tool results, jobs' output); no lease needed
+
+    async def put_output(self, session_id: SessionId, key: str, chunks: Iterable[bytes]) -> None:
+        """Keep `chunks` as the session's output `key`, in one write; an output kept under
+        `key` already is replaced (by nothing, when there are no chunks).
+
+        The chunks are taken one at a time, so a big output is never whole in memory;
+        `chunks` is iterated again from its start if the write is retried, so give a
+        re-iterable (a list, or an object whose `__iter__` starts over), not a generator.
+        """
+        ...
+
+    async def get_output(self, session_id: SessionId, key: str, index: int) -> bytes | None:
+        """Chunk `index` (from 0) of the output kept under `key`, as it was put; None past
+        its last chunk, or if the session keeps no such output."""
+        ...
+
+    async def list_outputs(self, session_id: SessionId) -> list[tuple[str, int]]:
+        """`(key, size in bytes)` of every output the session keeps, by key."""
         ...
 
     # restore snapshots: cache, safe to lose

@@ -1,7 +1,8 @@
 """Copying sessions from one store to another, through the store interface, and checking the copy.
 
 `copy_sessions(source, target)` copies every session with its branches,
-events and files (checkpoints), and every permission rule, from any store to any other (a person's
+events, files (checkpoints) and outputs (full tool results, jobs' output), and
+every permission rule, from any store to any other (a person's
 SQLite file to a team's PostgreSQL). Each session is leased in both stores
 while it is copied, so nobody writes it meanwhile; one held by a live process
 is skipped and named (copy it again once that process is done). The events go
@@ -17,7 +18,8 @@ skipped. Snapshots are not copied: they are a cache, rebuilt on the next load.
 `verify_copy(source, target)` compares, for every session of the source:
 the session row (all but `updated_at`, which the target moves by its own
 batches), its branches, every event of every branch, decoded, which is
-what a load replays, and the keys of its files; and every rule. It returns
+what a load replays, the keys of its files and the keys and sizes of its
+outputs; and every rule. It returns
 the counts and what differs.
 """
 
@@ -136,6 +138,10 @@ async def verify_copy(source: Store, target: Store) -> CopyVerification:
             session.session_id
         ):
             differences.append(f"session {name}: its files differ")
+        if await target.list_outputs(session.session_id) != await source.list_outputs(
+            session.session_id
+        ):
+            differences.append(f"session {name}: its outputs differ")
         for branch in source_branches:
             branches += 1
             ours = await source.read(branch.branch_id)
@@ -190,6 +196,7 @@ async def _copy_session(
             for branch in branches:
                 copied += await _copy_branch(source, target, session, branch, chunk_events)
             await _copy_files(source, target, session_id)
+            await _copy_outputs(source, target, session_id)
             return copied
         finally:
             await target.release_session(session_id)
@@ -215,6 +222,20 @@ async def _copy_files(source: Store, target: Store, session_id: SessionId) -> No
         size, batch_kind = size + len(data), kind
     if batch:
         await target.put_files(session_id, batch_kind, batch)
+
+
+async def _copy_outputs(source: Store, target: Store, session_id: SessionId) -> None:
+    """The session's outputs the target lacks (or holds at another size), one at a time:
+    an output's chunks are read, then written in one write (so the copy holds at most
+    one output in memory, as big as a tool's result was)."""
+    there = dict(await target.list_outputs(session_id))
+    for key, size in await source.list_outputs(session_id):
+        if there.get(key) == size:
+            continue
+        chunks: list[bytes] = []
+        while (chunk := await source.get_output(session_id, key, len(chunks))) is not None:
+            chunks.append(chunk)
+        await target.put_output(session_id, key, chunks)
 
 
 async def _copy_branch(

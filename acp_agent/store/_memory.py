@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import anyio
 import attrs
@@ -62,6 +62,8 @@ class MemoryDatabase:
     rules: dict[str, PermissionRule] = attrs.field(factory=dict)
     #: (session, kind, key) -> content.
     files: dict[tuple[SessionId, str, str], bytes] = attrs.field(factory=dict)
+    #: (session, key) -> its chunks.
+    outputs: dict[tuple[SessionId, str], tuple[bytes, ...]] = attrs.field(factory=dict)
 
 
 class MemoryStore:
@@ -154,6 +156,7 @@ class MemoryStore:
         db.snapshots = {k: v for k, v in db.snapshots.items() if k[0] not in branches}
         db.leases.pop(session_id, None)
         db.files = {k: v for k, v in db.files.items() if k[0] != session_id}
+        db.outputs = {k: v for k, v in db.outputs.items() if k[0] != session_id}
         del db.sessions[session_id]
 
     async def list_branches(self, session_id: SessionId) -> list[BranchRecord]:
@@ -309,6 +312,32 @@ class MemoryStore:
         for (session_id, kind, key), data in list(db.files.items()):
             if session_id == source_id:
                 db.files.setdefault((target_id, kind, key), data)
+        for (session_id, key), chunks in list(db.outputs.items()):
+            if session_id == source_id:
+                db.outputs.setdefault((target_id, key), chunks)
+
+    # --- session outputs --------------------------------------------------------------
+
+    async def put_output(self, session_id: SessionId, key: str, chunks: Iterable[bytes]) -> None:
+        db = await self._enter()
+        kept = tuple(bytes(chunk) for chunk in chunks)
+        if kept:
+            db.outputs[(session_id, key)] = kept
+        else:
+            db.outputs.pop((session_id, key), None)
+
+    async def get_output(self, session_id: SessionId, key: str, index: int) -> bytes | None:
+        db = await self._enter()
+        chunks = db.outputs.get((session_id, key), ())
+        return chunks[index] if 0 <= index < len(chunks) else None
+
+    async def list_outputs(self, session_id: SessionId) -> list[tuple[str, int]]:
+        db = await self._enter()
+        return sorted(
+            (key, sum(len(chunk) for chunk in chunks))
+            for (owner, key), chunks in db.outputs.items()
+            if owner == session_id
+        )
 
     # --- snapshots --------------------------------------------------------------------
 

@@ -168,6 +168,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        6,
+        "outputs that follow a session, in chunks (full tool results, jobs' output)",
+        (
+            """
+            CREATE TABLE session_outputs (
+                session_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                chunk INTEGER NOT NULL,
+                data BLOB NOT NULL,
+                PRIMARY KEY (session_id, key, chunk)
+            )
+            """,
+        ),
+    ),
 )
 
 

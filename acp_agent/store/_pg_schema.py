@@ -175,6 +175,23 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    # Chunks, not one value: an output (a tool's full result: tens of MB) is written and
+    # read a chunk at a time, never whole in memory, on either side of the connection.
+    Migration(
+        4,
+        "outputs that follow a session, in chunks (full tool results, jobs' output)",
+        (
+            """
+            CREATE TABLE session_outputs (
+                session_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                chunk INTEGER NOT NULL,
+                data BYTEA NOT NULL,
+                PRIMARY KEY (session_id, key, chunk)
+            )
+            """,
+        ),
+    ),
 )
 
 

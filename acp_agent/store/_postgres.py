@@ -29,7 +29,7 @@ and count as done, never as written twice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -373,7 +373,13 @@ class PostgresStore:
                         f"DELETE FROM {table} WHERE branch_id IN ({branches})",
                         (session_id,),
                     )
-                for table in ("branches", "session_files", "session_leases", "sessions"):
+                for table in (
+                    "branches",
+                    "session_files",
+                    "session_outputs",
+                    "session_leases",
+                    "sessions",
+                ):
                     await db.execute(
                         f"DELETE FROM {table} WHERE session_id = %s",
                         (session_id,),
@@ -656,13 +662,64 @@ class PostgresStore:
 
     async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
         async def write(db: AsyncConnection[Any], _: bool) -> None:
-            await db.execute(
-                "INSERT INTO session_files SELECT %s, kind, key, data FROM session_files"
-                " WHERE session_id = %s ON CONFLICT DO NOTHING",
-                (target_id, source_id),
-            )
+            async with db.transaction():
+                await db.execute(
+                    "INSERT INTO session_files SELECT %s, kind, key, data FROM session_files"
+                    " WHERE session_id = %s ON CONFLICT DO NOTHING",
+                    (target_id, source_id),
+                )
+                await db.execute(
+                    "INSERT INTO session_outputs SELECT %s, key, chunk, data FROM session_outputs"
+                    " WHERE session_id = %s ON CONFLICT DO NOTHING",
+                    (target_id, source_id),
+                )
 
         await self._run(write, f"copy the files of {source_id}")
+
+    # --- session outputs --------------------------------------------------------------
+
+    async def put_output(self, session_id: SessionId, key: str, chunks: Iterable[bytes]) -> None:
+        async def write(db: AsyncConnection[Any], _: bool) -> None:
+            # Replacing is idempotent: a retry after a lost answer writes the same again.
+            async with db.transaction(), db.cursor() as cursor:
+                await cursor.execute(
+                    "DELETE FROM session_outputs WHERE session_id = %s AND key = %s",
+                    (session_id, key),
+                )
+                # One statement per chunk, each sent before the next is made (executemany
+                # would queue them all in the pipeline): one chunk in memory at a time.
+                for index, chunk in enumerate(chunks):
+                    await cursor.execute(
+                        "INSERT INTO session_outputs VALUES (%s, %s, %s, %b)",
+                        (session_id, key, index, chunk),
+                    )
+
+        await self._run(write, f"keep output {key} of {session_id}")
+
+    async def get_output(self, session_id: SessionId, key: str, index: int) -> bytes | None:
+        async def fetch(db: AsyncConnection[Any], _: bool) -> bytes | None:
+            # Binary results: the chunk comes as its bytes, not as hex text twice its size.
+            async with db.cursor(binary=True) as cursor:
+                await cursor.execute(
+                    "SELECT data FROM session_outputs"
+                    " WHERE session_id = %s AND key = %s AND chunk = %s",
+                    (session_id, key, index),
+                )
+                row = await cursor.fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(fetch, f"read output {key} of {session_id}")
+
+    async def list_outputs(self, session_id: SessionId) -> list[tuple[str, int]]:
+        async def fetch(db: AsyncConnection[Any], _: bool) -> list[tuple[str, int]]:
+            cursor = await db.execute(
+                "SELECT key, sum(length(data)) FROM session_outputs WHERE session_id = %s"
+                ' GROUP BY key ORDER BY key COLLATE "C"',
+                (session_id,),
+            )
+            return [(str(key), int(size)) for key, size in await cursor.fetchall()]
+
+        return await self._run(fetch, f"list the outputs of {session_id}")
 
     # --- snapshots -----------------------------------------------------------------------
 

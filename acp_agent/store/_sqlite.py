@@ -29,7 +29,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -262,6 +262,7 @@ class SqliteStore:
                     )
                 db.execute("DELETE FROM branches WHERE session_id = ?", (session_id,))
                 db.execute("DELETE FROM session_files WHERE session_id = ?", (session_id,))
+                db.execute("DELETE FROM session_outputs WHERE session_id = ?", (session_id,))
                 db.execute("DELETE FROM session_leases WHERE session_id = ?", (session_id,))
                 db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
             self._recency.pop(session_id, None)
@@ -535,13 +536,57 @@ class SqliteStore:
 
     async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
         def write(db: sqlite3.Connection) -> None:
-            db.execute(
-                "INSERT OR IGNORE INTO session_files"
-                " SELECT ?, kind, key, data FROM session_files WHERE session_id = ?",
-                (target_id, source_id),
-            )
+            with _transaction(db):
+                db.execute(
+                    "INSERT OR IGNORE INTO session_files"
+                    " SELECT ?, kind, key, data FROM session_files WHERE session_id = ?",
+                    (target_id, source_id),
+                )
+                db.execute(
+                    "INSERT OR IGNORE INTO session_outputs"
+                    " SELECT ?, key, chunk, data FROM session_outputs WHERE session_id = ?",
+                    (target_id, source_id),
+                )
 
         await self._run(write, f"copy the files of {source_id}")
+
+    # --- session outputs --------------------------------------------------------------
+
+    async def put_output(self, session_id: SessionId, key: str, chunks: Iterable[bytes]) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                db.execute(
+                    "DELETE FROM session_outputs WHERE session_id = ? AND key = ?",
+                    (session_id, key),
+                )
+                # A generator of rows: sqlite3 binds one chunk at a time.
+                db.executemany(
+                    "INSERT INTO session_outputs VALUES (?, ?, ?, ?)",
+                    ((session_id, key, index, chunk) for index, chunk in enumerate(chunks)),
+                )
+
+        await self._run(write, f"keep output {key} of {session_id}")
+
+    async def get_output(self, session_id: SessionId, key: str, index: int) -> bytes | None:
+        def fetch(db: sqlite3.Connection) -> bytes | None:
+            row = db.execute(
+                "SELECT data FROM session_outputs WHERE session_id = ? AND key = ? AND chunk = ?",
+                (session_id, key, index),
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(fetch, f"read output {key} of {session_id}")
+
+    async def list_outputs(self, session_id: SessionId) -> list[tuple[str, int]]:
+        def fetch(db: sqlite3.Connection) -> list[tuple[str, int]]:
+            rows = db.execute(
+                "SELECT key, sum(length(data)) FROM session_outputs WHERE session_id = ?"
+                " GROUP BY key ORDER BY key",
+                (session_id,),
+            )
+            return [(str(key), int(size)) for key, size in rows]
+
+        return await self._run(fetch, f"list the outputs of {session_id}")
 
     # --- snapshots -----------------------------------------------------------------------
 

@@ -1,15 +1,30 @@
-"""The job manager with in-memory parts: what it records and tells a line, however a job ends."""
+"""The job manager with in-memory parts: what it records and tells a line, however a job ends,
+and what a new agent (a restart, a takeover) finds of a job it could not end."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import socket
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import pytest
 
-from acp_agent.capabilities.jobs import JobManager
+from acp_agent.capabilities.jobs import JobManager, SavedOutputs
 from acp_agent.capabilities.jobs._manager import JobState
-from acp_agent.core import BranchId, JobEnded, JobStarted, NotificationReceived, Seq
+from acp_agent.core import (
+    BranchId,
+    CallId,
+    JobEnded,
+    JobStarted,
+    NotificationReceived,
+    Seq,
+    SessionId,
+)
+from acp_agent.process_marks import start_mark
+from acp_agent.store import MemoryStore
 from acp_agent.toolkit import JobExit, JobLimitReached, JobOutput
 
 
@@ -111,3 +126,94 @@ def _started(process: _Process) -> Any:
         return process
 
     return spawn
+
+
+class _LocalProcess(_Process):
+    """A local job whose output grows when told to."""
+
+    via = "local"
+    terminal_id = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.printed = ""
+
+    async def output(self) -> JobOutput:
+        return JobOutput(self.printed, len(self.printed))
+
+
+class _RecordedLine(_Line):
+    """A line whose facts read back as its events (what a new agent finds)."""
+
+    async def read(self, *, gt: int = 0) -> list[Any]:
+        return [SimpleNamespace(payload=fact) for fact in self.facts]
+
+
+async def _kept(store: MemoryStore, job_id: str, text: str) -> None:
+    """Until the store holds `text` as the job's output so far."""
+    with anyio.fail_after(5):
+        while True:
+            data = await store.get_output(SessionId("sess_1"), f"job/{job_id}", 0)
+            if data is not None and json.loads(data)["text"] == text:
+                return
+            await anyio.sleep(0.01)
+
+
+async def test_a_running_jobs_output_is_kept_and_a_new_agent_shows_it_interrupted():
+    store = MemoryStore()
+    saved = SavedOutputs(store, SessionId("sess_1"))
+    async with anyio.create_task_group() as group:
+        line, process = _RecordedLine(group), _LocalProcess()
+        manager = JobManager(saved=saved, save_every_s=0.01)
+        job = await manager.start(line, "call_1", "make test", "/w", _started(process))  # type: ignore[arg-type]
+        process.printed = "compiling\n"
+        await _kept(store, job.job_id, "compiling\n")
+        process.printed = "compiling\nlinking\n"
+        await _kept(store, job.job_id, "compiling\nlinking\n")
+        group.cancel_scope.cancel()  # the agent is gone; its end is never recorded
+    started = line.facts[0]
+    assert isinstance(started, JobStarted)
+    assert started.host == socket.gethostname()
+    # Another agent opens the line: only JobStarted is on record.
+    async with anyio.create_task_group() as group:
+        later = _RecordedLine(group)
+        later.facts = [started]
+        await JobManager(saved=saved).recover(later)  # type: ignore[arg-type]
+    ended = later.facts[1]
+    assert isinstance(ended, JobEnded)
+    assert (ended.state, ended.output, ended.output_bytes) == (
+        "interrupted",
+        "compiling\nlinking\n",
+        18,
+    )
+    assert "Its last output:\ncompiling\nlinking" in later.facts[2].text
+
+
+@pytest.mark.parametrize("here", [True, False])
+async def test_a_job_left_running_is_killed_only_on_the_machine_it_ran_on(here: bool):
+    leader = await anyio.open_process(["sleep", "1000"], start_new_session=True)
+    try:
+        host = socket.gethostname() if here else "build-7"
+        mark = start_mark(leader.pid)
+        record = JobStarted(
+            "job_1", CallId("call_1"), "sleep 1000", "/w", "local", leader.pid, mark, host=host
+        )
+        async with anyio.create_task_group() as group:
+            line = _RecordedLine(group)
+            line.facts = [record]
+            manager = JobManager()
+            await manager.recover(line)  # type: ignore[arg-type]
+        # Killed: it ends at once. Not killed: still running a moment later.
+        with anyio.move_on_after(5 if here else 0.3):
+            await leader.wait()
+        assert (leader.returncode is not None) is here
+        [job] = manager.jobs()
+        assert job.state is JobState.INTERRUPTED
+        if here:
+            assert "the agent stopped while it ran" in line.facts[2].text
+        else:
+            assert "the agent running it on build-7 lost the session" in line.facts[2].text
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            leader.kill()
+        await leader.aclose()

@@ -246,7 +246,7 @@ async def test_a_call_to_an_unknown_tool_gets_a_clear_error_result(tmp_path: Pat
     assert outcome is ToolOutcome.NOT_EXECUTED
     assert text == (
         "Not run: there is no tool named 'teleport' (available: branch, branch_close, "
-        "branch_message, branch_status, branch_wait, job_output, job_stop, look)."
+        "branch_message, branch_status, branch_wait, job_output, job_stop, look, read_result)."
     )
 
 

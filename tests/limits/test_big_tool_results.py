@@ -5,8 +5,8 @@ send a string: as text and again as structured content). The agent reads it
 (in time linear in its size: `benchmarks/big_inputs.py` reports that), the
 editor's update, the stored event and the model's text are each capped
 (`capabilities.result_budget`), the same text is never sent twice, the whole
-result is kept in a file the notes name, and a cancel mid-read leaves nothing
-burning.
+result is kept in the store, which the notes say, and the model reads it back
+there (`read_result`); a cancel mid-read leaves nothing burning.
 """
 
 from __future__ import annotations
@@ -30,8 +30,13 @@ pytestmark = pytest.mark.e2e
 
 #: The editor's copy: 200,000 characters of text, plus the update's own JSON.
 UPDATE_LINE_CAP = 260_000
-#: What one capped result may add to the store: its copies, well under a megabyte.
-STORE_GROWTH_CAP = 1_000_000
+#: What one capped result may add to the session's events: its copies, well under a megabyte.
+EVENTS_CAP = 1_000_000
+#: Where the model reads on in the whole result (a line the capped copies left out).
+READ_AT = 30_000
+
+
+READ_ON = {"call_id": "big", "offset": READ_AT, "limit": 2}
 
 
 def mcp_server() -> types.McpServerStdio:
@@ -48,11 +53,6 @@ def dump(call_id: str, megabytes: float) -> dict[str, object]:
             "id": call_id,
         }
     }
-
-
-def store_bytes(home: Path) -> int:
-    database = home / "data" / "sessions.sqlite3"
-    return sum(p.stat().st_size for p in (database, Path(f"{database}-wal")) if p.exists())
 
 
 def cpu_seconds(pid: int) -> float:
@@ -75,13 +75,14 @@ async def one_big_result(tmp_path: Path, megabytes: float, run: int) -> dict[str
         [dump("warm", 0.01)],
         [{"text": "Warm."}],
         [dump("big", megabytes)],
+        [{"tool_call": {"name": "read_result", "arguments": READ_ON, "id": "back"}}],
         [{"text": "Read it."}],
     )
     async with running_agent(home, script=script) as client:
         session_id = await open_with_server(client, tmp_path)
         client.answers = ["allow_always"]
         await client.prompt(session_id, "Warm up.")
-        before, lines_before = store_bytes(home), len(client.received)
+        lines_before = len(client.received)
         started = time.monotonic()
         response = await client.prompt(session_id, "Dump the log.")
         took = time.monotonic() - started
@@ -89,16 +90,21 @@ async def one_big_result(tmp_path: Path, megabytes: float, run: int) -> dict[str
         lines = client.received[lines_before:]
     with sqlite3.connect(home / "data" / "sessions.sqlite3") as db:
         (payload,) = db.execute(
-            "SELECT payload FROM events WHERE kind = 'tool_call.result' ORDER BY seq DESC LIMIT 1"
+            "SELECT payload FROM events WHERE kind = 'tool_call.result'"
+            ' AND payload LIKE \'%"call_id":"big"%\''
         ).fetchone()
+        (events_bytes,) = db.execute("SELECT sum(length(payload)) FROM events").fetchone()
+        kept = db.execute("SELECT key, sum(length(data)) FROM session_outputs GROUP BY key")
+        outputs = dict(kept.fetchall())
     return {
         "took": took,
         "response": response,
         "call": calls_of(updates, "big"),
+        "read_back": calls_of(updates, "back"),
         "longest_line": max(len(line) for line in lines),
-        "store_growth": store_bytes(home) - before,
+        "events_bytes": events_bytes,
         "recorded": json.loads(payload),
-        "saved": list((home / "data" / "tool-results").rglob("big.txt")),
+        "outputs": outputs,
     }
 
 
@@ -110,19 +116,25 @@ async def test_big_mcp_results_are_answered_and_every_copy_is_capped(tmp_path: P
     for run, megabytes in ((small, 5), (large, 20)):
         assert run["response"].stop_reason == types.StopReason.END_TURN  # type: ignore[attr-defined]
         assert run["longest_line"] < UPDATE_LINE_CAP
-        assert run["store_growth"] < STORE_GROWTH_CAP
+        assert run["events_bytes"] < EVENTS_CAP
         final = run["call"][-1]  # type: ignore[index]
         assert final.status == types.ToolCallStatus.COMPLETED
         assert final.raw_output is None  # the structured copy only repeated the text
-        [saved] = run["saved"]  # type: ignore[misc]
-        assert saved.stat().st_size >= megabytes * 990_000
+        [(key, kept)] = run["outputs"].items()  # type: ignore[attr-defined]
+        assert key == "result/big"
+        assert kept >= megabytes * 990_000
         shown = final.content[0].content.text
-        assert str(saved) in shown
+        assert 'read_result with call_id "big"' in shown
         assert "characters left out" in shown
         model_text = run["recorded"]["model_text"]  # type: ignore[index]
         assert len(model_text) <= 100_000
-        assert str(saved) in model_text
+        assert 'read_result with call_id "big"' in model_text
         assert model_text.startswith("2026-12-01T10:00:00Z INFO worker[7]")
+        read_back = run["read_back"][-1]  # type: ignore[index]
+        assert read_back.status == types.ToolCallStatus.COMPLETED
+        text = read_back.content[0].content.text
+        assert f"{READ_AT}\t2026-12-01T10:00:00Z INFO worker[7]" in text
+        assert f"read on with offset {READ_AT + 2}" in text
 
 
 async def test_cancelling_mid_read_answers_and_leaves_no_work_burning(tmp_path: Path):

@@ -65,6 +65,10 @@ def test_members_left_after_their_leader_died_are_still_killed():
     leader.wait(timeout=5)
     time.sleep(0.1)
     assert len(group_members(leader.pid)) == 1  # the sleep outlived its leader
+    assert mark is not None
+    # The same pgid recorded on another machine (a session taken over here): not ours.
+    assert not kill_group_of(leader.pid, "another-boot:" + mark.partition(":")[2])
+    assert len(group_members(leader.pid)) == 1
     assert kill_group_of(leader.pid, mark)
     assert _gone(leader.pid)
 

@@ -8,7 +8,7 @@ same data, standing for a second acp-agent process.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import attrs
@@ -627,6 +627,70 @@ class StoreContract:
             assert await store.get_file(source.session_id, "checkpoint", "big") is None
             assert await store.get_file(fork.session_id, "checkpoint", "big") == big
             assert await store.get_file(fork.session_id, "checkpoint", "own") == b"mine"
+
+    # --- session outputs --------------------------------------------------------------
+
+    async def test_an_output_is_kept_in_chunks_read_back_one_at_a_time_and_replaced_whole(
+        self, stores: StoreFactory
+    ) -> None:
+        every_byte = bytes(range(256)) * 4096  # 1 MiB, every byte value
+        async with stores.open() as store:
+            session = await new_session(store)
+            other = await new_session(store)
+            sid = session.session_id
+            await store.put_output(sid, "result/c1", [b"first ", every_byte, b"last"])
+            assert await store.get_output(sid, "result/c1", 0) == b"first "
+            assert await store.get_output(sid, "result/c1", 1) == every_byte
+            assert await store.get_output(sid, "result/c1", 2) == b"last"
+            assert await store.get_output(sid, "result/c1", 3) is None
+            assert await store.get_output(sid, "result/other", 0) is None
+            assert await store.get_output(other.session_id, "result/c1", 0) is None
+            await store.put_output(sid, "job/j1", [b"so far"])
+            await store.put_output(sid, "job/j1", [b"later"])  # replaced whole
+            assert await store.get_output(sid, "job/j1", 0) == b"later"
+            assert await store.list_outputs(sid) == [
+                ("job/j1", 5),
+                ("result/c1", 6 + len(every_byte) + 4),
+            ]
+            await store.put_output(sid, "job/j1", [])  # no chunks: nothing kept
+            assert await store.list_outputs(sid) == [("result/c1", 6 + len(every_byte) + 4)]
+            assert await store.list_outputs(other.session_id) == []
+        async with stores.open_other_writer() as elsewhere:  # another process, no lease
+            assert await elsewhere.get_output(sid, "result/c1", 2) == b"last"
+
+    async def test_an_output_whose_chunks_fail_midway_leaves_the_one_before(
+        self, stores: StoreFactory
+    ) -> None:
+        class Broken(Exception):
+            pass
+
+        def failing() -> Iterator[bytes]:
+            yield b"new "
+            raise Broken
+
+        class FailsMidway:
+            def __iter__(self) -> Iterator[bytes]:
+                return failing()
+
+        async with stores.open() as store:
+            session = await new_session(store)
+            await store.put_output(session.session_id, "result/c", [b"old", b" kept"])
+            with pytest.raises(Broken):
+                await store.put_output(session.session_id, "result/c", FailsMidway())
+            assert await store.get_output(session.session_id, "result/c", 0) == b"old"
+            assert await store.get_output(session.session_id, "result/c", 1) == b" kept"
+
+    async def test_a_fork_gets_its_sources_outputs_and_deleting_a_session_drops_them(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            source = await new_session(store)
+            fork = await new_session(store)
+            await store.put_output(source.session_id, "result/c", [b"a", b"b"])
+            await store.copy_files(source.session_id, fork.session_id)
+            await store.delete_session(source.session_id)
+            assert await store.list_outputs(source.session_id) == []
+            assert await store.get_output(fork.session_id, "result/c", 1) == b"b"
 
     # --- snapshots ------------------------------------------------------------------------
 

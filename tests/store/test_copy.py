@@ -72,6 +72,7 @@ async def fill(store: Store) -> None:
     second = await new_session(store, cwd="/work/b", at=2.0)
     await store.append_batch(batch_of(second, 1, *(note(str(i)) for i in range(30))))
     await store.put_files(first.session_id, "checkpoint", [("d1", b"one"), ("d2", BYTES)])
+    await store.put_output(first.session_id, "result/call_1", [b"whole ", BYTES, b" result"])
     await store.add_permission_rule(rule("rule_1", "/work/a"))
     await store.add_permission_rule(rule("rule_2", "/work/a", decision="deny"))
     await store.revoke_permission_rule("rule_2", revoked_at=50.0)
@@ -91,8 +92,13 @@ async def test_a_copy_holds_everything_and_a_second_run_copies_nothing(
             first = (await source.list_sessions(cwd="/work/a"))[0].session_id
             assert await into.get_file(first, "checkpoint", "d2") == BYTES
             assert await into.list_files(first) == [("checkpoint", "d1"), ("checkpoint", "d2")]
+            outputs = [await into.get_output(first, "result/call_1", i) for i in range(4)]
             await source.put_files(first, "checkpoint", [("d3", b"later")])
+            await source.put_output(first, "job/job_1", [b"output so far"])
             grown = await verify_copy(source, into)
+            again_with_output = await copy_sessions(source, into)
+            regrown = await verify_copy(source, into)
+            copied_job_output = await into.get_output(first, "job/job_1", 0)
     assert (len(report.copied), report.events, report.rules_copied) == (2, 36, 2)
     assert (verified.sessions, verified.branches, verified.events, verified.rules) == (2, 3, 36, 2)
     assert verified.differences == ()
@@ -100,6 +106,11 @@ async def test_a_copy_holds_everything_and_a_second_run_copies_nothing(
     assert [d for d in grown.differences if "files differ" in d] == [
         f"session {first}: its files differ"
     ]
+    assert outputs == [b"whole ", BYTES, b" result", None]
+    assert f"session {first}: its outputs differ" in grown.differences
+    assert again_with_output.events == 0
+    assert regrown.differences == ()
+    assert copied_job_output == b"output so far"
 
 
 async def test_a_copy_cut_short_carries_on_and_the_check_sees_the_gap_first(

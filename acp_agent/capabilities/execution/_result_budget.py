@@ -17,26 +17,22 @@ images            each image's base64 data when it fits; else a note    8 MiB
 
 Nothing is sent twice: a raw output that only repeats a text part (an MCP
 server's `structuredContent` of a string result) is dropped. When anything
-was truncated, the full text is saved once as
-`<results dir>/<session id>/<call id>.txt`, so the person can open it and
-the model can read it (outside the workspace, it asks first); the notes
-name that file. Truncating is linear in the result's size, and costs no copy of
-it: the file is written from the result's own texts, a slice at a time.
+was truncated, the full text is kept once, in the session's store
+(`FullResults`), so it follows the session to another machine and the model
+reads it with `read_result`; the notes say so, naming the call. Truncating is
+linear in the result's size, and costs no copy of it: the store is given the
+result's own texts, encoded a chunk at a time.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import shutil
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Final
 
-import anyio
-import anyio.to_thread
 import attrs
 
+from acp_agent.capabilities.execution._full_results import FullResults
 from acp_agent.toolkit import (
     ContentPart,
     DiffContent,
@@ -49,12 +45,8 @@ from acp_agent.values import Value
 
 __all__ = ("ResultBudget", "ResultLimits")
 
-logger = logging.getLogger(__name__)
-
 #: Text parts shorter than this are never compared with the raw output.
 _DUPLICATE_MIN_CHARS: Final = 1024
-#: A saved result is written this many characters at a time.
-_WRITE_CHARS: Final = 1 << 20
 
 
 @attrs.frozen
@@ -69,8 +61,8 @@ class ResultLimits(Value):
 
 @attrs.define
 class _Truncation:
-    """The full text to save for what `apply` left out (the longest copy truncated),
-    as the pieces it is made of: they are joined only in the file, never in memory."""
+    """The full text to keep for what `apply` left out (the longest copy truncated),
+    as the pieces it is made of: they are never joined in memory."""
 
     pieces: Sequence[str] = ()
     #: Its length once joined, newlines between the pieces included.
@@ -88,50 +80,35 @@ class _Truncation:
 
 
 class ResultBudget:
-    """Caps a result's copies; saves the full text of a truncated result under `results_dir`.
+    """Caps a result's copies; keeps the full text of a truncated result (`results`).
 
     **Parameters:**
 
-    * `results_dir`: where full results are kept, per session (None: not kept;
-      the notes then say the rest is not kept).
+    * `results`: where full results are kept (None: not kept; the notes then say the
+      rest is not kept).
     * `limits`: the caps.
     """
 
-    def __init__(self, results_dir: Path | None, limits: ResultLimits | None = None) -> None:
-        self.results_dir = results_dir
+    def __init__(self, results: FullResults | None, limits: ResultLimits | None = None) -> None:
+        self.results = results
         self.limits = limits if limits is not None else ResultLimits()
 
-    def saved_path(self, session_id: str, call_id: str) -> Path | None:
-        """Where a truncated result of the call is kept (whether or not one was)."""
-        if self.results_dir is None:
-            return None
-        return self.results_dir / _safe(session_id) / f"{_safe(call_id)}.txt"
-
     async def apply(self, result: ToolResult, *, session_id: str, call_id: str) -> ToolResult:
-        """`result` with every copy within its cap (the full text saved when truncated)."""
+        """`result` with every copy within its cap (the full text kept when truncated)."""
         if not self._over(result):
             return result
-        path = self.saved_path(session_id, call_id)
+        keeps = self.results is not None and self.results.store is not None
         truncation = _Truncation()
         note = "{omitted} characters left out"
-        if path is not None:
-            note += f"; the whole result is in {path}"
+        if keeps:
+            quoted = call_id.replace("{", "{{").replace("}", "}}")
+            note += f'; the whole result is kept: read_result with call_id "{quoted}" reads it'
         model_text = self._model_text(result.model_text, note, truncation)
         content = self._content(result.content, note, truncation)
         raw_output = self._raw_output(result.raw_output, result.content, truncation)
-        if truncation.happened and path is not None:
-            try:
-                await anyio.to_thread.run_sync(_write, path, truncation.pieces)
-            except OSError as exc:
-                logger.warning("the full result of %s could not be kept: %s", call_id, exc)
+        if truncation.happened and self.results is not None:
+            await self.results.keep(session_id, call_id, truncation.pieces)
         return attrs.evolve(result, content=content, model_text=model_text, raw_output=raw_output)
-
-    async def forget_session(self, session_id: str) -> None:
-        """Delete what was kept for a session (it was deleted)."""
-        if self.results_dir is None:
-            return
-        folder = self.results_dir / _safe(session_id)
-        await anyio.to_thread.run_sync(lambda: shutil.rmtree(folder, ignore_errors=True))
 
     # --- the copies -----------------------------------------------------------------------
 
@@ -245,21 +222,3 @@ def _repeats(raw: Any, texts: set[str]) -> bool:
         (value,) = raw.values()
         return _repeats(value, texts)
     return False
-
-
-def _safe(name: str) -> str:
-    """An id as a file name: no separators, no leading dots."""
-    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-    return cleaned.lstrip(".") or "_"
-
-
-def _write(path: Path, pieces: Sequence[str]) -> None:
-    """`pieces` joined by newlines into `path`, encoded a slice at a time (a whole
-    result encoded at once would be one more copy of it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as file:
-        for number, piece in enumerate(pieces):
-            if number:
-                file.write("\n")
-            for start in range(0, len(piece), _WRITE_CHARS):
-                file.write(piece[start : start + _WRITE_CHARS])

@@ -20,10 +20,13 @@ A tool call hands its running command over (`JobHost.start`, the
   start of main's next turn, before the model's reply; never between turns;
 - **recovery**: a line opened after the agent died finds jobs started and
   never ended; a surviving process group is killed (only if its leader is
-  still the same process, by start mark) and the job is recorded
-  `interrupted`, never restarted (a local job's group was ended already
-  when the agent died, by its reaper, or when the next agent started:
-  `acp_agent.process_groups`);
+  still the same process, by start mark, on this machine) and the job is
+  recorded `interrupted`, never restarted, with the output it had printed
+  (`SavedOutputs`: kept in the store while it ran) (a local job's group was
+  ended already when the agent died, by its reaper, or when the next agent
+  started: `acp_agent.process_groups`). A job that ran on another machine
+  (the session was taken over here) is out of reach: it is recorded
+  interrupted, saying where it ran;
 - **limit**: at most `limit` jobs run at once in a session.
 """
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 import enum
 import functools
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from typing import Final
@@ -40,6 +44,7 @@ import anyio
 import attrs
 
 from acp_agent.capabilities.context import GuideEntry, record_notification
+from acp_agent.capabilities.jobs._saved_output import FIRST_SAVE_S, SAVE_EVERY_S, SavedOutputs
 from acp_agent.core import (
     Branch,
     BranchClosed,
@@ -138,6 +143,8 @@ class Job:
     output: str = ""
     output_bytes: int = 0
     stopped_by: str | None = None
+    #: The machine it ran on, when not this one (a session taken over here).
+    elsewhere: str | None = None
     ended: anyio.Event = attrs.field(factory=anyio.Event)
 
     @property
@@ -162,6 +169,11 @@ class Job:
             return f"was stopped by {'the agent' if self.stopped_by == 'model' else 'the person'}"
         if self.state is JobState.KILLED:
             return "was killed when its line of work closed (its branch, session or agent)"
+        if self.state is JobState.INTERRUPTED and self.elsewhere is not None:
+            return (
+                f"was interrupted: the agent running it on {self.elsewhere} lost the session; "
+                "it is not re-run, and nothing here can stop it there"
+            )
         if self.state is JobState.INTERRUPTED:
             return "was interrupted: the agent stopped while it ran; it is not re-run"
         if self.state is JobState.LOST:
@@ -213,6 +225,8 @@ class JobManager:
 
     * `limit`: how many jobs may run at once.
     * `clock`: wall time, for when a job started.
+    * `saved`: where a running local job's output so far is kept (None: nowhere).
+    * `save_every_s`: how often, at most.
     """
 
     name = "background jobs"
@@ -222,9 +236,14 @@ class JobManager:
         *,
         limit: int = DEFAULT_JOB_LIMIT,
         clock: Callable[[], float] = time.time,
+        saved: SavedOutputs | None = None,
+        save_every_s: float = SAVE_EVERY_S,
     ) -> None:
         self.limit = limit
         self._clock = clock
+        self._saved = saved
+        self._save_every_s = save_every_s
+        self._host = socket.gethostname()
         self._jobs: dict[str, Job] = {}
         #: Spawns under way: they count against the limit before they are jobs.
         self._starting = 0
@@ -326,11 +345,17 @@ class JobManager:
             process.pgid,
             process.start_mark,
             process.terminal_id,
+            self._host,
         )
         try:
             await branch.record_fact(started, producer=JOBS_PRODUCER)
             self._jobs[job.job_id] = job
             branch.scope.start_soon(functools.partial(self._watch, job), name=job.job_id)
+            if self._saved is not None and process.via == "local":
+                branch.scope.start_soon(
+                    functools.partial(self._keep_output, job, self._saved),
+                    name=f"{job.job_id} output",
+                )
         except BaseException:
             # Not on record, so nothing could end it after a restart: end it now.
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_WAIT_S):
@@ -363,6 +388,24 @@ class JobManager:
         job.duration_s = anyio.current_time() - began
         state = JobState.STOPPED if job.stopped_by else JobState.EXITED
         await self._end(job, state, exited, notify=job.stopped_by != "model")
+
+    async def _keep_output(self, job: Job, saved: SavedOutputs) -> None:
+        """While the job runs, keep its output so far in the store when it grew (soon after
+        it starts, then at most every `save_every_s`): what a takeover or a restart shows."""
+        process = job.process
+        assert process is not None
+        kept = 0
+        wait_s = min(self._save_every_s, FIRST_SAVE_S)
+        while True:
+            with anyio.move_on_after(wait_s):
+                await job.ended.wait()
+            wait_s = self._save_every_s
+            if job.ended.is_set() or job.state is not JobState.RUNNING:
+                return  # its end records its output
+            output = await process.output()
+            if output.total_bytes != kept:
+                kept = output.total_bytes
+                await saved.save(job.job_id, output)
 
     async def _end(
         self, job: Job, state: JobState, exited: JobExit | None, *, notify: bool
@@ -468,11 +511,20 @@ class JobManager:
                 job.output, job.output_bytes = end.output, end.output_bytes
                 continue
             killed = False
-            if record.via == "local" and record.pgid is not None:
+            if record.host is not None and record.host != self._host:
+                job.elsewhere = record.host  # out of reach: its pgid names a group there
+            elif record.via == "local" and record.pgid is not None:
                 killed = kill_group_of(record.pgid, record.start_mark)
             job.state = JobState.INTERRUPTED
             logger.info("job %s was left by a previous run (killed: %s)", job_id, killed)
-            fact = JobEnded(job_id, JobState.INTERRUPTED.value)
+            if self._saved is not None and (so_far := await self._saved.load(job_id)):
+                job.output, job.output_bytes = so_far.text, so_far.total_bytes
+            fact = JobEnded(
+                job_id,
+                JobState.INTERRUPTED.value,
+                output=job.output,
+                output_bytes=job.output_bytes,
+            )
             try:
                 await branch.record_fact(fact, producer=JOBS_PRODUCER)
                 await record_notification(branch, f"job/{job_id}", _report(job))

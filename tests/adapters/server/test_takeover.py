@@ -7,8 +7,12 @@ told who holds it; A is killed (SIGKILL) mid-command; once A's lease is gone
 (its connection dropped, its heartbeat stale after the short lease timeout
 set here) B loads the session, shows the call interrupted, never runs it
 again, and the session goes on; B, whose disk never held A's checkpoints,
-rewinds A's first turn from those the store keeps. Without PostgreSQL's
-programs it skips, saying so.
+rewinds A's first turn from those the store keeps; a background job A
+started is shown ended (interrupted, with the output it printed on A, which A
+kept in the store while it ran), never run again. (B reading the whole of a
+result A cut to its budget is tested in `tests/capabilities/test_result_budget.py`:
+a big result needs an MCP server, whose start would quadruple this test's time.)
+Without PostgreSQL's programs it skips, saying so.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from protocol import methods, types
@@ -35,6 +40,8 @@ from tests.support.processes import alive
 pytestmark = pytest.mark.e2e
 
 COMMAND = "echo $$ > pid.txt; echo ran >> counter.txt; sleep 30"
+#: A background job: it prints, then runs on until A is killed (its reaper ends it).
+JOB = "echo printed on A; echo job >> jobs.txt; sleep 30"
 WRITE = {"path": "notes.txt", "content": "rewritten on A\n"}
 REWIND = "_acp-agent/rewind"
 #: Short, so the test does not wait long for the dead holder's lease to lapse.
@@ -50,6 +57,16 @@ def store_url() -> Iterator[str]:
 
 def has_content(path: Path) -> bool:
     return path.exists() and bool(path.read_text())
+
+
+async def job_output_kept(url: str) -> None:
+    """Until A has kept its job's output so far in the store."""
+    async with asyncio.timeout(10), await psycopg.AsyncConnection.connect(url) as db:
+        while True:
+            cursor = await db.execute("SELECT 1 FROM session_outputs WHERE key LIKE 'job/%'")
+            if await cursor.fetchone() is not None:
+                return
+            await asyncio.sleep(0.1)
 
 
 async def wait_for_file(path: Path) -> None:
@@ -71,6 +88,8 @@ async def test_a_second_server_is_refused_then_takes_over_when_the_holder_is_kil
         [{"tool_call": {"name": "read", "arguments": {"path": "notes.txt"}, "id": "r1"}}],
         [{"tool_call": {"name": "write", "arguments": WRITE, "id": "w1"}}],
         [{"text": "Written."}],
+        [{"tool_call": {"name": "shell", "arguments": {"command": JOB, "background": True}}}],
+        [{"text": "A job runs."}],
         [
             {"text": "Counting."},
             {"tool_call": {"name": "shell", "arguments": {"command": COMMAND}, "id": "k1"}},
@@ -92,10 +111,13 @@ async def test_a_second_server_is_refused_then_takes_over_when_the_holder_is_kil
                 running_server(tmp_path / "home-a", script=script, env=env) as server_a,
                 socket_client(server_a.socket, check_wire=False) as client_a,
             ):
-                client_a.answers = ["allow_once", "allow_once"]
+                client_a.answers = ["allow_once"] * 3
                 session_id = await client_a.new_session(workspace)
                 first = await client_a.prompt(session_id, "Write")
                 written = notes.read_text()
+                await client_a.prompt(session_id, "Start a job")
+                await wait_for_file(workspace / "jobs.txt")
+                await job_output_kept(store_url)
                 turn = asyncio.create_task(client_a.prompt(session_id, "Go"))
                 await wait_for_file(counter)
 
@@ -142,6 +164,14 @@ async def test_a_second_server_is_refused_then_takes_over_when_the_holder_is_kil
     assert types.AgentMessageChunk(content=types.TextContent(text="Taken over.")) in unnamed(later)
     assert calls_of(later, "k1") == []
     assert counter.read_text() == "ran\n"  # the command ran once, on A
+    # A's job: shown ended at B's first prompt, interrupted, with what it printed on A.
+    [job_row] = [
+        u for u in later if isinstance(u, types.ToolCall) and (u.title or "").startswith("Job `")
+    ]
+    job_text = job_row.content[0].content.text  # type: ignore[index,union-attr]
+    assert "was interrupted" in job_text
+    assert "printed on A" in job_text
+    assert (workspace / "jobs.txt").read_text() == "job\n"  # never run again
     assert written == "rewritten on A\n"
     assert (
         not (tmp_path / "home-b" / "data" / "checkpoints").exists()
