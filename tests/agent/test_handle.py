@@ -231,9 +231,16 @@ async def test_subscribers_joining_while_the_model_streams_each_get_their_suffix
 ) -> None:
     # Two turns of single-event pieces (a pause between them: no group commit), far more
     # than the timeline keeps in memory, so a cursor in the first turn is read back from
-    # the store while the second turn is being published.
+    # the store while the second turn is being published. The second turn slows down
+    # after its tenth piece, where the subscribers join, so that they join mid-turn even
+    # on a busy machine (their replays read the store).
     pieces = [
-        [step for i in range(n) for step in ({"text": f"w{i} "}, {"sleep_ms": 2})] for n in (24, 40)
+        [
+            step
+            for i in range(n)
+            for step in ({"text": f"w{i} "}, {"sleep_ms": 2 if n == 24 or i < 10 else 25})
+        ]
+        for n in (24, 40)
     ]
     async with running(tmp_path, pieces, tail_events=8) as (agent, store):
         session = await agent.new_session(str(tmp_path))
