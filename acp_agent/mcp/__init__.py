@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 from acp_agent.lazy_face import lazy_face as _lazy_face
 from acp_agent.mcp._config import (
     DEFAULT_STARTUP_TIMEOUT_S,
+    DEFAULT_TOOL_TIMEOUT_S,
     HttpServerConfig,
     McpOrigin,
     McpServerConfig,
@@ -53,6 +54,7 @@ from acp_agent.mcp._settings import (
 __all__ = (
     "CONFIG_FILE_NAME",
     "DEFAULT_STARTUP_TIMEOUT_S",
+    "DEFAULT_TOOL_TIMEOUT_S",
     "MCP_BRANCH",
     "MCP_GUIDE_ENTRY",
     "MCP_SESSION",

@@ -23,6 +23,7 @@ from acp_agent.values import Value
 
 __all__ = (
     "DEFAULT_STARTUP_TIMEOUT_S",
+    "DEFAULT_TOOL_TIMEOUT_S",
     "HttpServerConfig",
     "McpOrigin",
     "McpServerConfig",
@@ -35,6 +36,9 @@ __all__ = (
 
 #: How long a server may take to start, answer the handshake and list its tools.
 DEFAULT_STARTUP_TIMEOUT_S: Final = 30.0
+#: How long one tool call may take before it is abandoned: long enough for a build or a
+#: crawl, short enough that a hung server cannot hold a turn (or a script) for ever.
+DEFAULT_TOOL_TIMEOUT_S: Final = 600.0
 
 Transport: TypeAlias = Literal["stdio", "http", "sse"]
 
@@ -67,9 +71,8 @@ class _ServerConfig(Value):
     origin: McpOrigin = McpOrigin.USER
     #: Start, handshake and tool listing must finish within this, or the server is failed.
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
-    #: A call that takes longer is abandoned (the server is told) with an error result;
-    #: None waits until the turn is cancelled.
-    tool_timeout_s: float | None = None
+    #: A call that takes longer is abandoned (the server is told) with an error result.
+    tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S
 
 
 @attrs.frozen(kw_only=True)

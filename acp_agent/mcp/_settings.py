@@ -23,7 +23,7 @@ A declaration::
     sandbox = true                       # start it in the command sandbox (default false)
     sandbox_network = false              # ... without the network (default: with it)
     startup_timeout_s = 30               # start, handshake and tool list within this, or failed
-    tool_timeout_s = 120                 # optional: abandon a call after this long
+    tool_timeout_s = 120                 # abandon a call after this long (default 600)
     enabled = false                      # user file only: keep the declaration, do not start it
 
     [mcp_servers.docs]
@@ -68,6 +68,7 @@ import attrs
 
 from acp_agent.mcp._config import (
     DEFAULT_STARTUP_TIMEOUT_S,
+    DEFAULT_TOOL_TIMEOUT_S,
     HttpServerConfig,
     McpOrigin,
     McpServerConfig,
@@ -249,7 +250,7 @@ def parse_server_table(
     if enabled is not None and not isinstance(enabled, bool):
         raise _Invalid("enabled must be true or false")
     startup = _number(table, "startup_timeout_s", DEFAULT_STARTUP_TIMEOUT_S)
-    tool_timeout = _number(table, "tool_timeout_s", None)
+    tool_timeout = _number(table, "tool_timeout_s", DEFAULT_TOOL_TIMEOUT_S)
     common: dict[str, Any] = {
         "name": name,
         "origin": origin,

@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 import anyio
+import attrs
 import pytest
 
 from acp_agent.mcp import (
+    DEFAULT_TOOL_TIMEOUT_S,
     TOOL_NAME_PATTERN,
     HttpServerConfig,
     McpOrigin,
@@ -372,3 +374,18 @@ async def test_waiting_for_startup_covers_first_connections_not_reconnects(tmp_p
         with anyio.fail_after(WAIT_S):
             await manager.wait_started()  # the reconnect, a minute away, is not waited for
         assert manager.status("fragile").state is ServerState.DISCONNECTED
+
+
+async def test_a_call_past_its_timeout_is_abandoned_and_the_server_goes_on(tmp_path: Path) -> None:
+    assert stdio_server("default").tool_timeout_s == DEFAULT_TOOL_TIMEOUT_S  # never unbounded
+    slow = attrs.evolve(stdio_server("slow"), tool_timeout_s=0.5)
+    async with McpServerManager([slow], cwd=tmp_path) as manager:
+        await manager.wait_settled()
+        tools = manager.tool_set.by_name()
+        hung = await tools["mcp__slow__grow_and_wait"].run({}, tool_context(tmp_path))
+        assert hung.is_error
+        assert hung.model_text.startswith(
+            "MCP server 'slow' did not finish 'grow_and_wait' within 0.5 s; the call was abandoned"
+        )
+        echoed = await tools["mcp__slow__echo"].run({"text": "still here"}, tool_context(tmp_path))
+        assert echoed.model_text == "still here"
