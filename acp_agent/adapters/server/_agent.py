@@ -21,6 +21,7 @@ changes when the session is the server's rather than this client's:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,9 +30,11 @@ import attrs
 from acp_agent.adapters.acp import AcpAgent
 from acp_agent.adapters.acp._notices import NoticeOutbox
 from acp_agent.adapters.acp._opening import OpeningSessions
+from acp_agent.adapters.acp._options import config_option_update, mode_update
 from acp_agent.adapters.acp._session import AcpSession, EditorSide
 from acp_agent.adapters.server._audience import Role, SessionAudience, SharedSessions, Viewer
 from acp_agent.adapters.server._views import META_KEY, SessionView
+from acp_agent.agent import MODE_KEY
 from protocol import types
 from protocol.errors import InvalidRequest
 from protocol.methods import MessageKind
@@ -94,7 +97,7 @@ class ServerSession(AcpSession):
         self.audience = audience
         #: This connection's prompts on the session, waiting or holding the turn.
         self.own: list[TurnSlot] = []
-        audience.follow(viewer, notices=self.notices.post)
+        audience.follow(viewer, notices=self.notices.post, settings=self._show_settings)
 
     @property
     def view(self) -> SessionView:
@@ -112,6 +115,21 @@ class ServerSession(AcpSession):
             await self.handle.set_title(title)
         else:
             await super().set_title(title)
+
+    async def adopt(self, values: Mapping[str, Any], *, config_update: bool = True) -> None:
+        """Adopt and show the settings here, and to the session's other clients."""
+        await super().adopt(values, config_update=config_update)
+        self.audience.post_settings(self.viewer.client_id, values)
+
+    def _show_settings(self, values: Mapping[str, Any]) -> None:
+        """Another client adopted `values`: an attached view shows the mode and the
+        complete option set, as the adopting client was shown them."""
+        if not self.view.attached:
+            return  # as over stdio: the next answer carries the settings
+        controls = self.handle.controls
+        if MODE_KEY in values:
+            self.stream.send(mode_update(controls))
+        self.stream.send(config_option_update(controls, self._models))
 
     async def cancel_own(self) -> int:
         """Cancel this connection's prompts only; how many."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 __all__ = ("Role", "SessionAudience", "SharedSessions", "Viewer")
 
 logger = logging.getLogger(__name__)
+
+#: Shows a connection the settings another client adopted (the values it adopted).
+SettingsSink = Callable[[Mapping[str, Any]], None]
 
 
 class Role(enum.Enum):
@@ -75,6 +78,8 @@ class SessionAudience:
         self.following: dict[str, Viewer] = {}
         #: Where each following client takes the session's notices.
         self._notices: dict[str, NoticeSink] = {}
+        #: Where each following client shows settings another client adopted.
+        self._settings: dict[str, SettingsSink] = {}
         self._changed = anyio.Event()
         self.questions: QuestionBroker = QuestionBroker(self)
         #: The session's files: the server's disk, or an attached controller's.
@@ -101,12 +106,28 @@ class SessionAudience:
                 asked[cid] = viewer
         return asked
 
-    def follow(self, viewer: Viewer, *, notices: NoticeSink | None = None) -> None:
+    def follow(
+        self,
+        viewer: Viewer,
+        *,
+        notices: NoticeSink | None = None,
+        settings: SettingsSink | None = None,
+    ) -> None:
         """The client follows the session; its notices (the session's, for the person)
-        go to `notices`."""
+        go to `notices`, settings other clients adopt to `settings`."""
         self.following[viewer.client_id] = viewer
         if notices is not None:
             self._notices[viewer.client_id] = notices
+        if settings is not None:
+            self._settings[viewer.client_id] = settings
+
+    def post_settings(self, client_id: str, values: Mapping[str, Any]) -> None:
+        """`client_id` adopted `values` (mode, model, ...): every other following client's
+        sink hears of it (an attached view shows it; one that is not learns it at its
+        next answer, as over stdio)."""
+        for cid, show in list(self._settings.items()):
+            if cid != client_id:
+                show(values)
 
     def post_notice(self, notice: Notice) -> None:
         """A notice of the session's: to every client following it (each shows it during
@@ -134,6 +155,7 @@ class SessionAudience:
         """The client follows the session no more (it closed it, or left)."""
         self.following.pop(client_id, None)
         self._notices.pop(client_id, None)
+        self._settings.pop(client_id, None)
         self.attached.pop(client_id, None)
         self.files.release(client_id)
         self._wake()

@@ -364,3 +364,37 @@ async def test_a_second_controller_steers_the_running_turn_and_both_see_it_where
     [answer] = answers
     assert answer.meta is not None
     assert answer.meta["acp-agent"]["usage"]["turn"]["totalTokens"] > 0
+
+
+async def test_a_mode_one_controller_sets_reaches_the_other_attached_clients(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    async with (
+        socket_client(server.socket) as owner,
+        socket_client(server.socket) as controller,
+        socket_client(server.socket) as observer,
+    ):
+        session_id = await owner.new_session(tmp_path)
+        await attach(controller, session_id, role="controller", replay="none")
+        await attach(observer, session_id, role="observer", replay="none")
+
+        await controller.request(
+            methods.SESSION_SET_MODE,
+            types.SetSessionModeRequest(session_id=session_id, mode_id="plan"),
+        )
+
+        def settings_seen(client: Any) -> list[dict[str, Any]]:
+            return [
+                u
+                for _, u in seen(client, session_id)
+                if u["sessionUpdate"] in ("current_mode_update", "config_option_update")
+            ]
+
+        await observer.wait_until(lambda: len(settings_seen(observer)) == 2)
+        mode, options = settings_seen(observer)
+        assert mode["currentModeId"] == "plan"
+        [mode_option] = [o for o in options["configOptions"] if o["id"] == "mode"]
+        assert mode_option["currentValue"] == "plan"
+        # The one that set it has it from its own answer; the owner, not attached, from
+        # its next answer (as over stdio: nothing between its turns).
+        assert settings_seen(owner) == []
