@@ -43,7 +43,7 @@ import inspect
 import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
@@ -55,6 +55,7 @@ from jsonbounds import MAX_JSON_DEPTH, TOO_DEEP, OverLongLine, nesting_exceeds
 from protocol import methods
 from protocol._envelope import (
     ABSENT,
+    Batch,
     Dropped,
     ErrorResponse,
     Message,
@@ -89,7 +90,14 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
     from cattrs import Converter
 
-__all__ = ("AcpProtocol", "AgentSideProtocol", "ClientSideProtocol", "Handler", "Writer")
+__all__ = (
+    "AcpProtocol",
+    "AgentSideProtocol",
+    "ClientSideProtocol",
+    "Handler",
+    "MethodTable",
+    "Writer",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +128,17 @@ class _Route:
     handler: Handler
 
 
+class MethodTable(Protocol):
+    """A protocol version's method table: `protocol.methods`, `protocol.v2.methods`."""
+
+    @property
+    def CANCEL_REQUEST(self) -> str: ...
+    @property
+    def REQUESTS(self) -> Mapping[str, MethodSpec]: ...
+    @property
+    def NOTIFICATIONS(self) -> Mapping[str, MethodSpec]: ...
+
+
 class Writer(Protocol):
     """Where whole lines go: `write` takes one message's JSON, without the newline."""
 
@@ -146,6 +165,13 @@ class AcpProtocol:
 
     def __init__(self, converter: Converter) -> None:
         self._converter = converter
+        #: The protocol version's method table (v1's unless `use_methods` chose another).
+        self._methods: MethodTable = methods
+        #: Called with each incoming request's method and raw params before it is routed
+        #: (`on_request`): where a version is chosen at `initialize`.
+        self._before_request: Callable[[str, Any], None] | None = None
+        #: Whether a batch line is served (v2) or refused (v1).
+        self._batches = False
         #: Where lines go (`set_writer`); None until the connection starts.
         self.writer: Writer | None = None
         #: Where async handlers run (`set_task_group`): the connection's task group.
@@ -185,11 +211,24 @@ class AcpProtocol:
         handler raises `ConnectionNotStarted`."""
         self._task_group = task_group
 
+    def use_methods(self, table: MethodTable, *, batches: bool = False) -> None:
+        """Serve and send the methods of `table` (a version's generated method module, as
+        `protocol.v2.methods`) from now on; the routes registered so far are dropped.
+        `batches`: take JSON-RPC batches (v2; v1 has none), each entry served alone."""
+        self._methods = table
+        self._batches = batches
+        self._routes.clear()
+
+    def on_request(self, hook: Callable[[str, Any], None] | None) -> None:
+        """Call `hook(method, raw_params)` for each incoming request before it is routed
+        (None: no more); it may `use_methods` and register the routes that serve it."""
+        self._before_request = hook
+
     # -- registration --------------------------------------------------------
 
     def register(self, method: str, handler: Handler, *, kind: MessageKind | None = None) -> None:
         """Route `method` to `handler` (for both kinds of an extension method unless `kind`)."""
-        if method == methods.CANCEL_REQUEST:
+        if method == self._methods.CANCEL_REQUEST:
             raise WrongMethod(f"{method} is handled by the connection itself")
         for route_kind, spec in self._table_entries(method, kind):
             if spec is not None:
@@ -211,10 +250,11 @@ class AcpProtocol:
             kinds = [kind] if kind is not None else list(MessageKind)
             return [(k, None) for k in kinds]
         entries: list[tuple[MessageKind, MethodSpec | None]] = []
-        if method in methods.REQUESTS and kind in (None, MessageKind.REQUEST):
-            entries.append((MessageKind.REQUEST, methods.REQUESTS[method]))
-        if method in methods.NOTIFICATIONS and kind in (None, MessageKind.NOTIFICATION):
-            entries.append((MessageKind.NOTIFICATION, methods.NOTIFICATIONS[method]))
+        table = self._methods
+        if method in table.REQUESTS and kind in (None, MessageKind.REQUEST):
+            entries.append((MessageKind.REQUEST, table.REQUESTS[method]))
+        if method in table.NOTIFICATIONS and kind in (None, MessageKind.NOTIFICATION):
+            entries.append((MessageKind.NOTIFICATION, table.NOTIFICATIONS[method]))
         if not entries:
             what = f"an ACP {kind.value}" if kind is not None else "an ACP method"
             raise WrongMethod(f"{method} is not {what}; extension methods start with '_'")
@@ -231,11 +271,22 @@ class AcpProtocol:
         as an invalid request with a null id.
         """
         if isinstance(line, OverLongLine):
-            message: Message | Rejected | Dropped = oversized_line(
+            message: Message | Batch | Rejected | Dropped = oversized_line(
                 line.size_bytes, line.limit_bytes
             )
         else:
-            message = parse_line(line)
+            message = parse_line(line, batches=self._batches)
+        if isinstance(message, Batch):
+            # Each entry as a line of its own: answered one by one (none is ever sent as a
+            # batch by us); a notification-only batch gets no reply.
+            for entry in message.entries:
+                self._receive_message(entry, line)
+            return
+        self._receive_message(message, line)
+
+    def _receive_message(
+        self, message: Message | Rejected | Dropped, line: bytes | bytearray | OverLongLine
+    ) -> None:
         context = contextvars.copy_context()
         match message:
             case Request(msg_id, method, params):
@@ -266,6 +317,8 @@ class AcpProtocol:
         return len(self._running)
 
     def _receive_request(self, msg_id: RequestId, method: str, params: Any) -> None:
+        if self._before_request is not None:
+            self._before_request(method, params)
         route = self._routes.get((MessageKind.REQUEST, method))
         if route is None:
             logger.info("No handler for request %r (id %r)", method, msg_id)
@@ -285,7 +338,7 @@ class AcpProtocol:
         )
 
     def _receive_notification(self, method: str, params: Any) -> None:
-        if method == methods.CANCEL_REQUEST:
+        if method == self._methods.CANCEL_REQUEST:
             self._cancel_incoming(params)
             return
         route = self._routes.get((MessageKind.NOTIFICATION, method))
@@ -468,7 +521,7 @@ class AcpProtocol:
 
     def _cancel_incoming(self, raw_params: Any) -> None:
         """`$/cancel_request`: cancel that handler; its answer becomes -32800."""
-        spec = methods.NOTIFICATIONS[methods.CANCEL_REQUEST]
+        spec = self._methods.NOTIFICATIONS[self._methods.CANCEL_REQUEST]
         try:
             params = self._converter.structure(
                 raw_params if isinstance(raw_params, dict) else {}, spec.params_type
@@ -545,7 +598,7 @@ class AcpProtocol:
             if not future.done():  # answered already: there is nothing left to cancel
                 self._abandon(msg_id)
             raise
-        spec = methods.REQUESTS.get(method)
+        spec = self._methods.REQUESTS.get(method)
         if spec is None:
             return raw
         try:
@@ -592,7 +645,7 @@ class AcpProtocol:
     def _tell_peer_cancelled(self, msg_id: RequestId) -> None:
         if self._closed or self._input_ended:
             return
-        spec = methods.NOTIFICATIONS[methods.CANCEL_REQUEST]
+        spec = self._methods.NOTIFICATIONS[self._methods.CANCEL_REQUEST]
         try:
             self.notify(spec.name, spec.params_type(request_id=msg_id))
         except (ConnectionClosed, OSError):
@@ -601,7 +654,9 @@ class AcpProtocol:
     def _outgoing_spec(self, method: str, kind: MessageKind) -> MethodSpec | None:
         if method.startswith(_EXTENSION_PREFIX):
             return None
-        table = methods.REQUESTS if kind is MessageKind.REQUEST else methods.NOTIFICATIONS
+        table = (
+            self._methods.REQUESTS if kind is MessageKind.REQUEST else self._methods.NOTIFICATIONS
+        )
         spec = table.get(method)
         if spec is None:
             raise WrongMethod(f"{method} is not an ACP {kind.value}; extensions start with '_'")

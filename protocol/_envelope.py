@@ -21,6 +21,7 @@ from protocol.errors import AcpError, InvalidParams, InvalidRequest, ParseError
 
 __all__ = (
     "ABSENT",
+    "Batch",
     "Dropped",
     "ErrorResponse",
     "Message",
@@ -100,8 +101,18 @@ class Dropped:
 Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
 
-def parse_line(line: bytes | bytearray) -> Message | Rejected | Dropped:
-    """Classify one line (without its newline) as a message, or as a rejection to answer."""
+@attrs.frozen
+class Batch:
+    """A JSON-RPC batch (ACP v2 only): each entry classified as a line of its own would be."""
+
+    entries: tuple[Message | Rejected | Dropped, ...]
+
+
+def parse_line(
+    line: bytes | bytearray, *, batches: bool = False
+) -> Message | Batch | Rejected | Dropped:
+    """Classify one line (without its newline) as a message, or as a rejection to answer;
+    with `batches` (v2), an array is a `Batch` (an empty one is rejected whole)."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -113,9 +124,18 @@ def parse_line(line: bytes | bytearray) -> Message | Rejected | Dropped:
     except ValueError as exc:
         return Rejected(None, ParseError(f"Parse error: {_first_line(exc)}"))
     if isinstance(value, list):
-        return Rejected(
-            None, InvalidRequest("Invalid request: batches are not supported in ACP v1")
-        )
+        if not batches:
+            return Rejected(
+                None, InvalidRequest("Invalid request: batches are not supported in ACP v1")
+            )
+        if not value:
+            return Rejected(None, InvalidRequest("Invalid request: an empty batch"))
+        return Batch(tuple(_entry(item) for item in value))
+    return _entry(value)
+
+
+def _entry(value: Any) -> Message | Rejected | Dropped:
+    """One decoded message (a line's, or a batch entry's), classified."""
     if not isinstance(value, dict):
         return Rejected(None, InvalidRequest("Invalid request: a message must be a JSON object"))
     message = _classify(value)
