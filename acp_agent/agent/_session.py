@@ -220,6 +220,13 @@ class SessionHandle:
             await slot.cancel_turn()
         return len(slots)
 
+    def cancel_tool_call(self, call_id: str) -> bool:
+        """Cut one tool call of the main line short, the turn going on without it (its
+        result says it was cancelled); False when no such call is waiting or running."""
+        from acp_agent.capabilities._assembly import TOOL_EXECUTOR
+
+        return self._session.main.scope.get(TOOL_EXECUTOR).cancel_call(call_id)
+
     async def wait_idle(self) -> None:
         """Wait until no prompt is waiting or running."""
         while self._slots:

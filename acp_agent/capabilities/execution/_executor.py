@@ -162,6 +162,12 @@ _CANCELLED_RUNNING = (
     "effects. Check the state before retrying."
 )
 _CANCELLED_BEFORE = "Not run: the turn was cancelled before this call started."
+#: A call cancelled on its own (`ToolExecutor.cancel_call`); the turn goes on.
+_CANCELLED_ALONE_RUNNING = (
+    "Interrupted: the person cancelled this call while it was running, so it may have had "
+    "effects. Check the state before retrying."
+)
+_CANCELLED_ALONE_BEFORE = "Not run: the person cancelled this call before it started."
 _CANCELLED_ASKING = "Not run: the turn was cancelled while the person was being asked."
 _UNBOUND = "Not run: the tools this call was proposed with are gone."
 _RELOADED_RUNNING = (
@@ -220,6 +226,8 @@ class _Call:
     sandbox: CommandSandbox | None = None
     #: Said to the person before its result (the sandbox cannot run here).
     notice: str | None = None
+    #: Cancelled on its own (`ToolExecutor.cancel_call`), not with its turn.
+    cancelled_alone: bool = False
 
     @property
     def call_id(self) -> CallId:
@@ -411,13 +419,30 @@ class ToolExecutor:
             [self._result_draft(request, _CANCELLED_BEFORE, not_executed) for request in requests]
         )
 
+    def cancel_call(self, call_id: str) -> bool:
+        """Cut one call short, as a turn's cancel cuts its calls (its result says so), and
+        go on with the turn; False when no call of that id is still waiting or running."""
+        call = self._calls.get(CallId(call_id))
+        if call is None or call.stage in (CallStage.FINISHED, CallStage.RECORDED):
+            return False
+        call.cancelled_alone = True
+        call.interrupted_by = "cancelled_alone"
+        if call.scope is not None:
+            call.scope.cancel()
+        return True
+
     async def _run_batch(self, calls: Sequence[_Call]) -> None:
         try:
             for call in calls:
                 if call.turn_id in self._interrupted:
                     break
-                with anyio.CancelScope() as call.scope:
-                    await self._run(call)
+                if not call.cancelled_alone:
+                    with anyio.CancelScope() as call.scope:
+                        await self._run(call)
+                if call.cancelled_alone and call.stage is not CallStage.RECORDED:
+                    # Cancelled alone (`cancel_call`): its result now, before the next call runs.
+                    with anyio.CancelScope(shield=True):
+                        await self._settle([call])
         finally:
             with anyio.CancelScope(shield=True):
                 await self._settle([call for call in calls if call.stage is not CallStage.RECORDED])
@@ -744,7 +769,10 @@ class ToolExecutor:
             if call.stage is CallStage.RUNNING:
                 reason = call.interrupted_by
                 drafts.append(EventDraft(ToolCallInterrupted(call.call_id, reason), TOOLS_PRODUCER))
-                text = _RELOADED_RUNNING if reason == "reloaded" else _CANCELLED_RUNNING
+                text = {
+                    "reloaded": _RELOADED_RUNNING,
+                    "cancelled_alone": _CANCELLED_ALONE_RUNNING,
+                }.get(reason, _CANCELLED_RUNNING)
                 drafts.append(self._result_draft(request, text, ToolOutcome.INTERRUPTED))
             elif call.stage is CallStage.ASKING:
                 permission_id = call.permission_id or ""
@@ -753,7 +781,8 @@ class ToolExecutor:
                 not_run = self._result_draft(request, _CANCELLED_ASKING, ToolOutcome.NOT_EXECUTED)
                 drafts.append(not_run)
             else:
-                not_run = self._result_draft(request, _CANCELLED_BEFORE, ToolOutcome.NOT_EXECUTED)
+                text = _CANCELLED_ALONE_BEFORE if call.cancelled_alone else _CANCELLED_BEFORE
+                not_run = self._result_draft(request, text, ToolOutcome.NOT_EXECUTED)
                 drafts.append(not_run)
             call.stage = CallStage.RECORDED
         if drafts:
