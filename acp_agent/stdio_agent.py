@@ -31,7 +31,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import acp_agent
 from acp_agent.runtime_setup import (
@@ -165,9 +165,29 @@ def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:
         editor_timeout_s=editor_timeout_s(),
         mode=settings.mode_name,
     )
-    agent.register()
+    # v1 now; v2 instead if the client's `initialize` asks for it (ACP_AGENT_PROTOCOL).
+    from acp_agent.adapters.acp2.choice import choose_protocol
+
+    v2_agents: list[Any] = []
+
+    def use_v2() -> None:
+        from acp_agent.adapters.acp2._agent import AcpV2Agent
+
+        v2_agents.append(
+            AcpV2Agent(
+                connection, host, models, config_dir=paths.config_dir, mode=settings.mode_name
+            )
+        )
+        v2_agents[-1].register()
+
+    async def close_v2() -> None:
+        for v2_agent in v2_agents:
+            await v2_agent.aclose()
+
+    choose_protocol(connection, v1=agent.register, v2=use_v2)
     # Sessions still being assembled stop first (giving their leases back), then the runtime.
     connection.on_shutdown(agent.aclose)
+    connection.on_shutdown(close_v2)
     connection.on_shutdown(host.aclose)
     if os.environ.get("ACP_AGENT_DEBUG") == "1":
         from acp_agent.adapters.acp._debug import register_debug

@@ -1,0 +1,8 @@
+"""The ACP v2 adapter: the v1 adapter's sibling over the same session handles.
+
+`choice.choose_protocol` picks v1 or v2 at a connection's `initialize`;
+`AcpV2Agent` (`_agent`, imported on use: it loads `protocol.v2`) serves v2. Its
+modules: one session's turns (`_session`), its update stream with cursors
+(`_stream`, `_cursor`), v1's update shapes rewritten as v2's (`_wire`), and the
+permission questions (`_prompter`).
+"""

@@ -1,0 +1,97 @@
+"""Permission questions over v2: `session/request_permission` with a tool-call subject.
+
+The question is the v1 adapter's (`permission_request`: the call, its preview, its
+options), rewritten into v2's form: a `title`, the question as `description`, the
+call as a `tool_call` subject. While the person decides, the session's foreground
+state is `requires_action`, and `running` again once they answered (v2: work blocked on
+user action says so).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from acp_agent.adapters.acp._client_bridge import permission_request
+from acp_agent.adapters.acp2._wire import state_update, v2_update
+from acp_agent.agent import PermissionAnswer, PermissionChoice, PermissionQuestion
+from protocol.converter import shared_converter
+from protocol.errors import AcpError, ConnectionClosed, PeerError, RequestCancelled
+
+if TYPE_CHECKING:
+    from protocol.connection import AgentConnection
+
+__all__ = ("V2PermissionPrompter",)
+
+logger = logging.getLogger(__name__)
+
+
+class V2PermissionPrompter:
+    """Asks the person over v2; `say` sends an update body of the session (its state)."""
+
+    def __init__(
+        self,
+        connection: AgentConnection,
+        session_id: str,
+        say: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self._connection = connection
+        self._session_id = session_id
+        self._say = say
+        self._asking = 0
+
+    async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
+        from protocol.v2 import methods, types
+
+        converter = shared_converter(include_unstable=True)
+        request = converter.structure(
+            v2_request(self._session_id, question), types.RequestPermissionRequest
+        )
+        self._asking += 1
+        if self._asking == 1:
+            self._say(state_update("requires_action"))
+        try:
+            response = await self._connection.request(methods.SESSION_REQUEST_PERMISSION, request)
+        except RequestCancelled:
+            return PermissionAnswer(None)
+        except (AcpError, PeerError, ConnectionClosed) as exc:
+            logger.info("permission request for %s not answered: %s", question.call_id, exc)
+            return PermissionAnswer(None)
+        finally:
+            self._asking -= 1
+            if self._asking == 0:
+                self._say(state_update("running"))
+        outcome = response.outcome
+        if isinstance(outcome, types.SelectedPermissionOutcome):
+            offered = {option.option_id: option.choice for option in question.options}
+            choice = offered.get(str(outcome.option_id))
+            if choice is None:
+                logger.warning("the client chose an option we did not offer; taken as reject")
+                return PermissionAnswer(PermissionChoice.REJECT_ONCE)
+            return PermissionAnswer(choice)
+        return PermissionAnswer(None)
+
+
+def v2_request(session_id: str, question: PermissionQuestion) -> dict[str, Any]:
+    """The v2 `session/request_permission` params (wire JSON) asking `question`."""
+    v1 = shared_converter(include_unstable=True).unstructure(
+        permission_request(session_id, question)
+    )
+    call = v2_update({"sessionUpdate": "tool_call_update", **v1["toolCall"]}) or {}
+    call.pop("sessionUpdate", None)
+    content = call.get("content") or []
+    description = None
+    if content and isinstance(content[0], dict) and content[0].get("type") == "content":
+        description = content[0].get("content", {}).get("text")
+    params: dict[str, Any] = {
+        "sessionId": session_id,
+        "title": question.title,
+        "subject": {"type": "tool_call", "toolCall": call},
+        "options": v1["options"],
+    }
+    if description:
+        params["description"] = description
+    if v1.get("_meta"):
+        params["_meta"] = v1["_meta"]
+    return params

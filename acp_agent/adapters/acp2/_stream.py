@@ -1,0 +1,179 @@
+"""One v2 session's `session/update` stream: events shown as v2 upserts, each with its cursor.
+
+Every update made from an event carries its cursor in `_meta["acp-agent"].cursor`,
+`"<seq>:<part>"` (the event's seq and the update's place among that event's updates),
+the form the app server gives attached clients. `session/resume` replays from the
+start, or after any cursor a client got (`{"type": "_acp-agent/after", "cursor": ...}`),
+and the updates it skips or sends are exactly those the live stream sent there: one
+translator per stream sees every event of the session once, in order, replayed or
+live, so an event's updates and their numbering are the same either way.
+
+The foreground state comes from the timeline too: a person's message adopted is
+`running` (before its `user_message_chunk`s), a turn's end `idle` with its stop
+reason, an interrupted turn `idle` / `cancelled`. A permission question in between
+is `requires_action`, then `running` again (`_prompter`; those carry no cursor).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from acp_agent.adapters.acp2._wire import state_idle, state_update, v2_update
+from acp_agent.agent import (
+    ConversationRewound,
+    Event,
+    SessionMetadataChanged,
+    ToolCallRequested,
+    ToolCallStarted,
+    ToolResultRecorded,
+    TurnEnded,
+    TurnInterrupted,
+    UserInputAdopted,
+)
+from protocol.converter import shared_converter
+from protocol.errors import ConnectionClosed
+
+if TYPE_CHECKING:
+    from acp_agent.adapters.acp._updates import UpdateTranslator
+    from protocol.connection import AgentConnection
+
+__all__ = ("META_KEY", "V2Stream", "V2Translator")
+
+logger = logging.getLogger(__name__)
+
+#: Our extensions live under this key of `_meta`.
+META_KEY: Final = "acp-agent"
+
+
+class V2Translator:
+    """The live translator, plus what a client that did not send it cannot know: the
+    person's messages (v2 echoes them), titles and rewind marks (as a replay shows them)."""
+
+    def __init__(self, live: UpdateTranslator, replay: UpdateTranslator) -> None:
+        self._live = live
+        self._replay = replay
+
+    def bodies(self, event: Event) -> list[dict[str, Any]]:
+        """The v2 update bodies of `event`, in order (its cursor parts are their places)."""
+        payload = event.payload
+        shown_by = (
+            self._replay
+            if isinstance(payload, UserInputAdopted | SessionMetadataChanged | ConversationRewound)
+            else self._live
+        )
+        wire = shared_converter(include_unstable=True)
+        bodies: list[dict[str, Any]] = []
+        if isinstance(payload, UserInputAdopted):
+            bodies.append(state_update("running"))
+        for update in shown_by.translate(event):
+            body = v2_update(wire.unstructure(update))
+            if body is not None:
+                bodies.append(body)
+        if isinstance(payload, ToolResultRecorded) and payload.outcome.value == "interrupted":
+            # Cut short while it ran: v2 has a status for that.
+            for body in bodies:
+                if body.get("toolCallId") == payload.call_id and "status" in body:
+                    body["status"] = "cancelled"
+        if isinstance(payload, ToolCallRequested | ToolCallStarted | ToolResultRecorded):
+            _cancel_control(bodies, str(payload.call_id))
+        if isinstance(payload, TurnEnded):
+            bodies.append(state_idle(payload.stop_reason.value))
+        elif isinstance(payload, TurnInterrupted):
+            bodies.append(state_idle("cancelled"))
+        return bodies
+
+
+def _cancel_control(bodies: list[dict[str, Any]], call_id: str) -> None:
+    """A call that waits or runs offers `tool_call/cancel` (`capabilities.cancel`); a
+    final one no longer does (null clears it)."""
+    for body in bodies:
+        if body.get("sessionUpdate") == "tool_call_update" and body.get("toolCallId") == call_id:
+            if body.get("status") in ("pending", "in_progress"):
+                body["capabilities"] = {"cancel": {}}
+            elif body.get("status") in ("completed", "failed", "cancelled"):
+                body["capabilities"] = None
+
+
+class V2Stream:
+    """A session's v2 updates to one client (see the module docstring); a subscriber."""
+
+    def __init__(
+        self, connection: AgentConnection, session_id: str, translator: V2Translator
+    ) -> None:
+        self._connection = connection
+        self._session_id = session_id
+        self._translator = translator
+        self._gone = False
+
+    @property
+    def name(self) -> str:
+        return f"acp v2 session/update {self._session_id}"
+
+    async def handle(self, event: Event) -> None:
+        self.show(event)
+
+    def show(self, event: Event, *, after: tuple[int, int] | None = None) -> int:
+        """Send `event`'s updates, those past cursor `after` only; returns how many sent."""
+        try:
+            bodies = self._translator.bodies(event)
+        except Exception:
+            logger.exception(
+                "event %d of session %s could not be translated", event.seq, self._session_id
+            )
+            return 0
+        sent = 0
+        seq = int(event.seq)
+        for part, body in enumerate(bodies):
+            if after is not None and (seq, part) <= after:
+                continue
+            self.send(body, cursor=f"{seq}:{part}")
+            sent += 1
+        return sent
+
+    def restart(self, translator: V2Translator) -> None:
+        """Translate afresh with `translator` (a resume replays the history through it)."""
+        self._translator = translator
+
+    def learn(self, event: Event) -> None:
+        """Let the translator see an event of the history, sending nothing."""
+        try:
+            self._translator.bodies(event)
+        except Exception:
+            logger.exception(
+                "event %d of session %s could not be learnt", event.seq, self._session_id
+            )
+
+    def send(self, body: dict[str, Any], *, cursor: str | None = None) -> None:
+        """Send one update body now (typed as v2 first: one that does not fit is dropped,
+        logged); a client that went away gets no more."""
+        if self._gone:
+            return
+        from protocol.v2 import methods, types
+
+        if cursor is not None:
+            meta = dict(body.get("_meta") or {})
+            meta[META_KEY] = {**meta.get(META_KEY, {}), "cursor": cursor}
+            body = {**body, "_meta": meta}
+        wire = {"sessionId": self._session_id, "update": body}
+        try:
+            params = shared_converter(include_unstable=True).structure(
+                wire, types.UpdateSessionNotification
+            )
+        except Exception:
+            logger.warning(
+                "a %s update of session %s does not fit the v2 schema; not sent",
+                body.get("sessionUpdate"),
+                self._session_id,
+                exc_info=True,
+            )
+            return
+        try:
+            self._connection.notify(methods.SESSION_UPDATE, params)
+        except ConnectionClosed:
+            self._gone = True
+            logger.info("the client is gone; updates of session %s are dropped", self._session_id)
+
+    def close(self) -> None:
+        """Send nothing more (the session was closed)."""
+        self._gone = True

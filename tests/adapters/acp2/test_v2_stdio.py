@@ -1,0 +1,155 @@
+"""ACP v2 through the stdio agent, end to end: one real agent process, every line it
+writes checked against the v2 schema.
+
+A turn with a tool call (asked, `requires_action`, allowed, run), one tool call
+cancelled alone (`tool_call/cancel`: its turn goes on), a turn cancelled
+(`session/cancel`: `idle` / `cancelled`), then `session/resume` replaying from the
+start, after a cursor mid-way and after the last one: each replay is exactly the
+live updates past that point (no gap, no duplicate).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.adapters.acp2.support import V2Client, cursor_of, initialize_v2, is_idle
+from tests.support.agent import agent_env, write_script
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def shell(command: str, call_id: str) -> dict[str, Any]:
+    return {"tool_call": {"name": "shell", "arguments": {"command": command}, "id": call_id}}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+@pytest.fixture
+def v2_agent(tmp_path: Path) -> Any:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    script = write_script(
+        tmp_path / "script.json",
+        [{"text": "Writing."}, shell("echo one > one.txt", "w1")],
+        [{"text": "Written."}],
+        [{"text": "Waiting."}, shell("sleep 30", "s1")],
+        [{"text": "Cut short."}],
+        [{"text": "Working on it"}, {"sleep_ms": 30000}, {"text": "never sent"}],
+    )
+    command = [sys.executable, "-m", "acp_agent", "--home", str(tmp_path / "home")]
+    client = V2Client([*command, "--script", str(script)], agent_env())
+    try:
+        yield client, workspace
+    finally:
+        client.stop()
+
+
+def live_with_cursors(client: V2Client, session_id: str) -> list[dict[str, Any]]:
+    return [u for u in client.updates(session_id) if cursor_of(u) is not None]
+
+
+def resume(client: V2Client, session_id: str, workspace: Path, replay: Any) -> list[dict[str, Any]]:
+    """Resume with `replayFrom` = `replay`; the updates the replay sent before the answer
+    (the state snapshot that ends every resume checked and left out)."""
+    before = len(client.updates(session_id))
+    answer = client.call(
+        "session/resume", {"sessionId": session_id, "cwd": str(workspace), "replayFrom": replay}
+    )
+    assert answer.get("result") == {}, answer
+    *replayed, snapshot = client.updates(session_id)[before:]
+    assert snapshot == {"sessionUpdate": "state_update", "state": "idle"}
+    return replayed
+
+
+def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
+    client, workspace = v2_agent
+    result = initialize_v2(client, version=2)
+    assert result["protocolVersion"] == 2
+    assert result["authMethods"], "methods advertised, so auth/login and auth/logout are served"
+    assert client.call("auth/logout", {}) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    session_id = client.call("session/new", {"cwd": str(workspace)})["result"]["sessionId"]
+
+    # A turn with a tool call: answered on insertion, then running -> requires_action ->
+    # running -> idle (end_turn), the call upserted by id.
+    client.answers = ["allow_once"]
+    answer = client.call("session/prompt", {"sessionId": session_id, "prompt": [text("write")]})
+    message_id = answer["result"]["messageId"]
+    assert client.wait_idle(session_id)["stopReason"] == "end_turn"
+    updates = client.updates(session_id)
+    states = [u["state"] for u in updates if u["sessionUpdate"] == "state_update"]
+    assert states == ["running", "requires_action", "running", "idle"]
+    echoed = [u for u in updates if u["sessionUpdate"] == "user_message_chunk"]
+    assert [u["messageId"] for u in echoed] == [message_id]
+    call = [u for u in updates if u.get("toolCallId") == "w1"]
+    assert [u["status"] for u in call] == ["pending", "in_progress", "completed"]
+    assert call[0]["capabilities"] == {"cancel": {}}
+    assert call[-1]["capabilities"] is None
+    assert (workspace / "one.txt").read_text() == "one\n"
+    question = client.requests[0]["params"]
+    assert question["subject"]["toolCall"]["toolCallId"] == "w1"
+
+    # One tool call cancelled alone: its status is cancelled, the turn goes on and ends.
+    client.answers = ["allow_once"]
+    client.call("session/prompt", {"sessionId": session_id, "prompt": [text("wait")]})
+    client.wait_update(
+        session_id, lambda u: u.get("toolCallId") == "s1" and u.get("status") == "in_progress"
+    )
+    cancel = client.call("tool_call/cancel", {"sessionId": session_id, "toolCallId": "s1"})
+    assert cancel["result"] == {}
+    assert client.wait_idle(session_id)["stopReason"] == "end_turn"
+    assert [u["status"] for u in client.updates(session_id) if u.get("toolCallId") == "s1"][
+        -1
+    ] == "cancelled"
+    assert any(
+        u["sessionUpdate"] == "agent_message_chunk" and u["content"].get("text") == "Cut short."
+        for u in client.updates(session_id)
+    )
+    again = client.call("tool_call/cancel", {"sessionId": session_id, "toolCallId": "s1"})
+    assert again["error"]["code"] == -32602  # final already
+
+    # A turn cancelled: idle with `cancelled`, nothing after it.
+    client.call("session/prompt", {"sessionId": session_id, "prompt": [text("slow")]})
+    client.wait_update(
+        session_id,
+        lambda u: (
+            u["sessionUpdate"] == "agent_message_chunk"
+            and u["content"].get("text") == "Working on it"
+        ),
+    )
+    client.notify("session/cancel", {"sessionId": session_id})
+    assert client.wait_idle(session_id)["stopReason"] == "cancelled"
+
+    # Resume: from the start, after a cursor mid-way, after the last one.
+    live = live_with_cursors(client, session_id)
+    assert len({cursor_of(u) for u in live}) == len(live)
+    assert resume(client, session_id, workspace, {"type": "start"}) == live
+    middle = len(live) // 2
+    after = {"type": "_acp-agent/after", "cursor": cursor_of(live[middle])}
+    assert resume(client, session_id, workspace, after) == live[middle + 1 :]
+    end = {"type": "_acp-agent/after", "cursor": cursor_of(live[-1])}
+    assert resume(client, session_id, workspace, end) == []
+    assert resume(client, session_id, workspace, None) == []
+    # A whole event's cursor ("<seq>") skips all its updates.
+    seq = cursor_of(live[1]).split(":")[0]
+    whole = {"type": "_acp-agent/after", "cursor": seq}
+    assert resume(client, session_id, workspace, whole) == [
+        u for u in live if int(cursor_of(u).split(":")[0]) > int(seq)
+    ]
+    # A cursor type or value not ours: -32602, never a resume without replay.
+    for bad in (
+        {"type": "_other/after", "cursor": "1"},
+        {"type": "_acp-agent/after", "cursor": "x"},
+    ):
+        refused = client.call(
+            "session/resume", {"sessionId": session_id, "cwd": str(workspace), "replayFrom": bad}
+        )
+        assert refused["error"]["code"] == -32602, refused
+
+    assert client.problems() == []
+    assert is_idle(client.updates(session_id)[-1]) or client.updates(session_id)[-1] == live[-1]
