@@ -1,7 +1,12 @@
-"""Interop with the official TypeScript SDK (`@agentclientprotocol/sdk` 2.4.0): its own
-client code drives the real agent over the app server's WebSocket in ACP v1
-(`ts_sdk_ws_client.mjs`), with the SDK's WebSocket stream: an oracle for the server's
-WebSocket framing that no code of ours wrote.
+"""Interop with the official TypeScript SDK (`@agentclientprotocol/sdk` 2.4.0, the draft
+the v2 schema was vendored from): its own client code drives the real agent.
+
+- over stdio in ACP v2 (`ts_sdk_v2_client.mjs`): initialize, a session, a prompt whose
+  tool call asks permission, the turn read to its `stop`, and a resume replaying from
+  the start, each accepted by the SDK's parsers;
+- over the app server's WebSocket in ACP v1 (`ts_sdk_ws_client.mjs`), with the SDK's
+  WebSocket stream: an oracle for the server's WebSocket framing that no code of ours
+  wrote.
 
 The SDK is not a dependency of the project: the tests look for it where
 `ACP_AGENT_TS_SDK` points (a `node_modules` folder), else in
@@ -17,12 +22,14 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.agent import write_script
+from tests.support.agent import agent_env, write_script
 from tests.support.app_server import running_server
 
 HERE = Path(__file__).resolve().parent
@@ -55,6 +62,19 @@ def node_and_sdk() -> tuple[str, Path]:
     return node, sdk
 
 
+def run_node(script: str, *args: str, env: dict[str, str]) -> dict[str, Any]:
+    """Run a node script of this folder; its one JSON summary line, parsed."""
+    node, _ = node_and_sdk()
+    done = subprocess.run(
+        [node, str(HERE / script), *args],
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    return _summary(script, done.stdout, done.stderr)
+
+
 def token_in(path: str) -> str:
     """The server's token, from the file it named."""
     return Path(path).read_text().strip()
@@ -66,6 +86,40 @@ def _summary(script: str, stdout: bytes, stderr: bytes) -> dict[str, Any]:
     summary: dict[str, Any] = json.loads(lines[-1])
     assert summary.get("ok"), summary
     return summary
+
+
+@pytest.mark.timeout(90)
+def test_the_ts_sdk_v2_client_over_stdio(tmp_path: Path) -> None:
+    _, sdk = node_and_sdk()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            {"text": "Running."},
+            {"tool_call": {"name": "shell", "arguments": {"command": "echo hi"}, "id": "c1"}},
+        ],
+        [{"text": "Done."}],
+    )
+    agent = [sys.executable, "-m", "acp_agent", "--home", str(tmp_path / "home")]
+    summary = run_node(
+        "ts_sdk_v2_client.mjs",
+        str(sdk),
+        str(workspace),
+        *agent,
+        "--script",
+        str(script),
+        env=agent_env(),
+    )
+    assert summary["protocolVersion"] == 2
+    assert summary["messageId"].startswith("turn_")
+    assert summary["permissions"] == 1
+    assert summary["stopReasons"] == ["end_turn"]
+    assert summary["texts"] == ["Running.", "Done."]
+    assert summary["kinds"][:2] == ["state_update", "user_message_chunk"]
+    assert summary["kinds"].count("tool_call_update") == 3
+    assert summary["resumeResult"] == {}
+    assert {"user_message_chunk", "tool_call_update"} <= set(summary["replayed"])
 
 
 @pytest.mark.timeout(90)
