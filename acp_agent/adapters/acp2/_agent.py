@@ -11,14 +11,16 @@ same event translation (`_stream`), different answers:
   cursor an update carried (`{"type": "_acp-agent/after", "cursor": "<seq>:<part>"}`),
   or nothing when it is omitted; the replay, then a `state_update` snapshot of the
   foreground state (no cursor), are sent before the answer;
-- `tool_call/cancel` cuts one call short (its turn goes on); `$/cancel_request` is
-  the engine's (a request in flight);
+- `tool_call/cancel` cuts one call short (its turn goes on), and so does
+  `terminal/cancel` of the display terminal showing its command; `$/cancel_request`
+  is the engine's (a request in flight);
 - `auth/login` checks that the method's provider is configured now (as v1's
   `authenticate`); `auth/logout` answers success and changes nothing: acp-agent
   keeps no credentials of its own (provider keys are its environment's), so there
   is no signed-in state to end;
-- there are no editor files or terminals in v2: sessions use the agent's own tools
-  (no `ClientBridge`), and a command's output is shown in its tool call's content.
+- there are no editor files or terminals in v2: sessions use the agent's own tools,
+  and a command run locally streams its output to an agent-owned display terminal
+  (`terminal_update`, `terminal_output_chunk`), shown in its tool call's content.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ logger = logging.getLogger(__name__)
 
 #: How long a resume on this connection waits for the session's turn to be over.
 _SETTLE_BUDGET_S = 2.0
+#: A display terminal's id is this and the id of the call whose command it shows.
+LOCAL_TERMINAL_PREFIX = "local-"
 #: Our `replayFrom` type: replay what came after a cursor an update carried.
 AFTER_CURSOR = "_acp-agent/after"
 
@@ -97,6 +101,7 @@ class AcpV2Agent:
         register(methods.SESSION_PROMPT, self.prompt)
         register(methods.SESSION_CANCEL, self.cancel)
         register(methods.TOOL_CALL_CANCEL, self.cancel_tool_call)
+        register(methods.TERMINAL_CANCEL, self.cancel_terminal)
 
     async def aclose(self) -> None:
         """Stop the turns still running (at shutdown, before the runtime closes)."""
@@ -237,7 +242,11 @@ class AcpV2Agent:
         from acp_agent.adapters.acp2._stream import V2Translator
 
         capabilities = shared_converter(include_unstable=True).structure(
-            {"plan": {}, "session": {"notices": {}, "compaction": {}}},
+            {
+                "plan": {},
+                "session": {"notices": {}, "compaction": {}},
+                "_meta": {"terminal_output": True},
+            },
             v1_types.ClientCapabilities,
         )
         return V2Translator(
@@ -246,12 +255,15 @@ class AcpV2Agent:
         )
 
     def _front_end(self, v2_session: V2Session, session_id: str) -> Any:
-        """The v2 client's side of a session: its person (no editor files or terminals)."""
+        """The v2 client's side of a session: its person, and no editor files or terminals
+        (v2 has none), a command's output streamed to a display terminal instead."""
         from acp_agent.adapters.acp2._prompter import V2PermissionPrompter
+        from acp_agent.adapters.acp2._terminals import DisplayTerminals
         from acp_agent.agent import FrontEnd
 
         return FrontEnd(
-            prompter=V2PermissionPrompter(self._connection, session_id, v2_session.stream.send)
+            client=DisplayTerminals(),
+            prompter=V2PermissionPrompter(self._connection, session_id, v2_session.stream.send),
         )
 
     async def _attach(
@@ -357,6 +369,15 @@ class AcpV2Agent:
         """Cut one tool call short; its `tool_call_update` (final status) follows."""
         self._session(str(params.session_id)).cancel_tool_call(str(params.tool_call_id))
         return types.CancelToolCallResponse()
+
+    def cancel_terminal(self, params: types.CancelTerminalRequest) -> types.CancelTerminalResponse:
+        """Stop a display terminal's command: the call it runs for is cut short."""
+        v2_session = self._session(str(params.session_id))
+        terminal_id = str(params.terminal_id)
+        if not terminal_id.startswith(LOCAL_TERMINAL_PREFIX):
+            raise InvalidParams(f"Invalid params: terminalId: no terminal {terminal_id!r}")
+        v2_session.cancel_tool_call(terminal_id.removeprefix(LOCAL_TERMINAL_PREFIX))
+        return types.CancelTerminalResponse()
 
     def _session(self, session_id: str) -> V2Session:
         v2_session = self._sessions.get(session_id)

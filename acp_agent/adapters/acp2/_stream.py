@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from acp_agent.adapters.acp2._wire import state_idle, state_update, v2_update
+from acp_agent.adapters.acp2._wire import state_idle, state_update, v2_updates
 from acp_agent.agent import (
     ConversationRewound,
     Event,
@@ -67,9 +67,7 @@ class V2Translator:
         if isinstance(payload, UserInputAdopted):
             bodies.append(state_update("running"))
         for update in shown_by.translate(event):
-            body = v2_update(wire.unstructure(update))
-            if body is not None:
-                bodies.append(body)
+            bodies.extend(v2_updates(wire.unstructure(update)))
         if isinstance(payload, ToolResultRecorded) and payload.outcome.value == "interrupted":
             # Cut short while it ran: v2 has a status for that.
             for body in bodies:

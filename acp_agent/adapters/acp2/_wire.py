@@ -7,6 +7,9 @@ update into v2's form here, where the two drafts differ:
 - `tool_call` and `tool_call_update` become the one upsert `tool_call_update`;
 - a diff (`path`, `oldText`, `newText`) becomes v2's `changes` with a git patch;
 - chunks keep their `messageId` (v2 requires one; v1's translator always sets it);
+- a call's local terminal (v1's `_meta.terminal_*` extension, which the v2 adapter's
+  sessions always stream) becomes v2's agent-owned display terminal:
+  `terminal_update`s and `terminal_output_chunk`s beside the call's upserts;
 - `current_mode_update` and the legacy `plan` are dropped (v2 has no modes; plans are
   `plan_update`s), as is anything v2 has no form for (logged);
 - the rest (`usage_update`, `session_info_update`, `notice`, `compaction_update`,
@@ -18,11 +21,12 @@ drops (and logs) what does not fit the v2 schema.
 
 from __future__ import annotations
 
+import base64
 import difflib
 import logging
 from typing import Any, Final
 
-__all__ = ("state_idle", "state_update", "v2_update")
+__all__ = ("state_idle", "state_update", "v2_update", "v2_updates")
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +49,18 @@ _DROPPED: Final = frozenset({"current_mode_update", "plan", "available_commands_
 _STOP_REASONS: Final = frozenset(
     {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
 )
+
+
+def v2_updates(update: dict[str, Any]) -> list[dict[str, Any]]:
+    """The v2 bodies of one v1 `session/update` body (wire JSON): none, one, or, for a
+    call's local terminal (v1's `_meta.terminal_*` extension), v2's own terminal updates
+    with the call's (see `_terminal`)."""
+    body = v2_update(update)
+    if body is None:
+        return []
+    if body.get("sessionUpdate") != "tool_call_update":
+        return [body]
+    return _terminal(body)
 
 
 def v2_update(update: dict[str, Any]) -> dict[str, Any] | None:
@@ -79,6 +95,49 @@ def _tool_call(update: dict[str, Any]) -> dict[str, Any]:
     if isinstance(content, list):
         body["content"] = [_tool_content(item) for item in content]
     return {"sessionUpdate": "tool_call_update", **body}
+
+
+def _terminal(call: dict[str, Any]) -> list[dict[str, Any]]:
+    """A tool call's v1 terminal extension as v2's agent-owned display terminal: the
+    terminal announced (`terminal_update` with its cwd) before the call shows it, its
+    output as `terminal_output_chunk`s (base64), its exit as a last `terminal_update`."""
+    meta = dict(call.get("_meta") or {})
+    info = meta.pop("terminal_info", None)
+    output = meta.pop("terminal_output", None)
+    exit_status = meta.pop("terminal_exit", None)
+    if info is None and output is None and exit_status is None:
+        return [call]
+    call = {**call, "_meta": meta or None}
+    if call["_meta"] is None:
+        del call["_meta"]
+    bodies: list[dict[str, Any]] = []
+    if isinstance(info, dict):
+        bodies.append(
+            {
+                "sessionUpdate": "terminal_update",
+                "terminalId": info["terminal_id"],
+                "cwd": info.get("cwd"),
+                "capabilities": {"cancel": {}},
+            }
+        )
+    if isinstance(output, dict):
+        data = base64.b64encode(str(output.get("data", "")).encode()).decode()
+        chunk = {"sessionUpdate": "terminal_output_chunk", "terminalId": output["terminal_id"]}
+        bodies.append({**chunk, "data": data})
+        if set(call) <= {"sessionUpdate", "toolCallId"}:
+            return bodies  # the output was all that update said
+    bodies.append(call)
+    if isinstance(exit_status, dict):
+        status = {"exitCode": exit_status.get("exit_code"), "signal": exit_status.get("signal")}
+        bodies.append(
+            {
+                "sessionUpdate": "terminal_update",
+                "terminalId": exit_status["terminal_id"],
+                "exitStatus": status,
+                "capabilities": None,
+            }
+        )
+    return bodies
 
 
 def _tool_content(item: Any) -> Any:

@@ -2,7 +2,8 @@
 writes checked against the v2 schema.
 
 A turn with a tool call (asked, `requires_action`, allowed, run), one tool call
-cancelled alone (`tool_call/cancel`: its turn goes on), a turn cancelled
+cancelled alone (`tool_call/cancel`: its turn goes on), a command's display terminal
+(announced, its output, cancelled with `terminal/cancel`), a turn cancelled
 (`session/cancel`: `idle` / `cancelled`), then `session/resume` replaying from the
 start, after a cursor mid-way and after the last one: each replay is exactly the
 live updates past that point (no gap, no duplicate).
@@ -10,6 +11,7 @@ live updates past that point (no gap, no duplicate).
 
 from __future__ import annotations
 
+import base64
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,8 @@ def v2_agent(tmp_path: Path) -> Any:
         [{"text": "Written."}],
         [{"text": "Waiting."}, shell("sleep 30", "s1")],
         [{"text": "Cut short."}],
+        [{"text": "Again."}, shell("echo started; sleep 30", "s2")],
+        [{"text": "Stopped."}],
         [{"text": "Working on it"}, {"sleep_ms": 30000}, {"text": "never sent"}],
     )
     command = [sys.executable, "-m", "acp_agent", "--home", str(tmp_path / "home")]
@@ -86,8 +90,10 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     assert states == ["running", "requires_action", "running", "idle"]
     echoed = [u for u in updates if u["sessionUpdate"] == "user_message_chunk"]
     assert [u["messageId"] for u in echoed] == [message_id]
-    call = [u for u in updates if u.get("toolCallId") == "w1"]
+    call = [u for u in updates if u.get("toolCallId") == "w1" and "status" in u]
     assert [u["status"] for u in call] == ["pending", "in_progress", "completed"]
+    shown = [u for u in updates if u.get("toolCallId") == "w1" and "status" not in u]
+    assert shown[0]["content"] == [{"type": "terminal", "terminalId": "local-w1"}]
     assert call[0]["capabilities"] == {"cancel": {}}
     assert call[-1]["capabilities"] is None
     assert (workspace / "one.txt").read_text() == "one\n"
@@ -103,7 +109,7 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     cancel = client.call("tool_call/cancel", {"sessionId": session_id, "toolCallId": "s1"})
     assert cancel["result"] == {}
     assert client.wait_idle(session_id)["stopReason"] == "end_turn"
-    assert [u["status"] for u in client.updates(session_id) if u.get("toolCallId") == "s1"][
+    assert [u.get("status") for u in client.updates(session_id) if u.get("toolCallId") == "s1"][
         -1
     ] == "cancelled"
     assert any(
@@ -112,6 +118,36 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     )
     again = client.call("tool_call/cancel", {"sessionId": session_id, "toolCallId": "s1"})
     assert again["error"]["code"] == -32602  # final already
+
+    # A command's display terminal: announced (cancellable), its output, and cancelled
+    # through terminal/cancel: its call is cut short, its exit shown, the turn goes on.
+    client.answers = ["allow_once"]
+    client.call("session/prompt", {"sessionId": session_id, "prompt": [text("again")]})
+    announced = client.wait_update(
+        session_id,
+        lambda u: u["sessionUpdate"] == "terminal_update" and u["terminalId"] == "local-s2",
+    )
+    assert announced["capabilities"] == {"cancel": {}}
+    assert announced["cwd"] == str(workspace)
+    client.wait_update(
+        session_id,
+        lambda u: (
+            u["sessionUpdate"] == "terminal_output_chunk"
+            and base64.b64decode(u["data"]) == b"started\n"
+        ),
+    )
+    stop = client.call("terminal/cancel", {"sessionId": session_id, "terminalId": "local-s2"})
+    assert stop["result"] == {}
+    assert client.wait_idle(session_id)["stopReason"] == "end_turn"
+    ended = [
+        u
+        for u in client.updates(session_id)
+        if u["sessionUpdate"] == "terminal_update" and "exitStatus" in u
+    ]
+    assert [u["terminalId"] for u in ended][-1] == "local-s2"
+    assert ended[-1]["capabilities"] is None
+    s2 = [u for u in client.updates(session_id) if u.get("toolCallId") == "s2"]
+    assert s2[-1]["status"] == "cancelled"
 
     # A turn cancelled: idle with `cancelled`, nothing after it.
     client.call("session/prompt", {"sessionId": session_id, "prompt": [text("slow")]})
