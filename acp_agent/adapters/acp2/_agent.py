@@ -187,7 +187,9 @@ class AcpV2Agent:
         await self._attach(v2_session, handle, replay=None, events=[], covered=None)
         await _connect_mcp(handle, servers)
         logger.info("v2 session %s started", session_id)
-        return types.NewSessionResponse(session_id=session_id)
+        return types.NewSessionResponse(
+            session_id=session_id, available_commands=await _commands(handle)
+        )
 
     async def resume_session(
         self, params: types.ResumeSessionRequest
@@ -226,7 +228,7 @@ class AcpV2Agent:
         v2_session.stream.send(state_update("running") if v2_session.busy else state_update("idle"))
         await _connect_mcp(handle, servers)
         logger.info("v2 session %s resumed (replay %s)", session_id, after)
-        return types.ResumeSessionResponse()
+        return types.ResumeSessionResponse(available_commands=await _commands(handle))
 
     def _make(self, session_id: str) -> V2Session:
         """A session's v2 side, before its handle opens (the prompter needs its stream)."""
@@ -425,6 +427,14 @@ def _v1_servers(servers: Sequence[Any] | None) -> list[v1_types.McpServer] | Non
         return converter.structure(converter.unstructure(list(servers)), list[v1_types.McpServer])
     except Exception as exc:
         raise InvalidParams(f"Invalid params: mcpServers: {exc}") from None
+
+
+async def _commands(handle: SessionHandle) -> list[types.AvailableCommand]:
+    """The session's slash commands, typed as v2's (see `_commands`)."""
+    from acp_agent.adapters.acp2._commands import available
+
+    listed = await available(handle)
+    return shared_converter(include_unstable=True).structure(listed, list[types.AvailableCommand])
 
 
 async def _connect_mcp(handle: SessionHandle, servers: list[v1_types.McpServer] | None) -> None:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acp_agent.adapters.acp2._commands import command_in, said
 from acp_agent.adapters.acp2._stream import V2Stream
-from acp_agent.adapters.acp2._wire import state_idle
+from acp_agent.adapters.acp2._wire import state_idle, state_update
 from acp_agent.agent import (
     DeliveryStopped,
     SessionHandle,
@@ -26,11 +27,15 @@ from acp_agent.agent import (
     StoreError,
     TurnEnded,
     TurnInterrupted,
+    TurnSlot,
+    new_id,
 )
+from protocol.converter import shared_converter
 from protocol.errors import InternalError, InvalidParams, RequestCancelled
 
 if TYPE_CHECKING:
     from acp_agent.adapters.acp._prompt_content import PromptContent
+    from acp_agent.agent import CommandInvocation
     from protocol import types as v1_types
 
 __all__ = ("V2Session",)
@@ -92,6 +97,10 @@ class V2Session:
                     return
                 try:
                     parts, sent = await content.record(blocks)
+                    invocation, parts, sent = command_in(self.handle, parts, sent)
+                    if invocation is not None:
+                        await self._run_command(slot, invocation, blocks, accepted)
+                        return
                     turn = await slot.start(parts, sent=sent)
                 except PromptTooLarge as exc:
                     _refuse(accepted, InvalidParams(f"Invalid params: prompt: {exc}"))
@@ -125,6 +134,40 @@ class V2Session:
         finally:
             if not accepted.done():
                 accepted.cancel()
+
+    async def _run_command(
+        self,
+        slot: TurnSlot,
+        invocation: CommandInvocation,
+        blocks: Sequence[v1_types.ContentBlock],
+        accepted: asyncio.Future[str],
+    ) -> None:
+        """A built-in command in the turn's place (see `_commands`)."""
+        message_id = new_id("msg")
+        accepted.set_result(message_id)
+        typed = shared_converter(include_unstable=True).unstructure(list(blocks))
+        self.stream.send(state_update("running"))
+        for body in said(message_id, "user_message_chunk", typed):
+            self.stream.send(body)
+        commands = self.handle.commands
+        reply = await slot.run(lambda: commands.run(invocation, self))
+        if reply is None:
+            self.stream.send(state_idle("cancelled"))
+            return
+        answer = [{"type": "text", "text": reply}]
+        for body in said(new_id("msg"), "agent_message_chunk", answer):
+            self.stream.send(body)
+        self.stream.send(state_idle("end_turn"))
+
+    # --- the commands' host: what a command changes, through the handle ------------------
+
+    async def adopt(self, values: Mapping[str, Any]) -> None:
+        """Record and apply new settings (`/mode`, `/model`)."""
+        await self.handle.adopt(values)
+
+    async def set_title(self, title: str) -> None:
+        """Record the title (its `session_info_update` comes from the timeline)."""
+        await self.handle.set_title(title)
 
     async def _title_after(self, parts: Sequence[Any]) -> None:
         """An untitled session takes its first prompt's title (best effort)."""

@@ -1,11 +1,12 @@
 """ACP v2 through the stdio agent, end to end: one real agent process, every line it
 writes checked against the v2 schema.
 
-A turn with a tool call (asked, `requires_action`, allowed, run), one tool call
-cancelled alone (`tool_call/cancel`: its turn goes on), a command's display terminal
-(announced, its output, cancelled with `terminal/cancel`), a turn cancelled
-(`session/cancel`: `idle` / `cancelled`), then `session/resume` replaying from the
-start, after a cursor mid-way and after the last one: each replay is exactly the
+A built-in slash command, a turn with a tool call (asked, `requires_action`,
+allowed, run), one tool call cancelled alone (`tool_call/cancel`: its turn goes
+on), a command's display terminal (announced, its output, cancelled with
+`terminal/cancel`), a turn cancelled (`session/cancel`: `idle` / `cancelled`),
+then `session/resume` replaying from the start, after a cursor mid-way and after
+the last one: each replay is exactly the
 live updates past that point (no gap, no duplicate).
 """
 
@@ -65,7 +66,7 @@ def resume(client: V2Client, session_id: str, workspace: Path, replay: Any) -> l
     answer = client.call(
         "session/resume", {"sessionId": session_id, "cwd": str(workspace), "replayFrom": replay}
     )
-    assert answer.get("result") == {}, answer
+    assert set(answer["result"]) == {"availableCommands"}, answer
     *replayed, snapshot = client.updates(session_id)[before:]
     assert snapshot == {"sessionUpdate": "state_update", "state": "idle"}
     return replayed
@@ -77,7 +78,34 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     assert result["protocolVersion"] == 2
     assert result["authMethods"], "methods advertised, so auth/login and auth/logout are served"
     assert client.call("auth/logout", {}) == {"jsonrpc": "2.0", "id": 2, "result": {}}
-    session_id = client.call("session/new", {"cwd": str(workspace)})["result"]["sessionId"]
+    opened = client.call("session/new", {"cwd": str(workspace)})["result"]
+    session_id = opened["sessionId"]
+    listed = {c["name"]: c for c in opened["availableCommands"]}
+    assert listed["title"] == {
+        "type": "command",
+        "name": "title",
+        "description": "Show or set this session's title",
+        "input": {"type": "text", "hint": "new title"},
+    }
+
+    # A built-in command runs in a turn's place: its own short foreground work, and the
+    # change it makes (a title) comes from the timeline.
+    command = client.call(
+        "session/prompt", {"sessionId": session_id, "prompt": [text("/title Ported")]}
+    )
+    command_id = command["result"]["messageId"]
+    assert client.wait_idle(session_id)["stopReason"] == "end_turn"
+    ran = client.updates(session_id)
+    assert [u["sessionUpdate"] for u in ran if "cursor" not in str(u.get("_meta"))] == [
+        "state_update",
+        "user_message_chunk",
+        "agent_message_chunk",
+        "state_update",
+    ]
+    assert ran[1]["messageId"] == command_id
+    titled = client.wait_update(session_id, lambda u: u["sessionUpdate"] == "session_info_update")
+    assert titled["title"] == "Ported"
+    before_turns = len(client.updates(session_id))
 
     # A turn with a tool call: answered on insertion, then running -> requires_action ->
     # running -> idle (end_turn), the call upserted by id.
@@ -85,7 +113,7 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     answer = client.call("session/prompt", {"sessionId": session_id, "prompt": [text("write")]})
     message_id = answer["result"]["messageId"]
     assert client.wait_idle(session_id)["stopReason"] == "end_turn"
-    updates = client.updates(session_id)
+    updates = client.updates(session_id)[before_turns:]
     states = [u["state"] for u in updates if u["sessionUpdate"] == "state_update"]
     assert states == ["running", "requires_action", "running", "idle"]
     echoed = [u for u in updates if u["sessionUpdate"] == "user_message_chunk"]
