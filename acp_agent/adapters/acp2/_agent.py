@@ -98,6 +98,7 @@ class AcpV2Agent:
         register(methods.SESSION_LIST, self.list_sessions)
         register(methods.SESSION_CLOSE, self.close_session)
         register(methods.SESSION_DELETE, self.delete_session)
+        register(methods.SESSION_SET_CONFIG_OPTION, self.set_config_option)
         register(methods.SESSION_PROMPT, self.prompt)
         register(methods.SESSION_CANCEL, self.cancel)
         register(methods.TOOL_CALL_CANCEL, self.cancel_tool_call)
@@ -188,7 +189,9 @@ class AcpV2Agent:
         await _connect_mcp(handle, servers)
         logger.info("v2 session %s started", session_id)
         return types.NewSessionResponse(
-            session_id=session_id, available_commands=await _commands(handle)
+            session_id=session_id,
+            config_options=self._options(handle),
+            available_commands=await _commands(handle),
         )
 
     async def resume_session(
@@ -228,7 +231,9 @@ class AcpV2Agent:
         v2_session.stream.send(state_update("running") if v2_session.busy else state_update("idle"))
         await _connect_mcp(handle, servers)
         logger.info("v2 session %s resumed (replay %s)", session_id, after)
-        return types.ResumeSessionResponse(available_commands=await _commands(handle))
+        return types.ResumeSessionResponse(
+            config_options=self._options(handle), available_commands=await _commands(handle)
+        )
 
     def _make(self, session_id: str) -> V2Session:
         """A session's v2 side, before its handle opens (the prompter needs its stream)."""
@@ -338,6 +343,35 @@ class AcpV2Agent:
         with wire_errors(session_id):
             await agent.delete(session_id)
         return types.DeleteSessionResponse()
+
+    # --- settings --------------------------------------------------------------------------
+
+    async def set_config_option(
+        self, params: types.SetSessionConfigOptionRequest
+    ) -> types.SetSessionConfigOptionResponse:
+        """Change one option (the model, the permission mode, the thinking effort); the
+        answer carries the complete set. -32602 for an unknown option or value."""
+        from acp_agent.agent import InvalidSetting
+
+        handle = self._session(str(params.session_id)).handle
+        if not isinstance(params, types.SetSessionConfigOptionRequestId):
+            raise InvalidParams(f"Invalid params: {params.config_id}: takes a value id")
+        try:
+            values = handle.change(str(params.config_id), str(params.value))
+        except InvalidSetting as exc:
+            raise InvalidParams(f"Invalid params: value: {exc}") from None
+        await handle.adopt(values)
+        return types.SetSessionConfigOptionResponse(config_options=self._options(handle))
+
+    def _options(self, handle: SessionHandle) -> list[types.SessionConfigOption]:
+        """The session's options in v2's shape (v1's, its `id` named `configId`)."""
+        from acp_agent.adapters.acp._options import config_options
+
+        converter = shared_converter(include_unstable=True)
+        listed = converter.unstructure(config_options(handle.controls, self._models))
+        for option in listed:
+            option["configId"] = option.pop("id")
+        return converter.structure(listed, list[types.SessionConfigOption])
 
     # --- prompts and cancels ----------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """ACP v2 through the stdio agent, end to end: one real agent process, every line it
 writes checked against the v2 schema.
 
-A built-in slash command, a turn with a tool call (asked, `requires_action`,
+Config options, a built-in slash command, a turn with a tool call (asked, `requires_action`,
 allowed, run), one tool call cancelled alone (`tool_call/cancel`: its turn goes
 on), a command's display terminal (announced, its output, cancelled with
 `terminal/cancel`), a turn cancelled (`session/cancel`: `idle` / `cancelled`),
@@ -66,7 +66,7 @@ def resume(client: V2Client, session_id: str, workspace: Path, replay: Any) -> l
     answer = client.call(
         "session/resume", {"sessionId": session_id, "cwd": str(workspace), "replayFrom": replay}
     )
-    assert set(answer["result"]) == {"availableCommands"}, answer
+    assert set(answer["result"]) == {"availableCommands", "configOptions"}, answer
     *replayed, snapshot = client.updates(session_id)[before:]
     assert snapshot == {"sessionUpdate": "state_update", "state": "idle"}
     return replayed
@@ -87,6 +87,21 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
         "description": "Show or set this session's title",
         "input": {"type": "text", "hint": "new title"},
     }
+
+    # The config options: the complete set in each answer, -32602 for a value not offered.
+    modes = next(o for o in opened["configOptions"] if o["configId"] == "mode")
+    assert modes["currentValue"] == "ask"
+    for mode in ("plan", "ask"):
+        changed = client.call(
+            "session/set_config_option",
+            {"sessionId": session_id, "configId": "mode", "type": "id", "value": mode},
+        )["result"]["configOptions"]
+        assert next(o for o in changed if o["configId"] == "mode")["currentValue"] == mode
+    refused = client.call(
+        "session/set_config_option",
+        {"sessionId": session_id, "configId": "mode", "type": "id", "value": "reckless"},
+    )
+    assert refused["error"]["code"] == -32602
 
     # A built-in command runs in a turn's place: its own short foreground work, and the
     # change it makes (a title) comes from the timeline.
