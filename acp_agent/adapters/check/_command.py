@@ -39,6 +39,14 @@ def parser() -> argparse.ArgumentParser:
         epilog="Rules: " + ", ".join(f"{r.id} ({r.level})" for r in RULES),
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per rule")
+    parser.add_argument(
+        "--protocol",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="the ACP version to hold the agent to (default 1; 2: the v2 draft's rules, "
+        "as far as they can be read)",
+    )
     parser.add_argument("--only", nargs="+", default=[], metavar="RULE", help="check only these")
     parser.add_argument("--strict", action="store_true", help="a failed SHOULD rule fails too")
     parser.add_argument(
@@ -101,6 +109,14 @@ def main(argv: Sequence[str]) -> int:
     if why:
         print(f"acp-agent check: {why}", file=sys.stderr)
         return 2
+    if args.protocol == 2:
+        from acp_agent.adapters.check._v2 import check_v2
+
+        findings = asyncio.run(
+            check_v2(command, prompt=args.prompt, timeout_s=args.timeout, quiet_s=args.quiet)
+        )
+        print(report(findings, as_json=args.json))
+        return exit_status(findings, strict=args.strict)
     checker = Checker(
         command,
         only=args.only,
