@@ -232,3 +232,34 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
 
     assert client.problems() == []
     assert is_idle(client.updates(session_id)[-1]) or client.updates(session_id)[-1] == live[-1]
+
+
+def test_v2_input_ending_mid_turn_records_it_interrupted(tmp_path: Path) -> None:
+    """The editor quits during a v2 turn (which outlives its prompt request): the agent
+    exits cleanly, and the next one replays the turn ended, `idle` / `cancelled`."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    script = write_script(
+        tmp_path / "script.json", [{"text": "Working on it"}, {"sleep_ms": 30000}, {"text": "x"}]
+    )
+    command = [sys.executable, "-m", "acp_agent", "--home", str(tmp_path / "home")]
+    first = V2Client([*command, "--script", str(script)], agent_env())
+    try:
+        initialize_v2(first)
+        session_id = first.call("session/new", {"cwd": str(workspace)})["result"]["sessionId"]
+        first.call("session/prompt", {"sessionId": session_id, "prompt": [text("slow")]})
+        first.wait_update(session_id, lambda u: u["sessionUpdate"] == "agent_message_chunk")
+        first.agent.close_stdin()
+        status, _ = first.agent.wait_for_exit()
+        assert status == 0
+    finally:
+        first.stop()
+    second = V2Client([*command, "--script", str(script)], agent_env())
+    try:
+        initialize_v2(second)
+        replayed = resume(second, session_id, workspace, {"type": "start"})
+        assert replayed[-1]["sessionUpdate"] == "state_update"
+        assert replayed[-1]["stopReason"] == "cancelled"
+        assert second.problems() == []
+    finally:
+        second.stop()
