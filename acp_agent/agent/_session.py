@@ -20,12 +20,13 @@ commands. Opening, forking and deleting sessions are the runtime handle's
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.to_thread
+from anyio.abc import TaskStatus
 
 from acp_agent.agent._errors import SessionBusy, TurnCancelled, workspace_missing
 from acp_agent.agent._subscriptions import SessionSubscription, follow
@@ -35,8 +36,10 @@ from acp_agent.content import ContentPart
 from acp_agent.core import (
     Event,
     IllegalCut,
+    ScopeClosed,
     Seq,
     Session,
+    SessionClosed,
     SessionId,
     SessionRecord,
     SessionState,
@@ -53,12 +56,16 @@ if TYPE_CHECKING:
     from acp_agent.mcp import McpServerConfig, McpSessionTools
     from acp_agent.models import ModelSource
 
-__all__ = ("SessionHandle", "other_roots")
+__all__ = ("SessionHandle", "SessionWork", "other_roots")
 
 logger = logging.getLogger(__name__)
 
 #: How long `close` waits for the session's prompts to be answered once cancelled.
 _CLOSE_BUDGET_S: Final = 5.0
+
+#: The session's own work (`SessionHandle.start_work`): called with `task_status`, whose
+#: `started(value)` hands `value` to the caller while the work goes on.
+SessionWork = Callable[..., Coroutine[Any, Any, object]]
 
 
 class SessionHandle:
@@ -232,6 +239,36 @@ class SessionHandle:
         while self._slots:
             await self._idle.wait()
 
+    # --- the session's own work ----------------------------------------------------------
+
+    async def start_work(self, work: SessionWork, *, name: str) -> Any:
+        """Start `work(task_status=...)` as the session's own work and return the value it
+        reports started with (`task_status.started(value)`).
+
+        It runs in the session's task group, so it outlives its caller (a v2 turn goes on
+        after the prompt request that started it is answered) and the session's close
+        cancels it and waits for it. What it raises before reporting started is raised
+        here, and a caller cancelled before then cancels it; what it raises after is
+        logged and ends it alone, never the session. `SessionClosed` once the session
+        is closing.
+        """
+        if not self.open:
+            raise SessionClosed(str(self.id))
+
+        async def guarded(*, task_status: TaskStatus[Any]) -> None:
+            reporting = _Reporting(task_status)
+            try:
+                await work(task_status=reporting)
+            except Exception:
+                if not reporting.reported:
+                    raise  # to the caller of `start_work`
+                logger.exception("%s of session %s failed", name, self.id)
+
+        try:
+            return await self._session.scope.start(guarded, name=name)
+        except ScopeClosed:
+            raise SessionClosed(str(self.id)) from None
+
     # --- following it -------------------------------------------------------------------
 
     async def subscribe(self, subscriber: Subscriber, *, after: Seq | None) -> SessionSubscription:
@@ -369,6 +406,18 @@ class SessionHandle:
 def other_roots(cwd: str, directories: Sequence[str] | None) -> tuple[str, ...]:
     """`directories` as a session keeps them: resolved, once each, the cwd left out."""
     return tuple(str(root) for root in workspace_roots(cwd, directories or ())[1:])
+
+
+class _Reporting:
+    """A task status that remembers whether the work reported started (`start_work`)."""
+
+    def __init__(self, status: TaskStatus[Any]) -> None:
+        self._status = status
+        self.reported = False
+
+    def started(self, value: Any = None) -> None:
+        self.reported = True
+        self._status.started(value)
 
 
 class _Quiet:

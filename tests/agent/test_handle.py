@@ -34,7 +34,7 @@ from acp_agent.agent import (
 )
 from acp_agent.capabilities import CapabilitySettings, register_capabilities
 from acp_agent.content import TextContent
-from acp_agent.core import NO_SEQ, ServiceRegistry, TurnCancelRequested
+from acp_agent.core import NO_SEQ, ServiceRegistry, SessionClosed, TurnCancelRequested
 from acp_agent.models import ConfiguredModels, load_models_config, parse_script
 from acp_agent.store import SqliteStore
 from acp_agent.toolkit import NO_CLIENT, ClientBridge, TerminalsWithheld
@@ -420,3 +420,47 @@ async def test_cancel_fork_rewind_and_delete_through_the_handle(tmp_path: Path) 
         with pytest.raises(StoreNotFound):
             await agent.store.get_session(session.id)
         assert (await agent.load(fork.id)) is fork  # the fork lives on
+
+
+async def test_the_sessions_own_work_outlives_its_caller_and_ends_with_the_session(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`start_work`: what the work reports started with is the caller's answer, an error
+    before that the caller's error; one after it ends the work alone (the session goes
+    on); the work outlives its caller, and the session's close cancels it."""
+    async with running(tmp_path, [[{"text": "still here"}]]) as (agent, _):
+        session = await agent.new_session(str(tmp_path))
+
+        async def refused(*, task_status: Any) -> None:
+            raise ValueError("refused")
+
+        with pytest.raises(ValueError, match="refused"):
+            await session.start_work(refused, name="refused work")
+
+        async def fails_later(*, task_status: Any) -> None:
+            task_status.started("accepted")
+            raise ValueError("later")
+
+        assert await session.start_work(fails_later, name="failing work") == "accepted"
+        with anyio.fail_after(10):
+            while "failing work of session" not in caplog.text:  # noqa: ASYNC110
+                await anyio.sleep(0.001)
+        turn = await session.prompt(text("go on"))  # the session took no harm
+        assert turn.ended is not None
+        assert isinstance(turn.ended.ending, TurnEnded)
+
+        stopped = anyio.Event()
+
+        async def long(*, task_status: Any) -> None:
+            task_status.started("running")
+            try:
+                await anyio.sleep_forever()
+            finally:
+                stopped.set()
+
+        assert await session.start_work(long, name="long work") == "running"
+        assert not stopped.is_set()  # its caller is done; it runs on
+        await session.close()
+        assert stopped.is_set()
+        with pytest.raises(SessionClosed):
+            await session.start_work(long, name="too late")

@@ -240,7 +240,7 @@ class AcpV2Agent:
         from acp_agent.adapters.acp2._session import V2Session
         from acp_agent.adapters.acp2._stream import V2Stream
 
-        return V2Session.unopened(V2Stream(self._connection, session_id, self._translator()))
+        return V2Session(V2Stream(self._connection, session_id, self._translator()))
 
     def _translator(self) -> V2Translator:
         """A fresh translator of one stream: v1's, for a client that takes plan

@@ -3,19 +3,22 @@
 A v2 prompt is answered once the person's message is inserted (`{messageId}`);
 the turn goes on behind the answer, and its end reaches the client as a
 `state_update` (`idle` with the stop reason) in the stream (`_stream`). So the
-turn runs in a task of the session's own, not the request's: a `session/cancel`,
-`session/close` or the agent's shutdown cancels it, and it records how it ended.
+turn is the session's own work (`SessionHandle.start_work`: the session's task
+group), not the request's: it outlives the answer, and a `session/cancel`,
+`session/close`, the session's unloading or the agent's shutdown cancels it,
+its turn recording how it ended.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.abc import TaskStatus
 
 from acp_agent.adapters.acp2._commands import command_in, said
 from acp_agent.adapters.acp2._stream import V2Stream
@@ -23,6 +26,7 @@ from acp_agent.adapters.acp2._wire import state_idle, state_update
 from acp_agent.agent import (
     DeliveryStopped,
     SessionHandle,
+    SessionReadOnly,
     SessionSubscription,
     StoreError,
     TurnEnded,
@@ -31,7 +35,13 @@ from acp_agent.agent import (
     new_id,
 )
 from protocol.converter import shared_converter
-from protocol.errors import InternalError, InvalidParams, RequestCancelled
+from protocol.errors import (
+    AcpError,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    RequestCancelled,
+)
 
 if TYPE_CHECKING:
     from acp_agent.adapters.acp._prompt_content import PromptContent
@@ -47,70 +57,97 @@ _CLOSE_BUDGET_S = 5.0
 
 
 class V2Session:
-    """An open session as one v2 client sees it (see the module docstring)."""
+    """An open session as one v2 client sees it (see the module docstring).
 
-    def __init__(self, handle: SessionHandle, stream: V2Stream) -> None:
-        self.handle: SessionHandle = handle
+    Made before its handle opens (the permission prompter sends through `stream`);
+    `handle` is set once it is open.
+    """
+
+    def __init__(self, stream: V2Stream) -> None:
         self.stream = stream
         self.subscription: SessionSubscription | None = None
-        self._turns: set[asyncio.Task[None]] = set()
+        self._handle: SessionHandle | None = None
+        #: The cancel scope of each turn this client started that is still running.
+        self._turns: set[anyio.CancelScope] = set()
+        #: Set whenever none runs.
+        self._no_turns = anyio.Event()
+        self._no_turns.set()
 
-    @classmethod
-    def unopened(cls, stream: V2Stream) -> V2Session:
-        """A session's side made before its handle opens (its prompter sends through
-        `stream`); the handle is set once it is open."""
-        v2_session = cls.__new__(cls)
-        v2_session.stream = stream
-        v2_session.subscription = None
-        v2_session._turns = set()
-        return v2_session
+    @property
+    def handle(self) -> SessionHandle:
+        if self._handle is None:
+            raise RuntimeError("the session's handle is not open yet")
+        return self._handle
+
+    @handle.setter
+    def handle(self, handle: SessionHandle) -> None:
+        self._handle = handle
 
     @property
     def session_id(self) -> str:
         return str(self.handle.id)
 
     async def prompt(self, blocks: Sequence[v1_types.ContentBlock], content: PromptContent) -> str:
-        """Insert the person's message and start its turn; return the message's id once
-        inserted (the turn runs on); the error that kept it from being inserted if not."""
-        loop = asyncio.get_running_loop()
-        accepted: asyncio.Future[str] = loop.create_future()
-        task = loop.create_task(
-            self._run(blocks, content, accepted), name=f"v2 turn of {self.session_id}"
+        """Insert the person's message and start its turn as the session's work; return the
+        message's id once inserted (the turn runs on), or raise what kept it out."""
+        message_id: str = await self.handle.start_work(
+            partial(self._run, blocks, content), name=f"v2 turn of {self.session_id}"
         )
-        self._turns.add(task)
-        task.add_done_callback(self._turns.discard)
-        return await asyncio.shield(accepted)
+        return message_id
 
     async def _run(
         self,
         blocks: Sequence[v1_types.ContentBlock],
         content: PromptContent,
-        accepted: asyncio.Future[str],
+        *,
+        task_status: TaskStatus[str],
     ) -> None:
+        """One prompt's turn, in a cancel scope `aclose` and `close` end."""
+        with anyio.CancelScope() as scope:
+            self._turns.add(scope)
+            self._no_turns = anyio.Event()
+            try:
+                await self._turn(blocks, content, task_status)
+            finally:
+                self._turns.discard(scope)
+                if not self._turns:
+                    self._no_turns.set()
+
+    async def _turn(
+        self,
+        blocks: Sequence[v1_types.ContentBlock],
+        content: PromptContent,
+        task_status: TaskStatus[str],
+    ) -> None:
+        """Wait for the turn's place, insert the message, report its id (`task_status`),
+        then follow the turn to its end. An error before the report is the prompt's
+        answer; after it, the client learns of it as the turn going idle."""
         from acp_agent.agent import PromptTooLarge
 
         subscription = self.subscription
+        if subscription is None:
+            raise InternalError("Internal error: the session's updates are not followed")
+        accepted = False
         try:
             async with self.handle.turn_slot() as slot:
                 if slot.cancelled:
-                    _refuse(accepted, RequestCancelled("Request cancelled before insertion"))
-                    return
+                    raise RequestCancelled("Request cancelled before insertion")
                 try:
                     parts, sent = await content.record(blocks)
                     invocation, parts, sent = command_in(self.handle, parts, sent)
                     if invocation is not None:
-                        await self._run_command(slot, invocation, blocks, accepted)
+                        accepted = True
+                        await self._run_command(slot, invocation, blocks, task_status)
                         return
                     turn = await slot.start(parts, sent=sent)
                 except PromptTooLarge as exc:
-                    _refuse(accepted, InvalidParams(f"Invalid params: prompt: {exc}"))
-                    return
+                    raise InvalidParams(f"Invalid params: prompt: {exc}") from None
+                except SessionReadOnly as exc:
+                    raise InvalidRequest(f"Invalid request: {exc}", _error("read_only")) from None
                 except StoreError as exc:
-                    _refuse(accepted, InternalError(f"Internal error: the store failed: {exc}"))
-                    return
-                accepted.set_result(str(turn.turn_id))
-                if subscription is None:
-                    raise InternalError("Internal error: the session's updates are not followed")
+                    raise InternalError(f"Internal error: the store failed: {exc}") from None
+                accepted = True
+                task_status.started(str(turn.turn_id))
                 try:
                     outcome = await turn.outcome(seen_by=subscription)
                 except DeliveryStopped:
@@ -126,25 +163,24 @@ class V2Session:
                 if isinstance(outcome.ending, TurnEnded):
                     await self._title_after(parts)
         except Exception as exc:
+            if not accepted:
+                if isinstance(exc, AcpError):
+                    raise
+                logger.exception("a v2 prompt of session %s failed", self.session_id)
+                raise InternalError("Internal error; see the agent log") from None
             logger.exception("a v2 turn of session %s failed", self.session_id)
-            if not accepted.done():
-                _refuse(accepted, InternalError("Internal error; see the agent log"))
-            else:
-                self.stream.send(state_idle("end_turn") | {"_meta": _error(type(exc).__name__)})
-        finally:
-            if not accepted.done():
-                accepted.cancel()
+            self.stream.send(state_idle("end_turn") | {"_meta": _error(type(exc).__name__)})
 
     async def _run_command(
         self,
         slot: TurnSlot,
         invocation: CommandInvocation,
         blocks: Sequence[v1_types.ContentBlock],
-        accepted: asyncio.Future[str],
+        task_status: TaskStatus[str],
     ) -> None:
         """A built-in command in the turn's place (see `_commands`)."""
         message_id = new_id("msg")
-        accepted.set_result(message_id)
+        task_status.started(message_id)
         typed = shared_converter(include_unstable=True).unstructure(list(blocks))
         self.stream.send(state_update("running"))
         for body in said(message_id, "user_message_chunk", typed):
@@ -183,14 +219,14 @@ class V2Session:
     @property
     def busy(self) -> bool:
         """Whether a turn this client started is still running."""
-        return not all(task.done() for task in self._turns)
+        return bool(self._turns)
 
     async def settled(self, budget_s: float) -> bool:
         """Whether the turns this client started are over, waiting up to `budget_s` for
         them (one that went idle may still be naming the session)."""
-        if self._turns:
-            await asyncio.wait(list(self._turns), timeout=budget_s)
-        return all(task.done() for task in self._turns)
+        with anyio.move_on_after(budget_s):
+            await self._no_turns.wait()
+        return not self._turns
 
     async def unfollow(self) -> None:
         """Stop following the session (to follow it anew from a replay)."""
@@ -211,25 +247,21 @@ class V2Session:
             await self.handle.cancel()
             with anyio.move_on_after(_CLOSE_BUDGET_S):
                 await self.handle.wait_idle()
-            for task in list(self._turns):
-                task.cancel()
+            self._stop_turns()
             self.stream.close()
             await self.handle.unload()
 
     async def aclose(self) -> None:
-        """Stop the turns still running (shutdown): each records itself interrupted."""
-        await self.handle.cancel()
-        tasks = list(self._turns)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        """Stop the turns still running (shutdown): each records itself interrupted, and
+        its follower ends (bounded: the session's close cancels what is left)."""
+        with anyio.CancelScope(shield=True):
+            await self.handle.cancel()
+            self._stop_turns()
+            await self.settled(_CLOSE_BUDGET_S)
 
-
-def _refuse(accepted: asyncio.Future[str], error: Exception) -> None:
-    if not accepted.done():
-        accepted.set_exception(error)
+    def _stop_turns(self) -> None:
+        for scope in self._turns:
+            scope.cancel()
 
 
 def _error(kind: str) -> dict[str, Any]:

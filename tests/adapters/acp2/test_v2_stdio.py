@@ -13,6 +13,7 @@ live updates past that point (no gap, no duplicate).
 from __future__ import annotations
 
 import base64
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -192,7 +193,8 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     s2 = [u for u in client.updates(session_id) if u.get("toolCallId") == "s2"]
     assert s2[-1]["status"] == "cancelled"
 
-    # A turn cancelled: idle with `cancelled`, nothing after it.
+    # A turn cancelled: idle with `cancelled`, nothing after it. A prompt queued behind
+    # it and cancelled as a request (`$/cancel_request`) is never inserted.
     client.call("session/prompt", {"sessionId": session_id, "prompt": [text("slow")]})
     client.wait_update(
         session_id,
@@ -201,8 +203,18 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
             and u["content"].get("text") == "Working on it"
         ),
     )
+    queued = client.send("session/prompt", {"sessionId": session_id, "prompt": [text("later")]})
+    client.notify("$/cancel_request", {"requestId": queued})
+    assert client.response(queued)["error"]["code"] == -32800
     client.notify("session/cancel", {"sessionId": session_id})
     assert client.wait_idle(session_id)["stopReason"] == "cancelled"
+    said = [
+        u["content"].get("text")
+        for u in client.updates(session_id)
+        if u["sessionUpdate"] == "user_message_chunk"
+    ]
+    assert "later" not in said
+    assert "slow" in said
 
     # Resume: from the start, after a cursor mid-way, after the last one.
     live = live_with_cursors(client, session_id)
@@ -234,9 +246,11 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     assert is_idle(client.updates(session_id)[-1]) or client.updates(session_id)[-1] == live[-1]
 
 
-def test_v2_input_ending_mid_turn_records_it_interrupted(tmp_path: Path) -> None:
-    """The editor quits during a v2 turn (which outlives its prompt request): the agent
-    exits cleanly, and the next one replays the turn ended, `idle` / `cancelled`."""
+@pytest.mark.parametrize("ending", ["quit", "kill"])
+def test_v2_agent_ending_mid_turn_records_it_interrupted(tmp_path: Path, ending: str) -> None:
+    """The editor quits during a v2 turn (which outlives its prompt request, as the
+    session's own work), or the agent is killed (SIGKILL): a quit agent exits cleanly,
+    and either way the next one replays the turn ended, `idle` / `cancelled`."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     script = write_script(
@@ -249,9 +263,14 @@ def test_v2_input_ending_mid_turn_records_it_interrupted(tmp_path: Path) -> None
         session_id = first.call("session/new", {"cwd": str(workspace)})["result"]["sessionId"]
         first.call("session/prompt", {"sessionId": session_id, "prompt": [text("slow")]})
         first.wait_update(session_id, lambda u: u["sessionUpdate"] == "agent_message_chunk")
-        first.agent.close_stdin()
-        status, _ = first.agent.wait_for_exit()
-        assert status == 0
+        if ending == "quit":
+            first.agent.close_stdin()
+            status, _ = first.agent.wait_for_exit()
+            assert status == 0
+        else:
+            first.agent.process.send_signal(signal.SIGKILL)
+            status, _ = first.agent.wait_for_exit()
+            assert status == -signal.SIGKILL
     finally:
         first.stop()
     second = V2Client([*command, "--script", str(script)], agent_env())
