@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +66,10 @@ class AcpV2Agent:
     """Serves the v2 agent methods on one connection (see the module docstring).
 
     The parameters are the v1 adapter's (`AcpAgent`): the connection, the runtime's
-    host, the models, the config directory, the clock and the new sessions' mode.
+    host, the models, the config directory, the clock, the new sessions' mode and the
+    person this connection works for (None: the local person; new sessions are theirs,
+    only theirs are listed, resumed or deleted). `writable` (the app server's) waits
+    while the client is behind: a slow client holds back only its own delivery.
     """
 
     def __init__(
@@ -78,7 +81,13 @@ class AcpV2Agent:
         config_dir: Path | None = None,
         clock: Callable[[], float] = time.time,
         mode: str | None = None,
+        person: str | None = None,
+        writable: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        from acp_agent.people import local_person
+
+        self.person = local_person() if person is None else person
+        self._writable = writable
         self._connection = connection
         self._host = host
         self._models = models
@@ -173,6 +182,7 @@ class AcpV2Agent:
                 models=self._models,
                 mode=self._mode,
                 at=self._clock(),
+                owner=self.person,
                 additional_directories=other_roots(cwd, sent),
             )
         session_id = str(new.record.session_id)
@@ -222,7 +232,9 @@ class AcpV2Agent:
             agent = await self._agent()
             v2_session = self._make(session_id)
             with wire_errors(session_id):
-                handle = await agent.load(session_id, self._front_end(v2_session, session_id))
+                handle = await agent.load(
+                    session_id, self._front_end(v2_session, session_id), person=self.person
+                )
                 await handle.activate(sent)
         covered, events = await handle.history()
         await self._attach(v2_session, handle, replay=after, events=events, covered=covered)
@@ -240,7 +252,8 @@ class AcpV2Agent:
         from acp_agent.adapters.acp2._session import V2Session
         from acp_agent.adapters.acp2._stream import V2Stream
 
-        return V2Session(V2Stream(self._connection, session_id, self._translator()))
+        stream = V2Stream(self._connection, session_id, self._translator(), writable=self._writable)
+        return V2Session(stream, self._models)
 
     def _translator(self) -> V2Translator:
         """A fresh translator of one stream: v1's, for a client that takes plan
@@ -270,7 +283,7 @@ class AcpV2Agent:
 
         return FrontEnd(
             client=DisplayTerminals(),
-            prompter=V2PermissionPrompter(self._connection, session_id, v2_session.stream.send),
+            prompter=V2PermissionPrompter(self._connection, session_id, v2_session.stream),
         )
 
     async def _attach(
@@ -310,7 +323,9 @@ class AcpV2Agent:
         after = None if params.cursor is None else decode_cursor(params.cursor)
         agent = await self._agent()
         with wire_errors():
-            records = await agent.list_sessions(cwd=cwd, limit=PAGE_SIZE + 1, after=after)
+            records = await agent.list_sessions(
+                cwd=cwd, limit=PAGE_SIZE + 1, after=after, owner=self.person
+            )
         page = records[:PAGE_SIZE]
         cursor = None
         if len(records) > PAGE_SIZE:
@@ -341,7 +356,7 @@ class AcpV2Agent:
             await v2_session.close()
         agent = await self._agent()
         with wire_errors(session_id):
-            await agent.delete(session_id)
+            await agent.delete(session_id, person=self.person)
         return types.DeleteSessionResponse()
 
     # --- settings --------------------------------------------------------------------------
@@ -364,14 +379,9 @@ class AcpV2Agent:
         return types.SetSessionConfigOptionResponse(config_options=self._options(handle))
 
     def _options(self, handle: SessionHandle) -> list[types.SessionConfigOption]:
-        """The session's options in v2's shape (v1's, its `id` named `configId`)."""
-        from acp_agent.adapters.acp._options import config_options
+        from acp_agent.adapters.acp2._options import options
 
-        converter = shared_converter(include_unstable=True)
-        listed = converter.unstructure(config_options(handle.controls, self._models))
-        for option in listed:
-            option["configId"] = option.pop("id")
-        return converter.structure(listed, list[types.SessionConfigOption])
+        return options(handle, self._models)
 
     # --- prompts and cancels ----------------------------------------------------------------
 

@@ -10,67 +10,69 @@ user action says so).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from acp_agent.adapters.acp._client_bridge import permission_request
-from acp_agent.adapters.acp2._wire import state_update, v2_update
+from acp_agent.adapters.acp2._wire import v2_update
 from acp_agent.agent import PermissionAnswer, PermissionChoice, PermissionQuestion
 from protocol.converter import shared_converter
 from protocol.errors import AcpError, ConnectionClosed, PeerError, RequestCancelled
 
 if TYPE_CHECKING:
+    from acp_agent.adapters.acp2._stream import V2Stream
     from protocol.connection import AgentConnection
 
-__all__ = ("V2PermissionPrompter",)
+__all__ = ("V2PermissionPrompter", "ask_v2", "v2_request")
 
 logger = logging.getLogger(__name__)
 
 
 class V2PermissionPrompter:
-    """Asks the person over v2; `say` sends an update body of the session (its state)."""
+    """Asks the person over v2, the session's state said on `stream`."""
 
-    def __init__(
-        self,
-        connection: AgentConnection,
-        session_id: str,
-        say: Callable[[dict[str, Any]], None],
-    ) -> None:
+    def __init__(self, connection: AgentConnection, session_id: str, stream: V2Stream) -> None:
         self._connection = connection
         self._session_id = session_id
-        self._say = say
-        self._asking = 0
+        self._stream = stream
 
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
-        from protocol.v2 import methods, types
-
-        converter = shared_converter(include_unstable=True)
-        request = converter.structure(
-            v2_request(self._session_id, question), types.RequestPermissionRequest
-        )
-        self._asking += 1
-        if self._asking == 1:
-            self._say(state_update("requires_action"))
         try:
-            response = await self._connection.request(methods.SESSION_REQUEST_PERMISSION, request)
+            chosen = await ask_v2(self._connection, self._session_id, question, self._stream)
         except RequestCancelled:
             return PermissionAnswer(None)
         except (AcpError, PeerError, ConnectionClosed) as exc:
             logger.info("permission request for %s not answered: %s", question.call_id, exc)
             return PermissionAnswer(None)
-        finally:
-            self._asking -= 1
-            if self._asking == 0:
-                self._say(state_update("running"))
-        outcome = response.outcome
-        if isinstance(outcome, types.SelectedPermissionOutcome):
-            offered = {option.option_id: option.choice for option in question.options}
-            choice = offered.get(str(outcome.option_id))
-            if choice is None:
-                logger.warning("the client chose an option we did not offer; taken as reject")
-                return PermissionAnswer(PermissionChoice.REJECT_ONCE)
-            return PermissionAnswer(choice)
-        return PermissionAnswer(None)
+        if chosen is None:
+            return PermissionAnswer(None)
+        offered = {option.option_id: option.choice for option in question.options}
+        choice = offered.get(chosen)
+        if choice is None:
+            logger.warning("the client chose an option we did not offer; taken as reject")
+            return PermissionAnswer(PermissionChoice.REJECT_ONCE)
+        return PermissionAnswer(choice)
+
+
+async def ask_v2(
+    connection: AgentConnection,
+    session_id: str,
+    question: PermissionQuestion,
+    stream: V2Stream,
+) -> str | None:
+    """Ask `question` of the v2 client on `connection`: the option id it chose, or None
+    (it answered cancelled). Its session's `stream` to that client says `requires_action`
+    while a question waits (`V2Stream.asking`). The request's errors (the client gone, an
+    error answer) are raised."""
+    from protocol.v2 import methods, types
+
+    converter = shared_converter(include_unstable=True)
+    request = converter.structure(v2_request(session_id, question), types.RequestPermissionRequest)
+    with stream.asking():
+        response = await connection.request(methods.SESSION_REQUEST_PERMISSION, request)
+    outcome = response.outcome
+    if isinstance(outcome, types.SelectedPermissionOutcome):
+        return str(outcome.option_id)
+    return None
 
 
 def v2_request(session_id: str, question: PermissionQuestion) -> dict[str, Any]:

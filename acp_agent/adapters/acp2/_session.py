@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ from protocol.errors import (
 if TYPE_CHECKING:
     from acp_agent.adapters.acp._prompt_content import PromptContent
     from acp_agent.agent import CommandInvocation
+    from acp_agent.models import ModelSource
     from protocol import types as v1_types
 
 __all__ = ("V2Session",)
@@ -63,8 +65,9 @@ class V2Session:
     `handle` is set once it is open.
     """
 
-    def __init__(self, stream: V2Stream) -> None:
+    def __init__(self, stream: V2Stream, models: ModelSource) -> None:
         self.stream = stream
+        self._models = models
         self.subscription: SessionSubscription | None = None
         self._handle: SessionHandle | None = None
         #: The cancel scope of each turn this client started that is still running.
@@ -86,6 +89,11 @@ class V2Session:
     @property
     def session_id(self) -> str:
         return str(self.handle.id)
+
+    def turn_slot(self) -> AbstractAsyncContextManager[TurnSlot]:
+        """A place in the session's turn queue for one of this client's prompts (the app
+        server's sessions also mark whose turn holds the session)."""
+        return self.handle.turn_slot()
 
     async def prompt(self, blocks: Sequence[v1_types.ContentBlock], content: PromptContent) -> str:
         """Insert the person's message and start its turn as the session's work; return the
@@ -129,7 +137,7 @@ class V2Session:
             raise InternalError("Internal error: the session's updates are not followed")
         accepted = False
         try:
-            async with self.handle.turn_slot() as slot:
+            async with self.turn_slot() as slot:
                 if slot.cancelled:
                     raise RequestCancelled("Request cancelled before insertion")
                 try:
@@ -198,8 +206,12 @@ class V2Session:
     # --- the commands' host: what a command changes, through the handle ------------------
 
     async def adopt(self, values: Mapping[str, Any]) -> None:
-        """Record and apply new settings (`/mode`, `/model`)."""
+        """Record and apply new settings (`/mode`, `/model`); the client is sent the
+        complete option set (`config_option_update`)."""
+        from acp_agent.adapters.acp2._options import config_option_update
+
         await self.handle.adopt(values)
+        self.stream.send(config_option_update(self.handle, self._models))
 
     async def set_title(self, title: str) -> None:
         """Record the title (its `session_info_update` comes from the timeline)."""

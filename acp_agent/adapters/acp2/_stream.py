@@ -16,7 +16,9 @@ is `requires_action`, then `running` again (`_prompter`; those carry no cursor).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from acp_agent.adapters.acp2._wire import state_idle, state_update, v2_updates
@@ -97,9 +99,18 @@ class V2Stream:
     """A session's v2 updates to one client (see the module docstring); a subscriber."""
 
     def __init__(
-        self, connection: AgentConnection, session_id: str, translator: V2Translator
+        self,
+        connection: AgentConnection,
+        session_id: str,
+        translator: V2Translator,
+        *,
+        writable: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        """`writable` waits while the client is behind (the app server's clients)."""
         self._connection = connection
+        self._writable = writable
+        #: Permission questions waiting for this client (`asking`).
+        self._questions = 0
         self._session_id = session_id
         self._translator = translator
         self._gone = False
@@ -110,6 +121,8 @@ class V2Stream:
 
     async def handle(self, event: Event) -> None:
         self.show(event)
+        if self._writable is not None and not self._gone:
+            await self._writable()
 
     def show(self, event: Event, *, after: tuple[int, int] | None = None) -> int:
         """Send `event`'s updates, those past cursor `after` only; returns how many sent."""
@@ -128,6 +141,21 @@ class V2Stream:
             self.send(body, cursor=f"{seq}:{part}")
             sent += 1
         return sent
+
+    @contextlib.contextmanager
+    def asking(self) -> Iterator[None]:
+        """A permission question waits for this client: the session's state is
+        `requires_action` while any does, `running` again once none does (v2: work
+        blocked on the person says so). No cursor: the state is not from the timeline."""
+        self._questions += 1
+        if self._questions == 1:
+            self.send(state_update("requires_action"))
+        try:
+            yield
+        finally:
+            self._questions -= 1
+            if not self._questions:
+                self.send(state_update("running"))
 
     def restart(self, translator: V2Translator) -> None:
         """Translate afresh with `translator` (a resume replays the history through it)."""

@@ -121,6 +121,20 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     assert ran[1]["messageId"] == command_id
     titled = client.wait_update(session_id, lambda u: u["sessionUpdate"] == "session_info_update")
     assert titled["title"] == "Ported"
+    # A command changing a setting: the complete option set follows.
+    client.call("session/prompt", {"sessionId": session_id, "prompt": [text("/mode plan")]})
+    assert client.wait_idle(session_id)["stopReason"] == "end_turn"
+    changed = [
+        u for u in client.updates(session_id) if u["sessionUpdate"] == "config_option_update"
+    ]
+    assert [
+        next(o for o in u["configOptions"] if o["configId"] == "mode")["currentValue"]
+        for u in changed
+    ] == ["plan"]
+    client.call(
+        "session/set_config_option",
+        {"sessionId": session_id, "configId": "mode", "type": "id", "value": "ask"},
+    )
     before_turns = len(client.updates(session_id))
 
     # A turn with a tool call: answered on insertion, then running -> requires_action ->
