@@ -214,7 +214,25 @@ class AcpV2Agent:
         session_id = stored_id(params.session_id)
         after = _replay_point(params.replay_from)
         servers = _v1_servers(params.mcp_servers)
+        v2_session, _ = await self._resume(session_id, after, sent)
+        handle = v2_session.handle
+        await _connect_mcp(handle, servers)
+        logger.info("v2 session %s resumed (replay %s)", session_id, after)
+        return types.ResumeSessionResponse(
+            config_options=self._options(handle), available_commands=await _commands(handle)
+        )
+
+    async def _resume(
+        self, session_id: str, replay: tuple[int, int] | bool | None, sent: Sequence[str] | None
+    ) -> tuple[V2Session, int]:
+        """Open the stored session here (or follow it anew, if open here already), replay
+        its history as `replay` says (see `_attach`), then send the foreground state now
+        (v2: every resume sends this snapshot, replay or not). Returns it with the
+        position its live updates continue from."""
         open_here = self._sessions.get(session_id)
+        if open_here is not None and not open_here.handle.open:
+            del self._sessions[session_id]  # closed meanwhile (another client's close)
+            open_here = None
         if open_here is not None:
             # Resumed again on this connection: the same handle, followed anew.
             if not await open_here.settled(_SETTLE_BUDGET_S):
@@ -237,15 +255,10 @@ class AcpV2Agent:
                 )
                 await handle.activate(sent)
         covered, events = await handle.history()
-        await self._attach(v2_session, handle, replay=after, events=events, covered=covered)
-        # The foreground state now, after the replay and before the answer (v2: every
-        # resume sends this snapshot, replay or not).
-        v2_session.stream.send(state_update("running") if v2_session.busy else state_update("idle"))
-        await _connect_mcp(handle, servers)
-        logger.info("v2 session %s resumed (replay %s)", session_id, after)
-        return types.ResumeSessionResponse(
-            config_options=self._options(handle), available_commands=await _commands(handle)
-        )
+        await self._attach(v2_session, handle, replay=replay, events=events, covered=covered)
+        running = v2_session.busy or handle.running_turn is not None
+        v2_session.stream.send(state_update("running" if running else "idle"))
+        return v2_session, int(covered)
 
     def _make(self, session_id: str) -> V2Session:
         """A session's v2 side, before its handle opens (the prompter needs its stream)."""
@@ -426,7 +439,11 @@ class AcpV2Agent:
         return types.CancelTerminalResponse()
 
     def _session(self, session_id: str) -> V2Session:
+        """The session open here; -32002 if it is not (or was closed meanwhile)."""
         v2_session = self._sessions.get(session_id)
+        if v2_session is not None and not v2_session.handle.open:
+            del self._sessions[session_id]  # another client closed or deleted it
+            v2_session = None
         if v2_session is None:
             raise ResourceNotFound(
                 f"Resource not found: no session {session_id}", {"sessionId": session_id}

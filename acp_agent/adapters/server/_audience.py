@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -28,11 +28,11 @@ from protocol.errors import ConnectionClosed
 if TYPE_CHECKING:
     from acp_agent.adapters.server._files import SessionFiles
     from acp_agent.adapters.server._questions import QuestionBroker
-    from acp_agent.agent import FrontEnd
+    from acp_agent.agent import FrontEnd, PermissionQuestion
     from acp_agent.toolkit import Notice, NoticeSink
     from protocol.connection import AgentConnection
 
-__all__ = ("Role", "SessionAudience", "SharedSessions", "Viewer")
+__all__ = ("Asker", "Role", "SessionAudience", "SharedSessions", "Viewer")
 
 logger = logging.getLogger(__name__)
 
@@ -48,12 +48,19 @@ class Role(enum.Enum):
     OBSERVER = "observer"
 
 
+#: Asks a client a permission question of a session in the client's own protocol: the
+#: option it chose, or None (it declined). Errors are the request's (`_questions`).
+Asker = Callable[[str, "PermissionQuestion"], Awaitable["str | None"]]
+
+
 @attrs.frozen(eq=False)
 class Viewer(Value):
-    """One client connection, as the sessions it follows know it."""
+    """One client connection, as the sessions it follows know it. `asker`: how it is
+    asked a permission question when it does not speak ACP v1 (an ACP v2 client)."""
 
     client_id: str
     connection: AgentConnection
+    asker: Asker | None = None
 
     def tell(self, method: str, params: dict[str, Any]) -> None:
         """Send notification `method` (an extension); nothing if the client is gone."""

@@ -2,8 +2,9 @@
 
 `QuestionBroker.ask` sends `session/request_permission` to every client in
 the audience's `askers()` (the attached controllers and the client whose
-prompt holds the turn), and to each that joins while the question waits.
-The first answer wins: the other requests are withdrawn (the engine sends
+prompt holds the turn), and to each that joins while the question waits (a
+client that speaks ACP v2 is asked in v2: its `Viewer.asker`). The first
+answer wins: the other requests are withdrawn (the engine sends
 `$/cancel_request` for a request its caller gives up on) and every attached
 client but the one that answered is told `_acp-agent/permission_resolved`
 with the outcome. A client that leaves is not an answer: the question waits,
@@ -64,7 +65,7 @@ class QuestionBroker:
                     for client_id, viewer in self._audience.askers().items():
                         if client_id not in asking.asked and client_id not in asking.gone:
                             asking.asked.add(client_id)
-                            asks.start_soon(self._ask_one, viewer, request, asking)
+                            asks.start_soon(self._ask_one, viewer, question, request, asking)
                     async with anyio.create_task_group() as wake:
                         wake.start_soon(_wake_on, self._audience.changed, wake.cancel_scope)
                         wake.start_soon(_wake_on, asking.done.wait, wake.cancel_scope)
@@ -80,10 +81,21 @@ class QuestionBroker:
         return permission_answer(question, response)
 
     async def _ask_one(
-        self, viewer: Viewer, request: types.RequestPermissionRequest, asking: _Asking
+        self,
+        viewer: Viewer,
+        question: PermissionQuestion,
+        request: types.RequestPermissionRequest,
+        asking: _Asking,
     ) -> None:
+        response: types.RequestPermissionResponse | None
         try:
-            response = await viewer.connection.request(methods.SESSION_REQUEST_PERMISSION, request)
+            if viewer.asker is None:
+                response = await viewer.connection.request(
+                    methods.SESSION_REQUEST_PERMISSION, request
+                )
+            else:  # asked in its own protocol (v2): its answer in v1's terms
+                chosen = await viewer.asker(self._audience.session_id, question)
+                response = _response(chosen)
         except (PeerDisconnected, ConnectionClosed, OSError) as exc:
             # Gone: not an answer. Others may answer; a controller attaching later will.
             logger.info("%s left before answering %s: %s", viewer.client_id, request, exc)
@@ -121,6 +133,15 @@ class QuestionBroker:
         for cid, viewer in self._audience.askers().items():
             if cid in asking.asked and cid not in told:
                 viewer.tell(PERMISSION_RESOLVED, params)
+
+
+def _response(chosen: str | None) -> types.RequestPermissionResponse:
+    """A choice (None: declined) as a v1 answer, what the broker weighs and reports."""
+    if chosen is None:
+        return types.RequestPermissionResponse(outcome=types.CancelledPermissionOutcome())
+    return types.RequestPermissionResponse(
+        outcome=types.SelectedPermissionOutcome(option_id=chosen)
+    )
 
 
 async def _wake_on(wait: Callable[[], Awaitable[object]], scope: anyio.CancelScope) -> None:

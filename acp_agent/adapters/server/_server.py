@@ -3,9 +3,10 @@
 `AppServer` hosts the runtime (`RuntimeHost`: sessions, store, MCP and
 language servers, jobs) and serves ACP on every connection it accepts: on
 its Unix socket (`listen_unix`), and on WebSocket when asked (`_websocket`).
-Each connection gets the ACP adapter of its own (`ServerAcpAgent`) over a
-line stream (`AgentConnection.serve_lines`): the same adapter, methods and
-answers as the stdio agent. A connection ending cancels nothing it started;
+Each connection gets the ACP adapter of its own over a line stream
+(`AgentConnection.serve_lines`): the same adapter, methods and answers as the
+stdio agent, v1 (`ServerAcpAgent`) or, when its `initialize` asks for it, v2
+(`_v2.ServerV2Agent`). A connection ending cancels nothing it started;
 stopping the server (`stop`) ends every connection as the end of stdin ends
 the stdio agent (its running prompts are cancelled and recorded as
 interrupted), then closes the runtime.
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
 from acp_agent.adapters.acp._opening import OpeningSessions
+from acp_agent.adapters.acp2.choice import choose_protocol
 from acp_agent.adapters.server._agent import ServerAcpAgent
 from acp_agent.adapters.server._audience import SharedSessions, Viewer
 from acp_agent.adapters.server._identity import peer_person
@@ -34,6 +36,7 @@ from protocol.connection import AgentConnection, StartSoon
 
 if TYPE_CHECKING:
     from acp_agent.adapters.acp import RuntimeHost
+    from acp_agent.adapters.server._v2 import ServerV2Agent
     from acp_agent.models import ModelSource
     from protocol._ndjson import LineSource
 
@@ -64,15 +67,23 @@ class ClientWriter(Protocol):
 
 
 class _Client:
-    """One live connection."""
+    """One live connection, served in ACP v1 (`ServerAcpAgent`) unless its `initialize`
+    chose v2 (`ServerV2Agent`)."""
 
     def __init__(
         self, connection: AgentConnection, agent: ServerAcpAgent, writer: ClientWriter
     ) -> None:
         self.connection = connection
-        self.agent = agent
+        self.agent: ServerAcpAgent | ServerV2Agent = agent
         self.writer = writer
         self.done = asyncio.Event()
+
+    async def stop_work(self) -> None:
+        """At the server's stop: a v2 client's turns (its sessions' own work, which no
+        request holds) are cancelled and recorded as interrupted; a v1 client's end with
+        its requests."""
+        if not isinstance(self.agent, ServerAcpAgent):
+            await self.agent.aclose()
 
 
 class AppServer:
@@ -198,8 +209,28 @@ class AppServer:
             opening=self._opening,
             person=self.person if person is None else person,
         )
-        agent.register()
         client = _Client(connection, agent, writer)
+
+        def use_v2() -> None:
+            from acp_agent.adapters.server._v2 import ServerV2Agent
+
+            v2_agent = ServerV2Agent(
+                connection,
+                self._host,
+                self._models,
+                config_dir=self._config_dir,
+                mode=self._mode,
+                person=agent.person,
+                writable=writer.writable,
+                client_id=client_id,
+                shared=self.shared,
+                opening=self._opening,
+            )
+            v2_agent.register()
+            client.agent = v2_agent
+
+        # v1 now; v2 instead if the client's `initialize` asks for it (as over stdio).
+        choose_protocol(connection, v1=agent.register, v2=use_v2)
         self._clients.add(client)
         logger.info("%s connected (%s) for %s", client_id, kind, agent.person)
         try:
@@ -207,7 +238,7 @@ class AppServer:
             async with connection:
                 await connection.serve_lines(source, writer, cancel_handlers=False)
                 logger.info("%s left; its prompts run to their end", client_id)
-                await agent.connection_ended(connection.protocol.wait_handlers)
+                await client.agent.connection_ended(connection.protocol.wait_handlers)
         finally:
             connection.protocol.close()
             self._clients.discard(client)
@@ -233,6 +264,7 @@ class AppServer:
             await client.connection.protocol.input_ended(
                 grace_s=_STOP_GRACE_S, cancel_handlers=True
             )
+            await client.stop_work()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_STOP_BUDGET_S):
                 for client in clients:
