@@ -47,7 +47,7 @@ from protocol.v2 import methods, types
 if TYPE_CHECKING:
     from acp_agent.adapters.acp2._session import V2Session
     from acp_agent.adapters.acp2._stream import V2Translator
-    from acp_agent.agent import Agent, Event, SessionHandle
+    from acp_agent.agent import Agent, ClientInstructions, Event, SessionHandle
     from acp_agent.models import ModelSource
 
 __all__ = ("AFTER_CURSOR", "AcpV2Agent")
@@ -122,7 +122,9 @@ class AcpV2Agent:
 
     def initialize(self, params: types.InitializeRequest) -> types.InitializeResponse:
         """Speak version 2: the baseline session methods, `delete`, prompts with embedded
-        context (and images when the default model takes them), MCP over HTTP and SSE."""
+        context (and images when the default model takes them), MCP over HTTP and SSE;
+        `systemPrompt` (both modes) with `--unstable` (an unstable capability no client
+        negotiates; one sent anyway is applied, as over v1)."""
         logger.info("v2 client %s asked for version %s", params.info.name, params.protocol_version)
         prompt: dict[str, Any] = {"embeddedContext": {}}
         if self._models.traits(None).images:
@@ -134,6 +136,7 @@ class AcpV2Agent:
                     "mcp": {"http": {}, "sse": {}},
                     "delete": {},
                     "additionalDirectories": {},
+                    **self._unstable_session_capabilities(),
                 }
             },
             types.AgentCapabilities,
@@ -152,6 +155,11 @@ class AcpV2Agent:
                 if isinstance(method, v1_types.AuthMethodAgent)
             ],
         )
+
+    def _unstable_session_capabilities(self) -> dict[str, Any]:
+        if not self._connection.unstable:
+            return {}
+        return {"systemPrompt": {"mode": {"override": {}}}}
 
     def login(self, params: types.LoginAuthRequest) -> types.LoginAuthResponse:
         """Succeed when the method's provider is configured now; say what is missing if not."""
@@ -174,6 +182,7 @@ class AcpV2Agent:
         cwd = absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
         servers = _v1_servers(params.mcp_servers)
+        instructions = _instructions(params.system_prompt)
         with wire_errors():
             store = await self._host.store()
             new = await create_session(
@@ -184,6 +193,7 @@ class AcpV2Agent:
                 at=self._clock(),
                 owner=self.person,
                 additional_directories=other_roots(cwd, sent),
+                instructions=instructions,
             )
         session_id = str(new.record.session_id)
         try:
@@ -214,7 +224,8 @@ class AcpV2Agent:
         session_id = stored_id(params.session_id)
         after = _replay_point(params.replay_from)
         servers = _v1_servers(params.mcp_servers)
-        v2_session, _ = await self._resume(session_id, after, sent)
+        instructions = _instructions(params.system_prompt)
+        v2_session, _ = await self._resume(session_id, after, sent, instructions)
         handle = v2_session.handle
         await _connect_mcp(handle, servers)
         logger.info("v2 session %s resumed (replay %s)", session_id, after)
@@ -223,10 +234,15 @@ class AcpV2Agent:
         )
 
     async def _resume(
-        self, session_id: str, replay: tuple[int, int] | bool | None, sent: Sequence[str] | None
+        self,
+        session_id: str,
+        replay: tuple[int, int] | bool | None,
+        sent: Sequence[str] | None,
+        instructions: ClientInstructions | None = None,
     ) -> tuple[V2Session, int]:
-        """Open the stored session here (or follow it anew, if open here already), replay
-        its history as `replay` says (see `_attach`), then send the foreground state now
+        """Open the stored session here (or follow it anew, if open here already) with
+        the roots `sent` and the client's `instructions` (None: those kept), replay its
+        history as `replay` says (see `_attach`), then send the foreground state now
         (v2: every resume sends this snapshot, replay or not). Returns it with the
         position its live updates continue from."""
         open_here = self._sessions.get(session_id)
@@ -246,6 +262,8 @@ class AcpV2Agent:
             open_here.stream.restart(self._translator())
             with wire_errors(session_id):
                 await handle.activate(sent)
+                if instructions is not None:
+                    await handle.set_instructions(instructions)
         else:
             agent = await self._agent()
             v2_session = self._make(session_id)
@@ -254,6 +272,8 @@ class AcpV2Agent:
                     session_id, self._front_end(v2_session, session_id), person=self.person
                 )
                 await handle.activate(sent)
+                if instructions is not None:
+                    await handle.set_instructions(instructions)
         covered, events = await handle.history()
         await self._attach(v2_session, handle, replay=replay, events=events, covered=covered)
         running = v2_session.busy or handle.running_turn is not None
@@ -468,6 +488,21 @@ def _replay_point(replay_from: Any) -> tuple[int, int] | bool | None:
         f"Invalid params: replayFrom: this agent replays from 'start' or '{AFTER_CURSOR}', "
         f"not {kind!r}"
     )
+
+
+def _instructions(system_prompt: Any) -> ClientInstructions | None:
+    """The client's own instructions a session request sends (`systemPrompt`, unstable in
+    the draft), read as v1's (the same shape); -32602 for what cannot be applied."""
+    from acp_agent.adapters.acp._client_input import client_instructions
+
+    if system_prompt is None:
+        return None
+    converter = shared_converter(include_unstable=True)
+    try:
+        v1 = converter.structure(converter.unstructure(system_prompt), v1_types.SystemPrompt)
+    except Exception as exc:
+        raise InvalidParams(f"Invalid params: systemPrompt: {exc}") from None
+    return client_instructions(v1, None)
 
 
 def _v1_blocks(prompt: Sequence[Any]) -> list[v1_types.ContentBlock]:

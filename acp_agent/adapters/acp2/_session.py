@@ -96,12 +96,36 @@ class V2Session:
         return self.handle.turn_slot()
 
     async def prompt(self, blocks: Sequence[v1_types.ContentBlock], content: PromptContent) -> str:
-        """Insert the person's message and start its turn as the session's work; return the
-        message's id once inserted (the turn runs on), or raise what kept it out."""
+        """Insert the person's message and return its id (or raise what kept it out).
+
+        With a turn running, the message joins it (steering: taken in at the turn's next
+        step boundary, so its next model request reads it; never lost, even if the turn
+        is cancelled first); otherwise it starts its turn, as the session's work, once
+        the turns before it are over. A built-in slash command always waits its turn."""
+        if self.handle.running_turn is not None:
+            steered = await self._steer(blocks, content)
+            if steered is not None:
+                return steered
         message_id: str = await self.handle.start_work(
             partial(self._run, blocks, content), name=f"v2 turn of {self.session_id}"
         )
         return message_id
+
+    async def _steer(
+        self, blocks: Sequence[v1_types.ContentBlock], content: PromptContent
+    ) -> str | None:
+        """Give the message to the running turn; None when it is a built-in command or no
+        turn takes it any more (it ended meanwhile): then it is a prompt of its own."""
+        from acp_agent.agent import PromptTooLarge
+
+        parts, sent = await content.record(blocks)
+        invocation, parts, sent = command_in(self.handle, parts, sent)
+        if invocation is not None:
+            return None
+        try:
+            return self.handle.steer(parts, sent=sent)
+        except PromptTooLarge as exc:
+            raise InvalidParams(f"Invalid params: prompt: {exc}") from None
 
     async def _run(
         self,

@@ -8,8 +8,9 @@ and the updates it skips or sends are exactly those the live stream sent there: 
 translator per stream sees every event of the session once, in order, replayed or
 live, so an event's updates and their numbering are the same either way.
 
-The foreground state comes from the timeline too: a person's message adopted is
-`running` (before its `user_message_chunk`s), a turn's end `idle` with its stop
+The foreground state comes from the timeline too: a person's message that begins a
+turn is `running` (before its `user_message_chunk`s; one that joined the running
+turn is only its chunks), a turn's end `idle` with its stop
 reason, an interrupted turn `idle` / `cancelled`. A permission question in between
 is `requires_action`, then `running` again (`_prompter`; those carry no cursor).
 """
@@ -66,7 +67,7 @@ class V2Translator:
         )
         wire = shared_converter(include_unstable=True)
         bodies: list[dict[str, Any]] = []
-        if isinstance(payload, UserInputAdopted):
+        if isinstance(payload, UserInputAdopted) and payload.begins_turn:
             bodies.append(state_update("running"))
         for update in shown_by.translate(event):
             bodies.extend(v2_updates(wire.unstructure(update)))

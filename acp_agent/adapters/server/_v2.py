@@ -45,7 +45,13 @@ if TYPE_CHECKING:
 
     from acp_agent.adapters.acp._opening import OpeningSessions
     from acp_agent.adapters.acp2._stream import V2Stream
-    from acp_agent.agent import FrontEnd, PermissionQuestion, SessionHandle, TurnSlot
+    from acp_agent.agent import (
+        ClientInstructions,
+        FrontEnd,
+        PermissionQuestion,
+        SessionHandle,
+        TurnSlot,
+    )
     from acp_agent.models import ModelSource
     from protocol.v2 import types
 
@@ -182,12 +188,16 @@ class ServerV2Agent(AcpV2Agent):
         self._shared.audience(str(handle.id)).follow(self.viewer)
 
     async def _resume(
-        self, session_id: str, replay: tuple[int, int] | bool | None, sent: Sequence[str] | None
+        self,
+        session_id: str,
+        replay: tuple[int, int] | bool | None,
+        sent: Sequence[str] | None,
+        instructions: ClientInstructions | None = None,
     ) -> tuple[V2Session, int]:
         """As over stdio, once a session a v1 client just made is assembled."""
         with wire_errors(session_id):
             await self._opening.ready(session_id)
-        return await super()._resume(session_id, replay, sent)
+        return await super()._resume(session_id, replay, sent, instructions)
 
     def _server_session(self, session_id: str) -> ServerV2Session | None:
         v2_session = self._sessions.get(session_id)

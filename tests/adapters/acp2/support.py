@@ -21,6 +21,7 @@ from tests.support.raw_agent import RawAgent
 __all__ = ("V2Client", "initialize_v2")
 
 _V2 = WireValidator(protocol_version=2)
+_V2_UNSTABLE = WireValidator(protocol_version=2, unstable=True)
 #: How long a test waits for what should come; only failing tests wait this long.
 WAIT_S = 15.0
 
@@ -28,8 +29,13 @@ WAIT_S = 15.0
 class V2Client:
     """One agent process spoken to in ACP v2 (see the module docstring)."""
 
-    def __init__(self, command: Sequence[str], env: dict[str, str]) -> None:
+    def __init__(
+        self, command: Sequence[str], env: dict[str, str], *, unstable: bool = False
+    ) -> None:
+        """`unstable`: the agent runs with `--unstable`, its lines read against the v2
+        draft's unstable schema."""
         self.agent = RawAgent(command, env=env)
+        self._schema = _V2_UNSTABLE if unstable else _V2
         self._ids = itertools.count(1)
         #: Every notification the agent sent, in order.
         self.notifications: list[dict[str, Any]] = []
@@ -107,7 +113,7 @@ class V2Client:
 
     def problems(self) -> list[str]:
         """Every line the agent wrote that breaks the v2 schema."""
-        return _V2.problems(_unbatched(self.agent.sent), self.agent.received)
+        return self._schema.problems(_unbatched(self.agent.sent), self.agent.received)
 
     def stop(self) -> int:
         return self.agent.stop()

@@ -20,8 +20,10 @@ from typing import Any
 
 import pytest
 
+from tests.adapters.acp.session_support import openai_text
 from tests.adapters.acp2.support import V2Client, cursor_of, initialize_v2, is_idle
-from tests.support.agent import agent_env, write_script
+from tests.support.agent import agent_env, openai_env, write_script
+from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -207,8 +209,8 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     s2 = [u for u in client.updates(session_id) if u.get("toolCallId") == "s2"]
     assert s2[-1]["status"] == "cancelled"
 
-    # A turn cancelled: idle with `cancelled`, nothing after it. A prompt queued behind
-    # it and cancelled as a request (`$/cancel_request`) is never inserted.
+    # A turn cancelled: idle with `cancelled`, nothing after it. A message sent while it
+    # runs joins it (steering): answered at once, recorded (and echoed) before its end.
     client.call("session/prompt", {"sessionId": session_id, "prompt": [text("slow")]})
     client.wait_update(
         session_id,
@@ -217,18 +219,19 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
             and u["content"].get("text") == "Working on it"
         ),
     )
-    queued = client.send("session/prompt", {"sessionId": session_id, "prompt": [text("later")]})
-    client.notify("$/cancel_request", {"requestId": queued})
-    assert client.response(queued)["error"]["code"] == -32800
+    running_before = len([u for u in client.updates(session_id) if u.get("state") == "running"])
+    steered = client.call("session/prompt", {"sessionId": session_id, "prompt": [text("later")]})
+    steered_id = steered["result"]["messageId"]
     client.notify("session/cancel", {"sessionId": session_id})
     assert client.wait_idle(session_id)["stopReason"] == "cancelled"
-    said = [
-        u["content"].get("text")
+    echoed = [
+        u
         for u in client.updates(session_id)
-        if u["sessionUpdate"] == "user_message_chunk"
+        if u["sessionUpdate"] == "user_message_chunk" and u["content"].get("text") == "later"
     ]
-    assert "later" not in said
-    assert "slow" in said
+    assert [u["messageId"] for u in echoed] == [steered_id]
+    running_after = len([u for u in client.updates(session_id) if u.get("state") == "running"])
+    assert running_after == running_before  # it joined the turn: no turn of its own
 
     # Resume: from the start, after a cursor mid-way, after the last one.
     live = live_with_cursors(client, session_id)
@@ -296,3 +299,57 @@ def test_v2_agent_ending_mid_turn_records_it_interrupted(tmp_path: Path, ending:
         assert second.problems() == []
     finally:
         second.stop()
+
+
+def test_v2_system_prompt_is_the_sessions_instructions(tmp_path: Path) -> None:
+    """`systemPrompt` (unstable in the draft, advertised with `--unstable`): `append` on
+    `session/new` adds the client's text to the agent's instructions, `override` on
+    `session/resume` replaces them; a mode the agent does not take is -32602. The fake
+    provider's requests say what the model was sent."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    command = [sys.executable, "-m", "acp_agent", "--home", str(tmp_path / "home"), "--unstable"]
+    with FakeProviderServer() as server:
+        server.add(openai_text("Bonjour."), openai_text("Bob."))
+        client = V2Client(command, openai_env(server.base_url), unstable=True)
+        try:
+            advertised = initialize_v2(client)["capabilities"]["session"]["systemPrompt"]
+            assert advertised == {"mode": {"override": {}}}
+            refused = client.call(
+                "session/new",
+                {"cwd": str(workspace), "systemPrompt": system_prompt("_whisper", "Hush.")},
+            )
+            assert refused["error"]["code"] == -32602
+            session_id = client.call(
+                "session/new",
+                {"cwd": str(workspace), "systemPrompt": system_prompt("append", "In French.")},
+            )["result"]["sessionId"]
+            client.call("session/prompt", {"sessionId": session_id, "prompt": [text("Hi.")]})
+            client.wait_idle(session_id)
+            resumed = client.call(
+                "session/resume",
+                {
+                    "sessionId": session_id,
+                    "cwd": str(workspace),
+                    "systemPrompt": system_prompt("override", "You are Bob."),
+                },
+            )
+            assert "result" in resumed, resumed
+            client.call("session/prompt", {"sessionId": session_id, "prompt": [text("Who?")]})
+            client.wait_idle(session_id)
+            assert client.problems() == []
+        finally:
+            client.stop()
+        first, second = (system_of(request.json()) for request in server.requests)
+    assert "In French." in first
+    assert second.startswith("You are Bob.")
+    assert "In French." not in second
+
+
+def system_prompt(mode: str, words: str) -> dict[str, Any]:
+    return {"mode": mode, "content": [text(words)]}
+
+
+def system_of(body: dict[str, Any]) -> str:
+    [first] = [m for m in body["messages"][:1] if m["role"] == "system"]
+    return str(first["content"])
