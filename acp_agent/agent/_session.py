@@ -227,6 +227,18 @@ class SessionHandle:
             await slot.cancel_turn()
         return len(slots)
 
+    async def stop_job(self, job_id: str) -> bool:
+        """Stop one of the main line's background jobs, as the person does (`/jobs stop`);
+        returns once it ended. False when no job has that id."""
+        from acp_agent.capabilities import JOBS
+        from acp_agent.capabilities.jobs import NoSuchJob
+
+        try:
+            await self._session.scope.get(JOBS).stop(job_id, by="person")
+        except NoSuchJob:
+            return False
+        return True
+
     def cancel_tool_call(self, call_id: str) -> bool:
         """Cut one tool call of the main line short, the turn going on without it (its
         result says it was cancelled); False when no such call is waiting or running."""

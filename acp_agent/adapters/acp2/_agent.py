@@ -449,13 +449,21 @@ class AcpV2Agent:
         self._session(str(params.session_id)).cancel_tool_call(str(params.tool_call_id))
         return types.CancelToolCallResponse()
 
-    def cancel_terminal(self, params: types.CancelTerminalRequest) -> types.CancelTerminalResponse:
-        """Stop a display terminal's command: the call it runs for is cut short."""
+    async def cancel_terminal(
+        self, params: types.CancelTerminalRequest
+    ) -> types.CancelTerminalResponse:
+        """Stop a display terminal's command: a tool call's is cut short (its turn goes
+        on), a background job's is stopped (answered once it ended)."""
+        from acp_agent.adapters.acp2._jobs import JOB_TERMINAL_PREFIX
+
         v2_session = self._session(str(params.session_id))
         terminal_id = str(params.terminal_id)
-        if not terminal_id.startswith(LOCAL_TERMINAL_PREFIX):
+        if terminal_id.startswith(LOCAL_TERMINAL_PREFIX):
+            v2_session.cancel_tool_call(terminal_id.removeprefix(LOCAL_TERMINAL_PREFIX))
+        elif not terminal_id.startswith(JOB_TERMINAL_PREFIX) or not (
+            await v2_session.handle.stop_job(terminal_id.removeprefix(JOB_TERMINAL_PREFIX))
+        ):
             raise InvalidParams(f"Invalid params: terminalId: no terminal {terminal_id!r}")
-        v2_session.cancel_tool_call(terminal_id.removeprefix(LOCAL_TERMINAL_PREFIX))
         return types.CancelTerminalResponse()
 
     def _session(self, session_id: str) -> V2Session:

@@ -12,7 +12,8 @@ The foreground state comes from the timeline too: a person's message that begins
 turn is `running` (before its `user_message_chunk`s; one that joined the running
 turn is only its chunks), a turn's end `idle` with its stop
 reason, an interrupted turn `idle` / `cancelled`. A permission question in between
-is `requires_action`, then `running` again (`_prompter`; those carry no cursor).
+is `requires_action`, then `running` again (`asking`; those carry no cursor). Every
+snapshot lists the background work, the main line's jobs (`_jobs`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from acp_agent.adapters.acp2._jobs import BackgroundJobs
 from acp_agent.adapters.acp2._wire import state_idle, state_update, v2_updates
 from acp_agent.agent import (
     ConversationRewound,
@@ -56,6 +58,10 @@ class V2Translator:
     def __init__(self, live: UpdateTranslator, replay: UpdateTranslator) -> None:
         self._live = live
         self._replay = replay
+        #: The main line's jobs running, as this stream has seen them (`_jobs`).
+        self.jobs = BackgroundJobs()
+        #: The foreground state the events leave (re-sent when a job starts or ends).
+        self._foreground = state_update("idle")
 
     def bodies(self, event: Event) -> list[dict[str, Any]]:
         """The v2 update bodies of `event`, in order (its cursor parts are their places)."""
@@ -68,7 +74,7 @@ class V2Translator:
         wire = shared_converter(include_unstable=True)
         bodies: list[dict[str, Any]] = []
         if isinstance(payload, UserInputAdopted) and payload.begins_turn:
-            bodies.append(state_update("running"))
+            bodies.append(self._now(state_update("running")))
         for update in shown_by.translate(event):
             bodies.extend(v2_updates(wire.unstructure(update)))
         if isinstance(payload, ToolResultRecorded) and payload.outcome.value == "interrupted":
@@ -79,10 +85,17 @@ class V2Translator:
         if isinstance(payload, ToolCallRequested | ToolCallStarted | ToolResultRecorded):
             _cancel_control(bodies, str(payload.call_id))
         if isinstance(payload, TurnEnded):
-            bodies.append(state_idle(payload.stop_reason.value))
+            bodies.append(self._now(state_idle(payload.stop_reason.value)))
         elif isinstance(payload, TurnInterrupted):
-            bodies.append(state_idle("cancelled"))
+            bodies.append(self._now(state_idle("cancelled")))
+        if shown := self.jobs.bodies(payload):
+            # A job's terminal, then the snapshot listing it (or no longer listing it).
+            bodies.extend([*shown, dict(self._foreground)])
         return bodies
+
+    def _now(self, state: dict[str, Any]) -> dict[str, Any]:
+        self._foreground = state
+        return dict(state)
 
 
 def _cancel_control(bodies: list[dict[str, Any]], call_id: str) -> None:
@@ -178,6 +191,8 @@ class V2Stream:
             return
         from protocol.v2 import methods, types
 
+        if body.get("sessionUpdate") == "state_update":
+            body = {**body, "background": self._translator.jobs.listed()}
         if cursor is not None:
             meta = dict(body.get("_meta") or {})
             meta[META_KEY] = {**meta.get(META_KEY, {}), "cursor": cursor}

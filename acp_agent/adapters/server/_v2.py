@@ -299,9 +299,11 @@ class ServerV2Agent(AcpV2Agent):
         self._refuse_observer(str(params.session_id), "cancel a tool call")
         return super().cancel_tool_call(params)
 
-    def cancel_terminal(self, params: types.CancelTerminalRequest) -> types.CancelTerminalResponse:
+    async def cancel_terminal(
+        self, params: types.CancelTerminalRequest
+    ) -> types.CancelTerminalResponse:
         self._refuse_observer(str(params.session_id), "cancel a terminal")
-        return super().cancel_terminal(params)
+        return await super().cancel_terminal(params)
 
     async def cancel(self, params: types.CancelSessionNotification) -> None:
         """A controller cancels the session's turn; an observer, nothing; a client that

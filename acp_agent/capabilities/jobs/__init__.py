@@ -8,7 +8,12 @@ output so far in the store, for when its agent is gone.
 
 from __future__ import annotations
 
-from acp_agent.capabilities.jobs._manager import DEFAULT_JOB_LIMIT, JOBS_GUIDE_ENTRY, JobManager
+from acp_agent.capabilities.jobs._manager import (
+    DEFAULT_JOB_LIMIT,
+    JOBS_GUIDE_ENTRY,
+    JobManager,
+    NoSuchJob,
+)
 from acp_agent.capabilities.jobs._saved_output import SavedOutputs
 from acp_agent.capabilities.jobs._tools import job_commands, job_tools
 
@@ -16,6 +21,7 @@ __all__ = (
     "DEFAULT_JOB_LIMIT",
     "JOBS_GUIDE_ENTRY",
     "JobManager",
+    "NoSuchJob",
     "SavedOutputs",
     "job_commands",
     "job_tools",

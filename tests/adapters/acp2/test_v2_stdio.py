@@ -28,8 +28,11 @@ from tests.support.fake_provider import FakeProviderServer
 pytestmark = pytest.mark.timeout(90)
 
 
-def shell(command: str, call_id: str) -> dict[str, Any]:
-    return {"tool_call": {"name": "shell", "arguments": {"command": command}, "id": call_id}}
+def shell(command: str, call_id: str, *, background: bool = False) -> dict[str, Any]:
+    arguments: dict[str, Any] = {"command": command}
+    if background:
+        arguments["background"] = True
+    return {"tool_call": {"name": "shell", "arguments": arguments, "id": call_id}}
 
 
 def text(value: str) -> dict[str, Any]:
@@ -48,6 +51,8 @@ def v2_agent(tmp_path: Path) -> Any:
         [{"text": "Cut short."}],
         [{"text": "Again."}, shell("echo started; sleep 30", "s2")],
         [{"text": "Stopped."}],
+        [{"text": "In the background."}, shell("sleep 30", "j1", background=True)],
+        [{"text": "Started."}],
         [{"text": "Working on it"}, {"sleep_ms": 30000}, {"text": "never sent"}],
     )
     command = [sys.executable, "-m", "acp_agent", "--home", str(tmp_path / "home")]
@@ -71,7 +76,7 @@ def resume(client: V2Client, session_id: str, workspace: Path, replay: Any) -> l
     )
     assert set(answer["result"]) == {"availableCommands", "configOptions"}, answer
     *replayed, snapshot = client.updates(session_id)[before:]
-    assert snapshot == {"sessionUpdate": "state_update", "state": "idle"}
+    assert snapshot == {"sessionUpdate": "state_update", "state": "idle", "background": []}
     return replayed
 
 
@@ -208,6 +213,43 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     assert ended[-1]["capabilities"] is None
     s2 = [u for u in client.updates(session_id) if u.get("toolCallId") == "s2"]
     assert s2[-1]["status"] == "cancelled"
+
+    # A background job: a terminal of its own, listed as background work in every state
+    # snapshot while it runs; terminal/cancel stops it: its exit, then a snapshot without it.
+    client.answers = ["allow_once"]
+    client.call("session/prompt", {"sessionId": session_id, "prompt": [text("job")]})
+    announced = client.wait_update(
+        session_id,
+        lambda u: u["sessionUpdate"] == "terminal_update" and u["terminalId"].startswith("job-"),
+    )
+    job = announced["terminalId"]
+    assert announced["command"] == "sleep 30"
+    assert announced["capabilities"] == {"cancel": {}}
+    idle = client.wait_idle(session_id)
+    assert idle["background"] == [{"type": "terminal", "terminalId": job}]
+    before = len(client.updates(session_id))
+    stop = client.call("terminal/cancel", {"sessionId": session_id, "terminalId": job})
+    assert stop["result"] == {}
+
+    def states_since() -> list[dict[str, Any]]:
+        since = client.updates(session_id)[before:]
+        return [u for u in since if u["sessionUpdate"] == "state_update"]
+
+    client.read_until(lambda: any(u["background"] == [] for u in states_since()))
+    stopped = [u for u in client.updates(session_id)[before:] if u.get("terminalId") == job]
+    assert stopped[-1]["exitStatus"] == {"signal": "SIGTERM"}
+    assert states_since()[-1] == {
+        "sessionUpdate": "state_update",
+        "state": "idle",
+        "stopReason": "end_turn",
+        "background": [],
+        "_meta": states_since()[-1]["_meta"],
+    }
+    assert all(
+        u["background"] is not None
+        for u in client.updates(session_id)
+        if u["sessionUpdate"] == "state_update"
+    )
 
     # A turn cancelled: idle with `cancelled`, nothing after it. A message sent while it
     # runs joins it (steering): answered at once, recorded (and echoed) before its end.
