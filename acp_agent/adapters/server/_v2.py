@@ -32,6 +32,7 @@ import attrs
 
 from acp_agent.adapters.acp._wire_errors import wire_errors
 from acp_agent.adapters.acp2._agent import AcpV2Agent
+from acp_agent.adapters.acp2._commands import available
 from acp_agent.adapters.acp2._cursor import parse_cursor
 from acp_agent.adapters.acp2._session import V2Session
 from acp_agent.adapters.server._agent import ATTACH_METHOD, DETACH_METHOD, tell_left
@@ -217,7 +218,8 @@ class ServerV2Agent(AcpV2Agent):
     async def attach_session(self, params: object) -> dict[str, Any]:
         """`_acp-agent/attach` (see `_attach`): follow the session with a role, after a
         replay (`"start"`, `"none"`, or `"cursor"` after `cursor`), then its foreground
-        state; the answer is the ready point."""
+        state; the answer is the ready point, with the options and commands (as a
+        `session/resume` answer has them)."""
         from acp_agent.adapters.server._attach import _role, _session_id
 
         if not isinstance(params, dict):
@@ -245,6 +247,7 @@ class ServerV2Agent(AcpV2Agent):
             "cursor": str(position),
             "pendingPermissions": len(audience.questions.pending),
             "configOptions": converter.unstructure(self._options(v2_session.handle)),
+            "availableCommands": await available(v2_session.handle),
         }
 
     async def detach_session(self, params: object) -> dict[str, Any]:

@@ -148,6 +148,7 @@ async def test_a_v2_client_over_the_websocket_and_a_v1_editor_share_one_session(
             assert attached["role"] == "controller"
             assert attached["clientId"] == web_id
             assert any(o["configId"] == "mode" for o in attached["configOptions"])
+            assert any(c["name"] == "title" for c in attached["availableCommands"])
             assert web.updates(session_id)[-1] == {
                 "sessionUpdate": "state_update",
                 "state": "idle",
