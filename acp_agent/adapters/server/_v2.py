@@ -219,7 +219,8 @@ class ServerV2Agent(AcpV2Agent):
         """`_acp-agent/attach` (see `_attach`): follow the session with a role, after a
         replay (`"start"`, `"none"`, or `"cursor"` after `cursor`), then its foreground
         state; the answer is the ready point, with the options and commands (as a
-        `session/resume` answer has them)."""
+        `session/resume` answer has them). `files` is never taken: v2 has no client
+        file system, so the session's files stay the server's disk."""
         from acp_agent.adapters.server._attach import _role, _session_id
 
         if not isinstance(params, dict):
@@ -246,6 +247,7 @@ class ServerV2Agent(AcpV2Agent):
             "role": role.value,
             "cursor": str(position),
             "pendingPermissions": len(audience.questions.pending),
+            "files": False,  # v2 has no client file system: the session's files stay here
             "configOptions": converter.unstructure(self._options(v2_session.handle)),
             "availableCommands": await available(v2_session.handle),
         }

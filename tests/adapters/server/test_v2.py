@@ -143,9 +143,11 @@ async def test_a_v2_client_over_the_websocket_and_a_v1_editor_share_one_session(
             await editor.request(ATTACH, {"sessionId": session_id, "role": "observer"})
 
             attached = await web.request(
-                ATTACH, {"sessionId": session_id, "role": "controller", "replay": "start"}
+                ATTACH,
+                {"sessionId": session_id, "role": "controller", "replay": "start", "files": True},
             )
             assert attached["role"] == "controller"
+            assert attached["files"] is False  # v2 has no client file system
             assert attached["clientId"] == web_id
             assert any(o["configId"] == "mode" for o in attached["configOptions"])
             assert any(c["name"] == "title" for c in attached["availableCommands"])
