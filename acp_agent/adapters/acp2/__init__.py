@@ -2,7 +2,10 @@
 
 `choice.choose_protocol` picks v1 or v2 at a connection's `initialize`;
 `AcpV2Agent` (`_agent`, imported on use: it loads `protocol.v2`) serves v2. Its
-modules: one session's turns (`_session`), its update stream with cursors
-(`_stream`, `_cursor`), v1's update shapes rewritten as v2's (`_wire`), and the
-permission questions (`_prompter`).
+modules: one session's turns, each the session's own work (`_session`), its update
+stream with cursors (`_stream`, `_cursor`), v1's update shapes rewritten as v2's
+(`_wire`), background jobs as display terminals (`_jobs`), the permission questions
+(`_prompter`), the slash commands and options (`_commands`, `_options`) and what a
+v2 client offers the tools (`_terminals`). The app server's v2 connections build on
+it (`adapters/server/_v2`).
 """

@@ -7,13 +7,17 @@ same event translation (`_stream`), different answers:
 
 - `session/prompt` is answered once the person's message is inserted
   (`{messageId}`); the turn runs on and ends with a `state_update` (`_session`);
+  sent while a turn runs, the message joins that turn (steering);
 - `session/resume` replays from `replayFrom`: `{"type": "start"}`, or after a
   cursor an update carried (`{"type": "_acp-agent/after", "cursor": "<seq>:<part>"}`),
   or nothing when it is omitted; the replay, then a `state_update` snapshot of the
   foreground state (no cursor), are sent before the answer;
 - `tool_call/cancel` cuts one call short (its turn goes on), and so does
-  `terminal/cancel` of the display terminal showing its command; `$/cancel_request`
-  is the engine's (a request in flight);
+  `terminal/cancel` of the display terminal showing its command; `terminal/cancel`
+  of a background job's terminal stops the job (`_jobs`); `$/cancel_request` is the
+  engine's (a request in flight);
+- `systemPrompt` (unstable) on `session/new` and `session/resume` is the session's
+  instructions, as over v1;
 - `auth/login` checks that the method's provider is configured now (as v1's
   `authenticate`); `auth/logout` answers success and changes nothing: acp-agent
   keeps no credentials of its own (provider keys are its environment's), so there

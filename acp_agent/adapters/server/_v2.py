@@ -38,7 +38,7 @@ from acp_agent.adapters.acp2._session import V2Session
 from acp_agent.adapters.server._agent import ATTACH_METHOD, DETACH_METHOD, tell_left
 from acp_agent.adapters.server._audience import Role, SessionAudience, SharedSessions, Viewer
 from acp_agent.adapters.server._views import META_KEY
-from protocol.errors import InvalidParams, InvalidRequest, PeerDisconnected
+from protocol.errors import InvalidParams, InvalidRequest, PeerDisconnected, RemoteProtocolError
 from protocol.methods import MessageKind
 
 if TYPE_CHECKING:
@@ -61,6 +61,8 @@ __all__ = ("ServerV2Agent", "ServerV2Session")
 logger = logging.getLogger(__name__)
 
 _REPLAYS = ("start", "none", "cursor")
+#: How long `session/close` waits for this client's cancelled turns to end.
+_CLOSE_BUDGET_S = 5.0
 
 
 class ServerV2Session(V2Session):
@@ -211,7 +213,12 @@ class ServerV2Agent(AcpV2Agent):
         v2_session = self._server_session(session_id)
         if v2_session is None:
             raise PeerDisconnected(f"{self.client_id} no longer follows session {session_id}")
-        return await ask_v2(self._connection, session_id, question, v2_session.stream)
+        try:
+            return await ask_v2(self._connection, session_id, question, v2_session.stream)
+        except RemoteProtocolError as exc:
+            # An answer that is not one: declined, as an error answer is.
+            logger.info("%s answered a question with no answer: %s", self.client_id, exc)
+            return None
 
     # --- attaching --------------------------------------------------------------------------
 
@@ -341,6 +348,7 @@ class ServerV2Agent(AcpV2Agent):
             if self._others(v2_session):
                 del self._sessions[session_id]
                 await v2_session.cancel_own()
+                await v2_session.settled(_CLOSE_BUDGET_S)  # its turns' ends, still followed
                 await v2_session.stop_following()
                 logger.info("%s stopped following session %s", self.client_id, session_id)
                 return types.CloseSessionResponse()
