@@ -405,7 +405,8 @@ class AcpV2Agent:
         answer carries the complete set. -32602 for an unknown option or value."""
         from acp_agent.agent import InvalidSetting
 
-        handle = self._session(str(params.session_id)).handle
+        v2_session = self._session(str(params.session_id))
+        handle = v2_session.handle
         if not isinstance(params, types.SetSessionConfigOptionRequestId):
             raise InvalidParams(f"Invalid params: {params.config_id}: takes a value id")
         try:
@@ -413,6 +414,7 @@ class AcpV2Agent:
         except InvalidSetting as exc:
             raise InvalidParams(f"Invalid params: value: {exc}") from None
         await handle.adopt(values)
+        v2_session.settings_adopted(values)
         return types.SetSessionConfigOptionResponse(config_options=self._options(handle))
 
     def _options(self, handle: SessionHandle) -> list[types.SessionConfigOption]:

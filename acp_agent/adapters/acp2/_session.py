@@ -236,6 +236,18 @@ class V2Session:
 
         await self.handle.adopt(values)
         self.stream.send(config_option_update(self.handle, self._models))
+        self.settings_adopted(values)
+
+    def settings_adopted(self, values: Mapping[str, Any]) -> None:
+        """This client adopted `values` (an option, a command's settings); nothing more
+        over stdio (the app server tells the session's other clients)."""
+
+    def show_settings(self, values: Mapping[str, Any]) -> None:
+        """Another client adopted settings: this client is sent the complete option set
+        (`config_option_update`)."""
+        from acp_agent.adapters.acp2._options import config_option_update
+
+        self.stream.send(config_option_update(self.handle, self._models))
 
     async def set_title(self, title: str) -> None:
         """Record the title (its `session_info_update` comes from the timeline)."""

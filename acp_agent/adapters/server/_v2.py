@@ -11,7 +11,8 @@ client's (as `ServerAcpAgent` does for v1):
 - this client follows the session from `session/new`, `session/resume` or
   `_acp-agent/attach` on. v2 shows every update of a session (there are no
   prompt windows), so a v2 client sees the other clients' turns as they run,
-  each update with its cursor;
+  each update with its cursor, and the settings they adopt (`config_option_update`);
+  the settings it adopts reach the others as theirs do;
 - `_acp-agent/attach` and `_acp-agent/detach` as for v1 (`_attach`): a role, and a
   replay from the start, after a cursor or none, then the foreground state, before
   the answer; an attached observer may not prompt, cancel or change settings;
@@ -42,7 +43,7 @@ from protocol.errors import InvalidParams, InvalidRequest, PeerDisconnected, Rem
 from protocol.methods import MessageKind
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from acp_agent.adapters.acp._opening import OpeningSessions
     from acp_agent.adapters.acp2._stream import V2Stream
@@ -86,6 +87,10 @@ class ServerV2Session(V2Session):
         for slot in slots:
             await slot.cancel()
         return len(slots)
+
+    def settings_adopted(self, values: Mapping[str, Any]) -> None:
+        """The session's other clients are shown what this one adopted."""
+        self.audience.post_settings(self.viewer.client_id, values)
 
     async def stop_following(self) -> None:
         """This connection's stream ends; the session and its work go on."""
@@ -188,7 +193,9 @@ class ServerV2Agent(AcpV2Agent):
 
     async def _attach(self, v2_session: V2Session, handle: SessionHandle, **kwargs: Any) -> None:
         await super()._attach(v2_session, handle, **kwargs)
-        self._shared.audience(str(handle.id)).follow(self.viewer)
+        # A v2 client sees every update, so the settings another client adopts too.
+        audience = self._shared.audience(str(handle.id))
+        audience.follow(self.viewer, settings=v2_session.show_settings)
 
     async def _resume(
         self,

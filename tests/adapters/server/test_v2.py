@@ -5,7 +5,8 @@ stdio bridge, what an editor launches) makes a session and attaches as an
 observer; a v2 client over the WebSocket attaches to it as a controller, prompts,
 and is asked the turn's permission question in v2. Each sees the turn in its own
 protocol, every line the v2 client got is valid v2 (the bridge's are checked
-against v1 by the launcher), and the observer learns who answered.
+against v1 by the launcher), and the observer learns who answered. An option
+each sets reaches the other.
 """
 
 from __future__ import annotations
@@ -204,6 +205,30 @@ async def test_a_v2_client_over_the_websocket_and_a_v1_editor_share_one_session(
             kinds = {type(n.update).__name__ for n in editor.updates if n.session_id == session_id}
             assert {"ToolCall", "ToolCallProgress", "UserMessageChunk"} <= kinds
             assert editor.permission_requests == []  # an observer is not asked
+
+            # Settings one client adopts reach the other, each in its own protocol.
+            def v1_modes() -> list[str]:
+                return [
+                    str(n.update.current_mode_id)
+                    for n in editor.updates
+                    if n.session_id == session_id and isinstance(n.update, types.CurrentModeUpdate)
+                ]
+
+            def v2_modes() -> list[str]:
+                return [
+                    next(o["currentValue"] for o in u["configOptions"] if o["configId"] == "mode")
+                    for u in web.updates(session_id)
+                    if u["sessionUpdate"] == "config_option_update"
+                ]
+
+            option = {"sessionId": session_id, "configId": "mode", "type": "id", "value": "plan"}
+            await web.request("session/set_config_option", option)
+            await editor.wait_until(lambda: v1_modes() == ["plan"])
+            await editor.request(
+                ATTACH, {"sessionId": session_id, "role": "controller", "replay": "none"}
+            )
+            await editor.set_option(session_id, "mode", "ask")
+            await web.wait_until(lambda: v2_modes() == ["ask"])
         finally:
             reading.cancel()
     assert WireValidator(protocol_version=2).problems(web.sent, web.received) == []
