@@ -187,6 +187,13 @@ async def test_a_bridge_and_a_websocket_client_follow_one_session_alike(
             )
         )
 
+        # The title is each one's last update; the editor's may come a moment later.
+        await editor.wait_until(
+            lambda: any(
+                n.session_id == session_id and isinstance(n.update, types.SessionInfoUpdate)
+                for n in editor.updates
+            )
+        )
         converter = editor.protocol.converter
         seen_by_editor = [
             (n.meta["acp-agent"]["cursor"], converter.unstructure(n.update))
