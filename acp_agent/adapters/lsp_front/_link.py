@@ -32,6 +32,7 @@ REWIND: Final = "_acp-agent/rewind"
 #: What the server tells attached clients besides updates; nothing to do here.
 _NOTICES: Final = (
     "_acp-agent/job",
+    "_acp-agent/permission_asked",
     "_acp-agent/permission_resolved",
     "_acp-agent/client_disconnected",
 )

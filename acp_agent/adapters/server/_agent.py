@@ -165,6 +165,7 @@ class ServerSession(AcpSession):
     async def stop_children(self) -> None:
         """Show this connection the session's children as sessions no more (`_children`)."""
         presenter, self.subagents = self.subagents, None
+        self.audience.show_children(self.viewer.client_id, False)
         if presenter is not None:
             await presenter.disconnect()
 

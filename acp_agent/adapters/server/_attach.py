@@ -119,6 +119,7 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
             replay=(lambda: agent._translator(replay=True)) if replay == "start" else None,
             writable=agent._writable,
         )
+        audience.show_children(agent.client_id, True)
     logger.info(
         "%s attached to session %s as %s (replay %s, ready at %s%s)",
         agent.client_id,

@@ -87,6 +87,8 @@ class SessionAudience:
         self._notices: dict[str, NoticeSink] = {}
         #: Where each following client shows settings another client adopted.
         self._settings: dict[str, SettingsSink] = {}
+        #: Attached clients shown the session's branches as child sessions (`_children`).
+        self._children_shown: set[str] = set()
         self._changed = anyio.Event()
         self.questions: QuestionBroker = QuestionBroker(self)
         #: The session's files: the server's disk, or an attached controller's.
@@ -112,6 +114,22 @@ class SessionAudience:
             if role is Role.CONTROLLER:
                 asked[cid] = viewer
         return asked
+
+    def attached_viewers(self) -> dict[str, Viewer]:
+        """The attached clients, whatever their role."""
+        return {cid: viewer for cid, (viewer, _) in self.attached.items()}
+
+    def sees_children(self, client_id: str) -> bool:
+        """Whether the client is shown the session's branches as child sessions (so a
+        branch's question is asked of it on the branch's own session)."""
+        return client_id in self._children_shown and client_id in self.attached
+
+    def show_children(self, client_id: str, shown: bool) -> None:
+        """The client is shown the branches as child sessions from now on (or no more)."""
+        if shown:
+            self._children_shown.add(client_id)
+        else:
+            self._children_shown.discard(client_id)
 
     def follow(
         self,
@@ -164,6 +182,7 @@ class SessionAudience:
         self._notices.pop(client_id, None)
         self._settings.pop(client_id, None)
         self.attached.pop(client_id, None)
+        self._children_shown.discard(client_id)
         self.files.release(client_id)
         self._wake()
 
@@ -206,12 +225,17 @@ class SharedSessions:
     def front_end(self, session_id: str) -> FrontEnd:
         """The server's side of a session: its own processes (no editor's terminals), its
         own disk or the files of the controller serving them (`_files`), the question
-        broker of its audience, its notices to every client following it."""
+        broker of its audience (its branches' questions too: `_branch_side`), its
+        notices to every client following it."""
+        from acp_agent.adapters.server._branch_side import ServerBranchSide
         from acp_agent.agent import FrontEnd
 
         audience = self.audience(session_id)
         return FrontEnd(
-            client=audience.files, prompter=audience.questions, notices=audience.post_notice
+            client=audience.files,
+            prompter=audience.questions,
+            branches=lambda manager: ServerBranchSide(manager, audience.questions, audience.files),
+            notices=audience.post_notice,
         )
 
     def front_end_maker(self) -> Callable[[Any], FrontEnd]:

@@ -23,9 +23,11 @@ steers them:
   meanwhile. Outside main's turns nothing is recorded on main but
   notifications (no update reaches the editor between turns);
 - **asking**: a child's permission question waits for a turn of main, and is
-  then asked on the child's showing, naming it (`GatedPrompter`); a front end
-  that shows each child as a session of its own (a `BranchSide`, given when the
-  session opens: `show_as_sessions`) is asked at once, on the child's session;
+  then asked on the child's showing, naming it (`GatedPrompter`,
+  `question_on_main`); a front end that takes the children's questions itself
+  (a `BranchSide`, given when the session opens: `show_as_sessions`) is asked
+  at once: the stdio agent's, on the child's session; the app server's, of each
+  client where it sees the child (on its session, or on main's turn);
 - **running commands**: a child shown as a row of main runs its commands here,
   not in the editor's terminals (`client_of`); one shown as a session of its own
   uses the editor's terminals on its own session (the side's `client_of`),
@@ -154,8 +156,9 @@ class ChildWatcher(Protocol):
 
 
 class BranchSide(ChildWatcher, Protocol):
-    """A front end showing each child as a session of its own: it watches the children,
-    and a child's questions and editor requests go to the child's session."""
+    """A front end that shows each child as a session of its own (to its clients that
+    take them): it watches the children, and takes a child's questions and editor
+    requests at once."""
 
     def prompter_of(self, branch_id: BranchId) -> PermissionPrompter:
         """Who answers the child's permission questions, on its session."""
@@ -357,6 +360,20 @@ class BranchManager:
         """Return once a turn of main runs (at once if one does)."""
         while not self._main_turn_open:
             await self._main_turn_opened.wait()
+
+    async def question_on_main(
+        self, branch_id: BranchId, question: PermissionQuestion
+    ) -> PermissionQuestion:
+        """A child's `question` as it is asked on main: once a turn of main runs, on the
+        branch's showing in it (the tool call the person sees for the branch), titled
+        with the branch's title, so the person sees whose call it is."""
+        await self.wait_main_turn()
+        child = self.child(branch_id)
+        return attrs.evolve(
+            question,
+            call_id=child.display_id or f"{branch_id}/{question.call_id}",
+            title=f"Branch {child.title!r} asks: {question.title}",
+        )
 
     # --- what the model and the person do ------------------------------------------------
 
@@ -646,11 +663,5 @@ class GatedPrompter:
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
         if self._manager.ask_directly is not None:  # the child is a session of its own
             return await self._manager.ask_directly(self._branch_id).ask(question)
-        await self._manager.wait_main_turn()
-        child = self._manager.child(self._branch_id)
-        named = attrs.evolve(
-            question,
-            call_id=child.display_id or f"{self._branch_id}/{question.call_id}",
-            title=f"Branch {child.title!r} asks: {question.title}",
-        )
+        named = await self._manager.question_on_main(self._branch_id, question)
         return await self._prompter().ask(named)
