@@ -44,7 +44,7 @@ server shows them, display only, to an attached client that negotiated them
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -64,6 +64,7 @@ from acp_agent.agent import (
     ModelTextDelta,
     PermissionAnswer,
     PermissionQuestion,
+    Seq,
     SessionSubscription,
     TurnEnded,
     TurnInterrupted,
@@ -370,30 +371,53 @@ class SubagentPresenter:
         """Replay the children open now (a load): each announced, then its own history
         on its id, then followed live. Everything goes out before the load answers."""
         for branch in self._manager.children():
-            child_id = str(branch.branch_id)
-            followed = self._children.get(child_id)  # loaded again: replay, keep following
+            await self.replay_child(branch, replay)
+
+    async def replay_child(
+        self, branch: ChildBranch, replay: Callable[[], UpdateTranslator]
+    ) -> None:
+        """Announce one child (with its state now), replay its own history on its id with
+        a translator `replay` makes, then follow it live (if it is not followed yet)."""
+        child_id = str(branch.branch_id)
+        followed = self._children.get(child_id)  # loaded again: replay, keep following
+        if followed is None:
+            child = self._announce(branch, state_of(branch))
+        else:
+            child = followed
+            self._send_announce(branch, state_of(branch))
+        replaying = ChildTranslator(
+            replay(),
+            parent_id=self._parent_id,
+            child_id=child_id,
+            to_parent=self._parent.send,
+        )
+        covered, history = await child_history(branch)
+        live = child.stream.translator
+        assert isinstance(live, ChildTranslator)
+        for event in history:
+            child.stream.show(event, replaying)
             if followed is None:
-                child = self._announce(branch, state_of(branch))
-            else:
-                child = followed
-                self._send_announce(branch, state_of(branch))
-            replaying = ChildTranslator(
-                replay(),
-                parent_id=self._parent_id,
-                child_id=child_id,
-                to_parent=self._parent.send,
-            )
-            covered, history = await child_history(branch)
-            live = child.stream.translator
-            assert isinstance(live, ChildTranslator)
-            for event in history:
-                child.stream.show(event, replaying)
-                if followed is None:
-                    live.muted = True  # it learns the history; the replay sent it
-                    child.stream.learn(event)
-                    live.muted = False
-            if followed is None:
-                child.subscription = follow_child(branch, child.stream, after=covered)
+                live.muted = True  # it learns the history; the replay sent it
+                child.stream.learn(event)
+                live.muted = False
+        if followed is None:
+            child.subscription = follow_child(branch, child.stream, after=covered)
+
+    def resume_child(self, branch: ChildBranch, *, after: Seq, learnt: Sequence[Event]) -> None:
+        """Announce one child with its state now and follow it after `after` (a batch end
+        of its own history, up to which the client has it): `learnt`, its history up to
+        there, is learnt by its live translator, not sent. (The app server's reconnect
+        after a cursor: its stream leaves out the parts of an event the client has.)"""
+        child = self._announce(branch, state_of(branch))
+        live = child.stream.translator
+        assert isinstance(live, ChildTranslator)
+        live.muted = True
+        try:
+            for event in learnt:
+                child.stream.learn(event)
+        finally:
+            live.muted = False
+        child.subscription = follow_child(branch, child.stream, after=after)
 
     async def child_changed(self, branch: ChildBranch) -> None:
         child = self._children.get(str(branch.branch_id))

@@ -9,12 +9,13 @@ session handles. What the server adds:
   for sockets, `_websocket` for WebSocket, `_places` for where it listens);
 - `_audience`: who follows each session (attached clients by role, the client
   whose turn runs) and the side a session opens with;
-- `_views.SessionView`: what one connection is shown of one session;
+- `_views.SessionView`: what one connection is shown of one session, each
+  update with its cursor once attached (`_cursors`);
 - `_attach`: `_acp-agent/attach` and `_acp-agent/detach`;
 - `_children`: a session's branches as subagent sessions, for an attached
   client that negotiated them;
 - `_questions.QuestionBroker`: a permission question asked of every controller,
-  answered once;
+  answered once (a branch's where each client sees it: `_branch_side`);
 - `_files.SessionFiles`: a session's files, the server's disk or those of the
   controller that serves them;
 - `_web`: the web page of `--web` and its one-time login (files in `web/`);

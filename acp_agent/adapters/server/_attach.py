@@ -2,7 +2,7 @@
 
     -> {"sessionId": S, "role": "controller" | "observer",
         "replay": "start" | "none" | "cursor", "cursor": "<a cursor it got>",
-        "files": false | true}
+        "children": {"<child id>": "<a cursor it got on it>"}, "files": false | true}
     <- {"clientId": ..., "role": ..., "cursor": "<seq>", "pendingPermissions": n,
         "files": bool, "modes": ..., "configOptions": ...}
 
@@ -26,6 +26,9 @@ A client that advertised `clientCapabilities.subagents` is shown the
 session's branches as child sessions instead of rows of the parent
 (`_children`): each child is announced and, in a replay from the start,
 replayed after the parent's replay, before the answer; then followed live.
+Resuming after a cursor, `children` names the last cursor the client got on
+each child's id: each is resumed after its own (one it names none for is
+replayed from its start), before the answer.
 
 Detach makes the view this connection's own turns only again (branches as
 rows). Neither is
@@ -42,8 +45,9 @@ from acp_agent.adapters.acp._client_input import stored_id
 from acp_agent.adapters.acp._wire_errors import wire_errors
 from acp_agent.adapters.server._audience import Role, SessionAudience
 from acp_agent.adapters.server._children import show_children
+from acp_agent.adapters.server._cursors import Cursor, resume_point
 from acp_agent.adapters.server._files import FileHost
-from acp_agent.adapters.server._views import AttachedTranslator, Cursor
+from acp_agent.adapters.server._views import AttachedTranslator
 from acp_agent.agent import Event, Seq
 from acp_agent.toolkit import DEFAULT_REQUEST_TIMEOUT_S
 from protocol import types
@@ -69,6 +73,7 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
     if replay not in _REPLAYS:
         raise InvalidParams(f"Invalid params: replay: one of {', '.join(_REPLAYS)}")
     cursor = Cursor.parse(params.get("cursor")) if replay == "cursor" else None
+    child_cursors = _child_cursors(params) if replay == "cursor" else {}
     files = _files(agent, params, role)
     acp_session = await _opened(agent, session_id)
     _refuse_running(acp_session, "attach")
@@ -111,13 +116,15 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
     await acp_session.send_commands()
     if replay == "none" and handle.title:
         acp_session.stream.send(types.SessionInfoUpdate(title=handle.title))
-    if children:  # after the parent's replay, each child's (from the start)
+    if children:  # after the parent's replay, each child's
         acp_session.subagents = await show_children(
             acp_session,
             connection=connection,
             translator=lambda: agent._translator(replay=False),
-            replay=(lambda: agent._translator(replay=True)) if replay == "start" else None,
+            replay=replay,
+            replay_translator=lambda: agent._translator(replay=True),
             writable=agent._writable,
+            cursors=child_cursors,
         )
         audience.show_children(agent.client_id, True)
     logger.info(
@@ -260,16 +267,18 @@ def _start(
         return Seq(0), None
     if replay == "none" or cursor is None:
         return covered, None
-    if cursor.seq > covered:
-        raise InvalidParams(
-            f"Invalid params: cursor: {cursor} is past the session's end ({covered})"
-        )
-    if cursor.seq == 0:
-        return Seq(0), None
-    event = events[cursor.seq - 1]
-    if cursor.part is None and (cursor.seq == covered or events[cursor.seq].starts_batch):
-        return Seq(cursor.seq), None  # a batch end: the client has all of it
-    return Seq(int(event.batch_id) - 1), cursor
+    return resume_point(covered, events, cursor)
+
+
+def _child_cursors(params: dict[str, Any]) -> dict[str, Cursor]:
+    """The cursor the client got last on each child's id (`children`), by child id."""
+    given = params.get("children", {})
+    if not isinstance(given, dict):
+        raise InvalidParams("Invalid params: children: an object of cursors by child id")
+    return {
+        str(child_id): Cursor.parse(text, name=f"children.{child_id}")
+        for child_id, text in given.items()
+    }
 
 
 def _camel(key: str) -> str:
