@@ -10,7 +10,9 @@ editor is a socket client that never answers, so the page, attached as a
 controller, answers them all, and the editor sees them resolved by the page;
 then the page sends a message and cancels its turn. The page advertises
 `subagents: {}`: its lanes are the branches' child sessions, which the
-frames it received show. Screenshots of each state go to
+frames it received show, and a branch's question is asked on its child
+session and answered in its lane; a second page, an observer, is shown each
+question where it belongs and sees it resolved. Screenshots of each state go to
 `$ACP_AGENT_TEST_ARTIFACTS/web/` (default: the test's temporary folder).
 """
 
@@ -133,7 +135,8 @@ async def test_the_page_follows_a_session_and_answers_its_questions(tmp_path: Pa
             executable_path=CHROMIUM, args=["--no-sandbox"], headless=True
         )
         try:
-            page = await browser.new_page(viewport={"width": 1280, "height": 800})
+            context = await browser.new_context(viewport={"width": 1280, "height": 800})
+            page = await context.new_page()
             frames: list[dict[str, Any]] = []
             page.on(
                 "websocket",
@@ -150,6 +153,13 @@ async def test_the_page_follows_a_session_and_answers_its_questions(tmp_path: Pa
             await page.wait_for_selector(f'body[data-attached="{session_id}"]', timeout=_WAIT_MS)
             page_client = re.search(r"client-\d+", await page.inner_text("#status"))
             assert page_client is not None
+            # A second page (the same browser's login) watches, an observer.
+            observer = await context.new_page()
+            await observer.goto(found.group(1).split("?")[0] + f"#session={session_id}")
+            await observer.wait_for_selector(
+                f'body[data-attached="{session_id}"]', timeout=_WAIT_MS
+            )
+            await page.bring_to_front()  # a tab behind is throttled
 
             turn = asyncio.create_task(editor.prompt(session_id, "Lint, test, a job, a note"))
             for shot in ("question.png", None, None, None):
@@ -160,6 +170,24 @@ async def test_the_page_follows_a_session_and_answers_its_questions(tmp_path: Pa
                 await allow.click()
             response = await asyncio.wait_for(turn, _WAIT_MS / 1000)
             assert response.stop_reason == types.StopReason.END_TURN
+            # Each branch's question was asked on its child session, answered in its lane;
+            # the observer was shown it there, with its command, and saw it resolved.
+            children = _children(frames, session_id)
+            asked_on = {
+                f["params"]["sessionId"]
+                for f in frames
+                if f.get("method") == "session/request_permission"
+            }
+            assert asked_on == {session_id, *children.values()}
+            for title, child_id in children.items():
+                lane = f'#lanes > .lane[data-session="{child_id}"] .question.resolved'
+                assert "answered here" in await page.locator(lane).inner_text()
+                seen = observer.locator(lane, has_text=f"answered allow_once by {page_client[0]}")
+                await seen.wait_for(timeout=_WAIT_MS)
+                assert f"$ touch {title}.on" in await seen.inner_text()
+            await observer.bring_to_front()
+            await observer.screenshot(path=shots / "observer.png", full_page=True)
+            await page.bring_to_front()
 
             # Two lanes, side by side, each with its step and report; the note's diff; the
             # job ended.
@@ -168,7 +196,6 @@ async def test_the_page_follows_a_session_and_answers_its_questions(tmp_path: Pa
                 await lane.get_attribute("data-session"): await lane.inner_text()
                 for lane in await page.locator("#lanes > .lane").all()
             }
-            children = _children(frames, session_id)
             assert set(reports) == set(children.values())
             assert "lint clean" in reports[children["lint"]]
             assert "tests pass" in reports[children["tests"]]
@@ -216,7 +243,7 @@ async def test_the_page_follows_a_session_and_answers_its_questions(tmp_path: Pa
         resolved = [p for m, p in editor.notices if m == "_acp-agent/permission_resolved"]
         assert len(resolved) == 4
         assert {p["resolvedBy"] for p in resolved} == {page_client.group(0)}
-    for name in ("sessions.png", "question.png", "session.png"):
+    for name in ("sessions.png", "question.png", "session.png", "observer.png"):
         assert (shots / name).stat().st_size > 0
 
 

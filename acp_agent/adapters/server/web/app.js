@@ -4,11 +4,12 @@
 // (session/list), attaches to one (_acp-agent/attach) as an observer or, with "control"
 // ticked, a controller, and shows what the session's updates say: the conversation, tool
 // calls with their diffs, background jobs (_acp-agent/job) and questions, which a
-// controller answers here (the first answer from any client wins). It advertises
-// `subagents: {}`, so each branch arrives as a child session (announced by a
-// `subagent_update` on the parent, then its own updates on its id): each child is a lane
-// of its own, its steps, its words and its report. The login cookie rides on the
-// WebSocket's upgrade; the page holds no token.
+// controller answers here (the first answer from any client wins; an observer is shown
+// them, _acp-agent/permission_asked). It advertises `subagents: {}`, so each branch
+// arrives as a child session (announced by a `subagent_update` on the parent, then its
+// own updates on its id): each child is a lane of its own, its steps, its words, its
+// questions (asked on its id) and its report. The login cookie rides on the WebSocket's
+// upgrade; the page holds no token.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -19,8 +20,8 @@ const state = {
   session: null,
   calls: new Map(), // toolCallId -> {el, title, status, ...}
   last: null, // the message being streamed: {key, el}
-  questions: new Map(), // toolCallId -> {el, requestId}
-  requests: new Map(), // the server's request id -> toolCallId
+  questions: new Map(), // questionKey(sessionId, toolCallId) -> {el}
+  requests: new Map(), // the server's request id -> questionKey
   jobs: new Map(), // jobId -> {el, ...}
   lanes: new Map(), // a child session's id -> its lane: {el, title, state, steps, ...}
 };
@@ -88,6 +89,8 @@ function receive(message) {
       return onWithdrawn(params.requestId);
     case "_acp-agent/job":
       return onJob(params);
+    case "_acp-agent/permission_asked":
+      return onQuestion(null, params);
     case "_acp-agent/permission_resolved":
       return onResolved(params);
   }
@@ -226,7 +229,7 @@ function contentItem(item) {
 function announced(update) {
   let lane = state.lanes.get(update.sessionId);
   if (!lane) {
-    lane = { id: update.sessionId, title: "", task: "", state: null, steps: new Map() };
+    lane = { id: update.sessionId, title: "", task: "", state: null, steps: new Map(), questions: [] };
     lane.reply = { key: null, text: "" };
     lane.report = null;
     lane.el = element("div", "lane");
@@ -285,6 +288,7 @@ function renderLane(lane) {
     steps.append(item);
   }
   el.append(steps);
+  for (const question of lane.questions) el.append(question); // kept as they are
   // Its words while it works; once it reported, the report (the same words, kept).
   if (lane.report !== null && said.kind === "idle") {
     el.append(element("div", "report", lane.report));
@@ -395,46 +399,70 @@ function onJob(params) {
   if (job.output) job.el.append(element("pre", "", job.output));
 }
 
+// A question is one of the session's or one of a branch's (on its child session): a
+// controller is asked it (requestId), an observer is shown it (requestId null).
+function questionKey(sessionId, toolCallId) {
+  return `${sessionId} ${toolCallId}`;
+}
+
 function onQuestion(requestId, params) {
   const call = params.toolCall || {};
+  const lane = state.lanes.get(params.sessionId);
+  if (!lane && params.sessionId !== state.session) {
+    if (requestId !== null) send({ id: requestId, error: { code: -32602, message: "Unknown session" } });
+    return;
+  }
   const el = element("div", "question");
-  const known = state.calls.get(call.toolCallId) || {};
+  const known = (lane ? lane.steps.get(call.toolCallId) : state.calls.get(call.toolCallId)) || {};
   el.append(element("div", "title", `Permission: ${call.title || known.title || call.toolCallId}`));
   const raw = call.rawInput || known.rawInput;
   if (raw && typeof raw.command === "string") el.append(element("div", "text", `$ ${raw.command}`));
   for (const item of call.content || []) el.append(contentItem(item));
-  const buttons = element("div", "choices");
-  for (const option of params.options || []) {
-    const button = element("button", option.kind, option.name);
-    button.type = "button";
-    button.onclick = () => {
-      send({ id: requestId, result: { outcome: { outcome: "selected", optionId: option.optionId } } });
-      settle(call.toolCallId, `answered here: ${option.name}`);
-    };
-    buttons.append(button);
+  const key = questionKey(params.sessionId, call.toolCallId);
+  if (requestId === null) {
+    el.append(element("div", "outcome", "waiting for a controller's answer"));
+  } else {
+    const buttons = element("div", "choices");
+    for (const option of params.options || []) {
+      const button = element("button", option.kind, option.name);
+      button.type = "button";
+      button.onclick = () => {
+        send({ id: requestId, result: { outcome: { outcome: "selected", optionId: option.optionId } } });
+        settle(key, `answered here: ${option.name}`);
+      };
+      buttons.append(button);
+    }
+    el.append(buttons);
+    state.requests.set(requestId, key);
   }
-  el.append(buttons);
-  $("questions").append(el);
-  state.questions.set(call.toolCallId, { el, requestId });
-  state.requests.set(requestId, call.toolCallId);
+  state.questions.set(key, { el });
+  if (lane) {
+    lane.questions.push(el);
+    renderLane(lane);
+  } else {
+    $("questions").append(el);
+  }
 }
 
-function settle(toolCallId, said) {
-  const question = state.questions.get(toolCallId);
+function settle(key, said) {
+  const question = state.questions.get(key);
   if (!question || question.el.classList.contains("resolved")) return;
   question.el.classList.add("resolved");
   for (const button of question.el.querySelectorAll("button")) button.disabled = true;
+  const waiting = question.el.querySelector(".outcome");
+  if (waiting) waiting.remove();
   question.el.append(element("div", "outcome", said));
 }
 
 function onWithdrawn(requestId) {
-  const toolCallId = state.requests.get(requestId);
-  if (toolCallId !== undefined) settle(toolCallId, "answered elsewhere");
+  const key = state.requests.get(requestId);
+  if (key !== undefined) settle(key, "answered elsewhere");
 }
 
 function onResolved(params) {
   const outcome = params.outcome || {};
-  settle(params.toolCallId, `answered ${outcome.optionId || outcome.outcome} by ${params.resolvedBy}`);
+  const key = questionKey(params.sessionId, params.toolCallId);
+  settle(key, `answered ${outcome.optionId || outcome.outcome} by ${params.resolvedBy}`);
 }
 
 // --- steering ------------------------------------------------------------------------------
