@@ -270,12 +270,14 @@ class _Follower:
             client.cancel()
             self._shower.note("cancel sent")
             return
-        if client.questions:
-            pending = client.questions[0]
+        # The oldest question not answered yet (one just answered is still listed until
+        # its answer is sent).
+        pending = next((q for q in client.questions if not q.answer.done()), None)
+        if pending is not None:
             chosen = pending.choose(text)
             if chosen is None:
                 self._shower.note("answer the question first: its option's number, y or n")
-            elif not pending.answer.done():
+            else:
                 pending.answer.set_result(chosen)
             return
         # The connection's own group runs it: it ends with the connection.
