@@ -4,13 +4,16 @@
 server's back): it attaches to the session (`_acp-agent/attach`) as an
 observer or a controller and hands every update and server notice to its
 `Shower` as written (from the raw line, so a kind this version does not know
-is still shown), keeping the last cursor it got so that a new connection
-resumes exactly there. It advertises `subagents: {}`, so the server shows it
+is still shown), keeping the last cursor it got on the session and on each
+branch, so that a new connection resumes exactly there (the branches' in the
+attach's `children`). It advertises `subagents: {}`, so the server shows it
 the session's branches as child sessions: each announced on the session
 (`subagent_update`), then its own updates on its id, which go to the
 `Shower` as a branch's. As a controller it is asked the session's permission
-questions: each waits for the person's answer (`answer`), and is shown
-withdrawn when another client answered first.
+questions (a branch's on the branch's id): each waits for the person's answer
+(`answer`), and is shown withdrawn when another client answered first. As an
+observer it is shown them (`_acp-agent/permission_asked`), and how each was
+answered.
 """
 
 from __future__ import annotations
@@ -35,9 +38,10 @@ logger = logging.getLogger(__name__)
 
 ATTACH: Final = "_acp-agent/attach"
 _JOB: Final = "_acp-agent/job"
+_ASKED: Final = "_acp-agent/permission_asked"
 _RESOLVED: Final = "_acp-agent/permission_resolved"
 _LEFT: Final = "_acp-agent/client_disconnected"
-_NOTICES: Final = (_JOB, _RESOLVED, _LEFT)
+_NOTICES: Final = (_JOB, _ASKED, _RESOLVED, _LEFT)
 
 
 class PendingQuestion:
@@ -69,6 +73,8 @@ class WatchClient(ClientConnection):
         self.session_id = session_id
         #: The last cursor received: where a new connection resumes.
         self.cursor: str | None = None
+        #: The last cursor received on each branch's id, by its id (the same, for it).
+        self.child_cursors: dict[str, str] = {}
         #: Questions waiting for the person, oldest first.
         self.questions: list[PendingQuestion] = []
         #: The session's branches, as the child sessions announced on it.
@@ -115,6 +121,7 @@ class WatchClient(ClientConnection):
         }
         if replay == "cursor":
             params["cursor"] = self.cursor
+            params["children"] = dict(self.child_cursors)
         answer: dict[str, Any] = await self.request(ATTACH, params)
         self.cursor = str(answer.get("cursor", self.cursor))
         return answer
@@ -133,13 +140,22 @@ class WatchClient(ClientConnection):
         method, params = message.get("method"), message.get("params")
         if not isinstance(params, dict):
             return
-        if params.get("sessionId") in self.children:
-            if method == methods.SESSION_UPDATE and isinstance(params.get("update"), dict):
-                self._shower.child(str(params["sessionId"]), params["update"])
+        session_id = params.get("sessionId")
+        if method == _ASKED:  # a question another client answers, on the session or a branch
+            self._shower.question(params, answerable=False)
             return
-        if params.get("sessionId") != self.session_id:
+        if method == _RESOLVED:
+            self._shower.resolved(params)
             return
         cursor = ((params.get("_meta") or {}).get("acp-agent") or {}).get("cursor")
+        if session_id in self.children:
+            if method == methods.SESSION_UPDATE and isinstance(params.get("update"), dict):
+                if isinstance(cursor, str):
+                    self.child_cursors[str(session_id)] = cursor
+                self._shower.child(str(session_id), params["update"])
+            return
+        if session_id != self.session_id:
+            return
         if isinstance(cursor, str):
             self.cursor = cursor
         if method == methods.SESSION_UPDATE and isinstance(params.get("update"), dict):
@@ -149,8 +165,6 @@ class WatchClient(ClientConnection):
             self._shower.update(cursor, update)
         elif method == _JOB:
             self._shower.job(cursor, params)
-        elif method == _RESOLVED:
-            self._shower.resolved(params)
         elif method == _LEFT:
             self._shower.left(params)
 
@@ -158,11 +172,12 @@ class WatchClient(ClientConnection):
         pending = PendingQuestion(params)
         self.questions.append(pending)
         # As written on the wire (enums as their values), like the updates.
-        self._shower.question(json.loads(json.dumps(self.protocol.converter.unstructure(params))))
+        wire = json.loads(json.dumps(self.protocol.converter.unstructure(params)))
+        self._shower.question(wire, answerable=True)
         try:
             chosen = await pending.answer
         except asyncio.CancelledError:
-            self._shower.withdrawn(str(params.tool_call.tool_call_id))
+            self._shower.withdrawn(str(params.session_id), str(params.tool_call.tool_call_id))
             raise
         finally:
             self.questions.remove(pending)

@@ -193,6 +193,7 @@ class _Follower:
         self._session_id = session_id
         self._client: WatchClient | None = None
         self._cursor: str | None = None
+        self._child_cursors: dict[str, str] = {}
         self._quit = asyncio.Event()
 
     async def run(self) -> int:
@@ -227,6 +228,7 @@ class _Follower:
                 waiting.start_soon(until, client.wait_ended)
                 waiting.start_soon(until, self._quit.wait)
             self._cursor = client.cursor
+            self._child_cursors = dict(client.child_cursors)
             self._client = None
             await client.leave()
             if self._quit.is_set():
@@ -241,6 +243,7 @@ class _Follower:
             client = await _connected(self._socket, self._shower, self._session_id)
             if client is not None:
                 client.cursor = self._cursor
+                client.child_cursors = dict(self._child_cursors)
                 return client
             if first or time.monotonic() > deadline:
                 self._shower.note(f"no server listens on {self._socket}")

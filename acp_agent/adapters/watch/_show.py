@@ -2,11 +2,14 @@
 
 Both take the same calls (`Shower`): an update with its cursor, an update of
 a branch (a child session: watch takes subagents), a job's start or end, a
-question, its resolution, a client leaving, and watch's own notes.
+question (asked of this client, or shown to it: another client answers), its
+resolution, a client leaving, and watch's own notes. A question, its answer or
+its withdrawal on a branch's session is shown as that branch's.
 
 - `PlainShower`: `<cursor> <label> <text>`, one line per event (`_lines`),
   nothing but text: for logs, pipes and tests. A branch's own updates carry
-  no cursor and are labelled with its title: `- [lint] tool ...`.
+  no cursor of the session's and are labelled with its title:
+  `- [lint] tool ...`, `- [lint] question ...`.
 - `TerminalShower`: for a person: replies and thoughts stream as they come,
   tool calls a line each with their state, each branch's steps, words and
   report a line each under its title (a branch's words are shown once its
@@ -53,11 +56,14 @@ class Shower(Protocol):
 
     def job(self, cursor: str | None, params: dict[str, Any]) -> None: ...
 
-    def question(self, request: dict[str, Any]) -> None: ...
+    def question(self, request: dict[str, Any], *, answerable: bool) -> None:
+        """A permission question (the request's params): asked of this client
+        (`answerable`), or shown to it while another client answers it."""
+        ...
 
     def resolved(self, params: dict[str, Any]) -> None: ...
 
-    def withdrawn(self, call_id: str) -> None: ...
+    def withdrawn(self, session_id: str, call_id: str) -> None: ...
 
     def left(self, params: dict[str, Any]) -> None: ...
 
@@ -87,14 +93,21 @@ class PlainShower:
     def job(self, cursor: str | None, params: dict[str, Any]) -> None:
         self._line(cursor, "job", job_line(params))
 
-    def question(self, request: dict[str, Any]) -> None:
-        self._line(None, "question", question_line(request))
+    def _label(self, session_id: object, label: str) -> str:
+        """`label`, as a branch's when `session_id` is a branch's."""
+        if session_id not in self._branches:
+            return label
+        return f"[{self._branches.name(session_id).replace(' ', '_')}] {label}"
+
+    def question(self, request: dict[str, Any], *, answerable: bool) -> None:
+        self._line(None, self._label(request.get("sessionId"), "question"), question_line(request))
 
     def resolved(self, params: dict[str, Any]) -> None:
-        self._line(None, "resolved", resolved_line(params))
+        label = self._label(params.get("sessionId"), "resolved")
+        self._line(None, label, resolved_line(params))
 
-    def withdrawn(self, call_id: str) -> None:
-        self._line(None, "withdrawn", call_id)
+    def withdrawn(self, session_id: str, call_id: str) -> None:
+        self._line(None, self._label(session_id, "withdrawn"), call_id)
 
     def left(self, params: dict[str, Any]) -> None:
         self._line(None, "left", left_line(params))
@@ -146,6 +159,8 @@ class TerminalShower:
         self._branches = _Branches()
         #: Each branch's words not shown yet (its message goes on).
         self._said: dict[str, str] = {}
+        #: The title of each question shown, by its session and tool call id.
+        self._asked: dict[tuple[str, str], str] = {}
 
     def _paint(self, code: str, text: str) -> str:
         return f"{code}{text}{_RESET}" if self._color else text
@@ -283,22 +298,43 @@ class TerminalShower:
     def job(self, cursor: str | None, params: dict[str, Any]) -> None:
         self._line(f"⚙ job {job_line(params)}", _CYAN)
 
-    def question(self, request: dict[str, Any]) -> None:
+    def _whose(self, session_id: object) -> str:
+        """`[title] ` for a branch's session, nothing for the watched session's."""
+        return f"[{self._branches.name(session_id)}] " if session_id in self._branches else ""
+
+    def _question_title(self, session_id: object, call_id: object) -> str:
+        branch = self._branches.name(session_id) if session_id in self._branches else None
+        known = self._titles.get(str(call_id) if branch is None else f"{branch}/{call_id}")
+        return self._asked.get((str(session_id), str(call_id))) or known or str(call_id)
+
+    def question(self, request: dict[str, Any], *, answerable: bool) -> None:
         call = request.get("toolCall") or {}
-        title = call.get("title") or self._titles.get(str(call.get("toolCallId")), "a tool call")
-        self._line(f"? permission: {title}", _BOLD + _YELLOW)
+        session_id, call_id = request.get("sessionId"), call.get("toolCallId")
+        title = call.get("title") or self._question_title(session_id, call_id)
+        self._asked[(str(session_id), str(call_id))] = title
+        whose = self._whose(session_id)
+        self._line(f"? {whose}permission: {title}", _BOLD + _YELLOW)
         raw = call.get("rawInput")
         if isinstance(raw, dict) and isinstance(raw.get("command"), str):
             self._line(f"    $ {raw['command']}")
         self._diffs(call.get("content"), 2 * _DIFF_LINES)
         self._line(f"    {option_keys(request.get('options') or [])}")
-        self._line("    answer with its number, y (allow) or n (reject)", _DIM)
+        if answerable:
+            self._line("    answer with its number, y (allow) or n (reject)", _DIM)
+        else:
+            self._line("    (a controller answers it)", _DIM)
 
     def resolved(self, params: dict[str, Any]) -> None:
-        self._line(f"✓ {resolved_line(params)}", _DIM)
+        session_id = params.get("sessionId")
+        title = self._question_title(session_id, params.get("toolCallId"))
+        outcome = params.get("outcome") or {}
+        chosen = outcome.get("optionId") or outcome.get("outcome")
+        by = params.get("resolvedBy")
+        self._line(f"✓ {self._whose(session_id)}{title}: answered {chosen} by {by}", _DIM)
 
-    def withdrawn(self, call_id: str) -> None:
-        self._line(f"✗ question {call_id} withdrawn", _DIM)
+    def withdrawn(self, session_id: str, call_id: str) -> None:
+        title = self._question_title(session_id, call_id)
+        self._line(f"✗ {self._whose(session_id)}{title}: answered elsewhere", _DIM)
 
     def left(self, params: dict[str, Any]) -> None:
         self._line(f"… {left_line(params)}", _DIM)

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from acp_agent.adapters.watch._lines import job_line, question_line, update_line
-from acp_agent.adapters.watch._show import TerminalShower
+from acp_agent.adapters.watch._show import PlainShower, TerminalShower
 
 DIFF = {"type": "diff", "path": "/w/a.py", "oldText": "a\nb\n", "newText": "a\nB\nc\n"}
 WRITE = {
@@ -107,4 +107,45 @@ def test_the_terminal_view_shows_each_branch_under_its_title_never_mid_line() ->
         "↳ [lint] done",
         "  [tests] Testing.",
         "↳ [tests] cancelled",
+    ]
+
+
+def test_a_branchs_question_and_its_answer_show_as_the_branchs() -> None:
+    # Shown (another client answers), then answered elsewhere: in the terminal view with its
+    # command and title, in --plain labelled with the branch's title.
+    question = {
+        "sessionId": "br_1",
+        "toolCall": {"toolCallId": "c", "title": "Run ruff", "rawInput": {"command": "ruff ."}},
+        "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"}],
+    }
+    resolved = {
+        "sessionId": "br_1",
+        "toolCallId": "c",
+        "outcome": {"outcome": "selected", "optionId": "a"},
+        "resolvedBy": "client-2",
+    }
+    announce = {"sessionUpdate": "subagent_update", "sessionId": "br_1", "title": "lint"}
+    out = io.StringIO()
+    terminal = TerminalShower(out, color=False)
+    terminal.update("1", announce)
+    terminal.question(question, answerable=False)
+    terminal.resolved(resolved)
+    terminal.withdrawn("sess_1", "call_9")
+    assert out.getvalue().splitlines() == [
+        "↳ [lint] started",
+        "? [lint] permission: Run ruff",
+        "    $ ruff .",
+        "    1=Allow (allow_once)",
+        "    (a controller answers it)",
+        "✓ [lint] Run ruff: answered a by client-2",
+        "✗ call_9: answered elsewhere",
+    ]
+    out = io.StringIO()
+    plain = PlainShower(out)
+    plain.update("1", announce)
+    plain.question(question, answerable=True)
+    plain.resolved(resolved)
+    assert out.getvalue().splitlines()[1:] == [
+        '- [lint] question c "Run ruff" $ "ruff ." ? 1=Allow (allow_once)',
+        "- [lint] resolved c answered a by client-2",
     ]

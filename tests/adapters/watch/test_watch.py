@@ -1,13 +1,15 @@
 """`acp-agent watch --plain` against a real server: every event in order, answering and cancelling.
 
 A real server plays a scripted session: a turn with two branches working
-concurrently, a background job (a permission question, in the `ask` mode the
-tests run in) and a last reply; a second turn that the watcher cancels; the
-server restarted; a third turn. The editor is a socket client that never
-attaches (as over stdio) and never answers: `watch --control` answers the
-question, and the editor sees it resolved by the watcher. Watch advertises
+concurrently (one runs a command), a background job (permission questions, in
+the `ask` mode the tests run in) and a last reply; a second turn that the
+watcher cancels; the server restarted; a third turn. The editor is a socket
+client that never attaches (as over stdio) and never answers: `watch
+--control` answers the questions (the branch's on the branch's own session),
+and the editor sees them resolved by the watcher. Watch advertises
 `subagents: {}`: the branches reach it as child sessions, each line of theirs
-labelled with the branch's title. The watcher's lines are then held against a
+labelled with the branch's title, and after the restart each resumes after
+the last cursor watch got on it. The watcher's lines are then held against a
 full replay of the session by a client attaching afterwards.
 """
 
@@ -50,7 +52,16 @@ REPLIES = [
     [{"text": "Back again."}],
 ]
 BRANCHES = [
-    {"title": "lint", "replies": [[{"text": "lint "}, {"sleep_ms": 300}, {"text": "clean"}]]},
+    {
+        "title": "lint",
+        "replies": [
+            [
+                {"text": "linting "},
+                {"tool_call": {"name": "shell", "arguments": {"command": "echo lint-ok"}}},
+            ],
+            [{"text": "lint "}, {"sleep_ms": 300}, {"text": "clean"}],
+        ],
+    },
     {"title": "tests", "replies": [[{"text": "tests "}, {"sleep_ms": 300}, {"text": "pass"}]]},
 ]
 
@@ -153,18 +164,29 @@ async def test_watch_plain_follows_every_event_in_order_answers_cancels_and_reco
             assert client_id is not None
 
             turn = asyncio.create_task(editor.prompt(session_id, "Lint, test, and a job"))
-            asked = await w.wait_for(lambda line: line.startswith("- question "))
-            assert "sleep 0.3; echo job-done" in w.lines[asked]
-            await w.type("y")
+            # Two questions, the main line's and the lint branch's, in whichever order.
+            asked = -1
+            for _ in range(2):
+                asked = await w.wait_for(lambda line: " question " in line, after=asked + 1)
+                await w.type("y")
+            [job_question] = [line for line in w.lines if line.startswith("- question ")]
+            assert "sleep 0.3; echo job-done" in job_question
+            [lint_question] = [line for line in w.lines if line.startswith("- [lint] question ")]
+            assert '$ "echo lint-ok"' in lint_question
             response = await asyncio.wait_for(turn, _WAIT_S)
             assert response.stop_reason == types.StopReason.END_TURN
-            # The editor's own request was withdrawn: the watcher answered it.
+            # The editor's own requests were withdrawn: the watcher answered them (the
+            # branch's on its own session; the editor was asked it on the branch's row).
             await editor.wait_until(
-                lambda: any(m == "_acp-agent/permission_resolved" for m, _ in editor.notices)
+                lambda: (
+                    len([m for m, _ in editor.notices if m.endswith("permission_resolved")]) == 2
+                )
             )
-            [resolved] = [p for m, p in editor.notices if m.endswith("permission_resolved")]
-            assert resolved["resolvedBy"] == client_id.group(1)
-            assert resolved["outcome"]["outcome"] == "selected"
+            resolved = [p for m, p in editor.notices if m.endswith("permission_resolved")]
+            assert {p["resolvedBy"] for p in resolved} == {client_id.group(1)}
+            assert {p["outcome"]["outcome"] for p in resolved} == {"selected"}
+            assert {p["sessionId"] for p in resolved} == {session_id}
+            assert any(p["toolCallId"].startswith("show_") for p in resolved)
 
             job_end = await w.wait_for(lambda line: " job " in line and " exited " in line)
             assert "job-done" in w.lines[job_end]
@@ -206,7 +228,10 @@ async def test_watch_plain_follows_every_event_in_order_answers_cancels_and_reco
     # The branches as two child sessions: announced on the session, their words on their
     # own (labelled with their titles), each done and reporting to the main line; no
     # branch came as a row of the main line.
-    for title, report in (("lint", "lint clean"), ("tests", "tests pass")):
+    for title, words, report in (
+        ("lint", "linting lint clean", "lint clean"),
+        ("tests", "tests pass", "tests pass"),
+    ):
         [child_id] = {
             line.split(" ")[2] for line in lines if re.match(rf'\d+ branch \S+ "{title}"', line)
         }
@@ -215,7 +240,7 @@ async def test_watch_plain_follows_every_event_in_order_answers_cancels_and_reco
             for line in lines
             if line.startswith(f"- [{title}] agent ")
         ]
-        assert "".join(said) == report
+        assert "".join(said) == words  # once: none again after the restart
         assert f"branch {child_id} done" in "\n".join(lines)
         reported = f'message {child_id} -> {session_id} "{report}"'
         assert any(line.split(" ", 1)[1] == reported for line in lines)
@@ -223,6 +248,9 @@ async def test_watch_plain_follows_every_event_in_order_answers_cancels_and_reco
     # The order a person saw: the question, the job started after its answer and ended
     # (whenever its command did), the reply, the cancel, the restart, the third turn.
     asked = first(lambda line: line.startswith("- question "))
+    assert first(lambda line: line.startswith("- [lint] tool ")) < first(
+        lambda line: line.startswith("- [lint] question ")
+    )
     job_started = first(lambda line: " job " in line and " running " in line)
     assert asked < job_started < first(lambda line: " job " in line and " exited " in line)
     order = [
