@@ -16,7 +16,8 @@ its withdrawal on a branch's session is shown as that branch's.
   message ends, so two branches never interleave mid-line), diffs shown with
   colour (those of questions in full), every line cut to the terminal's width
   (80 columns when it cannot tell); not the commands, nor the context's usage
-  counted after every reply. Plain ANSI escapes, no terminal library:
+  counted after every reply; a question shown to an observer without its
+  choices. Plain ANSI escapes, no terminal library:
   it scrolls like a log, works over SSH and in any terminal, and starts in
   the time Python does.
 """
@@ -313,16 +314,16 @@ class TerminalShower:
         title = call.get("title") or self._question_title(session_id, call_id)
         self._asked[(str(session_id), str(call_id))] = title
         whose = self._whose(session_id)
-        self._line(f"? {whose}permission: {title}", _BOLD + _YELLOW)
+        # Shown, not asked: what it is about, not the choices.
+        tail = "" if answerable else "  (a controller answers it)"
+        self._line(f"? {whose}permission: {title}{tail}", _BOLD + _YELLOW)
         raw = call.get("rawInput")
         if isinstance(raw, dict) and isinstance(raw.get("command"), str):
             self._line(f"    $ {raw['command']}")
-        self._diffs(call.get("content"), 2 * _DIFF_LINES)
-        self._line(f"    {option_keys(request.get('options') or [])}")
+        self._diffs(call.get("content"), 2 * _DIFF_LINES if answerable else _DIFF_LINES)
         if answerable:
+            self._line(f"    {option_keys(request.get('options') or [])}")
             self._line("    answer with its number, y (allow) or n (reject)", _DIM)
-        else:
-            self._line("    (a controller answers it)", _DIM)
 
     def resolved(self, params: dict[str, Any]) -> None:
         session_id = params.get("sessionId")

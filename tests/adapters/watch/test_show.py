@@ -133,10 +133,8 @@ def test_a_branchs_question_and_its_answer_show_as_the_branchs() -> None:
     terminal.withdrawn("sess_1", "call_9")
     assert out.getvalue().splitlines() == [
         "↳ [lint] started",
-        "? [lint] permission: Run ruff",
+        "? [lint] permission: Run ruff  (a controller answers it)",
         "    $ ruff .",
-        "    1=Allow (allow_once)",
-        "    (a controller answers it)",
         "✓ [lint] Run ruff: answered a by client-2",
         "✗ call_9: answered elsewhere",
     ]
