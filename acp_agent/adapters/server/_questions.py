@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import anyio.abc
 import attrs
 
 from acp_agent.adapters.acp._client_bridge import permission_answer, permission_request
@@ -95,17 +96,7 @@ class QuestionBroker:
         try:
             async with anyio.create_task_group() as asks:
                 while not asking.done.is_set():
-                    askers = self._audience.askers()
-                    for client_id, viewer in askers.items():
-                        if client_id not in asking.asked and client_id not in asking.gone:
-                            asking.asked.add(client_id)
-                            asks.start_soon(self._ask_one, viewer, question, branch, asking)
-                    for client_id, viewer in self._audience.attached_viewers().items():
-                        if viewer.asker is not None:
-                            continue  # v2: no notice of ours yet
-                        if client_id not in askers and client_id not in asking.told:
-                            asking.told.add(client_id)
-                            asks.start_soon(self._tell_one, viewer, question, branch, asking)
+                    self._reach(asks, question, branch, asking)
                     async with anyio.create_task_group() as wake:
                         wake.start_soon(_wake_on, self._audience.changed, wake.cancel_scope)
                         wake.start_soon(_wake_on, asking.done.wait, wake.cancel_scope)
@@ -119,6 +110,30 @@ class QuestionBroker:
         if response is None:
             return PermissionAnswer(None)
         return permission_answer(question, response)
+
+    def _reach(
+        self,
+        asks: anyio.abc.TaskGroup,
+        question: PermissionQuestion,
+        branch: AskingBranch | None,
+        asking: _Asking,
+    ) -> None:
+        """Ask the question of every asker not asked yet, and show it to every other
+        attached client not shown it yet (one that speaks v2 is only told its end)."""
+        askers = self._audience.askers()
+        for client_id, viewer in askers.items():
+            if client_id not in asking.asked and client_id not in asking.gone:
+                asking.asked.add(client_id)
+                asks.start_soon(self._ask_one, viewer, question, branch, asking)
+        for client_id, viewer in self._audience.attached_viewers().items():
+            if client_id in askers or client_id in asking.told:
+                continue
+            if viewer.asker is None:
+                asking.told.add(client_id)
+                asks.start_soon(self._tell_one, viewer, question, branch, asking)
+            elif branch is None:
+                place = (self._audience.session_id, question.call_id)
+                asking.places.setdefault(client_id, place)
 
     def _on_child(self, viewer: Viewer, branch: AskingBranch | None) -> bool:
         return branch is not None and self._audience.sees_children(viewer.client_id)
