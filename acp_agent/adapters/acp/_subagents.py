@@ -408,6 +408,8 @@ class SubagentPresenter:
         of its own history, up to which the client has it): `learnt`, its history up to
         there, is learnt by its live translator, not sent. (The app server's reconnect
         after a cursor: its stream leaves out the parts of an event the client has.)"""
+        if str(branch.branch_id) in self._children:
+            return  # it opened meanwhile: announced and followed from its start
         child = self._announce(branch, state_of(branch))
         live = child.stream.translator
         assert isinstance(live, ChildTranslator)
