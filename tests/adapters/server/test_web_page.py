@@ -186,9 +186,6 @@ async def test_the_page_follows_a_session_and_answers_its_questions(tmp_path: Pa
                 await seen.wait_for(timeout=_WAIT_MS)
                 # Once answered it folds to its title and outcome; its command is kept.
                 assert f"$ touch {title}.on" in (await seen.text_content() or "")
-            await observer.bring_to_front()
-            await observer.screenshot(path=shots / "observer.png", full_page=True)
-            await page.bring_to_front()
 
             # Two lanes, side by side, each with its step and report; the note's diff; the
             # job ended.
@@ -244,7 +241,7 @@ async def test_the_page_follows_a_session_and_answers_its_questions(tmp_path: Pa
         resolved = [p for m, p in editor.notices if m == "_acp-agent/permission_resolved"]
         assert len(resolved) == 4
         assert {p["resolvedBy"] for p in resolved} == {page_client.group(0)}
-    for name in ("sessions.png", "question.png", "session.png", "observer.png"):
+    for name in ("sessions.png", "question.png", "session.png"):
         assert (shots / name).stat().st_size > 0
 
 
