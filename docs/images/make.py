@@ -8,7 +8,7 @@ Chromium at /usr/bin/chromium):
 Nothing here is drawn by hand. It runs what a person runs: `acp-agent server --web`
 playing a scripted session (the scripted model, in the `ask` mode), an editor-like
 client (the tests' socket client) that prompts and allows what it is asked,
-`acp-agent watch SESSION` in a pseudo-terminal of 100 x 40, and the web page in
+`acp-agent watch SESSION` in a pseudo-terminal of 100 x 48, and the web page in
 headless Chromium at 1200 x 800, both attached as observers. The session: the main
 line starts two branches (one reads and searches, one runs the project's tests) and
 writes a file meanwhile.
@@ -46,7 +46,7 @@ from tests.support.app_server import running_server, socket_client  # noqa: E402
 from tests.support.editor_client import allow_all  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
-COLUMNS, ROWS = 100, 40
+COLUMNS, ROWS = 100, 48
 PAGE = {"width": 1200, "height": 800}
 #: What one wait may take (a loaded 2-core machine).
 WAIT_S = 60
