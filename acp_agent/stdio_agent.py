@@ -166,7 +166,7 @@ def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:
         mode=settings.mode_name,
     )
     # v1 now; v2 instead if the client's `initialize` asks for it (ACP_AGENT_PROTOCOL).
-    from acp_agent.adapters.acp2.choice import choose_protocol
+    from acp_agent.adapters.acp2 import choose_protocol
 
     v2_agents: list[Any] = []
 

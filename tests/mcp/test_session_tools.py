@@ -17,6 +17,7 @@ import pytest
 
 from acp_agent.capabilities import CONTEXT, CapabilitySettings, FrontEnd, register_capabilities
 from acp_agent.capabilities.branches import BRANCH_TOOL_NAMES
+from acp_agent.capabilities.execution import READ_RESULT
 from acp_agent.capabilities.jobs._tools import JOB_TOOL_NAMES
 from acp_agent.capabilities.permissions import PermissionChoice, PermissionMode
 from acp_agent.core import (
@@ -133,7 +134,7 @@ async def test_mcp_tools_join_the_sessions_tools_as_a_new_generation(tmp_path: P
     gate = GateTool()
     async with in_process_agent({"replies": [[{"text": "."}]]}, tmp_path, tools=[gate]) as agent:
         first = agent.toolset.current
-        runtime_tools = BRANCH_TOOL_NAMES | JOB_TOOL_NAMES
+        runtime_tools = BRANCH_TOOL_NAMES | JOB_TOOL_NAMES | {READ_RESULT}
         assert [name for name in first.tools if name not in runtime_tools] == ["gate"]
 
         await mcp_of(agent).connect([stdio_server("calc")])

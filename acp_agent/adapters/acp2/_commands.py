@@ -21,7 +21,7 @@ from acp_agent.content import ContentPart, TextContent
 if TYPE_CHECKING:
     from acp_agent.agent import CommandInvocation, SessionHandle
 
-__all__ = ("available", "command_in")
+__all__ = ("available", "command_in", "said")
 
 
 async def available(handle: SessionHandle) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
 from acp_agent.adapters.acp._opening import OpeningSessions
-from acp_agent.adapters.acp2.choice import choose_protocol
+from acp_agent.adapters.acp2 import choose_protocol
 from acp_agent.adapters.server._agent import ServerAcpAgent
 from acp_agent.adapters.server._audience import SharedSessions, Viewer
 from acp_agent.adapters.server._identity import peer_person

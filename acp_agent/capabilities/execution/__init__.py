@@ -5,7 +5,7 @@ generation its request saw, asks permission, runs it and records its
 progress and result; `CallProposals` and `tool_spec` are how the loop turns
 a reply's tool calls into proposals and tools into what the model is
 offered. `ResultBudget` caps what is kept of a result, `FullResults` keeps the
-whole of one it cut in the store and `result_tools` (`read_result`) reads it
+whole of one it truncated in the store and `result_tools` (`read_result`) reads it
 back; `CoalescingRecorder` and `record_delta` record streamed deltas in batches.
 """
 

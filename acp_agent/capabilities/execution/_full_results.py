@@ -1,6 +1,6 @@
-"""The full text of tool results cut to their budget: kept in the store, read back by lines.
+"""The full text of tool results truncated to their budget: kept in the store, read back by lines.
 
-`FullResults.keep` puts the text a result was cut from into the session's store
+`FullResults.keep` puts the text a result was truncated from into the session's store
 as its output `result/<call id>` (`Store.put_output`), a chunk of at most a
 million characters at a time, encoded as it goes: never joined or encoded whole
 in memory. So it follows the session wherever the store does: an app server

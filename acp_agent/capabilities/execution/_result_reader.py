@@ -1,4 +1,4 @@
-"""`read_result`: the model reads back the whole of a tool result that was cut to its budget.
+"""`read_result`: the model reads back the whole of a tool result that was truncated to its budget.
 
 A result over its budget reaches the model as its head and tail, with a note
 naming its call; the whole text is in the session's store (`FullResults`),
@@ -56,7 +56,7 @@ def _int(arguments: Mapping[str, Any], name: str, default: int) -> int:
 async def _read(service: _SessionResults, arguments: Mapping[str, Any]) -> ToolResult:
     call_id = arguments.get("call_id")
     if not isinstance(call_id, str) or not call_id.strip():
-        raise ToolInputError("`call_id` must be the id of the call whose result was cut")
+        raise ToolInputError("`call_id` must be the id of the call whose result was truncated")
     call_id = call_id.strip()
     offset = _int(arguments, "offset", 1)
     limit = _int(arguments, "limit", _DEFAULT_LINES)
@@ -65,7 +65,7 @@ async def _read(service: _SessionResults, arguments: Mapping[str, Any]) -> ToolR
     )
     if found is None:
         return text_result(
-            f"No whole result is kept for call {call_id} in this session: only results cut "
+            f"No whole result is kept for call {call_id} in this session: only results truncated "
             "to their budget are, under the call id their note names.",
             error=True,
             raw={"error": "not_found", "call_id": call_id},
@@ -88,14 +88,14 @@ async def _read(service: _SessionResults, arguments: Mapping[str, Any]) -> ToolR
 
 _DEFINITION: Final = ToolDefinition(
     READ_RESULT,
-    "Read the whole of a tool result that was cut to fit (its note says so and names the "
+    "Read the whole of a tool result that was truncated to fit (its note says so and names the "
     "call). Returns its lines numbered from 1 (`number<TAB>line`), at most `limit` (default "
     f"{_DEFAULT_LINES}) from `offset` (default 1) and {_MAX_CHARS:,} characters; a line "
     f"longer than {LINE_CHARS} characters is numbered as several. Where a note names a "
     "file `tool-results/<session>/<call>.txt` instead, give that file's path as `call_id`.",
     object_schema(
         {
-            "call_id": {"type": "string", "description": "The call whose result was cut."},
+            "call_id": {"type": "string", "description": "The call whose result was truncated."},
             "offset": {"type": "integer", "description": "The first line to show (from 1)."},
             "limit": {"type": "integer", "description": "How many lines to show."},
         },

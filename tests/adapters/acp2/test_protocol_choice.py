@@ -1,4 +1,4 @@
-"""The protocol a connection speaks is chosen at `initialize` (`acp2.choice`), and a v2
+"""The protocol a connection speaks is chosen at `initialize` (`acp2._choice`), and a v2
 connection takes JSON-RPC batches (ACP-BATCH-201..203).
 
 2 gets v2, 1 gets v1, any other version the highest the agent speaks (2), and
@@ -8,9 +8,12 @@ rule itself is checked directly.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
-from acp_agent.adapters.acp2.choice import ProtocolSetting, chosen_version, protocol_setting
+from acp_agent.adapters.acp2 import ProtocolSetting, chosen_version, protocol_setting
 from tests.adapters.acp2.support import V2Client, initialize_v2
 from tests.support.agent import agent_command, agent_env
 
@@ -43,8 +46,10 @@ def test_the_setting() -> None:
     assert protocol_setting({"ACP_AGENT_PROTOCOL": "v3"}) is ProtocolSetting.AUTO
 
 
-def test_a_version_above_two_gets_v2() -> None:
-    client = V2Client(agent_command(), agent_env())
+def test_a_version_above_two_gets_v2(tmp_path: Path) -> None:
+    # A home of its own: session/list below must find none of other tests' sessions.
+    command = [sys.executable, "-m", "acp_agent", "--home", str(tmp_path)]
+    client = V2Client(command, agent_env())
     try:
         assert initialize_v2(client, version=5)["protocolVersion"] == 2
         # v2's methods are served from then on, v1's only names are not.

@@ -208,8 +208,15 @@ async def test_watch_plain_follows_every_event_in_order_answers_cancels_and_reco
                     third = await later_editor.prompt(session_id, "Once more")
                     assert third.stop_reason == types.StopReason.END_TURN
                 await w.wait_for(lambda line: '"Back again."' in line, after=gone)
-                lines = list(w.lines)
                 replayed = await _replay(again, session_id)
+                # The turn's last events (its end, the title) may reach the watcher after
+                # its words: wait until it showed the replay's last event too.
+                last = max(cursor_key(c)[0] for c, _, _ in replayed)
+                await w.wait_for(
+                    lambda line: any(cursor_key(c)[0] >= last for c, _, _ in shown([line])),
+                    after=gone,
+                )
+                lines = list(w.lines)
 
     events = shown(lines)
     # In order, none twice, across the restart.

@@ -24,7 +24,13 @@ from typing import Any, Final
 
 from protocol.connection import AgentConnection
 
-__all__ = ("PROTOCOL_ENV", "ProtocolSetting", "choose_protocol", "protocol_setting")
+__all__ = (
+    "PROTOCOL_ENV",
+    "ProtocolSetting",
+    "choose_protocol",
+    "chosen_version",
+    "protocol_setting",
+)
 
 logger = logging.getLogger(__name__)
 
