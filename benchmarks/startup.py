@@ -1,38 +1,44 @@
-"""How long acp-agent takes to become useful after an editor spawns it.
+"""How long a person and a script wait for acp-agent after an editor spawns it.
 
 Usage (with the virtual environment that has acp-agent installed):
 
-    .venv/bin/python benchmarks/startup.py [--runs N] [--agent PATH]
+    .venv/bin/python benchmarks/startup.py [--runs N] [--agent PATH] [--before PATH]
+                                           [--peer auto|off] [--install-peer]
 
-For each run it spawns the installed `acp-agent` script the way an editor does,
-sends `initialize`, then `session/new` with an absolute cwd, closes stdin and waits
-for the exit. It reports median, min, p90 and max of:
+Every subject is spawned the way an editor spawns an agent and sent `initialize`
+and, as soon as that is answered, `session/new`; then two prompts, each sent once
+the one before it is answered. The model is the test suite's fake provider
+(`tests/support/fake_provider.py`), a real HTTP server on 127.0.0.1 that answers
+every prompt with the same short reply, in the Chat Completions format for
+acp-agent and the relay and the Responses format for codex. Two ways:
 
-- spawn -> `initialize` response,
-- spawn -> `session/new` response (sent as soon as the `initialize` response arrives),
-- stdin closed -> process exit,
+- a script (`acp-agent exec`, `acpx exec`, CI) sends its first prompt right after
+  the `session/new` answer: it waits for whatever the session still assembles;
+- a person sends it a second later (`PERSON_PAUSE_S`: typing takes longer), which
+  whatever the agent warms in the background may use.
 
-Then, with the scripted model, prompt sent -> its first `agent_message_chunk`, for
-the first prompt of a fresh process and for its second, two ways:
+For each way it reports the median of: the `session/new` round trip, spawn ->
+the first prompt's first chunk (for a person, less the pause: what they waited),
+and prompt -> first chunk for the first prompt of the process and for its second.
+A first chunk is the first `agent_message_chunk` carrying the model's text.
 
-- as a person sends it: the first prompt a second after the `session/new` answer
-  (typing it takes longer). `session/new` is answered once the session is stored and
-  assembles behind the answer, and the warm-up imports and prepares what a prompt
-  needs; whatever they miss, the first prompt pays. The target: within 20 ms of the
-  second.
-- as a script sends it (`acp-agent exec`, `acpx exec`): right after the answer. That
-  first prompt also waits for the session's assembly, so this part reports
-  spawn -> first chunk as a whole, the time a script waits.
+Each is shown as a ratio to a baseline measured in the same run, in interleaved
+rounds so all see the same machine noise: spawn -> `initialize` to the floor,
+`python -c pass` spawn -> exit with the same interpreter; the protocol paths to a
+minimal ACP relay (`benchmarks/acp_relay.py`: standard library only, nothing stored,
+each text delta relayed as it arrives). When it is installed, codex-acp 0.16 (the
+Rust build, `benchmarks/codex_peer.py`) runs the same rounds against the same fake
+model, and each row's ratio to it is the target's (acp-agent at most 1x codex on
+the `session/new` round trip and on prompt -> first chunk). `--before PATH` runs
+another acp-agent build in the same rounds (before and after a change).
 
-All next to the floor, spawn -> exit of `python -c pass` with the same interpreter,
-measured in the same run (interleaved, so both see the same machine noise), and
-the peak RSS (VmHWM from /proc, Linux only) of the agent up to the session/new
-response and of a bare interpreter. Then it spawns the
-agent once more with `PYTHONPROFILEIMPORTTIME=1` (the same as `-X importtime`)
-over the same exchange and prints the imports that cost the most.
+Then the peak RSS (VmHWM, Linux only) of each subject up to the `session/new`
+answer next to a bare interpreter's, the time from stdin closed to exit, and, from
+one more spawn with `PYTHONPROFILEIMPORTTIME=1`, the imports that cost the most.
 
-It is a report: nothing here asserts a time. Linux and macOS only (it uses select
-on pipes and os.wait4).
+Python subjects run without `PYTHONDONTWRITEBYTECODE`, after one untimed round that
+writes their `.pyc` files, as an installed agent runs. It is a report: nothing here
+asserts a time. Linux and macOS only (select on pipes).
 """
 
 from __future__ import annotations
@@ -44,43 +50,71 @@ import platform
 import re
 import select
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from codex_peer import codex_command, codex_env, find_codex  # noqa: E402
+
+from tests.support.fake_provider import (  # noqa: E402
+    Exchange,
+    FakeProviderServer,
+    openai_chunk,
+    openai_responses_stream,
+    sse_data,
+)
+
 RESPONSE_TIMEOUT_S = 30.0
 EXIT_TIMEOUT_S = 30.0
+#: How long after the `session/new` answer a person's first prompt arrives.
+PERSON_PAUSE_S = 1.0
+#: The fake model's reply to every prompt, in the pieces it streams.
+REPLY = ("Ready.", " Here is", " the answer.")
+RELAY = Path(__file__).resolve().parent / "acp_relay.py"
 
 
 class AgentFailed(Exception):
-    """The agent did not answer or exit as ACP requires; the message says how."""
+    """A subject did not answer or exit as ACP requires; the message says how."""
 
 
 @dataclass
-class Run:
-    initialize_s: float
-    session_new_s: float
-    exit_after_eof_s: float
-    peak_rss_kib: int | None  # up to the session/new response
+class Subject:
+    """An agent the rounds spawn: its command, its environment, how it speaks to the model."""
+
+    name: str
+    command: list[str]
+    env: Callable[[Path], dict[str, str]]
+    #: Measure stdin closed -> exit (codex-acp does not exit when its stdin closes).
+    exits_on_eof: bool = True
 
 
 @dataclass
-class FirstChunks:
-    """Prompt sent -> first `agent_message_chunk`, for a process's first prompt and its second;
-    and spawn -> the first prompt's first chunk."""
+class Session:
+    """One spawn's times, in seconds from its own events."""
 
-    first_s: float
-    second_s: float
-    spawn_to_first_s: float
+    initialize_s: float  # spawn -> initialize answer
+    new_round_trip_s: float  # session/new sent -> answered
+    new_s: float  # spawn -> session/new answer
+    first_s: float  # first prompt -> its first chunk
+    second_s: float  # second prompt -> its first chunk
+    peak_rss_kib: int | None  # up to the session/new answer
+    exit_after_eof_s: float | None
 
-
-#: How long after the `session/new` answer a person's first prompt arrives.
-PERSON_PAUSE_S = 1.0
+    @property
+    def waited_s(self) -> float:
+        """Spawn -> the first chunk, less any pause before the first prompt."""
+        return self.new_s + self.first_s
 
 
 @dataclass
@@ -99,17 +133,19 @@ class ImportCost:
 
 @dataclass
 class Workspace:
-    """A scratch home for the agent and an absolute cwd for its sessions."""
+    """A scratch home per subject and an absolute cwd for the sessions."""
 
     root: Path
-    home: Path = field(init=False)
     cwd: Path = field(init=False)
 
     def __post_init__(self) -> None:
-        self.home = self.root / "home"
         self.cwd = self.root / "workspace"
-        self.home.mkdir()
         self.cwd.mkdir()
+
+    def home(self, name: str) -> Path:
+        home = self.root / "homes" / name
+        home.mkdir(parents=True, exist_ok=True)
+        return home
 
 
 class LineReader:
@@ -133,15 +169,6 @@ class LineReader:
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
-
-
-def wait_for_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
-    try:
-        return proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise AgentFailed(f"did not exit within {timeout_s:.0f} s after stdin was closed") from None
 
 
 def peak_rss_kib(pid: int | str) -> int | None:
@@ -186,84 +213,20 @@ def read_response(reader: LineReader, request_id: int, what: str) -> dict[str, A
             return message
 
 
-def stderr_tail(stderr_path: Path, lines: int = 15) -> str:
-    text = stderr_path.read_text(errors="replace").splitlines()
-    return "\n".join(text[-lines:]) or "(stderr was empty)"
-
-
-def spawn(
-    agent: str, workspace: Workspace, stderr_path: Path, extra_env: dict[str, str] | None
-) -> subprocess.Popen[bytes]:
-    """The agent as an editor starts it, its home in the scratch workspace."""
-    env = {**os.environ, "ACP_AGENT_HOME": str(workspace.home), **(extra_env or {})}
-    with stderr_path.open("wb") as stderr:
-        return subprocess.Popen(
-            [agent],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            cwd=workspace.cwd,
-            env=env,
-            bufsize=0,
-        )
-
-
-def run_agent(
-    agent: str, workspace: Workspace, stderr_path: Path, extra_env: dict[str, str] | None = None
-) -> tuple[Run, dict[str, Any]]:
-    """Spawn the agent once, drive initialize and session/new, close stdin, time it all."""
-    started_at = time.perf_counter()
-    proc = spawn(agent, workspace, stderr_path, extra_env)
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    try:
-        reader = LineReader(proc.stdout)
-        proc.stdin.write(request(1, "initialize", {"protocolVersion": 1}))
-        initialize = read_response(reader, 1, "initialize")
-        initialized_at = time.perf_counter()
-        proc.stdin.write(request(2, "session/new", {"cwd": str(workspace.cwd), "mcpServers": []}))
-        read_response(reader, 2, "session/new")
-        session_at = time.perf_counter()
-        rss_kib = peak_rss_kib(proc.pid)
-        proc.stdin.close()
-        eof_at = time.perf_counter()
-        code = wait_for_exit(proc, EXIT_TIMEOUT_S)
-        exited_at = time.perf_counter()
-        if code != 0:
-            raise AgentFailed(f"exited with code {code} after stdin was closed")
-    except (AgentFailed, BrokenPipeError) as exc:
-        if proc.returncode is None:
-            proc.kill()
-            proc.wait()
-        reason = (
-            "the agent exited early (its stdin is closed)"
-            if isinstance(exc, BrokenPipeError)
-            else exc
-        )
-        raise AgentFailed(
-            f"{reason}\n--- agent stderr (tail) ---\n{stderr_tail(stderr_path)}"
-        ) from exc
-    finally:
-        proc.stdout.close()
-        if not proc.stdin.closed:
-            proc.stdin.close()
-    run = Run(
-        initialize_s=initialized_at - started_at,
-        session_new_s=session_at - started_at,
-        exit_after_eof_s=exited_at - eof_at,
-        peak_rss_kib=rss_kib,
-    )
-    return run, initialize
-
-
-#: The scripted model's reply to every prompt of the first-chunk runs.
-FIRST_CHUNK_SCRIPT = {"replies": [[{"text": "Here."}, {"text": " And more."}]]}
+def is_reply_chunk(message: dict[str, Any]) -> bool:
+    """Whether `message` is an `agent_message_chunk` of the model's reply (not, say, a
+    warning an agent shows as a message)."""
+    update = (message.get("params") or {}).get("update") or {}
+    if update.get("sessionUpdate") != "agent_message_chunk":
+        return False
+    text = (update.get("content") or {}).get("text") or ""
+    return bool(text) and "".join(REPLY).startswith(text)
 
 
 def first_chunk_after(
     proc: subprocess.Popen[bytes], reader: LineReader, session_id: str, request_id: int
 ) -> float:
-    """Send a prompt; seconds until its first message chunk, then read to its answer."""
+    """Send a prompt; seconds until the first chunk of its reply, then read to its answer."""
     assert proc.stdin is not None
     prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "Go"}]}
     sent_at = time.perf_counter()
@@ -272,75 +235,95 @@ def first_chunk_after(
     chunk_at: float | None = None
     while True:
         message = json.loads(reader.readline(deadline))
-        update = (message.get("params") or {}).get("update") or {}
-        if chunk_at is None and update.get("sessionUpdate") == "agent_message_chunk":
+        if chunk_at is None and is_reply_chunk(message):
             chunk_at = time.perf_counter()
         if message.get("id") == request_id:
             if chunk_at is None:
-                raise AgentFailed(f"the prompt was answered without a chunk: {message}")
+                raise AgentFailed(f"the prompt was answered without a reply chunk: {message}")
             return chunk_at - sent_at
 
 
-def run_first_chunks(
-    agent: str, workspace: Workspace, stderr_path: Path, *, pause_s: float
-) -> FirstChunks:
-    """Spawn the agent with the scripted model; time its first prompt's first chunk, sent
-    `pause_s` after the `session/new` answer, and its second prompt's."""
-    script = workspace.root / "first-chunk.json"
-    script.write_text(json.dumps(FIRST_CHUNK_SCRIPT))
-    started_at = time.perf_counter()
-    proc = spawn(agent, workspace, stderr_path, {"ACP_AGENT_SCRIPT": str(script)})
+def stderr_tail(stderr_path: Path, lines: int = 15) -> str:
+    text = stderr_path.read_text(errors="replace").splitlines()
+    return "\n".join(text[-lines:]) or "(stderr was empty)"
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End a subject that does not exit by itself (SIGTERM, then SIGKILL)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_session(
+    subject: Subject,
+    workspace: Workspace,
+    *,
+    pause_s: float,
+    extra_env: dict[str, str] | None = None,
+) -> Session:
+    """Spawn `subject`; initialize, session/new, (pause), two prompts; close its stdin."""
+    home = workspace.home(subject.name)
+    stderr_path = home / "stderr.log"
+    env = {**subject.env(home), **(extra_env or {})}
+    with stderr_path.open("wb") as stderr:
+        started_at = time.perf_counter()
+        proc = subprocess.Popen(
+            subject.command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=workspace.cwd,
+            env=env,
+            bufsize=0,
+        )
     assert proc.stdin is not None
     assert proc.stdout is not None
     try:
         reader = LineReader(proc.stdout)
         proc.stdin.write(request(1, "initialize", {"protocolVersion": 1}))
         read_response(reader, 1, "initialize")
+        initialized_at = time.perf_counter()
         proc.stdin.write(request(2, "session/new", {"cwd": str(workspace.cwd), "mcpServers": []}))
         session_id = read_response(reader, 2, "session/new")["result"]["sessionId"]
-        time.sleep(pause_s)
-        sent_at = time.perf_counter()
+        answered_at = time.perf_counter()
+        rss_kib = peak_rss_kib(proc.pid)
+        if pause_s:
+            time.sleep(pause_s)
         first = first_chunk_after(proc, reader, session_id, 3)
-        spawn_to_first = sent_at + first - started_at
         second = first_chunk_after(proc, reader, session_id, 4)
         proc.stdin.close()
-        wait_for_exit(proc, EXIT_TIMEOUT_S)
+        exit_after_eof = None
+        if subject.exits_on_eof:
+            eof_at = time.perf_counter()
+            try:
+                code = proc.wait(timeout=EXIT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise AgentFailed(f"did not exit within {EXIT_TIMEOUT_S:.0f} s of EOF") from None
+            exit_after_eof = time.perf_counter() - eof_at
+            if code != 0:
+                raise AgentFailed(f"exited with code {code} after stdin was closed")
     except (AgentFailed, BrokenPipeError, TimeoutError, EOFError) as exc:
-        if proc.returncode is None:
-            proc.kill()
-            proc.wait()
         raise AgentFailed(
-            f"{exc}\n--- agent stderr (tail) ---\n{stderr_tail(stderr_path)}"
+            f"{subject.name}: {exc!r}\n--- stderr (tail) ---\n{stderr_tail(stderr_path)}"
         ) from exc
     finally:
+        stop(proc)
         proc.stdout.close()
         if not proc.stdin.closed:
             proc.stdin.close()
-    return FirstChunks(first, second, spawn_to_first)
-
-
-def print_first_chunks(person: list[FirstChunks], script: list[FirstChunks]) -> None:
-    rows = [
-        ("a person: first prompt -> first chunk", [r.first_s for r in person]),
-        ("a person: second prompt -> first chunk", [r.second_s for r in person]),
-        ("a person: first minus second", [r.first_s - r.second_s for r in person]),
-        ("a script: first prompt -> first chunk", [r.first_s for r in script]),
-        ("a script: second prompt -> first chunk", [r.second_s for r in script]),
-        ("a script: spawn -> first chunk", [r.spawn_to_first_s for r in script]),
-    ]
-    width = max(len(name) for name, _ in rows)
-    header = f"{'scripted model':<{width}}  {'median':>9}  {'min':>9}  {'p90':>9}  {'max':>9}"
-    print(header)
-    print("-" * len(header))
-    for name, values in rows:
-        median, low, p90, high = summarize(values)
-        print(
-            f"{name:<{width}}  {median * 1e3:6.1f} ms  {low * 1e3:6.1f} ms  "
-            f"{p90 * 1e3:6.1f} ms  {high * 1e3:6.1f} ms"
-        )
-    print(
-        f"(a person's first prompt is sent {PERSON_PAUSE_S:.0f} s after the session/new answer;"
-        " a script's at once)"
+    return Session(
+        initialize_s=initialized_at - started_at,
+        new_round_trip_s=answered_at - initialized_at,
+        new_s=answered_at - started_at,
+        first_s=first,
+        second_s=second,
+        peak_rss_kib=rss_kib,
+        exit_after_eof_s=exit_after_eof,
     )
 
 
@@ -366,6 +349,78 @@ def run_floor(python: str) -> Floor:
     return Floor(exit_s=exit_s, peak_rss_kib=None if reported == "None" else int(reported))
 
 
+# --- the fake model ---------------------------------------------------------------------
+
+
+def chat_reply() -> Exchange:
+    """The reply in the Chat Completions format, each event its own HTTP chunk."""
+    events = [sse_data(openai_chunk({"content": piece})) for piece in REPLY]
+    events.append(sse_data(openai_chunk({}, "stop")) + b"data: [DONE]\n\n")
+    return Exchange(chunks=events)
+
+
+def reply_for(body: Any) -> Exchange:
+    """The reply in the format the request asks in (Responses bodies carry `input`)."""
+    if isinstance(body, dict) and "input" in body:
+        return Exchange(chunks=openai_responses_stream(*REPLY))
+    return chat_reply()
+
+
+class EndlessFake(FakeProviderServer):
+    """The fake provider answering every model request with `REPLY`, however many come."""
+
+    def _next_exchange(self, body: bytes) -> Exchange:
+        return reply_for(json.loads(body))
+
+
+# --- the subjects -----------------------------------------------------------------------
+
+
+def python_env(home: Path, **extra: str) -> dict[str, str]:
+    """This environment for a Python subject: .pyc files are written and read."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, **extra}
+
+
+def agent_subject(name: str, agent: str, base_url: str) -> Subject:
+    def env(home: Path) -> dict[str, str]:
+        # Only the home is the benchmark's: the mode, code intelligence and the rest
+        # are a person's defaults.
+        scrubbed = {
+            k: v
+            for k, v in python_env(home).items()
+            if not k.startswith(("OPENAI_", "ANTHROPIC_", "ACP_AGENT_"))
+        }
+        return {
+            **scrubbed,
+            "ACP_AGENT_HOME": str(home),
+            "OPENAI_BASE_URL": f"{base_url}/v1",
+            "OPENAI_API_KEY": "sk-fake",
+            "ACP_AGENT_MODEL": "openai/gpt-fake",
+        }
+
+    return Subject(name, [agent], env)
+
+
+def relay_subject(python: str, base_url: str) -> Subject:
+    def env(home: Path) -> dict[str, str]:
+        return python_env(home, OPENAI_BASE_URL=f"{base_url}/v1", OPENAI_API_KEY="sk-fake")
+
+    return Subject("relay", [python, str(RELAY)], env)
+
+
+def codex_subject(binary: Path, base_url: str) -> Subject:
+    return Subject(
+        "codex-acp",
+        codex_command(binary, f"{base_url}/v1"),
+        codex_env,
+        exits_on_eof=False,
+    )
+
+
+# --- the report -------------------------------------------------------------------------
+
+
 IMPORT_TIME_LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|( *)(\S.*)$")
 
 
@@ -380,61 +435,111 @@ def parse_import_times(stderr_text: str) -> list[ImportCost]:
     return costs
 
 
-def summarize(values: list[float]) -> tuple[float, float, float, float]:
-    """Median, min, p90, max."""
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def p90(values: Sequence[float]) -> float:
     ordered = sorted(values)
-    p90 = (
-        statistics.quantiles(ordered, n=10, method="inclusive")[8]
-        if len(ordered) > 1
-        else ordered[0]
-    )
-    return statistics.median(ordered), ordered[0], p90, ordered[-1]
+    if len(ordered) == 1:
+        return ordered[0]
+    return statistics.quantiles(ordered, n=10, method="inclusive")[8]
 
 
-def print_table(runs: list[Run], floors: list[Floor]) -> None:
-    floor_median = statistics.median(f.exit_s for f in floors)
-    rows: list[tuple[str, list[float], bool]] = [
-        ("python -c pass: spawn -> exit (floor)", [f.exit_s for f in floors], True),
-        ("acp-agent: spawn -> initialize response", [r.initialize_s for r in runs], True),
-        ("acp-agent: spawn -> session/new response", [r.session_new_s for r in runs], True),
-        ("acp-agent: stdin closed -> exit", [r.exit_after_eof_s for r in runs], False),
-    ]
-    name_width = max(len(name) for name, _, _ in rows)
-    header = (
-        f"{'time':<{name_width}}  {'median':>9}  {'min':>9}  {'p90':>9}  {'max':>9}  "
-        f"{'median/floor':>12}"
-    )
+@dataclass
+class Row:
+    name: str
+    pick: Callable[[Session], float]
+
+
+SCRIPT_ROWS = (
+    Row("session/new round trip", lambda s: s.new_round_trip_s),
+    Row("spawn -> first chunk", lambda s: s.waited_s),
+    Row("first prompt -> first chunk", lambda s: s.first_s),
+    Row("second prompt -> first chunk", lambda s: s.second_s),
+)
+PERSON_ROWS = (
+    Row("session/new round trip", lambda s: s.new_round_trip_s),
+    Row("spawn -> first chunk, less the pause", lambda s: s.waited_s),
+    Row("first prompt -> first chunk", lambda s: s.first_s),
+    Row("second prompt -> first chunk", lambda s: s.second_s),
+)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:7.1f} ms"
+
+
+def ratio(value: float, baseline: float) -> str:
+    return f"{value / baseline:6.2f}x" if baseline > 0 else "     -"
+
+
+def print_way(
+    title: str, rows: Sequence[Row], runs: dict[str, list[Session]], others: Sequence[str]
+) -> None:
+    """One way's table: acp-agent's median, then each other subject's and the ratio."""
+    width = max(len(row.name) for row in rows) + 2
+    head = f"{title:<{width}}{'acp-agent':>11} {'p90':>10}"
+    for other in others:
+        head += f" {other:>11} {'ratio':>7}"
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        agent = [row.pick(s) for s in runs["acp-agent"]]
+        line = f"{row.name:<{width}}{ms(median(agent)):>11} {ms(p90(agent)):>10}"
+        for other in others:
+            theirs = median([row.pick(s) for s in runs[other]])
+            line += f" {ms(theirs):>11} {ratio(median(agent), theirs):>7}"
+        print(line)
+
+
+def print_startup(
+    floors: list[Floor], runs: dict[str, list[Session]], names: Sequence[str]
+) -> None:
+    floor_s = median([f.exit_s for f in floors])
+    header = f"{'spawn -> initialize answer':<36}{'median':>11} {'p90':>10} {'/floor':>8}"
     print(header)
     print("-" * len(header))
-    for name, values, with_ratio in rows:
-        median, low, p90, high = summarize(values)
-        ratio = f"{median / floor_median:11.1f}x" if with_ratio else f"{'':>12}"
+    floor_values = [f.exit_s for f in floors]
+    print(
+        f"{'python -c pass, spawn -> exit':<36}{ms(floor_s):>11} {ms(p90(floor_values)):>10}"
+        f" {ratio(floor_s, floor_s):>8}"
+    )
+    for name in names:
+        values = [s.initialize_s for s in runs[name]]
         print(
-            f"{name:<{name_width}}  {median * 1e3:6.1f} ms  {low * 1e3:6.1f} ms  "
-            f"{p90 * 1e3:6.1f} ms  {high * 1e3:6.1f} ms  {ratio}"
+            f"{name:<36}{ms(median(values)):>11} {ms(p90(values)):>10}"
+            f" {ratio(median(values), floor_s):>8}"
         )
-    print()
+    for name in names:
+        values = [s.new_s for s in runs[name]]
+        print(
+            f"{name + ': spawn -> session/new':<36}{ms(median(values)):>11} "
+            f"{ms(p90(values)):>10} {ratio(median(values), floor_s):>8}"
+        )
+    for name in names:
+        exits = [s.exit_after_eof_s for s in runs[name] if s.exit_after_eof_s is not None]
+        if exits:
+            print(
+                f"{name + ': stdin closed -> exit':<36}{ms(median(exits)):>11} {ms(p90(exits)):>10}"
+            )
+
+
+def print_memory(floors: list[Floor], runs: dict[str, list[Session]], names: Sequence[str]) -> None:
     floor_kib = [f.peak_rss_kib for f in floors if f.peak_rss_kib is not None]
-    agent_kib = [r.peak_rss_kib for r in runs if r.peak_rss_kib is not None]
-    if not floor_kib or not agent_kib:
+    if not floor_kib:
         print("peak RSS: not available (needs /proc)")
         return
-    floor_median_kib = statistics.median(floor_kib)
-    header = (
-        f"{'peak RSS (VmHWM)':<{name_width}}  {'median':>9}  {'min':>9}  {'p90':>9}  "
-        f"{'max':>9}  {'median/floor':>12}"
-    )
+    floor_median = statistics.median(floor_kib)
+    header = f"{'peak RSS up to session/new (VmHWM)':<36}{'median':>11} {'/floor':>8}"
     print(header)
     print("-" * len(header))
-    for name, kib in [
-        ("python -c: bare interpreter (floor)", floor_kib),
-        ("acp-agent: up to session/new response", agent_kib),
-    ]:
-        median, low, p90, high = summarize([float(k) for k in kib])
-        print(
-            f"{name:<{name_width}}  {median / 1024:5.1f} MiB  {low / 1024:5.1f} MiB  "
-            f"{p90 / 1024:5.1f} MiB  {high / 1024:5.1f} MiB  {median / floor_median_kib:11.1f}x"
-        )
+    print(f"{'python -c: a bare interpreter':<36}{floor_median / 1024:7.1f} MiB {1.0:7.2f}x")
+    for name in names:
+        kib = [s.peak_rss_kib for s in runs[name] if s.peak_rss_kib is not None]
+        if kib:
+            value = statistics.median(kib)
+            print(f"{name:<36}{value / 1024:7.1f} MiB {value / floor_median:7.2f}x")
 
 
 def print_import_costs(costs: list[ImportCost], top: int = 5) -> None:
@@ -444,10 +549,9 @@ def print_import_costs(costs: list[ImportCost], top: int = 5) -> None:
     top_level_us = sum(c.cumulative_us for c in costs if c.depth == 0)
     ours = [c for c in costs if c.module.split(".")[0] in {"acp_agent", "jsonbounds", "protocol"}]
     print(
-        f"imports on the serving path: {len(costs)} modules, {top_level_us / 1e3:.1f} ms in total "
-        f"({len(ours)} of them ours); -X importtime inflates these somewhat"
+        f"imports of a script's session: {len(costs)} modules, {top_level_us / 1e3:.1f} ms in "
+        f"total ({len(ours)} of them ours); -X importtime inflates these somewhat"
     )
-    print()
     # A module can be reported twice (a package's __init__ imports its own submodule,
     # then the outer import statement finishes); keep its larger figure.
     by_module: dict[str, ImportCost] = {}
@@ -457,21 +561,21 @@ def print_import_costs(costs: list[ImportCost], top: int = 5) -> None:
             by_module[cost.module] = cost
     print(f"top {top} by cumulative time (a parent includes its children)")
     for cost in sorted(by_module.values(), key=lambda c: c.cumulative_us, reverse=True)[:top]:
-        print(
-            f"  {cost.cumulative_us / 1e3:7.1f} ms  (self {cost.self_us / 1e3:5.1f} ms)  "
-            f"{cost.module}"
-        )
-    print()
+        cumulative, own = cost.cumulative_us / 1e3, cost.self_us / 1e3
+        print(f"  {cumulative:7.1f} ms  (self {own:5.1f} ms)  {cost.module}")
     print(f"top {top} by self time")
     for cost in sorted(costs, key=lambda c: c.self_us, reverse=True)[:top]:
         print(f"  {cost.self_us / 1e3:7.1f} ms  {cost.module}")
+
+
+# --- the run ----------------------------------------------------------------------------
 
 
 def find_agent(explicit: str | None) -> str:
     if explicit:
         path = shutil.which(explicit) or explicit
         if not Path(path).is_file():
-            sys.exit(f"error: --agent {explicit!r} is not an executable file")
+            sys.exit(f"error: {explicit!r} is not an executable file")
         return str(Path(path).absolute())
     beside_python = Path(sys.executable).parent / "acp-agent"
     if beside_python.is_file():
@@ -486,70 +590,91 @@ def find_agent(explicit: str | None) -> str:
     )
 
 
-def check_importable(python: str) -> None:
-    probe = subprocess.run(
-        [python, "-c", "import acp_agent.cli"], capture_output=True, text=True, check=False
-    )
-    if probe.returncode != 0:
-        last_lines = "\n".join(probe.stderr.strip().splitlines()[-5:])
-        sys.exit(
-            f"error: `import acp_agent.cli` fails with {python}:\n{last_lines}\n"
-            "Install acp-agent into this environment first (pip install -e .) "
-            "and run this file with that environment's python."
-        )
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=20, help="timed runs of each (default 20)")
+    parser.add_argument("--runs", type=int, default=15, help="interleaved rounds (default 15)")
     parser.add_argument(
         "--agent", help="the acp-agent executable (default: next to this python, then PATH)"
+    )
+    parser.add_argument("--before", help="another acp-agent executable, run in the same rounds")
+    parser.add_argument(
+        "--peer",
+        choices=("auto", "off"),
+        default="auto",
+        help="run codex-acp 0.16 beside it when installed (default auto)",
+    )
+    parser.add_argument(
+        "--install-peer", action="store_true", help="install codex-acp 0.16 with npm if missing"
     )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
 
     python = sys.executable
-    check_importable(python)
     agent = find_agent(args.agent)
+    peer: Path | str = "off (--peer off)"
+    if args.peer == "auto":
+        peer = find_codex(install=args.install_peer)
 
-    with tempfile.TemporaryDirectory(prefix="acp-agent-bench-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="acp-agent-bench-") as scratch, EndlessFake() as fake:
         workspace = Workspace(Path(scratch))
-        stderr_path = workspace.root / "stderr.log"
+        subjects = [
+            relay_subject(python, fake.base_url),
+            agent_subject("acp-agent", agent, fake.base_url),
+        ]
+        if args.before:
+            subjects.append(agent_subject("before", find_agent(args.before), fake.base_url))
+        if isinstance(peer, Path):
+            subjects.append(codex_subject(peer, fake.base_url))
+        names = [s.name for s in subjects]
+        script: dict[str, list[Session]] = {name: [] for name in names}
+        person: dict[str, list[Session]] = {name: [] for name in names}
+        floors: list[Floor] = []
         try:
-            # One untimed warm-up of each: fills the page cache and writes .pyc files.
+            # One untimed round: fills the page cache and writes .pyc files.
             run_floor(python)
-            _, initialize = run_agent(agent, workspace, stderr_path)
-            runs, floors = [], []
-            for _ in range(args.runs):
+            for subject in subjects:
+                run_session(subject, workspace, pause_s=0.0)
+            for round_index in range(args.runs):
                 floors.append(run_floor(python))
-                run, _ = run_agent(agent, workspace, stderr_path)
-                runs.append(run)
-            person, script = [], []
-            for _ in range(args.runs):
-                person.append(
-                    run_first_chunks(agent, workspace, stderr_path, pause_s=PERSON_PAUSE_S)
-                )
-                script.append(run_first_chunks(agent, workspace, stderr_path, pause_s=0.0))
-            run_agent(agent, workspace, stderr_path, {"PYTHONPROFILEIMPORTTIME": "1"})
+                # The order turns each round, so no subject always follows another.
+                turn = round_index % len(subjects)
+                for subject in subjects[turn:] + subjects[:turn]:
+                    script[subject.name].append(run_session(subject, workspace, pause_s=0.0))
+                    person[subject.name].append(
+                        run_session(subject, workspace, pause_s=PERSON_PAUSE_S)
+                    )
+            agent_subject_ = subjects[1]
+            run_session(
+                agent_subject_, workspace, pause_s=0.0, extra_env={"PYTHONPROFILEIMPORTTIME": "1"}
+            )
         except AgentFailed as exc:
-            print(f"error: {agent}: {exc}", file=sys.stderr)
+            print(f"error: {exc}", file=sys.stderr)
             return 1
-        costs = parse_import_times(stderr_path.read_text(errors="replace"))
+        costs = parse_import_times(
+            (workspace.home("acp-agent") / "stderr.log").read_text(errors="replace")
+        )
 
-    agent_info = initialize["result"].get("agentInfo") or {}
+    others = [name for name in names if name != "acp-agent"]
     print(
-        f"acp-agent startup: {args.runs} runs each, interleaved with the floor; "
-        f"agent {agent_info.get('name', '?')} {agent_info.get('version', '?')} at {agent}"
+        f"acp-agent start-up: {args.runs} interleaved rounds; acp-agent at {agent}"
+        + (f"; before: {args.before}" if args.before else "")
     )
     print(
         f"python {platform.python_version()} ({python}), {platform.system()} "
-        f"{platform.machine()}, {os.cpu_count()} CPUs; ACP_AGENT_HOME is a scratch directory"
+        f"{platform.machine()}, {os.cpu_count()} CPUs; the model: a fake provider on 127.0.0.1"
     )
+    print("codex-acp 0.16: " + (f"{peer}" if isinstance(peer, Path) else f"not measured: {peer}"))
     print()
-    print_table(runs, floors)
+    print_startup(floors, script, names)
     print()
-    print_first_chunks(person, script)
+    print_way("a script", SCRIPT_ROWS, script, others)
+    print()
+    print_way(f"a person (prompt {PERSON_PAUSE_S:.0f} s later)", PERSON_ROWS, person, others)
+    print()
+    print("ratio: acp-agent's median over that column's (the relay: the protocol's floor)")
+    print()
+    print_memory(floors, script, names)
     print()
     print_import_costs(costs)
     return 0

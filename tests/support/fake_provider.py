@@ -59,6 +59,8 @@ __all__ = (
     "openai_chunk",
     "openai_model_list",
     "openai_reply",
+    "openai_responses_reply",
+    "openai_responses_stream",
     "openai_stream",
     "openai_tool_calls",
     "split_at",
@@ -381,6 +383,60 @@ def openai_model_list(*model_ids: str) -> Exchange:
         for model_id in model_ids
     ]
     return json_response({"object": "list", "data": data})
+
+
+# OpenAI Responses (what codex speaks with `wire_api = "responses"`)
+
+
+def openai_responses_stream(*pieces: str, response_id: str = "resp_fake") -> list[bytes]:
+    """The events of a streamed Responses reply: one assistant message in `pieces`, then
+    `response.completed` with its usage; each event is one item (send each as a chunk)."""
+    events: list[bytes] = []
+
+    def event(event_type: str, **fields: Any) -> None:
+        payload = {"type": event_type, "sequence_number": len(events), **fields}
+        events.append(sse_data(payload, event=event_type))
+
+    message = {"id": "msg_fake", "type": "message", "role": "assistant"}
+    response = {"id": response_id, "object": "response", "model": "gpt-fake", "output": []}
+    text = "".join(pieces)
+    done = {
+        **message,
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    event("response.created", response={**response, "status": "in_progress"})
+    event(
+        "response.output_item.added",
+        output_index=0,
+        item={**message, "status": "in_progress", "content": []},
+    )
+    for piece in pieces:
+        event(
+            "response.output_text.delta",
+            item_id=message["id"],
+            output_index=0,
+            content_index=0,
+            delta=piece,
+        )
+    event("response.output_item.done", output_index=0, item=done)
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": len(pieces),
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 10 + len(pieces),
+    }
+    event(
+        "response.completed",
+        response={**response, "status": "completed", "output": [done], "usage": usage},
+    )
+    return events
+
+
+def openai_responses_reply(*pieces: str) -> Exchange:
+    """A streamed Responses reply of one message in `pieces`, each event its own chunk."""
+    return Exchange(chunks=list(openai_responses_stream(*pieces)))
 
 
 # Anthropic Messages
