@@ -13,11 +13,17 @@ what a model accepts (`traits`: images, a reasoning effort; known model
 families by name prefix, and the scripted model accepts everything, since it
 plays its replies whatever it is sent), and which providers read an API key
 from the environment and whether it is set (`provider_keys`).
+
+`ConfiguredModels.prepare()` opens the default model from any thread, building
+what its first request needs: its provider's modules and the HTTP client, whose
+TLS context (the CA bundle, read and parsed) took 45-72 ms of a process's first
+prompt. The stdio agent's warm-up calls it while the person types.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
@@ -198,6 +204,9 @@ class ConfiguredModels:
         self._config_error = config_error
         self._client = http_client
         self._owns_client = http_client is None
+        # The client is built once, by the loop or by the warm-up's thread.
+        self._client_lock = threading.Lock()
+        self._closed = False
 
     @classmethod
     def load(
@@ -307,15 +316,31 @@ class ConfiguredModels:
         # Each request says which line of work and which of its requests it is.
         return ModelHandle(ScriptedProvider(script), model_id, script.name, script.context_window)
 
-    def _http_client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            from acp_agent.models._http import new_http_client
+    def prepare(self) -> ModelHandle | None:
+        """Open the default model from any thread (the warm-up's), building what its
+        first request needs: its provider's modules and the HTTP client, which every
+        later handle shares. None when a script or nothing answers by default, or after
+        `aclose`; a model that cannot be opened is left for its first request to report."""
+        chosen = self.default_model()
+        if chosen is None or chosen.startswith(f"{SCRIPTED_PROVIDER}/") or self._closed:
+            return None
+        try:
+            return self.open(chosen)
+        except ProviderNotConfigured:
+            return None
 
-            self._client = new_http_client()
-        return self._client
+    def _http_client(self) -> httpx.AsyncClient:
+        with self._client_lock:
+            if self._client is None:
+                from acp_agent.models._http import new_http_client
+
+                self._client = new_http_client()
+            return self._client
 
     async def aclose(self) -> None:
         """Close the HTTP client this source opened; idempotent."""
-        client, self._client = self._client, None
+        with self._client_lock:
+            self._closed = True
+            client, self._client = self._client, None
         if client is not None and self._owns_client:
             await client.aclose()

@@ -26,6 +26,8 @@ def register_debug(connection: AgentConnection, warmup: Warmup | None = None) ->
 
     def modules(params: Any) -> dict[str, Any]:
         state = "off" if warmup is None else warmup.state.value
-        return {"modules": sorted(sys.modules), "warmup": state}
+        # A None entry marks a module as absent (httpx's command line client): not loaded.
+        loaded = [name for name, module in list(sys.modules.items()) if module is not None]
+        return {"modules": sorted(loaded), "warmup": state}
 
     connection.register(MODULES_METHOD, modules, kind=MessageKind.REQUEST)

@@ -10,7 +10,9 @@ starts no new import (with the GIL, anything it did then would slow the handler)
 so a request that arrives meanwhile waits at most for the module being imported,
 which is usually one it needs itself. Then it builds the converter's functions for the
 wire types of a session's first answers and prompt (`FIRST_WIRE_TYPES`): cattrs
-compiles one per class on its first use, which the first prompt paid for.
+compiles one per class on its first use, which the first prompt paid for; and the
+stdio agent adds opening the default model (`ConfiguredModels.prepare`: the HTTP
+client and its TLS context, which the first prompt built).
 
 Two threads importing at once cannot deadlock, because no module-level import
 cycle joins two packages (`tests/test_import_graph.py` holds that). A failed import

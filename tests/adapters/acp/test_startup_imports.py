@@ -121,6 +121,8 @@ async def test_a_real_default_model_warms_http_and_the_providers(tmp_path: Path)
         warmed = await wait_for_warmup(client)
 
     assert {"httpx", "acp_agent.models._openai", "acp_agent.models._anthropic"} <= set(warmed)
+    # Not httpx's command line client (click, and rich where installed): never run.
+    assert not any(matches(m, "click") or matches(m, "rich") for m in warmed)
 
 
 async def test_the_debug_requests_are_not_served_without_debugging(tmp_path: Path) -> None:
