@@ -22,7 +22,8 @@ import attrs
 from acp_agent.core._branch import Branch
 from acp_agent.core._errors import IllegalCut, ScopeClosed
 from acp_agent.core._events import Event, EventDraft
-from acp_agent.core._ids import NO_SEQ, BatchId, BranchId, Seq, SessionId, new_id
+from acp_agent.core._first_write import main_branch_record
+from acp_agent.core._ids import BatchId, BranchId, Seq, SessionId, new_id
 from acp_agent.core._scopes import (
     Assembler,
     Scope,
@@ -34,7 +35,6 @@ from acp_agent.core._scopes import (
 from acp_agent.core._session import SESSION, Session, SessionContext
 from acp_agent.core._store import (
     STORE,
-    BranchRecord,
     ForkOrigin,
     SessionPosition,
     SessionRecord,
@@ -196,7 +196,7 @@ class Runtime:
             attrs.evolve(event, branch_id=record.main_branch_id)
             for event in await branch.timeline.read(lte=cut)
         ]
-        await self.store.create_session(record, _main_record(record), history=history)
+        await self.store.create_session(record, main_branch_record(record), history=history)
         return await self._open(record, provide)
 
     async def close_session(self, session_id: SessionId) -> None:
@@ -290,18 +290,7 @@ async def create_stored_session(
         Event(record.main_branch_id, Seq(seq), BatchId(1), d.payload, d.producer, record.created_at)
         for seq, d in enumerate(facts, start=1)
     ]
-    await store.create_session(record, _main_record(record), history=history)
-
-
-def _main_record(session: SessionRecord) -> BranchRecord:
-    return BranchRecord(
-        branch_id=session.main_branch_id,
-        session_id=session.session_id,
-        parent_id=None,
-        cut_seq=NO_SEQ,
-        label="main",
-        created_at=session.created_at,
-    )
+    await store.create_session(record, main_branch_record(record), history=history)
 
 
 @asynccontextmanager

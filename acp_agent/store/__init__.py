@@ -9,7 +9,10 @@ Every module under this package is private (`_sqlite`, `_postgres`, `_memory`,
 `_migrations`, `_pg_schema`, `_leases`, `_pg_leases`, ...): this is its whole
 public surface. The in-memory and PostgreSQL stores and the copying between
 stores load on first use: the agent opens neither store unless asked, and an
-editor's start must not pay for their modules (nor for psycopg).
+editor's start must not pay for their modules (nor for psycopg). So does the
+SQLite store itself: the agent opens its file first (`SqliteFile`, through
+`open_in_steps`), enough to write a new session, and the store over it loads with
+the runtime (`StoreOpening.store()`).
 """
 
 from __future__ import annotations
@@ -29,10 +32,10 @@ from acp_agent.store._location import (
     store_location,
 )
 from acp_agent.store._migrations import MIGRATIONS, Migration, migrate, schema_version
-from acp_agent.store._sqlite import (
+from acp_agent.store._opening import StoreOpening, open_in_steps
+from acp_agent.store._sqlite_file import (
     DATABASE_FILE_NAME,
-    RECENCY_STEP_S,
-    SqliteStore,
+    SqliteFile,
     Synchronous,
     default_database_path,
 )
@@ -57,8 +60,10 @@ __all__ = (
     "Migration",
     "PostgresInspection",
     "PostgresStore",
+    "SqliteFile",
     "SqliteStore",
     "StoreLocation",
+    "StoreOpening",
     "StoreUrlInvalid",
     "Synchronous",
     "connection_settings",
@@ -68,6 +73,7 @@ __all__ = (
     "is_running",
     "migrate",
     "migrate_postgres",
+    "open_in_steps",
     "open_store",
     "parse_store_url",
     "postgres_schema_version",
@@ -100,6 +106,7 @@ if TYPE_CHECKING:
         PostgresStore,
         connection_settings,
     )
+    from acp_agent.store._sqlite import RECENCY_STEP_S, SqliteStore
 
 #: Names whose module the default start never needs: loaded on first use.
 _LAZY_NAMES: Final = {
@@ -121,6 +128,10 @@ _LAZY_NAMES: Final = {
     "DEFAULT_RECONNECT_S": "_postgres",
     "PostgresStore": "_postgres",
     "connection_settings": "_postgres",
+    # The SQLite store over the open file: with the runtime, after a new session's first
+    # write (`StoreOpening`), which needs only the file.
+    "RECENCY_STEP_S": "_sqlite",
+    "SqliteStore": "_sqlite",
 }
 
 

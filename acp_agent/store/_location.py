@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import attrs
 
-from acp_agent.store._sqlite import default_database_path
+from acp_agent.store._sqlite_file import default_database_path
 from acp_agent.url_credentials import redact_url_credentials
 from acp_agent.values import Value
 

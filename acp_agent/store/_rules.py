@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from acp_agent.core import NO_SEQ, BranchRecord, Event, SessionRecord
+from acp_agent.core import NO_SEQ, BranchRecord, SessionRecord
+
+if TYPE_CHECKING:
+    from acp_agent.core import Event
 
 __all__ = ("check_new_session",)
 

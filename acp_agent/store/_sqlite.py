@@ -7,7 +7,8 @@ results is what keeps a restart from repeating side effects). `NORMAL`
 option for those who prefer speed.
 
 Every call runs on a worker thread (`anyio.to_thread`), one at a time per
-store, over one connection in autocommit mode; each write is one
+store, over one connection in autocommit mode (the open file, `_sqlite_file`,
+which can write a new session before this module loads); each write is one
 `BEGIN IMMEDIATE` transaction, so a batch, its projections and its lease
 check commit together or not at all. Sessions are leased per process (see
 `acp_agent.store._leases`): a second process gets `SessionHeld`, and a lease
@@ -22,21 +23,14 @@ schema's migrations are their own modules.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
 import logging
-import os
 import sqlite3
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, TypeVar
 
-import anyio
-import anyio.to_thread
 import attrs
 
 from acp_agent.core import (
@@ -55,18 +49,12 @@ from acp_agent.core import (
     SessionRecord,
     Snapshot,
     StoreConflict,
-    StoreCorrupt,
-    StoreError,
-    StoreFull,
     StoreNotFound,
-    StoreUnavailable,
     decode_event,
     encode_event,
     project_batch,
 )
-from acp_agent.people import local_person
-from acp_agent.store._leases import LeaseOwner, is_running, this_process
-from acp_agent.store._migrations import migrate
+from acp_agent.store._leases import LeaseOwner, is_running
 from acp_agent.store._rows import (
     BRANCH_COLUMNS,
     EVENT_COLUMNS,
@@ -75,29 +63,18 @@ from acp_agent.store._rows import (
     SNAPSHOT_COLUMNS,
     rule_record,
     session_record,
-    session_row,
     snapshot_record,
     snapshot_row,
 )
 from acp_agent.store._rules import check_new_session
-from acp_agent.store._wal import WalBound, bound_wal
+from acp_agent.store._sqlite_file import SqliteFile, Synchronous
+from acp_agent.store._sqlite_sql import insert_branch, insert_session, transaction
 
-__all__ = (
-    "DATABASE_FILE_NAME",
-    "RECENCY_STEP_S",
-    "SqliteStore",
-    "Synchronous",
-    "default_database_path",
-)
+__all__ = ("RECENCY_STEP_S", "SqliteStore")
 
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
-
-#: The database's file name inside the data directory.
-DATABASE_FILE_NAME: Final = "sessions.sqlite3"
-
-Synchronous = Literal["FULL", "NORMAL"]
 
 _BRANCH_AND_LAST_SEQ: Final = (
     "SELECT session_id, cut_seq, closed_at, (SELECT max(seq) FROM events WHERE branch_id = ?)"
@@ -106,29 +83,17 @@ _BRANCH_AND_LAST_SEQ: Final = (
 
 #: A session's `updated_at` (its place in the recency order) moves at most this often.
 RECENCY_STEP_S: Final = 1.0
-#: Below this much room, an I/O error of SQLite's is taken as a full disk.
-_FULL_BELOW_BYTES: Final = 1024 * 1024
-
-
-def default_database_path(data_dir: Path) -> Path:
-    """Where the store lives inside acp-agent's data directory."""
-    return data_dir / DATABASE_FILE_NAME
 
 
 class SqliteStore:
     """A `Store` in one SQLite file; open it with `await SqliteStore.open(path)`."""
 
-    def __init__(self, connection: sqlite3.Connection, path: Path, owner: LeaseOwner) -> None:
-        """Use `open()`; this takes a connection already configured and migrated."""
-        self.path = path
-        self._connection: sqlite3.Connection | None = connection
-        self._owner = owner
-        # One call at a time on the connection, whichever worker thread runs it.
-        self._limiter = anyio.CapacityLimiter(1)
+    def __init__(self, file: SqliteFile) -> None:
+        """Use `open()`, or take over a `SqliteFile` already open (its leases, its
+        connection: a session it wrote is this store's)."""
+        self._file = file
         # Session -> the `updated_at` this handle last wrote.
         self._recency: dict[SessionId, float] = {}
-        # A truncating checkpoint owed since a write failed for room (see `_wal`).
-        self._wal = WalBound()
 
     @classmethod
     async def open(
@@ -144,26 +109,21 @@ class SqliteStore:
         `person`: who opens it (default: `local_person()`); sessions and rules stored
         before owners existed become theirs.
         """
-        opener = local_person() if person is None else person
-        connect = partial(_connect, path, synchronous, busy_timeout_s, opener)
-        connection = await anyio.to_thread.run_sync(connect)
-        return cls(connection, path, this_process())
+        file = await SqliteFile.open(
+            path, synchronous=synchronous, busy_timeout_s=busy_timeout_s, person=person
+        )
+        return cls(file)
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    @property
+    def _owner(self) -> LeaseOwner:
+        return self._file.owner
 
     async def _run(self, func: Callable[[sqlite3.Connection], T], what: str) -> T:
-        def guarded() -> T:
-            connection = self._connection
-            if connection is None:
-                raise StoreUnavailable(f"{what}: the store is closed")
-            try:
-                with _translated(what, self.path):
-                    result = func(connection)
-            except StoreFull:
-                self._wal.out_of_room()
-                raise
-            self._wal.after_call(connection)
-            return result
-
-        return await anyio.to_thread.run_sync(guarded, limiter=self._limiter)
+        return await self._file.run(func, what)
 
     # --- sessions and leases -----------------------------------------------------------
 
@@ -174,21 +134,14 @@ class SqliteStore:
 
         def write(db: sqlite3.Connection) -> None:
             rows = [encode_event(event) for event in history]
-            with _transaction(db):
-                db.execute(
-                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    session_row(session),
-                )
-                _insert_branch(db, main)
-                db.executemany(
-                    f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows
-                )
+            with transaction(db):
+                insert_session(db, session, main, rows)
                 if history:
                     copied = project_batch(
                         Batch(session.session_id, main.branch_id, tuple(history))
                     )
                     _insert_results(db, main.branch_id, copied.results)
-                self._write_lease(db, session.session_id)
+                self._file.write_lease(db, session.session_id)
 
         await self._run(write, f"create session {session.session_id}")
 
@@ -237,7 +190,7 @@ class SqliteStore:
         self, session_id: SessionId, directories: Sequence[str]
     ) -> None:
         def write(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with transaction(db):
                 holder = _lease_owner(db, session_id)
                 if holder is None or holder.token != self._owner.token:
                     _require_session(db, session_id)
@@ -251,7 +204,7 @@ class SqliteStore:
 
     async def delete_session(self, session_id: SessionId) -> None:
         def write(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with transaction(db):
                 holder = _lease_owner(db, session_id)
                 if holder is not None and holder.token != self._owner.token and is_running(holder):
                     raise SessionHeld(session_id, holder.holder)
@@ -282,12 +235,12 @@ class SqliteStore:
 
     async def acquire_session(self, session_id: SessionId) -> None:
         def write(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with transaction(db):
                 _require_session(db, session_id)
                 holder = _lease_owner(db, session_id)
                 if holder is not None and holder.token != self._owner.token and is_running(holder):
                     raise SessionHeld(session_id, holder.holder)
-                self._write_lease(db, session_id)
+                self._file.write_lease(db, session_id)
 
         await self._run(write, f"acquire session {session_id}")
 
@@ -305,20 +258,13 @@ class SqliteStore:
             return
 
         def write(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with transaction(db):
                 db.executemany(
                     "DELETE FROM session_leases WHERE session_id = ? AND owner_token = ?",
                     [(session_id, self._owner.token) for session_id in session_ids],
                 )
 
         await self._run(write, f"release {len(session_ids)} sessions")
-
-    def _write_lease(self, db: sqlite3.Connection, session_id: SessionId) -> None:
-        owner = self._owner
-        db.execute(
-            "INSERT OR REPLACE INTO session_leases VALUES (?, ?, ?, ?, ?, ?)",
-            (session_id, owner.token, owner.pid, owner.host, owner.process_start, time.time()),
-        )
 
     # --- events --------------------------------------------------------------------------
 
@@ -330,7 +276,7 @@ class SqliteStore:
         projection = project_batch(batch)
         session_id, branch_id = batch.session_id, batch.branch_id
         recorded_at = batch.events[-1].recorded_at
-        with _transaction(db):
+        with transaction(db):
             holder = _lease_owner(db, session_id)
             if holder is None or holder.token != self._owner.token:
                 _require_session(db, session_id)
@@ -345,7 +291,7 @@ class SqliteStore:
                 ).fetchone()
                 if parent is None or parent[0] != session_id:
                     raise StoreNotFound(f"no parent branch {created.parent_id} in {session_id}")
-                _insert_branch(db, created)
+                insert_branch(db, created)
                 last_seq = created.cut_seq
             else:
                 branch_session, cut_seq, closed_at, last = row
@@ -430,7 +376,7 @@ class SqliteStore:
     async def add_permission_rule(self, rule: PermissionRule) -> PermissionRule:
         def write(db: sqlite3.Connection) -> PermissionRule:
             # One transaction: two answers at once (two sessions, two processes) keep one rule.
-            with _transaction(db):
+            with transaction(db):
                 same = db.execute(
                     f"SELECT {RULE_COLUMNS} FROM permission_rules"
                     " WHERE workspace = ? AND tool = ? AND scope = ? AND pattern = ?"
@@ -482,7 +428,7 @@ class SqliteStore:
 
     async def revoke_permission_rule(self, rule_id: str, *, revoked_at: float) -> PermissionRule:
         def write(db: sqlite3.Connection) -> PermissionRule:
-            with _transaction(db):
+            with transaction(db):
                 db.execute(
                     "UPDATE permission_rules SET revoked_at = ?"
                     " WHERE rule_id = ? AND revoked_at IS NULL",
@@ -506,7 +452,7 @@ class SqliteStore:
             return
 
         def write(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with transaction(db):
                 db.executemany(
                     "INSERT OR IGNORE INTO session_files VALUES (?, ?, ?, ?)",
                     [(session_id, kind, key, data) for key, data in files],
@@ -536,7 +482,7 @@ class SqliteStore:
 
     async def copy_files(self, source_id: SessionId, target_id: SessionId) -> None:
         def write(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with transaction(db):
                 db.execute(
                     "INSERT OR IGNORE INTO session_files"
                     " SELECT ?, kind, key, data FROM session_files WHERE session_id = ?",
@@ -554,7 +500,7 @@ class SqliteStore:
 
     async def put_output(self, session_id: SessionId, key: str, chunks: Iterable[bytes]) -> None:
         def write(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with transaction(db):
                 db.execute(
                     "DELETE FROM session_outputs WHERE session_id = ? AND key = ?",
                     (session_id, key),
@@ -593,7 +539,7 @@ class SqliteStore:
     async def put_snapshot(self, snapshot: Snapshot, *, keep: int = 2) -> None:
         def write(db: sqlite3.Connection) -> None:
             key = (snapshot.branch_id, snapshot.interpreter)
-            with _transaction(db):
+            with transaction(db):
                 db.execute(
                     f"INSERT OR REPLACE INTO snapshots ({SNAPSHOT_COLUMNS})"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -627,110 +573,10 @@ class SqliteStore:
 
     async def aclose(self) -> None:
         """Release this handle's leases and close the connection; idempotent."""
-
-        def close() -> None:
-            connection = self._connection
-            if connection is None:
-                return
-            self._connection = None
-            try:
-                with _translated("close", self.path):
-                    connection.execute(
-                        "DELETE FROM session_leases WHERE owner_token = ?", (self._owner.token,)
-                    )
-            except StoreError as exc:
-                # The leases stay behind (a full disk, say); the next process takes them
-                # over once this one has exited, so closing goes on.
-                logger.warning("leases not released at close: %s", exc)
-            finally:
-                connection.close()
-
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(close, limiter=self._limiter)
+        await self._file.aclose()
 
 
 # --- helpers (run on the worker thread) --------------------------------------------------
-
-
-def _connect(
-    path: Path, synchronous: Synchronous, busy_timeout_s: float, person: str
-) -> sqlite3.Connection:
-    with _translated(f"open {path}", path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(
-            path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-        )
-        try:
-            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise StoreUnavailable(f"{path}: cannot use WAL journaling (got {mode})")
-            connection.execute(f"PRAGMA synchronous = {synchronous}")
-            connection.execute("PRAGMA foreign_keys = ON")
-            migrate(connection, person=person)
-            bound_wal(connection, path)
-        except BaseException:
-            connection.close()
-            raise
-        return connection
-
-
-@contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction that takes the write lock up front; rolled back on error."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            # A rollback that fails too (the disk full again) must not hide the first error;
-            # SQLite rolls the transaction back itself when the connection is next used.
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("ROLLBACK")
-        raise
-
-
-@contextmanager
-def _translated(what: str, path: Path) -> Iterator[None]:
-    """Raise sqlite3's errors as the store error tree: who broke what."""
-    try:
-        yield
-    except StoreError:
-        raise
-    except sqlite3.Error as exc:
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        error: StoreError
-        if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
-            error = StoreCorrupt(f"{what}: {exc}")
-        elif name.startswith("SQLITE_CONSTRAINT"):
-            error = StoreConflict(f"{what}: {exc}")
-        elif name == "SQLITE_FULL" or (_is_io_error(name) and _disk_full(path)):
-            # SQLite names a full disk only where it writes the database or its log; its
-            # other files (the shared-memory index) fail as I/O errors.
-            error = StoreFull(f"{what}: {exc}", location=str(path))
-        else:
-            error = StoreUnavailable(f"{what}: {exc}")
-        raise error from exc
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise StoreFull(f"{what}: {exc}", location=str(path)) from exc
-        raise StoreUnavailable(f"{what}: {exc}") from exc
-
-
-def _is_io_error(name: str) -> bool:
-    return name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN"))
-
-
-def _disk_full(path: Path) -> bool:
-    """Whether the disk holding `path` has (next to) no room left."""
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    try:
-        stats = os.statvfs(folder)
-    except OSError:
-        return False
-    return stats.f_bavail * stats.f_frsize < _FULL_BELOW_BYTES
 
 
 def _require_session(db: sqlite3.Connection, session_id: SessionId) -> None:
@@ -749,21 +595,6 @@ def _lease_owner(db: sqlite3.Connection, session_id: SessionId) -> LeaseOwner | 
         (session_id,),
     ).fetchone()
     return None if row is None else LeaseOwner(*row)
-
-
-def _insert_branch(db: sqlite3.Connection, branch: BranchRecord) -> None:
-    db.execute(
-        f"INSERT INTO branches ({BRANCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            branch.branch_id,
-            branch.session_id,
-            branch.parent_id,
-            branch.cut_seq,
-            branch.label,
-            branch.created_at,
-            branch.closed_at,
-        ),
-    )
 
 
 def _insert_results(

@@ -24,6 +24,7 @@ from acp_agent.core import (
 from acp_agent.store import (
     MIGRATIONS,
     Migration,
+    SqliteFile,
     SqliteStore,
     default_database_path,
     migrate,
@@ -77,12 +78,12 @@ def test_the_default_database_lives_in_the_data_dir(tmp_path: Path) -> None:
 
 
 async def test_the_database_is_in_wal_mode_with_full_sync(tmp_path: Path) -> None:
-    store = await SqliteStore.open(tmp_path / "a.sqlite3")
+    file = await SqliteFile.open(tmp_path / "a.sqlite3")
     try:
-        assert store._connection is not None
-        assert store._connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert file.connection is not None
+        assert file.connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     finally:
-        await store.aclose()
+        await file.aclose()
     with raw(tmp_path / "a.sqlite3") as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

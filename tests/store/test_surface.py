@@ -14,10 +14,12 @@ from acp_agent.store import (
     _location,
     _memory,
     _migrations,
+    _opening,
     _pg_inspect,
     _pg_schema,
     _postgres,
     _sqlite,
+    _sqlite_file,
 )
 
 #: The modules whose public names are the package's surface (`_rules`, `_rows`, `_wal` and
@@ -28,10 +30,12 @@ MODULES = (
     _location,
     _memory,
     _migrations,
+    _opening,
     _pg_inspect,
     _pg_schema,
     _postgres,
     _sqlite,
+    _sqlite_file,
 )
 FROM_HELPERS = {"DEFAULT_LEASE_TIMEOUT_S"}
 
