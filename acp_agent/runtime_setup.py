@@ -34,9 +34,10 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from acp_agent.adapters.acp import RuntimeHost
-    from acp_agent.core import ServiceRegistry, Store
+    from acp_agent.core import ServiceRegistry
     from acp_agent.models import ConfiguredModels, Script
     from acp_agent.paths import AgentPaths
+    from acp_agent.store import StoreOpening
     from protocol.connection import StartSoon
 
 __all__ = (
@@ -241,10 +242,10 @@ def runtime_host(
         register_lsp(registry, LspSettings.from_env(os.environ, config_file=config_file))
         return registry
 
-    async def open_store() -> Store:
+    async def open_store() -> StoreOpening:
         # Chosen here, not at start: the choice reads config.toml, and psycopg loads only
-        # for a PostgreSQL store.
-        from acp_agent.store import open_store, store_location
+        # for a PostgreSQL store. SQLite's file opens first, its store with the runtime.
+        from acp_agent.store import open_in_steps, store_location
 
         location = store_location(
             flag=args.store,
@@ -253,7 +254,7 @@ def runtime_host(
             data_dir=paths.data_dir,
         )
         logging.getLogger("acp_agent").info("session store: %s", location.shown)
-        return await open_store(location)
+        return await open_in_steps(location)
 
     host = RuntimeHost(
         start_soon,

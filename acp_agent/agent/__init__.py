@@ -16,104 +16,51 @@ queue, its services, its subscriptions (any number, each from its own
 cursor) and its clean-up. Besides the handles, this face exports what a front
 end reads and answers: the facts it translates, the settings, the errors.
 
-The handles load with the first session (the adapter imports this face
-then); the capabilities' parts a front end names only once a session is
-assembled (the branch lines, the slash commands, the MCP server configs)
-load on first use.
+Everything but writing a new session (`create_session`, `NewSession`) loads on
+first use: a `session/new` answer waits for that write, not for the runtime, the
+handles or the capabilities, which load as the session opens behind the answer.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from acp_agent.agent._agent import (
-    Agent,
-    ForkAnchor,
-    FrontEndMaker,
-    NewSession,
-    create_session,
-    open_agent,
-    release_unopened,
-)
 from acp_agent.agent._errors import SessionBusy, SessionReadOnly, TurnCancelled
-from acp_agent.agent._session import SessionHandle, other_roots
-from acp_agent.agent._subscriptions import (
-    DeliveryStopped,
-    SessionSubscription,
-    TurnOutcome,
-    child_history,
-    follow_child,
-)
-from acp_agent.agent._turns import TurnHandle, TurnSlot
-from acp_agent.agent._usage import MAIN_BRANCH, BranchUsage, UsageReport, UsageTally, usage_json
-from acp_agent.capabilities.controls import (
-    INSTRUCTION_MODES,
-    MODE_KEY,
-    MODES,
-    ClientInstructions,
-    InvalidSetting,
-    SessionControls,
-    SessionOption,
-)
-from acp_agent.capabilities.permissions import (
-    PermissionAnswer,
-    PermissionChoice,
-    PermissionPrompter,
-    PermissionQuestion,
-)
-from acp_agent.core import (
-    AlreadyStarted,
-    BranchCreated,
-    BranchId,
-    BranchMessageReceived,
-    BranchShown,
-    ConversationRewound,
-    Event,
-    FailureKind,
-    IllegalCut,
-    JobEnded,
-    JobEndShown,
-    JobStarted,
-    ModelReasoningDelta,
-    ModelRequestFailed,
-    ModelRequestFinished,
-    ModelRequestStarted,
-    ModelTextDelta,
-    Payload,
-    Seq,
-    ServiceRegistry,
-    SessionHeld,
-    SessionId,
-    SessionMetadataChanged,
-    SessionPosition,
-    SessionRecord,
-    Store,
-    StoreError,
-    StoreFull,
-    StoreNotFound,
-    StoreUnavailable,
-    Subscriber,
-    ToolCallOutputDelta,
-    ToolCallProgressed,
-    ToolCallRequested,
-    ToolCallStarted,
-    ToolResultRecorded,
-    TurnEnded,
-    TurnId,
-    TurnInterrupted,
-    Usage,
-    UserInputAdopted,
-    hidden_ranges,
-    is_hidden,
-    new_id,
-)
+from acp_agent.agent._new import NewSession, create_session, other_roots, release_unopened
 from acp_agent.lazy_face import lazy_face as _lazy_face
 
 if TYPE_CHECKING:
+    from acp_agent.agent._agent import Agent, ForkAnchor, FrontEndMaker, open_agent
+    from acp_agent.agent._session import SessionHandle
+    from acp_agent.agent._subscriptions import (
+        DeliveryStopped,
+        SessionSubscription,
+        TurnOutcome,
+        child_history,
+        follow_child,
+    )
+    from acp_agent.agent._turns import TurnHandle, TurnSlot
+    from acp_agent.agent._usage import MAIN_BRANCH, BranchUsage, UsageReport, UsageTally, usage_json
     from acp_agent.capabilities import FrontEnd
     from acp_agent.capabilities.branches import BranchManager, BranchSide, ChildBranch, ChildState
     from acp_agent.capabilities.context import CompactionView, compaction_view
+    from acp_agent.capabilities.controls import (
+        INSTRUCTION_MODES,
+        MODE_KEY,
+        MODES,
+        ClientInstructions,
+        InvalidSetting,
+        SessionControls,
+        SessionOption,
+    )
     from acp_agent.capabilities.loop import PromptTooLarge
+    from acp_agent.capabilities.permissions import (
+        PermissionAnswer,
+        PermissionChoice,
+        PermissionMode,
+        PermissionPrompter,
+        PermissionQuestion,
+    )
     from acp_agent.capabilities.session import (
         CommandInvocation,
         CommandRunner,
@@ -123,6 +70,52 @@ if TYPE_CHECKING:
         parse_invocation,
         title_from_prompt,
     )
+    from acp_agent.core import (
+        AlreadyStarted,
+        BranchCreated,
+        BranchId,
+        BranchMessageReceived,
+        BranchShown,
+        ConversationRewound,
+        Event,
+        FailureKind,
+        IllegalCut,
+        JobEnded,
+        JobEndShown,
+        JobStarted,
+        ModelReasoningDelta,
+        ModelRequestFailed,
+        ModelRequestFinished,
+        ModelRequestStarted,
+        ModelTextDelta,
+        Payload,
+        Seq,
+        ServiceRegistry,
+        SessionHeld,
+        SessionId,
+        SessionMetadataChanged,
+        SessionPosition,
+        SessionRecord,
+        Store,
+        StoreError,
+        StoreFull,
+        StoreNotFound,
+        StoreUnavailable,
+        Subscriber,
+        ToolCallOutputDelta,
+        ToolCallProgressed,
+        ToolCallRequested,
+        ToolCallStarted,
+        ToolResultRecorded,
+        TurnEnded,
+        TurnId,
+        TurnInterrupted,
+        Usage,
+        UserInputAdopted,
+        hidden_ranges,
+        is_hidden,
+        new_id,
+    )
     from acp_agent.mcp import (
         HttpServerConfig,
         McpOrigin,
@@ -130,6 +123,7 @@ if TYPE_CHECKING:
         SseServerConfig,
         StdioServerConfig,
     )
+    from acp_agent.store import StoreOpening
 
 __all__ = (
     "INSTRUCTION_MODES",
@@ -176,6 +170,7 @@ __all__ = (
     "Payload",
     "PermissionAnswer",
     "PermissionChoice",
+    "PermissionMode",
     "PermissionPrompter",
     "PermissionQuestion",
     "PromptTooLarge",
@@ -200,6 +195,7 @@ __all__ = (
     "StoreError",
     "StoreFull",
     "StoreNotFound",
+    "StoreOpening",
     "StoreUnavailable",
     "Subscriber",
     "ToolCallOutputDelta",
@@ -237,7 +233,83 @@ __all__ = (
 __getattr__, __dir__ = _lazy_face(
     __name__,
     {
+        # The handles and what they translate: with the runtime, once a session opens.
+        "Agent": "acp_agent.agent._agent",
+        "ForkAnchor": "acp_agent.agent._agent",
+        "FrontEndMaker": "acp_agent.agent._agent",
+        "open_agent": "acp_agent.agent._agent",
+        "SessionHandle": "acp_agent.agent._session",
+        "DeliveryStopped": "acp_agent.agent._subscriptions",
+        "SessionSubscription": "acp_agent.agent._subscriptions",
+        "TurnOutcome": "acp_agent.agent._subscriptions",
+        "follow_child": "acp_agent.agent._subscriptions",
+        "child_history": "acp_agent.agent._subscriptions",
+        "TurnHandle": "acp_agent.agent._turns",
+        "TurnSlot": "acp_agent.agent._turns",
+        "MAIN_BRANCH": "acp_agent.agent._usage",
+        "BranchUsage": "acp_agent.agent._usage",
+        "UsageReport": "acp_agent.agent._usage",
+        "UsageTally": "acp_agent.agent._usage",
+        "usage_json": "acp_agent.agent._usage",
+        "INSTRUCTION_MODES": "acp_agent.capabilities.controls",
+        "MODE_KEY": "acp_agent.capabilities.controls",
+        "MODES": "acp_agent.capabilities.controls",
+        "ClientInstructions": "acp_agent.capabilities.controls",
+        "InvalidSetting": "acp_agent.capabilities.controls",
+        "SessionControls": "acp_agent.capabilities.controls",
+        "SessionOption": "acp_agent.capabilities.controls",
+        "PermissionAnswer": "acp_agent.capabilities.permissions",
+        "PermissionChoice": "acp_agent.capabilities.permissions",
+        "PermissionMode": "acp_agent.capabilities.permissions",
+        "PermissionPrompter": "acp_agent.capabilities.permissions",
+        "PermissionQuestion": "acp_agent.capabilities.permissions",
+        "AlreadyStarted": "acp_agent.core",
+        "BranchCreated": "acp_agent.core",
+        "BranchId": "acp_agent.core",
+        "BranchMessageReceived": "acp_agent.core",
+        "BranchShown": "acp_agent.core",
+        "ConversationRewound": "acp_agent.core",
+        "Event": "acp_agent.core",
+        "FailureKind": "acp_agent.core",
+        "IllegalCut": "acp_agent.core",
+        "JobEnded": "acp_agent.core",
+        "JobEndShown": "acp_agent.core",
+        "JobStarted": "acp_agent.core",
+        "ModelReasoningDelta": "acp_agent.core",
+        "ModelRequestFailed": "acp_agent.core",
+        "ModelRequestFinished": "acp_agent.core",
+        "ModelRequestStarted": "acp_agent.core",
+        "ModelTextDelta": "acp_agent.core",
+        "Payload": "acp_agent.core",
+        "Seq": "acp_agent.core",
+        "ServiceRegistry": "acp_agent.core",
+        "SessionHeld": "acp_agent.core",
+        "SessionId": "acp_agent.core",
+        "SessionMetadataChanged": "acp_agent.core",
+        "SessionPosition": "acp_agent.core",
+        "SessionRecord": "acp_agent.core",
+        "Store": "acp_agent.core",
+        "StoreError": "acp_agent.core",
+        "StoreFull": "acp_agent.core",
+        "StoreNotFound": "acp_agent.core",
+        "StoreUnavailable": "acp_agent.core",
+        "Subscriber": "acp_agent.core",
+        "ToolCallOutputDelta": "acp_agent.core",
+        "ToolCallProgressed": "acp_agent.core",
+        "ToolCallRequested": "acp_agent.core",
+        "ToolCallStarted": "acp_agent.core",
+        "ToolResultRecorded": "acp_agent.core",
+        "TurnEnded": "acp_agent.core",
+        "TurnId": "acp_agent.core",
+        "TurnInterrupted": "acp_agent.core",
+        "Usage": "acp_agent.core",
+        "UserInputAdopted": "acp_agent.core",
+        "hidden_ranges": "acp_agent.core",
+        "is_hidden": "acp_agent.core",
+        "new_id": "acp_agent.core",
         "FrontEnd": "acp_agent.capabilities",
+        # What `session/new` writes through before the runtime opens (the host's).
+        "StoreOpening": "acp_agent.store",
         **dict.fromkeys(
             ("BranchManager", "BranchSide", "ChildBranch", "ChildState"),
             "acp_agent.capabilities.branches",

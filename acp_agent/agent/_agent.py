@@ -8,7 +8,7 @@ One `Agent` per runtime, one `SessionHandle` per open session. A session
 opens with its front end's side (`FrontEnd`: the editor, who is asked, how
 branches are shown), which its services read as they assemble: nothing is
 filled in later. A session can be written before the runtime is open
-(`create_session`: an answer need not wait for the runtime's assembly) and
+(`create_session`, `_new`: an answer need not wait for the runtime's assembly) and
 opened behind the answer (`open_created`).
 """
 
@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,8 +27,9 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from acp_agent.agent._session import SessionHandle, other_roots
-from acp_agent.capabilities.controls import SYSTEM_PROMPT_KEY, SessionControls, mode_named
+from acp_agent.agent._new import NewSession, create_session, other_roots
+from acp_agent.agent._session import SessionHandle
+from acp_agent.capabilities.controls import SYSTEM_PROMPT_KEY
 from acp_agent.core import (
     DEFAULT_TAIL_EVENTS,
     SESSION,
@@ -44,13 +46,11 @@ from acp_agent.core import (
     SessionRecord,
     Store,
     StoreNotFound,
-    create_stored_session,
     message_cut,
-    new_session_record,
     open_runtime,
     prompt_cut,
+    write_first,
 )
-from acp_agent.people import local_person
 from acp_agent.values import Value
 
 if TYPE_CHECKING:
@@ -62,11 +62,8 @@ __all__ = (
     "Agent",
     "ForkAnchor",
     "FrontEndMaker",
-    "NewSession",
-    "create_session",
     "fork_cut",
     "open_agent",
-    "release_unopened",
 )
 
 logger = logging.getLogger(__name__)
@@ -84,48 +81,6 @@ class ForkAnchor(Value):
     through_prompt: int | None = None
     message_id: str | None = None
     before: bool = False
-
-
-@attrs.frozen
-class NewSession(Value):
-    """A session written to the store and leased to this process, not opened yet."""
-
-    record: SessionRecord
-    #: Its settings as it was written with them (model, mode), for the answer.
-    controls: SessionControls
-
-
-async def create_session(
-    store: Store,
-    cwd: str,
-    *,
-    models: ModelSource,
-    at: float,
-    mode: str | None = None,
-    additional_directories: Sequence[str] = (),
-    instructions: ClientInstructions | None = None,
-    owner: str | None = None,
-) -> NewSession:
-    """Write a new session in `cwd`, `owner`'s (None: this process's person), with the
-    default model, the mode `mode` names (`ACP_AGENT_MODE`; None or unknown: the default,
-    `mode_named`) and the client's `instructions` (None: the agent's own): from then on
-    it is loadable with them, even if the process ends before it is opened."""
-    owner = local_person() if owner is None else owner
-    record = new_session_record(
-        cwd, at=at, additional_directories=additional_directories, owner=owner
-    )
-    controls = SessionControls(record.session_id, cwd, owner=owner)
-    controls.model_id = models.default_model()
-    controls.mode = mode_named(mode)
-    controls.instructions = instructions
-    await create_stored_session(store, record, controls.first_facts())
-    return NewSession(record, controls)
-
-
-async def release_unopened(store: Store, record: SessionRecord) -> None:
-    """Give back the lease of a session `create_session` wrote and nothing will open."""
-    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-        await store.release_session(record.session_id)
 
 
 class Agent:
@@ -188,7 +143,7 @@ class Agent:
         default model; the mode `mode` names, else the default: see `create_session`; the
         client's `instructions`, if given)."""
         new = await create_session(
-            self.store,
+            partial(write_first, self.store),
             cwd,
             models=self._models,
             at=self._clock(),

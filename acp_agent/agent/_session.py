@@ -29,9 +29,10 @@ import anyio.to_thread
 from anyio.abc import TaskStatus
 
 from acp_agent.agent._errors import SessionBusy, TurnCancelled, workspace_missing
+from acp_agent.agent._new import other_roots
 from acp_agent.agent._subscriptions import SessionSubscription, follow
 from acp_agent.agent._turns import TurnHandle, TurnSlot
-from acp_agent.capabilities.controls import SYSTEM_PROMPT_KEY, SessionControls, workspace_roots
+from acp_agent.capabilities.controls import SYSTEM_PROMPT_KEY, SessionControls
 from acp_agent.content import ContentPart
 from acp_agent.core import (
     Event,
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from acp_agent.mcp import McpServerConfig, McpSessionTools
     from acp_agent.models import ModelSource
 
-__all__ = ("SessionHandle", "SessionWork", "other_roots")
+__all__ = ("SessionHandle", "SessionWork")
 
 logger = logging.getLogger(__name__)
 
@@ -413,11 +414,6 @@ class SessionHandle:
             self._subscriptions.clear()
             await self._session.aclose()
             self._agent._forget(self)
-
-
-def other_roots(cwd: str, directories: Sequence[str] | None) -> tuple[str, ...]:
-    """`directories` as a session keeps them: resolved, once each, the cwd left out."""
-    return tuple(str(root) for root in workspace_roots(cwd, directories or ())[1:])
 
 
 class _Reporting:

@@ -108,7 +108,12 @@ if TYPE_CHECKING:
         Usage,
         UserInputAdopted,
     )
-    from acp_agent.core._first_write import FirstWrite, main_branch_record, write_first
+    from acp_agent.core._first_write import (
+        FirstWrite,
+        main_branch_record,
+        new_session_record,
+        write_first,
+    )
     from acp_agent.core._ids import (
         NO_SEQ,
         BatchId,
@@ -126,7 +131,6 @@ if TYPE_CHECKING:
         RUNTIME,
         Runtime,
         create_stored_session,
-        new_session_record,
         open_runtime,
     )
     from acp_agent.core._scopes import (
@@ -435,7 +439,7 @@ _NAMES: Final = {
     "RUNTIME": "_runtime",
     "Runtime": "_runtime",
     "create_stored_session": "_runtime",
-    "new_session_record": "_runtime",
+    "new_session_record": "_first_write",
     "open_runtime": "_runtime",
     "Assembler": "_scopes",
     "Cleanup": "_scopes",

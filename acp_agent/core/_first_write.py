@@ -18,12 +18,12 @@ the fact's row itself, exactly as the codec writes that `ConfigurationAdopted`
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from acp_agent.core._ids import NO_SEQ, BatchId, Seq, new_id
+from acp_agent.core._ids import NO_SEQ, BatchId, BranchId, Seq, SessionId, new_id
 from acp_agent.core._store import BranchRecord, SessionRecord, Store
 from acp_agent.values import Value
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from acp_agent.core._codec import EventRow
     from acp_agent.core._events import Event
 
-__all__ = ("FirstWrite", "main_branch_record", "write_first")
+__all__ = ("FirstWrite", "main_branch_record", "new_session_record", "write_first")
 
 #: `ConfigurationAdopted.KIND` and the event format it is written at (`EVENT_FORMAT_VERSION`).
 _FACT_KIND: Final = "configuration.adopted"
@@ -91,6 +91,27 @@ def main_branch_record(session: SessionRecord) -> BranchRecord:
         cut_seq=NO_SEQ,
         label="main",
         created_at=session.created_at,
+    )
+
+
+def new_session_record(
+    cwd: str,
+    *,
+    at: float,
+    title: str | None = None,
+    additional_directories: Sequence[str] = (),
+    owner: str = "",
+) -> SessionRecord:
+    """The record of a new session in `cwd`, created at `at`, with fresh ids, `owner`'s."""
+    return SessionRecord(
+        SessionId(new_id("sess")),
+        cwd,
+        BranchId(new_id("br")),
+        at,
+        at,
+        title,
+        additional_directories=tuple(additional_directories),
+        owner=owner,
     )
 
 

@@ -22,7 +22,7 @@ import attrs
 from acp_agent.core._branch import Branch
 from acp_agent.core._errors import IllegalCut, ScopeClosed
 from acp_agent.core._events import Event, EventDraft
-from acp_agent.core._first_write import main_branch_record
+from acp_agent.core._first_write import main_branch_record, new_session_record
 from acp_agent.core._ids import BatchId, BranchId, Seq, SessionId, new_id
 from acp_agent.core._scopes import (
     Assembler,
@@ -46,7 +46,6 @@ __all__ = (
     "RUNTIME",
     "Runtime",
     "create_stored_session",
-    "new_session_record",
     "open_runtime",
 )
 
@@ -257,27 +256,6 @@ class Runtime:
     def _forget_session(self, session: Session) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
-
-
-def new_session_record(
-    cwd: str,
-    *,
-    at: float,
-    title: str | None = None,
-    additional_directories: Sequence[str] = (),
-    owner: str = "",
-) -> SessionRecord:
-    """The record of a new session in `cwd`, created at `at`, with fresh ids, `owner`'s."""
-    return SessionRecord(
-        SessionId(new_id("sess")),
-        cwd,
-        BranchId(new_id("br")),
-        at,
-        at,
-        title,
-        additional_directories=tuple(additional_directories),
-        owner=owner,
-    )
 
 
 async def create_stored_session(

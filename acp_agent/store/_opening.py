@@ -20,7 +20,7 @@ from acp_agent.store._location import StoreLocation, open_store
 from acp_agent.store._sqlite_file import SqliteFile
 
 if TYPE_CHECKING:
-    from acp_agent.core import FirstWrite, Store
+    from acp_agent.core import FirstWrite, SessionId, Store
 
 __all__ = ("StoreOpening", "open_in_steps")
 
@@ -44,6 +44,14 @@ class StoreOpening:
         else:
             assert self._file is not None
             await self._file.write_first(first)
+
+    async def release_session(self, session_id: SessionId) -> None:
+        """Give back a lease `write_first` took (a session that will not be opened)."""
+        if self._store is not None:
+            await self._store.release_session(session_id)
+        else:
+            assert self._file is not None
+            await self._file.release_session(session_id)
 
     def store(self) -> Store:
         """The whole store (made of the file on first call: this loads its module)."""

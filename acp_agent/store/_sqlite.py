@@ -245,13 +245,7 @@ class SqliteStore:
         await self._run(write, f"acquire session {session_id}")
 
     async def release_session(self, session_id: SessionId) -> None:
-        def write(db: sqlite3.Connection) -> None:
-            db.execute(
-                "DELETE FROM session_leases WHERE session_id = ? AND owner_token = ?",
-                (session_id, self._owner.token),
-            )
-
-        await self._run(write, f"release session {session_id}")
+        await self._file.release_session(session_id)
 
     async def release_sessions(self, session_ids: Sequence[SessionId]) -> None:
         if not session_ids:

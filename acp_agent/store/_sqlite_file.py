@@ -121,6 +121,17 @@ class SqliteFile:
 
         await self.run(write, f"create session {first.record.session_id}")
 
+    async def release_session(self, session_id: SessionId) -> None:
+        """Give back this owner's lease of `session_id` (a store's `release_session`)."""
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
+                "DELETE FROM session_leases WHERE session_id = ? AND owner_token = ?",
+                (session_id, self.owner.token),
+            )
+
+        await self.run(write, f"release session {session_id}")
+
     def write_lease(self, db: sqlite3.Connection, session_id: SessionId) -> None:
         """Name this file's owner as the holder of `session_id`'s lease (in `db`'s
         current transaction)."""

@@ -24,7 +24,8 @@ async def test_a_model_prepared_in_a_thread_shares_its_client_with_later_handles
         models = openai_models(server.base_url)
         try:
             prepared = await anyio.to_thread.run_sync(models.prepare)
-            assert prepared is not None and prepared.model_id == "openai/gpt-fake"
+            assert prepared is not None
+            assert prepared.model_id == "openai/gpt-fake"
             opened = models.open(None)
             first = await collect(prepared.provider)
             second = await collect(opened.provider)

@@ -38,7 +38,9 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
+
+import anyio
 
 import acp_agent
 from acp_agent.adapters.acp._auth import auth_methods, check_method
@@ -79,7 +81,7 @@ if TYPE_CHECKING:
         NewSession,
         SessionHandle,
         SessionId,
-        Store,
+        StoreOpening,
     )
     from acp_agent.models import ModelSource
 
@@ -89,6 +91,10 @@ logger = logging.getLogger(__name__)
 
 AGENT_NAME = "acp-agent"
 AGENT_TITLE = "acp-agent"
+
+#: How long after the `initialize` answer the warm-up waits for a `session/new` to
+#: answer first (an editor sends it at once; a person's first prompt comes seconds later).
+WARMUP_AFTER_S: Final = 0.1
 
 
 class AcpAgent:
@@ -177,8 +183,9 @@ class AcpAgent:
         logger.info("Client asked for protocol version %s", params.protocol_version)
         self._client_capabilities = params.client_capabilities
         if self._warmup is not None:
-            self._connection.after_response(self._warmup.start)
+            # The store opens at once (a `session/new` waits for it); the imports wait.
             self._connection.after_response(self._host.open_store_early)
+            self._connection.after_response(self._warm_up_when_idle)
         unstable = self._connection.unstable
         return types.InitializeResponse(
             protocol_version=types.PROTOCOL_VERSION,
@@ -222,13 +229,34 @@ class AcpAgent:
     def _config_file(self) -> str:
         return str(self._config_dir / "config.toml") if self._config_dir else "config.toml"
 
+    def _warm_up_when_idle(self) -> None:
+        """Start the warm-up `WARMUP_AFTER_S` after `initialize` is answered, unless a
+        `session/new` answer starts it first: an editor that opens a session at once
+        gets its answer without the warm-up's imports taking turns from it."""
+        warmup = self._warmup
+        if warmup is None:
+            return
+
+        async def start_later() -> None:
+            await anyio.sleep(WARMUP_AFTER_S)
+            warmup.start()
+
+        self._connection.start_soon(start_later, name="warm-up timer")
+
+    def _start_warmup_after_response(self) -> None:
+        if self._warmup is not None:
+            self._connection.after_response(self._warmup.start)
+
     # --- opening sessions -----------------------------------------------------------------
 
     async def new_session(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
         """Start a session rooted at the absolute `cwd` (and its `additionalDirectories`).
 
-        The answer waits only for the session to be stored; it is assembled behind the
-        answer, its commands follow, and a request about it waits for that (`_opening`).
+        The answer waits only for the session to be stored, through the store as far as
+        it is open (for SQLite, the file: neither the store's module nor the runtime's
+        are needed); it is assembled behind the answer, its commands follow, and a
+        request about it waits for that (`_opening`). The warm-up starts once it is
+        answered, if it has not yet: it would take the loop's turns from this answer.
         """
         cwd = absolute_path(params.cwd, "cwd")
         sent = additional_directories(params.additional_directories)
@@ -237,11 +265,11 @@ class AcpAgent:
         from acp_agent.agent import create_session, other_roots
 
         with wire_errors():
-            store = await self._host.store()
+            opening = await self._host.store()
             # The default model and mode: recorded with the session, which its assembly
             # restores them from.
             new = await create_session(
-                store,
+                opening.write_first,
                 cwd,
                 models=self._models,
                 mode=self._mode,
@@ -250,20 +278,21 @@ class AcpAgent:
                 instructions=instructions,
                 owner=self.person,
             )
-        session_id = str(new.record.session_id)
+        session_id = new.session_id
         servers = params.mcp_servers
         self._connection.after_response(
             lambda: self._opening.assemble(
-                session_id, lambda: self._assemble_new(store, new, servers)
+                session_id, lambda: self._assemble_new(opening, new, servers)
             )
         )
+        self._start_warmup_after_response()
         logger.info("Session %s started", session_id)
         return types.NewSessionResponse(
-            session_id=session_id, **session_settings(new.controls, self._models)
+            session_id=session_id, **session_settings(new, self._models)
         )
 
     async def _assemble_new(
-        self, store: Store, new: NewSession, servers: Sequence[types.McpServer] | None
+        self, opening: StoreOpening, new: NewSession, servers: Sequence[types.McpServer] | None
     ) -> None:
         """Open a session `new_session` stored and answered, then send its commands."""
         from acp_agent.adapters.acp._mcp_servers import connect_mcp
@@ -273,9 +302,9 @@ class AcpAgent:
             agent = await self._agent()
         except BaseException:
             # Never opened (shutting down, or no runtime): its lease goes back now.
-            await release_unopened(store, new.record)
+            await release_unopened(opening, new.record)
             raise
-        side = self._side(str(new.record.session_id))
+        side = self._side(new.session_id)
         with wire_errors():  # a session that cannot be opened gives its lease back
             handle = await agent.open_created(new, side.front_end())
         acp_session = self._attach(handle, side)

@@ -1,10 +1,12 @@
 """The agent's runtime, hosted in the connection's event loop from first use to exit.
 
-The connection runs one asyncio loop until stdin ends. The first handler
-that needs the runtime starts the host in the connection's task group
-(`start_soon`), which opens the SQLite store (or finds it opened early, once
-`initialize` was answered, by a task of that group too) and the runtime with
-its handle (`acp_agent.agent.open_agent`) and keeps them open; when the loop shuts
+The connection runs one asyncio loop until stdin ends. Once `initialize` is
+answered, a task of the connection's task group opens the store as far as a new
+session's first write needs (`StoreOpening`: for SQLite, the file alone, without
+the store's module), which is all a `session/new` answer waits for. The first
+handler that needs the runtime starts the host in that task group
+(`start_soon`), which makes the whole store of that opening and opens the
+runtime with its handle (`acp_agent.agent.open_agent`) and keeps them open; when the loop shuts
 down (`aclose`, from the connection's shutdown) it cancels the host's scope and
 waits for it, while it closes every session (each turn still running is
 interrupted and recorded as such), then the store and the model source. A
@@ -32,7 +34,7 @@ from protocol.connection import StartSoon
 
 if TYPE_CHECKING:
     # The runtime loads with the first session, not with `initialize`.
-    from acp_agent.agent import Agent, ServiceRegistry, Store
+    from acp_agent.agent import Agent, ServiceRegistry, StoreOpening
     from acp_agent.models import ModelSource
 
 __all__ = ("RuntimeHost", "RuntimeUnavailable")
@@ -51,7 +53,8 @@ class RuntimeHost:
 
     * `start_soon`: where the host and the store's opening run: the connection's task
       group (`AgentConnection.start_soon`), which waits for them before it ends.
-    * `open_store`: opens the store (e.g. `SqliteStore.open(path)`).
+    * `open_store`: opens the store as far as a new session's first write needs
+      (`acp_agent.store.open_in_steps`); the runtime gets its whole store.
     * `assemble`: builds the registry of the services every scope assembles; called
       once, on first use (it imports the capabilities: start-up does not pay for them).
     * `models`: the models sessions use and pick from.
@@ -63,7 +66,7 @@ class RuntimeHost:
     def __init__(
         self,
         start_soon: StartSoon,
-        open_store: Callable[[], Awaitable[Store]],
+        open_store: Callable[[], Awaitable[StoreOpening]],
         assemble: Callable[[], ServiceRegistry],
         *,
         models: ModelSource,
@@ -79,7 +82,7 @@ class RuntimeHost:
         self._on_close = on_close
         self._start_soon = start_soon
         self._ready: asyncio.Future[Agent] | None = None
-        self._opening: asyncio.Future[Store] | None = None
+        self._opening: asyncio.Future[StoreOpening] | None = None
         #: The host's scope (cancelled to close the runtime), once it is started.
         self._hosting: anyio.CancelScope | None = None
         #: Set once the host has ended: the runtime, the store and the models closed.
@@ -87,16 +90,16 @@ class RuntimeHost:
 
     def open_store_early(self) -> None:
         """Start opening the store now, in its worker thread (called once `initialize` is
-        answered, with the warm-up): the first session then finds SQLite's file work
-        done, or under way beside its imports, instead of starting it after them."""
+        answered): the first `session/new` then finds SQLite's file work done, or under
+        way beside its own, instead of starting it then."""
         if self._opening is None:
-            opening: asyncio.Future[Store] = asyncio.get_running_loop().create_future()
+            opening: asyncio.Future[StoreOpening] = asyncio.get_running_loop().create_future()
             # Its failure is reported when a session needs the store, not as never retrieved.
             opening.add_done_callback(lambda f: f.cancelled() or f.exception())
             self._opening = opening
             self._start_soon(partial(self._open_store_into, opening), name="opening the store")
 
-    async def _open_store_into(self, opening: asyncio.Future[Store]) -> None:
+    async def _open_store_into(self, opening: asyncio.Future[StoreOpening]) -> None:
         try:
             opening.set_result(await self._open_store())
         except Exception as exc:
@@ -118,8 +121,9 @@ class RuntimeHost:
             )
         return await asyncio.shield(self._ready)
 
-    async def store(self) -> Store:
-        """The store, opening it if nothing has yet; `RuntimeUnavailable` if it cannot open.
+    async def store(self) -> StoreOpening:
+        """The store as far as it is open, opening it if nothing has yet;
+        `RuntimeUnavailable` if it cannot open.
 
         It can be used before the runtime is open: `session/new` writes its session with it.
         """
@@ -178,7 +182,7 @@ class RuntimeHost:
             await _discard(opening)
             raise
         try:
-            store = await opening
+            store = (await opening).store()
         except Exception as exc:
             logger.exception("the store could not be opened")
             unavailable = RuntimeUnavailable(f"the session store could not be opened: {exc}")
@@ -213,7 +217,7 @@ class RuntimeHost:
             logger.info("runtime closed")
 
 
-async def _discard(opening: asyncio.Future[Store]) -> None:
+async def _discard(opening: asyncio.Future[StoreOpening]) -> None:
     """Close a store that opened for a runtime that will not be (and wait for it to)."""
     with anyio.CancelScope(shield=True):
         await asyncio.wait({opening})

@@ -6,8 +6,9 @@ for that answer at every start, while the person types the first prompt long aft
 So the answer goes out once the session is stored (a crash from then on leaves it
 loadable), and its assembly runs behind it, started once the answer is written, in
 the connection's task group: its updates (the commands) follow the answer, as ACP
-requires. A request about the
-session waits for the assembly (`ready`) and, if it failed, is answered with why.
+requires. A request about the session waits for the assembly (`ready`) and, if it
+failed, is answered with why: the runtime's errors as `wire_errors` answers them,
+anything else as an internal error naming the session and the failure.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from functools import partial
 import anyio
 
 from protocol.connection import StartSoon
+from protocol.errors import AcpError, InternalError
 
 __all__ = ("OpeningSessions",)
 
@@ -89,6 +91,12 @@ class OpeningSessions:
                 assembled = True
         except Exception as exc:
             logger.exception("session %s could not be assembled", session_id)
+            if not isinstance(exc, AcpError):
+                told = InternalError(
+                    f"Internal error: session {session_id} could not be opened: {exc}"
+                )
+                told.__cause__ = exc
+                exc = told
             done.set_exception(exc)
         finally:
             if self._running.get(session_id) is scope:

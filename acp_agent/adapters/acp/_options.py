@@ -8,13 +8,17 @@ the model and the thinking effort are config options only (see
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from acp_agent.agent import MODES, SessionControls, SessionOption
+from acp_agent.agent import MODES, SessionOption
 from acp_agent.models import ModelSource
 from protocol import types
 
+if TYPE_CHECKING:
+    from acp_agent.agent import PermissionMode
+
 __all__ = (
+    "Settings",
     "config_option_update",
     "config_options",
     "mode_state",
@@ -25,12 +29,22 @@ __all__ = (
 _CATEGORIES = {category.value: category for category in types.SessionConfigOptionCategory}
 
 
-def session_settings(controls: SessionControls, models: ModelSource) -> dict[str, Any]:
+class Settings(Protocol):
+    """A session's settings: an open one's (`SessionControls`), or a new one's as it was
+    written (`NewSession`), answered before the session opens."""
+
+    @property
+    def mode(self) -> PermissionMode: ...
+
+    def options(self, models: ModelSource) -> list[SessionOption]: ...
+
+
+def session_settings(controls: Settings, models: ModelSource) -> dict[str, Any]:
     """The `modes` and `configOptions` every session response carries, complete."""
     return {"modes": mode_state(controls), "config_options": config_options(controls, models)}
 
 
-def mode_state(controls: SessionControls) -> types.SessionModeState:
+def mode_state(controls: Settings) -> types.SessionModeState:
     """The legacy modes: every permission mode, and the current one."""
     return types.SessionModeState(
         current_mode_id=controls.mode.value,
@@ -41,9 +55,7 @@ def mode_state(controls: SessionControls) -> types.SessionModeState:
     )
 
 
-def config_options(
-    controls: SessionControls, models: ModelSource
-) -> list[types.SessionConfigOption]:
+def config_options(controls: Settings, models: ModelSource) -> list[types.SessionConfigOption]:
     """Every config option with its current value, in priority order."""
     return [_option(option) for option in controls.options(models)]
 
@@ -64,11 +76,9 @@ def _option(option: SessionOption) -> types.SessionConfigOption:
     )
 
 
-def mode_update(controls: SessionControls) -> types.CurrentModeUpdate:
+def mode_update(controls: Settings) -> types.CurrentModeUpdate:
     return types.CurrentModeUpdate(current_mode_id=controls.mode.value)
 
 
-def config_option_update(
-    controls: SessionControls, models: ModelSource
-) -> types.ConfigOptionUpdate:
+def config_option_update(controls: Settings, models: ModelSource) -> types.ConfigOptionUpdate:
     return types.ConfigOptionUpdate(config_options=config_options(controls, models))

@@ -52,8 +52,12 @@ logger = logging.getLogger(__name__)
 SESSION_MODULES: Final = (
     "protocol._types_sessions",
     "acp_agent.store",
-    "acp_agent.core",
+    "acp_agent.agent",
     "acp_agent.adapters.acp._options",
+    # The faces above are light (a new session is written without the runtime): the
+    # store, the runtime and the handles are named by their modules.
+    "acp_agent.store._sqlite",
+    "acp_agent.core._runtime",
     "acp_agent.capabilities._assembly",
     "acp_agent.tools",
     "acp_agent.mcp",
@@ -61,6 +65,7 @@ SESSION_MODULES: Final = (
     # that loads when a server first starts.
     "acp_agent.lsp",
     "acp_agent.lsp._tools",
+    "acp_agent.agent._agent",
     "acp_agent.agent._commands",
     "acp_agent.adapters.acp._mcp_servers",
     "acp_agent.adapters.acp._session",

@@ -188,9 +188,9 @@ class AcpV2Agent:
         servers = _v1_servers(params.mcp_servers)
         instructions = _instructions(params.system_prompt)
         with wire_errors():
-            store = await self._host.store()
+            opening = await self._host.store()
             new = await create_session(
-                store,
+                opening.write_first,
                 cwd,
                 models=self._models,
                 mode=self._mode,
@@ -203,7 +203,7 @@ class AcpV2Agent:
         try:
             agent = await self._agent()
         except BaseException:
-            await release_unopened(store, new.record)
+            await release_unopened(opening, new.record)
             raise
         v2_session = self._make(session_id)
         with wire_errors():

@@ -36,140 +36,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, cast
 
-import attrs
-
+from acp_agent.capabilities.controls._settings import (
+    CONTROLS_PRODUCER,
+    DEFAULT_MODE,
+    DEFAULT_THOUGHT_LEVEL,
+    EFFORTS,
+    MODE_KEY,
+    MODEL_KEY,
+    SYSTEM_PROMPT_KEY,
+    THOUGHT_KEY,
+    ClientInstructions,
+    InvalidSetting,
+    SessionOption,
+    setting_options,
+    workspace_roots,
+)
 from acp_agent.capabilities.permissions import PermissionMode, PermissionPrompter, RefusingPrompter
-from acp_agent.core import Branch, ConfigurationAdopted, Event, EventDraft, new_id
+from acp_agent.core import Branch, ConfigurationAdopted, Event, new_id
 from acp_agent.models import ModelSource, ReasoningEffort
 from acp_agent.toolkit import NO_CLIENT, ClientBridge
-from acp_agent.values import Value
 
-__all__ = (
-    "CONTROLS_PRODUCER",
-    "DEFAULT_MODE",
-    "DEFAULT_THOUGHT_LEVEL",
-    "INSTRUCTION_MODES",
-    "MODEL_KEY",
-    "MODES",
-    "MODE_KEY",
-    "SYSTEM_PROMPT_KEY",
-    "THOUGHT_KEY",
-    "THOUGHT_LEVELS",
-    "Choice",
-    "ClientInstructions",
-    "InvalidSetting",
-    "SessionControls",
-    "SessionOption",
-    "mode_named",
-    "recorded_configuration",
-    "workspace_roots",
-)
-
-#: The producer of the configuration facts.
-CONTROLS_PRODUCER: Final = "capabilities.session"
-#: `ConfigurationAdopted` value keys, which are also the option ids.
-MODEL_KEY: Final = "model"
-MODE_KEY: Final = "mode"
-THOUGHT_KEY: Final = "thought_level"
-#: The client's instructions (`ClientInstructions.as_value()`, or None): no option.
-SYSTEM_PROMPT_KEY: Final = "system_prompt"
-#: The thought level that sends no reasoning effort: the model's own default.
-DEFAULT_THOUGHT_LEVEL: Final = "default"
-
-
-class InvalidSetting(ValueError):
-    """A setting or choice that does not exist (the message says which, and what does)."""
-
-
-@attrs.frozen
-class Choice(Value):
-    """One value an option can take."""
-
-    value: str
-    name: str
-    description: str | None = None
-
-
-#: How a client's instructions combine with the agent's.
-INSTRUCTION_MODES: Final = ("append", "override")
-
-
-@attrs.frozen
-class ClientInstructions(Value):
-    """A client's own instructions for a session (ACP's `systemPrompt`): added to the
-    agent's (`append`) or in place of them (`override`); the session's guide carries
-    them (`acp_agent.capabilities.context.apply_instructions`)."""
-
-    mode: str = attrs.field(validator=attrs.validators.in_(INSTRUCTION_MODES))
-    text: str
-
-    def as_value(self) -> dict[str, str]:
-        """As a recorded configuration value."""
-        return {"mode": self.mode, "text": self.text}
-
-    @classmethod
-    def from_value(cls, value: Any) -> ClientInstructions | None:
-        """The instructions a recorded value holds (None: none, or one this version
-        cannot read)."""
-        if not isinstance(value, Mapping):
-            return None
-        mode, text = value.get("mode"), value.get("text")
-        if mode not in INSTRUCTION_MODES or not isinstance(text, str):
-            return None
-        return cls(mode, text)
-
-
-@attrs.frozen
-class SessionOption(Value):
-    """A setting as a front end offers it: its choices and the current one."""
-
-    id: str
-    name: str
-    #: `mode`, `model` or `thought_level`.
-    category: str
-    current: str
-    choices: tuple[Choice, ...]
-    description: str | None = None
-
-
-#: The permission modes, as a picker offers them (see `acp_agent.capabilities.permissions`).
-MODES: Final = (
-    Choice(
-        PermissionMode.SANDBOXED.value,
-        "Sandboxed",
-        "Edit files and run commands in the sandbox without asking; ask before leaving it "
-        "and before network access",
-    ),
-    Choice(PermissionMode.ASK.value, "Ask", "Ask before edits, commands and network access"),
-    Choice(
-        PermissionMode.ACCEPT_EDITS.value,
-        "Accept edits",
-        "Edit files without asking; ask before commands and network access",
-    ),
-    Choice(PermissionMode.PLAN.value, "Plan", "Read-only: look around and plan, change nothing"),
-    Choice(
-        PermissionMode.BYPASS.value,
-        "Bypass permissions",
-        "Run everything without asking, commands outside the sandbox (paths outside the "
-        "workspace are still asked about)",
-    ),
-)
-#: A new session's mode, unless the person names another (`mode_named`).
-DEFAULT_MODE: Final = PermissionMode.SANDBOXED
-#: The reasoning efforts, for models that take one.
-THOUGHT_LEVELS: Final = (
-    Choice(
-        DEFAULT_THOUGHT_LEVEL,
-        "Default",
-        "No effort requested: the model's own default (Claude models do not think)",
-    ),
-    Choice("low", "Low", "Think briefly"),
-    Choice("medium", "Medium", "Think more"),
-    Choice("high", "High", "Think hardest"),
-)
-_EFFORTS: Final = {"low", "medium", "high"}
+__all__ = ("SessionControls", "recorded_configuration")
 
 
 class SessionControls:
@@ -226,15 +115,6 @@ class SessionControls:
             ConfigurationAdopted(new_id("cfg"), dict(values)), producer=CONTROLS_PRODUCER
         )
 
-    def first_facts(self) -> list[EventDraft]:
-        """What `adopt` would record of a new session's model, mode (and instructions,
-        when given), to be written with the session itself: a session whose answer went
-        out is loadable with them even if the process ends before it is assembled."""
-        values: dict[str, Any] = {MODEL_KEY: self.model_id, MODE_KEY: self.mode.value}
-        if self.instructions is not None:
-            values[SYSTEM_PROMPT_KEY] = self.instructions.as_value()
-        return [EventDraft(ConfigurationAdopted(new_id("cfg"), values), CONTROLS_PRODUCER)]
-
     def values(self) -> dict[str, Any]:
         """The current settings as `adopt` takes them (a fork keeps its source's)."""
         return {
@@ -261,7 +141,7 @@ class SessionControls:
                 self.mode = PermissionMode.ASK
         if THOUGHT_KEY in values:
             effort = values[THOUGHT_KEY]
-            self.reasoning_effort = cast(ReasoningEffort, effort) if effort in _EFFORTS else None
+            self.reasoning_effort = cast(ReasoningEffort, effort) if effort in EFFORTS else None
         if SYSTEM_PROMPT_KEY in values:
             self.instructions = ClientInstructions.from_value(values[SYSTEM_PROMPT_KEY])
             if self._on_instructions is not None:  # every line's next request reads them
@@ -275,42 +155,7 @@ class SessionControls:
 
     def options(self, models: ModelSource) -> list[SessionOption]:
         """Every setting with its choices and current value (see the module docstring)."""
-        options = [
-            SessionOption(
-                MODE_KEY,
-                "Mode",
-                "mode",
-                self.mode.value,
-                MODES,
-                "What the agent may do without asking",
-            )
-        ]
-        if self.model_id is not None:
-            offered = [*models.available_models()]
-            if self.model_id not in offered:
-                offered.insert(0, self.model_id)
-            options.append(
-                SessionOption(
-                    MODEL_KEY,
-                    "Model",
-                    "model",
-                    self.model_id,
-                    tuple(Choice(model, model) for model in offered),
-                    "The model that answers in this session",
-                )
-            )
-            if models.traits(self.model_id).reasoning:
-                options.append(
-                    SessionOption(
-                        THOUGHT_KEY,
-                        "Thinking",
-                        "thought_level",
-                        self.thought_level,
-                        THOUGHT_LEVELS,
-                        "How hard the model reasons before it answers",
-                    )
-                )
-        return options
+        return setting_options(models, self.mode, self.model_id, self.thought_level)
 
     def change(self, option_id: str, value: str, models: ModelSource) -> dict[str, Any]:
         """The values to adopt for choosing `value` in option `option_id`.
@@ -331,25 +176,6 @@ class SessionControls:
         if resets_effort and self.reasoning_effort is not None:
             values[THOUGHT_KEY] = DEFAULT_THOUGHT_LEVEL
         return values
-
-
-def mode_named(name: str | None) -> PermissionMode:
-    """The mode `name` names (`ACP_AGENT_MODE`), `DEFAULT_MODE` for none or an unknown one."""
-    try:
-        return PermissionMode(name) if name else DEFAULT_MODE
-    except ValueError:
-        return DEFAULT_MODE
-
-
-def workspace_roots(cwd: str, additional_directories: Iterable[str]) -> tuple[Path, ...]:
-    """The roots of a workspace: `cwd`, then each additional directory once, resolved, in
-    order; one that resolves to the cwd (or to a root before it) is left out."""
-    roots = [Path(cwd).resolve()]
-    for directory in additional_directories:
-        root = Path(directory).resolve()
-        if root not in roots:
-            roots.append(root)
-    return tuple(roots)
 
 
 def recorded_configuration(events: Iterable[Event]) -> dict[str, Any]:

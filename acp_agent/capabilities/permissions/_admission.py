@@ -61,6 +61,7 @@ from typing import Any, Final, Protocol
 
 import attrs
 
+from acp_agent.capabilities.permissions._modes import PermissionMode
 from acp_agent.core import CallId, PermissionRule, SessionId, Store, new_id
 from acp_agent.toolkit import ContentPart, Effect, Location, PermissionNeed, ToolKind
 from acp_agent.values import Value
@@ -72,7 +73,6 @@ __all__ = (
     "Decision",
     "PermissionAnswer",
     "PermissionChoice",
-    "PermissionMode",
     "PermissionOption",
     "PermissionPrompter",
     "PermissionQuestion",
@@ -97,23 +97,6 @@ MCP_TOOL_PREFIX: Final = "mcp__"
 
 #: Shell syntax that chains, substitutes or redirects: no command-prefix rule covers it.
 _COMPOUND: Final = re.compile(r"[;&|<>`\n\r]|\$\(")
-
-
-class PermissionMode(enum.StrEnum):
-    """How much a session may do without asking."""
-
-    #: Edits run; commands run in the command sandbox without asking; leaving it, the
-    #: network and other side effects are asked about.
-    SANDBOXED = "sandboxed"
-    #: Ask before edits, commands, network and other side effects.
-    ASK = "ask"
-    #: Edits run without asking; commands and network are asked about.
-    ACCEPT_EDITS = "accept-edits"
-    #: Read-only: side effects are refused with an explanation the model sees.
-    PLAN = "plan"
-    #: Run everything without asking, commands outside the sandbox (paths outside the
-    #: workspace are still asked).
-    BYPASS = "bypass"
 
 
 class PermissionChoice(enum.StrEnum):

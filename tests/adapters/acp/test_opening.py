@@ -12,6 +12,7 @@ from anyio.abc import TaskGroup
 
 from acp_agent.adapters.acp._opening import OpeningSessions
 from protocol.connection import Work
+from protocol.errors import InternalError
 
 
 @pytest.fixture
@@ -66,8 +67,13 @@ async def test_a_failed_assembly_is_told_to_every_later_request_but_not_to_closi
 
     opening.assemble("sess_1", assembly)
     for _ in range(2):
-        with pytest.raises(RuntimeError, match="no runtime"):
+        # Told as an internal error naming the session and why (the runtime's own errors
+        # are `wire_errors`' already, and pass as they are).
+        with pytest.raises(InternalError) as told:
             await asyncio.wait_for(opening.ready("sess_1"), 1)
+        assert (
+            told.value.message == "Internal error: session sess_1 could not be opened: no runtime"
+        )
     await asyncio.wait_for(opening.settled("sess_1"), 1)  # close and delete go on
     assert "session sess_1 could not be assembled" in caplog.text
 
