@@ -14,6 +14,8 @@ handler waiting for the runtime is told if it could not open.
 Once the runtime is open, the objects of the process so far are frozen out
 of the garbage collector's generations (`gc.freeze`): they live as long as
 the process, and walking them in a full collection paused streamed replies.
+The collector's thresholds, raised while the process started (`acp_agent.cli`),
+are Python's defaults again from then on.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import anyio
 
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
 __all__ = ("RuntimeHost", "RuntimeUnavailable")
 
 logger = logging.getLogger(__name__)
+
+#: The collector's thresholds once the runtime is open: Python's defaults.
+_SERVING_GC_THRESHOLDS: Final = (700, 10, 10)
 
 
 class RuntimeUnavailable(RuntimeError):
@@ -201,6 +206,7 @@ class RuntimeHost:
                 # process: move it out of the collector's generations, so a full
                 # collection does not stall a stream for ~100 ms walking it.
                 gc.freeze()
+                gc.set_threshold(*_SERVING_GC_THRESHOLDS)
                 ready.set_result(agent)
                 await anyio.sleep_forever()
         finally:

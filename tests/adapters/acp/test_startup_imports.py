@@ -64,6 +64,9 @@ async def test_answering_initialize_imports_no_lsp_http_mcp_provider_or_tool_cod
 
     modules = answer["result"]["modules"]
     assert "protocol._types_handshake" in modules  # the request answers from inside the agent
+    # The collector runs rarely while the agent starts, as usual once a session is open.
+    assert answer["result"]["gcThresholds"][0] > 700
+    assert after_session["result"]["gcThresholds"] == [700, 10, 10]
     assert (answer["result"]["warmup"], later["result"]["warmup"]) == ("off", "off")
     for seen in (modules, later["result"]["modules"]):
         loaded = [m for m in seen if any(matches(m, prefix) for prefix in NOT_FOR_INITIALIZE)]
