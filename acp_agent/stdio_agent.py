@@ -154,8 +154,9 @@ def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:
             # A request gets the GIL first: from when its line is read, not only once
             # its handler runs (the loop may be busy until then).
             busy=lambda: connection.protocol.running_handlers > 0 or connection.input_waiting > 0,
-            # The model's HTTP client too, which the first prompt built itself.
-            then=[prepare_wire_types(connection.protocol.converter), models.prepare],
+            then=[prepare_wire_types(connection.protocol.converter)],
+            # The model's HTTP client, which the first prompt built itself, at once.
+            at_once=[models.prepare],
         )
     agent = AcpAgent(
         connection,

@@ -10,9 +10,14 @@ starts no new import (with the GIL, anything it did then would slow the handler)
 so a request that arrives meanwhile waits at most for the module being imported,
 which is usually one it needs itself. Then it builds the converter's functions for the
 wire types of a session's first answers and prompt (`FIRST_WIRE_TYPES`): cattrs
-compiles one per class on its first use, which the first prompt paid for; and the
-stdio agent adds opening the default model (`ConfiguredModels.prepare`: the HTTP
-client and its TLS context, which the first prompt built).
+compiles one per class on its first use, which the first prompt paid for. Beside
+it, not giving way, the stdio agent opens the default model
+(`ConfiguredModels.prepare`: the HTTP client and its TLS context, which the first
+prompt built; reading the certificates leaves the GIL to the loop).
+
+It starts once the first `session/new` is answered, or a moment after `initialize`
+if none comes (`_agent.WARMUP_AFTER_S`): that answer needs none of its imports, and
+would share the GIL with them.
 
 Two threads importing at once cannot deadlock, because no module-level import
 cycle joins two packages (`tests/test_import_graph.py` holds that). A failed import
@@ -168,7 +173,11 @@ class WarmupState(enum.Enum):
 
 class Warmup:
     """Imports `modules`, then runs each of `then`, once, in a daemon thread, when
-    `start()` is first called; each only while `busy()` is false."""
+    `start()` is first called; each only while `busy()` is false. Each of `at_once`
+    runs then too, in a daemon thread of its own that never gives way: work that
+    spends most of its time outside the GIL (reading and parsing the TLS certificates
+    of the model's HTTP client), which a script's first prompt, keeping the handlers
+    busy from the start, would otherwise wait for on the loop."""
 
     def __init__(
         self,
@@ -176,17 +185,20 @@ class Warmup:
         *,
         busy: Callable[[], bool] = lambda: False,
         then: Sequence[Callable[[], object]] = (),
+        at_once: Sequence[Callable[[], object]] = (),
     ) -> None:
         self.modules = tuple(modules)
         self._then = tuple(then)
+        self._at_once = tuple(at_once)
         self._busy = busy
         self._started = False
         self._done = threading.Event()
+        self._done_at_once = threading.Event()
         self._lock = threading.Lock()
 
     @property
     def state(self) -> WarmupState:
-        if self._done.is_set():
+        if self._done.is_set() and self._done_at_once.is_set():
             return WarmupState.DONE
         return WarmupState.RUNNING if self._started else WarmupState.WAITING
 
@@ -197,10 +209,28 @@ class Warmup:
                 return
             self._started = True
         threading.Thread(target=self._run, name="acp-agent warm-up", daemon=True).start()
+        threading.Thread(
+            target=self._run_at_once, name="acp-agent warm-up (at once)", daemon=True
+        ).start()
 
     def wait(self, timeout_s: float | None = None) -> bool:
-        """Wait until every module was imported (or failed to); False on timeout."""
-        return self._done.wait(timeout_s)
+        """Wait until every module was imported and every step ran (or failed); False
+        on timeout."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        if not self._done.wait(timeout_s):
+            return False
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return self._done_at_once.wait(left)
+
+    def _run_at_once(self) -> None:
+        try:
+            for step in self._at_once:
+                try:
+                    step()
+                except Exception:
+                    logger.exception("warm-up: %s failed", getattr(step, "__qualname__", step))
+        finally:
+            self._done_at_once.set()
 
     def _run(self) -> None:
         try:

@@ -137,3 +137,21 @@ def test_the_wire_step_builds_what_a_first_prompt_writes_and_reads(
 def test_acp_agent_warmup_0_switches_it_off(value: str | None, enabled: bool) -> None:
     env = {} if value is None else {"ACP_AGENT_WARMUP": value}
     assert warmup_enabled(env) is enabled
+
+
+def test_its_at_once_steps_run_while_a_handler_runs_and_count_for_done(
+    modules: list[str],
+) -> None:
+    busy = threading.Event()
+    busy.set()
+    ran = threading.Event()
+    warmup = Warmup(modules, busy=busy.is_set, at_once=[ran.set])
+
+    warmup.start()
+
+    assert ran.wait(10)  # not held back by the handler
+    assert warmup.state is WarmupState.RUNNING
+    assert not any(name in sys.modules for name in modules)
+    busy.clear()
+    assert warmup.wait(10)
+    assert warmup.state is WarmupState.DONE
