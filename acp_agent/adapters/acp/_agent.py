@@ -144,7 +144,10 @@ class AcpAgent:
         self._client_capabilities: types.ClientCapabilities | None = None
 
     async def aclose(self) -> None:
-        """Stop the sessions still being assembled (at shutdown, before the runtime closes)."""
+        """Stop the warm-up and the sessions still being assembled (at shutdown, before
+        the runtime closes)."""
+        if self._warmup is not None:
+            self._warmup.stop()
         await self._opening.aclose()
 
     def register(self) -> None:

@@ -194,6 +194,7 @@ class Warmup:
         self._started = False
         self._done = threading.Event()
         self._done_at_once = threading.Event()
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
 
     @property
@@ -212,6 +213,11 @@ class Warmup:
         threading.Thread(
             target=self._run_at_once, name="acp-agent warm-up (at once)", daemon=True
         ).start()
+
+    def stop(self) -> None:
+        """Import and run nothing more (at shutdown: the process is ending, and a module
+        the warm-up imported then took the GIL from closing); what is under way ends."""
+        self._stopping.set()
 
     def wait(self, timeout_s: float | None = None) -> bool:
         """Wait until every module was imported and every step ran (or failed); False
@@ -235,13 +241,15 @@ class Warmup:
     def _run(self) -> None:
         try:
             for name in self.modules:
-                self._wait_until_idle()
+                if not self._wait_until_idle():
+                    return
                 try:
                     importlib.import_module(name)
                 except Exception:
                     logger.exception("warm-up: %s could not be imported", name)
             for step in self._then:
-                self._wait_until_idle()
+                if not self._wait_until_idle():
+                    return
                 try:
                     step()
                 except Exception:
@@ -250,10 +258,12 @@ class Warmup:
             self._done.set()
             logger.debug("warm-up done: %d modules", len(self.modules))
 
-    def _wait_until_idle(self) -> None:
+    def _wait_until_idle(self) -> bool:
+        """Wait while a handler runs; False once stopped."""
         # A prompt's handler runs for the whole turn: looking again less and less
         # often keeps a paused warm-up from taking the GIL off a stream.
         pause = _BUSY_POLL_S
-        while self._busy():
-            time.sleep(pause)
+        while self._busy() and not self._stopping.is_set():
+            self._stopping.wait(pause)
             pause = min(pause * 2, _MAX_BUSY_POLL_S)
+        return not self._stopping.is_set()

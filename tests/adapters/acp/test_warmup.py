@@ -155,3 +155,16 @@ def test_its_at_once_steps_run_while_a_handler_runs_and_count_for_done(
     busy.clear()
     assert warmup.wait(10)
     assert warmup.state is WarmupState.DONE
+
+
+def test_once_stopped_it_imports_nothing_more_and_is_done(modules: list[str]) -> None:
+    busy = threading.Event()
+    busy.set()
+    warmup = Warmup(modules, busy=busy.is_set)
+
+    warmup.start()
+    warmup.stop()  # at shutdown, while a handler still runs
+
+    assert warmup.wait(10)
+    busy.clear()
+    assert not any(name in sys.modules for name in modules)
