@@ -45,6 +45,17 @@ __all__ = ("MAIN_BRANCH", "BranchUsage", "UsageReport", "UsageTally", "usage_jso
 
 #: The main line's name in a report.
 MAIN_BRANCH: Final = "main"
+#: The facts a tally reads.
+_FED: Final = frozenset(
+    {
+        ModelRequestStarted,
+        ModelRequestFinished,
+        CompactionRecorded,
+        BranchShown,
+        TurnEnded,
+        TurnInterrupted,
+    }
+)
 
 
 @attrs.frozen
@@ -117,7 +128,9 @@ class UsageTally:
         self._branches: dict[str, BranchUsage] = {}
         self._models: dict[str, str] = {}
         self._at_last_turn_end = UsageReport(Usage())
-        self._turns: dict[TurnId, UsageReport] = {}
+        #: Each turn's report at its end and the one before it (a turn's usage is the
+        #: difference, worked out when asked: a replay feeds thousands of turns).
+        self._turns: dict[TurnId, tuple[UsageReport, UsageReport]] = {}
         #: Input and output of main's last request: the context it filled.
         self.last_context = 0
         self.last_model: str | None = None
@@ -125,13 +138,15 @@ class UsageTally:
     def feed(self, event: Event) -> bool:
         """Fold one event in; True when the session's usage changed."""
         payload = event.payload
+        if type(payload) not in _FED:
+            return False  # most events: deltas, tool calls, facts
         if isinstance(payload, ModelRequestStarted):
             self._models[payload.request_id] = payload.model
             self.last_model = payload.model
             return False
         if isinstance(payload, TurnEnded | TurnInterrupted):
             session = self.session
-            self._turns[payload.turn_id] = session.since(self._at_last_turn_end)
+            self._turns[payload.turn_id] = (self._at_last_turn_end, session)
             self._at_last_turn_end = session
             return False
         if isinstance(payload, ModelRequestFinished):
@@ -156,7 +171,15 @@ class UsageTally:
     def _priced(self, usage: Usage, model: str | None) -> Usage:
         if usage.cost_usd is not None or self._price is None or model is None:
             return usage
-        return attrs.evolve(usage, cost_usd=self._price(model, usage))
+        cost = self._price(model, usage)
+        return Usage(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+            cost,
+        )
 
     @property
     def session(self) -> UsageReport:
@@ -169,4 +192,5 @@ class UsageTally:
     def turn(self, turn_id: TurnId) -> UsageReport | None:
         """What the session used from the end of the turn before to the end of `turn_id`
         (None until its end was fed)."""
-        return self._turns.get(turn_id)
+        ends = self._turns.get(turn_id)
+        return None if ends is None else ends[1].since(ends[0])

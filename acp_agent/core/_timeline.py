@@ -242,6 +242,12 @@ class Timeline:
         events: list[Event] = []
         for part in self.lineage.split(gt, lte):
             events.extend(await self._store.read(part.branch_id, gt=part.gt, lte=part.lte))
+        if gt == NO_SEQ and lte == self._last_published_seq and events and not self._tail:
+            # A loaded timeline's whole history, before anything was appended: it stays as
+            # the tail, so the branch's next readers (its subscribers' rebuilds, a front
+            # end's replay, the context's first fold) share one decoding. The tail's bound
+            # applies again from the next append.
+            self._tail = list(events)
         return events
 
 

@@ -358,6 +358,9 @@ class ToolExecutor:
             payload = event.payload
             if isinstance(payload, ToolCallRequested):
                 requested[payload.call_id] = payload
+            elif isinstance(payload, ToolResultRecorded):
+                # Its result is in the history read: the store holds it (one transaction).
+                requested.pop(payload.call_id, None)
             elif isinstance(payload, ToolCallStarted):
                 started.add(payload.call_id)
             elif isinstance(payload, PermissionAsked):
