@@ -19,6 +19,7 @@ commands. Opening, forking and deleting sessions are the runtime handle's
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
@@ -295,6 +296,20 @@ class SessionHandle:
         self._subscriptions = [s for s in self._subscriptions if s.active]
         self._subscriptions.append(subscription)
         return subscription
+
+    def warm(self) -> None:
+        """Fold the main line's history into its model context in the session's background
+        work (after a load's answer), so its first prompt does not wait for that; a prompt
+        that comes first waits for it, as it would have folded it itself."""
+
+        async def warm() -> None:
+            try:
+                await self._loop.context.warm()
+            except Exception:
+                logger.info("warming the context of %s failed; a prompt folds it", self.id)
+
+        with contextlib.suppress(ScopeClosed):  # closed already: no prompt will need it
+            self._session.main.scope.start_soon(warm, name=f"context warm-up {self.id}")
 
     async def history(self) -> tuple[Seq, list[Event]]:
         """What the main line has published now, and that position."""

@@ -331,6 +331,9 @@ class AcpAgent:
         replayed = await acp_session.replay()
         await connect_mcp(acp_session.handle, params.mcp_servers)
         await acp_session.send_commands()
+        # The model's context is folded while the person reads the replay, not in the
+        # first prompt (nor before this answer).
+        self._connection.after_response(acp_session.handle.warm)
         logger.info("Session %s loaded (%d events replayed)", session_id, replayed)
         return types.LoadSessionResponse(**acp_session.settings())
 
@@ -349,6 +352,7 @@ class AcpAgent:
         await acp_session.learn_and_subscribe()
         await connect_mcp(acp_session.handle, params.mcp_servers)
         await acp_session.send_session_updates_after_response()
+        self._connection.after_response(acp_session.handle.warm)
         logger.info("Session %s resumed", acp_session.session_id)
         return types.ResumeSessionResponse(**acp_session.settings())
 

@@ -180,6 +180,8 @@ class PreparedRequest(Value):
     estimated_tokens: int
     #: The last seq the request renders.
     last_seq: Seq
+    #: The estimate before calibration (what the account learns the ratio from).
+    raw_tokens: int = 0
 
 
 class ContextEngine:
@@ -251,6 +253,12 @@ class ContextEngine:
             projection.feed(await self.branch.read())
             self.projection = projection
         return self.projection
+
+    async def warm(self) -> None:
+        """Fold what was published since the last fold now (a loaded session's whole
+        history), so the next request does not wait for it; a request waits for this."""
+        async with self._lock:
+            await self.sync()
 
     # --- the start of a turn ----------------------------------------------------------
 
@@ -360,7 +368,7 @@ class ContextEngine:
                     logger.warning("automatic compaction failed, sending as is: %s", exc)
                 else:
                     prepared = await self._build(model, tools, max_output_tokens, reasoning_effort)
-            self.tokens.note_estimate(estimate_request_tokens(prepared.request))
+            self.tokens.note_estimate(prepared.raw_tokens)
             return prepared
 
     async def compact(
@@ -445,8 +453,13 @@ class ContextEngine:
             cacheable_prefix=prefix,
             origin=await self._origin(),
         )
-        estimate = self.tokens.calibrated(estimate_request_tokens(request))
-        return PreparedRequest(request, guide.guide_version, estimate, Seq(projection.last_seq))
+        # `estimate_request_tokens(request)`, with each message's estimate kept from when
+        # it was folded: a long session's requests carry thousands again each time.
+        bare = ModelRequest(model=model, guide=guide.text, messages=[], tools=tools)
+        raw = estimate_request_tokens(bare) + sum(projected.tokens for projected in messages)
+        estimate = self.tokens.calibrated(raw)
+        last_seq = Seq(projection.last_seq)
+        return PreparedRequest(request, guide.guide_version, estimate, last_seq, raw)
 
     async def _origin(self) -> RequestOrigin:
         """Where the next request comes from: this line of work, its requests so far."""

@@ -51,6 +51,7 @@ from acp_agent.capabilities.context._state_sources import (
 )
 from acp_agent.capabilities.context._token_budget import (
     MESSAGE_OVERHEAD_TOKENS,
+    estimate_message_tokens,
     estimate_text_tokens,
 )
 from acp_agent.content import (
@@ -162,6 +163,11 @@ class ProjectedMessage(Value):
 
     message: Message
     last_seq: int
+    #: Its estimated tokens, worked out once: every later request carries it again.
+    tokens: int = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "tokens", estimate_message_tokens(self.message))
 
 
 def render_context_fact(payload: Payload) -> str | None:
@@ -488,10 +494,12 @@ class Projection:
         self._events: list[Event] = []
         self._builder = _MessageBuilder()
         self._prelude: ProjectedMessage | None = None
-        #: (batch end seq, tokens of the events after the compaction up to it) where a
-        #: compaction may end: whole batches, no reply or tool call left open.
+        #: (batch end seq, how many of `_events` come up to it) where a compaction may
+        #: end: whole batches, no reply or tool call left open.
         self._boundaries: list[tuple[int, int]] = []
-        self._tokens = 0
+        #: The tokens of `_events[:n]` at `n`, summed when a compaction looks for its end
+        #: (estimating each event while folding would cost a long load's first prompt).
+        self._token_sums: list[int] = [0]
 
     def feed(self, events: Iterable[Event]) -> None:
         """Fold published events, in seq order (whole batches)."""
@@ -499,7 +507,7 @@ class Projection:
             if int(event.seq) <= self.last_seq:
                 continue
             if event.starts_batch and self._builder.at_rest:
-                self._boundaries.append((self.last_seq, self._tokens))
+                self._boundaries.append((self.last_seq, len(self._events)))
             self.last_seq = int(event.seq)
             payload = event.payload
             if isinstance(payload, ConversationRewound):
@@ -507,7 +515,11 @@ class Projection:
                 if stretch not in self.hidden:
                     self.hidden.append(stretch)
                     self.stale = True
-            elif is_hidden(self.last_seq, self.hidden) and not isinstance(payload, _HOLDING_FACTS):
+            elif (
+                self.hidden
+                and is_hidden(self.last_seq, self.hidden)
+                and not isinstance(payload, _HOLDING_FACTS)
+            ):
                 continue
             if isinstance(payload, ModelRequestStarted):
                 self.last_request_seq = self.last_seq
@@ -521,7 +533,6 @@ class Projection:
                 self.state.apply(payload, self.last_seq)
                 self._sourced.append((self.last_seq, payload))
             self._events.append(event)
-            self._tokens += _event_tokens(event)
             self._builder.feed(event)
 
     def messages(self) -> list[ProjectedMessage]:
@@ -552,10 +563,18 @@ class Projection:
         visible = [int(e.seq) for e in self._events if isinstance(e.payload, _VISIBLE_FACTS)]
         if not visible:
             return []
-        points = [(seq, self._tokens - tokens) for seq, tokens in self._boundaries]
+        total = self._tokens_before(len(self._events))
+        points = [(seq, total - self._tokens_before(n)) for seq, n in self._boundaries]
         if self._builder.at_rest:
             points.append((self.last_seq, 0))
         return [(seq, kept) for seq, kept in points if seq >= visible[0]]
+
+    def _tokens_before(self, count: int) -> int:
+        """The estimated tokens of the first `count` events of `_events`."""
+        sums = self._token_sums
+        while len(sums) <= count:
+            sums.append(sums[-1] + _event_tokens(self._events[len(sums) - 1]))
+        return sums[count]
 
     def ledgers_at(self, lte: int) -> tuple[RuleLedger, StateLedger]:
         """The rules and state that held after seq `lte`."""
@@ -581,13 +600,12 @@ class Projection:
         self.compaction, self.compaction_seq = compaction, seq
         self._prelude = ProjectedMessage(render_compaction(compaction, rules, state), seq)
         kept = [event for event in self._events if event.seq > compaction.covers_lte]
-        self._events, self._builder, self._tokens = [], _MessageBuilder(), 0
+        self._events, self._builder, self._token_sums = [], _MessageBuilder(), [0]
         self._boundaries = []
         last_seq = self.last_seq
         for event in kept:
             if event.starts_batch and self._builder.at_rest and self._events:
-                self._boundaries.append((int(self._events[-1].seq), self._tokens))
+                self._boundaries.append((int(self._events[-1].seq), len(self._events)))
             self._events.append(event)
-            self._tokens += _event_tokens(event)
             self._builder.feed(event)
         self.last_seq = last_seq

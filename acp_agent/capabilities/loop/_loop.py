@@ -287,6 +287,10 @@ class ContextPreparer(Protocol):
         """Record state and rule changes before the turn's input is adopted."""
         ...
 
+    async def warm(self) -> None:
+        """Fold the history published so far now, ahead of the next request."""
+        ...
+
     async def compact(
         self,
         *,
