@@ -555,10 +555,15 @@ class AcpProtocol:
 
     def notify(self, method: str, params: Any | None = None) -> None:
         """Send notification `method` to the peer (typed params, plain JSON for extensions)."""
+        self.notify_encoded(self.encode_notification(method, params))
+
+    def encode_notification(self, method: str, params: Any | None = None) -> bytes:
+        """The line `notify` would write, checked as it checks it, for a caller that writes
+        many at once (`notify_encoded`): a replay's thousands of updates in a few writes."""
         spec = self._outgoing_spec(method, MessageKind.NOTIFICATION)
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         message["params"] = self._params_to_wire(spec, params)
-        self._send_or_raise(message)
+        return _encode(message)
 
     def notify_encoded(self, lines: bytes) -> None:
         """Send notifications already encoded (compact JSON, one message per line, no

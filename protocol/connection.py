@@ -184,6 +184,16 @@ class _Endpoint:
         """Send notification `method` to the peer; `params` is its `protocol.types` class."""
         self.protocol.notify(method, params)
 
+    def encode_notification(self, method: str, params: Any) -> bytes:
+        """The line `notify(method, params)` would write, not written: to send many in one
+        write with `notify_encoded`. Raises what `notify` raises for params that cannot go."""
+        return self.protocol.encode_notification(method, params)
+
+    def notify_encoded(self, lines: bytes) -> None:
+        """Write notifications already encoded (lines joined by newlines, no final one) in
+        one write; `ConnectionClosed` once the peer is gone."""
+        self.protocol.notify_encoded(lines)
+
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None) -> Any:
         """Send request `method`, await the peer and return its typed result.
 

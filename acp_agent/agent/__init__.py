@@ -31,6 +31,7 @@ from acp_agent.lazy_face import lazy_face as _lazy_face
 
 if TYPE_CHECKING:
     from acp_agent.agent._agent import Agent, ForkAnchor, FrontEndMaker, open_agent
+    from acp_agent.agent._replay import ReplayStep, StepKind, replay_steps
     from acp_agent.agent._session import SessionHandle
     from acp_agent.agent._subscriptions import (
         DeliveryStopped,
@@ -76,6 +77,10 @@ if TYPE_CHECKING:
         BranchId,
         BranchMessageReceived,
         BranchShown,
+        CompactionCancelled,
+        CompactionFailed,
+        CompactionRecorded,
+        CompactionStarted,
         ConversationRewound,
         Event,
         FailureKind,
@@ -144,6 +149,10 @@ __all__ = (
     "ClientInstructions",
     "CommandInvocation",
     "CommandRunner",
+    "CompactionCancelled",
+    "CompactionFailed",
+    "CompactionRecorded",
+    "CompactionStarted",
     "CompactionView",
     "ConversationRewound",
     "DeliveryStopped",
@@ -174,6 +183,7 @@ __all__ = (
     "PermissionPrompter",
     "PermissionQuestion",
     "PromptTooLarge",
+    "ReplayStep",
     "RewindOutcome",
     "RewindRefused",
     "Seq",
@@ -191,6 +201,7 @@ __all__ = (
     "SessionSubscription",
     "SseServerConfig",
     "StdioServerConfig",
+    "StepKind",
     "Store",
     "StoreError",
     "StoreFull",
@@ -225,6 +236,7 @@ __all__ = (
     "other_roots",
     "parse_invocation",
     "release_unopened",
+    "replay_steps",
     "title_from_prompt",
     "usage_json",
 )
@@ -239,6 +251,7 @@ __getattr__, __dir__ = _lazy_face(
         "FrontEndMaker": "acp_agent.agent._agent",
         "open_agent": "acp_agent.agent._agent",
         "SessionHandle": "acp_agent.agent._session",
+        **dict.fromkeys(("ReplayStep", "StepKind", "replay_steps"), "acp_agent.agent._replay"),
         "DeliveryStopped": "acp_agent.agent._subscriptions",
         "SessionSubscription": "acp_agent.agent._subscriptions",
         "TurnOutcome": "acp_agent.agent._subscriptions",
@@ -268,6 +281,10 @@ __getattr__, __dir__ = _lazy_face(
         "BranchId": "acp_agent.core",
         "BranchMessageReceived": "acp_agent.core",
         "BranchShown": "acp_agent.core",
+        "CompactionCancelled": "acp_agent.core",
+        "CompactionFailed": "acp_agent.core",
+        "CompactionRecorded": "acp_agent.core",
+        "CompactionStarted": "acp_agent.core",
         "ConversationRewound": "acp_agent.core",
         "Event": "acp_agent.core",
         "FailureKind": "acp_agent.core",

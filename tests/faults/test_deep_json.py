@@ -210,12 +210,15 @@ async def test_sessions_an_earlier_version_recorded_with_deep_input_load_and_go_
     meta_replay = replays[LEGACY_META_SESSION]
     assert unnamed(meta_replay)[0] == types.UserMessageChunk(content=types.TextContent(text="hi"))
     assert "Fine." in text_of_updates(meta_replay)
-    # The call whose arguments could never be shown is shown without them, with its outcome.
-    [requested, *_, result] = [
+    # The call whose arguments could never be shown is shown without them, with its outcome
+    # (once, in its last state) and what it said.
+    [call] = [
         u
         for u in replays[LEGACY_ARGS_SESSION]
         if isinstance(u, types.ToolCall | types.ToolCallProgress)
     ]
-    assert isinstance(requested, types.ToolCall)
-    assert requested.raw_input is None
-    assert result.status == types.ToolCallStatus.FAILED  # a.txt was never there
+    assert isinstance(call, types.ToolCall)
+    assert call.raw_input is None
+    assert call.status == types.ToolCallStatus.FAILED  # a.txt was never there
+    assert call.content is not None
+    assert "a.txt" in call.content[0].content.text  # type: ignore[union-attr]

@@ -25,7 +25,6 @@ from tests.support.fake_provider import (
     openai_stream,
     openai_tool_calls,
 )
-from tests.support.messages import unnamed
 
 pytestmark = pytest.mark.e2e
 
@@ -41,16 +40,24 @@ def escaped_sse(payload: object) -> bytes:
 
 def shown_text(updates: list[types.SessionUpdate], *, typed: bool = True) -> str:
     """Everything the editor was shown as text: messages (the person's only with `typed`:
-    a live prompt is not echoed), and tool call contents."""
+    a live prompt is not echoed; a message's chunks joined, as a replay sends it in one),
+    and tool call contents."""
     pieces: list[str] = []
-    for update in unnamed(updates):
+    message: tuple[str, str | None] | None = None
+    for update in updates:
         content = getattr(update, "content", None)
         if isinstance(update, types.UserMessageChunk) and not typed:
             continue
         if isinstance(update, types.UserMessageChunk | types.AgentMessageChunk):
             if isinstance(content, types.TextContent):
-                pieces.append(content.text)
-        elif isinstance(content, list):
+                if message == (update.session_update, update.message_id):
+                    pieces[-1] += content.text
+                else:
+                    pieces.append(content.text)
+                message = (update.session_update, update.message_id)
+            continue
+        message = None
+        if isinstance(content, list):
             for part in content:
                 inner = getattr(part, "content", None)
                 if isinstance(inner, types.TextContent):

@@ -27,6 +27,7 @@ import anyio.to_thread
 from acp_agent.adapters.acp._client_bridge import AcpClientBridge, AcpPermissionPrompter
 from acp_agent.adapters.acp._notices import NoticeOutbox
 from acp_agent.adapters.acp._options import config_option_update, mode_update, session_settings
+from acp_agent.adapters.acp._replay import replayed
 from acp_agent.adapters.acp._slash_commands import commands_update
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator, takes_notices
@@ -225,10 +226,11 @@ class AcpSession:
         fresh = self.subscription is None
         # What a rewind took back is not shown again; its marker stands where it was.
         hidden = hidden_ranges(events)
-        for event in events:
-            if not is_hidden(int(event.seq), hidden):
-                self.stream.show(event, replay)
-            if fresh:
+        shown = [e for e in events if not is_hidden(int(e.seq), hidden)] if hidden else events
+        # As few updates as the person needs: a message as one chunk, a tool call once.
+        self.stream.send_replay(replayed(shown, replay, replay))
+        if fresh:
+            for event in events:
                 self.stream.learn(event)  # the live translator learns the history
         if fresh:
             await self._subscribe_after(covered)

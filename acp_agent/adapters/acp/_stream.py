@@ -11,7 +11,8 @@ as a notice.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
@@ -19,11 +20,18 @@ from acp_agent.agent import Event, new_id
 from protocol import methods, types
 from protocol.connection import AgentConnection
 from protocol.errors import ConnectionClosed, MessageTooDeep
-from protocol.text_chunks import TextChunks
+from protocol.text_chunks import TextChunks, encode_text_chunks
+
+if TYPE_CHECKING:
+    from acp_agent.adapters.acp._replay import Replayed
+    from acp_agent.agent import ReplayStep
 
 __all__ = ("SessionStream", "Translator")
 
 logger = logging.getLogger(__name__)
+
+#: A replay writes its updates in writes of about this many bytes.
+_REPLAY_WRITE_BYTES: Final = 256 * 1024
 
 
 class Translator(Protocol):
@@ -37,6 +45,11 @@ class Translator(Protocol):
         ...
 
     def translate(self, event: Event) -> list[types.SessionUpdate]: ...
+
+    def learn(self, event: Event) -> None:
+        """Learn what `translate` would from `event`, making no update (history the client
+        has, or was sent by a replay)."""
+        ...
 
 
 class SessionStream:
@@ -84,11 +97,84 @@ class SessionStream:
     def learn(self, event: Event) -> None:
         """Let the live translator learn an event of the history, sending nothing."""
         try:
-            self.translator.translate(event)
+            self.translator.learn(event)
         except Exception:
             logger.exception(
                 "event %d of session %s could not be learnt from", event.seq, self._session_id
             )
+
+    def send_replay(self, steps: Sequence[tuple[ReplayStep, Sequence[Replayed]]]) -> None:
+        """Send a replay's updates (`_replay.replayed`), in order, a few writes for all of
+        them; never raises. An update that cannot be encoded goes plainer, as in `send`."""
+        lines: list[bytes] = []
+        size = 0
+        for step, updates in steps:
+            for shown in updates:
+                meta = self._replay_meta(shown.cursor)
+                update = shown.update
+                if isinstance(update, TextChunks):
+                    line: bytes | None = encode_text_chunks(
+                        self._session_id, update, metas=None if meta is None else [meta]
+                    )
+                else:
+                    line = self._encoded(update, shown.cursor[0], meta)
+                if line is not None:
+                    lines.append(line)
+                    size += len(line)
+            for line in self._replayed(step):
+                lines.append(line)
+                size += len(line)
+            if size >= _REPLAY_WRITE_BYTES:
+                self._write_lines(lines)
+                lines, size = [], 0
+        if lines:
+            self._write_lines(lines)
+
+    def _replay_meta(self, cursor: tuple[int, int | None]) -> dict[str, Any] | None:
+        """The `_meta` a replayed update carries, for the cursor it leaves the client at."""
+        return None
+
+    def _replayed(self, step: ReplayStep) -> list[bytes]:
+        """Lines sent after a replayed step's updates (none here)."""
+        return []
+
+    def _encoded(
+        self, update: types.SessionUpdate, seq: int, meta: dict[str, Any] | None
+    ) -> bytes | None:
+        """`update` as its notification's line, or plainer (see `send`); None: not even a
+        notice could be (logged)."""
+        for attempt in (update, _without_raw(update), _plainer(update), _notice(seq)):
+            if attempt is None:
+                continue
+            notification = types.SessionNotification(
+                session_id=self._session_id, update=attempt, meta=meta
+            )
+            try:
+                return self._connection.encode_notification(methods.SESSION_UPDATE, notification)
+            except MessageTooDeep as exc:
+                logger.warning(
+                    "an update (%s) of session %s is sent plainer (event %d): %s",
+                    attempt.session_update,
+                    self._session_id,
+                    seq,
+                    exc,
+                )
+            except Exception:
+                logger.exception(
+                    "an update (%s) of session %s could not be sent (event %d)",
+                    attempt.session_update,
+                    self._session_id,
+                    seq,
+                )
+        return None
+
+    def _write_lines(self, lines: list[bytes]) -> None:
+        if self._gone:
+            return
+        try:
+            self._connection.notify_encoded(b"\n".join(lines))
+        except ConnectionClosed:
+            self._client_gone()
 
     def send(self, update: types.SessionUpdate, *, seq: int | None = None) -> None:
         """Send one update now; a client that went away gets no more (and no error).
@@ -98,7 +184,7 @@ class SessionStream:
         """
         if self._gone:
             return
-        for attempt in (update, _plainer(update), _notice(seq)):
+        for attempt in (update, _without_raw(update), _plainer(update), _notice(seq)):
             if attempt is None:
                 continue
             try:
@@ -155,6 +241,16 @@ class SessionStream:
     def close(self) -> None:
         """Send nothing more (the session was closed)."""
         self._gone = True
+
+
+def _without_raw(update: types.SessionUpdate) -> types.SessionUpdate | None:
+    """A tool call without its raw input and output (free-form JSON, the likeliest to fail),
+    its status and content kept; None for any other update, or one without either."""
+    if not isinstance(update, types.ToolCall | types.ToolCallProgress):
+        return None
+    if update.raw_input is None and update.raw_output is None:
+        return None
+    return attrs.evolve(update, raw_input=None, raw_output=None)
 
 
 def _plainer(update: types.SessionUpdate) -> types.SessionUpdate | None:

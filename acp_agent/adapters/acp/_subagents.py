@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from acp_agent.adapters.acp._client_bridge import AcpClientBridge, AcpPermissionPrompter
+from acp_agent.adapters.acp._replay import replayed
 from acp_agent.adapters.acp._stream import SessionStream
 from acp_agent.adapters.acp._updates import UpdateTranslator
 from acp_agent.agent import (
@@ -167,6 +168,10 @@ class ChildTranslator:
         elif isinstance(payload, TurnEnded | TurnInterrupted):
             updates += self._report()
         return updates
+
+    def learn(self, event: Event) -> None:
+        # What it learns includes the messages and reports it tells the parent (muted).
+        self.translate(event)
 
     def from_parent(self, key: str, text: str) -> list[types.SessionUpdate]:
         """A message from the parent: its outgoing view to the parent, the incoming one here."""
@@ -385,8 +390,9 @@ class SubagentPresenter:
         else:
             child = followed
             self._send_announce(branch, state_of(branch))
+        shows = replay()
         replaying = ChildTranslator(
-            replay(),
+            shows,
             parent_id=self._parent_id,
             child_id=child_id,
             to_parent=self._parent.send,
@@ -394,12 +400,13 @@ class SubagentPresenter:
         covered, history = await child_history(branch)
         live = child.stream.translator
         assert isinstance(live, ChildTranslator)
-        for event in history:
-            child.stream.show(event, replaying)
-            if followed is None:
-                live.muted = True  # it learns the history; the replay sent it
+        # As few updates as the person needs, as the parent's (`_replay`).
+        child.stream.send_replay(replayed(history, replaying, shows))
+        if followed is None:
+            live.muted = True  # it learns the history; the replay sent it
+            for event in history:
                 child.stream.learn(event)
-                live.muted = False
+            live.muted = False
         if followed is None:
             child.subscription = follow_child(branch, child.stream, after=covered)
 

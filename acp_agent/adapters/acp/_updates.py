@@ -67,7 +67,9 @@ thought and text are one message).
 
 Everything else (permission facts, lifecycle, state, configuration) makes no
 update. The same translator class serves the live stream and the replay, so
-a loaded session shows what the live one showed.
+a loaded session shows what the live one showed; a replay merges what each
+event makes into as few updates as that takes (`_replay`: a message in one
+chunk, a tool call once in its last state, the usage once).
 """
 
 from __future__ import annotations
@@ -83,6 +85,10 @@ from acp_agent.adapters.acp._notices import notice_update
 from acp_agent.adapters.acp_content import acp_block, acp_locations, acp_plan, acp_tool_content
 from acp_agent.agent import (
     BranchShown,
+    CompactionCancelled,
+    CompactionFailed,
+    CompactionRecorded,
+    CompactionStarted,
     CompactionView,
     ConversationRewound,
     Event,
@@ -130,6 +136,28 @@ logger = logging.getLogger(__name__)
 _KINDS: Final = {kind.value: kind for kind in types.ToolKind}
 #: The states of a branch whose showing ends as a failed tool call.
 _FAILED_BRANCH_STATES: Final = frozenset({"failed", "interrupted"})
+#: The facts that make updates (besides streamed text); every other one only feeds the
+#: usage tally.
+_SHOWN: Final = frozenset(
+    {
+        ToolCallRequested,
+        ToolCallStarted,
+        ToolResultRecorded,
+        ToolCallProgressed,
+        ToolCallOutputDelta,
+        ModelRequestFinished,
+        ModelRequestFailed,
+        UserInputAdopted,
+        SessionMetadataChanged,
+        BranchShown,
+        JobEndShown,
+        ConversationRewound,
+        CompactionStarted,
+        CompactionRecorded,
+        CompactionFailed,
+        CompactionCancelled,
+    }
+)
 
 
 @attrs.frozen
@@ -150,8 +178,16 @@ def translator_for(
     """The translator for a client with `capabilities`: live, or for a `session/load` replay."""
     capabilities = capabilities or types.ClientCapabilities()
     session_capabilities = capabilities.session
+    #: A model's facts, looked up once (a replay prices thousands of requests).
+    known: dict[str, ModelFacts] = {}
 
     def model_facts(model_id: str) -> ModelFacts:
+        facts = known.get(model_id)
+        if facts is None:
+            facts = known[model_id] = look_up(model_id)
+        return facts
+
+    def look_up(model_id: str) -> ModelFacts:
         pricing = models.pricing(model_id)
         cost: Callable[[Usage], float] | None = None
         if pricing is not None:
@@ -238,6 +274,11 @@ class UpdateTranslator:
         self._model_facts = model_facts
         #: What the session used, folded from the events this translator saw.
         self.usage = UsageTally(price=self._price)
+        #: Whether an event that grows the usage makes a `usage_update` (a replay shows
+        #: the usage once, at the end of it: `usage_update`).
+        self.usage_updates = True
+        #: How many events grew the usage so far.
+        self.usage_growths = 0
         #: Requests that streamed visible text (a failure message starts a new paragraph).
         self._texted: set[str] = set()
         #: Calls shown with a locally run terminal: call id -> terminal id.
@@ -264,6 +305,11 @@ class UpdateTranslator:
             return chunks.updates()
         payload = event.payload
         used_more = self.usage.feed(event)
+        if used_more:
+            self.usage_growths += 1
+            used_more = self.usage_updates
+        if type(payload) not in _SHOWN:
+            return []
         if isinstance(payload, ToolCallRequested):
             return [self._tool_call(payload)]
         if isinstance(payload, ToolCallStarted):
@@ -286,7 +332,7 @@ class UpdateTranslator:
                 )
             ]
         if isinstance(payload, ModelRequestFinished):
-            return self._usage_update() if used_more else []
+            return self.usage_update() if used_more else []
         if isinstance(payload, ModelRequestFailed):
             text = failure_text(payload.error, payload.message)
             if payload.request_id in self._texted:
@@ -305,7 +351,7 @@ class UpdateTranslator:
             return [types.SessionInfoUpdate(title=title)]
         if isinstance(payload, BranchShown):
             rows = [] if self.subagents else [self._branch(payload)]
-            return rows + (self._usage_update() if used_more else [])
+            return rows + (self.usage_update() if used_more else [])
         if isinstance(payload, JobEndShown):
             row: list[types.SessionUpdate] = [job_end_row(payload)]
             return [*row, notice_update(job_end_notice(payload))] if self.notices else row
@@ -317,8 +363,20 @@ class UpdateTranslator:
             if self.notices and view.status == "failed":
                 failed = Notice(NoticeSeverity.WARNING, view.title, view.error)
                 shown.append(notice_update(failed))
-            return [*shown, *(self._usage_update() if used_more else [])]
+            return [*shown, *(self.usage_update() if used_more else [])]
         return []
+
+    def learn(self, event: Event) -> None:
+        """What `translate` learns from `event` (the usage, the replies that streamed text,
+        the calls' terminals, the plan shown, the branch showings sent), making only the
+        updates of the events whose translation holds some of it."""
+        payload = event.payload
+        if isinstance(payload, ModelTextDelta):
+            self._texted.add(payload.request_id)
+        elif isinstance(payload, ToolResultRecorded | ToolCallProgressed | BranchShown):
+            self.translate(event)
+        elif self.usage.feed(event):
+            self.usage_growths += 1
 
     def _compaction(self, view: CompactionView) -> types.SessionUpdate:
         summary: list[types.ContentBlock] | None = (
@@ -485,7 +543,7 @@ class UpdateTranslator:
         self._legacy_plan = plan.plan_id
         return [acp_plan(plan)]
 
-    def _usage_update(self) -> list[types.SessionUpdate]:
+    def usage_update(self) -> list[types.SessionUpdate]:
         """The session's usage now (see the module docstring)."""
         model = self.usage.last_model
         if self._model_facts is None or model is None:

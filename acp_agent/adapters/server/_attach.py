@@ -9,11 +9,15 @@
 Attach makes this connection's view of the session show every update (see
 `_views`), after a replay: from the start, after a cursor the client got
 earlier (`replay: "cursor"`), or none (`replay: "none"`: the history is
-learnt, nothing is sent). The replay is sent before the answer; the answer
-is the ready point: its `cursor` is where the replay ended, and the live
-updates that follow it continue from there, whatever was published during
-the replay (the subscription delivers every event after its start once, in
-order; live ones wait for the answer), with no gap and no duplicate. Then
+learnt, nothing is sent). A replay shows what the client lacks in as few
+updates as it takes (`acp_agent.agent.replay_steps`: a message in one chunk,
+a tool call once, in its last state), each with the cursor it leaves the
+client at; a cursor inside a message resumes with the rest of it. The
+replay is sent before the answer; the answer is the ready point: its
+`cursor` is where the replay ended, and the live updates that follow it
+continue from there, whatever was published meanwhile (the subscription
+delivers every event after the replay's end once, in order; live ones wait
+for the answer), with no gap and no duplicate. Then
 the session's commands follow, and a controller is asked the questions that
 wait for one. The session is opened for this connection if it is not (as
 `session/resume` would, without the client's MCP servers).
@@ -42,13 +46,14 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from acp_agent.adapters.acp._client_input import stored_id
+from acp_agent.adapters.acp._replay import replayed
 from acp_agent.adapters.acp._wire_errors import wire_errors
 from acp_agent.adapters.server._audience import Role, SessionAudience
 from acp_agent.adapters.server._children import show_children
-from acp_agent.adapters.server._cursors import Cursor, resume_point
+from acp_agent.adapters.server._cursors import Cursor
 from acp_agent.adapters.server._files import FileHost
 from acp_agent.adapters.server._views import AttachedTranslator
-from acp_agent.agent import Event, Seq
+from acp_agent.agent import Seq
 from acp_agent.toolkit import DEFAULT_REQUEST_TIMEOUT_S
 from protocol import types
 from protocol.errors import InvalidParams, InvalidRequest
@@ -81,22 +86,25 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
     _serve_files(audience, files, agent.client_id, session_id)
     handle, view = acp_session.handle, acp_session.view
     covered, events = await handle.history()
-    after, skip = _start(covered, events, replay, cursor)
+    after = _after(covered, cursor)
     children = agent.takes_subagents  # the branches as sessions, not rows
     translator = AttachedTranslator(
         agent._translator(replay=False, subagents=children),
         agent._translator(replay=True, subagents=children),
     )
     for event in events:
-        if event.seq > after:
-            break
-        translator.translate(event)  # learnt: the client has it, or asked for none of it
+        translator.learn(event)  # the client has it, is sent it now, or asked for none of it
     await _unsubscribe(acp_session)
     await acp_session.stop_children()
-    view.attach(translator, skip=skip, ready_at=int(covered))
+    view.attach(translator, skip=None, ready_at=int(covered))
     try:
+        if replay != "none":
+            # What the client lacks, as few updates as it takes (a message in one chunk,
+            # a call in its last state), each with the cursor it leaves the client at.
+            shows = agent._translator(replay=True, subagents=children)
+            view.send_replay(replayed(events, shows, shows, after=after))
         with wire_errors(session_id):
-            subscription = await handle.subscribe(view, after=after)
+            subscription = await handle.subscribe(view, after=covered)
         view.attach_ready_at(int(subscription.ready_at))
         acp_session.side.subscription = subscription
         await subscription.wait_ready()
@@ -166,7 +174,7 @@ async def detach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
     covered, events = await acp_session.handle.history()
     translator = agent._translator(replay=False)
     for event in events:
-        translator.translate(event)
+        translator.learn(event)
     acp_session.view.detach(translator)
     acp_session.side.subscription = await acp_session.handle.subscribe(
         acp_session.view, after=covered
@@ -258,16 +266,15 @@ def _refuse_running(acp_session: ServerSession, what: str) -> None:
         )
 
 
-def _start(
-    covered: Seq, events: list[Event], replay: str, cursor: Cursor | None
-) -> tuple[Seq, Cursor | None]:
-    """Where the subscription starts (a batch end) and the cursor whose earlier updates
-    the client has (for a cursor inside a batch)."""
-    if replay == "start":
-        return Seq(0), None
-    if replay == "none" or cursor is None:
-        return covered, None
-    return resume_point(covered, events, cursor)
+def _after(covered: Seq, cursor: Cursor | None) -> tuple[int, int | None] | None:
+    """Where a replay starts: after `cursor` (None: from the start)."""
+    if cursor is None or cursor.seq == 0:
+        return None
+    if cursor.seq > covered:
+        raise InvalidParams(
+            f"Invalid params: cursor: {cursor} is not within the session (0 to {covered})"
+        )
+    return cursor.seq, cursor.part
 
 
 def _child_cursors(params: dict[str, Any]) -> dict[str, Cursor]:

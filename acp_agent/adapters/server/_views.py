@@ -13,8 +13,10 @@ one:
 - **Attached** (`_acp-agent/attach`): every event, translated by an
   `AttachedTranslator` (the live one, plus the person's messages, titles and
   rewind marks that a live stream otherwise leaves to the client that sent
-  them), each update carrying its cursor (`_cursors`). Attached clients are
-  also told of the main line's jobs as they start and end (`_jobs`).
+  them), each update carrying its cursor (`_cursors`); an attach's replay
+  sends what the client lacks in as few updates as it takes (`_attach`).
+  Attached clients are also told of the main line's jobs as they start and end
+  (`_jobs`), in a replay where they happened.
 
 After each event the view waits while the client is behind
 (`writable`): a slow client holds back only its own delivery, which then
@@ -35,7 +37,9 @@ from acp_agent.adapters.server._jobs import JOB_METHOD, job_notice
 from acp_agent.agent import (
     ConversationRewound,
     Event,
+    ReplayStep,
     SessionMetadataChanged,
+    StepKind,
     UsageTally,
     UserInputAdopted,
 )
@@ -70,11 +74,17 @@ class AttachedTranslator:
         return self._live.streamed_text(event)
 
     def translate(self, event: Event) -> list[types.SessionUpdate]:
+        return self._for(event).translate(event)
+
+    def learn(self, event: Event) -> None:
+        self._for(event).learn(event)
+
+    def _for(self, event: Event) -> UpdateTranslator:
         if isinstance(event.payload, UserInputAdopted | SessionMetadataChanged):
-            return self._replay.translate(event)
+            return self._replay
         if isinstance(event.payload, ConversationRewound):
-            return self._replay.translate(event)
-        return self._live.translate(event)
+            return self._replay
+        return self._live
 
 
 class SessionView(CursoredStream):
@@ -179,3 +189,12 @@ class SessionView(CursoredStream):
             self._connection.notify(JOB_METHOD, params)
         except ConnectionClosed:
             self._client_gone()
+
+    def _replayed(self, step: ReplayStep) -> list[bytes]:
+        """A replayed job's start or end, as live (`_tell_job`), where it happened."""
+        if not self.attached or step.kind is not StepKind.SINGLE:
+            return []
+        event = step.events[0]
+        meta = {META_KEY: {"cursor": str(Cursor(int(event.seq)))}}
+        params = job_notice(self._session_id, event, meta)
+        return [] if params is None else [self._connection.encode_notification(JOB_METHOD, params)]

@@ -17,6 +17,7 @@ import pytest
 from protocol import methods, types
 from tests.adapters.acp.session_support import after, before, kinds
 from tests.support import running_agent, write_script
+from tests.support.conversation import shown
 
 pytestmark = pytest.mark.e2e
 
@@ -111,18 +112,43 @@ async def test_a_restarted_agent_lists_the_session_and_its_replay_equals_the_liv
         "usage_update",
         "session_info_update",
     ]
-    # The replay: the same stream (the same message ids), the person's messages in front of
-    # their turns, and the commands again at the end (they never vanish after a reload).
-    assert replayed == [
-        user("Summarise notes.txt\nplease", first),
-        *first_turn,
-        user("What does it say?", second),
-        *second_turn,
-        commands,
+    # The replay shows what the live stream showed (the same message ids, the calls in their
+    # last state), the person's messages in front of their turns, and the commands again at
+    # the end (they never vanish after a reload).
+    assert shown(replayed) == shown(
+        [
+            user("Summarise notes.txt\nplease", first),
+            *first_turn,
+            user("What does it say?", second),
+            *second_turn,
+            commands,
+        ]
+    )
+    # In as few updates as that takes: a message in one chunk, a call once, in its last
+    # state, the usage once (where it last grew).
+    assert kinds(replayed) == [
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "agent_message_chunk",
+        "tool_call",  # read, completed
+        "tool_call",  # plan, completed
+        "plan",
+        "agent_message_chunk",
+        "tool_call",  # write, completed
+        "agent_message_chunk",
+        "session_info_update",
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "agent_message_chunk",
+        "usage_update",
+        "available_commands_update",
     ]
+    assert [u.status for u in replayed if isinstance(u, types.ToolCall)] == [
+        types.ToolCallStatus.COMPLETED
+    ] * 3
     # All of it before the answer, which carries the settings; nothing after it.
     assert load["result"]["modes"]["currentModeId"] == "ask"
-    assert before(messages, load["id"]).count("update:agent_message_chunk") == 5
+    assert before(messages, load["id"]).count("update:agent_message_chunk") == 4
     assert after(messages, load["id"]) == []
 
 

@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from protocol import methods, types
+from protocol.converter import shared_converter
 from protocol.errors import AcpError, PeerDisconnected
 from tests.support import EditorClient, agent_env, connected, write_script
 from tests.support.app_server import (
@@ -30,6 +31,7 @@ from tests.support.app_server import (
     running_server,
     socket_client,
 )
+from tests.support.conversation import shown
 from tests.support.editor_client import allow_all
 
 pytestmark = pytest.mark.e2e
@@ -88,6 +90,37 @@ def conversation(client: Any, session_id: str) -> list[tuple[str, dict[str, Any]
         for cursor, update in seen(client, session_id)
         if update["sessionUpdate"] != "available_commands_update"
     ]
+
+
+def updates_of(
+    client: Any, session_id: str, *, conversation_only: bool = False
+) -> list[types.SessionUpdate]:
+    """The typed updates `client` received for `session_id` (without the commands)."""
+    return [
+        n.update
+        for n in client.updates
+        if n.session_id == session_id
+        and not (conversation_only and isinstance(n.update, types.AvailableCommandsUpdate))
+    ]
+
+
+def as_update(update: dict[str, Any]) -> types.SessionUpdate:
+    structured: types.SessionUpdate = shared_converter().structure(update, types.SessionUpdate)
+    return structured
+
+
+def call_problems(updates: list[types.SessionUpdate]) -> list[str]:
+    """A tool call updated before it was announced (a gap), or announced twice."""
+    announced: set[str] = set()
+    problems = []
+    for update in updates:
+        if isinstance(update, types.ToolCall):
+            if update.tool_call_id in announced:
+                problems.append(f"{update.tool_call_id} announced twice")
+            announced.add(update.tool_call_id)
+        elif isinstance(update, types.ToolCallProgress) and update.tool_call_id not in announced:
+            problems.append(f"{update.tool_call_id} updated, never announced")
+    return problems
 
 
 def text_of(updates: list[tuple[str, dict[str, Any]]]) -> str:
@@ -169,11 +202,13 @@ async def test_an_observer_attaching_mid_turn_gets_the_replay_then_live_without_
             answer = await attach(observer, session_id, role="observer", replay="start")
         await wait_for_turn_end(observer, session_id)
 
-        # Everything the store holds, replayed to a client attaching now.
+        # Everything the store holds, replayed to a client attaching now: the same
+        # conversation, in fewer updates (a message whole, the call in its last state).
         async with socket_client(server.socket) as later:
             await attach(later, session_id, role="observer", replay="start")
             await wait_for_turn_end(later, session_id)
-            assert conversation(observer, session_id) == conversation(later, session_id)
+            assert shown(updates_of(observer, session_id)) == shown(updates_of(later, session_id))
+            assert len(conversation(later, session_id)) < len(conversation(observer, session_id))
         # The replay came before the answer (the ready point), live updates after it.
         ready_at = position(answer["cursor"])
         lines = observer.messages
@@ -209,7 +244,60 @@ async def test_a_client_reconnecting_with_its_cursor_gets_exactly_the_rest(
         async with socket_client(server.socket) as whole:
             await attach(whole, session_id, role="observer", replay="start")
             await wait_for_turn_end(whole, session_id)
-            assert first_part + rest == conversation(whole, session_id)
+            # The same conversation, nothing missing and nothing twice.
+            both = [as_update(u) for _, u in first_part + rest]
+            assert shown(both) == shown(updates_of(whole, session_id, conversation_only=True))
+            assert call_problems(both) == []
+
+
+async def test_a_cursor_inside_a_message_resumes_with_the_rest_of_it_in_one_chunk(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    async with (
+        socket_client(server.socket, decide=allow_all) as controller,
+        socket_client(server.socket) as watcher,
+    ):
+        session_id = await controller.new_session(tmp_path)
+        await attach(controller, session_id, replay="none")
+        await attach(watcher, session_id, role="observer", replay="none")
+        await controller.prompt(session_id, "Write a note")
+        await wait_for_turn_end(watcher, session_id)
+        # Live, "Working" and " on it." came as chunks of their own, each with its cursor.
+        live = conversation(watcher, session_id)
+        texts = [
+            u["content"]["text"] for _, u in live if u["sessionUpdate"] == "agent_message_chunk"
+        ]
+        assert texts[:2] == ["Working", " on it."]
+
+        # From the start: the message in one chunk, the call once, completed.
+        async with socket_client(server.socket) as whole:
+            await attach(whole, session_id, role="observer", replay="start")
+            replay = conversation(whole, session_id)
+        kinds = [u["sessionUpdate"] for _, u in replay]
+        assert kinds[:4] == [
+            "user_message_chunk",
+            "agent_message_chunk",
+            "tool_call",
+            "agent_message_chunk",
+        ]
+        assert replay[1][1]["content"]["text"] == "Working on it."
+        assert replay[2][1]["status"] == "completed"
+        assert replay[3][1]["content"]["text"] == LAST_WORDS
+        # After each cursor the watcher got live, or a replay gave: the rest. With what came
+        # up to it, the whole conversation, nothing twice; what is left of a message comes
+        # in one chunk (after "Working", " on it.").
+        for got in (live, replay):
+            for at, (cursor, _) in enumerate(got):
+                async with socket_client(server.socket, check_wire=False) as back:
+                    await attach(back, session_id, role="observer", replay="cursor", cursor=cursor)
+                    rest = conversation(back, session_id)
+                both = [as_update(u) for _, u in got[: at + 1] + rest]
+                assert shown(both) == shown([as_update(u) for _, u in replay]), cursor
+                assert call_problems(both) == [], cursor
+                rest_ids = [u["messageId"] for _, u in rest if "messageId" in u]
+                assert len(rest_ids) == len(set(rest_ids)), cursor
+                if got[at][1].get("messageId") and got[at][1]["content"]["text"] == "Working":
+                    assert rest[0][1]["content"]["text"] == " on it."
 
 
 async def test_an_observer_only_watches(server: ServerProcess, tmp_path: Path) -> None:

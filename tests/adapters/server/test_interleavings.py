@@ -1,14 +1,16 @@
 """Attach, detach, prompt and cancel from three clients, interleaved at random (hypothesis).
 
 One real server for the module; each example a new session, three socket
-clients and a random program of steps. Whatever the order, against the
-reference (a client attaching once it is all over, replayed from the start,
-which is the store's history):
+clients and a random program of steps. Whatever the order, against the store's
+history (and a client attaching once it is all over, replayed from the start):
 
-- every stretch a client spent attached is a copy of a stretch of the
-  reference: the same updates with the same cursors, in order, no gap and none
-  twice, starting where its replay started and, for a client attached to the
-  end, reaching the reference's end;
+- every stretch a client spent attached shows a stretch of the history with no
+  gap and nothing twice: its cursors increase, all after where its replay
+  started; each message it shows has exactly the text the history's deltas of
+  that reply hold after that start, up to the last place the stretch reached
+  (a replay sends a message in one chunk, live its deltas: the text is the
+  same); each message of the person's once; and a client attached to the end
+  reaches the history's end;
 - every prompt is answered, and the stored timeline is one a single client
   could have made: turns one after another, each ended or interrupted once.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sqlite3
 import subprocess
 import tempfile
@@ -77,6 +80,10 @@ steps = st.lists(
 )
 
 
+#: Updates about the session, not made of its events (they carry the position reached).
+ABOUT_THE_SESSION = frozenset({"available_commands_update", "current_mode_update"})
+
+
 def event_updates(
     client: SocketClient, session_id: str, since: int = 0, until: int | None = None
 ) -> list[tuple[str, Any]]:
@@ -85,8 +92,47 @@ def event_updates(
     return [
         (cursor, converter.unstructure(n.update))
         for n in client.updates[since:until]
-        if n.session_id == session_id and (cursor := cursor_of(n)) is not None and ":" in cursor
+        if n.session_id == session_id
+        and (cursor := cursor_of(n)) is not None
+        and n.update.session_update not in ABOUT_THE_SESSION
     ]
+
+
+def position(cursor: str) -> tuple[int, int]:
+    """A cursor in order: `"<seq>"` (all of the event) after every `"<seq>:<part>"`."""
+    seq, _, part = cursor.partition(":")
+    return int(seq), int(part) if part else 1 << 30
+
+
+def texts(updates: list[tuple[str, Any]]) -> dict[str, str]:
+    """The text each message shows, by message id (the person's and the agent's)."""
+    shown: dict[str, str] = {}
+    for _, update in updates:
+        if update["sessionUpdate"] in ("agent_message_chunk", "user_message_chunk"):
+            message_id = update["messageId"]
+            shown[message_id] = shown.get(message_id, "") + update["content"]["text"]
+    return shown
+
+
+def history_texts(
+    events: list[tuple[int, str, Any]], after: str | None, upto: int
+) -> dict[str, str]:
+    """The text of each message the history shows after cursor `after` (None: from the
+    start) up to seq `upto`: the person's messages, and each reply's deltas joined."""
+    start = (0, 1 << 30) if after is None else position(after)
+    shown: dict[str, str] = {}
+    for seq, kind, payload in events:
+        if seq > upto:
+            break
+        if kind == "model_request.text_delta":
+            pieces = payload["pieces"] or [payload["text"]]
+            kept = [p for part, p in enumerate(pieces) if (seq, part) > start]
+            if kept:
+                request = payload["request_id"]
+                shown[request] = shown.get(request, "") + "".join(kept)
+        elif kind == "user_input.adopted" and (seq, 0) > start:
+            shown[payload["input_id"]] = "".join(c["text"] for c in payload["content"])
+    return shown
 
 
 async def program(socket: Path, cwd: Path, plan: list[tuple[int, str]]) -> str:
@@ -152,13 +198,13 @@ async def _program(
         await reference.request(ATTACH, {"sessionId": session_id, "replay": "start"})
         whole = event_updates(reference, session_id)
         await reference.stop()
-        # The reference against the store: every event that is shown, in order, once.
+        # The reference against the store: every message, whole, in order, once.
         events = stored(socket.parent.parent.parent, session_id)
-        shown = [seq for seq, kind in events if kind in SHOWN]
-        cursors = [tuple(int(x) for x in c.split(":")) for c, _ in whole]
+        end = events[-1][0]
+        cursors = [position(c) for c, _ in whole]
         assert cursors == sorted(set(cursors))
-        assert set(shown) <= {seq for seq, _ in cursors}
-        assert {seq for seq, _ in cursors} <= {seq for seq, _ in events}
+        assert {seq for seq, _ in cursors} <= {seq for seq, _, _ in events}
+        assert texts(whole) == history_texts(events, None, end)
         await asyncio.sleep(0.1)  # live updates still on their way to attached clients
 
         for answer in answers:
@@ -167,17 +213,16 @@ async def _program(
         for who, client in enumerate(clients):
             marks = stretches[who]
             for n, (mark, replay) in enumerate(marks):
-                end = marks[n + 1][0] if n + 1 < len(marks) else None
-                got = event_updates(client, session_id, mark, end)
-                if replay is None:
-                    start = 0
-                else:
-                    start = next(
-                        (i for i, (c, _) in enumerate(whole) if _after(c, replay)), len(whole)
-                    )
-                assert got == whole[start : start + len(got)], (who, n, replay)
-                if n == len(marks) - 1 and attached[who]:
-                    assert start + len(got) == len(whole), (who, "stopped short")
+                until = marks[n + 1][0] if n + 1 < len(marks) else None
+                got = event_updates(client, session_id, mark, until)
+                places = [position(c) for c, _ in got]
+                assert places == sorted(set(places)), (who, n, replay)
+                if replay is not None:
+                    assert all(p > position(replay) for p in places), (who, n, replay)
+                reached = max((seq for seq, _ in places), default=0)
+                assert texts(got) == history_texts(events, replay, reached), (who, n, replay)
+                if n == len(marks) - 1 and attached[who] and got:
+                    assert reached == cursors[-1][0], (who, "stopped short")
     finally:
         for task in prompts:
             task.cancel()
@@ -186,25 +231,16 @@ async def _program(
     return session_id
 
 
-def _after(cursor: str, resumed: str) -> bool:
-    seq, _, part = cursor.partition(":")
-    rseq, _, rpart = resumed.partition(":")
-    return (int(seq), int(part)) > (int(rseq), int(rpart) if rpart else 1 << 30)
-
-
-def stored(home: Path, session_id: str) -> list[tuple[int, str]]:
-    """(seq, kind) of the session's main-line events, read from the store."""
+def stored(home: Path, session_id: str) -> list[tuple[int, str, Any]]:
+    """(seq, kind, payload) of the session's main-line events, read from the store."""
     with contextlib.closing(sqlite3.connect(home / "data" / "sessions.sqlite3")) as db:
         [(branch,)] = db.execute(
             "SELECT main_branch_id FROM sessions WHERE session_id = ?", (session_id,)
         )
-        return list(
-            db.execute("SELECT seq, kind FROM events WHERE branch_id = ? ORDER BY seq", (branch,))
+        rows = db.execute(
+            "SELECT seq, kind, payload FROM events WHERE branch_id = ? ORDER BY seq", (branch,)
         )
-
-
-#: Events that always make an update for an attached client.
-SHOWN = frozenset({"user_input.adopted", "model_request.text_delta", "session.metadata_changed"})
+        return [(seq, kind, json.loads(payload)) for seq, kind, payload in rows]
 
 
 @settings(
@@ -221,7 +257,7 @@ def test_interleaved_clients_each_see_a_gapless_copy_of_the_one_timeline(
     # One timeline a single client could have made: turns one after another, each
     # ended or interrupted once.
     ends = ("user_input.adopted", "turn.ended", "turn.interrupted")
-    turns = [kind for _, kind in stored(socket.parent.parent.parent, session_id) if kind in ends]
+    turns = [kind for _, kind, _ in stored(socket.parent.parent.parent, session_id) if kind in ends]
     assert turns[0::2] == ["user_input.adopted"] * len(turns[0::2])
     assert all(end in ("turn.ended", "turn.interrupted") for end in turns[1::2])
     assert len(turns) % 2 == 0

@@ -1,0 +1,179 @@
+"""A replay's steps (`acp_agent.agent.replay_steps`) as ACP v1 updates, as few as it takes.
+
+`replayed(events, translator, ...)` groups the events into steps and translates
+each step's events, merging what they make into the updates a person needs:
+
+- a **text** step is one chunk of its deltas' joined text (the fast path's
+  `TextChunks`, one piece);
+- an **item** step's updates are merged by what they update: a tool call's
+  `tool_call` and every later `tool_call_update` of it become one `tool_call`
+  in its last state (a later field replaces an earlier one, as the client would
+  apply them; content and locations are whole collections); a compaction's
+  `compaction_update`s become its last; anything else of the step (a plan, a
+  notice) stays, in order;
+- a **single** step's updates are the live stream's (those the client has, if
+  it resumes inside the event, left out).
+
+The session's usage is shown once, in its last state, where it last grew: the
+replay's translator makes no `usage_update` for each request. Each update comes
+with the cursor it leaves the client at (`ReplayStep.cursor`), which the app
+server sends with it; a `session/load` sends none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeAlias
+
+import attrs
+
+from acp_agent.adapters.acp._stream import Translator
+from acp_agent.adapters.acp._updates import UpdateTranslator
+from acp_agent.agent import Event, ReplayStep, StepKind, replay_steps
+from protocol import types
+from protocol.text_chunks import ChunkKind, TextChunks
+
+__all__ = ("Replayed", "merged", "replayed")
+
+#: What a replay sends: a typed update, or text for the fast path.
+Shown: TypeAlias = "types.SessionUpdate | TextChunks"
+
+
+@attrs.frozen
+class Replayed:
+    """One update of a replay and the cursor `(seq, part)` the client is at once it has it."""
+
+    update: types.SessionUpdate | TextChunks
+    cursor: tuple[int, int | None]
+
+
+def replayed(
+    events: Sequence[Event],
+    translator: Translator,
+    usage: UpdateTranslator,
+    *,
+    after: tuple[int, int | None] | None = None,
+) -> list[tuple[ReplayStep, list[Replayed]]]:
+    """The steps that show `events` after cursor `after` (None: all of them), each with the
+    updates that show it, through `translator`, which learns every event (those the
+    client has, before the replay's first, without making their updates).
+
+    `usage` is the translator whose usage updates the replay shows once (`translator`
+    itself, or the one it wraps).
+    """
+    steps = replay_steps(events, after=after)
+    start = steps[0].first_seq if steps else None
+    for event in events:
+        if start is not None and event.seq >= start:
+            break
+        translator.learn(event)
+    shown: list[list[Shown]] = []
+    usage_step: int | None = None
+    usage.usage_updates = False
+    try:
+        for step in steps:
+            grown = usage.usage_growths
+            shown.append(_step_updates(step, translator))
+            if usage.usage_growths != grown:
+                usage_step = len(shown) - 1
+    finally:
+        usage.usage_updates = True
+    if usage_step is not None:
+        shown[usage_step].extend(usage.usage_update())
+    # Which steps show something: an item whose life no other update interrupts covers it
+    # all with its last update's cursor.
+    showing = [i for i, updates in enumerate(shown) if updates]
+    following = dict(zip(showing, [steps[i].first_seq for i in showing[1:]], strict=False))
+    result: list[tuple[ReplayStep, list[Replayed]]] = []
+    for i, (step, updates) in enumerate(zip(steps, shown, strict=True)):
+        next_seq = following.get(i)
+        alone = next_seq is None or next_seq > step.last_seq
+        last = len(updates) - 1
+        result.append(
+            (
+                step,
+                [
+                    Replayed(update, step.cursor(part, last=part == last, alone=alone))
+                    for part, update in enumerate(updates)
+                ],
+            )
+        )
+    return result
+
+
+def _step_updates(step: ReplayStep, translator: Translator) -> list[Shown]:
+    if step.kind is StepKind.TEXT:
+        return _joined_text(step, translator)
+    updates: list[types.SessionUpdate] = []
+    for n, event in enumerate(step.events):
+        made = translator.translate(event)
+        updates.extend(made[step.seen :] if n == 0 else made)
+    if step.kind is StepKind.ITEM:
+        updates = merged(updates)
+    return [_as_text(update) for update in updates]
+
+
+def _as_text(update: types.SessionUpdate) -> Shown:
+    """A chunk of plain text as the fast path writes it (the same line); others as they are."""
+    if (
+        isinstance(
+            update, types.UserMessageChunk | types.AgentMessageChunk | types.AgentThoughtChunk
+        )
+        and update.meta is None
+        and isinstance(update.content, types.TextContent)
+        and update.content.meta is None
+        and update.content.annotations is None
+    ):
+        return TextChunks(update.session_update, update.message_id, [update.content.text])
+    return update
+
+
+def _joined_text(step: ReplayStep, translator: Translator) -> list[Shown]:
+    """One chunk of a text step's deltas (after those the client has)."""
+    texts: list[str] = []
+    kind: ChunkKind = "agent_message_chunk"
+    message_id: str | None = None
+    for n, event in enumerate(step.events):
+        chunks = translator.streamed_text(event)
+        if chunks is None:  # pragma: no cover - a text step holds deltas only
+            continue
+        kind, message_id = chunks.kind, chunks.message_id
+        texts.extend(chunks.texts[step.seen :] if n == 0 else chunks.texts)
+    joined = "".join(texts)
+    return [TextChunks(kind, message_id, [joined])] if joined else []
+
+
+def merged(updates: Sequence[types.SessionUpdate]) -> list[types.SessionUpdate]:
+    """`updates` with those of one tool call (or one compaction) folded into the first,
+    in its last state (see the module docstring)."""
+    result: list[types.SessionUpdate] = []
+    where: dict[tuple[str, str], int] = {}
+    for update in updates:
+        key: tuple[str, str] | None = None
+        if isinstance(update, types.ToolCall | types.ToolCallProgress):
+            key = ("call", str(update.tool_call_id))
+        elif isinstance(update, types.CompactionUpdate):
+            key = ("compaction", str(update.compaction_id))
+        if key is None:
+            result.append(update)
+            continue
+        at = where.get(key)
+        if at is None:
+            where[key] = len(result)
+            result.append(update)
+        else:
+            result[at] = _later(result[at], update)
+    return result
+
+
+def _later(earlier: types.SessionUpdate, later: types.SessionUpdate) -> types.SessionUpdate:
+    """`earlier` with every field `later` sets (the discriminator and the id aside)."""
+    names = {field.name for field in attrs.fields(type(earlier))}
+    changes = {
+        field.name: value
+        for field in attrs.fields(type(later))
+        if field.name in names
+        and field.name != "session_update"
+        and (value := getattr(later, field.name)) is not None
+    }
+    return attrs.evolve(earlier, **changes)
