@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
+import json.scanner
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias, get_args, get_origin
 
@@ -40,7 +41,6 @@ from acp_agent.core._events import (
     Payload,
     UnknownPayload,
 )
-from acp_agent.core._ids import BatchId, BranchId, Seq
 from acp_agent.core._store import StoreCorrupt
 from acp_agent.core._upgrades import upgrade_payload
 
@@ -54,7 +54,32 @@ EventRow: TypeAlias = tuple[str, int, int, str, str, str, float, int]
 
 
 _converter: Final = cattrs.Converter()
-_loads: Final = json.loads
+
+
+def _json_loader() -> Callable[[Any], Any]:
+    """`json.loads`, a third faster for the payloads we stored (compact JSON, nothing
+    around the value): CPython's C scanner straight, without `loads`' wrapper; any other
+    input (bytes, whitespace, anything after the value, not JSON) goes to `json.loads`,
+    which reads or refuses it as ever."""
+    make_scanner = getattr(json.scanner, "c_make_scanner", None)
+    if make_scanner is None:  # not CPython: the plain loader
+        return json.loads
+    scan = make_scanner(json.JSONDecoder())
+
+    def loads(text: Any) -> Any:
+        if type(text) is str:
+            try:
+                value, end = scan(text, 0)
+            except StopIteration:
+                return json.loads(text)
+            if end == len(text):
+                return value
+        return json.loads(text)
+
+    return loads
+
+
+_loads: Final = _json_loader()
 
 
 def _not_json(value: object) -> object:
@@ -199,7 +224,8 @@ def encode_event(event: Event) -> EventRow:
 
 def decode_event(row: EventRow | tuple[Any, ...]) -> Event:
     """The event a stored row holds; `StoreCorrupt` if it cannot be read back."""
-    branch_id, seq, batch_id, kind, payload_json, producer, recorded_at, version = row
+    stored: tuple[Any, ...] = row  # its values go into the event as they are (see below)
+    branch_id, seq, batch_id, kind, payload_json, producer, recorded_at, version = stored
     try:
         data = _loads(payload_json)
     except (TypeError, ValueError) as exc:
@@ -224,12 +250,6 @@ def decode_event(row: EventRow | tuple[Any, ...]) -> Event:
                 raise StoreCorrupt(
                     f"branch {branch_id} seq {seq}: {kind} payload does not fit {cls.__name__}"
                 ) from exc
-    return Event(
-        branch_id=BranchId(branch_id),
-        seq=Seq(seq),
-        batch_id=BatchId(batch_id),
-        payload=payload,
-        producer=producer,
-        recorded_at=recorded_at,
-        format_version=version,
-    )
+    # The row's values as they are (the ids' NewTypes are the same at run time): this
+    # runs for every event a load reads.
+    return Event(branch_id, seq, batch_id, payload, producer, recorded_at, version)

@@ -146,6 +146,25 @@ _CONTEXT_FACTS: Final = (
 )
 #: Facts that hold whatever the conversation became: kept in a rewound stretch.
 _HOLDING_FACTS: Final = (*_SOURCED_FACTS, GuideAdopted)
+#: What the message builder folds (every other fact it passes over).
+_BUILT_FROM: Final = frozenset(
+    {
+        ModelRequestStarted,
+        ModelTextDelta,
+        ModelReasoningDelta,
+        ModelReasoningEnded,
+        ToolCallRequested,
+        ModelRequestFinished,
+        ModelRequestFailed,
+        ModelRequestInterrupted,
+        ToolResultRecorded,
+        UserInputAdopted,
+        *_CONTEXT_FACTS,
+    }
+)
+#: What the projection notes besides the messages: requests, the guide, compactions, the
+#: sourced facts.
+_NOTED: Final = frozenset({ModelRequestStarted, GuideAdopted, CompactionRecorded, *_SOURCED_FACTS})
 #: The source a rewind's notification names.
 REWIND_SOURCE: Final = "session/rewind"
 #: Facts that make (part of) a message: a compaction must cover at least one.
@@ -339,6 +358,8 @@ class _MessageBuilder:
 
     def feed(self, event: Event) -> None:
         payload, seq = event.payload, int(event.seq)
+        if type(payload) not in _BUILT_FROM:
+            return  # a call's steps, a turn's end, a guide: nothing the model reads here
         reply = self._reply
         mine = reply is not None and getattr(payload, "request_id", None) == reply.request_id
         if isinstance(payload, ModelRequestStarted):
@@ -521,17 +542,18 @@ class Projection:
                 and not isinstance(payload, _HOLDING_FACTS)
             ):
                 continue
-            if isinstance(payload, ModelRequestStarted):
-                self.last_request_seq = self.last_seq
-            elif isinstance(payload, GuideAdopted):
-                self.guide = payload
-            elif isinstance(payload, CompactionRecorded):
-                self._apply_compaction(payload, self.last_seq)
-                continue
-            if isinstance(payload, _SOURCED_FACTS):
-                self.rules.apply(payload, self.last_seq)
-                self.state.apply(payload, self.last_seq)
-                self._sourced.append((self.last_seq, payload))
+            if type(payload) in _NOTED:
+                if isinstance(payload, ModelRequestStarted):
+                    self.last_request_seq = self.last_seq
+                elif isinstance(payload, GuideAdopted):
+                    self.guide = payload
+                elif isinstance(payload, CompactionRecorded):
+                    self._apply_compaction(payload, self.last_seq)
+                    continue
+                elif isinstance(payload, _SOURCED_FACTS):
+                    self.rules.apply(payload, self.last_seq)
+                    self.state.apply(payload, self.last_seq)
+                    self._sourced.append((self.last_seq, payload))
             self._events.append(event)
             self._builder.feed(event)
 

@@ -138,6 +138,11 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
+#: The facts a rebuild reads: calls proposed, started and answered, questions asked.
+_REBUILT_FROM: Final = frozenset(
+    {ToolCallRequested, ToolResultRecorded, ToolCallStarted, PermissionAsked, PermissionAnswered}
+)
+
 #: What a progress report of a running call may show (it is replaced by the next).
 PROGRESS_CHARS: Final = 64_000
 #: The producer of the executor's facts.
@@ -356,6 +361,8 @@ class ToolExecutor:
         asked: dict[str, CallId] = {}
         for event in await timeline.read():
             payload = event.payload
+            if type(payload) not in _REBUILT_FROM:
+                continue  # most of a history: deltas, requests, facts
             if isinstance(payload, ToolCallRequested):
                 requested[payload.call_id] = payload
             elif isinstance(payload, ToolResultRecorded):

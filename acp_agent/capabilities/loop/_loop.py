@@ -154,6 +154,25 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
+#: The facts a rebuild reads: proposals, and what opens and ends turns, requests and
+#: compactions.
+_REBUILT_FROM: Final = frozenset(
+    {
+        ToolCallRequested,
+        CompactionStarted,
+        CompactionRecorded,
+        CompactionFailed,
+        CompactionCancelled,
+        UserInputAdopted,
+        TurnEnded,
+        TurnInterrupted,
+        ModelRequestStarted,
+        ModelRequestFinished,
+        ModelRequestFailed,
+        ModelRequestInterrupted,
+    }
+)
+
 #: The producer of the loop's facts.
 LOOP_PRODUCER: Final = "capabilities.loop"
 #: Why a compaction the agent was making when it stopped has no summary.
@@ -382,6 +401,8 @@ class ModelLoop:
         own = self.branch.id
         for event in await timeline.read():
             payload = event.payload
+            if type(payload) not in _REBUILT_FROM:
+                continue  # most of a history: deltas, the rest of a call's life, facts
             if isinstance(payload, ToolCallRequested):
                 self._proposals.seen([payload.call_id])
             if event.branch_id != own:
