@@ -7,8 +7,10 @@ results (text, diffs, terminals of the editor's and of our own, an MCP image, a
 plan, an error), a template, a failure, a refusal, a compaction, a branch, a fork
 and a rewind. A real agent process loads each session from a copy of the file (and,
 where PostgreSQL's programs are installed, from a PostgreSQL database holding the
-same rows); the replayed lines must equal what the writing version replayed, and
-the messages the model reads and the headless transcript must equal its own.
+same rows); the replay must show what the writing version's replay showed (the
+same messages and tool calls, now in fewer updates: a message in one chunk, a call
+once in its last state), and the messages the model reads and the headless
+transcript must equal its own.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from acp_agent.store import PostgresStore, SqliteStore, copy_sessions
+from protocol import types
+from protocol.converter import shared_converter
 from tests.store.stored_format import (
     FORMAT_V1,
     copy_store,
@@ -30,6 +34,7 @@ from tests.store.stored_format import (
     transcript_of,
 )
 from tests.support import agent_env
+from tests.support.conversation import Conversation, shown
 from tests.support.postgres import fresh_database, skip_without_postgres
 
 pytestmark = pytest.mark.e2e
@@ -63,13 +68,33 @@ def same_lines(actual: Sequence[str], expected: Sequence[str]) -> None:
         pytest.fail("\n".join(list(diff)[:40]))
 
 
+def conversations(lines: Sequence[str]) -> dict[str, Conversation]:
+    """What each session's replayed lines show (`tests.support.conversation`)."""
+    converter = shared_converter(include_unstable=True)
+    updates: dict[str, list[types.SessionUpdate]] = {}
+    for line in lines:
+        params = json.loads(line)["params"]
+        update = converter.structure(params["update"], types.SessionUpdate)
+        updates.setdefault(params["sessionId"], []).append(update)
+    return {session_id: shown(shown_updates) for session_id, shown_updates in updates.items()}
+
+
+def same_conversations(actual: Sequence[str], expected: Sequence[str]) -> None:
+    """Each session shows what it showed then, in no more updates."""
+    now, then = conversations(actual), conversations(expected)
+    assert now.keys() == then.keys()
+    for session_id, conversation in now.items():
+        assert conversation == then[session_id], session_id
+    assert len(actual) < len(expected)
+
+
 async def test_each_session_replays_as_the_version_that_wrote_it_replayed(tmp_path: Path):
     home = tmp_path / "home"
     copy_store(home)
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     replay = await replay_lines(home, workspace, SESSIONS["sessions"], script=SCRIPT)
-    same_lines(as_then(replay), expected_replay())
+    same_conversations(as_then(replay), expected_replay())
 
 
 async def test_the_model_reads_the_history_as_it_did(tmp_path: Path):
@@ -105,7 +130,7 @@ async def test_the_same_rows_in_postgresql_replay_the_same(tmp_path: Path):
             script=SCRIPT,
             env=agent_env(ACP_AGENT_STORE=url),
         )
-    same_lines(as_then(replay), expected_replay())
+    same_conversations(as_then(replay), expected_replay())
 
 
 def _copy(tmp_path: Path) -> Path:

@@ -136,6 +136,8 @@ logger = logging.getLogger(__name__)
 _KINDS: Final = {kind.value: kind for kind in types.ToolKind}
 #: The states of a branch whose showing ends as a failed tool call.
 _FAILED_BRANCH_STATES: Final = frozenset({"failed", "interrupted"})
+#: The facts whose translation holds what a translator learns (besides the usage).
+_LEARNT_BY_SHOWING: Final = frozenset({ToolResultRecorded, ToolCallProgressed, BranchShown})
 #: The facts that make updates (besides streamed text); every other one only feeds the
 #: usage tally.
 _SHOWN: Final = frozenset(
@@ -373,7 +375,7 @@ class UpdateTranslator:
         payload = event.payload
         if isinstance(payload, ModelTextDelta):
             self._texted.add(payload.request_id)
-        elif isinstance(payload, ToolResultRecorded | ToolCallProgressed | BranchShown):
+        elif type(payload) in _LEARNT_BY_SHOWING:
             self.translate(event)
         elif self.usage.feed(event):
             self.usage_growths += 1
