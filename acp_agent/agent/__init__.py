@@ -117,6 +117,7 @@ if TYPE_CHECKING:
         TurnInterrupted,
         Usage,
         UserInputAdopted,
+        gc_paused,
         hidden_ranges,
         is_hidden,
         new_id,
@@ -229,6 +230,7 @@ __all__ = (
     "compaction_view",
     "create_session",
     "follow_child",
+    "gc_paused",
     "hidden_ranges",
     "is_hidden",
     "new_id",
@@ -323,6 +325,7 @@ __getattr__, __dir__ = _lazy_face(
         "UserInputAdopted": "acp_agent.core",
         "hidden_ranges": "acp_agent.core",
         "is_hidden": "acp_agent.core",
+        "gc_paused": "acp_agent.core",
         "new_id": "acp_agent.core",
         "FrontEnd": "acp_agent.capabilities",
         # What `session/new` writes through before the runtime opens (the host's).

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         BranchState,
         TurnObserver,
     )
+    from acp_agent.core._bulk import gc_paused
     from acp_agent.core._codec import (
         EventRow,
         decode_event,
@@ -318,6 +319,7 @@ __all__ = (
     "encode_event",
     "encode_part",
     "encode_payload",
+    "gc_paused",
     "hidden_ranges",
     "is_hidden",
     "main_branch_record",
@@ -345,6 +347,7 @@ _NAMES: Final = {
     "BranchContext": "_branch",
     "BranchState": "_branch",
     "TurnObserver": "_branch",
+    "gc_paused": "_bulk",
     "EventRow": "_codec",
     "decode_event": "_codec",
     "encode_event": "_codec",

@@ -28,6 +28,7 @@ from typing import Final
 
 import anyio
 
+from acp_agent.core._bulk import gc_paused
 from acp_agent.core._errors import BranchClosed, IllegalCut
 from acp_agent.core._events import Batch, Event, EventDraft
 from acp_agent.core._ids import NO_SEQ, BatchId, BranchId, Seq, SessionId
@@ -240,8 +241,9 @@ class Timeline:
             offset = tail[0].seq
             return tail[gt + 1 - offset : lte + 1 - offset]
         events: list[Event] = []
-        for part in self.lineage.split(gt, lte):
-            events.extend(await self._store.read(part.branch_id, gt=part.gt, lte=part.lte))
+        with gc_paused():  # a long history read back: many objects that stay
+            for part in self.lineage.split(gt, lte):
+                events.extend(await self._store.read(part.branch_id, gt=part.gt, lte=part.lte))
         if gt == NO_SEQ and lte == self._last_published_seq and events and not self._tail:
             # A loaded timeline's whole history, before anything was appended: it stays as
             # the tail, so the branch's next readers (its subscribers' rebuilds, a front

@@ -39,6 +39,7 @@ from acp_agent.agent import (
     SessionSubscription,
     TurnSlot,
     UsageTally,
+    gc_paused,
     hidden_ranges,
     is_hidden,
 )
@@ -227,11 +228,12 @@ class AcpSession:
         # What a rewind took back is not shown again; its marker stands where it was.
         hidden = hidden_ranges(events)
         shown = [e for e in events if not is_hidden(int(e.seq), hidden)] if hidden else events
-        # As few updates as the person needs: a message as one chunk, a tool call once.
-        self.stream.send_replay(replayed(shown, replay, replay))
-        if fresh:
-            for event in events:
-                self.stream.learn(event)  # the live translator learns the history
+        with gc_paused():
+            # As few updates as the person needs: a message as one chunk, a tool call once.
+            self.stream.send_replay(replayed(shown, replay, replay))
+            if fresh:
+                for event in events:
+                    self.stream.learn(event)  # the live translator learns the history
         if fresh:
             await self._subscribe_after(covered)
         if self.subagents is not None:  # the children, as sessions of their own

@@ -71,6 +71,7 @@ from acp_agent.agent import (
     TurnInterrupted,
     child_history,
     follow_child,
+    gc_paused,
 )
 from protocol import types
 from protocol.connection import AgentConnection
@@ -400,13 +401,14 @@ class SubagentPresenter:
         covered, history = await child_history(branch)
         live = child.stream.translator
         assert isinstance(live, ChildTranslator)
-        # As few updates as the person needs, as the parent's (`_replay`).
-        child.stream.send_replay(replayed(history, replaying, shows))
-        if followed is None:
-            live.muted = True  # it learns the history; the replay sent it
-            for event in history:
-                child.stream.learn(event)
-            live.muted = False
+        with gc_paused():
+            # As few updates as the person needs, as the parent's (`_replay`).
+            child.stream.send_replay(replayed(history, replaying, shows))
+            if followed is None:
+                live.muted = True  # it learns the history; the replay sent it
+                for event in history:
+                    child.stream.learn(event)
+                live.muted = False
         if followed is None:
             child.subscription = follow_child(branch, child.stream, after=covered)
 

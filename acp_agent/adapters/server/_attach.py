@@ -53,7 +53,7 @@ from acp_agent.adapters.server._children import show_children
 from acp_agent.adapters.server._cursors import Cursor
 from acp_agent.adapters.server._files import FileHost
 from acp_agent.adapters.server._views import AttachedTranslator
-from acp_agent.agent import Seq
+from acp_agent.agent import Seq, gc_paused
 from acp_agent.toolkit import DEFAULT_REQUEST_TIMEOUT_S
 from protocol import types
 from protocol.errors import InvalidParams, InvalidRequest
@@ -92,8 +92,9 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
         agent._translator(replay=False, subagents=children),
         agent._translator(replay=True, subagents=children),
     )
-    for event in events:
-        translator.learn(event)  # the client has it, is sent it now, or asked for none of it
+    with gc_paused():
+        for event in events:
+            translator.learn(event)  # the client has it, is sent it now, or asked for none
     await _unsubscribe(acp_session)
     await acp_session.stop_children()
     view.attach(translator, skip=None, ready_at=int(covered))
@@ -102,7 +103,8 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
             # What the client lacks, as few updates as it takes (a message in one chunk,
             # a call in its last state), each with the cursor it leaves the client at.
             shows = agent._translator(replay=True, subagents=children)
-            view.send_replay(replayed(events, shows, shows, after=after))
+            with gc_paused():
+                view.send_replay(replayed(events, shows, shows, after=after))
         with wire_errors(session_id):
             subscription = await handle.subscribe(view, after=covered)
         view.attach_ready_at(int(subscription.ready_at))

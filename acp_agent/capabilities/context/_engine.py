@@ -93,6 +93,7 @@ from acp_agent.core import (
     Seq,
     Store,
     TurnId,
+    gc_paused,
     new_id,
 )
 from acp_agent.models import (
@@ -246,7 +247,8 @@ class ContextEngine:
         self._requests += sum(
             1 for e in events if e.branch_id == own and isinstance(e.payload, ModelRequestStarted)
         )
-        self.projection.feed(events)
+        with gc_paused():  # a loaded session's whole history, the first time
+            self.projection.feed(events)
         if self.projection.stale:
             # A rewind takes out history already folded: fold it all again without it.
             projection = Projection(self.projection.hidden)
