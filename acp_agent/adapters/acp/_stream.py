@@ -11,7 +11,7 @@ as a notice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
@@ -106,6 +106,14 @@ class SessionStream:
     def send_replay(self, steps: Sequence[tuple[ReplayStep, Sequence[Replayed]]]) -> None:
         """Send a replay's updates (`_replay.replayed`), in order, a few writes for all of
         them; never raises. An update that cannot be encoded goes plainer, as in `send`."""
+        for lines in self.replay_writes(steps):
+            self._write_lines(lines)
+
+    def replay_writes(
+        self, steps: Sequence[tuple[ReplayStep, Sequence[Replayed]]]
+    ) -> Iterator[list[bytes]]:
+        """A replay's lines, encoded, in writes of about `_REPLAY_WRITE_BYTES` (for a sender
+        that waits for its client between them)."""
         lines: list[bytes] = []
         size = 0
         for step, updates in steps:
@@ -125,10 +133,10 @@ class SessionStream:
                 lines.append(line)
                 size += len(line)
             if size >= _REPLAY_WRITE_BYTES:
-                self._write_lines(lines)
+                yield lines
                 lines, size = [], 0
         if lines:
-            self._write_lines(lines)
+            yield lines
 
     def _replay_meta(self, cursor: tuple[int, int | None]) -> dict[str, Any] | None:
         """The `_meta` a replayed update carries, for the cursor it leaves the client at."""
@@ -167,6 +175,10 @@ class SessionStream:
                     seq,
                 )
         return None
+
+    def write_lines(self, lines: list[bytes]) -> None:
+        """Write encoded lines in one write (`replay_writes`); a client gone gets no more."""
+        self._write_lines(lines)
 
     def _write_lines(self, lines: list[bytes]) -> None:
         if self._gone:

@@ -104,7 +104,8 @@ async def attach(agent: ServerAcpAgent, params: Any) -> dict[str, Any]:
             # a call in its last state), each with the cursor it leaves the client at.
             shows = agent._translator(replay=True, subagents=children)
             with gc_paused():
-                view.send_replay(replayed(events, shows, shows, after=after))
+                shown = replayed(events, shows, shows, after=after)
+            await view.send_replay_paced(shown)
         with wire_errors(session_id):
             subscription = await handle.subscribe(view, after=covered)
         view.attach_ready_at(int(subscription.ready_at))

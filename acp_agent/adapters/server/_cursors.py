@@ -32,6 +32,8 @@ from protocol import methods, types
 from protocol.errors import ConnectionClosed, InvalidParams
 
 if TYPE_CHECKING:
+    from acp_agent.adapters.acp._replay import Replayed
+    from acp_agent.agent import ReplayStep
     from protocol.connection import AgentConnection
     from protocol.text_chunks import TextChunks
 
@@ -138,6 +140,17 @@ class CursoredStream(SessionStream):
     def _replay_meta(self, cursor: tuple[int, int | None]) -> dict[str, Any] | None:
         """A replayed update's cursor: the one it leaves the client at (`_replay`)."""
         return {META_KEY: {"cursor": str(Cursor(*cursor))}} if self.stamped else None
+
+    async def send_replay_paced(
+        self, steps: Sequence[tuple[ReplayStep, Sequence[Replayed]]]
+    ) -> None:
+        """`send_replay`, waiting while the client is behind between writes (as delivery
+        waits between events): a long session's replay is not all held for a slow reader."""
+        for lines in self.replay_writes(steps):
+            self.write_lines(lines)
+            await self.wait_writable()
+            if self._gone:
+                return
 
     async def wait_writable(self) -> None:
         """Wait while the client is behind; a client gone gets nothing more."""
