@@ -32,6 +32,10 @@ PLAN = [
 ]
 
 
+#: The last reply, streamed a piece at a time.
+PIECES = ["It ", "says: ", "remember ", "the ", "milk."]
+
+
 def conversation_script(path: Path) -> Path:
     return write_script(
         path,
@@ -43,7 +47,8 @@ def conversation_script(path: Path) -> Path:
         ],
         [{"text": "Writing it down."}, call("write", "w1", path="summary.txt", content="short")],
         [{"text": "The summary is written."}],
-        [{"thought": "Easy."}, {"text": "It says: "}, {"text": "remember the milk."}],
+        # Streamed in pieces far enough apart to be recorded one by one.
+        [{"thought": "Easy."}, *[s for p in PIECES for s in ({"text": p}, {"sleep_ms": 20})]],
     )
 
 
@@ -146,6 +151,11 @@ async def test_a_restarted_agent_lists_the_session_and_its_replay_equals_the_liv
     assert [u.status for u in replayed if isinstance(u, types.ToolCall)] == [
         types.ToolCallStatus.COMPLETED
     ] * 3
+    # A message that came in many chunks comes back whole, in one.
+    pieces = [u for u in second_turn if isinstance(u, types.AgentMessageChunk)]
+    assert len(pieces) > 1
+    [whole] = [u for u in replayed if isinstance(u, types.AgentMessageChunk)][-1:]
+    assert whole.content == types.TextContent(text="".join(PIECES))
     # All of it before the answer, which carries the settings; nothing after it.
     assert load["result"]["modes"]["currentModeId"] == "ask"
     assert before(messages, load["id"]).count("update:agent_message_chunk") == 4
