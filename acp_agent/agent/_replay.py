@@ -52,7 +52,7 @@ from acp_agent.core import (
     ToolCallStarted,
     ToolResultRecorded,
 )
-from acp_agent.records import Record
+from acp_agent.values import Value
 
 __all__ = ("ReplayStep", "StepKind", "replay_steps")
 
@@ -86,7 +86,7 @@ class StepKind(enum.Enum):
 
 
 @attrs.frozen
-class ReplayStep(Record):
+class ReplayStep(Value):
     """Events a replay shows together (see the module docstring).
 
     `events` are in timeline order; the step stands where its first event is.
