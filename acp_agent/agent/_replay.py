@@ -106,22 +106,25 @@ class ReplayStep(Value):
     def last_seq(self) -> Seq:
         return self.events[-1].seq
 
-    def cursor(self, part: int, *, last: bool, alone: bool) -> tuple[int, int | None]:
+    def cursor(
+        self, part: int, *, last: bool, alone: bool, last_event_parts: int
+    ) -> tuple[int, int]:
         """The cursor a client is at after update `part` (of this step's updates, from 0)
-        of this step, as `(seq, part)` (part None: all of event `seq`).
+        of this step, as `(seq, part)`: after update `part` of event `seq`, as the live
+        stream numbers an event's updates.
 
         `last`: it is the step's last update; `alone`: no update of another step stands
         between this step's first event and its last (a single call, not one of a batch
-        shown interleaved). Text stands at its last delta, so its chunk covers it all;
-        an item's last update covers the item's whole life only when it is alone (the
-        client is then exactly at the item's last event); otherwise it covers the event
-        where it stands, and a replay after it shows the item's later state again, in
-        one update (never a gap, never a second announcement).
+        shown interleaved); `last_event_parts`: how many updates the step's last event
+        makes (a cursor at its last covers all of it). Text stands at its last delta, so
+        its chunk covers it all; an item's last update covers the item's whole life only
+        when it is alone (the client is then exactly at the item's last event);
+        otherwise it covers the event where it stands, and a replay after it shows the
+        item's later state again, in one update (never a gap, never a second
+        announcement).
         """
-        if self.kind is StepKind.TEXT:
-            return int(self.last_seq), None
-        if self.kind is StepKind.ITEM and last and alone:
-            return int(self.last_seq), None
+        if self.kind is StepKind.TEXT or (self.kind is StepKind.ITEM and last and alone):
+            return int(self.last_seq), max(last_event_parts - 1, 0)
         return int(self.first_seq), self.seen + part
 
 

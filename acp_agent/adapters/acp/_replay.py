@@ -68,12 +68,16 @@ def replayed(
             break
         translator.learn(event)
     shown: list[list[Shown]] = []
+    #: How many updates each step's last event made (for the cursor that covers it).
+    last_parts: list[int] = []
     usage_step: int | None = None
     usage.usage_updates = False
     try:
         for step in steps:
             grown = usage.usage_growths
-            shown.append(_step_updates(step, translator))
+            updates, parts = _step_updates(step, translator)
+            shown.append(updates)
+            last_parts.append(parts)
             if usage.usage_growths != grown:
                 usage_step = len(shown) - 1
     finally:
@@ -93,7 +97,12 @@ def replayed(
             (
                 step,
                 [
-                    Replayed(update, step.cursor(part, last=part == last, alone=alone))
+                    Replayed(
+                        update,
+                        step.cursor(
+                            part, last=part == last, alone=alone, last_event_parts=last_parts[i]
+                        ),
+                    )
                     for part, update in enumerate(updates)
                 ],
             )
@@ -101,16 +110,18 @@ def replayed(
     return result
 
 
-def _step_updates(step: ReplayStep, translator: Translator) -> list[Shown]:
+def _step_updates(step: ReplayStep, translator: Translator) -> tuple[list[Shown], int]:
+    """The updates that show `step`, and how many its last event made."""
     if step.kind is StepKind.TEXT:
         return _joined_text(step, translator)
     updates: list[types.SessionUpdate] = []
+    made: list[types.SessionUpdate] = []
     for n, event in enumerate(step.events):
         made = translator.translate(event)
         updates.extend(made[step.seen :] if n == 0 else made)
     if step.kind is StepKind.ITEM:
         updates = merged(updates)
-    return [_as_text(update) for update in updates]
+    return [_as_text(update) for update in updates], len(made)
 
 
 def _as_text(update: types.SessionUpdate) -> Shown:
@@ -128,19 +139,21 @@ def _as_text(update: types.SessionUpdate) -> Shown:
     return update
 
 
-def _joined_text(step: ReplayStep, translator: Translator) -> list[Shown]:
-    """One chunk of a text step's deltas (after those the client has)."""
+def _joined_text(step: ReplayStep, translator: Translator) -> tuple[list[Shown], int]:
+    """One chunk of a text step's deltas (after those the client has), and how many
+    pieces its last delta held."""
     texts: list[str] = []
     kind: ChunkKind = "agent_message_chunk"
     message_id: str | None = None
+    pieces = 0
     for n, event in enumerate(step.events):
         chunks = translator.streamed_text(event)
         if chunks is None:  # pragma: no cover - a text step holds deltas only
             continue
-        kind, message_id = chunks.kind, chunks.message_id
+        kind, message_id, pieces = chunks.kind, chunks.message_id, len(chunks.texts)
         texts.extend(chunks.texts[step.seen :] if n == 0 else chunks.texts)
     joined = "".join(texts)
-    return [TextChunks(kind, message_id, [joined])] if joined else []
+    return ([TextChunks(kind, message_id, [joined])] if joined else []), pieces
 
 
 def merged(updates: Sequence[types.SessionUpdate]) -> list[types.SessionUpdate]:
