@@ -10,10 +10,10 @@ event carry the position reached). A client resumes after any cursor it got.
 `CursoredStream` is a session stream that stamps its updates so, and resumes
 after a cursor: events before the cursor's are learnt, not sent, and the parts
 of the cursor's own event up to it are left out. `resume_point` says where its
-delivery starts (a batch end) for a cursor. A replay (`_replay`) sends fewer
-updates than the events made live (a message in one chunk, a tool call once);
-each carries the cursor it leaves the client at, so a replay resumes after a
-cursor any stream gave.
+delivery starts (a batch end) for a cursor. A replay (`adapters.acp._replay`)
+sends fewer updates than the events made live (a message in one chunk, a tool
+call once); each carries the cursor it leaves the client at, so a replay resumes
+after a cursor any stream gave.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ class CursoredStream(SessionStream):
         return True
 
     def _replay_meta(self, cursor: tuple[int, int | None]) -> dict[str, Any] | None:
-        """A replayed update's cursor: the one it leaves the client at (`_replay`)."""
+        """A replayed update's cursor: the one it leaves the client at (`adapters.acp._replay`)."""
         return {META_KEY: {"cursor": str(Cursor(*cursor))}} if self.stamped else None
 
     async def send_replay_paced(
