@@ -26,6 +26,7 @@ __all__ = (
     "ClientBridge",
     "ClientTerminal",
     "ClientTimedOut",
+    "EditorRefused",
     "NoClient",
     "NotOffered",
     "TerminalExit",
@@ -46,6 +47,17 @@ class NotOffered(NotImplementedError):
     def __init__(self, feature: str) -> None:
         super().__init__(f"the client does not offer {feature}")
         self.feature = feature
+
+
+class EditorRefused(Exception):
+    """The editor answered a file request with an error (its permission policy, a file it
+    will not touch): that request did nothing. `request` is the ACP method, `reason` the
+    editor's message."""
+
+    def __init__(self, request: str, reason: str) -> None:
+        super().__init__(f"the editor refused {request}: {reason}")
+        self.request = request
+        self.reason = reason
 
 
 class TerminalRefused(Exception):

@@ -161,6 +161,8 @@ class EditorBridge:
     through_shell: bool = False
     #: Answer `terminal/create` with this error instead (acpx's permission policy, say).
     refuse_terminals: str | None = None
+    #: Answer `fs/write_text_file` with an error instead (acpx without --approve-all).
+    refuse_writes: bool = False
     #: Every command line a terminal was asked to run (the command, then its arguments).
     launched: list[list[str]] = attrs.field(factory=list)
     #: Open buffers with unsaved text, by absolute path.
@@ -210,6 +212,8 @@ class EditorBridge:
     async def write_text_file(self, path: str, content: str) -> None:
         self.calls.append(("fs/write_text_file", path))
         assert os.path.isabs(path), path
+        if self.refuse_writes:
+            raise PermissionError(f"not allowed to write {path}")
         await anyio.Path(path).write_bytes(content.encode("utf-8"))
         if path in self.buffers:
             self.buffers[path] = content

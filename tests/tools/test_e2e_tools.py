@@ -109,6 +109,7 @@ async def scripted_session(
     *,
     decide: Decision = allow_all,
     terminals: bool = True,
+    refuse_writes: bool = False,
     umask: int = -1,
 ) -> AsyncIterator[Agent]:
     """The real agent playing `replies`, with a session open in `workspace`.
@@ -123,7 +124,11 @@ async def scripted_session(
     async with contextlib.AsyncExitStack() as stack:
         editor = (
             await stack.enter_async_context(
-                EditorBridge(has_terminals=terminals, streams_terminal_output=True)
+                EditorBridge(
+                    has_terminals=terminals,
+                    streams_terminal_output=True,
+                    refuse_writes=refuse_writes,
+                )
             )
             if mode == "editor"
             else None
@@ -148,6 +153,25 @@ def text_of(update: dict[str, Any]) -> str:
         for part in update.get("content") or []
         if part["type"] == "content"
     )
+
+
+async def test_a_write_the_editor_refuses_fails_saying_so_and_writes_nothing(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # acpx without --approve-all answers fs/write_text_file with an internal error: that
+    # is the editor's choice, reported as such (it was "InternalError", with a traceback).
+    replies = [[call("w", "write", path="new.txt", content="hi\n")]]
+    async with scripted_session(
+        tmp_path, workspace, "editor", replies, refuse_writes=True
+    ) as agent:
+        response = await agent.prompt()
+    assert response.stop_reason == types.StopReason.END_TURN
+    refused = agent.final("w")
+    assert refused["status"] == "failed"
+    assert text_of(refused).startswith(
+        "The write tool stopped: the editor refused fs/write_text_file ("
+    )
+    assert not (workspace / "new.txt").exists()
 
 
 async def test_an_edit_conflict_is_refused_and_succeeds_after_a_fresh_read(

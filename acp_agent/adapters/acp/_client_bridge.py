@@ -32,6 +32,7 @@ from acp_agent.lone_surrogates import replace_lone_surrogates
 from acp_agent.toolkit import (
     DEFAULT_REQUEST_TIMEOUT_S,
     ClientTimedOut,
+    EditorRefused,
     NotOffered,
     TerminalExit,
     TerminalOutput,
@@ -64,6 +65,19 @@ async def _ask_editor(
         return await connection.request(method, params, timeout_s=timeout_s)
     except PeerTimedOut as exc:
         raise ClientTimedOut(method, exc.timeout_s) from None
+
+
+async def _ask_for_file(
+    connection: AgentConnection, method: str, params: Any, timeout_s: float | None
+) -> Any:
+    """`_ask_editor` for `fs/*`: the editor's error answer is `EditorRefused`, which the
+    tool reports (one it cancelled stays `RequestCancelled`)."""
+    try:
+        return await _ask_editor(connection, method, params, timeout_s)
+    except RequestCancelled:
+        raise
+    except AcpError as exc:
+        raise EditorRefused(method, exc.message) from None
 
 
 class AcpClientBridge:
@@ -123,7 +137,7 @@ class AcpClientBridge:
     ) -> str:
         if not self._reads:
             raise NotOffered("fs/read_text_file")
-        response = await _ask_editor(
+        response = await _ask_for_file(
             self._connection,
             methods.FS_READ_TEXT_FILE,
             types.ReadTextFileRequest(
@@ -136,7 +150,7 @@ class AcpClientBridge:
     async def write_text_file(self, path: str, content: str) -> None:
         if not self._writes:
             raise NotOffered("fs/write_text_file")
-        await _ask_editor(
+        await _ask_for_file(
             self._connection,
             methods.FS_WRITE_TEXT_FILE,
             types.WriteTextFileRequest(session_id=self._session_id, path=path, content=content),

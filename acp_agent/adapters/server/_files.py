@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 import attrs
 
 from acp_agent.lone_surrogates import replace_lone_surrogates
-from acp_agent.toolkit import DEFAULT_REQUEST_TIMEOUT_S, ClientTimedOut, NotOffered
+from acp_agent.toolkit import DEFAULT_REQUEST_TIMEOUT_S, ClientTimedOut, EditorRefused, NotOffered
 from acp_agent.values import Value
 from protocol import methods, types
-from protocol.errors import PeerTimedOut
+from protocol.errors import AcpError, PeerTimedOut, RequestCancelled
 
 if TYPE_CHECKING:
     from acp_agent.toolkit import ClientTerminal
@@ -95,15 +95,24 @@ class SessionFiles:
             )
         except PeerTimedOut as exc:
             raise ClientTimedOut(methods.FS_READ_TEXT_FILE, exc.timeout_s) from None
+        except RequestCancelled:
+            raise
+        except AcpError as exc:
+            raise EditorRefused(methods.FS_READ_TEXT_FILE, exc.message) from None
         return replace_lone_surrogates(str(response.content))
 
     async def write_text_file(self, path: str, content: str) -> None:
         host = self._serving(methods.FS_WRITE_TEXT_FILE)
         # No deadline: the client may be asking the person to confirm the change.
-        await host.connection.request(
-            methods.FS_WRITE_TEXT_FILE,
-            types.WriteTextFileRequest(session_id=self._session_id, path=path, content=content),
-        )
+        try:
+            await host.connection.request(
+                methods.FS_WRITE_TEXT_FILE,
+                types.WriteTextFileRequest(session_id=self._session_id, path=path, content=content),
+            )
+        except RequestCancelled:
+            raise
+        except AcpError as exc:  # the person rejected it in the editor, say
+            raise EditorRefused(methods.FS_WRITE_TEXT_FILE, exc.message) from None
 
     async def updates_sent(self) -> None:
         return None

@@ -110,6 +110,7 @@ from acp_agent.toolkit import (
     ClientBridge,
     CommandSandbox,
     ContentPart,
+    EditorRefused,
     Effect,
     MemoryReadStamps,
     PermissionNeed,
@@ -831,6 +832,12 @@ async def _run_tool(tool: Tool, arguments: Mapping[str, Any], context: ToolConte
         return await tool.run(arguments, context)
     except ToolInputError as exc:
         text = f"Invalid arguments: {exc}"
+    except EditorRefused as exc:  # the editor's choice, not a defect: no traceback
+        logger.info("tool %s: %s", tool.definition.name, exc)
+        text = (
+            f"The {tool.definition.name} tool stopped: the editor refused {exc.request} "
+            f"({exc.reason}), so that did not happen."
+        )
     except Exception as exc:
         logger.exception("tool %s failed", tool.definition.name)
         text = f"The {tool.definition.name} tool failed: {type(exc).__name__}: {exc}"
