@@ -110,8 +110,14 @@ async def test_stopping_the_agent_mid_tool_run_ends_its_children_and_records_the
             session_id = str(response.session_id)
             agent = client.process
             assert agent is not None
-            await wait_for(lambda: children_of(agent.pid, command_contains="tools_server.py"))
-            mcp_pids = children_of(agent.pid, command_contains="tools_server.py")
+
+            def mcp_started() -> bool:
+                # The pids that satisfied the wait (a second look could miss a server
+                # between its gate and its exec).
+                mcp_pids[:] = children_of(agent.pid, command_contains="tools_server.py")
+                return mcp_pids != []
+
+            await wait_for(mcp_started)
             client.answers = ["allow_once"]
             turn = asyncio.create_task(client.prompt(session_id))
             await wait_for(lambda: counter.exists() and pid_file.read_text().endswith("\n"))
