@@ -52,7 +52,7 @@ from acp_agent.adapters.acp._client_input import (
     stored_id,
 )
 from acp_agent.adapters.acp._host import RuntimeHost
-from acp_agent.adapters.acp._listing import PAGE_SIZE, decode_cursor, encode_cursor, session_info
+from acp_agent.adapters.acp._listing import session_info, session_page
 from acp_agent.adapters.acp._opening import OpeningSessions
 from acp_agent.adapters.acp._rewind import REWIND_METHOD
 from acp_agent.adapters.acp._steering import (
@@ -465,18 +465,11 @@ class AcpAgent:
     async def list_sessions(self, params: types.ListSessionsRequest) -> types.ListSessionsResponse:
         """A page of stored sessions, most recently updated first, optionally in one `cwd`."""
         cwd = None if params.cwd is None else absolute_path(params.cwd, "cwd")
-        after = None if params.cursor is None else decode_cursor(params.cursor)
         agent = await self._agent()
         with wire_errors():
-            records = await agent.list_sessions(
-                cwd=cwd, limit=PAGE_SIZE + 1, after=after, owner=self.person
+            page, cursor = await session_page(
+                agent, cwd=cwd, cursor=params.cursor, owner=self.person
             )
-        page = records[:PAGE_SIZE]
-        cursor = None
-        if len(records) > PAGE_SIZE:
-            from acp_agent.agent import SessionPosition
-
-            cursor = encode_cursor(SessionPosition.of(page[-1]))
         return types.ListSessionsResponse(
             sessions=[session_info(record) for record in page], next_cursor=cursor
         )

@@ -18,9 +18,16 @@ from protocol import types
 from protocol.errors import InvalidParams
 
 if TYPE_CHECKING:
-    from acp_agent.agent import SessionPosition, SessionRecord
+    from acp_agent.agent import Agent, SessionPosition, SessionRecord
 
-__all__ = ("PAGE_SIZE", "decode_cursor", "encode_cursor", "iso_time", "session_info")
+__all__ = (
+    "PAGE_SIZE",
+    "decode_cursor",
+    "encode_cursor",
+    "iso_time",
+    "session_info",
+    "session_page",
+)
 
 #: Sessions per `session/list` page.
 PAGE_SIZE: Final = 50
@@ -61,3 +68,18 @@ def decode_cursor(cursor: str) -> SessionPosition:
     from acp_agent.agent import SessionId, SessionPosition
 
     return SessionPosition(float(updated_at), SessionId(session_id))
+
+
+async def session_page(
+    agent: Agent, *, cwd: str | None, cursor: str | None, owner: str | None
+) -> tuple[list[SessionRecord], str | None]:
+    """One page of `owner`'s stored sessions (in `cwd`, after `cursor`), and the cursor of
+    the next page when there is one: what `session/list` answers in either version."""
+    from acp_agent.agent import SessionPosition
+
+    after = None if cursor is None else decode_cursor(cursor)
+    records = await agent.list_sessions(cwd=cwd, limit=PAGE_SIZE + 1, after=after, owner=owner)
+    page = records[:PAGE_SIZE]
+    if len(records) <= PAGE_SIZE:
+        return page, None
+    return page, encode_cursor(SessionPosition.of(page[-1]))

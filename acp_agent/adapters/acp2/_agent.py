@@ -39,7 +39,7 @@ import acp_agent
 from acp_agent.adapters.acp._auth import auth_methods, check_method
 from acp_agent.adapters.acp._client_input import absolute_path, additional_directories, stored_id
 from acp_agent.adapters.acp._host import RuntimeHost
-from acp_agent.adapters.acp._listing import PAGE_SIZE, decode_cursor, encode_cursor
+from acp_agent.adapters.acp._listing import session_page
 from acp_agent.adapters.acp._wire_errors import wire_errors
 from acp_agent.adapters.acp2._wire import state_update
 from protocol import types as v1_types
@@ -357,18 +357,11 @@ class AcpV2Agent:
         from acp_agent.adapters.acp._listing import session_info
 
         cwd = None if params.cwd is None else absolute_path(params.cwd, "cwd")
-        after = None if params.cursor is None else decode_cursor(params.cursor)
         agent = await self._agent()
         with wire_errors():
-            records = await agent.list_sessions(
-                cwd=cwd, limit=PAGE_SIZE + 1, after=after, owner=self.person
+            page, cursor = await session_page(
+                agent, cwd=cwd, cursor=params.cursor, owner=self.person
             )
-        page = records[:PAGE_SIZE]
-        cursor = None
-        if len(records) > PAGE_SIZE:
-            from acp_agent.agent import SessionPosition
-
-            cursor = encode_cursor(SessionPosition.of(page[-1]))
         converter = shared_converter(include_unstable=True)
         infos = [
             converter.structure(converter.unstructure(session_info(record)), types.SessionInfo)

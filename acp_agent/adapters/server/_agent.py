@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
@@ -49,9 +49,11 @@ __all__ = (
     "ATTACH_METHOD",
     "CLIENT_DISCONNECTED",
     "DETACH_METHOD",
+    "OwnTurn",
     "ServerAcpAgent",
     "ServerSession",
     "ServerSide",
+    "TurnHolder",
     "tell_left",
 )
 
@@ -106,7 +108,7 @@ class ServerSession(AcpSession):
         return view
 
     def turn_slot(self) -> AbstractAsyncContextManager[TurnSlot]:
-        return _OwnTurn(self)
+        return OwnTurn(self, self.view)
 
     async def set_title(self, title: str) -> None:
         """Attached, the title's event shows it (to every attached client, with its
@@ -170,12 +172,23 @@ class ServerSession(AcpSession):
             await presenter.disconnect()
 
 
-class _OwnTurn:
-    """A turn slot of this connection's: while it holds the turn, the connection is shown
-    the session's events (its window) and asked its questions."""
+class TurnHolder(Protocol):
+    """A connection's side of a session whose prompts take the session's turn."""
 
-    def __init__(self, session: ServerSession) -> None:
+    own: list[TurnSlot]
+    handle: SessionHandle
+    audience: SessionAudience
+    viewer: Viewer
+
+
+class OwnTurn:
+    """A turn slot of this connection's: while it holds the turn, the connection is asked
+    the session's questions, and its `view` (a v1 connection's) shows the session's events
+    (its window)."""
+
+    def __init__(self, session: TurnHolder, view: SessionView | None = None) -> None:
         self._session = session
+        self._view = view
         self._slot = session.handle.turn_slot()
         self._held = False
 
@@ -189,14 +202,16 @@ class _OwnTurn:
             raise
         if not slot.cancelled:
             self._held = True
-            session.view.turn_began(int(session.handle.position))
+            if self._view is not None:
+                self._view.turn_began(int(session.handle.position))
             session.audience.hold(session.viewer)
         return slot
 
     async def __aexit__(self, *exc_info: Any) -> None:
         session = self._session
         if self._held:
-            session.view.turn_over(int(session.handle.position))
+            if self._view is not None:
+                self._view.turn_over(int(session.handle.position))
             session.audience.release(session.viewer.client_id)
         if self._slot in session.own:
             session.own.remove(self._slot)

@@ -36,7 +36,7 @@ from acp_agent.adapters.acp2._agent import AcpV2Agent
 from acp_agent.adapters.acp2._commands import available
 from acp_agent.adapters.acp2._cursor import parse_cursor
 from acp_agent.adapters.acp2._session import V2Session
-from acp_agent.adapters.server._agent import ATTACH_METHOD, DETACH_METHOD, tell_left
+from acp_agent.adapters.server._agent import ATTACH_METHOD, DETACH_METHOD, OwnTurn, tell_left
 from acp_agent.adapters.server._audience import Role, SessionAudience, SharedSessions, Viewer
 from acp_agent.adapters.server._views import META_KEY
 from protocol.errors import InvalidParams, InvalidRequest, PeerDisconnected, RemoteProtocolError
@@ -78,8 +78,8 @@ class ServerV2Session(V2Session):
         #: This connection's prompts on the session, waiting or holding the turn.
         self.own: list[TurnSlot] = []
 
-    def turn_slot(self) -> _OwnTurn:
-        return _OwnTurn(self)
+    def turn_slot(self) -> OwnTurn:
+        return OwnTurn(self)
 
     async def cancel_own(self) -> int:
         """Cancel this connection's prompts only; how many."""
@@ -97,37 +97,6 @@ class ServerV2Session(V2Session):
         self.audience.leave(self.viewer.client_id)
         await self.unfollow()
         self.stream.close()
-
-
-class _OwnTurn:
-    """A turn slot of this connection's: while it holds the turn, this client is asked
-    the session's questions."""
-
-    def __init__(self, session: ServerV2Session) -> None:
-        self._session = session
-        self._slot = session.handle.turn_slot()
-        self._held = False
-
-    async def __aenter__(self) -> TurnSlot:
-        session = self._session
-        session.own.append(self._slot)
-        try:
-            slot = await self._slot.__aenter__()
-        except BaseException:
-            session.own.remove(self._slot)
-            raise
-        if not slot.cancelled:
-            self._held = True
-            session.audience.hold(session.viewer)
-        return slot
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        session = self._session
-        if self._held:
-            session.audience.release(session.viewer.client_id)
-        if self._slot in session.own:
-            session.own.remove(self._slot)
-        await self._slot.__aexit__(*exc_info)
 
 
 class ServerV2Agent(AcpV2Agent):
