@@ -8,9 +8,10 @@ Import them from `protocol.types`, which loads this part when one is first used.
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, Literal, TypeAlias, Union
+from typing import Any, ClassVar, Final, Literal, TypeAlias, Union
 
 import attrs
+from attrs import NOTHING
 
 from protocol._wire import (
     JSON_NULL,
@@ -19,10 +20,12 @@ from protocol._wire import (
     OpenEnumMixin,
     TaggedUnion,
     UntaggedUnion,
+    WireAttributes,
     WireEnum,
     WireField,
     WireStruct,
     WireTables,
+    wire_attributes,
 )
 
 
@@ -593,7 +596,6 @@ class SessionArchiveFilter(OpenEnumMixin, str, enum.Enum):
     ONLY = "only"
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthMethodTerminal(WireStruct):
     """Terminal-based authentication method.
 
@@ -604,7 +606,17 @@ class AuthMethodTerminal(WireStruct):
     The client MUST NOT pass this method to `authenticate`.
     """
 
-    type: Literal["terminal"] = "terminal"
+    __slots__ = (
+        "type",
+        "id",
+        "name",
+        "description",
+        "args",
+        "env",
+        "meta",
+    )
+
+    type: Literal["terminal"]
 
     #: Unique identifier for this authentication method.
     id: AuthMethodId
@@ -613,15 +625,15 @@ class AuthMethodTerminal(WireStruct):
     name: str
 
     #: Optional human-readable description of this authentication method.
-    description: str | None = None
+    description: str | None
 
     #: Additional arguments to append to the configured agent invocation for terminal auth.
-    args: list[str] | None = None
+    args: list[str] | None
 
     #: Additional environment variables to set on the configured agent invocation for terminal
     #: auth.
     #: These values override same-named variables in the base launch configuration.
-    env: dict[str, str] | None = None
+    env: dict[str, str] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -630,16 +642,52 @@ class AuthMethodTerminal(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["terminal"] = "terminal",
+        id: AuthMethodId,
+        name: str,
+        description: str | None = None,
+        args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "id", id)
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "args", args)
+        _set(self, "env", env)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['terminal']", "terminal"),
+        ("id", "AuthMethodId", NOTHING),
+        ("name", "str", NOTHING),
+        ("description", "str | None", None),
+        ("args", "list[str] | None", None),
+        ("env", "dict[str, str] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthMethodAgent(WireStruct):
     """Agent handles authentication itself through `authenticate`.
 
     This is the default authentication method type.
     """
 
+    __slots__ = (
+        "id",
+        "name",
+        "description",
+        "meta",
+    )
+
     #: Unique identifier for this authentication method.
     id: AuthMethodId
 
@@ -647,7 +695,7 @@ class AuthMethodAgent(WireStruct):
     name: str
 
     #: Optional human-readable description of this authentication method.
-    description: str | None = None
+    description: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -656,10 +704,30 @@ class AuthMethodAgent(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        id: AuthMethodId,
+        name: str,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "id", id)
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("id", "AuthMethodId", NOTHING),
+        ("name", "str", NOTHING),
+        ("description", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class InitializeResponse(WireStruct):
     """Response to the `initialize` method.
 
@@ -668,6 +736,14 @@ class InitializeResponse(WireStruct):
     See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/draft/initialization)
     """
 
+    __slots__ = (
+        "protocol_version",
+        "agent_capabilities",
+        "auth_methods",
+        "agent_info",
+        "meta",
+    )
+
     #: The protocol version the client specified if supported by the agent,
     #: or the latest protocol version supported by the agent.
     #:
@@ -675,15 +751,15 @@ class InitializeResponse(WireStruct):
     protocol_version: ProtocolVersion
 
     #: Capabilities supported by the agent.
-    agent_capabilities: AgentCapabilities | None = None
+    agent_capabilities: AgentCapabilities | None
 
     #: Authentication methods supported by the agent.
-    auth_methods: list[AuthMethod] = attrs.Factory(list)
+    auth_methods: list[AuthMethod]
 
     #: Information about the Agent name and version sent to the Client.
     #:
     #: Note: in future versions of the protocol, this will be required.
-    agent_info: Implementation | None = None
+    agent_info: Implementation | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -692,10 +768,33 @@ class InitializeResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        protocol_version: ProtocolVersion,
+        agent_capabilities: AgentCapabilities | None = None,
+        auth_methods: list[AuthMethod] | None = None,
+        agent_info: Implementation | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "protocol_version", protocol_version)
+        _set(self, "agent_capabilities", agent_capabilities)
+        _set(self, "auth_methods", (list)() if auth_methods is None else auth_methods)
+        _set(self, "agent_info", agent_info)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("protocol_version", "ProtocolVersion", NOTHING),
+        ("agent_capabilities", "AgentCapabilities | None", None),
+        ("auth_methods", "list[AuthMethod]", attrs.Factory(list)),
+        ("agent_info", "Implementation | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AgentCapabilities(WireStruct):
     """Capabilities supported by the agent.
 
@@ -705,20 +804,30 @@ class AgentCapabilities(WireStruct):
     See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#agent-capabilities)
     """
 
+    __slots__ = (
+        "load_session",
+        "prompt_capabilities",
+        "mcp_capabilities",
+        "session_capabilities",
+        "auth",
+        "providers",
+        "meta",
+    )
+
     #: Whether the agent supports `session/load`.
-    load_session: bool = False
+    load_session: bool
 
     #: Prompt capabilities supported by the agent.
-    prompt_capabilities: PromptCapabilities | None = None
+    prompt_capabilities: PromptCapabilities | None
 
     #: MCP capabilities supported by the agent.
-    mcp_capabilities: McpCapabilities | None = None
+    mcp_capabilities: McpCapabilities | None
 
     #: Session lifecycle and prompt capabilities advertised by the agent.
-    session_capabilities: SessionCapabilities = attrs.Factory(lambda: SessionCapabilities())
+    session_capabilities: SessionCapabilities
 
     #: Authentication-related capabilities supported by the agent.
-    auth: AgentAuthCapabilities = attrs.Factory(lambda: AgentAuthCapabilities())
+    auth: AgentAuthCapabilities
 
     #: **UNSTABLE**
     #:
@@ -729,7 +838,7 @@ class AgentCapabilities(WireStruct):
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports provider configuration methods.
     #: **UNSTABLE**: written only when unstable is enabled.
-    providers: ProvidersCapabilities | None = None
+    providers: ProvidersCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -738,10 +847,49 @@ class AgentCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        load_session: bool = False,
+        prompt_capabilities: PromptCapabilities | None = None,
+        mcp_capabilities: McpCapabilities | None = None,
+        session_capabilities: SessionCapabilities | None = None,
+        auth: AgentAuthCapabilities | None = None,
+        providers: ProvidersCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "load_session", load_session)
+        _set(self, "prompt_capabilities", prompt_capabilities)
+        _set(self, "mcp_capabilities", mcp_capabilities)
+        _set(
+            self,
+            "session_capabilities",
+            (lambda: SessionCapabilities())()
+            if session_capabilities is None
+            else session_capabilities,
+        )
+        _set(self, "auth", (lambda: AgentAuthCapabilities())() if auth is None else auth)
+        _set(self, "providers", providers)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("load_session", "bool", False),
+        ("prompt_capabilities", "PromptCapabilities | None", None),
+        ("mcp_capabilities", "McpCapabilities | None", None),
+        (
+            "session_capabilities",
+            "SessionCapabilities",
+            attrs.Factory(lambda: SessionCapabilities()),
+        ),
+        ("auth", "AgentAuthCapabilities", attrs.Factory(lambda: AgentAuthCapabilities())),
+        ("providers", "ProvidersCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PromptCapabilities(WireStruct):
     """Prompt capabilities supported by the agent in `session/prompt` requests.
 
@@ -757,17 +905,24 @@ class PromptCapabilities(WireStruct):
     See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#prompt-capabilities)
     """
 
+    __slots__ = (
+        "image",
+        "audio",
+        "embedded_context",
+        "meta",
+    )
+
     #: Agent supports `image` content blocks.
-    image: bool = False
+    image: bool
 
     #: Agent supports `audio` content blocks.
-    audio: bool = False
+    audio: bool
 
     #: Agent supports embedded context in `session/prompt` requests.
     #:
     #: When enabled, the Client is allowed to include `resource` content blocks
     #: in prompt requests for pieces of context that are referenced in the message.
-    embedded_context: bool = False
+    embedded_context: bool
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -776,18 +931,45 @@ class PromptCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        image: bool = False,
+        audio: bool = False,
+        embedded_context: bool = False,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "image", image)
+        _set(self, "audio", audio)
+        _set(self, "embedded_context", embedded_context)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("image", "bool", False),
+        ("audio", "bool", False),
+        ("embedded_context", "bool", False),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpCapabilities(WireStruct):
     """MCP capabilities supported by the agent"""
 
+    __slots__ = (
+        "http",
+        "sse",
+        "acp",
+        "meta",
+    )
+
     #: Agent supports `http` MCP servers.
-    http: bool = False
+    http: bool
 
     #: Agent supports `sse` MCP servers.
-    sse: bool = False
+    sse: bool
 
     #: **UNSTABLE**
     #:
@@ -795,7 +977,7 @@ class McpCapabilities(WireStruct):
     #:
     #: Agent supports `acp` MCP servers.
     #: **UNSTABLE**: written only when unstable is enabled.
-    acp: bool = False
+    acp: bool
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -804,10 +986,30 @@ class McpCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        http: bool = False,
+        sse: bool = False,
+        acp: bool = False,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "http", http)
+        _set(self, "sse", sse)
+        _set(self, "acp", acp)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("http", "bool", False),
+        ("sse", "bool", False),
+        ("acp", "bool", False),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionCapabilities(WireStruct):
     """Session capabilities supported by the agent.
 
@@ -820,17 +1022,31 @@ class SessionCapabilities(WireStruct):
     See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#session-capabilities)
     """
 
+    __slots__ = (
+        "list",
+        "delete",
+        "additional_directories",
+        "system_prompt",
+        "fork",
+        "archive",
+        "status",
+        "title",
+        "resume",
+        "close",
+        "meta",
+    )
+
     #: Whether the agent supports `session/list`.
     #:
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports listing sessions.
-    list: SessionListCapabilities | None = None
+    list: SessionListCapabilities | None
 
     #: Whether the agent supports `session/delete`.
     #:
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports deleting sessions from `session/list`.
-    delete: SessionDeleteCapabilities | None = None
+    delete: SessionDeleteCapabilities | None
 
     #: Whether the agent supports `additionalDirectories` on supported session lifecycle
     #: requests.
@@ -842,7 +1058,7 @@ class SessionCapabilities(WireStruct):
     #: Agents that also support `session/list` may return
     #: `SessionInfo.additionalDirectories` to report the complete ordered
     #: additional-root list associated with a listed session.
-    additional_directories: SessionAdditionalDirectoriesCapabilities | None = None
+    additional_directories: SessionAdditionalDirectoriesCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -853,7 +1069,7 @@ class SessionCapabilities(WireStruct):
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports `systemPrompt` in `append` mode.
     #: **UNSTABLE**: written only when unstable is enabled.
-    system_prompt: SessionSystemPromptCapabilities | None = None
+    system_prompt: SessionSystemPromptCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -864,7 +1080,7 @@ class SessionCapabilities(WireStruct):
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports forking sessions.
     #: **UNSTABLE**: written only when unstable is enabled.
-    fork: SessionForkCapabilities | None = None
+    fork: SessionForkCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -877,7 +1093,7 @@ class SessionCapabilities(WireStruct):
     #: `session/list`, and `SessionInfo.archived`. Agents that advertise it MUST also advertise
     #: `sessionCapabilities.list`.
     #: **UNSTABLE**: written only when unstable is enabled.
-    archive: SessionArchiveCapabilities | None = None
+    archive: SessionArchiveCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -888,7 +1104,7 @@ class SessionCapabilities(WireStruct):
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports checking session status.
     #: **UNSTABLE**: written only when unstable is enabled.
-    status: SessionStatusCapabilities | None = None
+    status: SessionStatusCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -902,19 +1118,19 @@ class SessionCapabilities(WireStruct):
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports setting session titles.
     #: **UNSTABLE**: written only when unstable is enabled.
-    title: SessionTitleCapabilities | None = None
+    title: SessionTitleCapabilities | None
 
     #: Whether the agent supports `session/resume`.
     #:
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports resuming sessions.
-    resume: SessionResumeCapabilities | None = None
+    resume: SessionResumeCapabilities | None
 
     #: Whether the agent supports `session/close`.
     #:
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports closing sessions.
-    close: SessionCloseCapabilities | None = None
+    close: SessionCloseCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -923,16 +1139,59 @@ class SessionCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        list: SessionListCapabilities | None = None,
+        delete: SessionDeleteCapabilities | None = None,
+        additional_directories: SessionAdditionalDirectoriesCapabilities | None = None,
+        system_prompt: SessionSystemPromptCapabilities | None = None,
+        fork: SessionForkCapabilities | None = None,
+        archive: SessionArchiveCapabilities | None = None,
+        status: SessionStatusCapabilities | None = None,
+        title: SessionTitleCapabilities | None = None,
+        resume: SessionResumeCapabilities | None = None,
+        close: SessionCloseCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "list", list)
+        _set(self, "delete", delete)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "system_prompt", system_prompt)
+        _set(self, "fork", fork)
+        _set(self, "archive", archive)
+        _set(self, "status", status)
+        _set(self, "title", title)
+        _set(self, "resume", resume)
+        _set(self, "close", close)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("list", "SessionListCapabilities | None", None),
+        ("delete", "SessionDeleteCapabilities | None", None),
+        ("additional_directories", "SessionAdditionalDirectoriesCapabilities | None", None),
+        ("system_prompt", "SessionSystemPromptCapabilities | None", None),
+        ("fork", "SessionForkCapabilities | None", None),
+        ("archive", "SessionArchiveCapabilities | None", None),
+        ("status", "SessionStatusCapabilities | None", None),
+        ("title", "SessionTitleCapabilities | None", None),
+        ("resume", "SessionResumeCapabilities | None", None),
+        ("close", "SessionCloseCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionListCapabilities(WireStruct):
     """Capabilities for the `session/list` method.
 
     Supplying `{}` means the agent supports listing sessions.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -940,16 +1199,29 @@ class SessionListCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionDeleteCapabilities(WireStruct):
     """Capabilities for the `session/delete` method.
 
     Supplying `{}` means the agent supports deleting sessions from `session/list`.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -957,10 +1229,21 @@ class SessionDeleteCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionAdditionalDirectoriesCapabilities(WireStruct):
     """Capabilities for additional session directories support.
 
@@ -970,6 +1253,8 @@ class SessionAdditionalDirectoriesCapabilities(WireStruct):
     complete ordered additional-root list associated with a listed session.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -977,10 +1262,21 @@ class SessionAdditionalDirectoriesCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionSystemPromptCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -992,10 +1288,15 @@ class SessionSystemPromptCapabilities(WireStruct):
     requests in `append` mode.
     """
 
+    __slots__ = (
+        "mode",
+        "meta",
+    )
+
     #: Delivery modes the agent supports in addition to `append`.
     #:
     #: Optional. Omitted or `null` both mean the agent supports only `append`.
-    mode: SessionSystemPromptModeCapabilities | None = None
+    mode: SessionSystemPromptModeCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1004,10 +1305,24 @@ class SessionSystemPromptCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        mode: SessionSystemPromptModeCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "mode", mode)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("mode", "SessionSystemPromptModeCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionSystemPromptModeCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1019,12 +1334,17 @@ class SessionSystemPromptModeCapabilities(WireStruct):
     `sessionCapabilities.systemPrompt` supports it.
     """
 
+    __slots__ = (
+        "override",
+        "meta",
+    )
+
     #: Whether the agent supports `override` mode.
     #:
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports replacing its built-in default
     #: instructions with the client-provided system prompt.
-    override: SessionSystemPromptOverrideCapabilities | None = None
+    override: SessionSystemPromptOverrideCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1033,10 +1353,24 @@ class SessionSystemPromptModeCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        override: SessionSystemPromptOverrideCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "override", override)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("override", "SessionSystemPromptOverrideCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionSystemPromptOverrideCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1048,6 +1382,8 @@ class SessionSystemPromptOverrideCapabilities(WireStruct):
     instructions with the client-provided system prompt.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1055,10 +1391,21 @@ class SessionSystemPromptOverrideCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionForkCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1069,6 +1416,8 @@ class SessionForkCapabilities(WireStruct):
     Supplying `{}` means the agent supports forking sessions.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1076,10 +1425,21 @@ class SessionForkCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionArchiveCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1091,6 +1451,8 @@ class SessionArchiveCapabilities(WireStruct):
     `session/list`, and `SessionInfo.archived`.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1098,10 +1460,21 @@ class SessionArchiveCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStatusCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1112,6 +1485,8 @@ class SessionStatusCapabilities(WireStruct):
     Supplying `{}` means the agent supports checking session status.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1119,10 +1494,21 @@ class SessionStatusCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionTitleCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1134,6 +1520,8 @@ class SessionTitleCapabilities(WireStruct):
     through `session/list` and `session_info_update` without this capability.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1141,16 +1529,29 @@ class SessionTitleCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionResumeCapabilities(WireStruct):
     """Capabilities for the `session/resume` method.
 
     Supplying `{}` means the agent supports resuming sessions.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1158,16 +1559,29 @@ class SessionResumeCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionCloseCapabilities(WireStruct):
     """Capabilities for the `session/close` method.
 
     Supplying `{}` means the agent supports closing sessions.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1175,12 +1589,29 @@ class SessionCloseCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AgentAuthCapabilities(WireStruct):
     """Authentication-related capabilities supported by the agent."""
+
+    __slots__ = (
+        "status",
+        "logout",
+        "meta",
+    )
 
     #: **UNSTABLE**
     #:
@@ -1191,13 +1622,13 @@ class AgentAuthCapabilities(WireStruct):
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports the `auth/status` method.
     #: **UNSTABLE**: written only when unstable is enabled.
-    status: AuthStatusCapabilities | None = None
+    status: AuthStatusCapabilities | None
 
     #: Whether the agent supports the logout method.
     #:
     #: Optional. Omitted or `null` both mean the agent does not advertise support.
     #: Supplying `{}` means the agent supports the logout method.
-    logout: LogoutCapabilities | None = None
+    logout: LogoutCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1206,10 +1637,27 @@ class AgentAuthCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        status: AuthStatusCapabilities | None = None,
+        logout: LogoutCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "status", status)
+        _set(self, "logout", logout)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("status", "AuthStatusCapabilities | None", None),
+        ("logout", "LogoutCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthStatusCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1220,6 +1668,8 @@ class AuthStatusCapabilities(WireStruct):
     Supplying `{}` means the agent supports the `auth/status` method.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1227,16 +1677,29 @@ class AuthStatusCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class LogoutCapabilities(WireStruct):
     """Logout capabilities supported by the agent.
 
     Supplying `{}` means the agent supports the logout method.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1244,10 +1707,21 @@ class LogoutCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ProvidersCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1258,6 +1732,8 @@ class ProvidersCapabilities(WireStruct):
     Supplying `{}` means the agent supports provider configuration methods.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1265,15 +1741,33 @@ class ProvidersCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Implementation(WireStruct):
     """Metadata about the implementation of the client or agent.
     Describes the name and version of an ACP implementation, with an optional
     title for UI representation.
     """
+
+    __slots__ = (
+        "name",
+        "version",
+        "title",
+        "meta",
+    )
 
     #: Intended for programmatic or logical use, but can be used as a display
     #: name fallback if title isn't present.
@@ -1287,7 +1781,7 @@ class Implementation(WireStruct):
     #: and easily understood.
     #:
     #: If not provided, the name should be used for display.
-    title: str | None = None
+    title: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1296,13 +1790,35 @@ class Implementation(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        version: str,
+        title: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "version", version)
+        _set(self, "title", title)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("name", "str", NOTHING),
+        ("version", "str", NOTHING),
+        ("title", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthenticateResponse(WireStruct):
     """Response to the `authenticate` method."""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1310,10 +1826,21 @@ class AuthenticateResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class InitializeRequest(WireStruct):
     """Request parameters for the initialize method.
 
@@ -1322,16 +1849,23 @@ class InitializeRequest(WireStruct):
     See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/draft/initialization)
     """
 
+    __slots__ = (
+        "protocol_version",
+        "client_capabilities",
+        "client_info",
+        "meta",
+    )
+
     #: The latest protocol version supported by the client.
     protocol_version: ProtocolVersion
 
     #: Capabilities supported by the client.
-    client_capabilities: ClientCapabilities | None = None
+    client_capabilities: ClientCapabilities | None
 
     #: Information about the Client name and version sent to the Agent.
     #:
     #: Note: in future versions of the protocol, this will be required.
-    client_info: Implementation | None = None
+    client_info: Implementation | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1340,10 +1874,30 @@ class InitializeRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        protocol_version: ProtocolVersion,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "protocol_version", protocol_version)
+        _set(self, "client_capabilities", client_capabilities)
+        _set(self, "client_info", client_info)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("protocol_version", "ProtocolVersion", NOTHING),
+        ("client_capabilities", "ClientCapabilities | None", None),
+        ("client_info", "Implementation | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ClientCapabilities(WireStruct):
     """Capabilities supported by the client.
 
@@ -1353,18 +1907,29 @@ class ClientCapabilities(WireStruct):
     See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#client-capabilities)
     """
 
+    __slots__ = (
+        "fs",
+        "terminal",
+        "session",
+        "subagents",
+        "plan",
+        "auth",
+        "elicitation",
+        "meta",
+    )
+
     #: File system capabilities supported by the client.
     #: Determines which file operations the agent can request.
-    fs: FileSystemCapabilities | None = None
+    fs: FileSystemCapabilities | None
 
     #: Whether the Client support all `terminal/*` methods.
-    terminal: bool = False
+    terminal: bool
 
     #: Session-related capabilities supported by the client.
     #:
     #: Optional. Omitted or `null` both mean the client does not advertise any
     #: session-related extensions.
-    session: ClientSessionCapabilities | None = None
+    session: ClientSessionCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -1377,7 +1942,7 @@ class ClientCapabilities(WireStruct):
     #: Supplying `{}` means the client understands child associations, work-state
     #: snapshots, session-directed messages, and restricted-session semantics.
     #: **UNSTABLE**: written only when unstable is enabled.
-    subagents: SubagentCapabilities | None = None
+    subagents: SubagentCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -1388,19 +1953,19 @@ class ClientCapabilities(WireStruct):
     #: Optional. Omitted or `null` both mean the client does not advertise support.
     #: Supplying `{}` means the client can receive both update types.
     #: **UNSTABLE**: written only when unstable is enabled.
-    plan: PlanCapabilities | None = None
+    plan: PlanCapabilities | None
 
     #: Authentication capabilities supported by the client.
     #: Determines which authentication method types the agent may include
     #: in its `InitializeResponse`.
-    auth: AuthCapabilities | None = None
+    auth: AuthCapabilities | None
 
     #: Elicitation capabilities supported by the client.
     #: Determines which elicitation modes the agent may use.
     #:
     #: Optional. Omitted or `null` both mean the client does not advertise
     #: elicitation support.
-    elicitation: ElicitationCapabilities | None = None
+    elicitation: ElicitationCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1409,21 +1974,59 @@ class ClientCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        fs: FileSystemCapabilities | None = None,
+        terminal: bool = False,
+        session: ClientSessionCapabilities | None = None,
+        subagents: SubagentCapabilities | None = None,
+        plan: PlanCapabilities | None = None,
+        auth: AuthCapabilities | None = None,
+        elicitation: ElicitationCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "fs", fs)
+        _set(self, "terminal", terminal)
+        _set(self, "session", session)
+        _set(self, "subagents", subagents)
+        _set(self, "plan", plan)
+        _set(self, "auth", auth)
+        _set(self, "elicitation", elicitation)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("fs", "FileSystemCapabilities | None", None),
+        ("terminal", "bool", False),
+        ("session", "ClientSessionCapabilities | None", None),
+        ("subagents", "SubagentCapabilities | None", None),
+        ("plan", "PlanCapabilities | None", None),
+        ("auth", "AuthCapabilities | None", None),
+        ("elicitation", "ElicitationCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class FileSystemCapabilities(WireStruct):
     """File system capabilities that a client may support.
 
     See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/v1/draft/initialization#filesystem)
     """
 
+    __slots__ = (
+        "read_text_file",
+        "write_text_file",
+        "meta",
+    )
+
     #: Whether the Client supports `fs/read_text_file` requests.
-    read_text_file: bool = False
+    read_text_file: bool
 
     #: Whether the Client supports `fs/write_text_file` requests.
-    write_text_file: bool = False
+    write_text_file: bool
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1432,28 +2035,52 @@ class FileSystemCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        read_text_file: bool = False,
+        write_text_file: bool = False,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "read_text_file", read_text_file)
+        _set(self, "write_text_file", write_text_file)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("read_text_file", "bool", False),
+        ("write_text_file", "bool", False),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ClientSessionCapabilities(WireStruct):
     """Session-related capabilities supported by the client."""
 
+    __slots__ = (
+        "compaction",
+        "config_options",
+        "notices",
+        "meta",
+    )
+
     #: Support for ID-addressed context compaction updates. Omitted or `null`
     #: means unsupported. `{}` advertises the complete compaction contract.
-    compaction: CompactionCapabilities | None = None
+    compaction: CompactionCapabilities | None
 
     #: Config option capabilities supported by the client.
     #:
     #: Omitted or `null` both mean the client does not advertise support for any
     #: config option extensions.
-    config_options: SessionConfigOptionsCapabilities | None = None
+    config_options: SessionConfigOptionsCapabilities | None
 
     #: Support for live user-facing `notice` session updates.
     #:
     #: Optional. Omitted or `null` both mean the client does not advertise support.
     #: Supplying `{}` means the client can present notices to the user.
-    notices: NoticeCapabilities | None = None
+    notices: NoticeCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1462,19 +2089,50 @@ class ClientSessionCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        compaction: CompactionCapabilities | None = None,
+        config_options: SessionConfigOptionsCapabilities | None = None,
+        notices: NoticeCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "compaction", compaction)
+        _set(self, "config_options", config_options)
+        _set(self, "notices", notices)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("compaction", "CompactionCapabilities | None", None),
+        ("config_options", "SessionConfigOptionsCapabilities | None", None),
+        ("notices", "NoticeCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CompactionCapabilities(WireStruct):
     """Client support for ID-addressed context compaction updates."""
 
     # An empty object: its presence is the message.
 
+    __slots__ = ()
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    def __init__(self) -> None:
+        pass
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes()
+
+
 class SessionConfigOptionsCapabilities(WireStruct):
     """Session configuration option capabilities supported by the client."""
+
+    __slots__ = (
+        "boolean",
+        "meta",
+    )
 
     #: Whether the client supports boolean session configuration options.
     #:
@@ -1482,7 +2140,7 @@ class SessionConfigOptionsCapabilities(WireStruct):
     #: Supplying `{}` means agents may include `type: "boolean"` entries in
     #: `configOptions`, and the client may send `session/set_config_option`
     #: requests with `type: "boolean"` and a boolean `value`.
-    boolean: BooleanConfigOptionCapabilities | None = None
+    boolean: BooleanConfigOptionCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1491,16 +2149,32 @@ class SessionConfigOptionsCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        boolean: BooleanConfigOptionCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "boolean", boolean)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("boolean", "BooleanConfigOptionCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class BooleanConfigOptionCapabilities(WireStruct):
     """Capabilities for boolean session configuration options.
 
     Supplying `{}` means the client supports boolean session configuration options.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1508,17 +2182,34 @@ class BooleanConfigOptionCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class NoticeCapabilities(WireStruct):
     """Client support for presenting live notices to the user."""
 
     # An empty object: its presence is the message.
 
+    __slots__ = ()
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    def __init__(self) -> None:
+        pass
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes()
+
+
 class SubagentCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1532,14 +2223,27 @@ class SubagentCapabilities(WireStruct):
     session-directed messages.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
     #: these keys.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1548,6 +2252,8 @@ class PlanCapabilities(WireStruct):
     Capabilities for receiving `plan_update` and `plan_removed` session updates.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1555,10 +2261,21 @@ class PlanCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthCapabilities(WireStruct):
     """Authentication capabilities supported by the client.
 
@@ -1567,12 +2284,17 @@ class AuthCapabilities(WireStruct):
     additional client-side support.
     """
 
+    __slots__ = (
+        "terminal",
+        "meta",
+    )
+
     #: Whether the client supports `terminal` authentication methods.
     #:
     #: The client should set this to `true` only when it can reproduce the
     #: configured agent invocation in an interactive terminal. When `true`, the
     #: agent may include `terminal` entries in its authentication methods.
-    terminal: bool = False
+    terminal: bool
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1581,24 +2303,44 @@ class AuthCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        terminal: bool = False,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "terminal", terminal)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("terminal", "bool", False),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationCapabilities(WireStruct):
     """Elicitation capabilities supported by the client."""
+
+    __slots__ = (
+        "form",
+        "url",
+        "meta",
+    )
 
     #: Whether the client supports form-based elicitation.
     #:
     #: Optional. Omitted and `null` are equivalent and mean form support is not advertised.
     #: Supplying `{}` explicitly advertises form support.
-    form: ElicitationFormCapabilities | None = None
+    form: ElicitationFormCapabilities | None
 
     #: Whether the client supports URL-based elicitation.
     #:
     #: Optional. Omitted or `null` both mean the client does not advertise support.
     #: Supplying `{}` means the client supports URL-based elicitation.
-    url: ElicitationUrlCapabilities | None = None
+    url: ElicitationUrlCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1609,16 +2351,35 @@ class ElicitationCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        form: ElicitationFormCapabilities | None = None,
+        url: ElicitationUrlCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "form", form)
+        _set(self, "url", url)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("form", "ElicitationFormCapabilities | None", None),
+        ("url", "ElicitationUrlCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationFormCapabilities(WireStruct):
     """Form-based elicitation capabilities.
 
     Supplying `{}` means the client supports form-based elicitation.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1628,16 +2389,29 @@ class ElicitationFormCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationUrlCapabilities(WireStruct):
     """URL-based elicitation capabilities.
 
     Supplying `{}` means the client supports URL-based elicitation.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1647,15 +2421,31 @@ class ElicitationUrlCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthenticateRequest(WireStruct):
     """Request parameters for the authenticate method.
 
     Specifies which authentication method to use.
     """
+
+    __slots__ = (
+        "method_id",
+        "meta",
+    )
 
     #: The ID of the authentication method to use.
     #: Must be one of the methods advertised in the initialize response.
@@ -1668,15 +2458,34 @@ class AuthenticateRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        method_id: AuthMethodId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "method_id", method_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("method_id", "AuthMethodId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CancelRequestNotification(WireStruct):
     """Notification to cancel an ongoing request.
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/cancellation)
     """
+
+    __slots__ = (
+        "request_id",
+        "meta",
+    )
 
     #: The ID of the request to cancel.
     request_id: RequestId
@@ -1688,7 +2497,22 @@ class CancelRequestNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "request_id", request_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("request_id", "RequestId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
 #: JSON RPC Request Id

@@ -8,9 +8,10 @@ Import them from `protocol.types`, which loads this part when one is first used.
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, Literal, TypeAlias, Union
+from typing import Any, ClassVar, Final, Literal, TypeAlias, Union
 
 import attrs
+from attrs import NOTHING
 
 from protocol._wire import (
     JSON_NULL,
@@ -19,10 +20,12 @@ from protocol._wire import (
     OpenEnumMixin,
     TaggedUnion,
     UntaggedUnion,
+    WireAttributes,
     WireEnum,
     WireField,
     WireStruct,
     WireTables,
+    wire_attributes,
 )
 from protocol._types_handshake import (
     AuthState,
@@ -56,7 +59,6 @@ from protocol._types_prompts import (
 )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class StringPropertySchema(WireStruct):
     """Schema for string properties in an elicitation form.
 
@@ -64,55 +66,69 @@ class StringPropertySchema(WireStruct):
     with `"type": "string"`.
     """
 
-    type: Literal["string"] = "string"
+    __slots__ = (
+        "type",
+        "title",
+        "description",
+        "min_length",
+        "max_length",
+        "pattern",
+        "format",
+        "default",
+        "enum",
+        "one_of",
+        "meta",
+    )
+
+    type: Literal["string"]
 
     #: Optional title for the property.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Minimum string length.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no minimum length
     #: constraint.
-    min_length: int | None = None
+    min_length: int | None
 
     #: Maximum string length.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no maximum length
     #: constraint.
-    max_length: int | None = None
+    max_length: int | None
 
     #: Pattern the string must match.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no pattern constraint.
-    pattern: str | None = None
+    pattern: str | None
 
     #: String format.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no format constraint.
-    format: StringFormat | None = None
+    format: StringFormat | None
 
     #: Default value.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no default value is provided.
-    default: str | None = None
+    default: str | None
 
     #: Enum values for untitled single-select enums.
     #: Optional. Omitted and `null` are equivalent and mean no untitled single-select choices
     #: are
     #: declared by `enum`.
-    enum: list[str] | None = None
+    enum: list[str] | None
 
     #: Titled enum options for titled single-select enums.
     #: Optional. Omitted and `null` are equivalent and mean no titled single-select choices are
     #: declared by `oneOf`.
-    one_of: list[EnumOption] | None = None
+    one_of: list[EnumOption] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -123,39 +139,90 @@ class StringPropertySchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["string"] = "string",
+        title: str | None = None,
+        description: str | None = None,
+        min_length: int | None = None,
+        max_length: int | None = None,
+        pattern: str | None = None,
+        format: StringFormat | None = None,
+        default: str | None = None,
+        enum: list[str] | None = None,
+        one_of: list[EnumOption] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "min_length", min_length)
+        _set(self, "max_length", max_length)
+        _set(self, "pattern", pattern)
+        _set(self, "format", format)
+        _set(self, "default", default)
+        _set(self, "enum", enum)
+        _set(self, "one_of", one_of)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['string']", "string"),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("min_length", "int | None", None),
+        ("max_length", "int | None", None),
+        ("pattern", "str | None", None),
+        ("format", "StringFormat | None", None),
+        ("default", "str | None", None),
+        ("enum", "list[str] | None", None),
+        ("one_of", "list[EnumOption] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class NumberPropertySchema(WireStruct):
     """Schema for number (floating-point) properties in an elicitation form."""
 
-    type: Literal["number"] = "number"
+    __slots__ = (
+        "type",
+        "title",
+        "description",
+        "minimum",
+        "maximum",
+        "default",
+        "meta",
+    )
+
+    type: Literal["number"]
 
     #: Optional title for the property.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Minimum value (inclusive).
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.
-    minimum: float | None = None
+    minimum: float | None
 
     #: Maximum value (inclusive).
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.
-    maximum: float | None = None
+    maximum: float | None
 
     #: Default value.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no default value is provided.
-    default: float | None = None
+    default: float | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -166,39 +233,78 @@ class NumberPropertySchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["number"] = "number",
+        title: str | None = None,
+        description: str | None = None,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        default: float | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "minimum", minimum)
+        _set(self, "maximum", maximum)
+        _set(self, "default", default)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['number']", "number"),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("minimum", "float | None", None),
+        ("maximum", "float | None", None),
+        ("default", "float | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IntegerPropertySchema(WireStruct):
     """Schema for integer properties in an elicitation form."""
 
-    type: Literal["integer"] = "integer"
+    __slots__ = (
+        "type",
+        "title",
+        "description",
+        "minimum",
+        "maximum",
+        "default",
+        "meta",
+    )
+
+    type: Literal["integer"]
 
     #: Optional title for the property.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Minimum value (inclusive).
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.
-    minimum: int | None = None
+    minimum: int | None
 
     #: Maximum value (inclusive).
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.
-    maximum: int | None = None
+    maximum: int | None
 
     #: Default value.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no default value is provided.
-    default: int | None = None
+    default: int | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -209,29 +315,66 @@ class IntegerPropertySchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["integer"] = "integer",
+        title: str | None = None,
+        description: str | None = None,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        default: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "minimum", minimum)
+        _set(self, "maximum", maximum)
+        _set(self, "default", default)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['integer']", "integer"),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("minimum", "int | None", None),
+        ("maximum", "int | None", None),
+        ("default", "int | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class BooleanPropertySchema(WireStruct):
     """Schema for boolean properties in an elicitation form."""
 
-    type: Literal["boolean"] = "boolean"
+    __slots__ = (
+        "type",
+        "title",
+        "description",
+        "default",
+        "meta",
+    )
+
+    type: Literal["boolean"]
 
     #: Optional title for the property.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Default value.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no default value is provided.
-    default: bool | None = None
+    default: bool | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -242,14 +385,48 @@ class BooleanPropertySchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["boolean"] = "boolean",
+        title: str | None = None,
+        description: str | None = None,
+        default: bool | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "default", default)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['boolean']", "boolean"),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("default", "bool | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class MultiSelectPropertySchema(WireStruct):
     """Schema for multi-select (array) properties in an elicitation form."""
 
-    type: Literal["array"] = "array"
+    __slots__ = (
+        "type",
+        "items",
+        "title",
+        "description",
+        "min_items",
+        "max_items",
+        "default",
+        "meta",
+    )
+
+    type: Literal["array"]
 
     #: The items definition describing allowed values.
     items: MultiSelectItems
@@ -257,29 +434,29 @@ class MultiSelectPropertySchema(WireStruct):
     #: Optional title for the property.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Minimum number of items to select.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no minimum selection
     #: count.
-    min_items: int | None = None
+    min_items: int | None
 
     #: Maximum number of items to select.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no maximum selection
     #: count.
-    max_items: int | None = None
+    max_items: int | None
 
     #: Default selected values.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no default selections are provided.
-    default: list[str] | None = None
+    default: list[str] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -290,10 +467,42 @@ class MultiSelectPropertySchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["array"] = "array",
+        items: MultiSelectItems,
+        title: str | None = None,
+        description: str | None = None,
+        min_items: int | None = None,
+        max_items: int | None = None,
+        default: list[str] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "items", items)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "min_items", min_items)
+        _set(self, "max_items", max_items)
+        _set(self, "default", default)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['array']", "array"),
+        ("items", "MultiSelectItems", NOTHING),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("min_items", "int | None", None),
+        ("max_items", "int | None", None),
+        ("default", "list[str] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherElicitationPropertySchema(WireStruct):
     """Custom or future elicitation property schema.
 
@@ -306,6 +515,8 @@ class OtherElicitationPropertySchema(WireStruct):
     elicitation requests. They MUST NOT render it as a known input control.
     """
 
+    __slots__ = ("type",)
+
     #: Custom or future elicitation property schema type.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -313,12 +524,29 @@ class OtherElicitationPropertySchema(WireStruct):
     #: future ACP variants.
     type: str
 
+    def __init__(
+        self,
+        *,
+        type: str,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+    )
+
+
 class StringMultiSelectItems(WireStruct):
     """String item schema for multi-select enum properties."""
 
-    type: Literal["string"] = "string"
+    __slots__ = (
+        "type",
+        "enum",
+        "meta",
+    )
+
+    type: Literal["string"]
 
     #: Allowed enum values.
     enum: list[str]
@@ -332,12 +560,31 @@ class StringMultiSelectItems(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["string"] = "string",
+        enum: list[str],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "enum", enum)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['string']", "string"),
+        ("enum", "list[str]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherMultiSelectItems(WireStruct):
     """Custom or future typed multi-select items."""
+
+    __slots__ = ("type",)
 
     #: Custom or future multi-select item type.
     #:
@@ -346,10 +593,26 @@ class OtherMultiSelectItems(WireStruct):
     #: future ACP variants.
     type: str
 
+    def __init__(
+        self,
+        *,
+        type: str,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+    )
+
+
 class TitledMultiSelectItems(WireStruct):
     """Items definition for titled multi-select enum properties."""
+
+    __slots__ = (
+        "any_of",
+        "meta",
+    )
 
     #: Titled enum options.
     any_of: list[EnumOption]
@@ -363,10 +626,24 @@ class TitledMultiSelectItems(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        any_of: list[EnumOption],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "any_of", any_of)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("any_of", "list[EnumOption]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CancelledPermissionOutcome(WireStruct):
     """The prompt turn was cancelled before the user responded.
 
@@ -377,14 +654,33 @@ class CancelledPermissionOutcome(WireStruct):
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
     """
 
-    outcome: Literal["cancelled"] = "cancelled"
+    __slots__ = ("outcome",)
+
+    outcome: Literal["cancelled"]
+
+    def __init__(
+        self,
+        *,
+        outcome: Literal["cancelled"] = "cancelled",
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "outcome", outcome)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("outcome", "Literal['cancelled']", "cancelled"),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SelectedPermissionOutcome(WireStruct):
     """The user selected one of the provided options."""
 
-    outcome: Literal["selected"] = "selected"
+    __slots__ = (
+        "outcome",
+        "option_id",
+        "meta",
+    )
+
+    outcome: Literal["selected"]
 
     #: The ID of the option the user selected.
     option_id: PermissionOptionId
@@ -396,43 +692,105 @@ class SelectedPermissionOutcome(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        outcome: Literal["selected"] = "selected",
+        option_id: PermissionOptionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "outcome", outcome)
+        _set(self, "option_id", option_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("outcome", "Literal['selected']", "selected"),
+        ("option_id", "PermissionOptionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class MessageMcpResponseResult(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     An opaque inner MCP result.
     """
 
+    __slots__ = (
+        "result",
+        "meta",
+    )
+
     #: Required, even if JSON null.
     result: Any
 
     #: Optional ACP carrier metadata.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        result: Any,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "result", result)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("result", "Any", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class MessageMcpResponseError(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     A structured inner MCP error.
     """
 
+    __slots__ = (
+        "error",
+        "meta",
+    )
+
     #: Required, non-null MCP error object.
     error: McpError
 
     #: Optional ACP carrier metadata.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        error: McpError,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "error", error)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("error", "McpError", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class WriteTextFileRequest(WireStruct):
     """Request to write content to a text file.
 
     Only available if the client supports the `fs.writeTextFile` capability.
     """
+
+    __slots__ = (
+        "session_id",
+        "path",
+        "content",
+        "meta",
+    )
 
     #: The session ID for this request.
     session_id: SessionId
@@ -450,15 +808,43 @@ class WriteTextFileRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        path: str,
+        content: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "path", path)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("path", "str", NOTHING),
+        ("content", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ReadTextFileRequest(WireStruct):
     """Request to read content from a text file.
 
     Only available if the client supports the `fs.readTextFile` capability.
     """
+
+    __slots__ = (
+        "session_id",
+        "path",
+        "line",
+        "limit",
+        "meta",
+    )
 
     #: The session ID for this request.
     session_id: SessionId
@@ -467,10 +853,10 @@ class ReadTextFileRequest(WireStruct):
     path: str
 
     #: Line number to start reading from (1-based).
-    line: int | None = None
+    line: int | None
 
     #: Maximum number of lines to read.
-    limit: int | None = None
+    limit: int | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -479,10 +865,33 @@ class ReadTextFileRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "path", path)
+        _set(self, "line", line)
+        _set(self, "limit", limit)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("path", "str", NOTHING),
+        ("line", "int | None", None),
+        ("limit", "int | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class RequestPermissionRequest(WireStruct):
     """Request for user permission to execute a tool call.
 
@@ -490,6 +899,13 @@ class RequestPermissionRequest(WireStruct):
 
     See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#requesting-permission)
     """
+
+    __slots__ = (
+        "session_id",
+        "tool_call",
+        "options",
+        "meta",
+    )
 
     #: The session ID for this request.
     session_id: SessionId
@@ -507,10 +923,30 @@ class RequestPermissionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        tool_call: ToolCallUpdate,
+        options: list[PermissionOption],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call", tool_call)
+        _set(self, "options", options)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("tool_call", "ToolCallUpdate", NOTHING),
+        ("options", "list[PermissionOption]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ToolCallUpdate(WireStruct):
     """An update to an existing tool call.
 
@@ -520,35 +956,48 @@ class ToolCallUpdate(WireStruct):
     See protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#updating)
     """
 
+    __slots__ = (
+        "tool_call_id",
+        "kind",
+        "status",
+        "title",
+        "name",
+        "content",
+        "locations",
+        "raw_input",
+        "raw_output",
+        "meta",
+    )
+
     #: The ID of the tool call being updated.
     tool_call_id: ToolCallId
 
     #: Update the tool kind.
-    kind: ToolKind | None = None
+    kind: ToolKind | None
 
     #: Update the execution status.
-    status: ToolCallStatus | None = None
+    status: ToolCallStatus | None
 
     #: Update the human-readable title.
-    title: str | None = None
+    title: str | None
 
     #: Update the programmatic name of the tool being invoked.
     #:
     #: This field is optional. Omitting it or sending `null` both mean that
     #: the existing name is left unchanged.
-    name: str | None = None
+    name: str | None
 
     #: Replace the content collection.
-    content: list[ToolCallContent] | None = None
+    content: list[ToolCallContent] | None
 
     #: Replace the locations collection.
-    locations: list[ToolCallLocation] | None = None
+    locations: list[ToolCallLocation] | None
 
     #: Update the raw input.
-    raw_input: Any | None = None
+    raw_input: Any | None
 
     #: Update the raw output.
-    raw_output: Any | None = None
+    raw_output: Any | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -557,12 +1006,57 @@ class ToolCallUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        tool_call_id: ToolCallId,
+        kind: ToolKind | None = None,
+        status: ToolCallStatus | None = None,
+        title: str | None = None,
+        name: str | None = None,
+        content: list[ToolCallContent] | None = None,
+        locations: list[ToolCallLocation] | None = None,
+        raw_input: Any | None = None,
+        raw_output: Any | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "kind", kind)
+        _set(self, "status", status)
+        _set(self, "title", title)
+        _set(self, "name", name)
+        _set(self, "content", content)
+        _set(self, "locations", locations)
+        _set(self, "raw_input", raw_input)
+        _set(self, "raw_output", raw_output)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("tool_call_id", "ToolCallId", NOTHING),
+        ("kind", "ToolKind | None", None),
+        ("status", "ToolCallStatus | None", None),
+        ("title", "str | None", None),
+        ("name", "str | None", None),
+        ("content", "list[ToolCallContent] | None", None),
+        ("locations", "list[ToolCallLocation] | None", None),
+        ("raw_input", "Any | None", None),
+        ("raw_output", "Any | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PermissionOption(WireStruct):
     """An option presented to the user when requesting permission."""
+
+    __slots__ = (
+        "option_id",
+        "name",
+        "kind",
+        "meta",
+    )
 
     #: Unique identifier for this permission option.
     option_id: PermissionOptionId
@@ -580,12 +1074,42 @@ class PermissionOption(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        option_id: PermissionOptionId,
+        name: str,
+        kind: PermissionOptionKind,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "option_id", option_id)
+        _set(self, "name", name)
+        _set(self, "kind", kind)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("option_id", "PermissionOptionId", NOTHING),
+        ("name", "str", NOTHING),
+        ("kind", "PermissionOptionKind", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateTerminalRequest(WireStruct):
     """Request to create a new terminal and execute a command."""
+
+    __slots__ = (
+        "session_id",
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "output_byte_limit",
+        "meta",
+    )
 
     #: The session ID for this request.
     session_id: SessionId
@@ -594,13 +1118,13 @@ class CreateTerminalRequest(WireStruct):
     command: str
 
     #: Array of command arguments.
-    args: list[str] | None = None
+    args: list[str] | None
 
     #: Environment variables for the command.
-    env: list[EnvVariable] | None = None
+    env: list[EnvVariable] | None
 
     #: Working directory for the command. Must be an absolute path.
-    cwd: str | None = None
+    cwd: str | None
 
     #: Maximum number of output bytes to retain.
     #:
@@ -610,7 +1134,7 @@ class CreateTerminalRequest(WireStruct):
     #: The Client MUST ensure truncation happens at a character boundary to maintain valid
     #: string output, even if this means the retained output is slightly less than the
     #: specified limit.
-    output_byte_limit: int | None = None
+    output_byte_limit: int | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -619,12 +1143,47 @@ class CreateTerminalRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        command: str,
+        args: list[str] | None = None,
+        env: list[EnvVariable] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "command", command)
+        _set(self, "args", args)
+        _set(self, "env", env)
+        _set(self, "cwd", cwd)
+        _set(self, "output_byte_limit", output_byte_limit)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("command", "str", NOTHING),
+        ("args", "list[str] | None", None),
+        ("env", "list[EnvVariable] | None", None),
+        ("cwd", "str | None", None),
+        ("output_byte_limit", "int | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TerminalOutputRequest(WireStruct):
     """Request to get the current output and status of a terminal."""
+
+    __slots__ = (
+        "session_id",
+        "terminal_id",
+        "meta",
+    )
 
     #: The session ID for this request.
     session_id: SessionId
@@ -639,12 +1198,35 @@ class TerminalOutputRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        terminal_id: TerminalId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("terminal_id", "TerminalId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ReleaseTerminalRequest(WireStruct):
     """Request to release a terminal and free its resources."""
+
+    __slots__ = (
+        "session_id",
+        "terminal_id",
+        "meta",
+    )
 
     #: The session ID for this request.
     session_id: SessionId
@@ -659,12 +1241,35 @@ class ReleaseTerminalRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        terminal_id: TerminalId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("terminal_id", "TerminalId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class WaitForTerminalExitRequest(WireStruct):
     """Request to wait for a terminal command to exit."""
+
+    __slots__ = (
+        "session_id",
+        "terminal_id",
+        "meta",
+    )
 
     #: The session ID for this request.
     session_id: SessionId
@@ -679,12 +1284,35 @@ class WaitForTerminalExitRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        terminal_id: TerminalId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("terminal_id", "TerminalId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class KillTerminalRequest(WireStruct):
     """Request to kill a terminal without releasing it."""
+
+    __slots__ = (
+        "session_id",
+        "terminal_id",
+        "meta",
+    )
 
     #: The session ID for this request.
     session_id: SessionId
@@ -699,14 +1327,41 @@ class KillTerminalRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        terminal_id: TerminalId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("terminal_id", "TerminalId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationRequestForm(WireStruct):
     """Form-based elicitation where the client renders a form from the provided schema."""
 
-    mode: Literal["form"] = "form"
+    __slots__ = (
+        "mode",
+        "message",
+        "requested_schema",
+        "meta",
+        "session_id",
+        "tool_call_id",
+        "request_id",
+    )
+
+    mode: Literal["form"]
 
     #: A human-readable message describing what input is needed.
     message: str
@@ -723,26 +1378,66 @@ class CreateElicitationRequestForm(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The session this elicitation is tied to.
-    session_id: SessionId | None = None
+    session_id: SessionId | None
 
     #: Optional tool call within the session.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
 
     #: The request this elicitation is tied to.
-    request_id: RequestId | None = None
+    request_id: RequestId | None
+
+    def __init__(
+        self,
+        *,
+        mode: Literal["form"] = "form",
+        message: str,
+        requested_schema: ElicitationSchema,
+        meta: dict[str, Any] | None = None,
+        session_id: SessionId | None = None,
+        tool_call_id: ToolCallId | None = None,
+        request_id: RequestId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "mode", mode)
+        _set(self, "message", message)
+        _set(self, "requested_schema", requested_schema)
+        _set(self, "meta", meta)
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "request_id", request_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("mode", "Literal['form']", "form"),
+        ("message", "str", NOTHING),
+        ("requested_schema", "ElicitationSchema", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+        ("session_id", "SessionId | None", None),
+        ("tool_call_id", "ToolCallId | None", None),
+        ("request_id", "RequestId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationRequestUrl(WireStruct):
     """URL-based elicitation where the client directs the user to a URL."""
 
-    mode: Literal["url"] = "url"
+    __slots__ = (
+        "mode",
+        "message",
+        "elicitation_id",
+        "url",
+        "meta",
+        "session_id",
+        "tool_call_id",
+        "request_id",
+    )
+
+    mode: Literal["url"]
 
     #: A human-readable message describing what input is needed.
     message: str
@@ -762,22 +1457,54 @@ class CreateElicitationRequestUrl(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The session this elicitation is tied to.
-    session_id: SessionId | None = None
+    session_id: SessionId | None
 
     #: Optional tool call within the session.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
 
     #: The request this elicitation is tied to.
-    request_id: RequestId | None = None
+    request_id: RequestId | None
+
+    def __init__(
+        self,
+        *,
+        mode: Literal["url"] = "url",
+        message: str,
+        elicitation_id: ElicitationId,
+        url: str,
+        meta: dict[str, Any] | None = None,
+        session_id: SessionId | None = None,
+        tool_call_id: ToolCallId | None = None,
+        request_id: RequestId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "mode", mode)
+        _set(self, "message", message)
+        _set(self, "elicitation_id", elicitation_id)
+        _set(self, "url", url)
+        _set(self, "meta", meta)
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "request_id", request_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("mode", "Literal['url']", "url"),
+        ("message", "str", NOTHING),
+        ("elicitation_id", "ElicitationId", NOTHING),
+        ("url", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+        ("session_id", "SessionId | None", None),
+        ("tool_call_id", "ToolCallId | None", None),
+        ("request_id", "RequestId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationRequestOther(WireStruct):
     """Custom or future elicitation mode.
 
@@ -789,6 +1516,15 @@ class CreateElicitationRequestOther(WireStruct):
     when storing, replaying, proxying, or forwarding elicitation requests.
     They MUST NOT render it as a known elicitation mode.
     """
+
+    __slots__ = (
+        "message",
+        "mode",
+        "meta",
+        "session_id",
+        "tool_call_id",
+        "request_id",
+    )
 
     #: A human-readable message describing what input is needed.
     message: str
@@ -809,22 +1545,48 @@ class CreateElicitationRequestOther(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The session this elicitation is tied to.
-    session_id: SessionId | None = None
+    session_id: SessionId | None
 
     #: Optional tool call within the session.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
 
     #: The request this elicitation is tied to.
-    request_id: RequestId | None = None
+    request_id: RequestId | None
+
+    def __init__(
+        self,
+        *,
+        message: str,
+        mode: str,
+        meta: dict[str, Any] | None = None,
+        session_id: SessionId | None = None,
+        tool_call_id: ToolCallId | None = None,
+        request_id: RequestId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "message", message)
+        _set(self, "mode", mode)
+        _set(self, "meta", meta)
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "request_id", request_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("message", "str", NOTHING),
+        ("mode", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+        ("session_id", "SessionId | None", None),
+        ("tool_call_id", "ToolCallId | None", None),
+        ("request_id", "RequestId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationSessionScope(WireStruct):
     """Session-scoped elicitation, optionally tied to a specific tool call.
 
@@ -833,6 +1595,11 @@ class ElicitationSessionScope(WireStruct):
     during a tool call and needs to redirect it to the user.
     """
 
+    __slots__ = (
+        "session_id",
+        "tool_call_id",
+    )
+
     #: The session this elicitation is tied to.
     session_id: SessionId
 
@@ -840,20 +1607,47 @@ class ElicitationSessionScope(WireStruct):
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        tool_call_id: ToolCallId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("tool_call_id", "ToolCallId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationRequestScope(WireStruct):
     """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
     (e.g., during auth/configuration phases before any session is started).
     """
 
+    __slots__ = ("request_id",)
+
     #: The request this elicitation is tied to.
     request_id: RequestId
 
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "request_id", request_id)
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("request_id", "RequestId", NOTHING),
+    )
+
+
 class ElicitationSchema(WireStruct):
     """Type-safe elicitation schema for requesting structured user input.
 
@@ -861,26 +1655,35 @@ class ElicitationSchema(WireStruct):
     as required by the elicitation specification.
     """
 
+    __slots__ = (
+        "type",
+        "title",
+        "properties",
+        "required",
+        "description",
+        "meta",
+    )
+
     #: Type discriminator. Always `"object"`.
-    type: ElicitationSchemaType = ElicitationSchemaType("object")
+    type: ElicitationSchemaType
 
     #: Optional title for the schema.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Property definitions (must be primitive types).
-    properties: dict[str, ElicitationPropertySchema] = attrs.Factory(dict)
+    properties: dict[str, ElicitationPropertySchema]
 
     #: List of required property names.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no property names are required.
-    required: list[str] | None = None
+    required: list[str] | None
 
     #: Optional description of what this schema represents.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no schema description is provided.
-    description: str | None = None
+    description: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -891,12 +1694,45 @@ class ElicitationSchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: ElicitationSchemaType = ElicitationSchemaType("object"),
+        title: str | None = None,
+        properties: dict[str, ElicitationPropertySchema] | None = None,
+        required: list[str] | None = None,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "title", title)
+        _set(self, "properties", (dict)() if properties is None else properties)
+        _set(self, "required", required)
+        _set(self, "description", description)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "ElicitationSchemaType", ElicitationSchemaType("object")),
+        ("title", "str | None", None),
+        ("properties", "dict[str, ElicitationPropertySchema]", attrs.Factory(dict)),
+        ("required", "list[str] | None", None),
+        ("description", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class EnumOption(WireStruct):
     """A titled enum option with a const value, human-readable title, and optional description."""
+
+    __slots__ = (
+        "const",
+        "title",
+        "description",
+        "meta",
+    )
 
     #: The constant value for this option.
     const: str
@@ -907,7 +1743,7 @@ class EnumOption(WireStruct):
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -918,32 +1754,87 @@ class EnumOption(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        const: str,
+        title: str,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "const", const)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("const", "str", NOTHING),
+        ("title", "str", NOTHING),
+        ("description", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationFormMode(WireStruct):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
+
+    __slots__ = (
+        "requested_schema",
+        "session_id",
+        "tool_call_id",
+        "request_id",
+    )
 
     #: A JSON Schema describing the form fields to present to the user.
     requested_schema: ElicitationSchema
 
     #: The session this elicitation is tied to.
-    session_id: SessionId | None = None
+    session_id: SessionId | None
 
     #: Optional tool call within the session.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
 
     #: The request this elicitation is tied to.
-    request_id: RequestId | None = None
+    request_id: RequestId | None
+
+    def __init__(
+        self,
+        *,
+        requested_schema: ElicitationSchema,
+        session_id: SessionId | None = None,
+        tool_call_id: ToolCallId | None = None,
+        request_id: RequestId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "requested_schema", requested_schema)
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "request_id", request_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("requested_schema", "ElicitationSchema", NOTHING),
+        ("session_id", "SessionId | None", None),
+        ("tool_call_id", "ToolCallId | None", None),
+        ("request_id", "RequestId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationUrlMode(WireStruct):
     """URL-based elicitation mode where the client directs the user to a URL."""
+
+    __slots__ = (
+        "elicitation_id",
+        "url",
+        "session_id",
+        "tool_call_id",
+        "request_id",
+    )
 
     #: The unique identifier for this elicitation.
     elicitation_id: ElicitationId
@@ -952,19 +1843,42 @@ class ElicitationUrlMode(WireStruct):
     url: str
 
     #: The session this elicitation is tied to.
-    session_id: SessionId | None = None
+    session_id: SessionId | None
 
     #: Optional tool call within the session.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
 
     #: The request this elicitation is tied to.
-    request_id: RequestId | None = None
+    request_id: RequestId | None
+
+    def __init__(
+        self,
+        *,
+        elicitation_id: ElicitationId,
+        url: str,
+        session_id: SessionId | None = None,
+        tool_call_id: ToolCallId | None = None,
+        request_id: RequestId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "elicitation_id", elicitation_id)
+        _set(self, "url", url)
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "request_id", request_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("elicitation_id", "ElicitationId", NOTHING),
+        ("url", "str", NOTHING),
+        ("session_id", "SessionId | None", None),
+        ("tool_call_id", "ToolCallId | None", None),
+        ("request_id", "RequestId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class MessageMcpRequest(WireStruct):
     """**UNSTABLE**
 
@@ -972,6 +1886,14 @@ class MessageMcpRequest(WireStruct):
 
     Request parameters for `mcp/message`.
     """
+
+    __slots__ = (
+        "server_id",
+        "request_id",
+        "method",
+        "params",
+        "meta",
+    )
 
     #: The declared ACP MCP server receiving this request.
     server_id: McpServerAcpId
@@ -985,7 +1907,7 @@ class MessageMcpRequest(WireStruct):
     #: Optional inner MCP params.
     #:
     #: If omitted or set to `null`, the inner MCP message has no params.
-    params: dict[str, Any] | None = None
+    params: dict[str, Any] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -994,10 +1916,33 @@ class MessageMcpRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        server_id: McpServerAcpId,
+        request_id: McpRequestId,
+        method: str,
+        params: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "server_id", server_id)
+        _set(self, "request_id", request_id)
+        _set(self, "method", method)
+        _set(self, "params", params)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("server_id", "McpServerAcpId", NOTHING),
+        ("request_id", "McpRequestId", NOTHING),
+        ("method", "str", NOTHING),
+        ("params", "dict[str, Any] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ListProvidersResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1005,6 +1950,11 @@ class ListProvidersResponse(WireStruct):
 
     Response to `providers/list`.
     """
+
+    __slots__ = (
+        "providers",
+        "meta",
+    )
 
     #: Configurable providers with current routing info suitable for UI display.
     providers: list[ProviderInfo]
@@ -1016,10 +1966,24 @@ class ListProvidersResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        providers: list[ProviderInfo],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "providers", providers)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("providers", "list[ProviderInfo]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ProviderInfo(WireStruct):
     """**UNSTABLE**
 
@@ -1027,6 +1991,14 @@ class ProviderInfo(WireStruct):
 
     Information about a configurable LLM provider.
     """
+
+    __slots__ = (
+        "provider_id",
+        "supported",
+        "required",
+        "current",
+        "meta",
+    )
 
     #: Provider identifier, for example "main" or "openai".
     provider_id: ProviderId
@@ -1040,7 +2012,7 @@ class ProviderInfo(WireStruct):
 
     #: Current effective non-secret routing config.
     #: Null or omitted means provider is disabled.
-    current: ProviderCurrentConfig | None = None
+    current: ProviderCurrentConfig | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1049,10 +2021,33 @@ class ProviderInfo(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        provider_id: ProviderId,
+        supported: list[LlmProtocol],
+        required: bool,
+        current: ProviderCurrentConfig | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "provider_id", provider_id)
+        _set(self, "supported", supported)
+        _set(self, "required", required)
+        _set(self, "current", current)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("provider_id", "ProviderId", NOTHING),
+        ("supported", "list[LlmProtocol]", NOTHING),
+        ("required", "bool", NOTHING),
+        ("current", "ProviderCurrentConfig | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ProviderCurrentConfig(WireStruct):
     """**UNSTABLE**
 
@@ -1060,6 +2055,12 @@ class ProviderCurrentConfig(WireStruct):
 
     Current effective non-secret routing configuration for a provider.
     """
+
+    __slots__ = (
+        "api_type",
+        "base_url",
+        "meta",
+    )
 
     #: Protocol currently used by this provider.
     api_type: LlmProtocol
@@ -1074,10 +2075,27 @@ class ProviderCurrentConfig(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        api_type: LlmProtocol,
+        base_url: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "api_type", api_type)
+        _set(self, "base_url", base_url)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("api_type", "LlmProtocol", NOTHING),
+        ("base_url", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetProviderResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1086,6 +2104,8 @@ class SetProviderResponse(WireStruct):
     Response to `providers/set`.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1093,10 +2113,21 @@ class SetProviderResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DisableProviderResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1105,6 +2136,8 @@ class DisableProviderResponse(WireStruct):
     Response to `providers/disable`.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1112,13 +2145,26 @@ class DisableProviderResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class LogoutResponse(WireStruct):
     """Response to the `logout` method."""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1126,10 +2172,21 @@ class LogoutResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthStatusResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1137,6 +2194,12 @@ class AuthStatusResponse(WireStruct):
 
     Response to the `auth/status` method.
     """
+
+    __slots__ = (
+        "state",
+        "accounts",
+        "meta",
+    )
 
     #: Whether the agent can start sessions without the user signing in first.
     #:
@@ -1149,7 +2212,7 @@ class AuthStatusResponse(WireStruct):
     #: Optional. Omitted and empty are equivalent and mean no accounts are reported.
     #: Agents that hold credentials for several providers or accounts SHOULD list each
     #: of them and mark the ones in effect with `active`.
-    accounts: list[AuthAccount] | None = None
+    accounts: list[AuthAccount] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1158,10 +2221,27 @@ class AuthStatusResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: AuthState,
+        accounts: list[AuthAccount] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "accounts", accounts)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "AuthState", NOTHING),
+        ("accounts", "list[AuthAccount] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthAccount(WireStruct):
     """**UNSTABLE**
 
@@ -1175,6 +2255,15 @@ class AuthAccount(WireStruct):
     telemetry.
     """
 
+    __slots__ = (
+        "label",
+        "active",
+        "name",
+        "email",
+        "organization",
+        "meta",
+    )
+
     #: Human-readable name for the account, suitable for display on its own,
     #: for example `Claude Max`, `OpenAI API key`, or `Vertex AI`.
     label: str
@@ -1185,22 +2274,22 @@ class AuthAccount(WireStruct):
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent does not indicate whether
     #: this account is in effect.
-    active: bool | None = None
+    active: bool | None
 
     #: Display name of the user, such as a username or full name.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no name is reported.
-    name: str | None = None
+    name: str | None
 
     #: Email address of the user.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no email is reported.
-    email: str | None = None
+    email: str | None
 
     #: Display name of the organization, team, or workspace the account is using.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no organization is reported.
-    organization: str | None = None
+    organization: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1209,12 +2298,43 @@ class AuthAccount(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        label: str,
+        active: bool | None = None,
+        name: str | None = None,
+        email: str | None = None,
+        organization: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "label", label)
+        _set(self, "active", active)
+        _set(self, "name", name)
+        _set(self, "email", email)
+        _set(self, "organization", organization)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("label", "str", NOTHING),
+        ("active", "bool | None", None),
+        ("name", "str | None", None),
+        ("email", "str | None", None),
+        ("organization", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionConfigSelect(WireStruct):
     """A single-value selector (dropdown) session configuration option payload."""
+
+    __slots__ = (
+        "current_value",
+        "options",
+    )
 
     #: The currently selected value.
     current_value: SessionConfigValueId
@@ -1222,18 +2342,51 @@ class SessionConfigSelect(WireStruct):
     #: The set of selectable options.
     options: SessionConfigSelectOptions
 
+    def __init__(
+        self,
+        *,
+        current_value: SessionConfigValueId,
+        options: SessionConfigSelectOptions,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "current_value", current_value)
+        _set(self, "options", options)
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("current_value", "SessionConfigValueId", NOTHING),
+        ("options", "SessionConfigSelectOptions", NOTHING),
+    )
+
+
 class SessionConfigBoolean(WireStruct):
     """A boolean on/off toggle session configuration option payload."""
+
+    __slots__ = ("current_value",)
 
     #: The current value of the boolean option.
     current_value: bool
 
+    def __init__(
+        self,
+        *,
+        current_value: bool,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "current_value", current_value)
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("current_value", "bool", NOTHING),
+    )
+
+
 class ContentChunk(WireStruct):
     """A streamed item of content"""
+
+    __slots__ = (
+        "content",
+        "message_id",
+        "meta",
+    )
 
     #: A single item of content
     content: ContentBlock
@@ -1242,7 +2395,7 @@ class ContentChunk(WireStruct):
     #:
     #: All chunks belonging to the same message share the same `messageId`.
     #: A change in `messageId` indicates a new message has started.
-    message_id: MessageId | None = None
+    message_id: MessageId | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1251,10 +2404,27 @@ class ContentChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        content: ContentBlock,
+        message_id: MessageId | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "content", content)
+        _set(self, "message_id", message_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("content", "ContentBlock", NOTHING),
+        ("message_id", "MessageId | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ErrorStopReason(WireStruct):
     """**UNSTABLE**
 
@@ -1263,16 +2433,34 @@ class ErrorStopReason(WireStruct):
     Details of a failure that ended a child's foreground work.
     """
 
+    __slots__ = ("error",)
+
     #: The failure, as a JSON-RPC error object.
     #:
     #: Optional. Omitted or `null` both mean the agent is not reporting failure details.
     #: Agents SHOULD include it.
-    error: Error | None = None
+    error: Error | None
+
+    def __init__(
+        self,
+        *,
+        error: Error | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "error", error)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("error", "Error | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CompleteElicitationNotification(WireStruct):
     """Notification sent by the agent when a URL-based elicitation is complete."""
+
+    __slots__ = (
+        "elicitation_id",
+        "meta",
+    )
 
     #: The ID of the elicitation that completed.
     elicitation_id: ElicitationId
@@ -1286,10 +2474,24 @@ class CompleteElicitationNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        elicitation_id: ElicitationId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "elicitation_id", elicitation_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("elicitation_id", "ElicitationId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthStatusUpdateNotification(WireStruct):
     """**UNSTABLE**
 
@@ -1302,6 +2504,12 @@ class AuthStatusUpdateNotification(WireStruct):
     send it when the reported status differs from the last one sent on the connection.
     """
 
+    __slots__ = (
+        "state",
+        "accounts",
+        "meta",
+    )
+
     #: Whether the agent can start sessions without the user signing in first.
     #:
     #: This is the only field clients should act on. Clients MUST treat values they
@@ -1313,7 +2521,7 @@ class AuthStatusUpdateNotification(WireStruct):
     #: Optional. Omitted and empty are equivalent and mean no accounts are reported.
     #: Agents that hold credentials for several providers or accounts SHOULD list each
     #: of them and mark the ones in effect with `active`.
-    accounts: list[AuthAccount] | None = None
+    accounts: list[AuthAccount] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1322,10 +2530,27 @@ class AuthStatusUpdateNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: AuthState,
+        accounts: list[AuthAccount] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "accounts", accounts)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "AuthState", NOTHING),
+        ("accounts", "list[AuthAccount] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ListProvidersRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1334,6 +2559,8 @@ class ListProvidersRequest(WireStruct):
     Request parameters for `providers/list`.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1341,10 +2568,21 @@ class ListProvidersRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetProviderRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1354,6 +2592,14 @@ class SetProviderRequest(WireStruct):
 
     Replaces the full configuration for one provider ID.
     """
+
+    __slots__ = (
+        "provider_id",
+        "api_type",
+        "base_url",
+        "headers",
+        "meta",
+    )
 
     #: Provider ID to configure.
     provider_id: ProviderId
@@ -1366,7 +2612,7 @@ class SetProviderRequest(WireStruct):
 
     #: Full headers map for this provider.
     #: May include authorization, routing, or other integration-specific headers.
-    headers: dict[str, str] | None = None
+    headers: dict[str, str] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1375,10 +2621,33 @@ class SetProviderRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        provider_id: ProviderId,
+        api_type: LlmProtocol,
+        base_url: str,
+        headers: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "provider_id", provider_id)
+        _set(self, "api_type", api_type)
+        _set(self, "base_url", base_url)
+        _set(self, "headers", headers)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("provider_id", "ProviderId", NOTHING),
+        ("api_type", "LlmProtocol", NOTHING),
+        ("base_url", "str", NOTHING),
+        ("headers", "dict[str, str] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DisableProviderRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1386,6 +2655,11 @@ class DisableProviderRequest(WireStruct):
 
     Request parameters for `providers/disable`.
     """
+
+    __slots__ = (
+        "provider_id",
+        "meta",
+    )
 
     #: Provider ID to disable.
     provider_id: ProviderId
@@ -1397,15 +2671,31 @@ class DisableProviderRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        provider_id: ProviderId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "provider_id", provider_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("provider_id", "ProviderId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class LogoutRequest(WireStruct):
     """Request parameters for the logout method.
 
     Terminates the current authenticated session.
     """
+
+    __slots__ = ("meta",)
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1414,10 +2704,21 @@ class LogoutRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthStatusRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1431,6 +2732,8 @@ class AuthStatusRequest(WireStruct):
     whether authentication is required.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1438,13 +2741,26 @@ class AuthStatusRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class WriteTextFileResponse(WireStruct):
     """Response to `fs/write_text_file`"""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1452,12 +2768,28 @@ class WriteTextFileResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ReadTextFileResponse(WireStruct):
     """Response containing the contents of a text file."""
+
+    __slots__ = (
+        "content",
+        "meta",
+    )
 
     #: Content payload returned by this response.
     content: str
@@ -1469,12 +2801,31 @@ class ReadTextFileResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        content: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("content", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class RequestPermissionResponse(WireStruct):
     """Response to a permission request."""
+
+    __slots__ = (
+        "outcome",
+        "meta",
+    )
 
     #: The user's decision on the permission request.
     outcome: RequestPermissionOutcome
@@ -1486,12 +2837,31 @@ class RequestPermissionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        outcome: RequestPermissionOutcome,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "outcome", outcome)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("outcome", "RequestPermissionOutcome", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateTerminalResponse(WireStruct):
     """Response containing the ID of the created terminal."""
+
+    __slots__ = (
+        "terminal_id",
+        "meta",
+    )
 
     #: The unique identifier for the created terminal.
     terminal_id: TerminalId
@@ -1503,12 +2873,33 @@ class CreateTerminalResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        terminal_id: TerminalId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("terminal_id", "TerminalId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TerminalOutputResponse(WireStruct):
     """Response containing the terminal output and exit status."""
+
+    __slots__ = (
+        "output",
+        "truncated",
+        "exit_status",
+        "meta",
+    )
 
     #: The terminal output captured so far.
     output: str
@@ -1517,7 +2908,7 @@ class TerminalOutputResponse(WireStruct):
     truncated: bool
 
     #: Exit status if the command has completed.
-    exit_status: TerminalExitStatus | None = None
+    exit_status: TerminalExitStatus | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1526,18 +2917,44 @@ class TerminalOutputResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        output: str,
+        truncated: bool,
+        exit_status: TerminalExitStatus | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "output", output)
+        _set(self, "truncated", truncated)
+        _set(self, "exit_status", exit_status)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("output", "str", NOTHING),
+        ("truncated", "bool", NOTHING),
+        ("exit_status", "TerminalExitStatus | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TerminalExitStatus(WireStruct):
     """Exit status of a terminal command."""
 
+    __slots__ = (
+        "exit_code",
+        "signal",
+        "meta",
+    )
+
     #: The process exit code (may be null if terminated by signal).
-    exit_code: int | None = None
+    exit_code: int | None
 
     #: The signal that terminated the process (may be null if exited normally).
-    signal: str | None = None
+    signal: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1546,13 +2963,32 @@ class TerminalExitStatus(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        exit_code: int | None = None,
+        signal: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "exit_code", exit_code)
+        _set(self, "signal", signal)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("exit_code", "int | None", None),
+        ("signal", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ReleaseTerminalResponse(WireStruct):
     """Response to terminal/release method"""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1560,18 +2996,35 @@ class ReleaseTerminalResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class WaitForTerminalExitResponse(WireStruct):
     """Response containing the exit status of a terminal command."""
 
+    __slots__ = (
+        "exit_code",
+        "signal",
+        "meta",
+    )
+
     #: The process exit code (may be null if terminated by signal).
-    exit_code: int | None = None
+    exit_code: int | None
 
     #: The signal that terminated the process (may be null if exited normally).
-    signal: str | None = None
+    signal: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1580,13 +3033,32 @@ class WaitForTerminalExitResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        exit_code: int | None = None,
+        signal: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "exit_code", exit_code)
+        _set(self, "signal", signal)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("exit_code", "int | None", None),
+        ("signal", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class KillTerminalResponse(WireStruct):
     """Response to `terminal/kill` method"""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1594,14 +3066,31 @@ class KillTerminalResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationResponseAccept(WireStruct):
     """The user accepted and provided content."""
 
-    action: Literal["accept"] = "accept"
+    __slots__ = (
+        "action",
+        "meta",
+        "content",
+    )
+
+    action: Literal["accept"]
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1612,17 +3101,39 @@ class CreateElicitationResponseAccept(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The user-provided content, if any, as an object matching the requested schema.
-    content: dict[str, ElicitationContentValue] | None = None
+    content: dict[str, ElicitationContentValue] | None
+
+    def __init__(
+        self,
+        *,
+        action: Literal["accept"] = "accept",
+        meta: dict[str, Any] | None = None,
+        content: dict[str, ElicitationContentValue] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "action", action)
+        _set(self, "meta", meta)
+        _set(self, "content", content)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("action", "Literal['accept']", "accept"),
+        ("meta", "dict[str, Any] | None", None),
+        ("content", "dict[str, ElicitationContentValue] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationResponseDecline(WireStruct):
     """The user declined the elicitation."""
 
-    action: Literal["decline"] = "decline"
+    __slots__ = (
+        "action",
+        "meta",
+    )
+
+    action: Literal["decline"]
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1633,14 +3144,33 @@ class CreateElicitationResponseDecline(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        action: Literal["decline"] = "decline",
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "action", action)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("action", "Literal['decline']", "decline"),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationResponseCancel(WireStruct):
     """The elicitation was cancelled."""
 
-    action: Literal["cancel"] = "cancel"
+    __slots__ = (
+        "action",
+        "meta",
+    )
+
+    action: Literal["cancel"]
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1651,10 +3181,24 @@ class CreateElicitationResponseCancel(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        action: Literal["cancel"] = "cancel",
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "action", action)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("action", "Literal['cancel']", "cancel"),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationResponseOther(WireStruct):
     """Custom or future elicitation action.
 
@@ -1666,6 +3210,11 @@ class CreateElicitationResponseOther(WireStruct):
     payload when storing, replaying, proxying, or forwarding elicitation
     responses. They MUST NOT treat it as a known elicitation action.
     """
+
+    __slots__ = (
+        "action",
+        "meta",
+    )
 
     #: Custom or future elicitation action.
     #:
@@ -1683,18 +3232,45 @@ class CreateElicitationResponseOther(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        action: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "action", action)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("action", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationAcceptAction(WireStruct):
     """The user accepted the elicitation and provided content."""
 
+    __slots__ = ("content",)
+
     #: The user-provided content, if any, as an object matching the requested schema.
-    content: dict[str, ElicitationContentValue] | None = None
+    content: dict[str, ElicitationContentValue] | None
+
+    def __init__(
+        self,
+        *,
+        content: dict[str, ElicitationContentValue] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "content", content)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("content", "dict[str, ElicitationContentValue] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpError(WireStruct):
     """**UNSTABLE**
 
@@ -1704,6 +3280,12 @@ class McpError(WireStruct):
     Explicit `null` is preserved separately from an omitted key.
     """
 
+    __slots__ = (
+        "code",
+        "message",
+        "data",
+    )
+
     #: Inner MCP error code. Never an ACP error code.
     code: int
 
@@ -1711,10 +3293,27 @@ class McpError(WireStruct):
     message: str
 
     #: Optional error data. Explicit null is retained.
-    data: Any | None = None
+    data: Any | None
+
+    def __init__(
+        self,
+        *,
+        code: int,
+        message: str,
+        data: Any | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "code", code)
+        _set(self, "message", message)
+        _set(self, "data", data)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("code", "int", NOTHING),
+        ("message", "str", NOTHING),
+        ("data", "Any | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class MessageMcpNotification(WireStruct):
     """**UNSTABLE**
 
@@ -1725,6 +3324,14 @@ class MessageMcpNotification(WireStruct):
     Sent by the provider to the consumer for an active request (including
     subscription acknowledgements and updates). The outer envelope has no `id`.
     """
+
+    __slots__ = (
+        "server_id",
+        "request_id",
+        "method",
+        "params",
+        "meta",
+    )
 
     #: The declared ACP MCP server handling the associated request.
     server_id: McpServerAcpId
@@ -1738,7 +3345,7 @@ class MessageMcpNotification(WireStruct):
     #: Optional inner MCP params.
     #:
     #: If omitted or set to `null`, the inner MCP message has no params.
-    params: dict[str, Any] | None = None
+    params: dict[str, Any] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1747,10 +3354,33 @@ class MessageMcpNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        server_id: McpServerAcpId,
+        request_id: McpRequestId,
+        method: str,
+        params: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "server_id", server_id)
+        _set(self, "request_id", request_id)
+        _set(self, "method", method)
+        _set(self, "params", params)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("server_id", "McpServerAcpId", NOTHING),
+        ("request_id", "McpRequestId", NOTHING),
+        ("method", "str", NOTHING),
+        ("params", "dict[str, Any] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ProxySuccessorRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1772,6 +3402,12 @@ class ProxySuccessorRequest(WireStruct):
     See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
     """
 
+    __slots__ = (
+        "method",
+        "params",
+        "meta",
+    )
+
     #: Method name of the wrapped request.
     method: str
 
@@ -1780,7 +3416,7 @@ class ProxySuccessorRequest(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the wrapped request has no params.
     #: When present, it MUST be a JSON object or array, as JSON-RPC requires.
     #: The wrapped request's own `_meta` stays inside these params.
-    params: Any | None = None
+    params: Any | None
 
     #: Metadata for the `proxy/successor` envelope itself, separate from the wrapped
     #: message's `_meta`. It is hop-local: the conductor does not copy it into the message
@@ -1793,10 +3429,27 @@ class ProxySuccessorRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: Any | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "method", method)
+        _set(self, "params", params)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("method", "str", NOTHING),
+        ("params", "Any | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ProxySuccessorNotification(WireStruct):
     """**UNSTABLE**
 
@@ -1811,6 +3464,12 @@ class ProxySuccessorNotification(WireStruct):
     See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
     """
 
+    __slots__ = (
+        "method",
+        "params",
+        "meta",
+    )
+
     #: Method name of the wrapped notification.
     method: str
 
@@ -1820,7 +3479,7 @@ class ProxySuccessorNotification(WireStruct):
     #: params.
     #: When present, it MUST be a JSON object or array, as JSON-RPC requires.
     #: The wrapped notification's own `_meta` stays inside these params.
-    params: Any | None = None
+    params: Any | None
 
     #: Metadata for the `proxy/successor` envelope itself, separate from the wrapped
     #: message's `_meta`. It is hop-local: the conductor does not copy it into the message
@@ -1833,7 +3492,25 @@ class ProxySuccessorNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: Any | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "method", method)
+        _set(self, "params", params)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("method", "str", NOTHING),
+        ("params", "Any | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
 #: Property schema for elicitation form fields.

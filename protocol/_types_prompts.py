@@ -8,9 +8,10 @@ Import them from `protocol.types`, which loads this part when one is first used.
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, Literal, TypeAlias, Union
+from typing import Any, ClassVar, Final, Literal, TypeAlias, Union
 
 import attrs
+from attrs import NOTHING
 
 from protocol._wire import (
     JSON_NULL,
@@ -19,10 +20,12 @@ from protocol._wire import (
     OpenEnumMixin,
     TaggedUnion,
     UntaggedUnion,
+    WireAttributes,
     WireEnum,
     WireField,
     WireStruct,
     WireTables,
+    wire_attributes,
 )
 from protocol._types_handshake import (
     CompactionId,
@@ -47,11 +50,16 @@ from protocol._types_sessions import (
 )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Content(WireStruct):
     """Standard content block (text, images, resources)."""
 
-    type: Literal["content"] = "content"
+    __slots__ = (
+        "type",
+        "content",
+        "meta",
+    )
+
+    type: Literal["content"]
 
     #: The actual content block.
     content: ContentBlock
@@ -63,10 +71,27 @@ class Content(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["content"] = "content",
+        content: ContentBlock,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['content']", "content"),
+        ("content", "ContentBlock", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Diff(WireStruct):
     """A diff representing file modifications.
 
@@ -75,7 +100,15 @@ class Diff(WireStruct):
     See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#content)
     """
 
-    type: Literal["diff"] = "diff"
+    __slots__ = (
+        "type",
+        "path",
+        "new_text",
+        "old_text",
+        "meta",
+    )
+
+    type: Literal["diff"]
 
     #: The absolute file path being modified.
     path: str
@@ -84,7 +117,7 @@ class Diff(WireStruct):
     new_text: str
 
     #: The original content (omitted or `null` for new files).
-    old_text: str | None = None
+    old_text: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -93,10 +126,33 @@ class Diff(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["diff"] = "diff",
+        path: str,
+        new_text: str,
+        old_text: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "path", path)
+        _set(self, "new_text", new_text)
+        _set(self, "old_text", old_text)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['diff']", "diff"),
+        ("path", "str", NOTHING),
+        ("new_text", "str", NOTHING),
+        ("old_text", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Terminal(WireStruct):
     """Embed a terminal created with `terminal/create` by its id.
 
@@ -105,7 +161,13 @@ class Terminal(WireStruct):
     See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/draft/terminals)
     """
 
-    type: Literal["terminal"] = "terminal"
+    __slots__ = (
+        "type",
+        "terminal_id",
+        "meta",
+    )
+
+    type: Literal["terminal"]
 
     #: Identifier of the terminal instance to embed in the content stream.
     terminal_id: TerminalId
@@ -117,14 +179,38 @@ class Terminal(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["terminal"] = "terminal",
+        terminal_id: TerminalId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['terminal']", "terminal"),
+        ("terminal_id", "TerminalId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UserMessageChunk(WireStruct):
     """A chunk of the user's message being streamed."""
 
-    session_update: Literal["user_message_chunk"] = "user_message_chunk"
+    __slots__ = (
+        "session_update",
+        "content",
+        "message_id",
+        "meta",
+    )
+
+    session_update: Literal["user_message_chunk"]
 
     #: A single item of content
     content: ContentBlock
@@ -133,7 +219,7 @@ class UserMessageChunk(WireStruct):
     #:
     #: All chunks belonging to the same message share the same `messageId`.
     #: A change in `messageId` indicates a new message has started.
-    message_id: MessageId | None = None
+    message_id: MessageId | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -142,14 +228,41 @@ class UserMessageChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["user_message_chunk"] = "user_message_chunk",
+        content: ContentBlock,
+        message_id: MessageId | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "content", content)
+        _set(self, "message_id", message_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['user_message_chunk']", "user_message_chunk"),
+        ("content", "ContentBlock", NOTHING),
+        ("message_id", "MessageId | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AgentMessageChunk(WireStruct):
     """A chunk of the agent's response being streamed."""
 
-    session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
+    __slots__ = (
+        "session_update",
+        "content",
+        "message_id",
+        "meta",
+    )
+
+    session_update: Literal["agent_message_chunk"]
 
     #: A single item of content
     content: ContentBlock
@@ -158,7 +271,7 @@ class AgentMessageChunk(WireStruct):
     #:
     #: All chunks belonging to the same message share the same `messageId`.
     #: A change in `messageId` indicates a new message has started.
-    message_id: MessageId | None = None
+    message_id: MessageId | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -167,14 +280,41 @@ class AgentMessageChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["agent_message_chunk"] = "agent_message_chunk",
+        content: ContentBlock,
+        message_id: MessageId | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "content", content)
+        _set(self, "message_id", message_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['agent_message_chunk']", "agent_message_chunk"),
+        ("content", "ContentBlock", NOTHING),
+        ("message_id", "MessageId | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AgentThoughtChunk(WireStruct):
     """A chunk of the agent's internal reasoning being streamed."""
 
-    session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
+    __slots__ = (
+        "session_update",
+        "content",
+        "message_id",
+        "meta",
+    )
+
+    session_update: Literal["agent_thought_chunk"]
 
     #: A single item of content
     content: ContentBlock
@@ -183,7 +323,7 @@ class AgentThoughtChunk(WireStruct):
     #:
     #: All chunks belonging to the same message share the same `messageId`.
     #: A change in `messageId` indicates a new message has started.
-    message_id: MessageId | None = None
+    message_id: MessageId | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -192,10 +332,30 @@ class AgentThoughtChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk",
+        content: ContentBlock,
+        message_id: MessageId | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "content", content)
+        _set(self, "message_id", message_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['agent_thought_chunk']", "agent_thought_chunk"),
+        ("content", "ContentBlock", NOTHING),
+        ("message_id", "MessageId | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ToolCall(WireStruct):
     """Represents a tool call that the language model has requested.
 
@@ -205,7 +365,21 @@ class ToolCall(WireStruct):
     See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v1/draft/tool-calls)
     """
 
-    session_update: Literal["tool_call"] = "tool_call"
+    __slots__ = (
+        "session_update",
+        "tool_call_id",
+        "title",
+        "name",
+        "kind",
+        "status",
+        "content",
+        "locations",
+        "raw_input",
+        "raw_output",
+        "meta",
+    )
+
+    session_update: Literal["tool_call"]
 
     #: Unique identifier for this tool call within the session.
     tool_call_id: ToolCallId
@@ -217,27 +391,27 @@ class ToolCall(WireStruct):
     #:
     #: This field is optional. Omitting it or sending `null` both mean that no
     #: tool name is available.
-    name: str | None = None
+    name: str | None
 
     #: The category of tool being invoked.
     #: Helps clients choose appropriate icons and UI treatment.
-    kind: ToolKind | None = None
+    kind: ToolKind | None
 
     #: Current execution status of the tool call.
-    status: ToolCallStatus | None = None
+    status: ToolCallStatus | None
 
     #: Content produced by the tool call.
-    content: list[ToolCallContent] | None = None
+    content: list[ToolCallContent] | None
 
     #: File locations affected by this tool call.
     #: Enables "follow-along" features in clients.
-    locations: list[ToolCallLocation] | None = None
+    locations: list[ToolCallLocation] | None
 
     #: Raw input parameters sent to the tool.
-    raw_input: Any | None = None
+    raw_input: Any | None
 
     #: Raw output returned by the tool.
-    raw_output: Any | None = None
+    raw_output: Any | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -246,44 +420,99 @@ class ToolCall(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["tool_call"] = "tool_call",
+        tool_call_id: ToolCallId,
+        title: str,
+        name: str | None = None,
+        kind: ToolKind | None = None,
+        status: ToolCallStatus | None = None,
+        content: list[ToolCallContent] | None = None,
+        locations: list[ToolCallLocation] | None = None,
+        raw_input: Any | None = None,
+        raw_output: Any | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "title", title)
+        _set(self, "name", name)
+        _set(self, "kind", kind)
+        _set(self, "status", status)
+        _set(self, "content", content)
+        _set(self, "locations", locations)
+        _set(self, "raw_input", raw_input)
+        _set(self, "raw_output", raw_output)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['tool_call']", "tool_call"),
+        ("tool_call_id", "ToolCallId", NOTHING),
+        ("title", "str", NOTHING),
+        ("name", "str | None", None),
+        ("kind", "ToolKind | None", None),
+        ("status", "ToolCallStatus | None", None),
+        ("content", "list[ToolCallContent] | None", None),
+        ("locations", "list[ToolCallLocation] | None", None),
+        ("raw_input", "Any | None", None),
+        ("raw_output", "Any | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ToolCallProgress(WireStruct):
     """Update on the status or results of a tool call."""
 
-    session_update: Literal["tool_call_update"] = "tool_call_update"
+    __slots__ = (
+        "session_update",
+        "tool_call_id",
+        "kind",
+        "status",
+        "title",
+        "name",
+        "content",
+        "locations",
+        "raw_input",
+        "raw_output",
+        "meta",
+    )
+
+    session_update: Literal["tool_call_update"]
 
     #: The ID of the tool call being updated.
     tool_call_id: ToolCallId
 
     #: Update the tool kind.
-    kind: ToolKind | None = None
+    kind: ToolKind | None
 
     #: Update the execution status.
-    status: ToolCallStatus | None = None
+    status: ToolCallStatus | None
 
     #: Update the human-readable title.
-    title: str | None = None
+    title: str | None
 
     #: Update the programmatic name of the tool being invoked.
     #:
     #: This field is optional. Omitting it or sending `null` both mean that
     #: the existing name is left unchanged.
-    name: str | None = None
+    name: str | None
 
     #: Replace the content collection.
-    content: list[ToolCallContent] | None = None
+    content: list[ToolCallContent] | None
 
     #: Replace the locations collection.
-    locations: list[ToolCallLocation] | None = None
+    locations: list[ToolCallLocation] | None
 
     #: Update the raw input.
-    raw_input: Any | None = None
+    raw_input: Any | None
 
     #: Update the raw output.
-    raw_output: Any | None = None
+    raw_output: Any | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -292,10 +521,51 @@ class ToolCallProgress(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["tool_call_update"] = "tool_call_update",
+        tool_call_id: ToolCallId,
+        kind: ToolKind | None = None,
+        status: ToolCallStatus | None = None,
+        title: str | None = None,
+        name: str | None = None,
+        content: list[ToolCallContent] | None = None,
+        locations: list[ToolCallLocation] | None = None,
+        raw_input: Any | None = None,
+        raw_output: Any | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "kind", kind)
+        _set(self, "status", status)
+        _set(self, "title", title)
+        _set(self, "name", name)
+        _set(self, "content", content)
+        _set(self, "locations", locations)
+        _set(self, "raw_input", raw_input)
+        _set(self, "raw_output", raw_output)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['tool_call_update']", "tool_call_update"),
+        ("tool_call_id", "ToolCallId", NOTHING),
+        ("kind", "ToolKind | None", None),
+        ("status", "ToolCallStatus | None", None),
+        ("title", "str | None", None),
+        ("name", "str | None", None),
+        ("content", "list[ToolCallContent] | None", None),
+        ("locations", "list[ToolCallLocation] | None", None),
+        ("raw_input", "Any | None", None),
+        ("raw_output", "Any | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Plan(WireStruct):
     """An execution plan for accomplishing complex tasks.
 
@@ -306,7 +576,13 @@ class Plan(WireStruct):
     See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/draft/agent-plan)
     """
 
-    session_update: Literal["plan"] = "plan"
+    __slots__ = (
+        "session_update",
+        "entries",
+        "meta",
+    )
+
+    session_update: Literal["plan"]
 
     #: The list of tasks to be accomplished.
     #:
@@ -321,10 +597,27 @@ class Plan(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["plan"] = "plan",
+        entries: list[PlanEntry],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "entries", entries)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['plan']", "plan"),
+        ("entries", "list[PlanEntry]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanUpdate(WireStruct):
     """**UNSTABLE**
 
@@ -333,7 +626,13 @@ class PlanUpdate(WireStruct):
     A content update for a plan identified by ID.
     """
 
-    session_update: Literal["plan_update"] = "plan_update"
+    __slots__ = (
+        "session_update",
+        "plan",
+        "meta",
+    )
+
+    session_update: Literal["plan_update"]
 
     #: The updated plan content.
     plan: PlanUpdateContent
@@ -345,10 +644,27 @@ class PlanUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["plan_update"] = "plan_update",
+        plan: PlanUpdateContent,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "plan", plan)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['plan_update']", "plan_update"),
+        ("plan", "PlanUpdateContent", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanRemoved(WireStruct):
     """**UNSTABLE**
 
@@ -357,7 +673,13 @@ class PlanRemoved(WireStruct):
     Removal notice for a plan identified by ID.
     """
 
-    session_update: Literal["plan_removed"] = "plan_removed"
+    __slots__ = (
+        "session_update",
+        "plan_id",
+        "meta",
+    )
+
+    session_update: Literal["plan_removed"]
 
     #: The plan ID to remove.
     plan_id: PlanId
@@ -369,14 +691,37 @@ class PlanRemoved(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["plan_removed"] = "plan_removed",
+        plan_id: PlanId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "plan_id", plan_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['plan_removed']", "plan_removed"),
+        ("plan_id", "PlanId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AvailableCommandsUpdate(WireStruct):
     """Available commands are ready or have changed"""
 
-    session_update: Literal["available_commands_update"] = "available_commands_update"
+    __slots__ = (
+        "session_update",
+        "available_commands",
+        "meta",
+    )
+
+    session_update: Literal["available_commands_update"]
 
     #: Commands the agent can execute
     available_commands: list[AvailableCommand]
@@ -388,17 +733,40 @@ class AvailableCommandsUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["available_commands_update"] = "available_commands_update",
+        available_commands: list[AvailableCommand],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "available_commands", available_commands)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['available_commands_update']", "available_commands_update"),
+        ("available_commands", "list[AvailableCommand]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CurrentModeUpdate(WireStruct):
     """The current mode of the session has changed
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
     """
 
-    session_update: Literal["current_mode_update"] = "current_mode_update"
+    __slots__ = (
+        "session_update",
+        "current_mode_id",
+        "meta",
+    )
+
+    session_update: Literal["current_mode_update"]
 
     #: The ID of the current mode
     current_mode_id: SessionModeId
@@ -410,14 +778,37 @@ class CurrentModeUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["current_mode_update"] = "current_mode_update",
+        current_mode_id: SessionModeId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "current_mode_id", current_mode_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['current_mode_update']", "current_mode_update"),
+        ("current_mode_id", "SessionModeId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ConfigOptionUpdate(WireStruct):
     """Session configuration options have been updated."""
 
-    session_update: Literal["config_option_update"] = "config_option_update"
+    __slots__ = (
+        "session_update",
+        "config_options",
+        "meta",
+    )
+
+    session_update: Literal["config_option_update"]
 
     #: The full set of configuration options and their current values.
     config_options: list[SessionConfigOption]
@@ -429,10 +820,27 @@ class ConfigOptionUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["config_option_update"] = "config_option_update",
+        config_options: list[SessionConfigOption],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "config_options", config_options)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['config_option_update']", "config_option_update"),
+        ("config_options", "list[SessionConfigOption]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionInfoUpdate(WireStruct):
     """Update to session metadata. All fields are optional to support partial updates.
 
@@ -440,13 +848,20 @@ class SessionInfoUpdate(WireStruct):
     Clients can use it to keep session titles and state current.
     """
 
-    session_update: Literal["session_info_update"] = "session_info_update"
+    __slots__ = (
+        "session_update",
+        "title",
+        "updated_at",
+        "meta",
+    )
+
+    session_update: Literal["session_info_update"]
 
     #: Human-readable title for the session. Set to null to clear.
-    title: str | JsonNull | None = None
+    title: str | JsonNull | None
 
     #: ISO 8601 timestamp of last activity. Set to null to clear.
-    updated_at: str | JsonNull | None = None
+    updated_at: str | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -455,14 +870,42 @@ class SessionInfoUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["session_info_update"] = "session_info_update",
+        title: str | JsonNull | None = None,
+        updated_at: str | JsonNull | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "title", title)
+        _set(self, "updated_at", updated_at)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['session_info_update']", "session_info_update"),
+        ("title", "str | JsonNull | None", None),
+        ("updated_at", "str | JsonNull | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UsageUpdate(WireStruct):
     """Context window and cost update for a session."""
 
-    session_update: Literal["usage_update"] = "usage_update"
+    __slots__ = (
+        "session_update",
+        "used",
+        "size",
+        "cost",
+        "meta",
+    )
+
+    session_update: Literal["usage_update"]
 
     #: Tokens currently in context.
     used: int
@@ -471,7 +914,7 @@ class UsageUpdate(WireStruct):
     size: int
 
     #: Cumulative session cost (optional).
-    cost: Cost | None = None
+    cost: Cost | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -480,10 +923,33 @@ class UsageUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["usage_update"] = "usage_update",
+        used: int,
+        size: int,
+        cost: Cost | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "used", used)
+        _set(self, "size", size)
+        _set(self, "cost", cost)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['usage_update']", "usage_update"),
+        ("used", "int", NOTHING),
+        ("size", "int", NOTHING),
+        ("cost", "Cost | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Notice(WireStruct):
     """Fire-and-forget information for the user.
 
@@ -496,7 +962,15 @@ class Notice(WireStruct):
     See RFD: [Session Notices](https://agentclientprotocol.com/rfds/session-notices)
     """
 
-    session_update: Literal["notice"] = "notice"
+    __slots__ = (
+        "session_update",
+        "severity",
+        "title",
+        "description",
+        "meta",
+    )
+
+    session_update: Literal["notice"]
 
     #: Presentation severity hint.
     severity: NoticeSeverity
@@ -507,15 +981,38 @@ class Notice(WireStruct):
     #: Optional plain-text detail or guidance.
     #:
     #: Omitted and `null` are equivalent and mean no description was supplied.
-    description: str | None = None
+    description: str | None
 
     #: Metadata scoped to this notice.
     #:
     #: Omitted and `null` are equivalent and mean no metadata was supplied.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["notice"] = "notice",
+        severity: NoticeSeverity,
+        title: str,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "severity", severity)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['notice']", "notice"),
+        ("severity", "NoticeSeverity", NOTHING),
+        ("title", "str", NOTHING),
+        ("description", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CompactionUpdate(WireStruct):
     """A context compaction upsert. The first notification fixes the compaction's
     timeline position. Later updates with the same ID patch that entity in place.
@@ -527,7 +1024,16 @@ class CompactionUpdate(WireStruct):
     `summary: []` also clears the summary.
     """
 
-    session_update: Literal["compaction_update"] = "compaction_update"
+    __slots__ = (
+        "session_update",
+        "compaction_id",
+        "status",
+        "summary",
+        "error",
+        "meta",
+    )
+
+    session_update: Literal["compaction_update"]
 
     #: The Agent-owned ID of this compaction, unique within the session.
     compaction_id: CompactionId
@@ -536,16 +1042,42 @@ class CompactionUpdate(WireStruct):
     status: CompactionStatus
 
     #: Complete replacement user-displayable summary content for the compaction.
-    summary: list[ContentBlock] | None = None
+    summary: list[ContentBlock] | None
 
     #: Human-readable error details for the compaction.
-    error: str | None = None
+    error: str | None
 
     #: Extensible metadata patch for this compaction.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["compaction_update"] = "compaction_update",
+        compaction_id: CompactionId,
+        status: CompactionStatus,
+        summary: list[ContentBlock] | None = None,
+        error: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "compaction_id", compaction_id)
+        _set(self, "status", status)
+        _set(self, "summary", summary)
+        _set(self, "error", error)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['compaction_update']", "compaction_update"),
+        ("compaction_id", "CompactionId", NOTHING),
+        ("status", "CompactionStatus", NOTHING),
+        ("summary", "list[ContentBlock] | None", None),
+        ("error", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CompactionSummaryChunk(WireStruct):
     """A content block appended to a compaction's summary. A first-seen ID creates
     an in-progress compaction. Chunks append in receive order.
@@ -553,7 +1085,14 @@ class CompactionSummaryChunk(WireStruct):
     the `session.compaction` Client capability.
     """
 
-    session_update: Literal["compaction_summary_chunk"] = "compaction_summary_chunk"
+    __slots__ = (
+        "session_update",
+        "compaction_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["compaction_summary_chunk"]
 
     #: ID of the compaction whose summary receives this content.
     compaction_id: CompactionId
@@ -562,10 +1101,30 @@ class CompactionSummaryChunk(WireStruct):
     content: ContentBlock
 
     #: Metadata scoped to this chunk. Omission and `null` both mean absent.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["compaction_summary_chunk"] = "compaction_summary_chunk",
+        compaction_id: CompactionId,
+        content: ContentBlock,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "compaction_id", compaction_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['compaction_summary_chunk']", "compaction_summary_chunk"),
+        ("compaction_id", "CompactionId", NOTHING),
+        ("content", "ContentBlock", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SubagentUpdate(WireStruct):
     """**UNSTABLE**
 
@@ -594,7 +1153,19 @@ class SubagentUpdate(WireStruct):
     While unset, each inherits the immediate parent's effective value.
     """
 
-    session_update: Literal["subagent_update"] = "subagent_update"
+    __slots__ = (
+        "session_update",
+        "session_id",
+        "title",
+        "description",
+        "capabilities",
+        "state",
+        "cwd",
+        "additional_directories",
+        "meta",
+    )
+
+    session_update: Literal["subagent_update"]
 
     #: The opaque session ID identifying the child in all ACP messages.
     session_id: SessionId
@@ -603,14 +1174,14 @@ class SubagentUpdate(WireStruct):
     #:
     #: Omitted means unchanged. `null` clears it. If unset, the Client chooses
     #: a fallback presentation.
-    title: str | None = None
+    title: str | None
 
     #: The parent's human-readable description of the child's role or purpose.
     #:
     #: Omitted means unchanged. `null` clears it. If unset, the Client chooses
     #: a fallback presentation. This is current display metadata, not the
     #: history of instructions sent to the child.
-    description: str | None = None
+    description: str | None
 
     #: Client-initiated session mutations permitted for this subagent session.
     #:
@@ -618,7 +1189,7 @@ class SubagentUpdate(WireStruct):
     #: child mutations. If never supplied, no session mutations are permitted.
     #: Read-only operations retain their normal protocol semantics and capability
     #: requirements. A concrete object replaces the whole capability set.
-    capabilities: SubagentSessionCapabilities | None = None
+    capabilities: SubagentSessionCapabilities | None
 
     #: Current state snapshot for the child session.
     #:
@@ -626,7 +1197,7 @@ class SubagentUpdate(WireStruct):
     #: asserting idle or sending an `unknown` snapshot. A concrete state
     #: replaces the previous state object wholesale. If never supplied, the
     #: current activity is unset/unconfirmed.
-    state: StateUpdate | None = None
+    state: StateUpdate | None
 
     #: The child's working directory. Must be an absolute path.
     #:
@@ -634,7 +1205,7 @@ class SubagentUpdate(WireStruct):
     #: reported value. While unset, the child inherits its immediate parent's
     #: effective working directory. Clients use this value for the child's
     #: root set and as the default terminal working directory.
-    cwd: str | None = None
+    cwd: str | None
 
     #: Additional workspace roots for the child. Each path must be absolute.
     #:
@@ -643,7 +1214,7 @@ class SubagentUpdate(WireStruct):
     #: effective additional directories, independently of `cwd`. A concrete
     #: array replaces the whole list. `[]` reports no additional directories.
     #: Clients use these values for the child's root set.
-    additional_directories: list[str] | None = None
+    additional_directories: list[str] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -653,10 +1224,45 @@ class SubagentUpdate(WireStruct):
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
     #: Omitted means unchanged. `null` removes the metadata.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["subagent_update"] = "subagent_update",
+        session_id: SessionId,
+        title: str | None = None,
+        description: str | None = None,
+        capabilities: SubagentSessionCapabilities | None = None,
+        state: StateUpdate | None = None,
+        cwd: str | None = None,
+        additional_directories: list[str] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "session_id", session_id)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "capabilities", capabilities)
+        _set(self, "state", state)
+        _set(self, "cwd", cwd)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['subagent_update']", "subagent_update"),
+        ("session_id", "SessionId", NOTHING),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("capabilities", "SubagentSessionCapabilities | None", None),
+        ("state", "StateUpdate | None", None),
+        ("cwd", "str | None", None),
+        ("additional_directories", "list[str] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionMessage(WireStruct):
     """**UNSTABLE**
 
@@ -665,7 +1271,18 @@ class SessionMessage(WireStruct):
     An upsert for an inter-session message.
     """
 
-    session_update: Literal["session_message"] = "session_message"
+    __slots__ = (
+        "session_update",
+        "message_id",
+        "sender_session_id",
+        "recipient_session_id",
+        "sender_message_id",
+        "recipient_message_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["session_message"]
 
     #: Identifier of this message within the enclosing session's transcript.
     message_id: MessageId
@@ -673,12 +1290,12 @@ class SessionMessage(WireStruct):
     #: The sending session.
     #:
     #: Omitted leaves the stored value unchanged. `null` clears it. A value replaces it.
-    sender_session_id: SessionId | None = None
+    sender_session_id: SessionId | None
 
     #: The receiving session.
     #:
     #: Omitted leaves the stored value unchanged. `null` clears it. A value replaces it.
-    recipient_session_id: SessionId | None = None
+    recipient_session_id: SessionId | None
 
     #: On an incoming view, the `messageId` of the same message's outgoing view in the
     #: sender's transcript.
@@ -686,7 +1303,7 @@ class SessionMessage(WireStruct):
     #: Omitted leaves the stored value unchanged. `null` clears it. A value replaces it. It can
     #: arrive
     #: after the message starts streaming.
-    sender_message_id: MessageId | None = None
+    sender_message_id: MessageId | None
 
     #: On an outgoing view, the `messageId` of the same message's incoming view in the
     #: recipient's transcript.
@@ -694,19 +1311,51 @@ class SessionMessage(WireStruct):
     #: Omitted leaves the stored value unchanged. `null` clears it. A value replaces it. It can
     #: arrive
     #: after the message starts streaming.
-    recipient_message_id: MessageId | None = None
+    recipient_message_id: MessageId | None
 
     #: Omitted leaves content unchanged. `null` or `[]` clears it.
     #: A non-empty array replaces all content.
-    content: list[ContentBlock] | None = None
+    content: list[ContentBlock] | None
 
     #: Omitted leaves metadata unchanged. `null` removes it.
     #:
     #: Implementations MUST NOT make assumptions about values in `_meta`.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["session_message"] = "session_message",
+        message_id: MessageId,
+        sender_session_id: SessionId | None = None,
+        recipient_session_id: SessionId | None = None,
+        sender_message_id: MessageId | None = None,
+        recipient_message_id: MessageId | None = None,
+        content: list[ContentBlock] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "message_id", message_id)
+        _set(self, "sender_session_id", sender_session_id)
+        _set(self, "recipient_session_id", recipient_session_id)
+        _set(self, "sender_message_id", sender_message_id)
+        _set(self, "recipient_message_id", recipient_message_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['session_message']", "session_message"),
+        ("message_id", "MessageId", NOTHING),
+        ("sender_session_id", "SessionId | None", None),
+        ("recipient_session_id", "SessionId | None", None),
+        ("sender_message_id", "MessageId | None", None),
+        ("recipient_message_id", "MessageId | None", None),
+        ("content", "list[ContentBlock] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionMessageChunk(WireStruct):
     """**UNSTABLE**
 
@@ -718,7 +1367,14 @@ class SessionMessageChunk(WireStruct):
     `session_message` upserts, which can arrive before, between, or after its chunks.
     """
 
-    session_update: Literal["session_message_chunk"] = "session_message_chunk"
+    __slots__ = (
+        "session_update",
+        "message_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["session_message_chunk"]
 
     #: Identifier of this message within the enclosing session's transcript.
     message_id: MessageId
@@ -729,10 +1385,30 @@ class SessionMessageChunk(WireStruct):
     #: Optional and nullable chunk-scoped metadata. Omitted or `null` means none.
     #:
     #: Implementations MUST NOT make assumptions about values in `_meta`.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["session_message_chunk"] = "session_message_chunk",
+        message_id: MessageId,
+        content: ContentBlock,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "message_id", message_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['session_message_chunk']", "session_message_chunk"),
+        ("message_id", "MessageId", NOTHING),
+        ("content", "ContentBlock", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanItems(WireStruct):
     """**UNSTABLE**
 
@@ -741,7 +1417,14 @@ class PlanItems(WireStruct):
     A plan represented as structured entries.
     """
 
-    type: Literal["items"] = "items"
+    __slots__ = (
+        "type",
+        "plan_id",
+        "entries",
+        "meta",
+    )
+
+    type: Literal["items"]
 
     #: The plan ID to update.
     plan_id: PlanId
@@ -759,10 +1442,30 @@ class PlanItems(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["items"] = "items",
+        plan_id: PlanId,
+        entries: list[PlanEntry],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "plan_id", plan_id)
+        _set(self, "entries", entries)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['items']", "items"),
+        ("plan_id", "PlanId", NOTHING),
+        ("entries", "list[PlanEntry]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanFile(WireStruct):
     """**UNSTABLE**
 
@@ -771,7 +1474,14 @@ class PlanFile(WireStruct):
     A plan represented by a file URI.
     """
 
-    type: Literal["file"] = "file"
+    __slots__ = (
+        "type",
+        "plan_id",
+        "uri",
+        "meta",
+    )
+
+    type: Literal["file"]
 
     #: The plan ID to update.
     plan_id: PlanId
@@ -786,10 +1496,30 @@ class PlanFile(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["file"] = "file",
+        plan_id: PlanId,
+        uri: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "plan_id", plan_id)
+        _set(self, "uri", uri)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['file']", "file"),
+        ("plan_id", "PlanId", NOTHING),
+        ("uri", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanMarkdown(WireStruct):
     """**UNSTABLE**
 
@@ -798,7 +1528,14 @@ class PlanMarkdown(WireStruct):
     A plan represented as raw markdown content.
     """
 
-    type: Literal["markdown"] = "markdown"
+    __slots__ = (
+        "type",
+        "plan_id",
+        "content",
+        "meta",
+    )
+
+    type: Literal["markdown"]
 
     #: The plan ID to update.
     plan_id: PlanId
@@ -813,69 +1550,162 @@ class PlanMarkdown(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["markdown"] = "markdown",
+        plan_id: PlanId,
+        content: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "plan_id", plan_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['markdown']", "markdown"),
+        ("plan_id", "PlanId", NOTHING),
+        ("content", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class RunningStateUpdate(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     Foreground work is in progress.
     """
 
-    state: Literal["running"] = "running"
+    __slots__ = (
+        "state",
+        "meta",
+    )
+
+    state: Literal["running"]
 
     #: The _meta property is reserved by ACP for additional metadata.
     #: Implementations MUST NOT make assumptions about values at these keys.
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["running"] = "running",
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['running']", "running"),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateEndTurn(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     The work ended successfully.
     """
 
-    stop_reason: Literal["end_turn"] = "end_turn"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["end_turn"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE** Token usage for completed foreground work.
     #:
     #: Optional. Omitted or `null` means not reported.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: The _meta property is reserved by ACP for additional metadata.
     #: Implementations MUST NOT make assumptions about values at these keys.
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["end_turn"] = "end_turn",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['end_turn']", "end_turn"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateMaxTokens(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     The work ended because the agent reached the maximum number of tokens.
     """
 
-    stop_reason: Literal["max_tokens"] = "max_tokens"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["max_tokens"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE** Token usage for completed foreground work.
     #:
     #: Optional. Omitted or `null` means not reported.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: The _meta property is reserved by ACP for additional metadata.
     #: Implementations MUST NOT make assumptions about values at these keys.
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["max_tokens"] = "max_tokens",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['max_tokens']", "max_tokens"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateMaxTurnRequests(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
@@ -883,94 +1713,206 @@ class IdleStateUpdateMaxTurnRequests(WireStruct):
     agent requests.
     """
 
-    stop_reason: Literal["max_turn_requests"] = "max_turn_requests"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["max_turn_requests"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE** Token usage for completed foreground work.
     #:
     #: Optional. Omitted or `null` means not reported.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: The _meta property is reserved by ACP for additional metadata.
     #: Implementations MUST NOT make assumptions about values at these keys.
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["max_turn_requests"] = "max_turn_requests",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['max_turn_requests']", "max_turn_requests"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateRefusal(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     The work ended because the agent refused to continue.
     """
 
-    stop_reason: Literal["refusal"] = "refusal"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["refusal"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE** Token usage for completed foreground work.
     #:
     #: Optional. Omitted or `null` means not reported.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: The _meta property is reserved by ACP for additional metadata.
     #: Implementations MUST NOT make assumptions about values at these keys.
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["refusal"] = "refusal",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['refusal']", "refusal"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateCancelled(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     The work was cancelled.
     """
 
-    stop_reason: Literal["cancelled"] = "cancelled"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["cancelled"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE** Token usage for completed foreground work.
     #:
     #: Optional. Omitted or `null` means not reported.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: The _meta property is reserved by ACP for additional metadata.
     #: Implementations MUST NOT make assumptions about values at these keys.
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["cancelled"] = "cancelled",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['cancelled']", "cancelled"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateError(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     The work ended because something failed.
     """
 
-    stop_reason: Literal["error"] = "error"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "meta",
+        "error",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["error"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE** Token usage for completed foreground work.
     #:
     #: Optional. Omitted or `null` means not reported.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: The _meta property is reserved by ACP for additional metadata.
     #: Implementations MUST NOT make assumptions about values at these keys.
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The failure, as a JSON-RPC error object.
     #:
     #: Optional. Omitted or `null` both mean the agent is not reporting failure details.
     #: Agents SHOULD include it.
-    error: Error | None = None
+    error: Error | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["error"] = "error",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+        error: Error | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "meta", meta)
+        _set(self, "error", error)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['error']", "error"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("meta", "dict[str, Any] | None", None),
+        ("error", "Error | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateOther(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
@@ -980,7 +1922,14 @@ class IdleStateUpdateOther(WireStruct):
     extensions. Other unknown values are reserved for future ACP variants.
     """
 
-    state: Literal["idle"] = "idle"
+    __slots__ = (
+        "state",
+        "stop_reason",
+        "usage",
+        "meta",
+    )
+
+    state: Literal["idle"]
 
     #: Unrecognized stop reason.
     stop_reason: str
@@ -988,50 +1937,112 @@ class IdleStateUpdateOther(WireStruct):
     #: **UNSTABLE** Token usage for completed foreground work.
     #:
     #: Optional. Omitted or `null` means not reported.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: The _meta property is reserved by ACP for additional metadata.
     #: Implementations MUST NOT make assumptions about values at these keys.
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["idle"] = "idle",
+        stop_reason: str,
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "usage", usage)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['idle']", "idle"),
+        ("stop_reason", "str", NOTHING),
+        ("usage", "Usage | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateNone(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     No stop reason: `stopReason` is omitted or `null`.
     """
 
-    state: Literal["idle"] = "idle"
+    __slots__ = (
+        "state",
+        "usage",
+        "meta",
+    )
+
+    state: Literal["idle"]
 
     #: **UNSTABLE** Token usage for completed foreground work.
     #:
     #: Optional. Omitted or `null` means not reported.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: The _meta property is reserved by ACP for additional metadata.
     #: Implementations MUST NOT make assumptions about values at these keys.
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class RequiresActionStateUpdate(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     Foreground work is blocked on user action.
     """
 
-    state: Literal["requires_action"] = "requires_action"
+    __slots__ = (
+        "state",
+        "meta",
+    )
+
+    state: Literal["requires_action"]
 
     #: The _meta property is reserved by ACP for additional metadata.
     #: Implementations MUST NOT make assumptions about values at these keys.
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["requires_action"] = "requires_action",
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['requires_action']", "requires_action"),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UnknownStateUpdate(WireStruct):
     """**UNSTABLE**
 
@@ -1048,15 +2059,34 @@ class UnknownStateUpdate(WireStruct):
     pending requests, or revoke capabilities. Capabilities are updated separately.
     """
 
-    state: Literal["unknown"] = "unknown"
+    __slots__ = (
+        "state",
+        "meta",
+    )
+
+    state: Literal["unknown"]
 
     #: The _meta property is reserved by ACP for additional metadata.
     #: Implementations MUST NOT make assumptions about values at these keys.
     #: Optional. Omitted and `null` mean no metadata for this state snapshot.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["unknown"] = "unknown",
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['unknown']", "unknown"),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherStateUpdate(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
@@ -1066,11 +2096,24 @@ class OtherStateUpdate(WireStruct):
     extensions. Other unknown values are reserved for future ACP variants.
     """
 
+    __slots__ = ("state",)
+
     #: Unrecognized state discriminator.
     state: str
 
+    def __init__(
+        self,
+        *,
+        state: str,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "str", NOTHING),
+    )
+
+
 class ToolCallLocation(WireStruct):
     """A file location being accessed or modified by a tool.
 
@@ -1080,11 +2123,17 @@ class ToolCallLocation(WireStruct):
     See protocol docs: [Following the Agent](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#following-the-agent)
     """
 
+    __slots__ = (
+        "path",
+        "line",
+        "meta",
+    )
+
     #: The absolute file path being accessed or modified.
     path: str
 
     #: Optional 1-based line number within the file.
-    line: int | None = None
+    line: int | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1093,15 +2142,38 @@ class ToolCallLocation(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        path: str,
+        line: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "path", path)
+        _set(self, "line", line)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("path", "str", NOTHING),
+        ("line", "int | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PromptResponse(WireStruct):
     """Response from processing a user prompt.
 
     See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#4-check-for-completion)
     """
+
+    __slots__ = (
+        "stop_reason",
+        "usage",
+        "meta",
+    )
 
     #: Indicates why the agent stopped processing the turn.
     stop_reason: StopReason
@@ -1112,7 +2184,7 @@ class PromptResponse(WireStruct):
     #:
     #: Token usage for this turn (optional).
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1121,10 +2193,27 @@ class PromptResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: StopReason,
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "usage", usage)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "StopReason", NOTHING),
+        ("usage", "Usage | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Usage(WireStruct):
     """**UNSTABLE**
 
@@ -1132,6 +2221,16 @@ class Usage(WireStruct):
 
     Token usage information for a prompt turn.
     """
+
+    __slots__ = (
+        "total_tokens",
+        "input_tokens",
+        "output_tokens",
+        "thought_tokens",
+        "cached_read_tokens",
+        "cached_write_tokens",
+        "meta",
+    )
 
     #: Sum of all token types across session.
     total_tokens: int
@@ -1143,13 +2242,13 @@ class Usage(WireStruct):
     output_tokens: int
 
     #: Total thought/reasoning tokens
-    thought_tokens: int | None = None
+    thought_tokens: int | None
 
     #: Total cache read tokens.
-    cached_read_tokens: int | None = None
+    cached_read_tokens: int | None
 
     #: Total cache write tokens.
-    cached_write_tokens: int | None = None
+    cached_write_tokens: int | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1158,10 +2257,39 @@ class Usage(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        total_tokens: int,
+        input_tokens: int,
+        output_tokens: int,
+        thought_tokens: int | None = None,
+        cached_read_tokens: int | None = None,
+        cached_write_tokens: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "total_tokens", total_tokens)
+        _set(self, "input_tokens", input_tokens)
+        _set(self, "output_tokens", output_tokens)
+        _set(self, "thought_tokens", thought_tokens)
+        _set(self, "cached_read_tokens", cached_read_tokens)
+        _set(self, "cached_write_tokens", cached_write_tokens)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("total_tokens", "int", NOTHING),
+        ("input_tokens", "int", NOTHING),
+        ("output_tokens", "int", NOTHING),
+        ("thought_tokens", "int | None", None),
+        ("cached_read_tokens", "int | None", None),
+        ("cached_write_tokens", "int | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Error(WireStruct):
     """JSON-RPC error object.
 
@@ -1170,6 +2298,12 @@ class Error(WireStruct):
 
     See protocol docs: [JSON-RPC Error Object](https://www.jsonrpc.org/specification#error_object)
     """
+
+    __slots__ = (
+        "code",
+        "message",
+        "data",
+    )
 
     #: A number indicating the error type that occurred.
     #: This must be an integer as defined in the JSON-RPC specification.
@@ -1182,10 +2316,27 @@ class Error(WireStruct):
     #: Optional primitive or structured value that contains additional information about the
     #: error.
     #: This may include debugging information or context-specific details.
-    data: Any | None = None
+    data: Any | None
+
+    def __init__(
+        self,
+        *,
+        code: ErrorCode,
+        message: str,
+        data: Any | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "code", code)
+        _set(self, "message", message)
+        _set(self, "data", data)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("code", "ErrorCode", NOTHING),
+        ("message", "str", NOTHING),
+        ("data", "Any | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionNotification(WireStruct):
     """Notification containing a session update from the agent.
 
@@ -1193,6 +2344,12 @@ class SessionNotification(WireStruct):
 
     See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#3-agent-reports-output)
     """
+
+    __slots__ = (
+        "session_id",
+        "update",
+        "meta",
+    )
 
     #: The ID of the session this update pertains to.
     session_id: SessionId
@@ -1207,10 +2364,27 @@ class SessionNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        update: SessionUpdate,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "update", update)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("update", "SessionUpdate", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanEntry(WireStruct):
     """A single entry in the execution plan.
 
@@ -1218,6 +2392,13 @@ class PlanEntry(WireStruct):
     as part of fulfilling the user's request.
     See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v1/draft/agent-plan#plan-entries)
     """
+
+    __slots__ = (
+        "content",
+        "priority",
+        "status",
+        "meta",
+    )
 
     #: Human-readable description of what this task aims to accomplish.
     content: str
@@ -1236,12 +2417,39 @@ class PlanEntry(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        content: str,
+        priority: PlanEntryPriority,
+        status: PlanEntryStatus,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "content", content)
+        _set(self, "priority", priority)
+        _set(self, "status", status)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("content", "str", NOTHING),
+        ("priority", "PlanEntryPriority", NOTHING),
+        ("status", "PlanEntryStatus", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AvailableCommand(WireStruct):
     """Information about a command."""
+
+    __slots__ = (
+        "name",
+        "description",
+        "input",
+        "meta",
+    )
 
     #: Command name (e.g., `create_plan`, `research_codebase`).
     name: str
@@ -1250,7 +2458,7 @@ class AvailableCommand(WireStruct):
     description: str
 
     #: Input for the command if required
-    input: AvailableCommandInput | None = None
+    input: AvailableCommandInput | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1259,12 +2467,37 @@ class AvailableCommand(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        input: AvailableCommandInput | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "input", input)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("name", "str", NOTHING),
+        ("description", "str", NOTHING),
+        ("input", "AvailableCommandInput | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UnstructuredCommandInput(WireStruct):
     """All text that was typed after the command name is provided as input."""
+
+    __slots__ = (
+        "hint",
+        "meta",
+    )
 
     #: A hint to display when the input hasn't been provided yet
     hint: str
@@ -1276,12 +2509,32 @@ class UnstructuredCommandInput(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        hint: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "hint", hint)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("hint", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Cost(WireStruct):
     """Cost information for a session."""
+
+    __slots__ = (
+        "amount",
+        "currency",
+        "meta",
+    )
 
     #: Total cumulative cost for session.
     amount: float
@@ -1297,10 +2550,27 @@ class Cost(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        amount: float,
+        currency: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "amount", amount)
+        _set(self, "currency", currency)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("amount", "float", NOTHING),
+        ("currency", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SubagentSessionCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1312,19 +2582,38 @@ class SubagentSessionCapabilities(WireStruct):
     on ordinary sessions does not grant support on a child.
     """
 
+    __slots__ = (
+        "cancel",
+        "meta",
+    )
+
     #: Permits the client to cancel this child's current work without ending
     #: the session. Omitted or `null` means unsupported. An object (including
     #: `{}`) means supported.
-    cancel: SessionCancelCapabilities | None = None
+    cancel: SessionCancelCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
     #: these keys.
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        cancel: SessionCancelCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "cancel", cancel)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("cancel", "SessionCancelCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionCancelCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1335,6 +2624,8 @@ class SessionCancelCapabilities(WireStruct):
     Supplying `{}` advertises support. An omitted or `null` `cancel` does not.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -1342,10 +2633,21 @@ class SessionCancelCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PromptRequest(WireStruct):
     """Request parameters for sending a user prompt to the agent.
 
@@ -1353,6 +2655,12 @@ class PromptRequest(WireStruct):
 
     See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#1-user-message)
     """
+
+    __slots__ = (
+        "session_id",
+        "prompt",
+        "meta",
+    )
 
     #: The ID of the session to send this user message to
     session_id: SessionId
@@ -1379,15 +2687,37 @@ class PromptRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        prompt: list[ContentBlock],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "prompt", prompt)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("prompt", "list[ContentBlock]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CancelNotification(WireStruct):
     """Notification to cancel ongoing operations for a session.
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
     """
+
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
 
     #: The ID of the session to cancel operations for.
     session_id: SessionId
@@ -1399,7 +2729,22 @@ class CancelNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
 #: Content produced by a tool call.

@@ -8,9 +8,10 @@ Import them from `protocol.types`, which loads this part when one is first used.
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, Literal, TypeAlias, Union
+from typing import Any, ClassVar, Final, Literal, TypeAlias, Union
 
 import attrs
+from attrs import NOTHING
 
 from protocol._wire import (
     JSON_NULL,
@@ -19,10 +20,12 @@ from protocol._wire import (
     OpenEnumMixin,
     TaggedUnion,
     UntaggedUnion,
+    WireAttributes,
     WireEnum,
     WireField,
     WireStruct,
     WireTables,
+    wire_attributes,
 )
 from protocol._types_handshake import (
     McpServerAcpId,
@@ -39,17 +42,23 @@ from protocol._types_handshake import (
 )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TextContent(WireStruct):
     """Text provided to or from an LLM."""
 
-    type: Literal["text"] = "text"
+    __slots__ = (
+        "type",
+        "text",
+        "annotations",
+        "meta",
+    )
+
+    type: Literal["text"]
 
     #: Text payload carried by this content block.
     text: str
 
     #: Optional annotations that help clients decide how to display or route this content.
-    annotations: Annotations | None = None
+    annotations: Annotations | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -58,14 +67,43 @@ class TextContent(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["text"] = "text",
+        text: str,
+        annotations: Annotations | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "text", text)
+        _set(self, "annotations", annotations)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['text']", "text"),
+        ("text", "str", NOTHING),
+        ("annotations", "Annotations | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ImageContent(WireStruct):
     """An image provided to or from an LLM."""
 
-    type: Literal["image"] = "image"
+    __slots__ = (
+        "type",
+        "data",
+        "mime_type",
+        "annotations",
+        "uri",
+        "meta",
+    )
+
+    type: Literal["image"]
 
     #: Base64-encoded media payload.
     data: str
@@ -74,10 +112,10 @@ class ImageContent(WireStruct):
     mime_type: str
 
     #: Optional annotations that help clients decide how to display or route this content.
-    annotations: Annotations | None = None
+    annotations: Annotations | None
 
     #: URI associated with this resource or media payload.
-    uri: str | None = None
+    uri: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -86,14 +124,48 @@ class ImageContent(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["image"] = "image",
+        data: str,
+        mime_type: str,
+        annotations: Annotations | None = None,
+        uri: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "data", data)
+        _set(self, "mime_type", mime_type)
+        _set(self, "annotations", annotations)
+        _set(self, "uri", uri)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['image']", "image"),
+        ("data", "str", NOTHING),
+        ("mime_type", "str", NOTHING),
+        ("annotations", "Annotations | None", None),
+        ("uri", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AudioContent(WireStruct):
     """Audio provided to or from an LLM."""
 
-    type: Literal["audio"] = "audio"
+    __slots__ = (
+        "type",
+        "data",
+        "mime_type",
+        "annotations",
+        "meta",
+    )
+
+    type: Literal["audio"]
 
     #: Base64-encoded media payload.
     data: str
@@ -102,7 +174,7 @@ class AudioContent(WireStruct):
     mime_type: str
 
     #: Optional annotations that help clients decide how to display or route this content.
-    annotations: Annotations | None = None
+    annotations: Annotations | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -111,14 +183,49 @@ class AudioContent(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["audio"] = "audio",
+        data: str,
+        mime_type: str,
+        annotations: Annotations | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "data", data)
+        _set(self, "mime_type", mime_type)
+        _set(self, "annotations", annotations)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['audio']", "audio"),
+        ("data", "str", NOTHING),
+        ("mime_type", "str", NOTHING),
+        ("annotations", "Annotations | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ResourceLink(WireStruct):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
 
-    type: Literal["resource_link"] = "resource_link"
+    __slots__ = (
+        "type",
+        "name",
+        "uri",
+        "annotations",
+        "description",
+        "mime_type",
+        "size",
+        "title",
+        "meta",
+    )
+
+    type: Literal["resource_link"]
 
     #: Human-readable name shown for this protocol object.
     name: str
@@ -127,19 +234,19 @@ class ResourceLink(WireStruct):
     uri: str
 
     #: Optional annotations that help clients decide how to display or route this content.
-    annotations: Annotations | None = None
+    annotations: Annotations | None
 
     #: Optional human-readable details shown with this protocol object.
-    description: str | None = None
+    description: str | None
 
     #: MIME type describing the encoded media payload.
-    mime_type: str | None = None
+    mime_type: str | None
 
     #: Optional size of the linked resource in bytes, if known.
-    size: int | None = None
+    size: int | None
 
     #: Optional display title for end-user UI.
-    title: str | None = None
+    title: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -148,20 +255,62 @@ class ResourceLink(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["resource_link"] = "resource_link",
+        name: str,
+        uri: str,
+        annotations: Annotations | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        title: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "name", name)
+        _set(self, "uri", uri)
+        _set(self, "annotations", annotations)
+        _set(self, "description", description)
+        _set(self, "mime_type", mime_type)
+        _set(self, "size", size)
+        _set(self, "title", title)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['resource_link']", "resource_link"),
+        ("name", "str", NOTHING),
+        ("uri", "str", NOTHING),
+        ("annotations", "Annotations | None", None),
+        ("description", "str | None", None),
+        ("mime_type", "str | None", None),
+        ("size", "int | None", None),
+        ("title", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class EmbeddedResource(WireStruct):
     """The contents of a resource, embedded into a prompt or tool call result."""
 
-    type: Literal["resource"] = "resource"
+    __slots__ = (
+        "type",
+        "resource",
+        "annotations",
+        "meta",
+    )
+
+    type: Literal["resource"]
 
     #: Embedded resource payload, either text or binary data.
     resource: EmbeddedResourceResource
 
     #: Optional annotations that help clients decide how to display or route this content.
-    annotations: Annotations | None = None
+    annotations: Annotations | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -170,14 +319,42 @@ class EmbeddedResource(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["resource"] = "resource",
+        resource: EmbeddedResourceResource,
+        annotations: Annotations | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "resource", resource)
+        _set(self, "annotations", annotations)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['resource']", "resource"),
+        ("resource", "EmbeddedResourceResource", NOTHING),
+        ("annotations", "Annotations | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpServerHttp(WireStruct):
     """HTTP transport configuration for MCP."""
 
-    type: Literal["http"] = "http"
+    __slots__ = (
+        "type",
+        "name",
+        "url",
+        "headers",
+        "meta",
+    )
+
+    type: Literal["http"]
 
     #: Human-readable name identifying this MCP server.
     name: str
@@ -195,14 +372,45 @@ class McpServerHttp(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["http"] = "http",
+        name: str,
+        url: str,
+        headers: list[HttpHeader],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "name", name)
+        _set(self, "url", url)
+        _set(self, "headers", headers)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['http']", "http"),
+        ("name", "str", NOTHING),
+        ("url", "str", NOTHING),
+        ("headers", "list[HttpHeader]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpServerSse(WireStruct):
     """SSE transport configuration for MCP."""
 
-    type: Literal["sse"] = "sse"
+    __slots__ = (
+        "type",
+        "name",
+        "url",
+        "headers",
+        "meta",
+    )
+
+    type: Literal["sse"]
 
     #: Human-readable name identifying this MCP server.
     name: str
@@ -220,10 +428,33 @@ class McpServerSse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["sse"] = "sse",
+        name: str,
+        url: str,
+        headers: list[HttpHeader],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "name", name)
+        _set(self, "url", url)
+        _set(self, "headers", headers)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['sse']", "sse"),
+        ("name", "str", NOTHING),
+        ("url", "str", NOTHING),
+        ("headers", "list[HttpHeader]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpServerAcp(WireStruct):
     """**UNSTABLE**
 
@@ -235,7 +466,14 @@ class McpServerAcp(WireStruct):
     using `mcp/message`.
     """
 
-    type: Literal["acp"] = "acp"
+    __slots__ = (
+        "type",
+        "name",
+        "server_id",
+        "meta",
+    )
+
+    type: Literal["acp"]
 
     #: Human-readable name identifying this MCP server.
     name: str
@@ -253,12 +491,40 @@ class McpServerAcp(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["acp"] = "acp",
+        name: str,
+        server_id: McpServerAcpId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "name", name)
+        _set(self, "server_id", server_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['acp']", "acp"),
+        ("name", "str", NOTHING),
+        ("server_id", "McpServerAcpId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpServerStdio(WireStruct):
     """Stdio transport configuration for MCP."""
+
+    __slots__ = (
+        "name",
+        "command",
+        "args",
+        "env",
+        "meta",
+    )
 
     #: Human-readable name identifying this MCP server.
     name: str
@@ -279,21 +545,51 @@ class McpServerStdio(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        command: str,
+        args: list[str],
+        env: list[EnvVariable],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "command", command)
+        _set(self, "args", args)
+        _set(self, "env", env)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("name", "str", NOTHING),
+        ("command", "str", NOTHING),
+        ("args", "list[str]", NOTHING),
+        ("env", "list[EnvVariable]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Annotations(WireStruct):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
 
+    __slots__ = (
+        "audience",
+        "last_modified",
+        "priority",
+        "meta",
+    )
+
     #: Intended recipients for this content, such as the user or assistant.
-    audience: list[Role] | None = None
+    audience: list[Role] | None
 
     #: Timestamp indicating when the underlying resource was last modified.
-    last_modified: str | None = None
+    last_modified: str | None
 
     #: Relative importance of this content when clients choose what to surface.
-    priority: float | None = None
+    priority: float | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -302,12 +598,39 @@ class Annotations(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        audience: list[Role] | None = None,
+        last_modified: str | None = None,
+        priority: float | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "audience", audience)
+        _set(self, "last_modified", last_modified)
+        _set(self, "priority", priority)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("audience", "list[Role] | None", None),
+        ("last_modified", "str | None", None),
+        ("priority", "float | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TextResourceContents(WireStruct):
     """Text-based resource contents."""
+
+    __slots__ = (
+        "text",
+        "uri",
+        "mime_type",
+        "meta",
+    )
 
     #: Text payload carried by this content block.
     text: str
@@ -316,7 +639,7 @@ class TextResourceContents(WireStruct):
     uri: str
 
     #: MIME type describing the encoded media payload.
-    mime_type: str | None = None
+    mime_type: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -325,12 +648,39 @@ class TextResourceContents(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        text: str,
+        uri: str,
+        mime_type: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "text", text)
+        _set(self, "uri", uri)
+        _set(self, "mime_type", mime_type)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("text", "str", NOTHING),
+        ("uri", "str", NOTHING),
+        ("mime_type", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class BlobResourceContents(WireStruct):
     """Binary resource contents."""
+
+    __slots__ = (
+        "blob",
+        "uri",
+        "mime_type",
+        "meta",
+    )
 
     #: Base64-encoded bytes for a binary resource payload.
     blob: str
@@ -339,7 +689,7 @@ class BlobResourceContents(WireStruct):
     uri: str
 
     #: MIME type describing the encoded media payload.
-    mime_type: str | None = None
+    mime_type: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -348,12 +698,38 @@ class BlobResourceContents(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        blob: str,
+        uri: str,
+        mime_type: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "blob", blob)
+        _set(self, "uri", uri)
+        _set(self, "mime_type", mime_type)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("blob", "str", NOTHING),
+        ("uri", "str", NOTHING),
+        ("mime_type", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class EnvVariable(WireStruct):
     """An environment variable to set when launching an MCP server."""
+
+    __slots__ = (
+        "name",
+        "value",
+        "meta",
+    )
 
     #: The name of the environment variable.
     name: str
@@ -368,15 +744,39 @@ class EnvVariable(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        value: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "value", value)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("name", "str", NOTHING),
+        ("value", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class NewSessionResponse(WireStruct):
     """Response from creating a new session.
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
     """
+
+    __slots__ = (
+        "session_id",
+        "modes",
+        "config_options",
+        "meta",
+    )
 
     #: Unique identifier for the created session.
     #:
@@ -387,10 +787,10 @@ class NewSessionResponse(WireStruct):
     #:
     #: See protocol docs: [Session
     #: Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
-    modes: SessionModeState | None = None
+    modes: SessionModeState | None
 
     #: Initial session configuration options if supported by the Agent.
-    config_options: list[SessionConfigOption] | None = None
+    config_options: list[SessionConfigOption] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -399,12 +799,38 @@ class NewSessionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        modes: SessionModeState | None = None,
+        config_options: list[SessionConfigOption] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "modes", modes)
+        _set(self, "config_options", config_options)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("modes", "SessionModeState | None", None),
+        ("config_options", "list[SessionConfigOption] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionModeState(WireStruct):
     """The set of modes and the one currently active."""
+
+    __slots__ = (
+        "current_mode_id",
+        "available_modes",
+        "meta",
+    )
 
     #: The current mode the Agent is in.
     current_mode_id: SessionModeId
@@ -419,15 +845,39 @@ class SessionModeState(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        current_mode_id: SessionModeId,
+        available_modes: list[SessionMode],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "current_mode_id", current_mode_id)
+        _set(self, "available_modes", available_modes)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("current_mode_id", "SessionModeId", NOTHING),
+        ("available_modes", "list[SessionMode]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionMode(WireStruct):
     """A mode the agent can operate in.
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
     """
+
+    __slots__ = (
+        "id",
+        "name",
+        "description",
+        "meta",
+    )
 
     #: Stable identifier used to refer to this protocol object in later messages.
     id: SessionModeId
@@ -436,7 +886,7 @@ class SessionMode(WireStruct):
     name: str
 
     #: Optional human-readable details shown with this protocol object.
-    description: str | None = None
+    description: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -445,14 +895,45 @@ class SessionMode(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        id: SessionModeId,
+        name: str,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "id", id)
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("id", "SessionModeId", NOTHING),
+        ("name", "str", NOTHING),
+        ("description", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionConfigOptionSelect(WireStruct):
     """Single-value selector (dropdown)."""
 
-    type: Literal["select"] = "select"
+    __slots__ = (
+        "type",
+        "id",
+        "name",
+        "current_value",
+        "options",
+        "description",
+        "category",
+        "meta",
+    )
+
+    type: Literal["select"]
 
     #: Unique identifier for the configuration option.
     id: SessionConfigId
@@ -467,10 +948,10 @@ class SessionConfigOptionSelect(WireStruct):
     options: SessionConfigSelectOptions
 
     #: Optional description for the Client to display to the user.
-    description: str | None = None
+    description: str | None
 
     #: Optional semantic category for this option (UX only).
-    category: SessionConfigOptionCategory | None = None
+    category: SessionConfigOptionCategory | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -479,14 +960,56 @@ class SessionConfigOptionSelect(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["select"] = "select",
+        id: SessionConfigId,
+        name: str,
+        current_value: SessionConfigValueId,
+        options: SessionConfigSelectOptions,
+        description: str | None = None,
+        category: SessionConfigOptionCategory | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "id", id)
+        _set(self, "name", name)
+        _set(self, "current_value", current_value)
+        _set(self, "options", options)
+        _set(self, "description", description)
+        _set(self, "category", category)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['select']", "select"),
+        ("id", "SessionConfigId", NOTHING),
+        ("name", "str", NOTHING),
+        ("current_value", "SessionConfigValueId", NOTHING),
+        ("options", "SessionConfigSelectOptions", NOTHING),
+        ("description", "str | None", None),
+        ("category", "SessionConfigOptionCategory | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionConfigOptionBoolean(WireStruct):
     """Boolean on/off toggle."""
 
-    type: Literal["boolean"] = "boolean"
+    __slots__ = (
+        "type",
+        "id",
+        "name",
+        "current_value",
+        "description",
+        "category",
+        "meta",
+    )
+
+    type: Literal["boolean"]
 
     #: Unique identifier for the configuration option.
     id: SessionConfigId
@@ -498,10 +1021,10 @@ class SessionConfigOptionBoolean(WireStruct):
     current_value: bool
 
     #: Optional description for the Client to display to the user.
-    description: str | None = None
+    description: str | None
 
     #: Optional semantic category for this option (UX only).
-    category: SessionConfigOptionCategory | None = None
+    category: SessionConfigOptionCategory | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -510,12 +1033,48 @@ class SessionConfigOptionBoolean(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["boolean"] = "boolean",
+        id: SessionConfigId,
+        name: str,
+        current_value: bool,
+        description: str | None = None,
+        category: SessionConfigOptionCategory | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "id", id)
+        _set(self, "name", name)
+        _set(self, "current_value", current_value)
+        _set(self, "description", description)
+        _set(self, "category", category)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['boolean']", "boolean"),
+        ("id", "SessionConfigId", NOTHING),
+        ("name", "str", NOTHING),
+        ("current_value", "bool", NOTHING),
+        ("description", "str | None", None),
+        ("category", "SessionConfigOptionCategory | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionConfigSelectOption(WireStruct):
     """A possible value for a session configuration option."""
+
+    __slots__ = (
+        "value",
+        "name",
+        "description",
+        "meta",
+    )
 
     #: Unique identifier for this option value.
     value: SessionConfigValueId
@@ -524,7 +1083,7 @@ class SessionConfigSelectOption(WireStruct):
     name: str
 
     #: Optional description for this option value.
-    description: str | None = None
+    description: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -533,12 +1092,39 @@ class SessionConfigSelectOption(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        value: SessionConfigValueId,
+        name: str,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "value", value)
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("value", "SessionConfigValueId", NOTHING),
+        ("name", "str", NOTHING),
+        ("description", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionConfigSelectGroup(WireStruct):
     """A group of possible values for a session configuration option."""
+
+    __slots__ = (
+        "group",
+        "name",
+        "options",
+        "meta",
+    )
 
     #: Unique identifier for this group.
     group: SessionConfigGroupId
@@ -556,21 +1142,47 @@ class SessionConfigSelectGroup(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        group: SessionConfigGroupId,
+        name: str,
+        options: list[SessionConfigSelectOption],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "group", group)
+        _set(self, "name", name)
+        _set(self, "options", options)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("group", "SessionConfigGroupId", NOTHING),
+        ("name", "str", NOTHING),
+        ("options", "list[SessionConfigSelectOption]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class LoadSessionResponse(WireStruct):
     """Response from loading an existing session."""
+
+    __slots__ = (
+        "modes",
+        "config_options",
+        "meta",
+    )
 
     #: Initial mode state if supported by the Agent
     #:
     #: See protocol docs: [Session
     #: Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
-    modes: SessionModeState | None = None
+    modes: SessionModeState | None
 
     #: Initial session configuration options if supported by the Agent.
-    config_options: list[SessionConfigOption] | None = None
+    config_options: list[SessionConfigOption] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -579,19 +1191,42 @@ class LoadSessionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        modes: SessionModeState | None = None,
+        config_options: list[SessionConfigOption] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "modes", modes)
+        _set(self, "config_options", config_options)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("modes", "SessionModeState | None", None),
+        ("config_options", "list[SessionConfigOption] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ListSessionsResponse(WireStruct):
     """Response from listing sessions."""
+
+    __slots__ = (
+        "sessions",
+        "next_cursor",
+        "meta",
+    )
 
     #: Array of session information objects
     sessions: list[SessionInfo]
 
     #: Opaque cursor token. If present, pass this in the next request's cursor parameter
     #: to fetch the next page. If absent, there are no more results.
-    next_cursor: str | None = None
+    next_cursor: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -600,12 +1235,39 @@ class ListSessionsResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        sessions: list[SessionInfo],
+        next_cursor: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "sessions", sessions)
+        _set(self, "next_cursor", next_cursor)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("sessions", "list[SessionInfo]", NOTHING),
+        ("next_cursor", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionInfo(WireStruct):
     """Information about a session returned by session/list"""
+
+    __slots__ = (
+        "session_id",
+        "cwd",
+        "additional_directories",
+        "title",
+        "updated_at",
+        "archived",
+        "meta",
+    )
 
     #: Unique identifier for the session
     session_id: SessionId
@@ -618,13 +1280,13 @@ class SessionInfo(WireStruct):
     #: When present, this is the complete ordered additional-root list reported
     #: by the Agent. Omitted and empty values are equivalent: the response
     #: reports no additional roots.
-    additional_directories: list[str] | None = None
+    additional_directories: list[str] | None
 
     #: Human-readable title for the session
-    title: str | None = None
+    title: str | None
 
     #: ISO 8601 timestamp of last activity
-    updated_at: str | None = None
+    updated_at: str | None
 
     #: **UNSTABLE**
     #:
@@ -636,7 +1298,7 @@ class SessionInfo(WireStruct):
     #: Agents that advertise the `sessionCapabilities.archive` capability MUST include it on
     #: every listed session.
     #: **UNSTABLE**: written only when unstable is enabled.
-    archived: bool | None = None
+    archived: bool | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -645,13 +1307,44 @@ class SessionInfo(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        title: str | None = None,
+        updated_at: str | None = None,
+        archived: bool | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "cwd", cwd)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "title", title)
+        _set(self, "updated_at", updated_at)
+        _set(self, "archived", archived)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("cwd", "str", NOTHING),
+        ("additional_directories", "list[str] | None", None),
+        ("title", "str | None", None),
+        ("updated_at", "str | None", None),
+        ("archived", "bool | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DeleteSessionResponse(WireStruct):
     """Response from deleting a session."""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -659,10 +1352,21 @@ class DeleteSessionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ForkSessionResponse(WireStruct):
     """**UNSTABLE**
 
@@ -671,6 +1375,13 @@ class ForkSessionResponse(WireStruct):
     Response from forking an existing session.
     """
 
+    __slots__ = (
+        "session_id",
+        "modes",
+        "config_options",
+        "meta",
+    )
+
     #: Unique identifier for the newly created forked session.
     session_id: SessionId
 
@@ -678,10 +1389,10 @@ class ForkSessionResponse(WireStruct):
     #:
     #: See protocol docs: [Session
     #: Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
-    modes: SessionModeState | None = None
+    modes: SessionModeState | None
 
     #: Initial session configuration options if supported by the Agent.
-    config_options: list[SessionConfigOption] | None = None
+    config_options: list[SessionConfigOption] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -690,10 +1401,30 @@ class ForkSessionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        modes: SessionModeState | None = None,
+        config_options: list[SessionConfigOption] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "modes", modes)
+        _set(self, "config_options", config_options)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("modes", "SessionModeState | None", None),
+        ("config_options", "list[SessionConfigOption] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ArchiveSessionResponse(WireStruct):
     """**UNSTABLE**
 
@@ -702,6 +1433,8 @@ class ArchiveSessionResponse(WireStruct):
     Response from archiving a session.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -709,10 +1442,21 @@ class ArchiveSessionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UnarchiveSessionResponse(WireStruct):
     """**UNSTABLE**
 
@@ -721,6 +1465,8 @@ class UnarchiveSessionResponse(WireStruct):
     Response from unarchiving a session.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -728,10 +1474,21 @@ class UnarchiveSessionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStatusResponse(WireStruct):
     """**UNSTABLE**
 
@@ -742,6 +1499,11 @@ class SessionStatusResponse(WireStruct):
     The result is a snapshot. A session reported `open` may be closed or evicted before
     the Client's next request.
     """
+
+    __slots__ = (
+        "status",
+        "meta",
+    )
 
     #: Whether the Agent has the session in memory.
     #:
@@ -755,10 +1517,24 @@ class SessionStatusResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        status: SessionStatus,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "status", status)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("status", "SessionStatus", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionTitleResponse(WireStruct):
     """**UNSTABLE**
 
@@ -766,6 +1542,11 @@ class SetSessionTitleResponse(WireStruct):
 
     Response from setting the title of a session.
     """
+
+    __slots__ = (
+        "title",
+        "meta",
+    )
 
     #: The title the Agent stored.
     #:
@@ -780,21 +1561,41 @@ class SetSessionTitleResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        title: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "title", title)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("title", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ResumeSessionResponse(WireStruct):
     """Response from resuming an existing session."""
+
+    __slots__ = (
+        "modes",
+        "config_options",
+        "meta",
+    )
 
     #: Initial mode state if supported by the Agent
     #:
     #: See protocol docs: [Session
     #: Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
-    modes: SessionModeState | None = None
+    modes: SessionModeState | None
 
     #: Initial session configuration options if supported by the Agent.
-    config_options: list[SessionConfigOption] | None = None
+    config_options: list[SessionConfigOption] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -803,13 +1604,32 @@ class ResumeSessionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        modes: SessionModeState | None = None,
+        config_options: list[SessionConfigOption] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "modes", modes)
+        _set(self, "config_options", config_options)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("modes", "SessionModeState | None", None),
+        ("config_options", "list[SessionConfigOption] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CloseSessionResponse(WireStruct):
     """Response from closing a session."""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -817,13 +1637,26 @@ class CloseSessionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionModeResponse(WireStruct):
     """Response to `session/set_mode` method."""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
     #: at
@@ -831,12 +1664,28 @@ class SetSessionModeResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionConfigOptionResponse(WireStruct):
     """Response to `session/set_config_option` method."""
+
+    __slots__ = (
+        "config_options",
+        "meta",
+    )
 
     #: The full set of configuration options and their current values.
     config_options: list[SessionConfigOption]
@@ -848,15 +1697,37 @@ class SetSessionConfigOptionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        config_options: list[SessionConfigOption],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "config_options", config_options)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("config_options", "list[SessionConfigOption]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class NewSessionRequest(WireStruct):
     """Request parameters for creating a new session.
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
     """
+
+    __slots__ = (
+        "cwd",
+        "mcp_servers",
+        "additional_directories",
+        "system_prompt",
+        "meta",
+    )
 
     #: The working directory for this session. Must be an absolute path.
     cwd: str
@@ -869,7 +1740,7 @@ class NewSessionRequest(WireStruct):
     #: These expand the session's filesystem scope without changing `cwd`, which
     #: remains the base for relative paths. When omitted or empty, no
     #: additional roots are activated for the new session.
-    additional_directories: list[str] | None = None
+    additional_directories: list[str] | None
 
     #: **UNSTABLE**
     #:
@@ -881,7 +1752,7 @@ class NewSessionRequest(WireStruct):
     #: own default instructions. Clients MUST only send this when the Agent
     #: advertises `sessionCapabilities.systemPrompt`.
     #: **UNSTABLE**: written only when unstable is enabled.
-    system_prompt: SystemPrompt | None = None
+    system_prompt: SystemPrompt | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -890,12 +1761,41 @@ class NewSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        cwd: str,
+        mcp_servers: list[McpServer],
+        additional_directories: list[str] | None = None,
+        system_prompt: SystemPrompt | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "cwd", cwd)
+        _set(self, "mcp_servers", mcp_servers)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "system_prompt", system_prompt)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("cwd", "str", NOTHING),
+        ("mcp_servers", "list[McpServer]", NOTHING),
+        ("additional_directories", "list[str] | None", None),
+        ("system_prompt", "SystemPrompt | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class HttpHeader(WireStruct):
     """An HTTP header to set when making requests to the MCP server."""
+
+    __slots__ = (
+        "name",
+        "value",
+        "meta",
+    )
 
     #: The name of the HTTP header.
     name: str
@@ -910,10 +1810,27 @@ class HttpHeader(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        value: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "value", value)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("name", "str", NOTHING),
+        ("value", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SystemPrompt(WireStruct):
     """**UNSTABLE**
 
@@ -927,6 +1844,12 @@ class SystemPrompt(WireStruct):
     return an error instead of creating, loading, resuming, or forking the
     session.
     """
+
+    __slots__ = (
+        "mode",
+        "content",
+        "meta",
+    )
 
     #: How the Agent combines `content` with its own instructions.
     #:
@@ -952,10 +1875,27 @@ class SystemPrompt(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        mode: SystemPromptMode,
+        content: list[ContentBlock],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "mode", mode)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("mode", "SystemPromptMode", NOTHING),
+        ("content", "list[ContentBlock]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class LoadSessionRequest(WireStruct):
     """Request parameters for loading an existing session.
 
@@ -963,6 +1903,15 @@ class LoadSessionRequest(WireStruct):
 
     See protocol docs: [Loading Sessions](https://agentclientprotocol.com/protocol/v1/draft/session-setup#loading-sessions)
     """
+
+    __slots__ = (
+        "mcp_servers",
+        "cwd",
+        "session_id",
+        "additional_directories",
+        "system_prompt",
+        "meta",
+    )
 
     #: List of MCP servers to connect to for this session.
     mcp_servers: list[McpServer]
@@ -979,7 +1928,7 @@ class LoadSessionRequest(WireStruct):
     #: this is the complete resulting additional-root list for the loaded
     #: session. It may differ from any previously used or reported list as long as
     #: the request `cwd` matches the session's `cwd`.
-    additional_directories: list[str] | None = None
+    additional_directories: list[str] | None
 
     #: **UNSTABLE**
     #:
@@ -993,7 +1942,7 @@ class LoadSessionRequest(WireStruct):
     #: `sessionCapabilities.systemPrompt`, and SHOULD send the same value they used
     #: when the session was created.
     #: **UNSTABLE**: written only when unstable is enabled.
-    system_prompt: SystemPrompt | None = None
+    system_prompt: SystemPrompt | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1002,22 +1951,55 @@ class LoadSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        mcp_servers: list[McpServer],
+        cwd: str,
+        session_id: SessionId,
+        additional_directories: list[str] | None = None,
+        system_prompt: SystemPrompt | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "mcp_servers", mcp_servers)
+        _set(self, "cwd", cwd)
+        _set(self, "session_id", session_id)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "system_prompt", system_prompt)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("mcp_servers", "list[McpServer]", NOTHING),
+        ("cwd", "str", NOTHING),
+        ("session_id", "SessionId", NOTHING),
+        ("additional_directories", "list[str] | None", None),
+        ("system_prompt", "SystemPrompt | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ListSessionsRequest(WireStruct):
     """Request parameters for listing existing sessions.
 
     Only available if the Agent supports the `sessionCapabilities.list` capability.
     """
 
+    __slots__ = (
+        "cwd",
+        "cursor",
+        "archived",
+        "meta",
+    )
+
     #: Filter sessions by working directory. Must be an absolute path.
-    cwd: str | None = None
+    cwd: str | None
 
     #: Opaque cursor token from a previous response's nextCursor field for cursor-based
     #: pagination
-    cursor: str | None = None
+    cursor: str | None
 
     #: **UNSTABLE**
     #:
@@ -1030,7 +2012,7 @@ class ListSessionsRequest(WireStruct):
     #: with `cwd` and
     #: applies before pagination. Clients keep the same value when following `nextCursor`.
     #: **UNSTABLE**: written only when unstable is enabled.
-    archived: SessionArchiveFilter | None = None
+    archived: SessionArchiveFilter | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1039,15 +2021,40 @@ class ListSessionsRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        archived: SessionArchiveFilter | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "cwd", cwd)
+        _set(self, "cursor", cursor)
+        _set(self, "archived", archived)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("cwd", "str | None", None),
+        ("cursor", "str | None", None),
+        ("archived", "SessionArchiveFilter | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DeleteSessionRequest(WireStruct):
     """Request parameters for deleting an existing session from `session/list`.
 
     Only available if the Agent supports the `sessionCapabilities.delete` capability.
     """
+
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
 
     #: The ID of the session to delete.
     session_id: SessionId
@@ -1059,10 +2066,24 @@ class DeleteSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ForkSessionRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1076,6 +2097,15 @@ class ForkSessionRequest(WireStruct):
     Only available if the Agent supports the `session.fork` capability.
     """
 
+    __slots__ = (
+        "session_id",
+        "cwd",
+        "additional_directories",
+        "mcp_servers",
+        "system_prompt",
+        "meta",
+    )
+
     #: The ID of the session to fork.
     session_id: SessionId
 
@@ -1087,10 +2117,10 @@ class ForkSessionRequest(WireStruct):
     #: When omitted or empty, no additional roots are activated. When non-empty,
     #: this is the complete resulting additional-root list for the forked
     #: session.
-    additional_directories: list[str] | None = None
+    additional_directories: list[str] | None
 
     #: List of MCP servers to connect to for this session.
-    mcp_servers: list[McpServer] | None = None
+    mcp_servers: list[McpServer] | None
 
     #: **UNSTABLE**
     #:
@@ -1103,7 +2133,7 @@ class ForkSessionRequest(WireStruct):
     #: instructions. Clients MUST only send this when the Agent advertises
     #: `sessionCapabilities.systemPrompt`, and SHOULD send the same value they used
     #: for the source session.
-    system_prompt: SystemPrompt | None = None
+    system_prompt: SystemPrompt | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1112,10 +2142,36 @@ class ForkSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        system_prompt: SystemPrompt | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "cwd", cwd)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "mcp_servers", mcp_servers)
+        _set(self, "system_prompt", system_prompt)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("cwd", "str", NOTHING),
+        ("additional_directories", "list[str] | None", None),
+        ("mcp_servers", "list[McpServer] | None", None),
+        ("system_prompt", "SystemPrompt | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ArchiveSessionRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1131,6 +2187,11 @@ class ArchiveSessionRequest(WireStruct):
     Archiving an archived session succeeds. A session that does not exist gets `-32002`.
     """
 
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
+
     #: The ID of the session to archive.
     session_id: SessionId
 
@@ -1141,10 +2202,24 @@ class ArchiveSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UnarchiveSessionRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1161,6 +2236,11 @@ class UnarchiveSessionRequest(WireStruct):
     gets `-32002`.
     """
 
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
+
     #: The ID of the session to unarchive.
     session_id: SessionId
 
@@ -1171,10 +2251,24 @@ class UnarchiveSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStatusRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1189,6 +2283,11 @@ class SessionStatusRequest(WireStruct):
     A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
     """
 
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
+
     #: The ID of the session to check.
     session_id: SessionId
 
@@ -1199,10 +2298,24 @@ class SessionStatusRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionTitleRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1218,6 +2331,12 @@ class SetSessionTitleRequest(WireStruct):
     The Agent responds only after it has stored the title. After a successful response, the
     Agent SHOULD NOT replace the title with one it generates automatically.
     """
+
+    __slots__ = (
+        "session_id",
+        "title",
+        "meta",
+    )
 
     #: The ID of the session to retitle.
     session_id: SessionId
@@ -1237,10 +2356,27 @@ class SetSessionTitleRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        title: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "title", title)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("title", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ResumeSessionRequest(WireStruct):
     """Request parameters for resuming an existing session.
 
@@ -1249,6 +2385,15 @@ class ResumeSessionRequest(WireStruct):
 
     Only available if the Agent supports the `sessionCapabilities.resume` capability.
     """
+
+    __slots__ = (
+        "session_id",
+        "cwd",
+        "additional_directories",
+        "mcp_servers",
+        "system_prompt",
+        "meta",
+    )
 
     #: The ID of the session to resume.
     session_id: SessionId
@@ -1262,10 +2407,10 @@ class ResumeSessionRequest(WireStruct):
     #: this is the complete resulting additional-root list for the resumed
     #: session. It may differ from any previously used or reported list as long as
     #: the request `cwd` matches the session's `cwd`.
-    additional_directories: list[str] | None = None
+    additional_directories: list[str] | None
 
     #: List of MCP servers to connect to for this session.
-    mcp_servers: list[McpServer] | None = None
+    mcp_servers: list[McpServer] | None
 
     #: **UNSTABLE**
     #:
@@ -1279,7 +2424,7 @@ class ResumeSessionRequest(WireStruct):
     #: `sessionCapabilities.systemPrompt`, and SHOULD send the same value they used
     #: when the session was created.
     #: **UNSTABLE**: written only when unstable is enabled.
-    system_prompt: SystemPrompt | None = None
+    system_prompt: SystemPrompt | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Implementations MUST NOT make assumptions about values
@@ -1288,10 +2433,36 @@ class ResumeSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        system_prompt: SystemPrompt | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "cwd", cwd)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "mcp_servers", mcp_servers)
+        _set(self, "system_prompt", system_prompt)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("cwd", "str", NOTHING),
+        ("additional_directories", "list[str] | None", None),
+        ("mcp_servers", "list[McpServer] | None", None),
+        ("system_prompt", "SystemPrompt | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CloseSessionRequest(WireStruct):
     """Request parameters for closing an active session.
 
@@ -1301,6 +2472,11 @@ class CloseSessionRequest(WireStruct):
 
     Only available if the Agent supports the `sessionCapabilities.close` capability.
     """
+
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
 
     #: The ID of the session to close.
     session_id: SessionId
@@ -1312,12 +2488,32 @@ class CloseSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionModeRequest(WireStruct):
     """Request parameters for setting a session mode."""
+
+    __slots__ = (
+        "session_id",
+        "mode_id",
+        "meta",
+    )
 
     #: The ID of the session to set the mode for.
     session_id: SessionId
@@ -1332,14 +2528,39 @@ class SetSessionModeRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        mode_id: SessionModeId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "mode_id", mode_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("mode_id", "SessionModeId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionConfigOptionRequestBoolean(WireStruct):
     """A boolean value (`type: "boolean"`)."""
 
-    type: Literal["boolean"] = "boolean"
+    __slots__ = (
+        "type",
+        "session_id",
+        "config_id",
+        "value",
+        "meta",
+    )
+
+    type: Literal["boolean"]
 
     #: The ID of the session to set the configuration option for.
     session_id: SessionId
@@ -1357,10 +2578,33 @@ class SetSessionConfigOptionRequestBoolean(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["boolean"] = "boolean",
+        session_id: SessionId,
+        config_id: SessionConfigId,
+        value: bool,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "session_id", session_id)
+        _set(self, "config_id", config_id)
+        _set(self, "value", value)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['boolean']", "boolean"),
+        ("session_id", "SessionId", NOTHING),
+        ("config_id", "SessionConfigId", NOTHING),
+        ("value", "bool", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionConfigOptionRequestValueId(WireStruct):
     """A `SessionConfigValueId` string value.
 
@@ -1368,6 +2612,13 @@ class SetSessionConfigOptionRequestValueId(WireStruct):
     values with string payloads also gracefully deserialize into this
     variant.
     """
+
+    __slots__ = (
+        "session_id",
+        "config_id",
+        "value",
+        "meta",
+    )
 
     #: The ID of the session to set the configuration option for.
     session_id: SessionId
@@ -1385,7 +2636,28 @@ class SetSessionConfigOptionRequestValueId(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        config_id: SessionConfigId,
+        value: SessionConfigValueId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "config_id", config_id)
+        _set(self, "value", value)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("config_id", "SessionConfigId", NOTHING),
+        ("value", "SessionConfigValueId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
 #: Content blocks represent displayable information in the Agent Client Protocol.

@@ -1,4 +1,4 @@
-"""The vocabulary of the generated wire tables in `protocol.types`.
+"""The vocabulary of the generated wire tables in `protocol.types`, and the base of its classes.
 
 `protocol/generate.py` writes tables of these records; the converter reads
 them. Keeping the facts about the wire (names, tags, leniency) in data
@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, ClassVar, Final, TypeVar
 
 import attrs
 
@@ -22,11 +22,14 @@ __all__ = (
     "OpenEnumMixin",
     "TaggedUnion",
     "UntaggedUnion",
+    "WireAttributes",
     "WireEnum",
     "WireField",
     "WireStruct",
     "WireTables",
+    "evolve",
     "merge_tables",
+    "wire_attributes",
 )
 
 
@@ -48,19 +51,24 @@ JSON_NULL: Final = JsonNull.NULL
 
 
 class WireStruct:
-    """The base of every generated class: one repr, equality and hash shared by all.
+    """The base of every generated class: what attrs would give each, written once.
 
-    What attrs would write for each class (`Name(field=value, ...)`, equal when of the
-    same class with equal fields, hashed by its fields), written once: attrs compiles
-    its methods per class, and for ~230 classes that was most of the import's cost.
+    The generator writes each class as attrs' `define(frozen=True, kw_only=True)`
+    would make it, already made: slots, a keyword-only `__init__`, and the attrs
+    fields (`__attrs_attrs__`, from `wire_attributes`) that cattrs and `attrs.fields`
+    read. Here: the repr (`Name(field=value, ...)`), equality (same class, equal
+    fields), hash (by the fields), frozen attributes, and copying and pickling.
+    Decorating ~200 classes per version at import compiled four methods per class,
+    most of what a `session/new` or a first prompt spent loading its wire types.
     """
 
-    __slots__ = ()
+    __slots__ = ("__weakref__",)
+
+    #: The class's attrs fields (each generated class sets its own).
+    __attrs_attrs__: ClassVar[WireAttributes]
 
     def _fields(self) -> tuple[attrs.Attribute[Any], ...]:
-        # Set by `attrs.define` on each generated subclass.
-        fields: tuple[attrs.Attribute[Any], ...] = type(self).__attrs_attrs__  # type: ignore[attr-defined]
-        return fields
+        return type(self).__attrs_attrs__
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, field.name) for field in self._fields())
@@ -79,6 +87,69 @@ class WireStruct:
 
     def __hash__(self) -> int:
         return hash((type(self), self._values()))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    def __delattr__(self, name: str) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in self._fields()}
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
+
+_W = TypeVar("_W", bound=WireStruct)
+
+
+def evolve(value: _W, /, **changes: Any) -> _W:
+    """A copy of `value` with `changes` (what `attrs.evolve` does; the attrs type checker
+    plugin knows only classes it saw decorated, and these are made already)."""
+    fields = {field.name: getattr(value, field.name) for field in value._fields()}
+    fields.update(changes)
+    return type(value)(**fields)
+
+
+class WireAttributes(tuple["attrs.Attribute[Any]", ...]):
+    """A generated class's attrs fields, by position and by name (`attrs.fields(C).text`),
+    as attrs' own tuple of them is."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> attrs.Attribute[Any]:
+        for field in self:
+            if field.name == name:
+                return field
+        raise AttributeError(name)
+
+
+def wire_attributes(*fields: tuple[str, str, Any]) -> WireAttributes:
+    """The attrs fields of a generated class, from `(name, annotation, default)` each
+    (`attrs.NOTHING`: required; an `attrs.Factory`: made per instance): what
+    `attrs.define(frozen=True, kw_only=True)` records for them."""
+    return WireAttributes(
+        attrs.Attribute(  # type: ignore[call-arg]
+            name=name,
+            default=default,
+            validator=None,
+            repr=True,
+            cmp=None,
+            hash=None,
+            init=True,
+            inherited=False,
+            type=annotation,
+            kw_only=True,
+            eq=True,
+            eq_key=None,
+            order=True,
+            order_key=None,
+            alias=name,
+        )
+        for name, annotation, default in fields
+    )
 
 
 @attrs.frozen

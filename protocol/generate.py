@@ -1013,6 +1013,13 @@ def banner(target: Target) -> str:
     )
 
 
+def _factory_of(default: str | None) -> str | None:
+    """The callable of an `attrs.Factory(...)` default expression, else None."""
+    if default is not None and default.startswith("attrs.Factory(") and default.endswith(")"):
+        return default[len("attrs.Factory(") : -1]
+    return None
+
+
 def comment_block(text: str, indent: str) -> list[str]:
     lines: list[str] = []
     for paragraph in text.strip().splitlines():
@@ -1153,9 +1160,10 @@ class Emitter:
             "from __future__ import annotations",
             "",
             "import enum",
-            "from typing import Any, Final, Literal, TypeAlias, Union",
+            "from typing import Any, ClassVar, Final, Literal, TypeAlias, Union",
             "",
             "import attrs",
+            "from attrs import NOTHING",
             "",
             "from protocol._wire import (",
             "    JSON_NULL,",
@@ -1164,10 +1172,12 @@ class Emitter:
             "    OpenEnumMixin,",
             "    TaggedUnion,",
             "    UntaggedUnion,",
+            "    WireAttributes,",
             "    WireEnum,",
             "    WireField,",
             "    WireStruct,",
             "    WireTables,",
+            "    wire_attributes,",
             ")",
         ]
         for earlier in range(index):
@@ -1226,7 +1236,8 @@ class Emitter:
             "",
             "This module is their public face: `types.NewSessionRequest` imports the part",
             "that defines it. The tables (`WIRE_FIELDS`, `ALL_TYPES`...) merge every part,",
-            "so using one loads them all.",
+            "so using one loads them all. `evolve(value, **changes)` copies a value with",
+            "some fields changed (`attrs.evolve`, typed for these classes).",
             '"""',
             "",
             "from __future__ import annotations",
@@ -1234,7 +1245,7 @@ class Emitter:
             "import sys",
             "from typing import TYPE_CHECKING, Any, Final",
             "",
-            "from protocol._wire import JSON_NULL, JsonNull, merge_tables",
+            "from protocol._wire import JSON_NULL, JsonNull, evolve, merge_tables",
             "",
             f"SCHEMA_VERSION: Final = {self.target.schema_version!r}",
             f"PROTOCOL_VERSION: Final = {self.target.version}",
@@ -1298,7 +1309,7 @@ class Emitter:
             "def __dir__() -> list[str]:",
             "    return list(__all__)",
         ]
-        fixed = ["JSON_NULL", "JsonNull", "SCHEMA_VERSION", "PROTOCOL_VERSION"]
+        fixed = ["JSON_NULL", "JsonNull", "SCHEMA_VERSION", "PROTOCOL_VERSION", "evolve"]
         names = sorted([*fixed, *self.part_of, *_TABLE_NAMES])
         out += ["", "", "__all__ = ("] + [f"    {n!r}," for n in names] + [")", ""]
         return "\n".join(out)
@@ -1343,24 +1354,49 @@ class Emitter:
     def _emit_structs(self, model: Model) -> list[str]:
         out = []
         for s in model.structs:
-            # repr, eq and hash come from `WireStruct`: attrs would compile three methods
-            # per class, most of what importing this module costs.
-            decorator = "@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)"
-            out += ["", "", decorator, f"class {s.name}(WireStruct):"]
+            # Each class as `attrs.define(frozen=True, kw_only=True)` would make it, made
+            # here: decorating ~200 classes compiled four methods each at import, most of
+            # what loading a part cost. `WireStruct` has the rest (repr, eq, hash, frozen).
+            out += ["", "", f"class {s.name}(WireStruct):"]
             out += docstring(s.description, "    ", s.unstable)
             if not s.fields:
                 out.append("")
                 out.append("    # An empty object: its presence is the message.")
-                if not s.description:
-                    out.append("    pass")
+            out.append("")
+            slots = "".join(f"{f.name!r}, " for f in s.fields).rstrip(" ")
+            out.append(f"    __slots__ = ({slots})" if s.fields else "    __slots__ = ()")
             for f in s.fields:
                 out.append("")
                 out += comment_block(f.description, "    ")
                 if f.unstable:
                     out.append("    #: **UNSTABLE**: written only when unstable is enabled.")
-                default = "" if f.default is None else f" = {f.default}"
-                out.append(f"    {f.name}: {self._py_type(f)}{default}")
+                out.append(f"    {f.name}: {self._py_type(f)}")
+            out += ["", *self._emit_init(s)]
+            out += ["", "    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes("]
+            for f in s.fields:
+                default = "NOTHING" if f.default is None else f.default
+                out.append(f"        ({f.name!r}, {self._py_type(f)!r}, {default}),")
+            out.append("    )")
         return out
+
+    def _emit_init(self, s: Struct) -> list[str]:
+        """The keyword-only `__init__` attrs would compile for `s` (a factory default
+        is made per instance: `None` stands for "not given")."""
+        if not s.fields:
+            return ["    def __init__(self) -> None:", "        pass"]
+        out = ["    def __init__(", "        self,", "        *,"]
+        body = ["        _set = object.__setattr__"]
+        for f in s.fields:
+            factory = _factory_of(f.default)
+            if factory is not None:
+                out.append(f"        {f.name}: {self._py_type(f)} | None = None,")
+                made = f"({factory})() if {f.name} is None else {f.name}"
+                body.append(f"        _set(self, {f.name!r}, {made})")
+                continue
+            default = "" if f.default is None else f" = {f.default}"
+            out.append(f"        {f.name}: {self._py_type(f)}{default},")
+            body.append(f"        _set(self, {f.name!r}, {f.name})")
+        return [*out, "    ) -> None:", *body]
 
     def _emit_unions(self, model: Model) -> list[str]:
         out = []

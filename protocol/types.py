@@ -16,7 +16,8 @@ answering `initialize` builds ~40 classes, not ~230:
 
 This module is their public face: `types.NewSessionRequest` imports the part
 that defines it. The tables (`WIRE_FIELDS`, `ALL_TYPES`...) merge every part,
-so using one loads them all.
+so using one loads them all. `evolve(value, **changes)` copies a value with
+some fields changed (`attrs.evolve`, typed for these classes).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
-from protocol._wire import JSON_NULL, JsonNull, merge_tables
+from protocol._wire import JSON_NULL, JsonNull, evolve, merge_tables
 
 SCHEMA_VERSION: Final = "1 (npm @agentclientprotocol/sdk 2.4.0, about schema-v1.25)"
 PROTOCOL_VERSION: Final = 1
@@ -927,4 +928,5 @@ __all__ = (
     "WaitForTerminalExitResponse",
     "WriteTextFileRequest",
     "WriteTextFileResponse",
+    "evolve",
 )

@@ -8,9 +8,10 @@ Import them from `protocol.v2.types`, which loads this part when one is first us
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, Literal, TypeAlias, Union
+from typing import Any, ClassVar, Final, Literal, TypeAlias, Union
 
 import attrs
+from attrs import NOTHING
 
 from protocol._wire import (
     JSON_NULL,
@@ -19,10 +20,12 @@ from protocol._wire import (
     OpenEnumMixin,
     TaggedUnion,
     UntaggedUnion,
+    WireAttributes,
     WireEnum,
     WireField,
     WireStruct,
     WireTables,
+    wire_attributes,
 )
 
 
@@ -603,7 +606,6 @@ class SessionArchiveFilter(OpenEnumMixin, str, enum.Enum):
     ONLY = "only"
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthMethodTerminal(WireStruct):
     """Terminal-based authentication method.
 
@@ -614,7 +616,17 @@ class AuthMethodTerminal(WireStruct):
     The client MUST NOT pass this method to `auth/login`.
     """
 
-    type: Literal["terminal"] = "terminal"
+    __slots__ = (
+        "type",
+        "method_id",
+        "name",
+        "description",
+        "args",
+        "env",
+        "meta",
+    )
+
+    type: Literal["terminal"]
 
     #: Unique identifier for this authentication method.
     method_id: AuthMethodId
@@ -625,16 +637,16 @@ class AuthMethodTerminal(WireStruct):
     #: Optional human-readable description of this authentication method.
     #:
     #: Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Additional arguments to append to the configured agent invocation for terminal auth.
-    args: list[str] | None = None
+    args: list[str] | None
 
     #: Additional environment variables to set on the configured agent invocation for terminal
     #: auth.
     #: Names MUST be unique. These values override same-named variables in the
     #: base launch configuration.
-    env: list[EnvVariable] | None = None
+    env: list[EnvVariable] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -642,17 +654,54 @@ class AuthMethodTerminal(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["terminal"] = "terminal",
+        method_id: AuthMethodId,
+        name: str,
+        description: str | None = None,
+        args: list[str] | None = None,
+        env: list[EnvVariable] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "method_id", method_id)
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "args", args)
+        _set(self, "env", env)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['terminal']", "terminal"),
+        ("method_id", "AuthMethodId", NOTHING),
+        ("name", "str", NOTHING),
+        ("description", "str | None", None),
+        ("args", "list[str] | None", None),
+        ("env", "list[EnvVariable] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthMethodAgent(WireStruct):
     """Agent handles authentication itself through `auth/login`.
 
     The `type` discriminator value is `agent`.
     """
 
-    type: Literal["agent"] = "agent"
+    __slots__ = (
+        "type",
+        "method_id",
+        "name",
+        "description",
+        "meta",
+    )
+
+    type: Literal["agent"]
 
     #: Unique identifier for this authentication method.
     method_id: AuthMethodId
@@ -663,7 +712,7 @@ class AuthMethodAgent(WireStruct):
     #: Optional human-readable description of this authentication method.
     #:
     #: Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -671,10 +720,33 @@ class AuthMethodAgent(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["agent"] = "agent",
+        method_id: AuthMethodId,
+        name: str,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "method_id", method_id)
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['agent']", "agent"),
+        ("method_id", "AuthMethodId", NOTHING),
+        ("name", "str", NOTHING),
+        ("description", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherAuthMethod(WireStruct):
     """Custom or future authentication method.
 
@@ -686,6 +758,13 @@ class OtherAuthMethod(WireStruct):
     payload when storing, replaying, proxying, or forwarding initialization
     data, and otherwise ignore the method or display it generically.
     """
+
+    __slots__ = (
+        "type",
+        "method_id",
+        "name",
+        "extra",
+    )
 
     #: Custom or future authentication method type.
     #:
@@ -701,10 +780,30 @@ class OtherAuthMethod(WireStruct):
     name: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        method_id: AuthMethodId,
+        name: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "method_id", method_id)
+        _set(self, "name", name)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("method_id", "AuthMethodId", NOTHING),
+        ("name", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class InitializeResponse(WireStruct):
     """Response to the `initialize` method.
 
@@ -712,6 +811,14 @@ class InitializeResponse(WireStruct):
 
     See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
     """
+
+    __slots__ = (
+        "protocol_version",
+        "info",
+        "capabilities",
+        "auth_methods",
+        "meta",
+    )
 
     #: The highest protocol version supported by the agent that is at or below
     #: the version requested by the client. If no such version exists,
@@ -725,14 +832,14 @@ class InitializeResponse(WireStruct):
     info: Implementation
 
     #: Capabilities supported by the agent.
-    capabilities: AgentCapabilities = attrs.Factory(lambda: AgentCapabilities())
+    capabilities: AgentCapabilities
 
     #: Authentication methods supported by the agent.
     #:
     #: Optional. Omitted or empty means the agent does not advertise the
     #: `auth/login` and `auth/logout` methods. Supplying one or more methods means
     #: the agent MUST support both `auth/login` and `auth/logout`.
-    auth_methods: list[AuthMethod] | None = None
+    auth_methods: list[AuthMethod] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -740,15 +847,49 @@ class InitializeResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        protocol_version: ProtocolVersion,
+        info: Implementation,
+        capabilities: AgentCapabilities | None = None,
+        auth_methods: list[AuthMethod] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "protocol_version", protocol_version)
+        _set(self, "info", info)
+        _set(
+            self,
+            "capabilities",
+            (lambda: AgentCapabilities())() if capabilities is None else capabilities,
+        )
+        _set(self, "auth_methods", auth_methods)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("protocol_version", "ProtocolVersion", NOTHING),
+        ("info", "Implementation", NOTHING),
+        ("capabilities", "AgentCapabilities", attrs.Factory(lambda: AgentCapabilities())),
+        ("auth_methods", "list[AuthMethod] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Implementation(WireStruct):
     """Metadata about the implementation of the client or agent.
     Describes the name and version of an ACP implementation, with an optional
     title for UI representation.
     """
+
+    __slots__ = (
+        "name",
+        "version",
+        "title",
+        "meta",
+    )
 
     #: Intended for programmatic or logical use, but can be used as a display
     #: name fallback if title isn't present.
@@ -764,7 +905,7 @@ class Implementation(WireStruct):
     #: If not provided, the name should be used for display.
     #:
     #: Omitted and `null` are equivalent and mean the `name` is used for display.
-    title: str | None = None
+    title: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -772,10 +913,30 @@ class Implementation(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        version: str,
+        title: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "version", version)
+        _set(self, "title", title)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("name", "str", NOTHING),
+        ("version", "str", NOTHING),
+        ("title", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AgentCapabilities(WireStruct):
     """Capabilities supported by the agent.
 
@@ -785,6 +946,13 @@ class AgentCapabilities(WireStruct):
     See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
     """
 
+    __slots__ = (
+        "session",
+        "auth",
+        "providers",
+        "meta",
+    )
+
     #: Session capabilities supported by the agent.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent does not support the
@@ -792,7 +960,7 @@ class AgentCapabilities(WireStruct):
     #: baseline session methods: `session/new`, `session/list`,
     #: `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
     #: and `session/update`.
-    session: SessionCapabilities | None = None
+    session: SessionCapabilities | None
 
     #: Authentication-related extension capabilities supported by the agent.
     #:
@@ -800,7 +968,7 @@ class AgentCapabilities(WireStruct):
     #: authentication-related extensions. This field does not advertise support
     #: for `auth/login` or `auth/logout`. Those methods are advertised by a
     #: non-empty `authMethods` list in the `initialize` response.
-    auth: AgentAuthCapabilities | None = None
+    auth: AgentAuthCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -812,7 +980,7 @@ class AgentCapabilities(WireStruct):
     #: support.
     #: Supplying `{}` means the agent supports provider configuration methods.
     #: **UNSTABLE**: written only when unstable is enabled.
-    providers: ProvidersCapabilities | None = None
+    providers: ProvidersCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -820,10 +988,30 @@ class AgentCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session: SessionCapabilities | None = None,
+        auth: AgentAuthCapabilities | None = None,
+        providers: ProvidersCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session", session)
+        _set(self, "auth", auth)
+        _set(self, "providers", providers)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session", "SessionCapabilities | None", None),
+        ("auth", "AgentAuthCapabilities | None", None),
+        ("providers", "ProvidersCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionCapabilities(WireStruct):
     """Session capabilities supported by the agent.
 
@@ -838,25 +1026,38 @@ class SessionCapabilities(WireStruct):
     See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)
     """
 
+    __slots__ = (
+        "prompt",
+        "mcp",
+        "delete",
+        "additional_directories",
+        "system_prompt",
+        "fork",
+        "archive",
+        "status",
+        "title",
+        "meta",
+    )
+
     #: Prompt capabilities supported by the agent in `session/prompt` requests.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent does not advertise any
     #: prompt extensions beyond the baseline text and resource-link content
     #: required by `session/prompt`.
-    prompt: PromptCapabilities | None = None
+    prompt: PromptCapabilities | None
 
     #: MCP capabilities supported by the agent for session lifecycle requests.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
     #: server transport support for sessions.
-    mcp: McpCapabilities | None = None
+    mcp: McpCapabilities | None
 
     #: Whether the agent supports `session/delete`.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent does not advertise
     #: support.
     #: Supplying `{}` means the agent supports deleting sessions from `session/list`.
-    delete: SessionDeleteCapabilities | None = None
+    delete: SessionDeleteCapabilities | None
 
     #: Whether the agent supports `additionalDirectories` on supported session lifecycle
     #: requests.
@@ -868,7 +1069,7 @@ class SessionCapabilities(WireStruct):
     #:
     #: Agents may return `SessionInfo.additionalDirectories` to report the
     #: complete ordered additional-root list associated with a listed session.
-    additional_directories: SessionAdditionalDirectoriesCapabilities | None = None
+    additional_directories: SessionAdditionalDirectoriesCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -880,7 +1081,7 @@ class SessionCapabilities(WireStruct):
     #: support.
     #: Supplying `{}` means the agent supports `systemPrompt` in `append` mode.
     #: **UNSTABLE**: written only when unstable is enabled.
-    system_prompt: SessionSystemPromptCapabilities | None = None
+    system_prompt: SessionSystemPromptCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -892,7 +1093,7 @@ class SessionCapabilities(WireStruct):
     #: support.
     #: Supplying `{}` means the agent supports forking sessions.
     #: **UNSTABLE**: written only when unstable is enabled.
-    fork: SessionForkCapabilities | None = None
+    fork: SessionForkCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -905,7 +1106,7 @@ class SessionCapabilities(WireStruct):
     #: Supplying `{}` means the agent supports both methods, the `archived` filter on
     #: `session/list`, and `SessionInfo.archived`.
     #: **UNSTABLE**: written only when unstable is enabled.
-    archive: SessionArchiveCapabilities | None = None
+    archive: SessionArchiveCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -917,7 +1118,7 @@ class SessionCapabilities(WireStruct):
     #: support.
     #: Supplying `{}` means the agent supports checking session status.
     #: **UNSTABLE**: written only when unstable is enabled.
-    status: SessionStatusCapabilities | None = None
+    status: SessionStatusCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -932,7 +1133,7 @@ class SessionCapabilities(WireStruct):
     #: support.
     #: Supplying `{}` means the agent supports setting session titles.
     #: **UNSTABLE**: written only when unstable is enabled.
-    title: SessionTitleCapabilities | None = None
+    title: SessionTitleCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -940,10 +1141,48 @@ class SessionCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        prompt: PromptCapabilities | None = None,
+        mcp: McpCapabilities | None = None,
+        delete: SessionDeleteCapabilities | None = None,
+        additional_directories: SessionAdditionalDirectoriesCapabilities | None = None,
+        system_prompt: SessionSystemPromptCapabilities | None = None,
+        fork: SessionForkCapabilities | None = None,
+        archive: SessionArchiveCapabilities | None = None,
+        status: SessionStatusCapabilities | None = None,
+        title: SessionTitleCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "prompt", prompt)
+        _set(self, "mcp", mcp)
+        _set(self, "delete", delete)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "system_prompt", system_prompt)
+        _set(self, "fork", fork)
+        _set(self, "archive", archive)
+        _set(self, "status", status)
+        _set(self, "title", title)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("prompt", "PromptCapabilities | None", None),
+        ("mcp", "McpCapabilities | None", None),
+        ("delete", "SessionDeleteCapabilities | None", None),
+        ("additional_directories", "SessionAdditionalDirectoriesCapabilities | None", None),
+        ("system_prompt", "SessionSystemPromptCapabilities | None", None),
+        ("fork", "SessionForkCapabilities | None", None),
+        ("archive", "SessionArchiveCapabilities | None", None),
+        ("status", "SessionStatusCapabilities | None", None),
+        ("title", "SessionTitleCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PromptCapabilities(WireStruct):
     """Prompt capabilities supported by the agent in `session/prompt` requests.
 
@@ -959,19 +1198,26 @@ class PromptCapabilities(WireStruct):
     See protocol docs: [Session Prompt Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-prompt-capabilities)
     """
 
+    __slots__ = (
+        "image",
+        "audio",
+        "embedded_context",
+        "meta",
+    )
+
     #: Agent supports `image` content blocks.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent does not advertise
     #: support.
     #: Supplying `{}` means the agent supports image content in prompts.
-    image: PromptImageCapabilities | None = None
+    image: PromptImageCapabilities | None
 
     #: Agent supports `audio` content blocks.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent does not advertise
     #: support.
     #: Supplying `{}` means the agent supports audio content in prompts.
-    audio: PromptAudioCapabilities | None = None
+    audio: PromptAudioCapabilities | None
 
     #: Agent supports embedded context in `session/prompt` requests.
     #:
@@ -981,7 +1227,7 @@ class PromptCapabilities(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent does not advertise
     #: support.
     #: Supplying `{}` means the agent supports embedded context in prompts.
-    embedded_context: PromptEmbeddedContextCapabilities | None = None
+    embedded_context: PromptEmbeddedContextCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -989,74 +1235,140 @@ class PromptCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        image: PromptImageCapabilities | None = None,
+        audio: PromptAudioCapabilities | None = None,
+        embedded_context: PromptEmbeddedContextCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "image", image)
+        _set(self, "audio", audio)
+        _set(self, "embedded_context", embedded_context)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("image", "PromptImageCapabilities | None", None),
+        ("audio", "PromptAudioCapabilities | None", None),
+        ("embedded_context", "PromptEmbeddedContextCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PromptImageCapabilities(WireStruct):
     """Capabilities for image content in prompt requests.
 
     Supplying `{}` means the agent supports image content in prompts.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PromptAudioCapabilities(WireStruct):
     """Capabilities for audio content in prompt requests.
 
     Supplying `{}` means the agent supports audio content in prompts.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PromptEmbeddedContextCapabilities(WireStruct):
     """Capabilities for embedded context in prompt requests.
 
     Supplying `{}` means the agent supports embedded context in prompts.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpCapabilities(WireStruct):
     """MCP capabilities supported by the agent for session lifecycle requests."""
+
+    __slots__ = (
+        "stdio",
+        "http",
+        "acp",
+        "meta",
+    )
 
     #: Agent supports `stdio` MCP servers.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent does not advertise
     #: support.
     #: Supplying `{}` means the agent supports stdio MCP server transports.
-    stdio: McpStdioCapabilities | None = None
+    stdio: McpStdioCapabilities | None
 
     #: Agent supports `http` MCP servers.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent does not advertise
     #: support.
     #: Supplying `{}` means the agent supports HTTP MCP server transports.
-    http: McpHttpCapabilities | None = None
+    http: McpHttpCapabilities | None
 
     #: **UNSTABLE**
     #:
@@ -1068,7 +1380,7 @@ class McpCapabilities(WireStruct):
     #: support.
     #: Supplying `{}` means the agent supports ACP MCP server transports.
     #: **UNSTABLE**: written only when unstable is enabled.
-    acp: McpAcpCapabilities | None = None
+    acp: McpAcpCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1076,42 +1388,88 @@ class McpCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stdio: McpStdioCapabilities | None = None,
+        http: McpHttpCapabilities | None = None,
+        acp: McpAcpCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stdio", stdio)
+        _set(self, "http", http)
+        _set(self, "acp", acp)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stdio", "McpStdioCapabilities | None", None),
+        ("http", "McpHttpCapabilities | None", None),
+        ("acp", "McpAcpCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpStdioCapabilities(WireStruct):
     """Capabilities for stdio MCP server transports.
 
     Supplying `{}` means the agent supports stdio MCP server transports.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpHttpCapabilities(WireStruct):
     """Capabilities for HTTP MCP server transports.
 
     Supplying `{}` means the agent supports HTTP MCP server transports.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpAcpCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1122,32 +1480,58 @@ class McpAcpCapabilities(WireStruct):
     Supplying `{}` means the agent supports ACP MCP server transports.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionDeleteCapabilities(WireStruct):
     """Capabilities for the `session/delete` method.
 
     Supplying `{}` means the agent supports deleting sessions from `session/list`.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionAdditionalDirectoriesCapabilities(WireStruct):
     """Capabilities for additional session directories support.
 
@@ -1157,16 +1541,29 @@ class SessionAdditionalDirectoriesCapabilities(WireStruct):
     complete ordered additional-root list associated with a listed session.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionSystemPromptCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1178,10 +1575,15 @@ class SessionSystemPromptCapabilities(WireStruct):
     requests in `append` mode.
     """
 
+    __slots__ = (
+        "mode",
+        "meta",
+    )
+
     #: Delivery modes the agent supports in addition to `append`.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent supports only `append`.
-    mode: SessionSystemPromptModeCapabilities | None = None
+    mode: SessionSystemPromptModeCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1189,10 +1591,24 @@ class SessionSystemPromptCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        mode: SessionSystemPromptModeCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "mode", mode)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("mode", "SessionSystemPromptModeCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionSystemPromptModeCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1204,13 +1620,18 @@ class SessionSystemPromptModeCapabilities(WireStruct):
     supports it.
     """
 
+    __slots__ = (
+        "override",
+        "meta",
+    )
+
     #: Whether the agent supports `override` mode.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent does not advertise
     #: support.
     #: Supplying `{}` means the agent supports replacing its built-in default
     #: instructions with the client-provided system prompt.
-    override: SessionSystemPromptOverrideCapabilities | None = None
+    override: SessionSystemPromptOverrideCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1218,10 +1639,24 @@ class SessionSystemPromptModeCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        override: SessionSystemPromptOverrideCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "override", override)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("override", "SessionSystemPromptOverrideCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionSystemPromptOverrideCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1233,16 +1668,29 @@ class SessionSystemPromptOverrideCapabilities(WireStruct):
     instructions with the client-provided system prompt.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionForkCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1253,16 +1701,29 @@ class SessionForkCapabilities(WireStruct):
     Supplying `{}` means the agent supports forking sessions.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionArchiveCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1274,16 +1735,29 @@ class SessionArchiveCapabilities(WireStruct):
     `session/list`, and `SessionInfo.archived`.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStatusCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1294,16 +1768,29 @@ class SessionStatusCapabilities(WireStruct):
     Supplying `{}` means the agent supports checking session status.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionTitleCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1315,16 +1802,29 @@ class SessionTitleCapabilities(WireStruct):
     through `session/list` and `session_info_update` without this capability.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AgentAuthCapabilities(WireStruct):
     """Authentication-related extension capabilities supported by the agent.
 
@@ -1332,6 +1832,11 @@ class AgentAuthCapabilities(WireStruct):
     Those methods are advertised by a non-empty `authMethods` list in the
     `initialize` response.
     """
+
+    __slots__ = (
+        "status",
+        "meta",
+    )
 
     #: **UNSTABLE**
     #:
@@ -1343,7 +1848,7 @@ class AgentAuthCapabilities(WireStruct):
     #: support.
     #: Supplying `{}` means the agent supports the `auth/status` method.
     #: **UNSTABLE**: written only when unstable is enabled.
-    status: AuthStatusCapabilities | None = None
+    status: AuthStatusCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1351,10 +1856,24 @@ class AgentAuthCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        status: AuthStatusCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "status", status)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("status", "AuthStatusCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthStatusCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1365,16 +1884,29 @@ class AuthStatusCapabilities(WireStruct):
     Supplying `{}` means the agent supports the `auth/status` method.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ProvidersCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -1385,18 +1917,37 @@ class ProvidersCapabilities(WireStruct):
     Supplying `{}` means the agent supports provider configuration methods.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class EnvVariable(WireStruct):
     """An environment variable to set when launching a process."""
+
+    __slots__ = (
+        "name",
+        "value",
+        "meta",
+    )
 
     #: The name of the environment variable.
     name: str
@@ -1410,36 +1961,79 @@ class EnvVariable(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        value: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "value", value)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("name", "str", NOTHING),
+        ("value", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class LoginAuthResponse(WireStruct):
     """Response to the `auth/login` method."""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class LogoutAuthResponse(WireStruct):
     """Response to the `auth/logout` method."""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class InitializeRequest(WireStruct):
     """Request parameters for the initialize method.
 
@@ -1448,6 +2042,13 @@ class InitializeRequest(WireStruct):
     See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
     """
 
+    __slots__ = (
+        "protocol_version",
+        "info",
+        "capabilities",
+        "meta",
+    )
+
     #: The latest protocol version supported by the client.
     protocol_version: ProtocolVersion
 
@@ -1455,7 +2056,7 @@ class InitializeRequest(WireStruct):
     info: Implementation
 
     #: Capabilities supported by the client.
-    capabilities: ClientCapabilities = attrs.Factory(lambda: ClientCapabilities())
+    capabilities: ClientCapabilities
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1463,10 +2064,34 @@ class InitializeRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        protocol_version: ProtocolVersion,
+        info: Implementation,
+        capabilities: ClientCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "protocol_version", protocol_version)
+        _set(self, "info", info)
+        _set(
+            self,
+            "capabilities",
+            (lambda: ClientCapabilities())() if capabilities is None else capabilities,
+        )
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("protocol_version", "ProtocolVersion", NOTHING),
+        ("info", "Implementation", NOTHING),
+        ("capabilities", "ClientCapabilities", attrs.Factory(lambda: ClientCapabilities())),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ClientCapabilities(WireStruct):
     """Capabilities supported by the client.
 
@@ -1476,20 +2101,26 @@ class ClientCapabilities(WireStruct):
     See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)
     """
 
+    __slots__ = (
+        "auth",
+        "elicitation",
+        "meta",
+    )
+
     #: Authentication capabilities supported by the client.
     #: Determines which authentication method types the agent may include
     #: in its `InitializeResponse`.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the client does not advertise any
     #: authentication-method extensions.
-    auth: ClientAuthCapabilities | None = None
+    auth: ClientAuthCapabilities | None
 
     #: Elicitation capabilities supported by the client.
     #: Determines which elicitation modes the agent may use.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the client does not advertise
     #: elicitation support.
-    elicitation: ElicitationCapabilities | None = None
+    elicitation: ElicitationCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1497,10 +2128,27 @@ class ClientCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        auth: ClientAuthCapabilities | None = None,
+        elicitation: ElicitationCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "auth", auth)
+        _set(self, "elicitation", elicitation)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("auth", "ClientAuthCapabilities | None", None),
+        ("elicitation", "ElicitationCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ClientAuthCapabilities(WireStruct):
     """Authentication capabilities supported by the client.
 
@@ -1509,6 +2157,11 @@ class ClientAuthCapabilities(WireStruct):
     additional client-side support.
     """
 
+    __slots__ = (
+        "terminal",
+        "meta",
+    )
+
     #: Whether the client supports `terminal` authentication methods.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the client does not advertise
@@ -1516,7 +2169,7 @@ class ClientAuthCapabilities(WireStruct):
     #: The client should supply `{}` only when it can reproduce the configured
     #: agent invocation in an interactive terminal. Supplying `{}` means the
     #: agent may include `terminal` entries in its authentication methods.
-    terminal: TerminalAuthCapabilities | None = None
+    terminal: TerminalAuthCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1524,10 +2177,24 @@ class ClientAuthCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        terminal: TerminalAuthCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "terminal", terminal)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("terminal", "TerminalAuthCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TerminalAuthCapabilities(WireStruct):
     """Capabilities for terminal authentication methods.
 
@@ -1536,31 +2203,50 @@ class TerminalAuthCapabilities(WireStruct):
     methods.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationCapabilities(WireStruct):
     """Elicitation capabilities supported by the client."""
+
+    __slots__ = (
+        "form",
+        "url",
+        "meta",
+    )
 
     #: Whether the client supports form-based elicitation.
     #:
     #: Optional. Omitted and `null` are equivalent and mean form support is not advertised.
     #: Supplying `{}` explicitly advertises form support.
-    form: ElicitationFormCapabilities | None = None
+    form: ElicitationFormCapabilities | None
 
     #: Whether the client supports URL-based elicitation.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the client does not advertise
     #: support.
     #: Supplying `{}` means the client supports URL-based elicitation.
-    url: ElicitationUrlCapabilities | None = None
+    url: ElicitationUrlCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1568,42 +2254,85 @@ class ElicitationCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        form: ElicitationFormCapabilities | None = None,
+        url: ElicitationUrlCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "form", form)
+        _set(self, "url", url)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("form", "ElicitationFormCapabilities | None", None),
+        ("url", "ElicitationUrlCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationFormCapabilities(WireStruct):
     """Form-based elicitation capabilities.
 
     Supplying `{}` means the client supports form-based elicitation.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationUrlCapabilities(WireStruct):
     """URL-based elicitation capabilities.
 
     Supplying `{}` means the client supports URL-based elicitation.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class LoginAuthRequest(WireStruct):
     """Request parameters for the `auth/login` method.
 
@@ -1613,6 +2342,11 @@ class LoginAuthRequest(WireStruct):
     a non-empty `authMethods` list. Clients MUST NOT call this method
     when `authMethods` was omitted or empty.
     """
+
+    __slots__ = (
+        "method_id",
+        "meta",
+    )
 
     #: The ID of the authentication method to use.
     #: Must be one of the methods advertised in the initialize response.
@@ -1624,10 +2358,24 @@ class LoginAuthRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        method_id: AuthMethodId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "method_id", method_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("method_id", "AuthMethodId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class LogoutAuthRequest(WireStruct):
     """Request parameters for the `auth/logout` method.
 
@@ -1638,21 +2386,39 @@ class LogoutAuthRequest(WireStruct):
     when `authMethods` was omitted or empty.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CancelRequestNotification(WireStruct):
     """Notification to cancel an ongoing request.
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)
     """
+
+    __slots__ = (
+        "request_id",
+        "meta",
+    )
 
     #: The ID of the request to cancel: a request that the sender of this notification issued.
     #: Receivers match it only against requests they received from that sender.
@@ -1664,7 +2430,22 @@ class CancelRequestNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "request_id", request_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("request_id", "RequestId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
 #: A JSON-RPC request ID: a string or an integer. Unlike base JSON-RPC, it MUST NOT be `null`.

@@ -8,9 +8,10 @@ Import them from `protocol.v2.types`, which loads this part when one is first us
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, Literal, TypeAlias, Union
+from typing import Any, ClassVar, Final, Literal, TypeAlias, Union
 
 import attrs
+from attrs import NOTHING
 
 from protocol._wire import (
     JSON_NULL,
@@ -19,10 +20,12 @@ from protocol._wire import (
     OpenEnumMixin,
     TaggedUnion,
     UntaggedUnion,
+    WireAttributes,
     WireEnum,
     WireField,
     WireStruct,
     WireTables,
+    wire_attributes,
 )
 from protocol.v2._types_handshake import (
     AbsolutePath,
@@ -57,11 +60,16 @@ from protocol.v2._types_prompts import (
 )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ToolCallPermissionSubject(WireStruct):
     """Permission request details for a tool call."""
 
-    type: Literal["tool_call"] = "tool_call"
+    __slots__ = (
+        "type",
+        "tool_call",
+        "meta",
+    )
+
+    type: Literal["tool_call"]
 
     #: Details about the tool call requiring permission.
     #:
@@ -76,14 +84,40 @@ class ToolCallPermissionSubject(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["tool_call"] = "tool_call",
+        tool_call: ToolCallUpdate,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "tool_call", tool_call)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['tool_call']", "tool_call"),
+        ("tool_call", "ToolCallUpdate", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CommandPermissionSubject(WireStruct):
     """Permission request details for a command."""
 
-    type: Literal["command"] = "command"
+    __slots__ = (
+        "type",
+        "command",
+        "cwd",
+        "tool_call_id",
+        "terminal_id",
+        "meta",
+    )
+
+    type: Literal["command"]
 
     #: The command that would be run if permission is granted.
     command: str
@@ -92,10 +126,10 @@ class CommandPermissionSubject(WireStruct):
     cwd: AbsolutePath
 
     #: The associated tool call, when known. Omitted and `null` are equivalent.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
 
     #: The associated terminal, when already known. Omitted and `null` are equivalent.
-    terminal_id: TerminalId | None = None
+    terminal_id: TerminalId | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -103,10 +137,36 @@ class CommandPermissionSubject(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["command"] = "command",
+        command: str,
+        cwd: AbsolutePath,
+        tool_call_id: ToolCallId | None = None,
+        terminal_id: TerminalId | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "command", command)
+        _set(self, "cwd", cwd)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['command']", "command"),
+        ("command", "str", NOTHING),
+        ("cwd", "AbsolutePath", NOTHING),
+        ("tool_call_id", "ToolCallId | None", None),
+        ("terminal_id", "TerminalId | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherRequestPermissionSubject(WireStruct):
     """Custom or future permission subject.
 
@@ -120,6 +180,11 @@ class OtherRequestPermissionSubject(WireStruct):
     according to policy.
     """
 
+    __slots__ = (
+        "type",
+        "extra",
+    )
+
     #: Custom or future permission subject type.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -128,10 +193,24 @@ class OtherRequestPermissionSubject(WireStruct):
     type: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class StringPropertySchema(WireStruct):
     """Schema for string properties in an elicitation form.
 
@@ -139,57 +218,71 @@ class StringPropertySchema(WireStruct):
     with `"type": "string"`.
     """
 
-    type: Literal["string"] = "string"
+    __slots__ = (
+        "type",
+        "title",
+        "description",
+        "min_length",
+        "max_length",
+        "pattern",
+        "format",
+        "default",
+        "enum",
+        "one_of",
+        "meta",
+    )
+
+    type: Literal["string"]
 
     #: Optional title for the property.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Minimum string length.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no minimum length
     #: constraint.
-    min_length: int | None = None
+    min_length: int | None
 
     #: Maximum string length.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no maximum length
     #: constraint.
-    max_length: int | None = None
+    max_length: int | None
 
     #: Pattern the string must match, in ECMA-262 regular expression syntax.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no pattern constraint.
-    pattern: str | None = None
+    pattern: str | None
 
     #: String format.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no format constraint.
-    format: StringFormat | None = None
+    format: StringFormat | None
 
     #: Default value.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no default value is provided.
-    default: str | None = None
+    default: str | None
 
     #: Enum values for untitled single-select enums.
     #: Must contain at least one value when present.
     #: Optional. Omitted and `null` are equivalent and mean no untitled single-select choices
     #: are
     #: declared by `enum`.
-    enum: list[str] | None = None
+    enum: list[str] | None
 
     #: Titled enum options for titled single-select enums.
     #: Must contain at least one option when present.
     #: Optional. Omitted and `null` are equivalent and mean no titled single-select choices are
     #: declared by `oneOf`.
-    one_of: list[EnumOption] | None = None
+    one_of: list[EnumOption] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -197,39 +290,90 @@ class StringPropertySchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["string"] = "string",
+        title: str | None = None,
+        description: str | None = None,
+        min_length: int | None = None,
+        max_length: int | None = None,
+        pattern: str | None = None,
+        format: StringFormat | None = None,
+        default: str | None = None,
+        enum: list[str] | None = None,
+        one_of: list[EnumOption] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "min_length", min_length)
+        _set(self, "max_length", max_length)
+        _set(self, "pattern", pattern)
+        _set(self, "format", format)
+        _set(self, "default", default)
+        _set(self, "enum", enum)
+        _set(self, "one_of", one_of)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['string']", "string"),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("min_length", "int | None", None),
+        ("max_length", "int | None", None),
+        ("pattern", "str | None", None),
+        ("format", "StringFormat | None", None),
+        ("default", "str | None", None),
+        ("enum", "list[str] | None", None),
+        ("one_of", "list[EnumOption] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class NumberPropertySchema(WireStruct):
     """Schema for number (floating-point) properties in an elicitation form."""
 
-    type: Literal["number"] = "number"
+    __slots__ = (
+        "type",
+        "title",
+        "description",
+        "minimum",
+        "maximum",
+        "default",
+        "meta",
+    )
+
+    type: Literal["number"]
 
     #: Optional title for the property.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Minimum value (inclusive).
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.
-    minimum: float | None = None
+    minimum: float | None
 
     #: Maximum value (inclusive).
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.
-    maximum: float | None = None
+    maximum: float | None
 
     #: Default value.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no default value is provided.
-    default: float | None = None
+    default: float | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -237,39 +381,78 @@ class NumberPropertySchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["number"] = "number",
+        title: str | None = None,
+        description: str | None = None,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        default: float | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "minimum", minimum)
+        _set(self, "maximum", maximum)
+        _set(self, "default", default)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['number']", "number"),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("minimum", "float | None", None),
+        ("maximum", "float | None", None),
+        ("default", "float | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IntegerPropertySchema(WireStruct):
     """Schema for integer properties in an elicitation form."""
 
-    type: Literal["integer"] = "integer"
+    __slots__ = (
+        "type",
+        "title",
+        "description",
+        "minimum",
+        "maximum",
+        "default",
+        "meta",
+    )
+
+    type: Literal["integer"]
 
     #: Optional title for the property.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Minimum value (inclusive).
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.
-    minimum: int | None = None
+    minimum: int | None
 
     #: Maximum value (inclusive).
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.
-    maximum: int | None = None
+    maximum: int | None
 
     #: Default value.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no default value is provided.
-    default: int | None = None
+    default: int | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -277,29 +460,66 @@ class IntegerPropertySchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["integer"] = "integer",
+        title: str | None = None,
+        description: str | None = None,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        default: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "minimum", minimum)
+        _set(self, "maximum", maximum)
+        _set(self, "default", default)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['integer']", "integer"),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("minimum", "int | None", None),
+        ("maximum", "int | None", None),
+        ("default", "int | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class BooleanPropertySchema(WireStruct):
     """Schema for boolean properties in an elicitation form."""
 
-    type: Literal["boolean"] = "boolean"
+    __slots__ = (
+        "type",
+        "title",
+        "description",
+        "default",
+        "meta",
+    )
+
+    type: Literal["boolean"]
 
     #: Optional title for the property.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Default value.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no default value is provided.
-    default: bool | None = None
+    default: bool | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -307,14 +527,48 @@ class BooleanPropertySchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["boolean"] = "boolean",
+        title: str | None = None,
+        description: str | None = None,
+        default: bool | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "default", default)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['boolean']", "boolean"),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("default", "bool | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class MultiSelectPropertySchema(WireStruct):
     """Schema for multi-select (array) properties in an elicitation form."""
 
-    type: Literal["array"] = "array"
+    __slots__ = (
+        "type",
+        "items",
+        "title",
+        "description",
+        "min_items",
+        "max_items",
+        "default",
+        "meta",
+    )
+
+    type: Literal["array"]
 
     #: The items definition describing allowed values.
     items: MultiSelectItems
@@ -322,29 +576,29 @@ class MultiSelectPropertySchema(WireStruct):
     #: Optional title for the property.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Minimum number of items to select.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no minimum selection
     #: count.
-    min_items: int | None = None
+    min_items: int | None
 
     #: Maximum number of items to select.
     #:
     #: Optional. Omitted and `null` are equivalent and mean there is no maximum selection
     #: count.
-    max_items: int | None = None
+    max_items: int | None
 
     #: Default selected values.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no default selections are provided.
-    default: list[str] | None = None
+    default: list[str] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -352,10 +606,42 @@ class MultiSelectPropertySchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["array"] = "array",
+        items: MultiSelectItems,
+        title: str | None = None,
+        description: str | None = None,
+        min_items: int | None = None,
+        max_items: int | None = None,
+        default: list[str] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "items", items)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "min_items", min_items)
+        _set(self, "max_items", max_items)
+        _set(self, "default", default)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['array']", "array"),
+        ("items", "MultiSelectItems", NOTHING),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("min_items", "int | None", None),
+        ("max_items", "int | None", None),
+        ("default", "list[str] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherElicitationPropertySchema(WireStruct):
     """Custom or future elicitation property schema.
 
@@ -368,6 +654,11 @@ class OtherElicitationPropertySchema(WireStruct):
     elicitation requests. They MUST NOT render it as a known input control.
     """
 
+    __slots__ = (
+        "type",
+        "extra",
+    )
+
     #: Custom or future elicitation property schema type.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -376,14 +667,34 @@ class OtherElicitationPropertySchema(WireStruct):
     type: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class StringMultiSelectItems(WireStruct):
     """String item schema for multi-select enum properties."""
 
-    type: Literal["string"] = "string"
+    __slots__ = (
+        "type",
+        "enum",
+        "meta",
+    )
+
+    type: Literal["string"]
 
     #: Allowed enum values. Must contain at least one value.
     enum: list[str]
@@ -394,12 +705,34 @@ class StringMultiSelectItems(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["string"] = "string",
+        enum: list[str],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "enum", enum)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['string']", "string"),
+        ("enum", "list[str]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherMultiSelectItems(WireStruct):
     """Custom or future typed multi-select items."""
+
+    __slots__ = (
+        "type",
+        "extra",
+    )
 
     #: Custom or future multi-select item type.
     #:
@@ -409,12 +742,31 @@ class OtherMultiSelectItems(WireStruct):
     type: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TitledMultiSelectItems(WireStruct):
     """Items definition for titled multi-select enum properties."""
+
+    __slots__ = (
+        "any_of",
+        "meta",
+    )
 
     #: Titled enum options. Must contain at least one option.
     any_of: list[EnumOption]
@@ -425,14 +777,33 @@ class TitledMultiSelectItems(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        any_of: list[EnumOption],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "any_of", any_of)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("any_of", "list[EnumOption]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CancelledPermissionOutcome(WireStruct):
     """The request was not approved and no option was selected."""
 
-    outcome: Literal["cancelled"] = "cancelled"
+    __slots__ = (
+        "outcome",
+        "meta",
+    )
+
+    outcome: Literal["cancelled"]
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -440,14 +811,34 @@ class CancelledPermissionOutcome(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        outcome: Literal["cancelled"] = "cancelled",
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "outcome", outcome)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("outcome", "Literal['cancelled']", "cancelled"),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SelectedPermissionOutcome(WireStruct):
     """The user selected one of the provided options."""
 
-    outcome: Literal["selected"] = "selected"
+    __slots__ = (
+        "outcome",
+        "option_id",
+        "meta",
+    )
+
+    outcome: Literal["selected"]
 
     #: The ID of the option the user selected.
     option_id: PermissionOptionId
@@ -458,10 +849,27 @@ class SelectedPermissionOutcome(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        outcome: Literal["selected"] = "selected",
+        option_id: PermissionOptionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "outcome", outcome)
+        _set(self, "option_id", option_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("outcome", "Literal['selected']", "selected"),
+        ("option_id", "PermissionOptionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherRequestPermissionOutcome(WireStruct):
     """Custom or future permission outcome.
 
@@ -475,6 +883,11 @@ class OtherRequestPermissionOutcome(WireStruct):
     permission request according to policy.
     """
 
+    __slots__ = (
+        "outcome",
+        "extra",
+    )
+
     #: Custom or future permission outcome.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -483,15 +896,34 @@ class OtherRequestPermissionOutcome(WireStruct):
     outcome: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        outcome: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "outcome", outcome)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("outcome", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class MessageMcpResponseResult(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     An opaque inner MCP result.
     """
+
+    __slots__ = (
+        "result",
+        "meta",
+    )
 
     #: Required, even if JSON null.
     result: Any
@@ -503,15 +935,34 @@ class MessageMcpResponseResult(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        result: Any,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "result", result)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("result", "Any", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class MessageMcpResponseError(WireStruct):
     """**UNSTABLE**: only in the unstable schema.
 
     A structured inner MCP error.
     """
+
+    __slots__ = (
+        "error",
+        "meta",
+    )
 
     #: Required, non-null MCP error object.
     error: McpError
@@ -523,10 +974,24 @@ class MessageMcpResponseError(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        error: McpError,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "error", error)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("error", "McpError", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class RequestPermissionRequest(WireStruct):
     """Request for user permission to proceed with an operation.
 
@@ -534,6 +999,15 @@ class RequestPermissionRequest(WireStruct):
 
     See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
     """
+
+    __slots__ = (
+        "session_id",
+        "title",
+        "options",
+        "description",
+        "subject",
+        "meta",
+    )
 
     #: The session ID for this request.
     session_id: SessionId
@@ -553,12 +1027,12 @@ class RequestPermissionRequest(WireStruct):
     #: This text is specific to the permission prompt and does not update any
     #: subject's displayed content. Omitted and `null` are equivalent and mean no separate
     #: permission description was provided.
-    description: str | None = None
+    description: str | None
 
     #: Optional structured context about the operation requiring permission.
     #:
     #: Omitted and `null` are equivalent and mean no structured subject was provided.
-    subject: RequestPermissionSubject | None = None
+    subject: RequestPermissionSubject | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -566,10 +1040,36 @@ class RequestPermissionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        title: str,
+        options: list[PermissionOption],
+        description: str | None = None,
+        subject: RequestPermissionSubject | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "title", title)
+        _set(self, "options", options)
+        _set(self, "description", description)
+        _set(self, "subject", subject)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("title", "str", NOTHING),
+        ("options", "list[PermissionOption]", NOTHING),
+        ("description", "str | None", None),
+        ("subject", "RequestPermissionSubject | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ToolCallUpdate(WireStruct):
     """Represents an upsert for a tool call that the language model has requested.
 
@@ -587,6 +1087,20 @@ class ToolCallUpdate(WireStruct):
     See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v2/draft/tool-calls)
     """
 
+    __slots__ = (
+        "tool_call_id",
+        "name",
+        "title",
+        "kind",
+        "status",
+        "content",
+        "locations",
+        "raw_input",
+        "raw_output",
+        "capabilities",
+        "meta",
+    )
+
     #: Unique identifier for this tool call within the session.
     tool_call_id: ToolCallId
 
@@ -596,13 +1110,13 @@ class ToolCallUpdate(WireStruct):
     #: change, `null` clears the name, and a string replaces it. For a tool
     #: call ID the client has not seen before, omission or `null` means that no
     #: tool name is available.
-    name: str | JsonNull | None = None
+    name: str | JsonNull | None
 
     #: Human-readable title describing what the tool is doing.
     #:
     #: Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
     #: A new tool call starts without a title.
-    title: str | JsonNull | None = None
+    title: str | JsonNull | None
 
     #: The category of tool being invoked.
     #: Helps clients choose appropriate icons and UI treatment.
@@ -610,32 +1124,32 @@ class ToolCallUpdate(WireStruct):
     #: Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces
     #: it.
     #: A new tool call starts as `other`.
-    kind: ToolKind | JsonNull | None = None
+    kind: ToolKind | JsonNull | None
 
     #: Current execution status of the tool call.
     #:
     #: Omission leaves the status unchanged, `null` resets it to `pending`, and a value
     #: replaces it. A new tool call starts as `pending`.
-    status: ToolCallStatus | JsonNull | None = None
+    status: ToolCallStatus | JsonNull | None
 
     #: Content produced by the tool call.
-    content: list[ToolCallContent] | JsonNull | None = None
+    content: list[ToolCallContent] | JsonNull | None
 
     #: File locations affected by this tool call.
     #: Enables "follow-along" features in clients.
-    locations: list[ToolCallLocation] | JsonNull | None = None
+    locations: list[ToolCallLocation] | JsonNull | None
 
     #: Raw input parameters sent to the tool.
-    raw_input: Any | None = None
+    raw_input: Any | None
 
     #: Raw output returned by the tool.
-    raw_output: Any | None = None
+    raw_output: Any | None
 
     #: Client-initiated controls this tool call currently supports, such as cancellation.
     #:
     #: Omission leaves the capabilities unchanged, `null` clears them, and an object replaces
     #: the whole previous value. A new tool call starts with none.
-    capabilities: ToolCallCapabilities | JsonNull | None = None
+    capabilities: ToolCallCapabilities | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
@@ -647,20 +1161,79 @@ class ToolCallUpdate(WireStruct):
     #: See protocol docs: [Metadata
     #: Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-
     #: patches)
-    meta: dict[str, Any] | JsonNull | None = None
+    meta: dict[str, Any] | JsonNull | None
+
+    def __init__(
+        self,
+        *,
+        tool_call_id: ToolCallId,
+        name: str | JsonNull | None = None,
+        title: str | JsonNull | None = None,
+        kind: ToolKind | JsonNull | None = None,
+        status: ToolCallStatus | JsonNull | None = None,
+        content: list[ToolCallContent] | JsonNull | None = None,
+        locations: list[ToolCallLocation] | JsonNull | None = None,
+        raw_input: Any | None = None,
+        raw_output: Any | None = None,
+        capabilities: ToolCallCapabilities | JsonNull | None = None,
+        meta: dict[str, Any] | JsonNull | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "name", name)
+        _set(self, "title", title)
+        _set(self, "kind", kind)
+        _set(self, "status", status)
+        _set(self, "content", content)
+        _set(self, "locations", locations)
+        _set(self, "raw_input", raw_input)
+        _set(self, "raw_output", raw_output)
+        _set(self, "capabilities", capabilities)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("tool_call_id", "ToolCallId", NOTHING),
+        ("name", "str | JsonNull | None", None),
+        ("title", "str | JsonNull | None", None),
+        ("kind", "ToolKind | JsonNull | None", None),
+        ("status", "ToolCallStatus | JsonNull | None", None),
+        ("content", "list[ToolCallContent] | JsonNull | None", None),
+        ("locations", "list[ToolCallLocation] | JsonNull | None", None),
+        ("raw_input", "Any | None", None),
+        ("raw_output", "Any | None", None),
+        ("capabilities", "ToolCallCapabilities | JsonNull | None", None),
+        ("meta", "dict[str, Any] | JsonNull | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DiffPathChange(WireStruct):
     """Operation metadata for add, delete, and modify changes."""
+
+    __slots__ = ("path",)
 
     #: Absolute path for the operation.
     path: AbsolutePath
 
+    def __init__(
+        self,
+        *,
+        path: AbsolutePath,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "path", path)
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("path", "AbsolutePath", NOTHING),
+    )
+
+
 class DiffPathPairChange(WireStruct):
     """Operation metadata for move and copy changes."""
+
+    __slots__ = (
+        "old_path",
+        "path",
+    )
 
     #: Absolute path before the operation.
     old_path: AbsolutePath
@@ -668,10 +1241,31 @@ class DiffPathPairChange(WireStruct):
     #: Absolute path after the operation.
     path: AbsolutePath
 
+    def __init__(
+        self,
+        *,
+        old_path: AbsolutePath,
+        path: AbsolutePath,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "old_path", old_path)
+        _set(self, "path", path)
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("old_path", "AbsolutePath", NOTHING),
+        ("path", "AbsolutePath", NOTHING),
+    )
+
+
 class PermissionOption(WireStruct):
     """An option presented to the user when requesting permission."""
+
+    __slots__ = (
+        "option_id",
+        "name",
+        "kind",
+        "meta",
+    )
 
     #: Identifier for this permission option. MUST be unique within the request.
     option_id: PermissionOptionId
@@ -688,14 +1282,44 @@ class PermissionOption(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        option_id: PermissionOptionId,
+        name: str,
+        kind: PermissionOptionKind,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "option_id", option_id)
+        _set(self, "name", name)
+        _set(self, "kind", kind)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("option_id", "PermissionOptionId", NOTHING),
+        ("name", "str", NOTHING),
+        ("kind", "PermissionOptionKind", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationRequestForm(WireStruct):
     """Form-based elicitation where the client renders a form from the provided schema."""
 
-    mode: Literal["form"] = "form"
+    __slots__ = (
+        "mode",
+        "message",
+        "requested_schema",
+        "meta",
+        "session_id",
+        "tool_call_id",
+        "request_id",
+    )
+
+    mode: Literal["form"]
 
     #: A human-readable message describing what input is needed.
     message: str
@@ -709,26 +1333,66 @@ class CreateElicitationRequestForm(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The session this elicitation is tied to.
-    session_id: SessionId | None = None
+    session_id: SessionId | None
 
     #: Optional tool call within the session.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
 
     #: The pending Client-to-Agent request this elicitation is tied to.
-    request_id: RequestId | None = None
+    request_id: RequestId | None
+
+    def __init__(
+        self,
+        *,
+        mode: Literal["form"] = "form",
+        message: str,
+        requested_schema: ElicitationSchema,
+        meta: dict[str, Any] | None = None,
+        session_id: SessionId | None = None,
+        tool_call_id: ToolCallId | None = None,
+        request_id: RequestId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "mode", mode)
+        _set(self, "message", message)
+        _set(self, "requested_schema", requested_schema)
+        _set(self, "meta", meta)
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "request_id", request_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("mode", "Literal['form']", "form"),
+        ("message", "str", NOTHING),
+        ("requested_schema", "ElicitationSchema", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+        ("session_id", "SessionId | None", None),
+        ("tool_call_id", "ToolCallId | None", None),
+        ("request_id", "RequestId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationRequestUrl(WireStruct):
     """URL-based elicitation where the client directs the user to a URL."""
 
-    mode: Literal["url"] = "url"
+    __slots__ = (
+        "mode",
+        "message",
+        "elicitation_id",
+        "url",
+        "meta",
+        "session_id",
+        "tool_call_id",
+        "request_id",
+    )
+
+    mode: Literal["url"]
 
     #: A human-readable message describing what input is needed.
     message: str
@@ -745,22 +1409,54 @@ class CreateElicitationRequestUrl(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The session this elicitation is tied to.
-    session_id: SessionId | None = None
+    session_id: SessionId | None
 
     #: Optional tool call within the session.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
 
     #: The pending Client-to-Agent request this elicitation is tied to.
-    request_id: RequestId | None = None
+    request_id: RequestId | None
+
+    def __init__(
+        self,
+        *,
+        mode: Literal["url"] = "url",
+        message: str,
+        elicitation_id: ElicitationId,
+        url: str,
+        meta: dict[str, Any] | None = None,
+        session_id: SessionId | None = None,
+        tool_call_id: ToolCallId | None = None,
+        request_id: RequestId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "mode", mode)
+        _set(self, "message", message)
+        _set(self, "elicitation_id", elicitation_id)
+        _set(self, "url", url)
+        _set(self, "meta", meta)
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "request_id", request_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("mode", "Literal['url']", "url"),
+        ("message", "str", NOTHING),
+        ("elicitation_id", "ElicitationId", NOTHING),
+        ("url", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+        ("session_id", "SessionId | None", None),
+        ("tool_call_id", "ToolCallId | None", None),
+        ("request_id", "RequestId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationRequestOther(WireStruct):
     """Custom or future elicitation mode.
 
@@ -772,6 +1468,15 @@ class CreateElicitationRequestOther(WireStruct):
     when storing, replaying, proxying, or forwarding elicitation requests.
     They MUST NOT render it as a known elicitation mode.
     """
+
+    __slots__ = (
+        "message",
+        "mode",
+        "meta",
+        "session_id",
+        "tool_call_id",
+        "request_id",
+    )
 
     #: A human-readable message describing what input is needed.
     message: str
@@ -789,22 +1494,48 @@ class CreateElicitationRequestOther(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The session this elicitation is tied to.
-    session_id: SessionId | None = None
+    session_id: SessionId | None
 
     #: Optional tool call within the session.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
 
     #: The pending Client-to-Agent request this elicitation is tied to.
-    request_id: RequestId | None = None
+    request_id: RequestId | None
+
+    def __init__(
+        self,
+        *,
+        message: str,
+        mode: str,
+        meta: dict[str, Any] | None = None,
+        session_id: SessionId | None = None,
+        tool_call_id: ToolCallId | None = None,
+        request_id: RequestId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "message", message)
+        _set(self, "mode", mode)
+        _set(self, "meta", meta)
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "request_id", request_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("message", "str", NOTHING),
+        ("mode", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+        ("session_id", "SessionId | None", None),
+        ("tool_call_id", "ToolCallId | None", None),
+        ("request_id", "RequestId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationSessionScope(WireStruct):
     """Session-scoped elicitation, optionally tied to a specific tool call.
 
@@ -813,6 +1544,11 @@ class ElicitationSessionScope(WireStruct):
     during a tool call and needs to redirect it to the user.
     """
 
+    __slots__ = (
+        "session_id",
+        "tool_call_id",
+    )
+
     #: The session this elicitation is tied to.
     session_id: SessionId
 
@@ -820,26 +1556,62 @@ class ElicitationSessionScope(WireStruct):
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        tool_call_id: ToolCallId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("tool_call_id", "ToolCallId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationRequestScope(WireStruct):
     """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
     (e.g., during auth/configuration phases before any session is started).
     """
 
+    __slots__ = ("request_id",)
+
     #: The pending Client-to-Agent request this elicitation is tied to.
     request_id: RequestId
 
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "request_id", request_id)
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("request_id", "RequestId", NOTHING),
+    )
+
+
 class ElicitationSchema(WireStruct):
     """Type-safe elicitation schema for requesting structured user input.
 
     This represents a JSON Schema object with primitive-typed properties,
     as required by the elicitation specification.
     """
+
+    __slots__ = (
+        "type",
+        "properties",
+        "title",
+        "required",
+        "description",
+        "meta",
+    )
 
     #: Type discriminator. Always `"object"`. Any other value is rejected.
     type: ElicitationSchemaType
@@ -850,17 +1622,17 @@ class ElicitationSchema(WireStruct):
     #: Optional title for the schema.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: List of required property names.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no property names are required.
-    required: list[str] | None = None
+    required: list[str] | None
 
     #: Optional description of what this schema represents.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no schema description is provided.
-    description: str | None = None
+    description: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -868,12 +1640,45 @@ class ElicitationSchema(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: ElicitationSchemaType,
+        properties: dict[str, ElicitationPropertySchema],
+        title: str | None = None,
+        required: list[str] | None = None,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "properties", properties)
+        _set(self, "title", title)
+        _set(self, "required", required)
+        _set(self, "description", description)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "ElicitationSchemaType", NOTHING),
+        ("properties", "dict[str, ElicitationPropertySchema]", NOTHING),
+        ("title", "str | None", None),
+        ("required", "list[str] | None", None),
+        ("description", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class EnumOption(WireStruct):
     """A titled enum option with a const value, human-readable title, and optional description."""
+
+    __slots__ = (
+        "const",
+        "title",
+        "description",
+        "meta",
+    )
 
     #: The constant value for this option.
     const: str
@@ -884,7 +1689,7 @@ class EnumOption(WireStruct):
     #: Human-readable description.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -892,32 +1697,87 @@ class EnumOption(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        const: str,
+        title: str,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "const", const)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("const", "str", NOTHING),
+        ("title", "str", NOTHING),
+        ("description", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationFormMode(WireStruct):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
+
+    __slots__ = (
+        "requested_schema",
+        "session_id",
+        "tool_call_id",
+        "request_id",
+    )
 
     #: A JSON Schema describing the form fields to present to the user.
     requested_schema: ElicitationSchema
 
     #: The session this elicitation is tied to.
-    session_id: SessionId | None = None
+    session_id: SessionId | None
 
     #: Optional tool call within the session.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
 
     #: The pending Client-to-Agent request this elicitation is tied to.
-    request_id: RequestId | None = None
+    request_id: RequestId | None
+
+    def __init__(
+        self,
+        *,
+        requested_schema: ElicitationSchema,
+        session_id: SessionId | None = None,
+        tool_call_id: ToolCallId | None = None,
+        request_id: RequestId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "requested_schema", requested_schema)
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "request_id", request_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("requested_schema", "ElicitationSchema", NOTHING),
+        ("session_id", "SessionId | None", None),
+        ("tool_call_id", "ToolCallId | None", None),
+        ("request_id", "RequestId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationUrlMode(WireStruct):
     """URL-based elicitation mode where the client directs the user to a URL."""
+
+    __slots__ = (
+        "elicitation_id",
+        "url",
+        "session_id",
+        "tool_call_id",
+        "request_id",
+    )
 
     #: The unique identifier for this elicitation.
     elicitation_id: ElicitationId
@@ -926,24 +1786,55 @@ class ElicitationUrlMode(WireStruct):
     url: str
 
     #: The session this elicitation is tied to.
-    session_id: SessionId | None = None
+    session_id: SessionId | None
 
     #: Optional tool call within the session.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     #: session without a specific tool call.
-    tool_call_id: ToolCallId | None = None
+    tool_call_id: ToolCallId | None
 
     #: The pending Client-to-Agent request this elicitation is tied to.
-    request_id: RequestId | None = None
+    request_id: RequestId | None
+
+    def __init__(
+        self,
+        *,
+        elicitation_id: ElicitationId,
+        url: str,
+        session_id: SessionId | None = None,
+        tool_call_id: ToolCallId | None = None,
+        request_id: RequestId | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "elicitation_id", elicitation_id)
+        _set(self, "url", url)
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "request_id", request_id)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("elicitation_id", "ElicitationId", NOTHING),
+        ("url", "str", NOTHING),
+        ("session_id", "SessionId | None", None),
+        ("tool_call_id", "ToolCallId | None", None),
+        ("request_id", "RequestId | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class MessageMcpRequest(WireStruct):
     """**UNSTABLE**
 
     Request parameters for `mcp/message`, sent from consumer to provider.
     """
+
+    __slots__ = (
+        "server_id",
+        "request_id",
+        "method",
+        "params",
+        "meta",
+    )
 
     #: The declared ACP MCP server receiving this request.
     server_id: McpServerAcpId
@@ -955,7 +1846,7 @@ class MessageMcpRequest(WireStruct):
     method: str
 
     #: Optional inner MCP params. Null is equivalent to omission.
-    params: dict[str, Any] | None = None
+    params: dict[str, Any] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -964,10 +1855,33 @@ class MessageMcpRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        server_id: McpServerAcpId,
+        request_id: McpRequestId,
+        method: str,
+        params: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "server_id", server_id)
+        _set(self, "request_id", request_id)
+        _set(self, "method", method)
+        _set(self, "params", params)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("server_id", "McpServerAcpId", NOTHING),
+        ("request_id", "McpRequestId", NOTHING),
+        ("method", "str", NOTHING),
+        ("params", "dict[str, Any] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ListProvidersResponse(WireStruct):
     """**UNSTABLE**
 
@@ -975,6 +1889,11 @@ class ListProvidersResponse(WireStruct):
 
     Response to `providers/list`.
     """
+
+    __slots__ = (
+        "providers",
+        "meta",
+    )
 
     #: Configurable providers with current routing info suitable for UI display.
     providers: list[ProviderInfo]
@@ -985,10 +1904,24 @@ class ListProvidersResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        providers: list[ProviderInfo],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "providers", providers)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("providers", "list[ProviderInfo]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ProviderInfo(WireStruct):
     """**UNSTABLE**
 
@@ -996,6 +1929,14 @@ class ProviderInfo(WireStruct):
 
     Information about a configurable LLM provider.
     """
+
+    __slots__ = (
+        "provider_id",
+        "supported",
+        "required",
+        "current",
+        "meta",
+    )
 
     #: Provider identifier, for example "main" or "openai".
     provider_id: ProviderId
@@ -1009,7 +1950,7 @@ class ProviderInfo(WireStruct):
 
     #: Current effective non-secret routing config.
     #: Null or omitted means provider is disabled.
-    current: ProviderCurrentConfig | None = None
+    current: ProviderCurrentConfig | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1017,10 +1958,33 @@ class ProviderInfo(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        provider_id: ProviderId,
+        supported: list[LlmProtocol],
+        required: bool,
+        current: ProviderCurrentConfig | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "provider_id", provider_id)
+        _set(self, "supported", supported)
+        _set(self, "required", required)
+        _set(self, "current", current)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("provider_id", "ProviderId", NOTHING),
+        ("supported", "list[LlmProtocol]", NOTHING),
+        ("required", "bool", NOTHING),
+        ("current", "ProviderCurrentConfig | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ProviderCurrentConfig(WireStruct):
     """**UNSTABLE**
 
@@ -1028,6 +1992,12 @@ class ProviderCurrentConfig(WireStruct):
 
     Current effective non-secret routing configuration for a provider.
     """
+
+    __slots__ = (
+        "api_type",
+        "base_url",
+        "meta",
+    )
 
     #: Protocol currently used by this provider.
     api_type: LlmProtocol
@@ -1041,10 +2011,27 @@ class ProviderCurrentConfig(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        api_type: LlmProtocol,
+        base_url: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "api_type", api_type)
+        _set(self, "base_url", base_url)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("api_type", "LlmProtocol", NOTHING),
+        ("base_url", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetProviderResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1053,16 +2040,29 @@ class SetProviderResponse(WireStruct):
     Response to `providers/set`.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DisableProviderResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1071,16 +2071,29 @@ class DisableProviderResponse(WireStruct):
     Response to `providers/disable`.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthStatusResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1088,6 +2101,12 @@ class AuthStatusResponse(WireStruct):
 
     Response to the `auth/status` method.
     """
+
+    __slots__ = (
+        "state",
+        "accounts",
+        "meta",
+    )
 
     #: Whether the agent can start sessions without the user signing in first.
     #:
@@ -1100,7 +2119,7 @@ class AuthStatusResponse(WireStruct):
     #: Optional. Omitted and empty are equivalent and mean no accounts are reported.
     #: Agents that hold credentials for several providers or accounts SHOULD list each
     #: of them and mark the ones in effect with `active`.
-    accounts: list[AuthAccount] | None = None
+    accounts: list[AuthAccount] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1108,10 +2127,27 @@ class AuthStatusResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: AuthState,
+        accounts: list[AuthAccount] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "accounts", accounts)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "AuthState", NOTHING),
+        ("accounts", "list[AuthAccount] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthAccount(WireStruct):
     """**UNSTABLE**
 
@@ -1125,6 +2161,15 @@ class AuthAccount(WireStruct):
     telemetry.
     """
 
+    __slots__ = (
+        "label",
+        "active",
+        "name",
+        "email",
+        "organization",
+        "meta",
+    )
+
     #: Human-readable name for the account, suitable for display on its own,
     #: for example `Claude Max`, `OpenAI API key`, or `Vertex AI`.
     label: str
@@ -1135,22 +2180,22 @@ class AuthAccount(WireStruct):
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent does not indicate whether
     #: this account is in effect.
-    active: bool | None = None
+    active: bool | None
 
     #: Display name of the user, such as a username or full name.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no name is reported.
-    name: str | None = None
+    name: str | None
 
     #: Email address of the user.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no email is reported.
-    email: str | None = None
+    email: str | None
 
     #: Display name of the organization, team, or workspace the account is using.
     #:
     #: Optional. Omitted and `null` are equivalent and mean no organization is reported.
-    organization: str | None = None
+    organization: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1158,12 +2203,43 @@ class AuthAccount(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        label: str,
+        active: bool | None = None,
+        name: str | None = None,
+        email: str | None = None,
+        organization: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "label", label)
+        _set(self, "active", active)
+        _set(self, "name", name)
+        _set(self, "email", email)
+        _set(self, "organization", organization)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("label", "str", NOTHING),
+        ("active", "bool | None", None),
+        ("name", "str | None", None),
+        ("email", "str | None", None),
+        ("organization", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionConfigSelect(WireStruct):
     """A single-value selector (dropdown) session configuration option payload."""
+
+    __slots__ = (
+        "current_value",
+        "options",
+    )
 
     #: The currently selected value. MUST be one of the `value`s in `options`.
     current_value: SessionConfigValueId
@@ -1172,30 +2248,76 @@ class SessionConfigSelect(WireStruct):
     #: unique within the option, including across groups.
     options: SessionConfigSelectOptions
 
+    def __init__(
+        self,
+        *,
+        current_value: SessionConfigValueId,
+        options: SessionConfigSelectOptions,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "current_value", current_value)
+        _set(self, "options", options)
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("current_value", "SessionConfigValueId", NOTHING),
+        ("options", "SessionConfigSelectOptions", NOTHING),
+    )
+
+
 class SessionConfigBoolean(WireStruct):
     """A boolean on/off toggle session configuration option payload."""
+
+    __slots__ = ("current_value",)
 
     #: The current value of the boolean option.
     current_value: bool
 
+    def __init__(
+        self,
+        *,
+        current_value: bool,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "current_value", current_value)
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("current_value", "bool", NOTHING),
+    )
+
+
 class ErrorStopReason(WireStruct):
     """Details of a failure that ended active work."""
+
+    __slots__ = ("error",)
 
     #: The failure, as a JSON-RPC error object.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting failure
     #: details.
     #: Agents SHOULD include it.
-    error: Error | None = None
+    error: Error | None
+
+    def __init__(
+        self,
+        *,
+        error: Error | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "error", error)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("error", "Error | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ContentChunk(WireStruct):
     """A streamed item of message content."""
+
+    __slots__ = (
+        "message_id",
+        "content",
+        "meta",
+    )
 
     #: A unique identifier for the message this chunk belongs to.
     #:
@@ -1213,15 +2335,37 @@ class ContentChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        message_id: MessageId,
+        content: ContentBlock,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "message_id", message_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("message_id", "MessageId", NOTHING),
+        ("content", "ContentBlock", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CompleteElicitationNotification(WireStruct):
     """Notification sent by the agent when a URL-based elicitation is complete.
 
     This notification is not a foreground state update.
     """
+
+    __slots__ = (
+        "elicitation_id",
+        "meta",
+    )
 
     #: The ID of the elicitation that completed.
     elicitation_id: ElicitationId
@@ -1232,10 +2376,24 @@ class CompleteElicitationNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        elicitation_id: ElicitationId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "elicitation_id", elicitation_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("elicitation_id", "ElicitationId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthStatusUpdateNotification(WireStruct):
     """**UNSTABLE**
 
@@ -1248,6 +2406,12 @@ class AuthStatusUpdateNotification(WireStruct):
     send it when the reported status differs from the last one sent on the connection.
     """
 
+    __slots__ = (
+        "state",
+        "accounts",
+        "meta",
+    )
+
     #: Whether the agent can start sessions without the user signing in first.
     #:
     #: This is the only field clients should act on. Clients MUST treat values they
@@ -1259,7 +2423,7 @@ class AuthStatusUpdateNotification(WireStruct):
     #: Optional. Omitted and empty are equivalent and mean no accounts are reported.
     #: Agents that hold credentials for several providers or accounts SHOULD list each
     #: of them and mark the ones in effect with `active`.
-    accounts: list[AuthAccount] | None = None
+    accounts: list[AuthAccount] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1267,10 +2431,27 @@ class AuthStatusUpdateNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: AuthState,
+        accounts: list[AuthAccount] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "accounts", accounts)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "AuthState", NOTHING),
+        ("accounts", "list[AuthAccount] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ListProvidersRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1279,16 +2460,29 @@ class ListProvidersRequest(WireStruct):
     Request parameters for `providers/list`.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetProviderRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1298,6 +2492,14 @@ class SetProviderRequest(WireStruct):
 
     Replaces the full configuration for one provider ID.
     """
+
+    __slots__ = (
+        "provider_id",
+        "api_type",
+        "base_url",
+        "headers",
+        "meta",
+    )
 
     #: Provider ID to configure.
     provider_id: ProviderId
@@ -1310,7 +2512,7 @@ class SetProviderRequest(WireStruct):
 
     #: Full headers map for this provider.
     #: May include authorization, routing, or other integration-specific headers.
-    headers: dict[str, str] | None = None
+    headers: dict[str, str] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1318,10 +2520,33 @@ class SetProviderRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        provider_id: ProviderId,
+        api_type: LlmProtocol,
+        base_url: str,
+        headers: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "provider_id", provider_id)
+        _set(self, "api_type", api_type)
+        _set(self, "base_url", base_url)
+        _set(self, "headers", headers)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("provider_id", "ProviderId", NOTHING),
+        ("api_type", "LlmProtocol", NOTHING),
+        ("base_url", "str", NOTHING),
+        ("headers", "dict[str, str] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DisableProviderRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1329,6 +2554,11 @@ class DisableProviderRequest(WireStruct):
 
     Request parameters for `providers/disable`.
     """
+
+    __slots__ = (
+        "provider_id",
+        "meta",
+    )
 
     #: Provider ID to disable.
     provider_id: ProviderId
@@ -1339,10 +2569,24 @@ class DisableProviderRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        provider_id: ProviderId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "provider_id", provider_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("provider_id", "ProviderId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AuthStatusRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1356,18 +2600,36 @@ class AuthStatusRequest(WireStruct):
     whether authentication is required.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class RequestPermissionResponse(WireStruct):
     """Response to a permission request."""
+
+    __slots__ = (
+        "outcome",
+        "meta",
+    )
 
     #: The user's decision on the permission request.
     outcome: RequestPermissionOutcome
@@ -1378,14 +2640,34 @@ class RequestPermissionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        outcome: RequestPermissionOutcome,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "outcome", outcome)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("outcome", "RequestPermissionOutcome", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationResponseAccept(WireStruct):
     """The user accepted and provided content."""
 
-    action: Literal["accept"] = "accept"
+    __slots__ = (
+        "action",
+        "meta",
+        "content",
+    )
+
+    action: Literal["accept"]
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1393,19 +2675,41 @@ class CreateElicitationResponseAccept(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The user-provided content, if any, as an object matching the requested schema.
     #:
     #: Omitted and `null` are equivalent and mean no content is provided.
-    content: dict[str, ElicitationContentValue] | None = None
+    content: dict[str, ElicitationContentValue] | None
+
+    def __init__(
+        self,
+        *,
+        action: Literal["accept"] = "accept",
+        meta: dict[str, Any] | None = None,
+        content: dict[str, ElicitationContentValue] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "action", action)
+        _set(self, "meta", meta)
+        _set(self, "content", content)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("action", "Literal['accept']", "accept"),
+        ("meta", "dict[str, Any] | None", None),
+        ("content", "dict[str, ElicitationContentValue] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationResponseDecline(WireStruct):
     """The user declined the elicitation."""
 
-    action: Literal["decline"] = "decline"
+    __slots__ = (
+        "action",
+        "meta",
+    )
+
+    action: Literal["decline"]
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1413,14 +2717,33 @@ class CreateElicitationResponseDecline(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        action: Literal["decline"] = "decline",
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "action", action)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("action", "Literal['decline']", "decline"),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationResponseCancel(WireStruct):
     """The elicitation was cancelled."""
 
-    action: Literal["cancel"] = "cancel"
+    __slots__ = (
+        "action",
+        "meta",
+    )
+
+    action: Literal["cancel"]
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1428,10 +2751,24 @@ class CreateElicitationResponseCancel(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        action: Literal["cancel"] = "cancel",
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "action", action)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("action", "Literal['cancel']", "cancel"),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CreateElicitationResponseOther(WireStruct):
     """Custom or future elicitation action.
 
@@ -1443,6 +2780,12 @@ class CreateElicitationResponseOther(WireStruct):
     payload when storing, replaying, proxying, or forwarding elicitation
     responses, and otherwise MUST handle it as `cancel`.
     """
+
+    __slots__ = (
+        "action",
+        "meta",
+        "extra",
+    )
 
     #: Custom or future elicitation action.
     #:
@@ -1457,23 +2800,53 @@ class CreateElicitationResponseOther(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        action: str,
+        meta: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "action", action)
+        _set(self, "meta", meta)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("action", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ElicitationAcceptAction(WireStruct):
     """The user accepted the elicitation and provided content."""
+
+    __slots__ = ("content",)
 
     #: The user-provided content, if any, as an object matching the requested schema.
     #:
     #: Omitted and `null` are equivalent and mean no content is provided.
-    content: dict[str, ElicitationContentValue] | None = None
+    content: dict[str, ElicitationContentValue] | None
+
+    def __init__(
+        self,
+        *,
+        content: dict[str, ElicitationContentValue] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "content", content)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("content", "dict[str, ElicitationContentValue] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpError(WireStruct):
     """**UNSTABLE**
 
@@ -1483,6 +2856,12 @@ class McpError(WireStruct):
     Explicit `null` is preserved separately from an omitted key.
     """
 
+    __slots__ = (
+        "code",
+        "message",
+        "data",
+    )
+
     #: Inner MCP error code. Never an ACP error code.
     code: int
 
@@ -1490,16 +2869,41 @@ class McpError(WireStruct):
     message: str
 
     #: Optional error data. Explicit null is retained.
-    data: Any | None = None
+    data: Any | None
+
+    def __init__(
+        self,
+        *,
+        code: int,
+        message: str,
+        data: Any | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "code", code)
+        _set(self, "message", message)
+        _set(self, "data", data)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("code", "int", NOTHING),
+        ("message", "str", NOTHING),
+        ("data", "Any | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class MessageMcpNotification(WireStruct):
     """**UNSTABLE**
 
     Notification for an active request, sent from provider to consumer.
     Includes subscription acknowledgements and updates.
     """
+
+    __slots__ = (
+        "server_id",
+        "request_id",
+        "method",
+        "params",
+        "meta",
+    )
 
     #: The declared ACP MCP server handling the associated request.
     server_id: McpServerAcpId
@@ -1511,7 +2915,7 @@ class MessageMcpNotification(WireStruct):
     method: str
 
     #: Optional inner MCP params. Null is equivalent to omission.
-    params: dict[str, Any] | None = None
+    params: dict[str, Any] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1520,10 +2924,33 @@ class MessageMcpNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        server_id: McpServerAcpId,
+        request_id: McpRequestId,
+        method: str,
+        params: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "server_id", server_id)
+        _set(self, "request_id", request_id)
+        _set(self, "method", method)
+        _set(self, "params", params)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("server_id", "McpServerAcpId", NOTHING),
+        ("request_id", "McpRequestId", NOTHING),
+        ("method", "str", NOTHING),
+        ("params", "dict[str, Any] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ProxySuccessorRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1545,6 +2972,12 @@ class ProxySuccessorRequest(WireStruct):
     See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
     """
 
+    __slots__ = (
+        "method",
+        "params",
+        "meta",
+    )
+
     #: Method name of the wrapped request.
     method: str
 
@@ -1553,7 +2986,7 @@ class ProxySuccessorRequest(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the wrapped request has no params.
     #: When present, it MUST be a JSON object or array, as JSON-RPC requires.
     #: The wrapped request's own `_meta` stays inside these params.
-    params: Any | None = None
+    params: Any | None
 
     #: Metadata for the `proxy/successor` envelope itself, separate from the wrapped
     #: message's `_meta`. It is hop-local: the conductor does not copy it into the message
@@ -1565,10 +2998,27 @@ class ProxySuccessorRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: Any | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "method", method)
+        _set(self, "params", params)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("method", "str", NOTHING),
+        ("params", "Any | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ProxySuccessorNotification(WireStruct):
     """**UNSTABLE**
 
@@ -1583,6 +3033,12 @@ class ProxySuccessorNotification(WireStruct):
     See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
     """
 
+    __slots__ = (
+        "method",
+        "params",
+        "meta",
+    )
+
     #: Method name of the wrapped notification.
     method: str
 
@@ -1592,7 +3048,7 @@ class ProxySuccessorNotification(WireStruct):
     #: params.
     #: When present, it MUST be a JSON object or array, as JSON-RPC requires.
     #: The wrapped notification's own `_meta` stays inside these params.
-    params: Any | None = None
+    params: Any | None
 
     #: Metadata for the `proxy/successor` envelope itself, separate from the wrapped
     #: message's `_meta`. It is hop-local: the conductor does not copy it into the message
@@ -1604,7 +3060,25 @@ class ProxySuccessorNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: Any | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "method", method)
+        _set(self, "params", params)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("method", "str", NOTHING),
+        ("params", "Any | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
 #: The operation requiring permission.

@@ -8,9 +8,10 @@ Import them from `protocol.v2.types`, which loads this part when one is first us
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, Literal, TypeAlias, Union
+from typing import Any, ClassVar, Final, Literal, TypeAlias, Union
 
 import attrs
+from attrs import NOTHING
 
 from protocol._wire import (
     JSON_NULL,
@@ -19,10 +20,12 @@ from protocol._wire import (
     OpenEnumMixin,
     TaggedUnion,
     UntaggedUnion,
+    WireAttributes,
     WireEnum,
     WireField,
     WireStruct,
     WireTables,
+    wire_attributes,
 )
 from protocol.v2._types_handshake import (
     AbsolutePath,
@@ -52,11 +55,16 @@ from protocol.v2._types_sessions import (
 )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Content(WireStruct):
     """Standard content block (text, images, resources)."""
 
-    type: Literal["content"] = "content"
+    __slots__ = (
+        "type",
+        "content",
+        "meta",
+    )
+
+    type: Literal["content"]
 
     #: The actual content block.
     content: ContentBlock
@@ -67,10 +75,27 @@ class Content(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["content"] = "content",
+        content: ContentBlock,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['content']", "content"),
+        ("content", "ContentBlock", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Diff(WireStruct):
     """File changes produced by a tool call.
 
@@ -82,7 +107,14 @@ class Diff(WireStruct):
     See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#content)
     """
 
-    type: Literal["diff"] = "diff"
+    __slots__ = (
+        "type",
+        "changes",
+        "patch",
+        "meta",
+    )
+
+    type: Literal["diff"]
 
     #: Structured file changes described by this diff.
     #:
@@ -93,7 +125,7 @@ class Diff(WireStruct):
     #:
     #: Agents SHOULD provide patch text whenever feasible. Omitted and `null` are
     #: equivalent and mean no renderable patch text was provided.
-    patch: DiffPatch | None = None
+    patch: DiffPatch | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -101,10 +133,30 @@ class Diff(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["diff"] = "diff",
+        changes: list[DiffChange],
+        patch: DiffPatch | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "changes", changes)
+        _set(self, "patch", patch)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['diff']", "diff"),
+        ("changes", "list[DiffChange]", NOTHING),
+        ("patch", "DiffPatch | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Terminal(WireStruct):
     """A display-only reference to an agent-owned terminal.
 
@@ -112,7 +164,13 @@ class Terminal(WireStruct):
     `terminal_update` and `terminal_output_chunk` session updates.
     """
 
-    type: Literal["terminal"] = "terminal"
+    __slots__ = (
+        "type",
+        "terminal_id",
+        "meta",
+    )
+
+    type: Literal["terminal"]
 
     #: The ID of the terminal to display.
     terminal_id: TerminalId
@@ -123,10 +181,27 @@ class Terminal(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["terminal"] = "terminal",
+        terminal_id: TerminalId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['terminal']", "terminal"),
+        ("terminal_id", "TerminalId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherToolCallContent(WireStruct):
     """Custom or future tool call content.
 
@@ -139,6 +214,11 @@ class OtherToolCallContent(WireStruct):
     output, and otherwise ignore it or display it generically.
     """
 
+    __slots__ = (
+        "type",
+        "extra",
+    )
+
     #: Custom or future tool call content type.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -147,14 +227,35 @@ class OtherToolCallContent(WireStruct):
     type: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UserMessageChunk(WireStruct):
     """A chunk of the user's message being streamed."""
 
-    session_update: Literal["user_message_chunk"] = "user_message_chunk"
+    __slots__ = (
+        "session_update",
+        "message_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["user_message_chunk"]
 
     #: A unique identifier for the message this chunk belongs to.
     #:
@@ -172,10 +273,30 @@ class UserMessageChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["user_message_chunk"] = "user_message_chunk",
+        message_id: MessageId,
+        content: ContentBlock,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "message_id", message_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['user_message_chunk']", "user_message_chunk"),
+        ("message_id", "MessageId", NOTHING),
+        ("content", "ContentBlock", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UserMessage(WireStruct):
     """A user message upsert.
 
@@ -192,13 +313,20 @@ class UserMessage(WireStruct):
     content.
     """
 
-    session_update: Literal["user_message"] = "user_message"
+    __slots__ = (
+        "session_update",
+        "message_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["user_message"]
 
     #: A unique identifier for the message.
     message_id: MessageId
 
     #: Complete replacement content for this message.
-    content: list[ContentBlock] | JsonNull | None = None
+    content: list[ContentBlock] | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
@@ -210,14 +338,41 @@ class UserMessage(WireStruct):
     #: See protocol docs: [Metadata
     #: Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-
     #: patches)
-    meta: dict[str, Any] | JsonNull | None = None
+    meta: dict[str, Any] | JsonNull | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["user_message"] = "user_message",
+        message_id: MessageId,
+        content: list[ContentBlock] | JsonNull | None = None,
+        meta: dict[str, Any] | JsonNull | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "message_id", message_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['user_message']", "user_message"),
+        ("message_id", "MessageId", NOTHING),
+        ("content", "list[ContentBlock] | JsonNull | None", None),
+        ("meta", "dict[str, Any] | JsonNull | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AgentMessageChunk(WireStruct):
     """A chunk of the agent's response being streamed."""
 
-    session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
+    __slots__ = (
+        "session_update",
+        "message_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["agent_message_chunk"]
 
     #: A unique identifier for the message this chunk belongs to.
     #:
@@ -235,10 +390,30 @@ class AgentMessageChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["agent_message_chunk"] = "agent_message_chunk",
+        message_id: MessageId,
+        content: ContentBlock,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "message_id", message_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['agent_message_chunk']", "agent_message_chunk"),
+        ("message_id", "MessageId", NOTHING),
+        ("content", "ContentBlock", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AgentMessage(WireStruct):
     """An agent message upsert.
 
@@ -255,13 +430,20 @@ class AgentMessage(WireStruct):
     content.
     """
 
-    session_update: Literal["agent_message"] = "agent_message"
+    __slots__ = (
+        "session_update",
+        "message_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["agent_message"]
 
     #: A unique identifier for the message.
     message_id: MessageId
 
     #: Complete replacement content for this message.
-    content: list[ContentBlock] | JsonNull | None = None
+    content: list[ContentBlock] | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
@@ -273,14 +455,41 @@ class AgentMessage(WireStruct):
     #: See protocol docs: [Metadata
     #: Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-
     #: patches)
-    meta: dict[str, Any] | JsonNull | None = None
+    meta: dict[str, Any] | JsonNull | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["agent_message"] = "agent_message",
+        message_id: MessageId,
+        content: list[ContentBlock] | JsonNull | None = None,
+        meta: dict[str, Any] | JsonNull | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "message_id", message_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['agent_message']", "agent_message"),
+        ("message_id", "MessageId", NOTHING),
+        ("content", "list[ContentBlock] | JsonNull | None", None),
+        ("meta", "dict[str, Any] | JsonNull | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AgentThoughtChunk(WireStruct):
     """A chunk of the agent's internal reasoning being streamed."""
 
-    session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
+    __slots__ = (
+        "session_update",
+        "message_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["agent_thought_chunk"]
 
     #: A unique identifier for the message this chunk belongs to.
     #:
@@ -298,10 +507,30 @@ class AgentThoughtChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk",
+        message_id: MessageId,
+        content: ContentBlock,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "message_id", message_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['agent_thought_chunk']", "agent_thought_chunk"),
+        ("message_id", "MessageId", NOTHING),
+        ("content", "ContentBlock", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AgentThought(WireStruct):
     """An agent thought or reasoning message upsert.
 
@@ -318,13 +547,20 @@ class AgentThought(WireStruct):
     content.
     """
 
-    session_update: Literal["agent_thought"] = "agent_thought"
+    __slots__ = (
+        "session_update",
+        "message_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["agent_thought"]
 
     #: A unique identifier for the thought message.
     message_id: MessageId
 
     #: Complete replacement content for this thought message.
-    content: list[ContentBlock] | JsonNull | None = None
+    content: list[ContentBlock] | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
@@ -336,16 +572,43 @@ class AgentThought(WireStruct):
     #: See protocol docs: [Metadata
     #: Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-
     #: patches)
-    meta: dict[str, Any] | JsonNull | None = None
+    meta: dict[str, Any] | JsonNull | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["agent_thought"] = "agent_thought",
+        message_id: MessageId,
+        content: list[ContentBlock] | JsonNull | None = None,
+        meta: dict[str, Any] | JsonNull | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "message_id", message_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['agent_thought']", "agent_thought"),
+        ("message_id", "MessageId", NOTHING),
+        ("content", "list[ContentBlock] | JsonNull | None", None),
+        ("meta", "dict[str, Any] | JsonNull | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateRunning(WireStruct):
     """Foreground work is in progress."""
 
-    state: Literal["running"] = "running"
+    __slots__ = (
+        "state",
+        "session_update",
+        "background",
+        "meta",
+    )
 
-    session_update: Literal["state_update"] = "state_update"
+    state: Literal["running"]
+
+    session_update: Literal["state_update"]
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -357,7 +620,7 @@ class SessionStateUpdateRunning(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -365,20 +628,49 @@ class SessionStateUpdateRunning(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["running"] = "running",
+        session_update: Literal["state_update"] = "state_update",
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "session_update", session_update)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['running']", "running"),
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateIdleEndTurn(WireStruct):
     """The active work ended successfully.
     Includes locally handled commands that required no model call.
     """
 
-    stop_reason: Literal["end_turn"] = "end_turn"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "session_update",
+        "usage",
+        "background",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["end_turn"]
 
-    session_update: Literal["state_update"] = "state_update"
+    state: Literal["idle"]
+
+    session_update: Literal["state_update"]
 
     #: **UNSTABLE**
     #:
@@ -389,7 +681,7 @@ class SessionStateUpdateIdleEndTurn(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -401,7 +693,7 @@ class SessionStateUpdateIdleEndTurn(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -409,18 +701,53 @@ class SessionStateUpdateIdleEndTurn(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["end_turn"] = "end_turn",
+        state: Literal["idle"] = "idle",
+        session_update: Literal["state_update"] = "state_update",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "session_update", session_update)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['end_turn']", "end_turn"),
+        ("state", "Literal['idle']", "idle"),
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateIdleMaxTokens(WireStruct):
     """The active work ended because the agent reached the maximum number of tokens."""
 
-    stop_reason: Literal["max_tokens"] = "max_tokens"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "session_update",
+        "usage",
+        "background",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["max_tokens"]
 
-    session_update: Literal["state_update"] = "state_update"
+    state: Literal["idle"]
+
+    session_update: Literal["state_update"]
 
     #: **UNSTABLE**
     #:
@@ -431,7 +758,7 @@ class SessionStateUpdateIdleMaxTokens(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -443,7 +770,7 @@ class SessionStateUpdateIdleMaxTokens(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -451,20 +778,55 @@ class SessionStateUpdateIdleMaxTokens(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["max_tokens"] = "max_tokens",
+        state: Literal["idle"] = "idle",
+        session_update: Literal["state_update"] = "state_update",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "session_update", session_update)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['max_tokens']", "max_tokens"),
+        ("state", "Literal['idle']", "idle"),
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateIdleMaxTurnRequests(WireStruct):
     """The active work ended because the agent reached the maximum number of
     model requests for the foreground work.
     """
 
-    stop_reason: Literal["max_turn_requests"] = "max_turn_requests"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "session_update",
+        "usage",
+        "background",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["max_turn_requests"]
 
-    session_update: Literal["state_update"] = "state_update"
+    state: Literal["idle"]
+
+    session_update: Literal["state_update"]
 
     #: **UNSTABLE**
     #:
@@ -475,7 +837,7 @@ class SessionStateUpdateIdleMaxTurnRequests(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -487,7 +849,7 @@ class SessionStateUpdateIdleMaxTurnRequests(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -495,18 +857,53 @@ class SessionStateUpdateIdleMaxTurnRequests(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["max_turn_requests"] = "max_turn_requests",
+        state: Literal["idle"] = "idle",
+        session_update: Literal["state_update"] = "state_update",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "session_update", session_update)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['max_turn_requests']", "max_turn_requests"),
+        ("state", "Literal['idle']", "idle"),
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateIdleRefusal(WireStruct):
     """The active work ended because the agent refused to continue."""
 
-    stop_reason: Literal["refusal"] = "refusal"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "session_update",
+        "usage",
+        "background",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["refusal"]
 
-    session_update: Literal["state_update"] = "state_update"
+    state: Literal["idle"]
+
+    session_update: Literal["state_update"]
 
     #: **UNSTABLE**
     #:
@@ -517,7 +914,7 @@ class SessionStateUpdateIdleRefusal(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -529,7 +926,7 @@ class SessionStateUpdateIdleRefusal(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -537,10 +934,36 @@ class SessionStateUpdateIdleRefusal(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["refusal"] = "refusal",
+        state: Literal["idle"] = "idle",
+        session_update: Literal["state_update"] = "state_update",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "session_update", session_update)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['refusal']", "refusal"),
+        ("state", "Literal['idle']", "idle"),
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateIdleCancelled(WireStruct):
     """The user or client chose to stop the work: via `session/cancel`, by
     closing the session, or through an interaction the agent offers, such
@@ -554,11 +977,20 @@ class SessionStateUpdateIdleCancelled(WireStruct):
     `error`.
     """
 
-    stop_reason: Literal["cancelled"] = "cancelled"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "session_update",
+        "usage",
+        "background",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["cancelled"]
 
-    session_update: Literal["state_update"] = "state_update"
+    state: Literal["idle"]
+
+    session_update: Literal["state_update"]
 
     #: **UNSTABLE**
     #:
@@ -569,7 +1001,7 @@ class SessionStateUpdateIdleCancelled(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -581,7 +1013,7 @@ class SessionStateUpdateIdleCancelled(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -589,10 +1021,36 @@ class SessionStateUpdateIdleCancelled(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["cancelled"] = "cancelled",
+        state: Literal["idle"] = "idle",
+        session_update: Literal["state_update"] = "state_update",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "session_update", session_update)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['cancelled']", "cancelled"),
+        ("state", "Literal['idle']", "idle"),
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateIdleError(WireStruct):
     """The active work ended because something failed.
 
@@ -601,11 +1059,21 @@ class SessionStateUpdateIdleError(WireStruct):
     insertion, the prompt's response remains successful.
     """
 
-    stop_reason: Literal["error"] = "error"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "session_update",
+        "usage",
+        "background",
+        "meta",
+        "error",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["error"]
 
-    session_update: Literal["state_update"] = "state_update"
+    state: Literal["idle"]
+
+    session_update: Literal["state_update"]
 
     #: **UNSTABLE**
     #:
@@ -616,7 +1084,7 @@ class SessionStateUpdateIdleError(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -628,7 +1096,7 @@ class SessionStateUpdateIdleError(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -636,17 +1104,46 @@ class SessionStateUpdateIdleError(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The failure, as a JSON-RPC error object.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting failure
     #: details.
     #: Agents SHOULD include it.
-    error: Error | None = None
+    error: Error | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["error"] = "error",
+        state: Literal["idle"] = "idle",
+        session_update: Literal["state_update"] = "state_update",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+        error: Error | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "session_update", session_update)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+        _set(self, "error", error)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['error']", "error"),
+        ("state", "Literal['idle']", "idle"),
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+        ("error", "Error | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateIdleOther(WireStruct):
     """Custom or future stop reason.
 
@@ -655,9 +1152,19 @@ class SessionStateUpdateIdleOther(WireStruct):
     future ACP variants.
     """
 
-    state: Literal["idle"] = "idle"
+    __slots__ = (
+        "state",
+        "session_update",
+        "stop_reason",
+        "usage",
+        "background",
+        "meta",
+        "extra",
+    )
 
-    session_update: Literal["state_update"] = "state_update"
+    state: Literal["idle"]
+
+    session_update: Literal["state_update"]
 
     #: Custom or future stop reason.
     #:
@@ -675,7 +1182,7 @@ class SessionStateUpdateIdleOther(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -687,7 +1194,7 @@ class SessionStateUpdateIdleOther(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -695,19 +1202,56 @@ class SessionStateUpdateIdleOther(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        state: Literal["idle"] = "idle",
+        session_update: Literal["state_update"] = "state_update",
+        stop_reason: str,
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "session_update", session_update)
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['idle']", "idle"),
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("stop_reason", "str", NOTHING),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateIdleNone(WireStruct):
     """No stop reason: `stopReason` is omitted or `null`."""
 
-    state: Literal["idle"] = "idle"
+    __slots__ = (
+        "state",
+        "session_update",
+        "usage",
+        "background",
+        "meta",
+    )
 
-    session_update: Literal["state_update"] = "state_update"
+    state: Literal["idle"]
+
+    session_update: Literal["state_update"]
 
     #: **UNSTABLE**
     #:
@@ -718,7 +1262,7 @@ class SessionStateUpdateIdleNone(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -730,7 +1274,7 @@ class SessionStateUpdateIdleNone(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -738,16 +1282,46 @@ class SessionStateUpdateIdleNone(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["idle"] = "idle",
+        session_update: Literal["state_update"] = "state_update",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "session_update", session_update)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['idle']", "idle"),
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateRequiresAction(WireStruct):
     """Foreground work is blocked on user action."""
 
-    state: Literal["requires_action"] = "requires_action"
+    __slots__ = (
+        "state",
+        "session_update",
+        "background",
+        "meta",
+    )
 
-    session_update: Literal["state_update"] = "state_update"
+    state: Literal["requires_action"]
+
+    session_update: Literal["state_update"]
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -759,7 +1333,7 @@ class SessionStateUpdateRequiresAction(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -767,10 +1341,30 @@ class SessionStateUpdateRequiresAction(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["requires_action"] = "requires_action",
+        session_update: Literal["state_update"] = "state_update",
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "session_update", session_update)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['requires_action']", "requires_action"),
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateUnknown(WireStruct):
     """**UNSTABLE**
 
@@ -780,9 +1374,16 @@ class SessionStateUpdateUnknown(WireStruct):
     This replaces previously confirmed activity without ending the work or session.
     """
 
-    state: Literal["unknown"] = "unknown"
+    __slots__ = (
+        "state",
+        "session_update",
+        "background",
+        "meta",
+    )
 
-    session_update: Literal["state_update"] = "state_update"
+    state: Literal["unknown"]
+
+    session_update: Literal["state_update"]
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -794,7 +1395,7 @@ class SessionStateUpdateUnknown(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -802,10 +1403,30 @@ class SessionStateUpdateUnknown(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["unknown"] = "unknown",
+        session_update: Literal["state_update"] = "state_update",
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "session_update", session_update)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['unknown']", "unknown"),
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStateUpdateOther(WireStruct):
     """Custom or future session state.
 
@@ -820,7 +1441,13 @@ class SessionStateUpdateOther(WireStruct):
     state arrives.
     """
 
-    session_update: Literal["state_update"] = "state_update"
+    __slots__ = (
+        "session_update",
+        "state",
+        "extra",
+    )
+
+    session_update: Literal["state_update"]
 
     #: Custom or future session state.
     #:
@@ -830,10 +1457,27 @@ class SessionStateUpdateOther(WireStruct):
     state: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["state_update"] = "state_update",
+        state: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "state", state)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['state_update']", "state_update"),
+        ("state", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ToolCallContentChunk(WireStruct):
     """A streamed item of tool-call content.
 
@@ -843,7 +1487,14 @@ class ToolCallContentChunk(WireStruct):
     instead.
     """
 
-    session_update: Literal["tool_call_content_chunk"] = "tool_call_content_chunk"
+    __slots__ = (
+        "session_update",
+        "tool_call_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["tool_call_content_chunk"]
 
     #: The ID of the tool call this content belongs to.
     tool_call_id: ToolCallId
@@ -858,14 +1509,49 @@ class ToolCallContentChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["tool_call_content_chunk"] = "tool_call_content_chunk",
+        tool_call_id: ToolCallId,
+        content: ToolCallContent,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['tool_call_content_chunk']", "tool_call_content_chunk"),
+        ("tool_call_id", "ToolCallId", NOTHING),
+        ("content", "ToolCallContent", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ToolCallProgress(WireStruct):
     """A tool call has been created or updated."""
 
-    session_update: Literal["tool_call_update"] = "tool_call_update"
+    __slots__ = (
+        "session_update",
+        "tool_call_id",
+        "name",
+        "title",
+        "kind",
+        "status",
+        "content",
+        "locations",
+        "raw_input",
+        "raw_output",
+        "capabilities",
+        "meta",
+    )
+
+    session_update: Literal["tool_call_update"]
 
     #: Unique identifier for this tool call within the session.
     tool_call_id: ToolCallId
@@ -876,13 +1562,13 @@ class ToolCallProgress(WireStruct):
     #: change, `null` clears the name, and a string replaces it. For a tool
     #: call ID the client has not seen before, omission or `null` means that no
     #: tool name is available.
-    name: str | JsonNull | None = None
+    name: str | JsonNull | None
 
     #: Human-readable title describing what the tool is doing.
     #:
     #: Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
     #: A new tool call starts without a title.
-    title: str | JsonNull | None = None
+    title: str | JsonNull | None
 
     #: The category of tool being invoked.
     #: Helps clients choose appropriate icons and UI treatment.
@@ -890,32 +1576,32 @@ class ToolCallProgress(WireStruct):
     #: Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces
     #: it.
     #: A new tool call starts as `other`.
-    kind: ToolKind | JsonNull | None = None
+    kind: ToolKind | JsonNull | None
 
     #: Current execution status of the tool call.
     #:
     #: Omission leaves the status unchanged, `null` resets it to `pending`, and a value
     #: replaces it. A new tool call starts as `pending`.
-    status: ToolCallStatus | JsonNull | None = None
+    status: ToolCallStatus | JsonNull | None
 
     #: Content produced by the tool call.
-    content: list[ToolCallContent] | JsonNull | None = None
+    content: list[ToolCallContent] | JsonNull | None
 
     #: File locations affected by this tool call.
     #: Enables "follow-along" features in clients.
-    locations: list[ToolCallLocation] | JsonNull | None = None
+    locations: list[ToolCallLocation] | JsonNull | None
 
     #: Raw input parameters sent to the tool.
-    raw_input: Any | None = None
+    raw_input: Any | None
 
     #: Raw output returned by the tool.
-    raw_output: Any | None = None
+    raw_output: Any | None
 
     #: Client-initiated controls this tool call currently supports, such as cancellation.
     #:
     #: Omission leaves the capabilities unchanged, `null` clears them, and an object replaces
     #: the whole previous value. A new tool call starts with none.
-    capabilities: ToolCallCapabilities | JsonNull | None = None
+    capabilities: ToolCallCapabilities | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
@@ -927,10 +1613,54 @@ class ToolCallProgress(WireStruct):
     #: See protocol docs: [Metadata
     #: Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-
     #: patches)
-    meta: dict[str, Any] | JsonNull | None = None
+    meta: dict[str, Any] | JsonNull | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["tool_call_update"] = "tool_call_update",
+        tool_call_id: ToolCallId,
+        name: str | JsonNull | None = None,
+        title: str | JsonNull | None = None,
+        kind: ToolKind | JsonNull | None = None,
+        status: ToolCallStatus | JsonNull | None = None,
+        content: list[ToolCallContent] | JsonNull | None = None,
+        locations: list[ToolCallLocation] | JsonNull | None = None,
+        raw_input: Any | None = None,
+        raw_output: Any | None = None,
+        capabilities: ToolCallCapabilities | JsonNull | None = None,
+        meta: dict[str, Any] | JsonNull | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "name", name)
+        _set(self, "title", title)
+        _set(self, "kind", kind)
+        _set(self, "status", status)
+        _set(self, "content", content)
+        _set(self, "locations", locations)
+        _set(self, "raw_input", raw_input)
+        _set(self, "raw_output", raw_output)
+        _set(self, "capabilities", capabilities)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['tool_call_update']", "tool_call_update"),
+        ("tool_call_id", "ToolCallId", NOTHING),
+        ("name", "str | JsonNull | None", None),
+        ("title", "str | JsonNull | None", None),
+        ("kind", "ToolKind | JsonNull | None", None),
+        ("status", "ToolCallStatus | JsonNull | None", None),
+        ("content", "list[ToolCallContent] | JsonNull | None", None),
+        ("locations", "list[ToolCallLocation] | JsonNull | None", None),
+        ("raw_input", "Any | None", None),
+        ("raw_output", "Any | None", None),
+        ("capabilities", "ToolCallCapabilities | JsonNull | None", None),
+        ("meta", "dict[str, Any] | JsonNull | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TerminalUpdate(WireStruct):
     """An upsert for the stored state of an agent-owned terminal.
 
@@ -941,34 +1671,46 @@ class TerminalUpdate(WireStruct):
     omitted fields start unknown.
     """
 
-    session_update: Literal["terminal_update"] = "terminal_update"
+    __slots__ = (
+        "session_update",
+        "terminal_id",
+        "command",
+        "cwd",
+        "output",
+        "exit_status",
+        "size",
+        "capabilities",
+        "meta",
+    )
+
+    session_update: Literal["terminal_update"]
 
     #: Unique identifier for this terminal within the session.
     terminal_id: TerminalId
 
     #: The command being run.
-    command: str | JsonNull | None = None
+    command: str | JsonNull | None
 
     #: The absolute working directory of the command.
-    cwd: AbsolutePath | JsonNull | None = None
+    cwd: AbsolutePath | JsonNull | None
 
     #: An authoritative replacement snapshot of terminal output bytes.
-    output: TerminalOutput | JsonNull | None = None
+    output: TerminalOutput | JsonNull | None
 
     #: Exit information. A concrete object marks the terminal as exited.
-    exit_status: TerminalExitStatus | JsonNull | None = None
+    exit_status: TerminalExitStatus | JsonNull | None
 
     #: The terminal size the command runs with, when known.
     #:
     #: Clients can render output at this size so that column layouts, progress bars,
     #: and cursor-positioned output display as the program wrote them.
-    size: TerminalSize | JsonNull | None = None
+    size: TerminalSize | JsonNull | None
 
     #: Client-initiated controls this terminal currently supports, such as cancellation.
     #:
     #: Omission leaves the capabilities unchanged, `null` clears them, and an object replaces
     #: the whole previous value. A new terminal starts with none.
-    capabilities: TerminalCapabilities | JsonNull | None = None
+    capabilities: TerminalCapabilities | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
@@ -980,14 +1722,56 @@ class TerminalUpdate(WireStruct):
     #: See protocol docs: [Metadata
     #: Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-
     #: patches)
-    meta: dict[str, Any] | JsonNull | None = None
+    meta: dict[str, Any] | JsonNull | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["terminal_update"] = "terminal_update",
+        terminal_id: TerminalId,
+        command: str | JsonNull | None = None,
+        cwd: AbsolutePath | JsonNull | None = None,
+        output: TerminalOutput | JsonNull | None = None,
+        exit_status: TerminalExitStatus | JsonNull | None = None,
+        size: TerminalSize | JsonNull | None = None,
+        capabilities: TerminalCapabilities | JsonNull | None = None,
+        meta: dict[str, Any] | JsonNull | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "command", command)
+        _set(self, "cwd", cwd)
+        _set(self, "output", output)
+        _set(self, "exit_status", exit_status)
+        _set(self, "size", size)
+        _set(self, "capabilities", capabilities)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['terminal_update']", "terminal_update"),
+        ("terminal_id", "TerminalId", NOTHING),
+        ("command", "str | JsonNull | None", None),
+        ("cwd", "AbsolutePath | JsonNull | None", None),
+        ("output", "TerminalOutput | JsonNull | None", None),
+        ("exit_status", "TerminalExitStatus | JsonNull | None", None),
+        ("size", "TerminalSize | JsonNull | None", None),
+        ("capabilities", "TerminalCapabilities | JsonNull | None", None),
+        ("meta", "dict[str, Any] | JsonNull | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TerminalOutputChunk(WireStruct):
     """A chunk of bytes appended to an agent-owned terminal's output."""
 
-    session_update: Literal["terminal_output_chunk"] = "terminal_output_chunk"
+    __slots__ = (
+        "session_update",
+        "terminal_id",
+        "data",
+        "meta",
+    )
+
+    session_update: Literal["terminal_output_chunk"]
 
     #: The terminal receiving these bytes.
     terminal_id: TerminalId
@@ -1002,14 +1786,40 @@ class TerminalOutputChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["terminal_output_chunk"] = "terminal_output_chunk",
+        terminal_id: TerminalId,
+        data: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "data", data)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['terminal_output_chunk']", "terminal_output_chunk"),
+        ("terminal_id", "TerminalId", NOTHING),
+        ("data", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanUpdate(WireStruct):
     """A content update for a plan identified by ID."""
 
-    session_update: Literal["plan_update"] = "plan_update"
+    __slots__ = (
+        "session_update",
+        "plan",
+        "meta",
+    )
+
+    session_update: Literal["plan_update"]
 
     #: The updated plan content.
     plan: PlanUpdateContent
@@ -1020,10 +1830,27 @@ class PlanUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["plan_update"] = "plan_update",
+        plan: PlanUpdateContent,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "plan", plan)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['plan_update']", "plan_update"),
+        ("plan", "PlanUpdateContent", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanRemoved(WireStruct):
     """**UNSTABLE**
 
@@ -1032,7 +1859,13 @@ class PlanRemoved(WireStruct):
     Removal notice for a plan identified by ID.
     """
 
-    session_update: Literal["plan_removed"] = "plan_removed"
+    __slots__ = (
+        "session_update",
+        "plan_id",
+        "meta",
+    )
+
+    session_update: Literal["plan_removed"]
 
     #: The plan ID to remove.
     plan_id: PlanId
@@ -1043,14 +1876,37 @@ class PlanRemoved(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["plan_removed"] = "plan_removed",
+        plan_id: PlanId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "plan_id", plan_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['plan_removed']", "plan_removed"),
+        ("plan_id", "PlanId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AvailableCommandsUpdate(WireStruct):
     """Available commands are ready or have changed"""
 
-    session_update: Literal["available_commands_update"] = "available_commands_update"
+    __slots__ = (
+        "session_update",
+        "available_commands",
+        "meta",
+    )
+
+    session_update: Literal["available_commands_update"]
 
     #: Commands the agent can execute.
     available_commands: list[AvailableCommand]
@@ -1061,14 +1917,37 @@ class AvailableCommandsUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["available_commands_update"] = "available_commands_update",
+        available_commands: list[AvailableCommand],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "available_commands", available_commands)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['available_commands_update']", "available_commands_update"),
+        ("available_commands", "list[AvailableCommand]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ConfigOptionUpdate(WireStruct):
     """Session configuration options have been updated."""
 
-    session_update: Literal["config_option_update"] = "config_option_update"
+    __slots__ = (
+        "session_update",
+        "config_options",
+        "meta",
+    )
+
+    session_update: Literal["config_option_update"]
 
     #: The full set of configuration options and their current values.
     config_options: list[SessionConfigOption]
@@ -1079,10 +1958,27 @@ class ConfigOptionUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["config_option_update"] = "config_option_update",
+        config_options: list[SessionConfigOption],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "config_options", config_options)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['config_option_update']", "config_option_update"),
+        ("config_options", "list[SessionConfigOption]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionInfoUpdate(WireStruct):
     """Update to session metadata. All fields are optional to support partial updates.
 
@@ -1094,13 +1990,20 @@ class SessionInfoUpdate(WireStruct):
     top-level key.
     """
 
-    session_update: Literal["session_info_update"] = "session_info_update"
+    __slots__ = (
+        "session_update",
+        "title",
+        "updated_at",
+        "meta",
+    )
+
+    session_update: Literal["session_info_update"]
 
     #: Human-readable title for the session. Set to null to clear.
-    title: str | JsonNull | None = None
+    title: str | JsonNull | None
 
     #: RFC 3339 timestamp of last activity. Set to null to clear.
-    updated_at: str | JsonNull | None = None
+    updated_at: str | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
@@ -1112,14 +2015,42 @@ class SessionInfoUpdate(WireStruct):
     #: See protocol docs: [Metadata
     #: Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-
     #: patches)
-    meta: dict[str, Any] | JsonNull | None = None
+    meta: dict[str, Any] | JsonNull | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["session_info_update"] = "session_info_update",
+        title: str | JsonNull | None = None,
+        updated_at: str | JsonNull | None = None,
+        meta: dict[str, Any] | JsonNull | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "title", title)
+        _set(self, "updated_at", updated_at)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['session_info_update']", "session_info_update"),
+        ("title", "str | JsonNull | None", None),
+        ("updated_at", "str | JsonNull | None", None),
+        ("meta", "dict[str, Any] | JsonNull | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UsageUpdate(WireStruct):
     """Context window and cost update for a session."""
 
-    session_update: Literal["usage_update"] = "usage_update"
+    __slots__ = (
+        "session_update",
+        "used",
+        "size",
+        "cost",
+        "meta",
+    )
+
+    session_update: Literal["usage_update"]
 
     #: Tokens currently in context.
     used: int
@@ -1130,7 +2061,7 @@ class UsageUpdate(WireStruct):
     #: Cumulative session cost.
     #:
     #: Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.
-    cost: Cost | JsonNull | None = None
+    cost: Cost | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1138,10 +2069,33 @@ class UsageUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["usage_update"] = "usage_update",
+        used: int,
+        size: int,
+        cost: Cost | JsonNull | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "used", used)
+        _set(self, "size", size)
+        _set(self, "cost", cost)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['usage_update']", "usage_update"),
+        ("used", "int", NOTHING),
+        ("size", "int", NOTHING),
+        ("cost", "Cost | JsonNull | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Notice(WireStruct):
     """Fire-and-forget information for the user.
 
@@ -1152,7 +2106,15 @@ class Notice(WireStruct):
     See protocol docs: [Session Notices](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-notices)
     """
 
-    session_update: Literal["notice"] = "notice"
+    __slots__ = (
+        "session_update",
+        "severity",
+        "title",
+        "description",
+        "meta",
+    )
+
+    session_update: Literal["notice"]
 
     #: Presentation severity hint.
     severity: NoticeSeverity
@@ -1163,7 +2125,7 @@ class Notice(WireStruct):
     #: Optional plain-text detail or guidance.
     #:
     #: Omitted and `null` are equivalent and mean no description was supplied.
-    description: str | None = None
+    description: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1171,10 +2133,33 @@ class Notice(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["notice"] = "notice",
+        severity: NoticeSeverity,
+        title: str,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "severity", severity)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['notice']", "notice"),
+        ("severity", "NoticeSeverity", NOTHING),
+        ("title", "str", NOTHING),
+        ("description", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CompactionUpdate(WireStruct):
     """A context compaction upsert. The first notification fixes the compaction's
     timeline position. Later updates with the same ID patch that entity in place.
@@ -1185,7 +2170,16 @@ class CompactionUpdate(WireStruct):
     stored metadata by top-level key instead of replacing it.
     """
 
-    session_update: Literal["compaction_update"] = "compaction_update"
+    __slots__ = (
+        "session_update",
+        "compaction_id",
+        "status",
+        "summary",
+        "error",
+        "meta",
+    )
+
+    session_update: Literal["compaction_update"]
 
     #: The Agent-owned ID of this compaction, unique within the session.
     compaction_id: CompactionId
@@ -1194,10 +2188,10 @@ class CompactionUpdate(WireStruct):
     status: CompactionStatus
 
     #: Complete replacement user-displayable summary content for the compaction.
-    summary: list[ContentBlock] | JsonNull | None = None
+    summary: list[ContentBlock] | JsonNull | None
 
     #: Human-readable error details for the compaction.
-    error: str | JsonNull | None = None
+    error: str | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
@@ -1209,16 +2203,49 @@ class CompactionUpdate(WireStruct):
     #: See protocol docs: [Metadata
     #: Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-
     #: patches)
-    meta: dict[str, Any] | JsonNull | None = None
+    meta: dict[str, Any] | JsonNull | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["compaction_update"] = "compaction_update",
+        compaction_id: CompactionId,
+        status: CompactionStatus,
+        summary: list[ContentBlock] | JsonNull | None = None,
+        error: str | JsonNull | None = None,
+        meta: dict[str, Any] | JsonNull | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "compaction_id", compaction_id)
+        _set(self, "status", status)
+        _set(self, "summary", summary)
+        _set(self, "error", error)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['compaction_update']", "compaction_update"),
+        ("compaction_id", "CompactionId", NOTHING),
+        ("status", "CompactionStatus", NOTHING),
+        ("summary", "list[ContentBlock] | JsonNull | None", None),
+        ("error", "str | JsonNull | None", None),
+        ("meta", "dict[str, Any] | JsonNull | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CompactionSummaryChunk(WireStruct):
     """A content block appended to a compaction's summary. A first-seen ID creates
     an in-progress compaction. Chunks append in receive order.
     """
 
-    session_update: Literal["compaction_summary_chunk"] = "compaction_summary_chunk"
+    __slots__ = (
+        "session_update",
+        "compaction_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["compaction_summary_chunk"]
 
     #: ID of the compaction whose summary receives this content.
     compaction_id: CompactionId
@@ -1233,10 +2260,30 @@ class CompactionSummaryChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["compaction_summary_chunk"] = "compaction_summary_chunk",
+        compaction_id: CompactionId,
+        content: ContentBlock,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "compaction_id", compaction_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['compaction_summary_chunk']", "compaction_summary_chunk"),
+        ("compaction_id", "CompactionId", NOTHING),
+        ("content", "ContentBlock", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SubagentUpdate(WireStruct):
     """**UNSTABLE**
 
@@ -1276,7 +2323,19 @@ class SubagentUpdate(WireStruct):
     change this association.
     """
 
-    session_update: Literal["subagent_update"] = "subagent_update"
+    __slots__ = (
+        "session_update",
+        "session_id",
+        "title",
+        "description",
+        "capabilities",
+        "state",
+        "cwd",
+        "additional_directories",
+        "meta",
+    )
+
+    session_update: Literal["subagent_update"]
 
     #: The opaque session ID identifying the child in all ACP messages.
     session_id: SessionId
@@ -1285,33 +2344,33 @@ class SubagentUpdate(WireStruct):
     #:
     #: Optional and nullable. Omitted means unchanged. `null` clears it. If no
     #: title is set, the Client chooses a fallback presentation.
-    title: str | JsonNull | None = None
+    title: str | JsonNull | None
 
     #: The parent's human-readable description of the child's role or purpose.
     #:
     #: Optional and nullable. Omitted means unchanged. `null` clears it. This is
     #: current display metadata, not the history of instructions sent to the child.
-    description: str | JsonNull | None = None
+    description: str | JsonNull | None
 
     #: Client-initiated session mutations permitted for this subagent session.
     #:
     #: Read-only operations retain their normal protocol semantics and
     #: capability requirements.
-    capabilities: SubagentSessionCapabilities | JsonNull | None = None
+    capabilities: SubagentSessionCapabilities | JsonNull | None
 
     #: The child's current foreground state, mirrored onto its parent association.
     #:
     #: Optional and nullable. Omitted means unchanged. `null` removes the
     #: current report and leaves activity unconfirmed (not idle or cancelled).
     #: A concrete `StateUpdate` replaces the entire previous snapshot.
-    state: StateUpdate | JsonNull | None = None
+    state: StateUpdate | JsonNull | None
 
     #: The child's working directory. Must be an absolute path.
     #:
     #: Optional and nullable. Omitted means unchanged. `null` clears the
     #: reported value. While unset, the child inherits its immediate parent's
     #: effective working directory.
-    cwd: AbsolutePath | JsonNull | None = None
+    cwd: AbsolutePath | JsonNull | None
 
     #: Additional workspace roots for the child. Each path must be absolute.
     #:
@@ -1319,7 +2378,7 @@ class SubagentUpdate(WireStruct):
     #: reported value. While unset, the child inherits its immediate parent's
     #: effective additional directories, independently of `cwd`. A concrete
     #: array replaces the whole list. `[]` reports no additional directories.
-    additional_directories: list[AbsolutePath] | JsonNull | None = None
+    additional_directories: list[AbsolutePath] | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
@@ -1331,10 +2390,45 @@ class SubagentUpdate(WireStruct):
     #: See protocol docs: [Metadata
     #: Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-
     #: patches)
-    meta: dict[str, Any] | JsonNull | None = None
+    meta: dict[str, Any] | JsonNull | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["subagent_update"] = "subagent_update",
+        session_id: SessionId,
+        title: str | JsonNull | None = None,
+        description: str | JsonNull | None = None,
+        capabilities: SubagentSessionCapabilities | JsonNull | None = None,
+        state: StateUpdate | JsonNull | None = None,
+        cwd: AbsolutePath | JsonNull | None = None,
+        additional_directories: list[AbsolutePath] | JsonNull | None = None,
+        meta: dict[str, Any] | JsonNull | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "session_id", session_id)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "capabilities", capabilities)
+        _set(self, "state", state)
+        _set(self, "cwd", cwd)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['subagent_update']", "subagent_update"),
+        ("session_id", "SessionId", NOTHING),
+        ("title", "str | JsonNull | None", None),
+        ("description", "str | JsonNull | None", None),
+        ("capabilities", "SubagentSessionCapabilities | JsonNull | None", None),
+        ("state", "StateUpdate | JsonNull | None", None),
+        ("cwd", "AbsolutePath | JsonNull | None", None),
+        ("additional_directories", "list[AbsolutePath] | JsonNull | None", None),
+        ("meta", "dict[str, Any] | JsonNull | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionMessage(WireStruct):
     """**UNSTABLE**
 
@@ -1343,7 +2437,18 @@ class SessionMessage(WireStruct):
     An upsert for an inter-session message.
     """
 
-    session_update: Literal["session_message"] = "session_message"
+    __slots__ = (
+        "session_update",
+        "message_id",
+        "sender_session_id",
+        "recipient_session_id",
+        "sender_message_id",
+        "recipient_message_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["session_message"]
 
     #: Identifier of this message within the enclosing session's transcript.
     message_id: MessageId
@@ -1351,12 +2456,12 @@ class SessionMessage(WireStruct):
     #: The sending session.
     #:
     #: Omitted leaves the stored value unchanged. `null` clears it. A value replaces it.
-    sender_session_id: SessionId | JsonNull | None = None
+    sender_session_id: SessionId | JsonNull | None
 
     #: The receiving session.
     #:
     #: Omitted leaves the stored value unchanged. `null` clears it. A value replaces it.
-    recipient_session_id: SessionId | JsonNull | None = None
+    recipient_session_id: SessionId | JsonNull | None
 
     #: On an incoming view, the `messageId` of the same message's outgoing view in the
     #: sender's transcript.
@@ -1364,7 +2469,7 @@ class SessionMessage(WireStruct):
     #: Omitted leaves the stored value unchanged. `null` clears it. A value replaces it. It can
     #: arrive
     #: after the message starts streaming.
-    sender_message_id: MessageId | JsonNull | None = None
+    sender_message_id: MessageId | JsonNull | None
 
     #: On an outgoing view, the `messageId` of the same message's incoming view in the
     #: recipient's transcript.
@@ -1372,11 +2477,11 @@ class SessionMessage(WireStruct):
     #: Omitted leaves the stored value unchanged. `null` clears it. A value replaces it. It can
     #: arrive
     #: after the message starts streaming.
-    recipient_message_id: MessageId | JsonNull | None = None
+    recipient_message_id: MessageId | JsonNull | None
 
     #: Omitted leaves content unchanged. `null` clears it. A concrete array
     #: replaces the whole content collection.
-    content: list[ContentBlock] | JsonNull | None = None
+    content: list[ContentBlock] | JsonNull | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
@@ -1388,10 +2493,42 @@ class SessionMessage(WireStruct):
     #: See protocol docs: [Metadata
     #: Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-
     #: patches)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["session_message"] = "session_message",
+        message_id: MessageId,
+        sender_session_id: SessionId | JsonNull | None = None,
+        recipient_session_id: SessionId | JsonNull | None = None,
+        sender_message_id: MessageId | JsonNull | None = None,
+        recipient_message_id: MessageId | JsonNull | None = None,
+        content: list[ContentBlock] | JsonNull | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "message_id", message_id)
+        _set(self, "sender_session_id", sender_session_id)
+        _set(self, "recipient_session_id", recipient_session_id)
+        _set(self, "sender_message_id", sender_message_id)
+        _set(self, "recipient_message_id", recipient_message_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['session_message']", "session_message"),
+        ("message_id", "MessageId", NOTHING),
+        ("sender_session_id", "SessionId | JsonNull | None", None),
+        ("recipient_session_id", "SessionId | JsonNull | None", None),
+        ("sender_message_id", "MessageId | JsonNull | None", None),
+        ("recipient_message_id", "MessageId | JsonNull | None", None),
+        ("content", "list[ContentBlock] | JsonNull | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionMessageChunk(WireStruct):
     """**UNSTABLE**
 
@@ -1403,7 +2540,14 @@ class SessionMessageChunk(WireStruct):
     `session_message` upserts, which can arrive before, between, or after its chunks.
     """
 
-    session_update: Literal["session_message_chunk"] = "session_message_chunk"
+    __slots__ = (
+        "session_update",
+        "message_id",
+        "content",
+        "meta",
+    )
+
+    session_update: Literal["session_message_chunk"]
 
     #: Identifier of this message within the enclosing session's transcript.
     message_id: MessageId
@@ -1418,10 +2562,30 @@ class SessionMessageChunk(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_update: Literal["session_message_chunk"] = "session_message_chunk",
+        message_id: MessageId,
+        content: ContentBlock,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "message_id", message_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "Literal['session_message_chunk']", "session_message_chunk"),
+        ("message_id", "MessageId", NOTHING),
+        ("content", "ContentBlock", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherSessionUpdate(WireStruct):
     """Custom or future session update.
 
@@ -1434,6 +2598,11 @@ class OtherSessionUpdate(WireStruct):
     history, and otherwise ignore it or display it generically.
     """
 
+    __slots__ = (
+        "session_update",
+        "extra",
+    )
+
     #: Custom or future session update type.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -1442,14 +2611,35 @@ class OtherSessionUpdate(WireStruct):
     session_update: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        session_update: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_update", session_update)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_update", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanItems(WireStruct):
     """A plan represented as structured entries."""
 
-    type: Literal["items"] = "items"
+    __slots__ = (
+        "type",
+        "plan_id",
+        "entries",
+        "meta",
+    )
+
+    type: Literal["items"]
 
     #: The plan ID to update.
     plan_id: PlanId
@@ -1466,10 +2656,30 @@ class PlanItems(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["items"] = "items",
+        plan_id: PlanId,
+        entries: list[PlanEntry],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "plan_id", plan_id)
+        _set(self, "entries", entries)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['items']", "items"),
+        ("plan_id", "PlanId", NOTHING),
+        ("entries", "list[PlanEntry]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanFile(WireStruct):
     """**UNSTABLE**
 
@@ -1478,7 +2688,14 @@ class PlanFile(WireStruct):
     A plan represented by a file URI.
     """
 
-    type: Literal["file"] = "file"
+    __slots__ = (
+        "type",
+        "plan_id",
+        "uri",
+        "meta",
+    )
+
+    type: Literal["file"]
 
     #: The plan ID to update.
     plan_id: PlanId
@@ -1492,10 +2709,30 @@ class PlanFile(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["file"] = "file",
+        plan_id: PlanId,
+        uri: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "plan_id", plan_id)
+        _set(self, "uri", uri)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['file']", "file"),
+        ("plan_id", "PlanId", NOTHING),
+        ("uri", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanMarkdown(WireStruct):
     """**UNSTABLE**
 
@@ -1504,7 +2741,14 @@ class PlanMarkdown(WireStruct):
     A plan represented as raw markdown content.
     """
 
-    type: Literal["markdown"] = "markdown"
+    __slots__ = (
+        "type",
+        "plan_id",
+        "content",
+        "meta",
+    )
+
+    type: Literal["markdown"]
 
     #: The plan ID to update.
     plan_id: PlanId
@@ -1518,10 +2762,30 @@ class PlanMarkdown(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["markdown"] = "markdown",
+        plan_id: PlanId,
+        content: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "plan_id", plan_id)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['markdown']", "markdown"),
+        ("plan_id", "PlanId", NOTHING),
+        ("content", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherPlanUpdateContent(WireStruct):
     """Custom or future plan update content.
 
@@ -1535,6 +2799,12 @@ class OtherPlanUpdateContent(WireStruct):
     content for the same `planId`.
     """
 
+    __slots__ = (
+        "type",
+        "plan_id",
+        "extra",
+    )
+
     #: Custom or future plan update content type.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -1546,14 +2816,39 @@ class OtherPlanUpdateContent(WireStruct):
     plan_id: PlanId
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        plan_id: PlanId,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "plan_id", plan_id)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("plan_id", "PlanId", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DiffChangeAdd(WireStruct):
     """A file was added."""
 
-    operation: Literal["add"] = "add"
+    __slots__ = (
+        "operation",
+        "path",
+        "file_type",
+        "mime_type",
+        "meta",
+    )
+
+    operation: Literal["add"]
 
     #: Absolute path for the operation.
     path: AbsolutePath
@@ -1561,12 +2856,12 @@ class DiffChangeAdd(WireStruct):
     #: File content kind after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the content kind is unknown.
-    file_type: DiffFileType | None = None
+    file_type: DiffFileType | None
 
     #: MIME type of the file contents after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the MIME type is unknown.
-    mime_type: MediaType | None = None
+    mime_type: MediaType | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1574,14 +2869,45 @@ class DiffChangeAdd(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        operation: Literal["add"] = "add",
+        path: AbsolutePath,
+        file_type: DiffFileType | None = None,
+        mime_type: MediaType | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "operation", operation)
+        _set(self, "path", path)
+        _set(self, "file_type", file_type)
+        _set(self, "mime_type", mime_type)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("operation", "Literal['add']", "add"),
+        ("path", "AbsolutePath", NOTHING),
+        ("file_type", "DiffFileType | None", None),
+        ("mime_type", "MediaType | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DiffChangeDelete(WireStruct):
     """A file was deleted."""
 
-    operation: Literal["delete"] = "delete"
+    __slots__ = (
+        "operation",
+        "path",
+        "file_type",
+        "mime_type",
+        "meta",
+    )
+
+    operation: Literal["delete"]
 
     #: Absolute path for the operation.
     path: AbsolutePath
@@ -1589,12 +2915,12 @@ class DiffChangeDelete(WireStruct):
     #: File content kind after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the content kind is unknown.
-    file_type: DiffFileType | None = None
+    file_type: DiffFileType | None
 
     #: MIME type of the file contents after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the MIME type is unknown.
-    mime_type: MediaType | None = None
+    mime_type: MediaType | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1602,14 +2928,45 @@ class DiffChangeDelete(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        operation: Literal["delete"] = "delete",
+        path: AbsolutePath,
+        file_type: DiffFileType | None = None,
+        mime_type: MediaType | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "operation", operation)
+        _set(self, "path", path)
+        _set(self, "file_type", file_type)
+        _set(self, "mime_type", mime_type)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("operation", "Literal['delete']", "delete"),
+        ("path", "AbsolutePath", NOTHING),
+        ("file_type", "DiffFileType | None", None),
+        ("mime_type", "MediaType | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DiffChangeModify(WireStruct):
     """A file was modified in place."""
 
-    operation: Literal["modify"] = "modify"
+    __slots__ = (
+        "operation",
+        "path",
+        "file_type",
+        "mime_type",
+        "meta",
+    )
+
+    operation: Literal["modify"]
 
     #: Absolute path for the operation.
     path: AbsolutePath
@@ -1617,12 +2974,12 @@ class DiffChangeModify(WireStruct):
     #: File content kind after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the content kind is unknown.
-    file_type: DiffFileType | None = None
+    file_type: DiffFileType | None
 
     #: MIME type of the file contents after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the MIME type is unknown.
-    mime_type: MediaType | None = None
+    mime_type: MediaType | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1630,14 +2987,46 @@ class DiffChangeModify(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        operation: Literal["modify"] = "modify",
+        path: AbsolutePath,
+        file_type: DiffFileType | None = None,
+        mime_type: MediaType | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "operation", operation)
+        _set(self, "path", path)
+        _set(self, "file_type", file_type)
+        _set(self, "mime_type", mime_type)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("operation", "Literal['modify']", "modify"),
+        ("path", "AbsolutePath", NOTHING),
+        ("file_type", "DiffFileType | None", None),
+        ("mime_type", "MediaType | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DiffChangeMove(WireStruct):
     """A file was moved or renamed."""
 
-    operation: Literal["move"] = "move"
+    __slots__ = (
+        "operation",
+        "old_path",
+        "path",
+        "file_type",
+        "mime_type",
+        "meta",
+    )
+
+    operation: Literal["move"]
 
     #: Absolute path before the operation.
     old_path: AbsolutePath
@@ -1648,12 +3037,12 @@ class DiffChangeMove(WireStruct):
     #: File content kind after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the content kind is unknown.
-    file_type: DiffFileType | None = None
+    file_type: DiffFileType | None
 
     #: MIME type of the file contents after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the MIME type is unknown.
-    mime_type: MediaType | None = None
+    mime_type: MediaType | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1661,14 +3050,49 @@ class DiffChangeMove(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        operation: Literal["move"] = "move",
+        old_path: AbsolutePath,
+        path: AbsolutePath,
+        file_type: DiffFileType | None = None,
+        mime_type: MediaType | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "operation", operation)
+        _set(self, "old_path", old_path)
+        _set(self, "path", path)
+        _set(self, "file_type", file_type)
+        _set(self, "mime_type", mime_type)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("operation", "Literal['move']", "move"),
+        ("old_path", "AbsolutePath", NOTHING),
+        ("path", "AbsolutePath", NOTHING),
+        ("file_type", "DiffFileType | None", None),
+        ("mime_type", "MediaType | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DiffChangeCopy(WireStruct):
     """A file was copied."""
 
-    operation: Literal["copy"] = "copy"
+    __slots__ = (
+        "operation",
+        "old_path",
+        "path",
+        "file_type",
+        "mime_type",
+        "meta",
+    )
+
+    operation: Literal["copy"]
 
     #: Absolute path before the operation.
     old_path: AbsolutePath
@@ -1679,12 +3103,12 @@ class DiffChangeCopy(WireStruct):
     #: File content kind after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the content kind is unknown.
-    file_type: DiffFileType | None = None
+    file_type: DiffFileType | None
 
     #: MIME type of the file contents after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the MIME type is unknown.
-    mime_type: MediaType | None = None
+    mime_type: MediaType | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1692,10 +3116,36 @@ class DiffChangeCopy(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        operation: Literal["copy"] = "copy",
+        old_path: AbsolutePath,
+        path: AbsolutePath,
+        file_type: DiffFileType | None = None,
+        mime_type: MediaType | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "operation", operation)
+        _set(self, "old_path", old_path)
+        _set(self, "path", path)
+        _set(self, "file_type", file_type)
+        _set(self, "mime_type", mime_type)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("operation", "Literal['copy']", "copy"),
+        ("old_path", "AbsolutePath", NOTHING),
+        ("path", "AbsolutePath", NOTHING),
+        ("file_type", "DiffFileType | None", None),
+        ("mime_type", "MediaType | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DiffChangeOther(WireStruct):
     """Custom or future file operation.
 
@@ -1703,6 +3153,14 @@ class DiffChangeOther(WireStruct):
     extensions. Unknown values that do not begin with `_` are reserved for
     future ACP variants.
     """
+
+    __slots__ = (
+        "operation",
+        "file_type",
+        "mime_type",
+        "meta",
+        "extra",
+    )
 
     #: Custom or future file operation.
     #:
@@ -1714,12 +3172,12 @@ class DiffChangeOther(WireStruct):
     #: File content kind after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the content kind is unknown.
-    file_type: DiffFileType | None = None
+    file_type: DiffFileType | None
 
     #: MIME type of the file contents after the operation (for `delete`, of the deleted file).
     #:
     #: Omitted and `null` are equivalent and mean the MIME type is unknown.
-    mime_type: MediaType | None = None
+    mime_type: MediaType | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1727,15 +3185,44 @@ class DiffChangeOther(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        operation: str,
+        file_type: DiffFileType | None = None,
+        mime_type: MediaType | None = None,
+        meta: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "operation", operation)
+        _set(self, "file_type", file_type)
+        _set(self, "mime_type", mime_type)
+        _set(self, "meta", meta)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("operation", "str", NOTHING),
+        ("file_type", "DiffFileType | None", None),
+        ("mime_type", "MediaType | None", None),
+        ("meta", "dict[str, Any] | None", None),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DiffPatch(WireStruct):
     """Renderable patch text and its format."""
+
+    __slots__ = (
+        "format",
+        "text",
+        "meta",
+    )
 
     #: Patch format. The only ACP-defined value is `git_patch`.
     format: DiffPatchFormat
@@ -1749,10 +3236,27 @@ class DiffPatch(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        format: DiffPatchFormat,
+        text: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "format", format)
+        _set(self, "text", text)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("format", "DiffPatchFormat", NOTHING),
+        ("text", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ToolCallLocation(WireStruct):
     """A file location being accessed or modified by a tool.
 
@@ -1762,12 +3266,18 @@ class ToolCallLocation(WireStruct):
     See protocol docs: [Following the Agent](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#following-the-agent)
     """
 
+    __slots__ = (
+        "path",
+        "line",
+        "meta",
+    )
+
     #: The absolute file path being accessed or modified.
     path: AbsolutePath
 
     #: Optional 1-based line number within the file. Omitted and `null` are equivalent and
     #: mean no specific line. `0` is invalid.
-    line: int | None = None
+    line: int | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1775,10 +3285,27 @@ class ToolCallLocation(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        path: AbsolutePath,
+        line: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "path", path)
+        _set(self, "line", line)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("path", "AbsolutePath", NOTHING),
+        ("line", "int | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ToolCallCapabilities(WireStruct):
     """Client-initiated controls a tool call currently supports.
 
@@ -1788,12 +3315,17 @@ class ToolCallCapabilities(WireStruct):
     See protocol docs: [Cancelling Tool Calls](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#cancelling-tool-calls)
     """
 
+    __slots__ = (
+        "cancel",
+        "meta",
+    )
+
     #: Permits the Client to cancel this tool call with `tool_call/cancel`.
     #:
     #: Omitted and `null` are equivalent and mean unsupported. An object (including `{}`)
     #: means supported. Agents SHOULD stop advertising it once the tool call reaches a final
     #: status.
-    cancel: ToolCallCancelCapabilities | None = None
+    cancel: ToolCallCancelCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1801,52 +3333,105 @@ class ToolCallCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        cancel: ToolCallCancelCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "cancel", cancel)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("cancel", "ToolCallCancelCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ToolCallCancelCapabilities(WireStruct):
     """Capability to cancel a tool call with `tool_call/cancel`.
 
     Supplying `{}` advertises support. An omitted or `null` `cancel` does not.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CancelToolCallResponse(WireStruct):
     """Response from cancelling a tool call."""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CancelTerminalResponse(WireStruct):
     """Response from cancelling a terminal."""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PromptResponse(WireStruct):
     """Response acknowledging that a user prompt was inserted into the ACP conversation.
 
@@ -1859,6 +3444,11 @@ class PromptResponse(WireStruct):
 
     See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)
     """
+
+    __slots__ = (
+        "message_id",
+        "meta",
+    )
 
     #: Identifies the user message inserted into the ACP conversation.
     #:
@@ -1877,10 +3467,24 @@ class PromptResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        message_id: MessageId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "message_id", message_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("message_id", "MessageId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UpdateSessionNotification(WireStruct):
     """Notification containing a session update from the agent.
 
@@ -1888,6 +3492,12 @@ class UpdateSessionNotification(WireStruct):
 
     See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
     """
+
+    __slots__ = (
+        "session_id",
+        "update",
+        "meta",
+    )
 
     #: The ID of the session this update pertains to.
     session_id: SessionId
@@ -1901,12 +3511,34 @@ class UpdateSessionNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        update: SessionUpdate,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "update", update)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("update", "SessionUpdate", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TerminalOutput(WireStruct):
     """An authoritative replacement snapshot of terminal output bytes."""
+
+    __slots__ = (
+        "data",
+        "meta",
+    )
 
     #: Base64-encoded replacement terminal output bytes.
     data: str
@@ -1917,10 +3549,24 @@ class TerminalOutput(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        data: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "data", data)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("data", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TerminalExitStatus(WireStruct):
     """Exit information for an agent-owned terminal.
 
@@ -1928,16 +3574,22 @@ class TerminalExitStatus(WireStruct):
     an exit code nor a signal is known.
     """
 
+    __slots__ = (
+        "exit_code",
+        "signal",
+        "meta",
+    )
+
     #: Process exit code as the platform reports it, when known. Negative values are
     #: allowed, for example signed Windows exit codes. Omitted and `null` are equivalent.
-    exit_code: int | None = None
+    exit_code: int | None
 
     #: Signal that terminated the process, when known.
     #:
     #: Agents should use the conventional platform signal name. POSIX examples
     #: include `SIGTERM`, `SIGKILL`, and `SIGINT`. Other platforms may use a
     #: platform-specific name. Omitted and `null` are equivalent.
-    signal: str | None = None
+    signal: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1945,12 +3597,35 @@ class TerminalExitStatus(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        exit_code: int | None = None,
+        signal: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "exit_code", exit_code)
+        _set(self, "signal", signal)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("exit_code", "int | None", None),
+        ("signal", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TerminalSize(WireStruct):
     """The size of an agent-owned terminal in character cells."""
+
+    __slots__ = (
+        "cols",
+        "rows",
+        "meta",
+    )
 
     #: Number of columns.
     cols: int
@@ -1964,10 +3639,27 @@ class TerminalSize(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        cols: int,
+        rows: int,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "cols", cols)
+        _set(self, "rows", rows)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("cols", "int", NOTHING),
+        ("rows", "int", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TerminalCapabilities(WireStruct):
     """Client-initiated controls a terminal currently supports.
 
@@ -1977,12 +3669,17 @@ class TerminalCapabilities(WireStruct):
     See protocol docs: [Cancelling Terminals](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#cancelling-terminals)
     """
 
+    __slots__ = (
+        "cancel",
+        "meta",
+    )
+
     #: Permits the Client to cancel this terminal with `terminal/cancel`.
     #:
     #: Omitted and `null` are equivalent and mean unsupported. An object (including `{}`)
     #: means supported. Agents SHOULD stop advertising it once the terminal reports
     #: `exitStatus`.
-    cancel: TerminalCancelCapabilities | None = None
+    cancel: TerminalCancelCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1990,26 +3687,53 @@ class TerminalCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        cancel: TerminalCancelCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "cancel", cancel)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("cancel", "TerminalCancelCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TerminalCancelCapabilities(WireStruct):
     """Capability to cancel a terminal with `terminal/cancel`.
 
     Supplying `{}` advertises support. An omitted or `null` `cancel` does not.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PlanEntry(WireStruct):
     """A single entry in the execution plan.
 
@@ -2017,6 +3741,13 @@ class PlanEntry(WireStruct):
     as part of fulfilling the user's request.
     See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
     """
+
+    __slots__ = (
+        "content",
+        "priority",
+        "status",
+        "meta",
+    )
 
     #: Human-readable description of what this task aims to accomplish.
     content: str
@@ -2034,12 +3765,38 @@ class PlanEntry(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        content: str,
+        priority: PlanEntryPriority,
+        status: PlanEntryStatus,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "content", content)
+        _set(self, "priority", priority)
+        _set(self, "status", status)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("content", "str", NOTHING),
+        ("priority", "PlanEntryPriority", NOTHING),
+        ("status", "PlanEntryStatus", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Cost(WireStruct):
     """Cost information for a session."""
+
+    __slots__ = (
+        "amount",
+        "currency",
+        "meta",
+    )
 
     #: Total cumulative cost for session.
     amount: float
@@ -2054,10 +3811,27 @@ class Cost(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        amount: float,
+        currency: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "amount", amount)
+        _set(self, "currency", currency)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("amount", "float", NOTHING),
+        ("currency", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SubagentSessionCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -2069,11 +3843,16 @@ class SubagentSessionCapabilities(WireStruct):
     on ordinary sessions does not grant support on a child.
     """
 
+    __slots__ = (
+        "cancel",
+        "meta",
+    )
+
     #: Permits the client to cancel this child's current work without ending
     #: the session. Omitted and `null` are equivalent and mean unsupported. An object
     #: (including
     #: `{}`) means supported.
-    cancel: SessionCancelCapabilities | None = None
+    cancel: SessionCancelCapabilities | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -2081,10 +3860,24 @@ class SubagentSessionCapabilities(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        cancel: SessionCancelCapabilities | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "cancel", cancel)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("cancel", "SessionCancelCapabilities | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionCancelCapabilities(WireStruct):
     """**UNSTABLE**
 
@@ -2095,16 +3888,29 @@ class SessionCancelCapabilities(WireStruct):
     Supplying `{}` advertises support. An omitted or `null` `cancel` does not.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CancelToolCallRequest(WireStruct):
     """Request parameters for cancelling one tool call.
 
@@ -2120,6 +3926,12 @@ class CancelToolCallRequest(WireStruct):
     See protocol docs: [Cancelling Tool Calls](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#cancelling-tool-calls)
     """
 
+    __slots__ = (
+        "session_id",
+        "tool_call_id",
+        "meta",
+    )
+
     #: The ID of the session that owns the tool call.
     session_id: SessionId
 
@@ -2132,10 +3944,27 @@ class CancelToolCallRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        tool_call_id: ToolCallId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("tool_call_id", "ToolCallId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CancelTerminalRequest(WireStruct):
     """Request parameters for cancelling one terminal.
 
@@ -2152,6 +3981,12 @@ class CancelTerminalRequest(WireStruct):
     See protocol docs: [Cancelling Terminals](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#cancelling-terminals)
     """
 
+    __slots__ = (
+        "session_id",
+        "terminal_id",
+        "meta",
+    )
+
     #: The ID of the session that owns the terminal.
     session_id: SessionId
 
@@ -2164,10 +3999,27 @@ class CancelTerminalRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        terminal_id: TerminalId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("terminal_id", "TerminalId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class PromptRequest(WireStruct):
     """Request parameters for sending a user prompt to the agent.
 
@@ -2175,6 +4027,12 @@ class PromptRequest(WireStruct):
 
     See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)
     """
+
+    __slots__ = (
+        "session_id",
+        "prompt",
+        "meta",
+    )
 
     #: The ID of the session to send this user message to
     session_id: SessionId
@@ -2203,15 +4061,37 @@ class PromptRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        prompt: list[ContentBlock],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "prompt", prompt)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("prompt", "list[ContentBlock]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CancelSessionNotification(WireStruct):
     """Notification to cancel a session's foreground work and its prompts not yet inserted.
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
     """
+
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
 
     #: The ID of the session to cancel operations for.
     session_id: SessionId
@@ -2222,7 +4102,22 @@ class CancelSessionNotification(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
 #: Categories of tools that can be invoked.

@@ -8,9 +8,10 @@ Import them from `protocol.v2.types`, which loads this part when one is first us
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, Literal, TypeAlias, Union
+from typing import Any, ClassVar, Final, Literal, TypeAlias, Union
 
 import attrs
+from attrs import NOTHING
 
 from protocol._wire import (
     JSON_NULL,
@@ -19,10 +20,12 @@ from protocol._wire import (
     OpenEnumMixin,
     TaggedUnion,
     UntaggedUnion,
+    WireAttributes,
     WireEnum,
     WireField,
     WireStruct,
     WireTables,
+    wire_attributes,
 )
 from protocol.v2._types_handshake import (
     AbsolutePath,
@@ -47,11 +50,17 @@ from protocol.v2._types_handshake import (
 )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TextContent(WireStruct):
     """Text provided to or from an LLM."""
 
-    type: Literal["text"] = "text"
+    __slots__ = (
+        "type",
+        "text",
+        "annotations",
+        "meta",
+    )
+
+    type: Literal["text"]
 
     #: Text payload carried by this content block.
     text: str
@@ -59,7 +68,7 @@ class TextContent(WireStruct):
     #: Optional annotations that help clients decide how to display or route this content.
     #:
     #: Omitted and `null` are equivalent and mean no annotations are provided.
-    annotations: Annotations | None = None
+    annotations: Annotations | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -67,14 +76,43 @@ class TextContent(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["text"] = "text",
+        text: str,
+        annotations: Annotations | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "text", text)
+        _set(self, "annotations", annotations)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['text']", "text"),
+        ("text", "str", NOTHING),
+        ("annotations", "Annotations | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ImageContent(WireStruct):
     """An image provided to or from an LLM."""
 
-    type: Literal["image"] = "image"
+    __slots__ = (
+        "type",
+        "data",
+        "mime_type",
+        "uri",
+        "annotations",
+        "meta",
+    )
+
+    type: Literal["image"]
 
     #: Base64-encoded media payload.
     data: str
@@ -85,12 +123,12 @@ class ImageContent(WireStruct):
     #: URI associated with this resource or media payload.
     #:
     #: Omitted and `null` are equivalent and mean no URI is associated with the image.
-    uri: str | None = None
+    uri: str | None
 
     #: Optional annotations that help clients decide how to display or route this content.
     #:
     #: Omitted and `null` are equivalent and mean no annotations are provided.
-    annotations: Annotations | None = None
+    annotations: Annotations | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -98,14 +136,48 @@ class ImageContent(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["image"] = "image",
+        data: str,
+        mime_type: MediaType,
+        uri: str | None = None,
+        annotations: Annotations | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "data", data)
+        _set(self, "mime_type", mime_type)
+        _set(self, "uri", uri)
+        _set(self, "annotations", annotations)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['image']", "image"),
+        ("data", "str", NOTHING),
+        ("mime_type", "MediaType", NOTHING),
+        ("uri", "str | None", None),
+        ("annotations", "Annotations | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class AudioContent(WireStruct):
     """Audio provided to or from an LLM."""
 
-    type: Literal["audio"] = "audio"
+    __slots__ = (
+        "type",
+        "data",
+        "mime_type",
+        "annotations",
+        "meta",
+    )
+
+    type: Literal["audio"]
 
     #: Base64-encoded media payload.
     data: str
@@ -116,7 +188,7 @@ class AudioContent(WireStruct):
     #: Optional annotations that help clients decide how to display or route this content.
     #:
     #: Omitted and `null` are equivalent and mean no annotations are provided.
-    annotations: Annotations | None = None
+    annotations: Annotations | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -124,14 +196,50 @@ class AudioContent(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["audio"] = "audio",
+        data: str,
+        mime_type: MediaType,
+        annotations: Annotations | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "data", data)
+        _set(self, "mime_type", mime_type)
+        _set(self, "annotations", annotations)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['audio']", "audio"),
+        ("data", "str", NOTHING),
+        ("mime_type", "MediaType", NOTHING),
+        ("annotations", "Annotations | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ResourceLink(WireStruct):
     """A link to a resource that the receiver may be able to read, included in a prompt or tool call result."""
 
-    type: Literal["resource_link"] = "resource_link"
+    __slots__ = (
+        "type",
+        "name",
+        "uri",
+        "title",
+        "description",
+        "icons",
+        "mime_type",
+        "size",
+        "annotations",
+        "meta",
+    )
+
+    type: Literal["resource_link"]
 
     #: Human-readable name shown for this protocol object.
     name: str
@@ -142,32 +250,32 @@ class ResourceLink(WireStruct):
     #: Optional display title for end-user UI.
     #:
     #: Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: Optional human-readable details shown with this protocol object.
     #:
     #: Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Optional set of sized icons that the client can display in a user interface.
     #:
     #: Omitted and `null` are equivalent and mean no icons are provided.
-    icons: list[Icon] | None = None
+    icons: list[Icon] | None
 
     #: MIME type describing the encoded media payload.
     #:
     #: Omitted and `null` are equivalent and mean the MIME type is not specified.
-    mime_type: MediaType | None = None
+    mime_type: MediaType | None
 
     #: Optional size of the linked resource in bytes, if known.
     #:
     #: Omitted and `null` are equivalent and mean the size is not known.
-    size: int | None = None
+    size: int | None
 
     #: Optional annotations that help clients decide how to display or route this content.
     #:
     #: Omitted and `null` are equivalent and mean no annotations are provided.
-    annotations: Annotations | None = None
+    annotations: Annotations | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -175,14 +283,59 @@ class ResourceLink(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["resource_link"] = "resource_link",
+        name: str,
+        uri: str,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[Icon] | None = None,
+        mime_type: MediaType | None = None,
+        size: int | None = None,
+        annotations: Annotations | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "name", name)
+        _set(self, "uri", uri)
+        _set(self, "title", title)
+        _set(self, "description", description)
+        _set(self, "icons", icons)
+        _set(self, "mime_type", mime_type)
+        _set(self, "size", size)
+        _set(self, "annotations", annotations)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['resource_link']", "resource_link"),
+        ("name", "str", NOTHING),
+        ("uri", "str", NOTHING),
+        ("title", "str | None", None),
+        ("description", "str | None", None),
+        ("icons", "list[Icon] | None", None),
+        ("mime_type", "MediaType | None", None),
+        ("size", "int | None", None),
+        ("annotations", "Annotations | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class EmbeddedResource(WireStruct):
     """The contents of a resource, embedded into a prompt or tool call result."""
 
-    type: Literal["resource"] = "resource"
+    __slots__ = (
+        "type",
+        "resource",
+        "annotations",
+        "meta",
+    )
+
+    type: Literal["resource"]
 
     #: Embedded resource payload, either text or binary data.
     resource: EmbeddedResourceResource
@@ -190,7 +343,7 @@ class EmbeddedResource(WireStruct):
     #: Optional annotations that help clients decide how to display or route this content.
     #:
     #: Omitted and `null` are equivalent and mean no annotations are provided.
-    annotations: Annotations | None = None
+    annotations: Annotations | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -198,10 +351,30 @@ class EmbeddedResource(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["resource"] = "resource",
+        resource: EmbeddedResourceResource,
+        annotations: Annotations | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "resource", resource)
+        _set(self, "annotations", annotations)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['resource']", "resource"),
+        ("resource", "EmbeddedResourceResource", NOTHING),
+        ("annotations", "Annotations | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherContentBlock(WireStruct):
     """Custom or future content block.
 
@@ -216,6 +389,11 @@ class OtherContentBlock(WireStruct):
     with `-32602`.
     """
 
+    __slots__ = (
+        "type",
+        "extra",
+    )
+
     #: Custom or future content block type.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -224,17 +402,39 @@ class OtherContentBlock(WireStruct):
     type: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Command(WireStruct):
     """A slash command the user can invoke by including it in a prompt.
 
     The `type` discriminator value is `command`.
     """
 
-    type: Literal["command"] = "command"
+    __slots__ = (
+        "type",
+        "name",
+        "description",
+        "input",
+        "meta",
+    )
+
+    type: Literal["command"]
 
     #: Command name without the leading `/` (e.g., `create_plan`, `research_codebase`).
     #:
@@ -247,7 +447,7 @@ class Command(WireStruct):
     #: Input for the command if required
     #:
     #: Omitted and `null` are equivalent and mean the command takes no input.
-    input: AvailableCommandInput | None = None
+    input: AvailableCommandInput | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -255,10 +455,33 @@ class Command(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["command"] = "command",
+        name: str,
+        description: str,
+        input: AvailableCommandInput | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "input", input)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['command']", "command"),
+        ("name", "str", NOTHING),
+        ("description", "str", NOTHING),
+        ("input", "AvailableCommandInput | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherAvailableCommand(WireStruct):
     """Custom or future command kind.
 
@@ -271,6 +494,13 @@ class OtherAvailableCommand(WireStruct):
     metadata, and otherwise ignore the command or display it as a plain
     command using its `name` and `description`.
     """
+
+    __slots__ = (
+        "type",
+        "name",
+        "description",
+        "extra",
+    )
 
     #: Custom or future command type.
     #:
@@ -287,14 +517,40 @@ class OtherAvailableCommand(WireStruct):
     description: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        name: str,
+        description: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("name", "str", NOTHING),
+        ("description", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TextCommandInput(WireStruct):
     """All text that was typed after the command name is provided as input."""
 
-    type: Literal["text"] = "text"
+    __slots__ = (
+        "type",
+        "hint",
+        "meta",
+    )
+
+    type: Literal["text"]
 
     #: A hint to display when the input hasn't been provided yet
     hint: str
@@ -305,10 +561,27 @@ class TextCommandInput(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["text"] = "text",
+        hint: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "hint", hint)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['text']", "text"),
+        ("hint", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherAvailableCommandInput(WireStruct):
     """Custom or future command input specification.
 
@@ -322,6 +595,11 @@ class OtherAvailableCommandInput(WireStruct):
     command without structured input.
     """
 
+    __slots__ = (
+        "type",
+        "extra",
+    )
+
     #: Custom or future command input type.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -330,14 +608,34 @@ class OtherAvailableCommandInput(WireStruct):
     type: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class RunningStateUpdate(WireStruct):
     """Foreground work is in progress."""
 
-    state: Literal["running"] = "running"
+    __slots__ = (
+        "state",
+        "background",
+        "meta",
+    )
+
+    state: Literal["running"]
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -349,7 +647,7 @@ class RunningStateUpdate(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -357,18 +655,43 @@ class RunningStateUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["running"] = "running",
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['running']", "running"),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateEndTurn(WireStruct):
     """The active work ended successfully.
     Includes locally handled commands that required no model call.
     """
 
-    stop_reason: Literal["end_turn"] = "end_turn"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "background",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["end_turn"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE**
     #:
@@ -379,7 +702,7 @@ class IdleStateUpdateEndTurn(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -391,7 +714,7 @@ class IdleStateUpdateEndTurn(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -399,16 +722,47 @@ class IdleStateUpdateEndTurn(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["end_turn"] = "end_turn",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['end_turn']", "end_turn"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateMaxTokens(WireStruct):
     """The active work ended because the agent reached the maximum number of tokens."""
 
-    stop_reason: Literal["max_tokens"] = "max_tokens"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "background",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["max_tokens"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE**
     #:
@@ -419,7 +773,7 @@ class IdleStateUpdateMaxTokens(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -431,7 +785,7 @@ class IdleStateUpdateMaxTokens(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -439,18 +793,49 @@ class IdleStateUpdateMaxTokens(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["max_tokens"] = "max_tokens",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['max_tokens']", "max_tokens"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateMaxTurnRequests(WireStruct):
     """The active work ended because the agent reached the maximum number of
     model requests for the foreground work.
     """
 
-    stop_reason: Literal["max_turn_requests"] = "max_turn_requests"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "background",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["max_turn_requests"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE**
     #:
@@ -461,7 +846,7 @@ class IdleStateUpdateMaxTurnRequests(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -473,7 +858,7 @@ class IdleStateUpdateMaxTurnRequests(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -481,16 +866,47 @@ class IdleStateUpdateMaxTurnRequests(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["max_turn_requests"] = "max_turn_requests",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['max_turn_requests']", "max_turn_requests"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateRefusal(WireStruct):
     """The active work ended because the agent refused to continue."""
 
-    stop_reason: Literal["refusal"] = "refusal"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "background",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["refusal"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE**
     #:
@@ -501,7 +917,7 @@ class IdleStateUpdateRefusal(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -513,7 +929,7 @@ class IdleStateUpdateRefusal(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -521,10 +937,33 @@ class IdleStateUpdateRefusal(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["refusal"] = "refusal",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['refusal']", "refusal"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateCancelled(WireStruct):
     """The user or client chose to stop the work: via `session/cancel`, by
     closing the session, or through an interaction the agent offers, such
@@ -538,9 +977,17 @@ class IdleStateUpdateCancelled(WireStruct):
     `error`.
     """
 
-    stop_reason: Literal["cancelled"] = "cancelled"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "background",
+        "meta",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["cancelled"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE**
     #:
@@ -551,7 +998,7 @@ class IdleStateUpdateCancelled(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -563,7 +1010,7 @@ class IdleStateUpdateCancelled(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -571,10 +1018,33 @@ class IdleStateUpdateCancelled(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["cancelled"] = "cancelled",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['cancelled']", "cancelled"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateError(WireStruct):
     """The active work ended because something failed.
 
@@ -583,9 +1053,18 @@ class IdleStateUpdateError(WireStruct):
     insertion, the prompt's response remains successful.
     """
 
-    stop_reason: Literal["error"] = "error"
+    __slots__ = (
+        "stop_reason",
+        "state",
+        "usage",
+        "background",
+        "meta",
+        "error",
+    )
 
-    state: Literal["idle"] = "idle"
+    stop_reason: Literal["error"]
+
+    state: Literal["idle"]
 
     #: **UNSTABLE**
     #:
@@ -596,7 +1075,7 @@ class IdleStateUpdateError(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -608,7 +1087,7 @@ class IdleStateUpdateError(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -616,17 +1095,43 @@ class IdleStateUpdateError(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The failure, as a JSON-RPC error object.
     #:
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting failure
     #: details.
     #: Agents SHOULD include it.
-    error: Error | None = None
+    error: Error | None
+
+    def __init__(
+        self,
+        *,
+        stop_reason: Literal["error"] = "error",
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+        error: Error | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+        _set(self, "error", error)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("stop_reason", "Literal['error']", "error"),
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+        ("error", "Error | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateOther(WireStruct):
     """Custom or future stop reason.
 
@@ -635,7 +1140,16 @@ class IdleStateUpdateOther(WireStruct):
     future ACP variants.
     """
 
-    state: Literal["idle"] = "idle"
+    __slots__ = (
+        "state",
+        "stop_reason",
+        "usage",
+        "background",
+        "meta",
+        "extra",
+    )
+
+    state: Literal["idle"]
 
     #: Custom or future stop reason.
     #:
@@ -653,7 +1167,7 @@ class IdleStateUpdateOther(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -665,7 +1179,7 @@ class IdleStateUpdateOther(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -673,17 +1187,50 @@ class IdleStateUpdateOther(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        state: Literal["idle"] = "idle",
+        stop_reason: str,
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "stop_reason", stop_reason)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['idle']", "idle"),
+        ("stop_reason", "str", NOTHING),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class IdleStateUpdateNone(WireStruct):
     """No stop reason: `stopReason` is omitted or `null`."""
 
-    state: Literal["idle"] = "idle"
+    __slots__ = (
+        "state",
+        "usage",
+        "background",
+        "meta",
+    )
+
+    state: Literal["idle"]
 
     #: **UNSTABLE**
     #:
@@ -694,7 +1241,7 @@ class IdleStateUpdateNone(WireStruct):
     #: Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
     #: usage for this state update.
     #: **UNSTABLE**: written only when unstable is enabled.
-    usage: Usage | None = None
+    usage: Usage | None
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -706,7 +1253,7 @@ class IdleStateUpdateNone(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -714,10 +1261,30 @@ class IdleStateUpdateNone(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["idle"] = "idle",
+        usage: Usage | None = None,
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "usage", usage)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['idle']", "idle"),
+        ("usage", "Usage | None", None),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class RequiresActionStateUpdate(WireStruct):
     """The foreground workflow as a whole is blocked on user action.
 
@@ -729,7 +1296,13 @@ class RequiresActionStateUpdate(WireStruct):
     Responding to one request does not itself imply `running`.
     """
 
-    state: Literal["requires_action"] = "requires_action"
+    __slots__ = (
+        "state",
+        "background",
+        "meta",
+    )
+
+    state: Literal["requires_action"]
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -741,7 +1314,7 @@ class RequiresActionStateUpdate(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -749,10 +1322,27 @@ class RequiresActionStateUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["requires_action"] = "requires_action",
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['requires_action']", "requires_action"),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UnknownStateUpdate(WireStruct):
     """**UNSTABLE**
 
@@ -769,7 +1359,13 @@ class UnknownStateUpdate(WireStruct):
     pending requests, or revoke capabilities. Capabilities are updated separately.
     """
 
-    state: Literal["unknown"] = "unknown"
+    __slots__ = (
+        "state",
+        "background",
+        "meta",
+    )
+
+    state: Literal["unknown"]
 
     #: Work running independently of foreground work, as a complete snapshot.
     #:
@@ -781,7 +1377,7 @@ class UnknownStateUpdate(WireStruct):
     #: See protocol docs: [Background
     #: Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-
     #: work)
-    background: list[BackgroundWork] | None = None
+    background: list[BackgroundWork] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -789,10 +1385,27 @@ class UnknownStateUpdate(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        state: Literal["unknown"] = "unknown",
+        background: list[BackgroundWork] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "background", background)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "Literal['unknown']", "unknown"),
+        ("background", "list[BackgroundWork] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherStateUpdate(WireStruct):
     """Custom or future session state.
 
@@ -807,6 +1420,11 @@ class OtherStateUpdate(WireStruct):
     state arrives.
     """
 
+    __slots__ = (
+        "state",
+        "extra",
+    )
+
     #: Custom or future session state.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -815,14 +1433,34 @@ class OtherStateUpdate(WireStruct):
     state: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        state: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "state", state)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("state", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class BackgroundTerminal(WireStruct):
     """A listed terminal running in the background."""
 
-    type: Literal["terminal"] = "terminal"
+    __slots__ = (
+        "type",
+        "terminal_id",
+        "meta",
+    )
+
+    type: Literal["terminal"]
 
     #: The ID of the listed terminal.
     terminal_id: TerminalId
@@ -833,14 +1471,37 @@ class BackgroundTerminal(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["terminal"] = "terminal",
+        terminal_id: TerminalId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "terminal_id", terminal_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['terminal']", "terminal"),
+        ("terminal_id", "TerminalId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class BackgroundToolCall(WireStruct):
     """A listed tool call whose work continues in the background."""
 
-    type: Literal["tool_call"] = "tool_call"
+    __slots__ = (
+        "type",
+        "tool_call_id",
+        "meta",
+    )
+
+    type: Literal["tool_call"]
 
     #: The ID of the listed tool call.
     tool_call_id: ToolCallId
@@ -851,10 +1512,27 @@ class BackgroundToolCall(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["tool_call"] = "tool_call",
+        tool_call_id: ToolCallId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['tool_call']", "tool_call"),
+        ("tool_call_id", "ToolCallId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class BackgroundSubagent(WireStruct):
     """**UNSTABLE**
 
@@ -863,7 +1541,13 @@ class BackgroundSubagent(WireStruct):
     A listed subagent session associated with this session through `subagent_update`.
     """
 
-    type: Literal["subagent"] = "subagent"
+    __slots__ = (
+        "type",
+        "session_id",
+        "meta",
+    )
+
+    type: Literal["subagent"]
 
     #: The ID of the listed session.
     session_id: SessionId
@@ -874,10 +1558,27 @@ class BackgroundSubagent(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["subagent"] = "subagent",
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['subagent']", "subagent"),
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherBackgroundWork(WireStruct):
     """Custom or future background work.
 
@@ -889,6 +1590,11 @@ class OtherBackgroundWork(WireStruct):
     cannot show what it is.
     """
 
+    __slots__ = (
+        "type",
+        "extra",
+    )
+
     #: Custom or future background work type.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -897,14 +1603,36 @@ class OtherBackgroundWork(WireStruct):
     type: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpServerHttp(WireStruct):
     """HTTP transport configuration for MCP."""
 
-    type: Literal["http"] = "http"
+    __slots__ = (
+        "type",
+        "name",
+        "url",
+        "headers",
+        "meta",
+    )
+
+    type: Literal["http"]
 
     #: Human-readable name identifying this MCP server.
     name: str
@@ -914,7 +1642,7 @@ class McpServerHttp(WireStruct):
 
     #: HTTP headers to set when making requests to the MCP server. Headers the MCP transport
     #: defines are owned by the transport, and Agents use the transport's values for them.
-    headers: list[HttpHeader] | None = None
+    headers: list[HttpHeader] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -922,10 +1650,33 @@ class McpServerHttp(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["http"] = "http",
+        name: str,
+        url: str,
+        headers: list[HttpHeader] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "name", name)
+        _set(self, "url", url)
+        _set(self, "headers", headers)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['http']", "http"),
+        ("name", "str", NOTHING),
+        ("url", "str", NOTHING),
+        ("headers", "list[HttpHeader] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpServerAcp(WireStruct):
     """**UNSTABLE**
 
@@ -937,7 +1688,14 @@ class McpServerAcp(WireStruct):
     using `mcp/message`.
     """
 
-    type: Literal["acp"] = "acp"
+    __slots__ = (
+        "type",
+        "name",
+        "server_id",
+        "meta",
+    )
+
+    type: Literal["acp"]
 
     #: Human-readable name identifying this MCP server.
     name: str
@@ -954,14 +1712,43 @@ class McpServerAcp(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["acp"] = "acp",
+        name: str,
+        server_id: McpServerAcpId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "name", name)
+        _set(self, "server_id", server_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['acp']", "acp"),
+        ("name", "str", NOTHING),
+        ("server_id", "McpServerAcpId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class McpServerStdio(WireStruct):
     """Stdio transport configuration for MCP."""
 
-    type: Literal["stdio"] = "stdio"
+    __slots__ = (
+        "type",
+        "name",
+        "command",
+        "args",
+        "env",
+        "meta",
+    )
+
+    type: Literal["stdio"]
 
     #: Human-readable name identifying this MCP server.
     name: str
@@ -970,11 +1757,11 @@ class McpServerStdio(WireStruct):
     command: AbsolutePath
 
     #: Command-line arguments to pass to the MCP server.
-    args: list[str] | None = None
+    args: list[str] | None
 
     #: Environment variables to set when launching the MCP server. Names SHOULD be unique.
     #: Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.
-    env: list[EnvVariable] | None = None
+    env: list[EnvVariable] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -982,10 +1769,36 @@ class McpServerStdio(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["stdio"] = "stdio",
+        name: str,
+        command: AbsolutePath,
+        args: list[str] | None = None,
+        env: list[EnvVariable] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "name", name)
+        _set(self, "command", command)
+        _set(self, "args", args)
+        _set(self, "env", env)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['stdio']", "stdio"),
+        ("name", "str", NOTHING),
+        ("command", "AbsolutePath", NOTHING),
+        ("args", "list[str] | None", None),
+        ("env", "list[EnvVariable] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherMcpServer(WireStruct):
     """Custom or future MCP server transport configuration.
 
@@ -999,6 +1812,11 @@ class OtherMcpServer(WireStruct):
     with `-32602`.
     """
 
+    __slots__ = (
+        "type",
+        "extra",
+    )
+
     #: Custom or future MCP server transport type.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -1007,14 +1825,33 @@ class OtherMcpServer(WireStruct):
     type: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ReplayFromStart(WireStruct):
     """Inclusive replay cursor requesting replay from the start of retained conversation history."""
 
-    type: Literal["start"] = "start"
+    __slots__ = (
+        "type",
+        "meta",
+    )
+
+    type: Literal["start"]
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1022,10 +1859,24 @@ class ReplayFromStart(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["start"] = "start",
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['start']", "start"),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class OtherReplayFrom(WireStruct):
     """Custom or future replay cursor.
 
@@ -1039,6 +1890,11 @@ class OtherReplayFrom(WireStruct):
     substituting another cursor or resuming without replay.
     """
 
+    __slots__ = (
+        "type",
+        "extra",
+    )
+
     #: Custom or future replay cursor type.
     #:
     #: Values beginning with `_` are reserved for implementation-specific
@@ -1047,30 +1903,51 @@ class OtherReplayFrom(WireStruct):
     type: str
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "str", NOTHING),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Annotations(WireStruct):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
+
+    __slots__ = (
+        "audience",
+        "last_modified",
+        "priority",
+        "meta",
+    )
 
     #: Intended recipients for this content, such as the user or assistant.
     #:
     #: Omitted and `null` are equivalent and mean no audience is specified.
-    audience: list[Role] | None = None
+    audience: list[Role] | None
 
     #: Timestamp indicating when the underlying resource was last modified.
     #:
     #: Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
     #:
     #: Omitted and `null` are equivalent and mean the modification time is not reported.
-    last_modified: str | None = None
+    last_modified: str | None
 
     #: Relative importance of this content when clients choose what to surface, from 0 (least
     #: important) to 1 (most important).
     #:
     #: Omitted and `null` are equivalent and mean no priority is specified.
-    priority: float | None = None
+    priority: float | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1078,12 +1955,40 @@ class Annotations(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        audience: list[Role] | None = None,
+        last_modified: str | None = None,
+        priority: float | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "audience", audience)
+        _set(self, "last_modified", last_modified)
+        _set(self, "priority", priority)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("audience", "list[Role] | None", None),
+        ("last_modified", "str | None", None),
+        ("priority", "float | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Icon(WireStruct):
     """An optionally-sized icon that can be displayed in a user interface."""
+
+    __slots__ = (
+        "src",
+        "mime_type",
+        "sizes",
+        "theme",
+        "meta",
+    )
 
     #: A standard URI pointing to an icon resource. MUST be an `https:` or `data:` URI.
     #: Clients reject other schemes, fetch without credentials, and do not follow
@@ -1093,7 +1998,7 @@ class Icon(WireStruct):
     #: Optional MIME type override if the source MIME type is missing or generic.
     #:
     #: Omitted and `null` are equivalent and mean the source MIME type is used.
-    mime_type: MediaType | None = None
+    mime_type: MediaType | None
 
     #: Optional array of strings that specify sizes at which the icon can be used.
     #: Each string should be in `WxH` format (e.g., `"48x48"`, `"96x96"`) or
@@ -1102,12 +2007,12 @@ class Icon(WireStruct):
     #: If not provided, the client should assume that the icon can be used at any size.
     #:
     #: Omitted and `null` are equivalent and mean no sizes are specified.
-    sizes: list[str] | None = None
+    sizes: list[str] | None
 
     #: Optional theme this icon is designed for.
     #:
     #: Omitted and `null` are equivalent and mean the icon is not theme-specific.
-    theme: IconTheme | None = None
+    theme: IconTheme | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1115,12 +2020,42 @@ class Icon(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        src: str,
+        mime_type: MediaType | None = None,
+        sizes: list[str] | None = None,
+        theme: IconTheme | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "src", src)
+        _set(self, "mime_type", mime_type)
+        _set(self, "sizes", sizes)
+        _set(self, "theme", theme)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("src", "str", NOTHING),
+        ("mime_type", "MediaType | None", None),
+        ("sizes", "list[str] | None", None),
+        ("theme", "IconTheme | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class TextResourceContents(WireStruct):
     """Text-based resource contents."""
+
+    __slots__ = (
+        "text",
+        "uri",
+        "mime_type",
+        "meta",
+    )
 
     #: Text payload carried by this content block.
     text: str
@@ -1131,7 +2066,7 @@ class TextResourceContents(WireStruct):
     #: MIME type describing the encoded media payload.
     #:
     #: Omitted and `null` are equivalent and mean the MIME type is not specified.
-    mime_type: MediaType | None = None
+    mime_type: MediaType | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1139,12 +2074,39 @@ class TextResourceContents(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        text: str,
+        uri: str,
+        mime_type: MediaType | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "text", text)
+        _set(self, "uri", uri)
+        _set(self, "mime_type", mime_type)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("text", "str", NOTHING),
+        ("uri", "str", NOTHING),
+        ("mime_type", "MediaType | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class BlobResourceContents(WireStruct):
     """Binary resource contents."""
+
+    __slots__ = (
+        "blob",
+        "uri",
+        "mime_type",
+        "meta",
+    )
 
     #: Base64-encoded bytes for a binary resource payload.
     blob: str
@@ -1155,7 +2117,7 @@ class BlobResourceContents(WireStruct):
     #: MIME type describing the encoded media payload.
     #:
     #: Omitted and `null` are equivalent and mean the MIME type is not specified.
-    mime_type: MediaType | None = None
+    mime_type: MediaType | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1163,10 +2125,30 @@ class BlobResourceContents(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        blob: str,
+        uri: str,
+        mime_type: MediaType | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "blob", blob)
+        _set(self, "uri", uri)
+        _set(self, "mime_type", mime_type)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("blob", "str", NOTHING),
+        ("uri", "str", NOTHING),
+        ("mime_type", "MediaType | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class NewSessionResponse(WireStruct):
     """Response from creating a new session.
 
@@ -1176,6 +2158,13 @@ class NewSessionResponse(WireStruct):
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
     """
+
+    __slots__ = (
+        "session_id",
+        "config_options",
+        "available_commands",
+        "meta",
+    )
 
     #: Unique identifier for the created session.
     #:
@@ -1187,14 +2176,14 @@ class NewSessionResponse(WireStruct):
     #: Optional. Omitted or empty means no config options are advertised.
     #: Senders MUST use an array, not `null`. Receivers treat `null` like omission.
     #: Later `config_option_update` notifications replace this list.
-    config_options: list[SessionConfigOption] | None = None
+    config_options: list[SessionConfigOption] | None
 
     #: Initial commands the agent can execute in this session.
     #:
     #: Optional. Omitted or empty means no initial commands are advertised.
     #: Senders MUST use an array, not `null`. Receivers treat `null` like omission.
     #: Later `available_commands_update` notifications replace this list.
-    available_commands: list[AvailableCommand] | None = None
+    available_commands: list[AvailableCommand] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1202,14 +2191,45 @@ class NewSessionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        config_options: list[SessionConfigOption] | None = None,
+        available_commands: list[AvailableCommand] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "config_options", config_options)
+        _set(self, "available_commands", available_commands)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("config_options", "list[SessionConfigOption] | None", None),
+        ("available_commands", "list[AvailableCommand] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionConfigOptionSelect(WireStruct):
     """Single-value selector (dropdown)."""
 
-    type: Literal["select"] = "select"
+    __slots__ = (
+        "type",
+        "config_id",
+        "name",
+        "current_value",
+        "options",
+        "description",
+        "category",
+        "meta",
+    )
+
+    type: Literal["select"]
 
     #: Unique identifier for the configuration option.
     config_id: SessionConfigId
@@ -1227,12 +2247,12 @@ class SessionConfigOptionSelect(WireStruct):
     #: Optional description for the Client to display to the user.
     #:
     #: Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Optional semantic category for this option (UX only).
     #:
     #: Omitted and `null` are equivalent and mean no category is provided.
-    category: SessionConfigOptionCategory | None = None
+    category: SessionConfigOptionCategory | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1240,14 +2260,56 @@ class SessionConfigOptionSelect(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["select"] = "select",
+        config_id: SessionConfigId,
+        name: str,
+        current_value: SessionConfigValueId,
+        options: SessionConfigSelectOptions,
+        description: str | None = None,
+        category: SessionConfigOptionCategory | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "config_id", config_id)
+        _set(self, "name", name)
+        _set(self, "current_value", current_value)
+        _set(self, "options", options)
+        _set(self, "description", description)
+        _set(self, "category", category)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['select']", "select"),
+        ("config_id", "SessionConfigId", NOTHING),
+        ("name", "str", NOTHING),
+        ("current_value", "SessionConfigValueId", NOTHING),
+        ("options", "SessionConfigSelectOptions", NOTHING),
+        ("description", "str | None", None),
+        ("category", "SessionConfigOptionCategory | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionConfigOptionBoolean(WireStruct):
     """Boolean on/off toggle."""
 
-    type: Literal["boolean"] = "boolean"
+    __slots__ = (
+        "type",
+        "config_id",
+        "name",
+        "current_value",
+        "description",
+        "category",
+        "meta",
+    )
+
+    type: Literal["boolean"]
 
     #: Unique identifier for the configuration option.
     config_id: SessionConfigId
@@ -1261,12 +2323,12 @@ class SessionConfigOptionBoolean(WireStruct):
     #: Optional description for the Client to display to the user.
     #:
     #: Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Optional semantic category for this option (UX only).
     #:
     #: Omitted and `null` are equivalent and mean no category is provided.
-    category: SessionConfigOptionCategory | None = None
+    category: SessionConfigOptionCategory | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1274,10 +2336,39 @@ class SessionConfigOptionBoolean(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["boolean"] = "boolean",
+        config_id: SessionConfigId,
+        name: str,
+        current_value: bool,
+        description: str | None = None,
+        category: SessionConfigOptionCategory | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "config_id", config_id)
+        _set(self, "name", name)
+        _set(self, "current_value", current_value)
+        _set(self, "description", description)
+        _set(self, "category", category)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['boolean']", "boolean"),
+        ("config_id", "SessionConfigId", NOTHING),
+        ("name", "str", NOTHING),
+        ("current_value", "bool", NOTHING),
+        ("description", "str | None", None),
+        ("category", "SessionConfigOptionCategory | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionConfigOptionOther(WireStruct):
     """Custom or future session configuration option payload.
 
@@ -1289,6 +2380,16 @@ class SessionConfigOptionOther(WireStruct):
     payload when storing, replaying, proxying, or forwarding configuration
     data, and otherwise ignore the option. The Agent keeps using its `currentValue`.
     """
+
+    __slots__ = (
+        "config_id",
+        "name",
+        "type",
+        "description",
+        "category",
+        "meta",
+        "extra",
+    )
 
     #: Unique identifier for the configuration option.
     config_id: SessionConfigId
@@ -1306,12 +2407,12 @@ class SessionConfigOptionOther(WireStruct):
     #: Optional description for the Client to display to the user.
     #:
     #: Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: Optional semantic category for this option (UX only).
     #:
     #: Omitted and `null` are equivalent and mean no category is provided.
-    category: SessionConfigOptionCategory | None = None
+    category: SessionConfigOptionCategory | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1319,15 +2420,51 @@ class SessionConfigOptionOther(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        config_id: SessionConfigId,
+        name: str,
+        type: str,
+        description: str | None = None,
+        category: SessionConfigOptionCategory | None = None,
+        meta: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "config_id", config_id)
+        _set(self, "name", name)
+        _set(self, "type", type)
+        _set(self, "description", description)
+        _set(self, "category", category)
+        _set(self, "meta", meta)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("config_id", "SessionConfigId", NOTHING),
+        ("name", "str", NOTHING),
+        ("type", "str", NOTHING),
+        ("description", "str | None", None),
+        ("category", "SessionConfigOptionCategory | None", None),
+        ("meta", "dict[str, Any] | None", None),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionConfigSelectOption(WireStruct):
     """A possible value for a session configuration option."""
+
+    __slots__ = (
+        "value",
+        "name",
+        "description",
+        "meta",
+    )
 
     #: Unique identifier for this option value.
     value: SessionConfigValueId
@@ -1338,7 +2475,7 @@ class SessionConfigSelectOption(WireStruct):
     #: Optional description for this option value.
     #:
     #: Omitted and `null` are equivalent and mean no description is provided.
-    description: str | None = None
+    description: str | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1346,12 +2483,39 @@ class SessionConfigSelectOption(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        value: SessionConfigValueId,
+        name: str,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "value", value)
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("value", "SessionConfigValueId", NOTHING),
+        ("name", "str", NOTHING),
+        ("description", "str | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionConfigSelectGroup(WireStruct):
     """A group of possible values for a session configuration option."""
+
+    __slots__ = (
+        "group_id",
+        "name",
+        "options",
+        "meta",
+    )
 
     #: Unique identifier for this group.
     group_id: SessionConfigGroupId
@@ -1368,12 +2532,38 @@ class SessionConfigSelectGroup(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        group_id: SessionConfigGroupId,
+        name: str,
+        options: list[SessionConfigSelectOption],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "group_id", group_id)
+        _set(self, "name", name)
+        _set(self, "options", options)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("group_id", "SessionConfigGroupId", NOTHING),
+        ("name", "str", NOTHING),
+        ("options", "list[SessionConfigSelectOption]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ListSessionsResponse(WireStruct):
     """Response from listing sessions."""
+
+    __slots__ = (
+        "sessions",
+        "next_cursor",
+        "meta",
+    )
 
     #: Array of session information objects.
     sessions: list[SessionInfo]
@@ -1381,7 +2571,7 @@ class ListSessionsResponse(WireStruct):
     #: Opaque cursor token. If present, pass this in the next request's cursor parameter
     #: to fetch the next page. Omitted and `null` are equivalent and mean there are no more
     #: results. An empty string is a valid cursor, not the end of results.
-    next_cursor: SessionListCursor | None = None
+    next_cursor: SessionListCursor | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1389,12 +2579,39 @@ class ListSessionsResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        sessions: list[SessionInfo],
+        next_cursor: SessionListCursor | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "sessions", sessions)
+        _set(self, "next_cursor", next_cursor)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("sessions", "list[SessionInfo]", NOTHING),
+        ("next_cursor", "SessionListCursor | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionInfo(WireStruct):
     """Information about a session returned by session/list"""
+
+    __slots__ = (
+        "session_id",
+        "cwd",
+        "additional_directories",
+        "title",
+        "updated_at",
+        "archived",
+        "meta",
+    )
 
     #: Unique identifier for the session
     session_id: SessionId
@@ -1407,17 +2624,17 @@ class SessionInfo(WireStruct):
     #: When present, this is the complete ordered additional-root list reported
     #: by the Agent. Omitted and empty values are equivalent: the response
     #: reports no additional roots.
-    additional_directories: list[AbsolutePath] | None = None
+    additional_directories: list[AbsolutePath] | None
 
     #: Human-readable title for the session
     #:
     #: Omitted and `null` are equivalent and mean no title is provided.
-    title: str | None = None
+    title: str | None
 
     #: RFC 3339 timestamp of last activity.
     #:
     #: Omitted and `null` are equivalent and mean the last activity time is not reported.
-    updated_at: str | None = None
+    updated_at: str | None
 
     #: **UNSTABLE**
     #:
@@ -1429,7 +2646,7 @@ class SessionInfo(WireStruct):
     #: Agents that advertise the `session.archive` capability MUST include it on every listed
     #: session.
     #: **UNSTABLE**: written only when unstable is enabled.
-    archived: bool | None = None
+    archived: bool | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1437,23 +2654,65 @@ class SessionInfo(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        cwd: AbsolutePath,
+        additional_directories: list[AbsolutePath] | None = None,
+        title: str | None = None,
+        updated_at: str | None = None,
+        archived: bool | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "cwd", cwd)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "title", title)
+        _set(self, "updated_at", updated_at)
+        _set(self, "archived", archived)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("cwd", "AbsolutePath", NOTHING),
+        ("additional_directories", "list[AbsolutePath] | None", None),
+        ("title", "str | None", None),
+        ("updated_at", "str | None", None),
+        ("archived", "bool | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DeleteSessionResponse(WireStruct):
     """Response from deleting a session."""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ForkSessionResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1461,6 +2720,13 @@ class ForkSessionResponse(WireStruct):
 
     Response from forking an existing session.
     """
+
+    __slots__ = (
+        "session_id",
+        "config_options",
+        "available_commands",
+        "meta",
+    )
 
     #: Unique identifier for the newly created forked session.
     session_id: SessionId
@@ -1470,14 +2736,14 @@ class ForkSessionResponse(WireStruct):
     #: Optional. Omitted or empty means no config options are advertised.
     #: Senders MUST use an array, not `null`. Receivers treat `null` like omission.
     #: Later `config_option_update` notifications replace this list.
-    config_options: list[SessionConfigOption] | None = None
+    config_options: list[SessionConfigOption] | None
 
     #: Initial commands the agent can execute in this session.
     #:
     #: Optional. Omitted or empty means no initial commands are advertised.
     #: Senders MUST use an array, not `null`. Receivers treat `null` like omission.
     #: Later `available_commands_update` notifications replace this list.
-    available_commands: list[AvailableCommand] | None = None
+    available_commands: list[AvailableCommand] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1485,10 +2751,30 @@ class ForkSessionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        config_options: list[SessionConfigOption] | None = None,
+        available_commands: list[AvailableCommand] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "config_options", config_options)
+        _set(self, "available_commands", available_commands)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("config_options", "list[SessionConfigOption] | None", None),
+        ("available_commands", "list[AvailableCommand] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ArchiveSessionResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1497,16 +2783,29 @@ class ArchiveSessionResponse(WireStruct):
     Response from archiving a session.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UnarchiveSessionResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1515,16 +2814,29 @@ class UnarchiveSessionResponse(WireStruct):
     Response from unarchiving a session.
     """
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStatusResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1535,6 +2847,12 @@ class SessionStatusResponse(WireStruct):
     The result is a snapshot. A session reported `open` may be closed or evicted before
     the Client's next request.
     """
+
+    __slots__ = (
+        "status",
+        "state",
+        "meta",
+    )
 
     #: Whether the Agent has the session in memory.
     #:
@@ -1548,7 +2866,7 @@ class SessionStatusResponse(WireStruct):
     #: malformed values mean the Agent is not reporting foreground state, and Clients
     #: MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
     #: MUST NOT count an `idle` snapshot as a new completion.
-    state: StateUpdate | None = None
+    state: StateUpdate | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1556,10 +2874,27 @@ class SessionStatusResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        status: SessionStatus,
+        state: StateUpdate | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "status", status)
+        _set(self, "state", state)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("status", "SessionStatus", NOTHING),
+        ("state", "StateUpdate | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Error(WireStruct):
     """JSON-RPC error object.
 
@@ -1568,6 +2903,12 @@ class Error(WireStruct):
 
     See protocol docs: [JSON-RPC Error Object](https://www.jsonrpc.org/specification#error_object)
     """
+
+    __slots__ = (
+        "code",
+        "message",
+        "data",
+    )
 
     #: A number indicating the error type that occurred.
     #: This must be an integer as defined in the JSON-RPC specification.
@@ -1584,15 +2925,38 @@ class Error(WireStruct):
     #: Omitted and `null` are equivalent and mean no additional data is provided. Some codes
     #: define a shape: [`UnsupportedProtocolVersionErrorData`] for `-32022`, and
     #: [`SessionNotFoundErrorData`] for `-32002` when a session is not found.
-    data: ErrorData | None = None
+    data: ErrorData | None
+
+    def __init__(
+        self,
+        *,
+        code: ErrorCode,
+        message: str,
+        data: ErrorData | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "code", code)
+        _set(self, "message", message)
+        _set(self, "data", data)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("code", "ErrorCode", NOTHING),
+        ("message", "str", NOTHING),
+        ("data", "ErrorData | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UnsupportedProtocolVersionErrorData(WireStruct):
     """Data for the `-32022` (Unsupported protocol version) error.
 
     See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)
     """
+
+    __slots__ = (
+        "requested",
+        "supported",
+        "meta",
+    )
 
     #: The protocol version the Client requested.
     requested: ProtocolVersion
@@ -1606,16 +2970,38 @@ class UnsupportedProtocolVersionErrorData(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        requested: ProtocolVersion,
+        supported: list[ProtocolVersion],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "requested", requested)
+        _set(self, "supported", supported)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("requested", "ProtocolVersion", NOTHING),
+        ("supported", "list[ProtocolVersion]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionNotFoundErrorData(WireStruct):
     """Data for the `-32002` (Resource not found) error when a session-scoped request names a
     session that does not exist or is not active.
 
     See protocol docs: [Unknown Sessions](https://agentclientprotocol.com/protocol/v2/draft/error#unknown-sessions)
     """
+
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
 
     #: The session ID from the request.
     session_id: SessionId
@@ -1626,10 +3012,24 @@ class SessionNotFoundErrorData(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class Usage(WireStruct):
     """**UNSTABLE**
 
@@ -1637,6 +3037,16 @@ class Usage(WireStruct):
 
     Token usage for the foreground work that just completed, not cumulative for the session.
     """
+
+    __slots__ = (
+        "total_tokens",
+        "input_tokens",
+        "output_tokens",
+        "thought_tokens",
+        "cached_read_tokens",
+        "cached_write_tokens",
+        "meta",
+    )
 
     #: Sum of all token types for the completed work.
     total_tokens: int
@@ -1650,17 +3060,17 @@ class Usage(WireStruct):
     #: Thought/reasoning tokens for the completed work.
     #:
     #: Omitted and `null` are equivalent and mean the count is not reported.
-    thought_tokens: int | None = None
+    thought_tokens: int | None
 
     #: Cache read tokens for the completed work.
     #:
     #: Omitted and `null` are equivalent and mean the count is not reported.
-    cached_read_tokens: int | None = None
+    cached_read_tokens: int | None
 
     #: Cache write tokens for the completed work.
     #:
     #: Omitted and `null` are equivalent and mean the count is not reported.
-    cached_write_tokens: int | None = None
+    cached_write_tokens: int | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1668,10 +3078,39 @@ class Usage(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        total_tokens: int,
+        input_tokens: int,
+        output_tokens: int,
+        thought_tokens: int | None = None,
+        cached_read_tokens: int | None = None,
+        cached_write_tokens: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "total_tokens", total_tokens)
+        _set(self, "input_tokens", input_tokens)
+        _set(self, "output_tokens", output_tokens)
+        _set(self, "thought_tokens", thought_tokens)
+        _set(self, "cached_read_tokens", cached_read_tokens)
+        _set(self, "cached_write_tokens", cached_write_tokens)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("total_tokens", "int", NOTHING),
+        ("input_tokens", "int", NOTHING),
+        ("output_tokens", "int", NOTHING),
+        ("thought_tokens", "int | None", None),
+        ("cached_read_tokens", "int | None", None),
+        ("cached_write_tokens", "int | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionTitleResponse(WireStruct):
     """**UNSTABLE**
 
@@ -1679,6 +3118,11 @@ class SetSessionTitleResponse(WireStruct):
 
     Response from setting the title of a session.
     """
+
+    __slots__ = (
+        "title",
+        "meta",
+    )
 
     #: The title the Agent stored.
     #:
@@ -1692,10 +3136,24 @@ class SetSessionTitleResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        title: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "title", title)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("title", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ResumeSessionResponse(WireStruct):
     """Response from resuming an existing session.
 
@@ -1706,19 +3164,25 @@ class ResumeSessionResponse(WireStruct):
     See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)
     """
 
+    __slots__ = (
+        "config_options",
+        "available_commands",
+        "meta",
+    )
+
     #: Initial session configuration options.
     #:
     #: Optional. Omitted or empty means no config options are advertised.
     #: Senders MUST use an array, not `null`. Receivers treat `null` like omission.
     #: Later `config_option_update` notifications replace this list.
-    config_options: list[SessionConfigOption] | None = None
+    config_options: list[SessionConfigOption] | None
 
     #: Initial commands the agent can execute in this session.
     #:
     #: Optional. Omitted or empty means no initial commands are advertised.
     #: Senders MUST use an array, not `null`. Receivers treat `null` like omission.
     #: Later `available_commands_update` notifications replace this list.
-    available_commands: list[AvailableCommand] | None = None
+    available_commands: list[AvailableCommand] | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1726,25 +3190,60 @@ class ResumeSessionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        config_options: list[SessionConfigOption] | None = None,
+        available_commands: list[AvailableCommand] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "config_options", config_options)
+        _set(self, "available_commands", available_commands)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("config_options", "list[SessionConfigOption] | None", None),
+        ("available_commands", "list[AvailableCommand] | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CloseSessionResponse(WireStruct):
     """Response from closing a session."""
 
+    __slots__ = ("meta",)
+
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
     #: Implementations MUST NOT assign meaning to keys they do not recognize.
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionConfigOptionResponse(WireStruct):
     """Response to `session/set_config_option` method."""
+
+    __slots__ = (
+        "config_options",
+        "meta",
+    )
 
     #: The full set of configuration options and their current values.
     config_options: list[SessionConfigOption]
@@ -1755,15 +3254,37 @@ class SetSessionConfigOptionResponse(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        config_options: list[SessionConfigOption],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "config_options", config_options)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("config_options", "list[SessionConfigOption]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class NewSessionRequest(WireStruct):
     """Request parameters for creating a new session.
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
     """
+
+    __slots__ = (
+        "cwd",
+        "additional_directories",
+        "mcp_servers",
+        "system_prompt",
+        "meta",
+    )
 
     #: The working directory for this session. Must be an absolute path.
     cwd: AbsolutePath
@@ -1773,10 +3294,10 @@ class NewSessionRequest(WireStruct):
     #: These expand the session's workspace scope without changing `cwd`, which
     #: remains the base for relative paths. When omitted or empty, no
     #: additional roots are activated for the new session.
-    additional_directories: list[AbsolutePath] | None = None
+    additional_directories: list[AbsolutePath] | None
 
     #: List of MCP (Model Context Protocol) servers the agent should connect to.
-    mcp_servers: list[McpServer] | None = None
+    mcp_servers: list[McpServer] | None
 
     #: **UNSTABLE**
     #:
@@ -1788,7 +3309,7 @@ class NewSessionRequest(WireStruct):
     #: own default instructions. Clients MUST only send this when the Agent
     #: advertises `session.systemPrompt`.
     #: **UNSTABLE**: written only when unstable is enabled.
-    system_prompt: SystemPrompt | None = None
+    system_prompt: SystemPrompt | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1796,12 +3317,41 @@ class NewSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        cwd: AbsolutePath,
+        additional_directories: list[AbsolutePath] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        system_prompt: SystemPrompt | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "cwd", cwd)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "mcp_servers", mcp_servers)
+        _set(self, "system_prompt", system_prompt)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("cwd", "AbsolutePath", NOTHING),
+        ("additional_directories", "list[AbsolutePath] | None", None),
+        ("mcp_servers", "list[McpServer] | None", None),
+        ("system_prompt", "SystemPrompt | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class HttpHeader(WireStruct):
     """An HTTP header to set when making requests to the MCP server."""
+
+    __slots__ = (
+        "name",
+        "value",
+        "meta",
+    )
 
     #: The name of the HTTP header.
     name: str
@@ -1815,10 +3365,27 @@ class HttpHeader(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        value: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "value", value)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("name", "str", NOTHING),
+        ("value", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SystemPrompt(WireStruct):
     """**UNSTABLE**
 
@@ -1831,6 +3398,12 @@ class SystemPrompt(WireStruct):
     an unadvertised mode or an unsupported content block type, MUST return an
     error instead of creating, resuming, or forking the session.
     """
+
+    __slots__ = (
+        "mode",
+        "content",
+        "meta",
+    )
 
     #: How the Agent combines `content` with its own instructions.
     #:
@@ -1855,12 +3428,36 @@ class SystemPrompt(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        mode: SystemPromptMode,
+        content: list[ContentBlock],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "mode", mode)
+        _set(self, "content", content)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("mode", "SystemPromptMode", NOTHING),
+        ("content", "list[ContentBlock]", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ListSessionsRequest(WireStruct):
     """Request parameters for listing existing sessions."""
+
+    __slots__ = (
+        "cwd",
+        "cursor",
+        "archived",
+        "meta",
+    )
 
     #: Filter sessions by working directory. Must be an absolute path.
     #:
@@ -1869,13 +3466,13 @@ class ListSessionsRequest(WireStruct):
     #:
     #: Omitted and `null` are equivalent and mean sessions are not filtered by working
     #: directory.
-    cwd: AbsolutePath | None = None
+    cwd: AbsolutePath | None
 
     #: Opaque cursor token from a previous response's nextCursor field for cursor-based
     #: pagination
     #:
     #: Omitted and `null` are equivalent and mean the first page is requested.
-    cursor: SessionListCursor | None = None
+    cursor: SessionListCursor | None
 
     #: **UNSTABLE**
     #:
@@ -1888,7 +3485,7 @@ class ListSessionsRequest(WireStruct):
     #: and
     #: applies before pagination. Clients keep the same value when following `nextCursor`.
     #: **UNSTABLE**: written only when unstable is enabled.
-    archived: SessionArchiveFilter | None = None
+    archived: SessionArchiveFilter | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1896,15 +3493,40 @@ class ListSessionsRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        cwd: AbsolutePath | None = None,
+        cursor: SessionListCursor | None = None,
+        archived: SessionArchiveFilter | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "cwd", cwd)
+        _set(self, "cursor", cursor)
+        _set(self, "archived", archived)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("cwd", "AbsolutePath | None", None),
+        ("cursor", "SessionListCursor | None", None),
+        ("archived", "SessionArchiveFilter | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class DeleteSessionRequest(WireStruct):
     """Request parameters for deleting an existing session from `session/list`.
 
     Only available if the Agent supports the `session.delete` capability.
     """
+
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
 
     #: The ID of the session to delete.
     session_id: SessionId
@@ -1915,10 +3537,24 @@ class DeleteSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ForkSessionRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1932,6 +3568,15 @@ class ForkSessionRequest(WireStruct):
     Only available if the Agent supports the `session.fork` capability.
     """
 
+    __slots__ = (
+        "session_id",
+        "cwd",
+        "additional_directories",
+        "mcp_servers",
+        "system_prompt",
+        "meta",
+    )
+
     #: The ID of the session to fork.
     session_id: SessionId
 
@@ -1943,10 +3588,10 @@ class ForkSessionRequest(WireStruct):
     #: When omitted or empty, no additional roots are activated. When non-empty,
     #: this is the complete resulting additional-root list for the forked
     #: session.
-    additional_directories: list[AbsolutePath] | None = None
+    additional_directories: list[AbsolutePath] | None
 
     #: List of MCP servers to connect to for this session.
-    mcp_servers: list[McpServer] | None = None
+    mcp_servers: list[McpServer] | None
 
     #: **UNSTABLE**
     #:
@@ -1959,7 +3604,7 @@ class ForkSessionRequest(WireStruct):
     #: instructions. Clients MUST only send this when the Agent advertises
     #: `session.systemPrompt`, and SHOULD send the same value they used for the
     #: source session.
-    system_prompt: SystemPrompt | None = None
+    system_prompt: SystemPrompt | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -1967,10 +3612,36 @@ class ForkSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        cwd: AbsolutePath,
+        additional_directories: list[AbsolutePath] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        system_prompt: SystemPrompt | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "cwd", cwd)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "mcp_servers", mcp_servers)
+        _set(self, "system_prompt", system_prompt)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("cwd", "AbsolutePath", NOTHING),
+        ("additional_directories", "list[AbsolutePath] | None", None),
+        ("mcp_servers", "list[McpServer] | None", None),
+        ("system_prompt", "SystemPrompt | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ArchiveSessionRequest(WireStruct):
     """**UNSTABLE**
 
@@ -1986,6 +3657,11 @@ class ArchiveSessionRequest(WireStruct):
     Archiving an archived session succeeds. A session that does not exist gets `-32002`.
     """
 
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
+
     #: The ID of the session to archive.
     session_id: SessionId
 
@@ -1995,10 +3671,24 @@ class ArchiveSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class UnarchiveSessionRequest(WireStruct):
     """**UNSTABLE**
 
@@ -2015,6 +3705,11 @@ class UnarchiveSessionRequest(WireStruct):
     gets `-32002`.
     """
 
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
+
     #: The ID of the session to unarchive.
     session_id: SessionId
 
@@ -2024,10 +3719,24 @@ class UnarchiveSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SessionStatusRequest(WireStruct):
     """**UNSTABLE**
 
@@ -2042,6 +3751,11 @@ class SessionStatusRequest(WireStruct):
     A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
     """
 
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
+
     #: The ID of the session to check.
     session_id: SessionId
 
@@ -2051,10 +3765,24 @@ class SessionStatusRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionTitleRequest(WireStruct):
     """**UNSTABLE**
 
@@ -2070,6 +3798,12 @@ class SetSessionTitleRequest(WireStruct):
     The Agent responds only after it has stored the title. After a successful response, the
     Agent SHOULD NOT replace the title with one it generates automatically.
     """
+
+    __slots__ = (
+        "session_id",
+        "title",
+        "meta",
+    )
 
     #: The ID of the session to retitle.
     session_id: SessionId
@@ -2088,16 +3822,43 @@ class SetSessionTitleRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        title: str,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "title", title)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("title", "str", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class ResumeSessionRequest(WireStruct):
     """Request parameters for resuming an existing session.
 
     Resumes an existing session and optionally replays retained conversation
     history according to `replayFrom`.
     """
+
+    __slots__ = (
+        "session_id",
+        "cwd",
+        "additional_directories",
+        "mcp_servers",
+        "replay_from",
+        "system_prompt",
+        "meta",
+    )
 
     #: The ID of the session to resume.
     session_id: SessionId
@@ -2115,13 +3876,13 @@ class ResumeSessionRequest(WireStruct):
     #: this is the complete resulting additional-root list for the resumed
     #: session. It may differ from any previously used or reported list as long as
     #: the request `cwd` matches the session's `cwd`.
-    additional_directories: list[AbsolutePath] | None = None
+    additional_directories: list[AbsolutePath] | None
 
     #: List of MCP servers to connect to for this session.
     #:
     #: The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
     #: NOT restore servers from earlier requests.
-    mcp_servers: list[McpServer] | None = None
+    mcp_servers: list[McpServer] | None
 
     #: Inclusive cursor describing where conversation replay should begin.
     #:
@@ -2134,7 +3895,7 @@ class ResumeSessionRequest(WireStruct):
     #: Agents MUST reject unsupported cursor types or malformed cursor values
     #: with `-32602` (Invalid params), rather than substituting another cursor
     #: or resuming without replay.
-    replay_from: ReplayFrom | None = None
+    replay_from: ReplayFrom | None
 
     #: **UNSTABLE**
     #:
@@ -2148,7 +3909,7 @@ class ResumeSessionRequest(WireStruct):
     #: `session.systemPrompt`, and SHOULD send the same value they used when the
     #: session was created.
     #: **UNSTABLE**: written only when unstable is enabled.
-    system_prompt: SystemPrompt | None = None
+    system_prompt: SystemPrompt | None
 
     #: The _meta property is reserved by ACP to allow clients and agents to attach additional
     #: metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -2156,10 +3917,39 @@ class ResumeSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        cwd: AbsolutePath,
+        additional_directories: list[AbsolutePath] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        replay_from: ReplayFrom | None = None,
+        system_prompt: SystemPrompt | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "cwd", cwd)
+        _set(self, "additional_directories", additional_directories)
+        _set(self, "mcp_servers", mcp_servers)
+        _set(self, "replay_from", replay_from)
+        _set(self, "system_prompt", system_prompt)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("cwd", "AbsolutePath", NOTHING),
+        ("additional_directories", "list[AbsolutePath] | None", None),
+        ("mcp_servers", "list[McpServer] | None", None),
+        ("replay_from", "ReplayFrom | None", None),
+        ("system_prompt", "SystemPrompt | None", None),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class CloseSessionRequest(WireStruct):
     """Request parameters for closing an active session.
 
@@ -2183,6 +3973,11 @@ class CloseSessionRequest(WireStruct):
     `messageId`. Prompt responses need not precede the close response.
     """
 
+    __slots__ = (
+        "session_id",
+        "meta",
+    )
+
     #: The ID of the session to close.
     session_id: SessionId
 
@@ -2192,14 +3987,36 @@ class CloseSessionRequest(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionConfigOptionRequestId(WireStruct):
     """A `SessionConfigValueId` string value (`type: "id"`)."""
 
-    type: Literal["id"] = "id"
+    __slots__ = (
+        "type",
+        "session_id",
+        "config_id",
+        "value",
+        "meta",
+    )
+
+    type: Literal["id"]
 
     #: The ID of the session to set the configuration option for.
     session_id: SessionId
@@ -2216,14 +4033,45 @@ class SetSessionConfigOptionRequestId(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["id"] = "id",
+        session_id: SessionId,
+        config_id: SessionConfigId,
+        value: SessionConfigValueId,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "session_id", session_id)
+        _set(self, "config_id", config_id)
+        _set(self, "value", value)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['id']", "id"),
+        ("session_id", "SessionId", NOTHING),
+        ("config_id", "SessionConfigId", NOTHING),
+        ("value", "SessionConfigValueId", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionConfigOptionRequestBoolean(WireStruct):
     """A boolean value (`type: "boolean"`)."""
 
-    type: Literal["boolean"] = "boolean"
+    __slots__ = (
+        "type",
+        "session_id",
+        "config_id",
+        "value",
+        "meta",
+    )
+
+    type: Literal["boolean"]
 
     #: The ID of the session to set the configuration option for.
     session_id: SessionId
@@ -2240,10 +4088,33 @@ class SetSessionConfigOptionRequestBoolean(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        *,
+        type: Literal["boolean"] = "boolean",
+        session_id: SessionId,
+        config_id: SessionConfigId,
+        value: bool,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "type", type)
+        _set(self, "session_id", session_id)
+        _set(self, "config_id", config_id)
+        _set(self, "value", value)
+        _set(self, "meta", meta)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("type", "Literal['boolean']", "boolean"),
+        ("session_id", "SessionId", NOTHING),
+        ("config_id", "SessionConfigId", NOTHING),
+        ("value", "bool", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+    )
 
 
-@attrs.define(frozen=True, kw_only=True, repr=False, eq=False)
 class SetSessionConfigOptionRequestOther(WireStruct):
     """Custom or future session configuration option value payload.
 
@@ -2254,6 +4125,15 @@ class SetSessionConfigOptionRequestOther(WireStruct):
     Agents MUST reject a `session/set_config_option` request with a value type
     they do not support with `-32602`.
     """
+
+    __slots__ = (
+        "session_id",
+        "config_id",
+        "type",
+        "value",
+        "meta",
+        "extra",
+    )
 
     #: The ID of the session to set the configuration option for.
     session_id: SessionId
@@ -2277,10 +4157,37 @@ class SetSessionConfigOptionRequestOther(WireStruct):
     #:
     #: See protocol docs:
     #: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-    meta: dict[str, Any] | None = None
+    meta: dict[str, Any] | None
 
     #: The properties this form does not name, kept as they came.
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        config_id: SessionConfigId,
+        type: str,
+        value: Any,
+        meta: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session_id", session_id)
+        _set(self, "config_id", config_id)
+        _set(self, "type", type)
+        _set(self, "value", value)
+        _set(self, "meta", meta)
+        _set(self, "extra", (dict)() if extra is None else extra)
+
+    __attrs_attrs__: ClassVar[WireAttributes] = wire_attributes(
+        ("session_id", "SessionId", NOTHING),
+        ("config_id", "SessionConfigId", NOTHING),
+        ("type", "str", NOTHING),
+        ("value", "Any", NOTHING),
+        ("meta", "dict[str, Any] | None", None),
+        ("extra", "dict[str, Any]", attrs.Factory(dict)),
+    )
 
 
 #: Content blocks represent displayable information in the Agent Client Protocol.

@@ -16,7 +16,8 @@ answering `initialize` builds ~40 classes, not ~260:
 
 This module is their public face: `types.NewSessionRequest` imports the part
 that defines it. The tables (`WIRE_FIELDS`, `ALL_TYPES`...) merge every part,
-so using one loads them all.
+so using one loads them all. `evolve(value, **changes)` copies a value with
+some fields changed (`attrs.evolve`, typed for these classes).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
-from protocol._wire import JSON_NULL, JsonNull, merge_tables
+from protocol._wire import JSON_NULL, JsonNull, evolve, merge_tables
 
 SCHEMA_VERSION: Final = "2 (npm @agentclientprotocol/sdk 2.4.0, the v2 draft of 2026-11)"
 PROTOCOL_VERSION: Final = 2
@@ -1056,4 +1057,5 @@ __all__ = (
     "UserMessage",
     "UserMessageChunk",
     "WIRE_FIELDS",
+    "evolve",
 )

@@ -39,7 +39,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
-import attrs
 
 from acp_agent.adapters.acp._session import AcpSession
 from acp_agent.agent import (
@@ -184,8 +183,8 @@ def _with_usage(
     ours["usage"] = {"turn": report.as_json(), "session": tally.session.as_json()}
     meta["acp-agent"] = ours
     if not acp_session.unstable:
-        return attrs.evolve(answer, meta=meta)
-    return attrs.evolve(
+        return types.evolve(answer, meta=meta)
+    return types.evolve(
         answer,
         usage=types.Usage(
             total_tokens=total.total_tokens,

@@ -189,4 +189,4 @@ def _later(earlier: types.SessionUpdate, later: types.SessionUpdate) -> types.Se
         and field.name != "session_update"
         and (value := getattr(later, field.name)) is not None
     }
-    return attrs.evolve(earlier, **changes)
+    return types.evolve(earlier, **changes)

@@ -14,8 +14,6 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import attrs
-
 from acp_agent.agent import Event, new_id
 from protocol import methods, types
 from protocol.connection import AgentConnection
@@ -262,7 +260,7 @@ def _without_raw(update: types.SessionUpdate) -> types.SessionUpdate | None:
         return None
     if update.raw_input is None and update.raw_output is None:
         return None
-    return attrs.evolve(update, raw_input=None, raw_output=None)
+    return types.evolve(update, raw_input=None, raw_output=None)
 
 
 def _plainer(update: types.SessionUpdate) -> types.SessionUpdate | None:
@@ -272,7 +270,7 @@ def _plainer(update: types.SessionUpdate) -> types.SessionUpdate | None:
         content = update.content
         if getattr(content, "meta", None) is None:
             return None
-        return attrs.evolve(update, content=attrs.evolve(content, meta=None), meta=None)
+        return types.evolve(update, content=types.evolve(content, meta=None), meta=None)
     if isinstance(update, types.ToolCall):
         return types.ToolCall(
             tool_call_id=update.tool_call_id,

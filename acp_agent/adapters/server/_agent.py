@@ -25,8 +25,6 @@ from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import attrs
-
 from acp_agent.adapters.acp import AcpAgent
 from acp_agent.adapters.acp._notices import NoticeOutbox
 from acp_agent.adapters.acp._opening import OpeningSessions
@@ -279,7 +277,7 @@ class ServerAcpAgent(AcpAgent):
             "attach": {"roles": [r.value for r in Role], "replay": ["start", "cursor", "none"]},
             "clientId": self.client_id,
         }
-        return attrs.evolve(response, agent_capabilities=attrs.evolve(capabilities, meta=meta))
+        return types.evolve(response, agent_capabilities=types.evolve(capabilities, meta=meta))
 
     # --- the sides and sessions of this connection -------------------------------------
 
@@ -311,7 +309,7 @@ class ServerAcpAgent(AcpAgent):
 
         capabilities = self._client_capabilities
         if not subagents and capabilities is not None and capabilities.subagents is not None:
-            capabilities = attrs.evolve(capabilities, subagents=None)
+            capabilities = types.evolve(capabilities, subagents=None)
         return translator_for(capabilities, self._models, replay=replay)
 
     def _attach(self, handle: SessionHandle, side: EditorSide) -> AcpSession:

@@ -29,8 +29,6 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from acp_agent.adapters.acp._wire_errors import wire_errors
 from acp_agent.adapters.acp2._agent import AcpV2Agent
 from acp_agent.adapters.acp2._commands import available
@@ -41,6 +39,7 @@ from acp_agent.adapters.server._audience import Role, SessionAudience, SharedSes
 from acp_agent.adapters.server._views import META_KEY
 from protocol.errors import InvalidParams, InvalidRequest, PeerDisconnected, RemoteProtocolError
 from protocol.methods import MessageKind
+from protocol.v2.types import evolve
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -141,7 +140,7 @@ class ServerV2Agent(AcpV2Agent):
             "attach": {"roles": [r.value for r in Role], "replay": list(_REPLAYS)},
             "clientId": self.client_id,
         }
-        return attrs.evolve(response, meta=meta)
+        return evolve(response, meta=meta)
 
     # --- the sessions of this connection -------------------------------------------------
 
