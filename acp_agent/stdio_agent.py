@@ -152,8 +152,13 @@ def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:
         warmup = Warmup(
             warm,
             # A request gets the GIL first: from when its line is read, not only once
-            # its handler runs (the loop may be busy until then).
-            busy=lambda: connection.protocol.running_handlers > 0 or connection.input_waiting > 0,
+            # its handler runs (the loop may be busy until then); so does a new
+            # session's assembly, which imports what the warm-up would.
+            busy=lambda: (
+                connection.protocol.running_handlers > 0
+                or connection.input_waiting > 0
+                or agent.assembling
+            ),
             then=[prepare_wire_types(connection.protocol.converter)],
             # The model's HTTP client, which the first prompt built itself, at once.
             at_once=[models.prepare],

@@ -143,6 +143,13 @@ class AcpAgent:
         self._opening = OpeningSessions(connection.start_soon)
         self._client_capabilities: types.ClientCapabilities | None = None
 
+    @property
+    def assembling(self) -> bool:
+        """Whether a session answered by `session/new` is being assembled now (the
+        warm-up gives way to it: both import the same modules, and sharing the GIL
+        made a script's first prompt, which waits for the assembly, slower)."""
+        return self._opening.running
+
     async def aclose(self) -> None:
         """Stop the warm-up and the sessions still being assembled (at shutdown, before
         the runtime closes)."""

@@ -55,6 +55,11 @@ class OpeningSessions:
             name=f"assembling session {session_id}",
         )
 
+    @property
+    def running(self) -> bool:
+        """Whether an assembly is running now."""
+        return bool(self._running)
+
     async def ready(self, session_id: str) -> None:
         """Return once `session_id` is assembled, at once if it is not being assembled;
         raise what made its assembly fail."""

@@ -17,7 +17,8 @@ prompt built; reading the certificates leaves the GIL to the loop).
 
 It starts once the first `session/new` is answered, or a moment after `initialize`
 if none comes (`_agent.WARMUP_AFTER_S`): that answer needs none of its imports, and
-would share the GIL with them.
+would share the GIL with them. While that session is assembled it gives way too: the
+assembly imports most of the same modules, and a script's first prompt waits for it.
 
 Two threads importing at once cannot deadlock, because no module-level import
 cycle joins two packages (`tests/test_import_graph.py` holds that). A failed import

@@ -42,14 +42,18 @@ async def test_a_request_waits_for_the_assembly_then_goes_on(owner: TaskGroup) -
         await release.wait()
         steps.append("assembled")
 
+    assert not opening.running
     opening.assemble("sess_1", assembly)
+    assert opening.running  # from the answer on: the warm-up gives way to it
     waiter = asyncio.create_task(opening.ready("sess_1"))
     await asyncio.sleep(0.01)
     assert not waiter.done()  # still assembling
+    assert opening.running
 
     release.set()
     await asyncio.wait_for(waiter, 1)
     assert steps == ["assembled"]
+    assert not opening.running
     await asyncio.wait_for(opening.ready("sess_1"), 1)  # and at once from then on
 
 
