@@ -34,14 +34,20 @@ Then, `--rounds` times (default 3), interleaved, each on a fresh copy of the sto
   (as a script would), is timed from written to its first `agent_message_chunk`;
 - agent, a person: the same, the prompt sent a second after the load's answer.
 
+- codex-acp 0.16 (the Rust build, `codex_peer.py`; chat turns only, sizes up to
+  `--peer-max-turns`, default 1,000): a session of as many turns made by prompting it
+  against the fake model, each reply streamed in the same seven pieces
+  (`codex_sessions.py`: codex keeps sessions in its own files), loaded the same way,
+  a second after `initialize`. `--peer off` leaves it out; `--install-peer` installs it.
+
 Besides wall time, the CPU time the process's threads ran meanwhile (Linux,
 `/proc/<pid>/task/*/schedstat`): on a busy machine a wall time also counts the
 waits for a core. The tables show medians, each with its ratio to the relay's
 (the load), or to the same path after the smallest session (the prompt after it).
 `--python PATH` runs the agent with another interpreter, one whose environment has
 another version installed (before and after a change, with the same benchmark).
-Targets (issue 39): a 1,000-turn load under 250 ms; the first chunk after 1,000
-turns as quick as after 10.
+Targets (issue 39): a 1,000-turn load under 250 ms; a 100-turn load at most 1.5x
+codex-acp's; the first chunk after 1,000 turns as quick as after 10.
 
 It is a report: nothing here asserts a time. Linux and macOS (pipes, threads).
 """
@@ -390,22 +396,58 @@ def median(values: Sequence[float | None]) -> float | None:
     return statistics.median(known) if known else None
 
 
+@dataclass
+class Peer:
+    """codex-acp 0.16 and the fake model it answers from."""
+
+    binary: Path
+    base_url: str
+
+
 def measure(
-    directory: Path, workspace: Path, script: Path, turns: int, shape: str, rounds: int
+    directory: Path,
+    workspace: Path,
+    script: Path,
+    turns: int,
+    shape: str,
+    rounds: int,
+    peer: Peer | None = None,
 ) -> dict[str, Any]:
-    """Median figures of the agent and the relay for a session of `turns` turns."""
+    """Median figures of the agent, the relay and (given) codex-acp for a session of
+    `turns` turns."""
+    import codex_sessions
+
     home, session_id = build(directory, workspace, script, turns, shape)
+    codex_home = directory / f"codex-{turns}"
+    codex_id = None
+    if peer is not None:
+        codex_id = codex_sessions.build(peer.binary, peer.base_url, codex_home, workspace, turns)
     runs: dict[str, list[Run]] = {path: [] for path in PATHS}
+    codex_runs: list[codex_sessions.CodexLoad] = []
+    copy = directory / f"copy-{turns}"
     for _ in range(rounds):
         for path, (commands, pause_s) in PATHS.items():  # interleaved: the same noise
-            copy = directory / f"copy-{turns}"
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(home, copy)
             command = agent_command(copy, script) if commands == "agent" else relay_command(copy)
             runs[path].append(run_once(command, session_id, workspace, pause_s))
+        if peer is not None and codex_id is not None:
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(codex_home, copy)
+            codex_runs.append(
+                codex_sessions.load_once(
+                    peer.binary, peer.base_url, copy, workspace, codex_id, WARM_UP_S
+                )
+            )
     shutil.rmtree(home)
-    shutil.rmtree(copy)
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.rmtree(codex_home, ignore_errors=True)
     row: dict[str, Any] = {"turns": turns, "shape": shape}
+    if codex_runs:
+        row["codex"] = {
+            "load_s": median([r.load_s for r in codex_runs]),
+            "updates": median([r.updates for r in codex_runs]),
+        }
     for path, done in runs.items():
         row[path] = {
             "load_s": median([r.load_s for r in done]),
@@ -429,12 +471,15 @@ def report(rows: list[dict[str, Any]]) -> None:
     """The tables of one shape of turn (see the module docstring)."""
     print(f"{rows[0]['shape']} turns ({SHAPES[rows[0]['shape']]})")
     print("session/load (request written -> answer read), and the updates replayed before it")
+    peer = any("codex" in row for row in rows)
     print(
         f"{'turns':>6} | {'agent ms':>9} {'cpu ms':>8} | {'relay ms':>9} {'cpu ms':>8} |"
         f" {'ratio':>6} {'cpu':>6} | {'updates':>8} {'/turn':>6} {'relay':>7}"
+        + (f" | {'codex ms':>9} {'ratio':>6} {'updates':>8}" if peer else "")
     )
     for row in rows:
         agent, relay = row["agent"], row["relay"]
+        codex = row.get("codex")
         print(
             f"{row['turns']:>6} | {_ms(agent['load_s']):>9} {_ms(agent['load_cpu_s']):>8} |"
             f" {_ms(relay['load_s']):>9} {_ms(relay['load_cpu_s']):>8} |"
@@ -442,6 +487,12 @@ def report(rows: list[dict[str, Any]]) -> None:
             f" {_ratio(agent['load_cpu_s'], relay['load_cpu_s']):>6} |"
             f" {agent['updates']:>8.0f} {agent['updates'] / row['turns']:>6.1f}"
             f" {relay['updates']:>7.0f}"
+            + (
+                f" | {_ms(codex['load_s']):>9} {_ratio(agent['load_s'], codex['load_s']):>6}"
+                f" {codex['updates']:>8.0f}"
+                if codex
+                else (f" | {'-':>9} {'-':>6} {'-':>8}" if peer else "")
+            )
         )
     print()
     print("the next prompt -> its first agent_message_chunk (vs. after the smallest session)")
@@ -557,6 +608,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the interpreter to run the agent with (one whose environment has another "
         "version installed: before and after a change)",
     )
+    parser.add_argument(
+        "--peer", choices=("auto", "off"), default="auto", help="codex-acp 0.16 beside (chat)"
+    )
+    parser.add_argument(
+        "--install-peer", action="store_true", help="install codex-acp 0.16 with npm if missing"
+    )
+    parser.add_argument(
+        "--peer-max-turns",
+        type=int,
+        default=1000,
+        help="the largest codex session built, by prompting (1,000 turns: about a minute)",
+    )
     parser.add_argument("--relay", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.relay is not None:
@@ -565,8 +628,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.python is not None:
         AGENT_PYTHON[0] = args.python
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from codex_peer import find_codex
+    from codex_sessions import ReplyFake
+
     sizes = [int(n) for n in args.turns.split(",")]
-    with tempfile.TemporaryDirectory(prefix="acp-agent-load-") as temporary:
+    peer: Path | str = "off (--peer off)"
+    if args.peer == "auto":
+        peer = find_codex(install=args.install_peer)
+    with (
+        tempfile.TemporaryDirectory(prefix="acp-agent-load-") as temporary,
+        ReplyFake(CHAT_REPLY) as fake,
+    ):
         directory = Path(temporary)
         workspace = directory / "workspace"
         workspace.mkdir()
@@ -574,9 +647,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         for shape in args.shapes.split(","):
             rows = []
             for turns in sizes:
-                rows.append(measure(directory, workspace, script, turns, shape, args.rounds))
+                codex = None
+                if isinstance(peer, Path) and shape == "chat" and turns <= args.peer_max_turns:
+                    codex = Peer(peer, fake.base_url)
+                rows.append(measure(directory, workspace, script, turns, shape, args.rounds, codex))
                 print(f"measured {turns} {shape} turns", file=sys.stderr)
             report(rows)
+            if shape == "chat":
+                print(
+                    "codex-acp 0.16: "
+                    + (f"{peer}" if isinstance(peer, Path) else f"not measured: {peer}")
+                )
             print()
     return 0
 
