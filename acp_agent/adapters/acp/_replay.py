@@ -181,12 +181,27 @@ def merged(updates: Sequence[types.SessionUpdate]) -> list[types.SessionUpdate]:
 
 def _later(earlier: types.SessionUpdate, later: types.SessionUpdate) -> types.SessionUpdate:
     """`earlier` with every field `later` sets (the discriminator and the id aside)."""
-    names = {field.name for field in attrs.fields(type(earlier))}
     changes = {
-        field.name: value
-        for field in attrs.fields(type(later))
-        if field.name in names
-        and field.name != "session_update"
-        and (value := getattr(later, field.name)) is not None
+        name: value
+        for name in _shared_fields(type(earlier), type(later))
+        if (value := getattr(later, name)) is not None
     }
     return types.evolve(earlier, **changes)
+
+
+#: The fields two update classes share, less the discriminator, by the pair.
+_SHARED_FIELDS: dict[tuple[type, type], tuple[str, ...]] = {}
+
+
+def _shared_fields(earlier: type, later: type) -> tuple[str, ...]:
+    """The names of `later`'s fields that `earlier` has too (`session_update` aside), in
+    `later`'s order; worked out once per pair (a long load merges a call per turn)."""
+    names = _SHARED_FIELDS.get((earlier, later))
+    if names is None:
+        own = {field.name for field in attrs.fields(earlier)}
+        names = _SHARED_FIELDS[(earlier, later)] = tuple(
+            field.name
+            for field in attrs.fields(later)
+            if field.name in own and field.name != "session_update"
+        )
+    return names

@@ -375,6 +375,14 @@ class UpdateTranslator:
         payload = event.payload
         if isinstance(payload, ModelTextDelta):
             self._texted.add(payload.request_id)
+        elif isinstance(payload, ToolResultRecorded | ToolCallProgressed) and not any(
+            isinstance(part, PlanContent | TerminalContent) for part in payload.content
+        ):
+            # All a call's content teaches is its plan and terminals (`_content`); without
+            # them only the result's end of its terminal is learnt, with no update made
+            # (a long session's load learns a result per call).
+            if isinstance(payload, ToolResultRecorded):
+                self._local_terminals.pop(payload.call_id, None)
         elif type(payload) in _LEARNT_BY_SHOWING:
             self.translate(event)
         elif self.usage.feed(event):
