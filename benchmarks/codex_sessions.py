@@ -16,8 +16,6 @@ It is a report: nothing here asserts a time.
 from __future__ import annotations
 
 import json
-import os
-import select
 import subprocess
 import time
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from codex_peer import codex_command, codex_env
+from startup import LineReader, request
 
 from tests.support.fake_provider import (
     Exchange,
@@ -57,7 +56,7 @@ class ReplyFake(FakeProviderServer):
 
 
 class _Codex:
-    """codex-acp over pipes on `home`, read with select."""
+    """codex-acp over pipes on `home` (`startup.py`'s line reader and request lines)."""
 
     def __init__(self, binary: Path, base_url: str, home: Path, workspace: Path) -> None:
         self.process = subprocess.Popen(
@@ -69,31 +68,18 @@ class _Codex:
             cwd=workspace,
             bufsize=0,
         )
-        self._buffer = b""
+        assert self.process.stdout is not None
+        self._reader = LineReader(self.process.stdout)
         self._ids = 0
 
     def send(self, method: str, params: dict[str, Any]) -> int:
         assert self.process.stdin is not None
         self._ids += 1
-        message = {"jsonrpc": "2.0", "id": self._ids, "method": method, "params": params}
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.write(request(self._ids, method, params))
         return self._ids
 
     def message(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + TIMEOUT_S
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"codex-acp said nothing within {TIMEOUT_S:.0f} s")
-            ready, _, _ = select.select([self.process.stdout], [], [], left)
-            if ready:
-                chunk = os.read(self.process.stdout.fileno(), 1 << 16)
-                if not chunk:
-                    raise EOFError("codex-acp closed its stdout")
-                self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        decoded: dict[str, Any] = json.loads(line)
+        decoded: dict[str, Any] = json.loads(self._reader.readline(time.perf_counter() + TIMEOUT_S))
         return decoded
 
     def answer(self, msg_id: int) -> tuple[dict[str, Any], int]:
