@@ -336,12 +336,12 @@ class AcpV2Agent:
         it; a cursor: what follows it; None: none, learnt only) and follow it from there."""
         v2_session.handle = handle
         stream = v2_session.stream
-        for event in events:
-            if replay is True:
-                stream.show(event)
-            elif isinstance(replay, tuple):
-                stream.show(event, after=replay)
-            else:
+        if replay is True:
+            stream.show_replay(events)
+        elif isinstance(replay, tuple):
+            stream.show_replay(events, after=replay)
+        else:
+            for event in events:
                 stream.learn(event)
         v2_session.subscription = await handle.subscribe(stream, after=covered)
         self._sessions[str(handle.id)] = v2_session

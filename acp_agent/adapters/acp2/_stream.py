@@ -3,10 +3,11 @@
 Every update made from an event carries its cursor in `_meta["acp-agent"].cursor`,
 `"<seq>:<part>"` (the event's seq and the update's place among that event's updates),
 the form the app server gives attached clients. `session/resume` replays from the
-start, or after any cursor a client got (`{"type": "_acp-agent/after", "cursor": ...}`),
-and the updates it skips or sends are exactly those the live stream sent there: one
-translator per stream sees every event of the session once, in order, replayed or
-live, so an event's updates and their numbering are the same either way.
+start, or after any cursor a client got (`{"type": "_acp-agent/after", "cursor": ...}`):
+one translator per stream sees every event of the session once, in order, replayed or
+live, so an event's updates and their numbering are the same either way, and the
+replay sends them joined where they can be (`show_replay`, `joined`), each with the
+cursor of the last it holds.
 
 The foreground state comes from the timeline too: a person's message that begins a
 turn is `running` (before its `user_message_chunk`s; one that joined the running
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from acp_agent.adapters.acp2._jobs import BackgroundJobs
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from acp_agent.adapters.acp._updates import UpdateTranslator
     from protocol.connection import AgentConnection
 
-__all__ = ("META_KEY", "V2Stream", "V2Translator")
+__all__ = ("META_KEY", "V2Stream", "V2Translator", "joined")
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,47 @@ class V2Translator:
     def _now(self, state: dict[str, Any]) -> dict[str, Any]:
         self._foreground = state
         return dict(state)
+
+
+#: The chunks whose consecutive pieces of one message a replay joins.
+_CHUNKS: Final = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"})
+
+
+def joined(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any] | None:
+    """One update that leaves a client as `earlier` then `later` would, or None.
+
+    Two pieces of plain text of one message (same kind, same `messageId`, nothing but
+    the text) are one chunk of both; two upserts of one tool call without `_meta` (v2
+    upserts: a field given replaces the one before, null clears it) are one upsert of
+    the fields of both, the later's winning. Anything else is not joined.
+    """
+    kind = earlier.get("sessionUpdate")
+    if kind != later.get("sessionUpdate"):
+        return None
+    if kind in _CHUNKS:
+        text = _plain_text(earlier)
+        more = _plain_text(later)
+        if text is None or more is None or earlier["messageId"] != later["messageId"]:
+            return None
+        return {**earlier, "content": {"type": "text", "text": text + more}}
+    if kind == "tool_call_update":
+        if "_meta" in earlier or "_meta" in later:
+            return None
+        if earlier.get("toolCallId") != later.get("toolCallId"):
+            return None
+        return {**earlier, **later}
+    return None
+
+
+def _plain_text(body: dict[str, Any]) -> str | None:
+    """The text of a chunk of plain text with a message id and nothing else, else None."""
+    if body.keys() != {"sessionUpdate", "messageId", "content"} or not body["messageId"]:
+        return None
+    content = body["content"]
+    if not isinstance(content, dict) or content.keys() != {"type", "text"}:
+        return None
+    text = content["text"]
+    return text if content["type"] == "text" and isinstance(text, str) else None
 
 
 def _cancel_control(bodies: list[dict[str, Any]], call_id: str) -> None:
@@ -156,6 +198,42 @@ class V2Stream:
             sent += 1
         return sent
 
+    def show_replay(self, events: Sequence[Event], *, after: tuple[int, int] | None = None) -> int:
+        """Send the updates of `events` past cursor `after` as a resume replays them, as few
+        as it takes (`joined`); returns how many sent. Each carries the cursor of the last
+        update it holds: what followed it live follows it here, so a resume from any
+        cursor a client got has no gap and no duplicate."""
+        held: tuple[dict[str, Any], str] | None = None
+        sent = 0
+        for event in events:
+            try:
+                bodies = self._translator.bodies(event)
+            except Exception:
+                logger.exception(
+                    "event %d of session %s could not be translated", event.seq, self._session_id
+                )
+                continue
+            seq = int(event.seq)
+            for part, body in enumerate(bodies):
+                if after is not None and (seq, part) <= after:
+                    continue
+                cursor = f"{seq}:{part}"
+                if body.get("sessionUpdate") == "state_update":
+                    # The work listed as it was here, not when this is sent.
+                    body = {**body, "background": self._translator.jobs.listed()}
+                if held is not None:
+                    together = joined(held[0], body)
+                    if together is not None:
+                        held = (together, cursor)
+                        continue
+                    self.send(held[0], cursor=held[1])
+                    sent += 1
+                held = (body, cursor)
+        if held is not None:
+            self.send(held[0], cursor=held[1])
+            sent += 1
+        return sent
+
     @contextlib.contextmanager
     def asking(self) -> Iterator[None]:
         """A permission question waits for this client: the session's state is
@@ -191,7 +269,7 @@ class V2Stream:
             return
         from protocol.v2 import methods, types
 
-        if body.get("sessionUpdate") == "state_update":
+        if body.get("sessionUpdate") == "state_update" and "background" not in body:
             body = {**body, "background": self._translator.jobs.listed()}
         if cursor is not None:
             meta = dict(body.get("_meta") or {})

@@ -80,6 +80,29 @@ def resume(client: V2Client, session_id: str, workspace: Path, replay: Any) -> l
     return replayed
 
 
+def held(updates: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a v2 client holds after `updates`, cursors aside: each message's text, each
+    tool call's fields (upserts), everything else in order. A resume joins a message's
+    pieces and a call's upserts that came live one by one, and leaves it the same."""
+    messages: dict[tuple[str, str], str] = {}
+    calls: dict[str, dict[str, Any]] = {}
+    rest: list[dict[str, Any]] = []
+    for update in updates:
+        body = {k: v for k, v in update.items() if k != "_meta"}
+        meta = {k: v for k, v in (update.get("_meta") or {}).items() if k != "acp-agent"}
+        if meta:
+            body["_meta"] = meta
+        kind = body["sessionUpdate"]
+        if kind.endswith("_chunk") and body.get("content", {}).get("type") == "text":
+            key = (kind, body["messageId"])
+            messages[key] = messages.get(key, "") + body["content"]["text"]
+        elif kind == "tool_call_update" and not meta:
+            calls[body["toolCallId"]] = {**calls.get(body["toolCallId"], {}), **body}
+        else:
+            rest.append(body)
+    return {"messages": messages, "calls": calls, "rest": rest}
+
+
 def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     client, workspace = v2_agent
     result = initialize_v2(client, version=2)
@@ -275,22 +298,29 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
     running_after = len([u for u in client.updates(session_id) if u.get("state") == "running"])
     assert running_after == running_before  # it joined the turn: no turn of its own
 
-    # Resume: from the start, after a cursor mid-way, after the last one.
+    # Resume: from the start, after a cursor mid-way, after the last one. A replay joins
+    # what came live piece by piece (a message's text, a call's upserts): fewer updates,
+    # the same client state, and the cursor it ends at is the live stream's last.
     live = live_with_cursors(client, session_id)
     assert len({cursor_of(u) for u in live}) == len(live)
-    assert resume(client, session_id, workspace, {"type": "start"}) == live
-    middle = len(live) // 2
-    after = {"type": "_acp-agent/after", "cursor": cursor_of(live[middle])}
-    assert resume(client, session_id, workspace, after) == live[middle + 1 :]
+    replayed = resume(client, session_id, workspace, {"type": "start"})
+    assert held(replayed) == held(live)
+    assert len(replayed) < len(live)
+    assert cursor_of(replayed[-1]) == cursor_of(live[-1])
+    for middle in (len(live) // 2, len(replayed) // 2):
+        # After a live update's cursor, and after a replayed one's (each, what is left).
+        had = live[: middle + 1] if middle == len(live) // 2 else replayed[: middle + 1]
+        after = {"type": "_acp-agent/after", "cursor": cursor_of(had[-1])}
+        assert held(had + resume(client, session_id, workspace, after)) == held(live)
     end = {"type": "_acp-agent/after", "cursor": cursor_of(live[-1])}
     assert resume(client, session_id, workspace, end) == []
     assert resume(client, session_id, workspace, None) == []
     # A whole event's cursor ("<seq>") skips all its updates.
     seq = cursor_of(live[1]).split(":")[0]
     whole = {"type": "_acp-agent/after", "cursor": seq}
-    assert resume(client, session_id, workspace, whole) == [
-        u for u in live if int(cursor_of(u).split(":")[0]) > int(seq)
-    ]
+    assert held(resume(client, session_id, workspace, whole)) == held(
+        [u for u in live if int(cursor_of(u).split(":")[0]) > int(seq)]
+    )
     # A cursor type or value not ours: -32602, never a resume without replay.
     for bad in (
         {"type": "_other/after", "cursor": "1"},
