@@ -50,6 +50,8 @@ logger = logging.getLogger(__name__)
 
 #: Our extensions live under this key of `_meta`.
 META_KEY: Final = "acp-agent"
+#: About how many bytes of a replay's lines go in one write.
+_REPLAY_WRITE_BYTES: Final = 256 * 1024
 
 
 class V2Translator:
@@ -200,11 +202,30 @@ class V2Stream:
 
     def show_replay(self, events: Sequence[Event], *, after: tuple[int, int] | None = None) -> int:
         """Send the updates of `events` past cursor `after` as a resume replays them, as few
-        as it takes (`joined`); returns how many sent. Each carries the cursor of the last
-        update it holds: what followed it live follows it here, so a resume from any
-        cursor a client got has no gap and no duplicate."""
+        as it takes (`joined`), in writes of about `_REPLAY_WRITE_BYTES`; returns how many
+        sent. Each carries the cursor of the last update it holds: what followed it live
+        follows it here, so a resume from any cursor a client got has no gap and no
+        duplicate."""
         held: tuple[dict[str, Any], str] | None = None
         sent = 0
+        batch: list[bytes] = []
+        size = 0
+
+        def add(body: dict[str, Any], cursor: str) -> None:
+            nonlocal sent, size
+            if self._gone:
+                return
+            line = self._encoded(body, cursor)
+            if line is None:
+                return
+            batch.append(line)
+            sent += 1
+            size += len(line)
+            if size >= _REPLAY_WRITE_BYTES:
+                self._write(b"\n".join(batch))
+                batch.clear()
+                size = 0
+
         for event in events:
             try:
                 bodies = self._translator.bodies(event)
@@ -226,12 +247,12 @@ class V2Stream:
                     if together is not None:
                         held = (together, cursor)
                         continue
-                    self.send(held[0], cursor=held[1])
-                    sent += 1
+                    add(*held)
                 held = (body, cursor)
         if held is not None:
-            self.send(held[0], cursor=held[1])
-            sent += 1
+            add(*held)
+        if batch and not self._gone:
+            self._write(b"\n".join(batch))
         return sent
 
     @contextlib.contextmanager
@@ -267,7 +288,40 @@ class V2Stream:
         logged); a client that went away gets no more."""
         if self._gone:
             return
-        from protocol.v2 import methods, types
+        from protocol.v2 import methods
+
+        params = self._typed(body, cursor)
+        if params is None:
+            return
+        try:
+            self._connection.notify(methods.SESSION_UPDATE, params)
+        except ConnectionClosed:
+            self._gone = True
+            logger.info("the client is gone; updates of session %s are dropped", self._session_id)
+
+    def _encoded(self, body: dict[str, Any], cursor: str | None) -> bytes | None:
+        """The line `send` would write for `body`, not written (a replay writes many at
+        once); None if it does not fit (logged)."""
+        from protocol.v2 import methods
+
+        params = self._typed(body, cursor)
+        if params is None:
+            return None
+        try:
+            return self._connection.encode_notification(methods.SESSION_UPDATE, params)
+        except Exception:
+            logger.warning(
+                "a %s update of session %s could not be encoded; not sent",
+                body.get("sessionUpdate"),
+                self._session_id,
+                exc_info=True,
+            )
+            return None
+
+    def _typed(self, body: dict[str, Any], cursor: str | None) -> Any:
+        """`body` with its cursor as the v2 notification's params; None if it does not fit
+        the v2 schema (logged)."""
+        from protocol.v2 import types
 
         if body.get("sessionUpdate") == "state_update" and "background" not in body:
             body = {**body, "background": self._translator.jobs.listed()}
@@ -277,7 +331,7 @@ class V2Stream:
             body = {**body, "_meta": meta}
         wire = {"sessionId": self._session_id, "update": body}
         try:
-            params = shared_converter(include_unstable=True).structure(
+            return shared_converter(include_unstable=True).structure(
                 wire, types.UpdateSessionNotification
             )
         except Exception:
@@ -287,9 +341,12 @@ class V2Stream:
                 self._session_id,
                 exc_info=True,
             )
-            return
+            return None
+
+    def _write(self, lines: bytes) -> None:
+        """Write encoded lines (joined by newlines) in one write."""
         try:
-            self._connection.notify(methods.SESSION_UPDATE, params)
+            self._connection.notify_encoded(lines)
         except ConnectionClosed:
             self._gone = True
             logger.info("the client is gone; updates of session %s are dropped", self._session_id)

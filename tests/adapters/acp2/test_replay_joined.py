@@ -10,6 +10,7 @@ twice.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -42,14 +43,24 @@ from protocol.converter import shared_converter
 
 
 class Notes:
-    """A connection that keeps the update bodies it is asked to send."""
+    """A connection that keeps the update bodies it is asked to send, one by one or as
+    lines written together (a replay)."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
+        self.writes = 0
 
     def notify(self, method: str, params: Any) -> None:
+        self.notify_encoded(self.encode_notification(method, params))
+
+    def encode_notification(self, method: str, params: Any) -> bytes:
         wire = shared_converter(include_unstable=True).unstructure(params)
-        self.bodies.append(wire["update"])
+        return json.dumps({"jsonrpc": "2.0", "method": method, "params": wire}).encode()
+
+    def notify_encoded(self, lines: bytes) -> None:
+        self.writes += 1
+        for line in lines.split(b"\n"):
+            self.bodies.append(json.loads(line)["params"]["update"])
 
 
 def _translator() -> V2Translator:
@@ -97,7 +108,8 @@ def _replay(*, joined_: bool, after: tuple[int, int] | None = None) -> list[dict
     notes = Notes()
     stream = V2Stream(notes, "sess_1", _translator())  # type: ignore[arg-type]
     if joined_:
-        stream.show_replay(EVENTS, after=after)
+        assert stream.show_replay(EVENTS, after=after) == len(notes.bodies)
+        assert notes.writes <= 1  # a small replay: one write
     else:
         for event in EVENTS:
             stream.show(event, after=after)
