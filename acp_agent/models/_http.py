@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import ssl
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Protocol
 
@@ -43,6 +45,7 @@ __all__ = (
     "DEFAULT_TIMEOUT",
     "DRAIN_LIMIT_S",
     "ERROR_BODY_LIMIT",
+    "ModelTransport",
     "ReplyParser",
     "body_snippet",
     "decode_json",
@@ -63,9 +66,53 @@ DRAIN_LIMIT_S: Final = 1.0
 ERROR_BODY_LIMIT: Final = 64 * 1024
 
 
-def new_http_client(timeout: httpx.Timeout = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
-    """An `httpx.AsyncClient` with timeouts fit for streaming model replies."""
-    return httpx.AsyncClient(timeout=timeout)
+def new_http_client(
+    timeout: httpx.Timeout = DEFAULT_TIMEOUT, *, transport: ModelTransport | None = None
+) -> httpx.AsyncClient:
+    """An `httpx.AsyncClient` with timeouts fit for streaming model replies, sending
+    through `transport` (a new `ModelTransport` by default)."""
+    return httpx.AsyncClient(timeout=timeout, transport=transport or ModelTransport())
+
+
+class ModelTransport(httpx.AsyncBaseTransport):
+    """httpx's transport, its TLS side built on the first https request (or `prepare_tls`).
+
+    Reading the CA bundle costs 35-60 ms of CPU, which a model served over plain HTTP (a
+    local server such as Ollama, a test's fake) never needs. Plain requests go through a
+    transport whose context trusts no certificate, so a TLS connection can never be made
+    through it unverified; https requests through httpx's default one.
+    """
+
+    def __init__(self) -> None:
+        self._plain = httpx.AsyncHTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+        self._tls: httpx.AsyncHTTPTransport | None = None
+        # Built once, by the loop or by the warm-up's thread.
+        self._tls_lock = threading.Lock()
+
+    @property
+    def tls_built(self) -> bool:
+        """Whether the TLS side was built (the CA bundle read)."""
+        return self._tls is not None
+
+    def prepare_tls(self) -> None:
+        """Build the TLS transport now (from the warm-up's thread); idempotent."""
+        self._tls_transport()
+
+    def _tls_transport(self) -> httpx.AsyncHTTPTransport:
+        with self._tls_lock:
+            if self._tls is None:
+                self._tls = httpx.AsyncHTTPTransport()
+            return self._tls
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.scheme == "https":
+            return await self._tls_transport().handle_async_request(request)
+        return await self._plain.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._plain.aclose()
+        if self._tls is not None:
+            await self._tls.aclose()
 
 
 class ReplyParser(Protocol):

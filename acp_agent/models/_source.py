@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     import httpx
 
     from acp_agent.models._config import ModelsConfig, Pricing
+    from acp_agent.models._http import ModelTransport
 
 __all__ = (
     "DEFAULT_CONTEXT_WINDOW",
@@ -203,6 +204,7 @@ class ConfiguredModels:
         self._script = script
         self._config_error = config_error
         self._client = http_client
+        self._transport: ModelTransport | None = None
         self._owns_client = http_client is None
         # The client is built once, by the loop or by the warm-up's thread.
         self._client_lock = threading.Lock()
@@ -319,22 +321,30 @@ class ConfiguredModels:
     def prepare(self) -> ModelHandle | None:
         """Open the default model from any thread (the warm-up's), building what its
         first request needs: its provider's modules and the HTTP client, which every
-        later handle shares. None when a script or nothing answers by default, or after
-        `aclose`; a model that cannot be opened is left for its first request to report."""
+        later handle shares, with its TLS side when the model is served over https. None
+        when a script or nothing answers by default, or after `aclose`; a model that cannot
+        be opened is left for its first request to report."""
         chosen = self.default_model()
         if chosen is None or chosen.startswith(f"{SCRIPTED_PROVIDER}/") or self._closed:
             return None
         try:
-            return self.open(chosen)
+            handle = self.open(chosen)
         except ProviderNotConfigured:
             return None
+        from acp_agent.models._config import resolve_model
+
+        url = resolve_model(self._config, self._env, chosen).provider.base_url
+        if url.startswith("https:") and self._transport is not None:
+            self._transport.prepare_tls()
+        return handle
 
     def _http_client(self) -> httpx.AsyncClient:
         with self._client_lock:
             if self._client is None:
-                from acp_agent.models._http import new_http_client
+                from acp_agent.models._http import ModelTransport, new_http_client
 
-                self._client = new_http_client()
+                self._transport = ModelTransport()
+                self._client = new_http_client(transport=self._transport)
             return self._client
 
     async def aclose(self) -> None:

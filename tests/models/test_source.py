@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import anyio.to_thread
+import httpx
+import pytest
 
 from acp_agent.models import ConfiguredModels, TextDelta, load_models_config, parse_script
+from acp_agent.models._http import ModelTransport
 from tests.models.contract import collect
 from tests.support.fake_provider import FakeProviderServer, openai_reply
 
@@ -48,3 +51,41 @@ async def test_nothing_is_prepared_for_a_script_for_no_model_or_once_closed() ->
     assert scripted.prepare() is None
     assert unconfigured.prepare() is None
     assert closed.prepare() is None
+
+
+async def test_a_model_over_plain_http_never_reads_the_ca_bundle() -> None:
+    with FakeProviderServer() as server:
+        server.add(openai_reply("One."))
+        models = openai_models(server.base_url)
+        try:
+            prepared = await anyio.to_thread.run_sync(models.prepare)
+            assert prepared is not None
+            events = await collect(prepared.provider)
+            transport = models._transport
+        finally:
+            await models.aclose()
+
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["One."]
+    assert transport is not None
+    assert not transport.tls_built
+
+
+async def test_a_model_over_https_has_its_tls_side_built_by_prepare() -> None:
+    models = openai_models("https://127.0.0.1:9")
+    try:
+        assert await anyio.to_thread.run_sync(models.prepare) is not None
+        transport = models._transport
+        assert transport is not None
+        assert transport.tls_built
+    finally:
+        await models.aclose()
+
+
+async def test_an_https_request_goes_through_the_tls_side() -> None:
+    transport = ModelTransport()
+    async with httpx.AsyncClient(transport=transport) as client:
+        assert not transport.tls_built
+        # Nothing listens on port 9: the connection fails, after the TLS side was built.
+        with pytest.raises(httpx.ConnectError):
+            await client.get("https://127.0.0.1:9/")
+        assert transport.tls_built

@@ -12,8 +12,8 @@ which is usually one it needs itself. Then it builds the converter's functions f
 wire types of a session's first answers and prompt (`FIRST_WIRE_TYPES`): cattrs
 compiles one per class on its first use, which the first prompt paid for. Beside
 it, not giving way, the stdio agent opens the default model
-(`ConfiguredModels.prepare`: the HTTP client and its TLS context, which the first
-prompt built; reading the certificates leaves the GIL to the loop).
+(`ConfiguredModels.prepare`: the HTTP client, and its TLS side when the model is
+served over https, which the first prompt built).
 
 It starts once the first `session/new` is answered, or a moment after `initialize`
 if none comes (`_agent.WARMUP_AFTER_S`): that answer needs none of its imports, and
