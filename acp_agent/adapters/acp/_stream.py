@@ -149,9 +149,7 @@ class SessionStream:
     ) -> bytes | None:
         """`update` as its notification's line, or plainer (see `send`); None: not even a
         notice could be (logged)."""
-        for attempt in (update, _without_raw(update), _plainer(update), _notice(seq)):
-            if attempt is None:
-                continue
+        for attempt in _attempts(update, seq):
             notification = types.SessionNotification(
                 session_id=self._session_id, update=attempt, meta=meta
             )
@@ -194,9 +192,7 @@ class SessionStream:
         """
         if self._gone:
             return
-        for attempt in (update, _without_raw(update), _plainer(update), _notice(seq)):
-            if attempt is None:
-                continue
+        for attempt in _attempts(update, seq):
             try:
                 self._notify(attempt)
             except ConnectionClosed:
@@ -251,6 +247,17 @@ class SessionStream:
     def close(self) -> None:
         """Send nothing more (the session was closed)."""
         self._gone = True
+
+
+def _attempts(update: types.SessionUpdate, seq: int | None) -> Iterator[types.SessionUpdate]:
+    """`update`, then its plainer forms, then a notice: each made only once the one before
+    could not be sent (nearly every update goes as it is, and a replay sends thousands)."""
+    yield update
+    for make in (_without_raw, _plainer):
+        plainer = make(update)
+        if plainer is not None:
+            yield plainer
+    yield _notice(seq)
 
 
 def _without_raw(update: types.SessionUpdate) -> types.SessionUpdate | None:
