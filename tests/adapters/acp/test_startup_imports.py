@@ -36,6 +36,10 @@ NOT_FOR_INITIALIZE = (
     # The runtime loads with the first session.
     "acp_agent.core",
     "acp_agent.capabilities",
+    # A prompt's content, and the content parts under it, load with the first prompt.
+    "acp_agent.adapters.acp._prompt_content",
+    "acp_agent.adapters.acp_content",
+    "acp_agent.content",
     # Of the wire types, only the handshake's part: the rest is most of their cost.
     "protocol._types_sessions",
     "protocol._types_prompts",
