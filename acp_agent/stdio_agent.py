@@ -159,9 +159,9 @@ def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:
                 or connection.input_waiting > 0
                 or agent.assembling
             ),
-            then=[prepare_wire_types(connection.protocol.converter)],
-            # The model's HTTP client, which the first prompt built itself, at once.
-            at_once=[models.prepare],
+            # The model's HTTP client, which the first prompt built itself, then the
+            # converter's functions for its wire types.
+            then=[models.prepare, prepare_wire_types(connection.protocol.converter)],
         )
     agent = AcpAgent(
         connection,

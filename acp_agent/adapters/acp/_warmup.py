@@ -8,12 +8,17 @@ the answer and the person opens a thread; the first `session/new` and the first
 prompt then find them loaded. It gives way to requests: while a handler runs it
 starts no new import (with the GIL, anything it did then would slow the handler),
 so a request that arrives meanwhile waits at most for the module being imported,
-which is usually one it needs itself. Then it builds the converter's functions for the
-wire types of a session's first answers and prompt (`FIRST_WIRE_TYPES`): cattrs
-compiles one per class on its first use, which the first prompt paid for. Beside
-it, not giving way, the stdio agent opens the default model
-(`ConfiguredModels.prepare`: the HTTP client, and its TLS side when the model is
-served over https, which the first prompt built).
+which is usually one it needs itself. Then, giving way the same, it runs the stdio
+agent's steps: opening the default model (`ConfiguredModels.prepare`: the HTTP
+client, and its TLS side when the model is served over https, which the first
+prompt built), and building the converter's functions for the wire types of a
+session's first answers and prompt (`FIRST_WIRE_TYPES`): cattrs compiles one per
+class on its first use, which the first prompt paid for.
+
+Nothing runs beside a script's first requests: a thread that opened the model beside
+the session's assembly (it never gave way) made a script's first chunk 35 ms later
+than opening it on the loop after the assembly (the same work, sharing the GIL; a
+person's first prompt, a second later, finds it opened either way).
 
 It starts once the first `session/new` is answered, or a moment after `initialize`
 if none comes (`_agent.WARMUP_AFTER_S`): that answer needs none of its imports, and
@@ -34,7 +39,6 @@ import importlib
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -175,11 +179,7 @@ class WarmupState(enum.Enum):
 
 class Warmup:
     """Imports `modules`, then runs each of `then`, once, in a daemon thread, when
-    `start()` is first called; each only while `busy()` is false. Each of `at_once`
-    runs then too, in a daemon thread of its own that never gives way: work that
-    spends most of its time outside the GIL (reading and parsing the TLS certificates
-    of the model's HTTP client), which a script's first prompt, keeping the handlers
-    busy from the start, would otherwise wait for on the loop."""
+    `start()` is first called; each only while `busy()` is false."""
 
     def __init__(
         self,
@@ -187,21 +187,18 @@ class Warmup:
         *,
         busy: Callable[[], bool] = lambda: False,
         then: Sequence[Callable[[], object]] = (),
-        at_once: Sequence[Callable[[], object]] = (),
     ) -> None:
         self.modules = tuple(modules)
         self._then = tuple(then)
-        self._at_once = tuple(at_once)
         self._busy = busy
         self._started = False
         self._done = threading.Event()
-        self._done_at_once = threading.Event()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
 
     @property
     def state(self) -> WarmupState:
-        if self._done.is_set() and self._done_at_once.is_set():
+        if self._done.is_set():
             return WarmupState.DONE
         return WarmupState.RUNNING if self._started else WarmupState.WAITING
 
@@ -212,9 +209,6 @@ class Warmup:
                 return
             self._started = True
         threading.Thread(target=self._run, name="acp-agent warm-up", daemon=True).start()
-        threading.Thread(
-            target=self._run_at_once, name="acp-agent warm-up (at once)", daemon=True
-        ).start()
 
     def stop(self) -> None:
         """Import and run nothing more (at shutdown: the process is ending, and a module
@@ -224,21 +218,7 @@ class Warmup:
     def wait(self, timeout_s: float | None = None) -> bool:
         """Wait until every module was imported and every step ran (or failed); False
         on timeout."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        if not self._done.wait(timeout_s):
-            return False
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        return self._done_at_once.wait(left)
-
-    def _run_at_once(self) -> None:
-        try:
-            for step in self._at_once:
-                try:
-                    step()
-                except Exception:
-                    logger.exception("warm-up: %s failed", getattr(step, "__qualname__", step))
-        finally:
-            self._done_at_once.set()
+        return self._done.wait(timeout_s)
 
     def _run(self) -> None:
         try:

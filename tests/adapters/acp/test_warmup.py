@@ -139,24 +139,6 @@ def test_acp_agent_warmup_0_switches_it_off(value: str | None, enabled: bool) ->
     assert warmup_enabled(env) is enabled
 
 
-def test_its_at_once_steps_run_while_a_handler_runs_and_count_for_done(
-    modules: list[str],
-) -> None:
-    busy = threading.Event()
-    busy.set()
-    ran = threading.Event()
-    warmup = Warmup(modules, busy=busy.is_set, at_once=[ran.set])
-
-    warmup.start()
-
-    assert ran.wait(10)  # not held back by the handler
-    assert warmup.state is WarmupState.RUNNING
-    assert not any(name in sys.modules for name in modules)
-    busy.clear()
-    assert warmup.wait(10)
-    assert warmup.state is WarmupState.DONE
-
-
 def test_once_stopped_it_imports_nothing_more_and_is_done(modules: list[str]) -> None:
     busy = threading.Event()
     busy.set()
