@@ -155,13 +155,16 @@ def prepare(args: argparse.Namespace) -> RuntimeSettings | int:
     paths = resolve_paths(args.home)
     configure_logging(level, paths.log_file)
 
-    from acp_agent.models import ScriptError, load_script
+    script = None
+    if args.script is not None:
+        # The scripted provider (and the model events it streams) only for a script.
+        from acp_agent.models import ScriptError, load_script
 
-    try:
-        script = load_script(args.script) if args.script is not None else None
-    except ScriptError as exc:
-        print(f"acp-agent: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+        try:
+            script = load_script(args.script)
+        except ScriptError as exc:
+            print(f"acp-agent: {exc}", file=sys.stderr)
+            return USAGE_ERROR
     return RuntimeSettings(args, paths, script, os.environ.get("ACP_AGENT_MODE") or None)
 
 

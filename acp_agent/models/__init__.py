@@ -12,10 +12,11 @@ name, each as a `ModelHandle`.
 
 Every module under this package is private: this is its whole public
 surface. The provider modules and configuration (they pull in httpx and
-tomllib), retries (email's date parsing) and the reply builder load on first
-use, so importing this package costs the agent's start-up nothing it does not
-need yet; the scripted provider and the model source need none of them and load
-with the package (the agent opens its model source before serving). Importing it
+tomllib), retries (email's date parsing), the reply builder, the scripted
+provider and what a model streams and is asked (`_events`, `_request`) load on
+first use, so importing this package costs the agent's start-up nothing it does
+not need yet: only the model source loads with it (the agent opens it before
+serving, and answers `initialize` before any model is opened). Importing it
 also keeps httpx from importing its command line client, which the agent never runs
 (`httpx._main`: click, and rich and pygments where they are installed: 15 to 75 ms of
 a process's first model request).
@@ -45,44 +46,9 @@ from acp_agent.models._errors import (
     RateLimited,
     StreamBroken,
 )
-from acp_agent.models._events import (
-    ModelEvent,
-    ReasoningDelta,
-    ReasoningEnded,
-    ResponseEnded,
-    StopReason,
-    TextDelta,
-    ToolCallArgumentsDelta,
-    ToolCallEnded,
-    ToolCallStarted,
-    UsageReported,
-)
-from acp_agent.models._provider import ModelProvider, ModelStream
-from acp_agent.models._request import (
-    Image,
-    Message,
-    ModelRequest,
-    Part,
-    Reasoning,
-    ReasoningEffort,
-    RequestOrigin,
-    Role,
-    Text,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-)
-from acp_agent.models._scripted import (
-    SCRIPTED_PROVIDER,
-    BranchScript,
-    Script,
-    ScriptedProvider,
-    ScriptError,
-    load_script,
-    parse_script,
-)
 from acp_agent.models._source import (
     DOCTOR_HINT,
+    SCRIPTED_PROVIDER,
     ConfiguredModels,
     ModelHandle,
     ModelSource,
@@ -107,10 +73,45 @@ if TYPE_CHECKING:
         load_models_config,
         resolve_model,
     )
+    from acp_agent.models._events import (
+        ModelEvent,
+        ReasoningDelta,
+        ReasoningEnded,
+        ResponseEnded,
+        StopReason,
+        TextDelta,
+        ToolCallArgumentsDelta,
+        ToolCallEnded,
+        ToolCallStarted,
+        UsageReported,
+    )
     from acp_agent.models._http import new_http_client
     from acp_agent.models._openai import OpenAIProvider
+    from acp_agent.models._provider import ModelProvider, ModelStream
     from acp_agent.models._reply import Reply, ReplyBuilder
+    from acp_agent.models._request import (
+        Image,
+        Message,
+        ModelRequest,
+        Part,
+        Reasoning,
+        ReasoningEffort,
+        RequestOrigin,
+        Role,
+        Text,
+        ToolCall,
+        ToolResult,
+        ToolSpec,
+    )
     from acp_agent.models._retry import NO_RETRY, RetryPolicy, Sleep
+    from acp_agent.models._scripted import (
+        BranchScript,
+        Script,
+        ScriptedProvider,
+        ScriptError,
+        load_script,
+        parse_script,
+    )
     from acp_agent.models._status import redact_secrets
 
 __all__ = (
@@ -190,6 +191,53 @@ __all__ = (
 
 #: Public names loaded on first use, and the module that defines each.
 _LAZY = {
+    # What a model streams and is asked, and the scripted provider: on a model's first
+    # opening (or a `--script` start), not before `initialize` is answered.
+    **{
+        name: "_events"
+        for name in (
+            "ModelEvent",
+            "ReasoningDelta",
+            "ReasoningEnded",
+            "ResponseEnded",
+            "StopReason",
+            "TextDelta",
+            "ToolCallArgumentsDelta",
+            "ToolCallEnded",
+            "ToolCallStarted",
+            "UsageReported",
+        )
+    },
+    "ModelProvider": "_provider",
+    "ModelStream": "_provider",
+    **{
+        name: "_request"
+        for name in (
+            "Image",
+            "Message",
+            "ModelRequest",
+            "Part",
+            "Reasoning",
+            "ReasoningEffort",
+            "RequestOrigin",
+            "Role",
+            "Text",
+            "ToolCall",
+            "ToolResult",
+            "ToolSpec",
+        )
+    },
+    **{
+        name: "_scripted"
+        for name in (
+            "BranchScript",
+            "Script",
+            "ScriptedProvider",
+            "ScriptError",
+            "load_script",
+            "parse_script",
+        )
+    },
     "NO_RETRY": "_retry",
     "RetryPolicy": "_retry",
     "Sleep": "_retry",

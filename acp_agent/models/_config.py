@@ -68,13 +68,13 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 import attrs
 
 from acp_agent.models._errors import ConfigFileInvalid, ProviderNotConfigured
-from acp_agent.models._events import UsageReported
 from acp_agent.url_credentials import redact_url_credentials
 from acp_agent.values import Value
 
 if TYPE_CHECKING:
     import httpx
 
+    from acp_agent.models._events import UsageReported
     from acp_agent.models._openai import MaxTokensField
     from acp_agent.models._provider import ModelProvider
     from acp_agent.models._retry import RetryPolicy

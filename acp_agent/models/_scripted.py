@@ -109,6 +109,7 @@ from acp_agent.models._events import (
 from acp_agent.models._events import TextDelta as ModelTextDelta
 from acp_agent.models._provider import ModelStream
 from acp_agent.models._request import ModelRequest, RequestOrigin, Text, ToolCall, ToolResult
+from acp_agent.models._source import SCRIPTED_PROVIDER
 from acp_agent.values import Value
 
 __all__ = (
@@ -132,8 +133,6 @@ __all__ = (
     "parse_script",
 )
 
-#: The provider name scripted models go by: `scripted/<script name>`.
-SCRIPTED_PROVIDER: Final = "scripted"
 #: The context window a script reports unless it names one.
 DEFAULT_CONTEXT_WINDOW: Final = 200_000
 #: What a scripted model answers when asked to summarise the conversation.

@@ -31,8 +31,6 @@ from typing import TYPE_CHECKING, Final, Protocol
 import attrs
 
 from acp_agent.models._errors import ConfigFileInvalid, ProviderNotConfigured
-from acp_agent.models._provider import ModelProvider
-from acp_agent.models._scripted import SCRIPTED_PROVIDER, Script, ScriptedProvider
 from acp_agent.values import Value
 
 if TYPE_CHECKING:
@@ -41,9 +39,15 @@ if TYPE_CHECKING:
     from acp_agent.models._config import ModelsConfig, Pricing
     from acp_agent.models._http import ModelTransport
 
+    # The providers, the scripted one too, with the model events and requests they
+    # stream: loaded when a model is first opened, not before `initialize` is answered.
+    from acp_agent.models._provider import ModelProvider
+    from acp_agent.models._scripted import Script
+
 __all__ = (
     "DEFAULT_CONTEXT_WINDOW",
     "DOCTOR_HINT",
+    "SCRIPTED_PROVIDER",
     "SCRIPT_HINT",
     "ConfiguredModels",
     "ModelHandle",
@@ -56,6 +60,8 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
+#: The provider name scripted models go by: `scripted/<script name>` (`_scripted`).
+SCRIPTED_PROVIDER: Final = "scripted"
 #: The window assumed for a model this table does not know (`usage_update.size`).
 DEFAULT_CONTEXT_WINDOW: Final = 128_000
 #: Context windows of well-known model families, by name prefix (longest prefix wins).
@@ -315,6 +321,8 @@ class ConfiguredModels:
                 "with --script FILE (the model is scripted/<file name without .json>).",
                 provider=SCRIPTED_PROVIDER,
             )
+        from acp_agent.models._scripted import ScriptedProvider
+
         # Each request says which line of work and which of its requests it is.
         return ModelHandle(ScriptedProvider(script), model_id, script.name, script.context_window)
 

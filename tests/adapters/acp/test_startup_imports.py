@@ -33,6 +33,11 @@ NOT_FOR_INITIALIZE = (
     "acp_agent.models._openai",
     "acp_agent.models._anthropic",
     "acp_agent.models._http",
+    # What a model streams and is asked, and the scripted provider (without --script).
+    "acp_agent.models._events",
+    "acp_agent.models._request",
+    "acp_agent.models._provider",
+    "acp_agent.models._scripted",
     # The runtime loads with the first session.
     "acp_agent.core",
     "acp_agent.capabilities",
