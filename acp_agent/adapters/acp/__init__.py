@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from acp_agent.adapters.acp._agent import AGENT_NAME, AGENT_TITLE, AcpAgent
 from acp_agent.adapters.acp._host import RuntimeHost, RuntimeUnavailable
 from acp_agent.adapters.acp._listing import PAGE_SIZE
-from acp_agent.lazy_face import lazy_face
+from acp_agent.lazy_face import lazy_face as _lazy_face
 
 if TYPE_CHECKING:
     from acp_agent.adapters.acp._prompt_content import MAX_ATTACHMENT_CHARS
@@ -29,4 +29,4 @@ __all__ = (
 
 # The prompt's content (and the content parts under it) load with the first prompt, not
 # before `initialize` is answered.
-__getattr__, __dir__ = lazy_face(__name__, {"MAX_ATTACHMENT_CHARS": "_prompt_content"})
+__getattr__, __dir__ = _lazy_face(__name__, {"MAX_ATTACHMENT_CHARS": "_prompt_content"})
