@@ -18,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import ssl
+import sys
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Protocol
@@ -45,7 +47,7 @@ __all__ = (
     "DEFAULT_TIMEOUT",
     "DRAIN_LIMIT_S",
     "ERROR_BODY_LIMIT",
-    "ModelTransport",
+    "LazyCAContext",
     "ReplyParser",
     "body_snippet",
     "decode_json",
@@ -67,52 +69,70 @@ ERROR_BODY_LIMIT: Final = 64 * 1024
 
 
 def new_http_client(
-    timeout: httpx.Timeout = DEFAULT_TIMEOUT, *, transport: ModelTransport | None = None
+    timeout: httpx.Timeout = DEFAULT_TIMEOUT, *, verify: ssl.SSLContext | None = None
 ) -> httpx.AsyncClient:
-    """An `httpx.AsyncClient` with timeouts fit for streaming model replies, sending
-    through `transport` (a new `ModelTransport` by default)."""
-    return httpx.AsyncClient(timeout=timeout, transport=transport or ModelTransport())
+    """An `httpx.AsyncClient` with timeouts fit for streaming model replies, verifying
+    servers with `verify` (a new `LazyCAContext` by default). The environment's proxies
+    apply as ever (`HTTPS_PROXY`, `NO_PROXY`, ...)."""
+    return httpx.AsyncClient(timeout=timeout, verify=verify or LazyCAContext())
 
 
-class ModelTransport(httpx.AsyncBaseTransport):
-    """httpx's transport, its TLS side built on the first https request (or `prepare_tls`).
+class LazyCAContext(ssl.SSLContext):
+    """The client TLS context httpx would make, its CA certificates read on its first
+    connection (or by `load_ca`).
 
-    Reading the CA bundle costs 35-60 ms of CPU, which a model served over plain HTTP (a
-    local server such as Ollama, a test's fake) never needs. Plain requests go through a
-    transport whose context trusts no certificate, so a TLS connection can never be made
-    through it unverified; https requests through httpx's default one.
+    Reading the CA bundle costs 35-60 ms of CPU, mostly holding the GIL, which a model
+    served over plain HTTP (Ollama, a local server, a test's fake) never needs. Until
+    they are read it trusts no certificate, so nothing connects unverified. They come
+    from where httpx reads them: `SSL_CERT_FILE`, else `SSL_CERT_DIR`, else certifi's
+    bundle; `SSLKEYLOGFILE` is honoured as by the standard library's default context.
     """
 
+    def __new__(cls) -> LazyCAContext:
+        return super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)
+
     def __init__(self) -> None:
-        self._plain = httpx.AsyncHTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
-        self._tls: httpx.AsyncHTTPTransport | None = None
-        # Built once, by the loop or by the warm-up's thread.
-        self._tls_lock = threading.Lock()
+        if sys.version_info >= (3, 13):
+            # What the standard library's default context checks from 3.13 on.
+            self.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+        # Read once, by the loop's first connection or by the warm-up's thread.
+        self._ca_lock = threading.Lock()
+        self._ca_loaded = False
 
     @property
-    def tls_built(self) -> bool:
-        """Whether the TLS side was built (the CA bundle read)."""
-        return self._tls is not None
+    def ca_loaded(self) -> bool:
+        """Whether the CA certificates were read."""
+        return self._ca_loaded
 
-    def prepare_tls(self) -> None:
-        """Build the TLS transport now (from the warm-up's thread); idempotent."""
-        self._tls_transport()
+    def load_ca(self) -> None:
+        """Read the CA certificates now (idempotent); `ssl.SSLError` if they cannot be,
+        which httpx reports as a connection error naming the reason."""
+        with self._ca_lock:
+            if self._ca_loaded:
+                return
+            try:
+                if cafile := os.environ.get("SSL_CERT_FILE"):
+                    self.load_verify_locations(cafile=cafile)
+                elif capath := os.environ.get("SSL_CERT_DIR"):
+                    self.load_verify_locations(capath=capath)
+                else:
+                    import certifi
 
-    def _tls_transport(self) -> httpx.AsyncHTTPTransport:
-        with self._tls_lock:
-            if self._tls is None:
-                self._tls = httpx.AsyncHTTPTransport()
-            return self._tls
+                    self.load_verify_locations(cafile=certifi.where())
+            except (OSError, ValueError) as exc:
+                raise ssl.SSLError(f"cannot read the CA certificates: {exc}") from exc
+            keylog = os.environ.get("SSLKEYLOGFILE")
+            if keylog and not sys.flags.ignore_environment:
+                self.keylog_filename = keylog
+            self._ca_loaded = True
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if request.url.scheme == "https":
-            return await self._tls_transport().handle_async_request(request)
-        return await self._plain.handle_async_request(request)
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        self.load_ca()
+        return super().wrap_bio(*args, **kwargs)
 
-    async def aclose(self) -> None:
-        await self._plain.aclose()
-        if self._tls is not None:
-            await self._tls.aclose()
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        self.load_ca()
+        return super().wrap_socket(*args, **kwargs)
 
 
 class ReplyParser(Protocol):

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import httpx
 
     from acp_agent.models._config import ModelsConfig, Pricing
-    from acp_agent.models._http import ModelTransport
+    from acp_agent.models._http import LazyCAContext
 
     # The providers, the scripted one too, with the model events and requests they
     # stream: loaded when a model is first opened, not before `initialize` is answered.
@@ -210,7 +210,7 @@ class ConfiguredModels:
         self._script = script
         self._config_error = config_error
         self._client = http_client
-        self._transport: ModelTransport | None = None
+        self._tls: LazyCAContext | None = None
         self._owns_client = http_client is None
         # The client is built once, by the loop or by the warm-up's thread.
         self._client_lock = threading.Lock()
@@ -342,17 +342,17 @@ class ConfiguredModels:
         from acp_agent.models._config import resolve_model
 
         url = resolve_model(self._config, self._env, chosen).provider.base_url
-        if url.startswith("https:") and self._transport is not None:
-            self._transport.prepare_tls()
+        if url.startswith("https:") and self._tls is not None:
+            self._tls.load_ca()
         return handle
 
     def _http_client(self) -> httpx.AsyncClient:
         with self._client_lock:
             if self._client is None:
-                from acp_agent.models._http import ModelTransport, new_http_client
+                from acp_agent.models._http import LazyCAContext, new_http_client
 
-                self._transport = ModelTransport()
-                self._client = new_http_client(transport=self._transport)
+                self._tls = LazyCAContext()
+                self._client = new_http_client(verify=self._tls)
             return self._client
 
     async def aclose(self) -> None:
