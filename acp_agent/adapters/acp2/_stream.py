@@ -288,16 +288,9 @@ class V2Stream:
         logged); a client that went away gets no more."""
         if self._gone:
             return
-        from protocol.v2 import methods
-
-        params = self._typed(body, cursor)
-        if params is None:
-            return
-        try:
-            self._connection.notify(methods.SESSION_UPDATE, params)
-        except ConnectionClosed:
-            self._gone = True
-            logger.info("the client is gone; updates of session %s are dropped", self._session_id)
+        line = self._encoded(body, cursor)
+        if line is not None:
+            self._write(line)
 
     def _encoded(self, body: dict[str, Any], cursor: str | None) -> bytes | None:
         """The line `send` would write for `body`, not written (a replay writes many at
