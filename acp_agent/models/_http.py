@@ -110,17 +110,21 @@ class LazyCAContext(ssl.SSLContext):
         with self._ca_lock:
             if self._ca_loaded:
                 return
-            try:
-                if cafile := os.environ.get("SSL_CERT_FILE"):
-                    self.load_verify_locations(cafile=cafile)
-                elif capath := os.environ.get("SSL_CERT_DIR"):
-                    self.load_verify_locations(capath=capath)
-                else:
-                    import certifi
+            cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+            if cafile:
+                where = f"SSL_CERT_FILE {cafile}"
+            elif capath:
+                where = f"SSL_CERT_DIR {capath}"
+            else:
+                import certifi
 
-                    self.load_verify_locations(cafile=certifi.where())
+                cafile = certifi.where()
+                where = cafile
+            try:
+                self.load_verify_locations(cafile=cafile or None, capath=None if cafile else capath)
             except (OSError, ValueError) as exc:
-                raise ssl.SSLError(f"cannot read the CA certificates: {exc}") from exc
+                message = f"cannot read the CA certificates from {where}: {exc}"
+                raise ssl.SSLError(ssl.SSL_ERROR_SSL, message) from exc
             keylog = os.environ.get("SSLKEYLOGFILE")
             if keylog and not sys.flags.ignore_environment:
                 self.keylog_filename = keylog

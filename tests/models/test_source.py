@@ -7,6 +7,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio.to_thread
 import httpx
@@ -159,3 +160,18 @@ def test_the_lazy_context_checks_what_the_default_context_checks() -> None:
     assert lazy.post_handshake_auth == default.post_handshake_auth
     # Until its first connection it trusts nothing.
     assert lazy.get_ca_certs() == []
+
+
+async def test_ca_certificates_that_cannot_be_read_fail_the_connection_saying_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+    tls = LazyCAContext()
+    with tcp_listener() as (port, _):
+        async with new_http_client(verify=tls) as client:
+            with pytest.raises(httpx.ConnectError) as caught:
+                await client.get(f"https://127.0.0.1:{port}/")
+
+    assert str(caught.value).startswith("cannot read the CA certificates from SSL_CERT_FILE ")
+    assert "missing.pem" in str(caught.value)
+    assert not tls.ca_loaded
