@@ -329,7 +329,7 @@ class ConfiguredModels:
     def prepare(self) -> ModelHandle | None:
         """Open the default model from any thread (the warm-up's), building what its
         first request needs: its provider's modules and the HTTP client, which every
-        later handle shares, with its TLS side when the model is served over https. None
+        later handle shares, with its CA certificates read when the model is https. None
         when a script or nothing answers by default, or after `aclose`; a model that cannot
         be opened is left for its first request to report."""
         chosen = self.default_model()

@@ -10,7 +10,7 @@ starts no new import (with the GIL, anything it did then would slow the handler)
 so a request that arrives meanwhile waits at most for the module being imported,
 which is usually one it needs itself. Then, giving way the same, it runs the stdio
 agent's steps: opening the default model (`ConfiguredModels.prepare`: the HTTP
-client, and its TLS side when the model is served over https, which the first
+client, and its CA certificates when the model is served over https, which the first
 prompt built), and building the converter's functions for the wire types of a
 session's first answers and prompt (`FIRST_WIRE_TYPES`): cattrs compiles one per
 class on its first use, which the first prompt paid for.
