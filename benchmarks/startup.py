@@ -493,6 +493,26 @@ def print_way(
         print(line)
 
 
+def print_paired(script: dict[str, list[Session]], person: dict[str, list[Session]]) -> None:
+    """`before` -> acp-agent round by round: each round runs both, minutes apart at most,
+    so the machine's drift (on the 2-core machine up to 1.6x from one minute to the
+    next) cancels out of each difference, which the medians of whole runs keep."""
+    rows = [("spawn -> initialize answer", lambda s: s.initialize_s, script)]
+    rows += [(f"a script: {row.name}", row.pick, script) for row in SCRIPT_ROWS]
+    rows += [(f"a person: {row.name}", row.pick, person) for row in PERSON_ROWS]
+    width = max(len(name) for name, _, _ in rows) + 2
+    title = "before -> acp-agent, paired by round"
+    head = f"{title:<{width}}{'median change':>15} {'faster in':>10}"
+    print(head)
+    print("-" * len(head))
+    for name, pick, runs in rows:
+        pairs = list(zip(runs["acp-agent"], runs["before"], strict=True))
+        changes = [pick(now) - pick(before) for now, before in pairs]
+        faster = sum(change < 0 for change in changes)
+        change_ms = median(changes) * 1e3
+        print(f"{name:<{width}}{change_ms:>+12.1f} ms {f'{faster}/{len(pairs)}':>10}")
+
+
 def print_startup(
     floors: list[Floor], runs: dict[str, list[Session]], names: Sequence[str]
 ) -> None:
@@ -674,6 +694,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("ratio: acp-agent's median over that column's (the relay: the protocol's floor)")
     print()
+    if args.before:
+        print_paired(script, person)
+        print()
     print_memory(floors, script, names)
     print()
     print_import_costs(costs)
