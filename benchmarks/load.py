@@ -243,8 +243,13 @@ def database_of(home: Path) -> Path:
 AGENT_PYTHON: list[str] = [sys.executable]
 
 
-def agent_command(home: Path, script: Path) -> list[str]:
-    return [AGENT_PYTHON[0], "-m", "acp_agent", "--home", str(home), "--script", str(script)]
+#: Another interpreter whose environment has the build to compare with (`--before`).
+BEFORE_PYTHON: list[str] = []
+
+
+def agent_command(home: Path, script: Path, python: str | None = None) -> list[str]:
+    agent = python or AGENT_PYTHON[0]
+    return [agent, "-m", "acp_agent", "--home", str(home), "--script", str(script)]
 
 
 def relay_command(home: Path) -> list[str]:
@@ -423,6 +428,7 @@ def measure(
     if peer is not None:
         codex_id = codex_sessions.build(peer.binary, peer.base_url, codex_home, workspace, turns)
     runs: dict[str, list[Run]] = {path: [] for path in PATHS}
+    before: list[Run] = []
     codex_runs: list[codex_sessions.CodexLoad] = []
     copy = directory / f"copy-{turns}"
     for _ in range(rounds):
@@ -431,6 +437,11 @@ def measure(
             shutil.copytree(home, copy)
             command = agent_command(copy, script) if commands == "agent" else relay_command(copy)
             runs[path].append(run_once(command, session_id, workspace, pause_s))
+        if BEFORE_PYTHON:  # the script's path, right after the agent's in the same round
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(home, copy)
+            command = agent_command(copy, script, BEFORE_PYTHON[0])
+            before.append(run_once(command, session_id, workspace, 0.0))
         if peer is not None and codex_id is not None:
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(codex_home, copy)
@@ -443,6 +454,14 @@ def measure(
     shutil.rmtree(copy, ignore_errors=True)
     shutil.rmtree(codex_home, ignore_errors=True)
     row: dict[str, Any] = {"turns": turns, "shape": shape}
+    if before:
+        row["paired"] = {
+            what: [pick(now) - pick(then) for now, then in zip(runs["agent"], before, strict=True)]
+            for what, pick in (
+                ("load_s", lambda run: run.load_s),
+                ("first_chunk_s", lambda run: run.first_chunk_s),
+            )
+        }
     if codex_runs:
         row["codex"] = {
             "load_s": median([r.load_s for r in codex_runs]),
@@ -511,6 +530,26 @@ def report(rows: list[dict[str, Any]]) -> None:
             f" {_ratio(person['first_chunk_s'], first['agent, a person']['first_chunk_s']):>6} |"
             f" {_ms(relay['first_chunk_s']):>8}"
         )
+
+
+def report_paired(rows: list[dict[str, Any]]) -> None:
+    """`--before` -> this build, paired by round: both load the same copy in every round,
+    so the machine's drift (which moves whole runs' medians by tens of ms on the 2-core
+    machine) cancels out of each difference."""
+    print("before -> acp-agent, paired by round (a script: load, then the next prompt)")
+    faster = "faster in"
+    print(f"{'turns':>6} | {'load change':>12} {faster:>10} | {'prompt change':>14} {faster:>10}")
+    for row in rows:
+        load, prompt = row["paired"]["load_s"], row["paired"]["first_chunk_s"]
+        print(
+            f"{row['turns']:>6} | {statistics.median(load) * 1e3:>+9.1f} ms"
+            f" {_faster(load):>10} | {statistics.median(prompt) * 1e3:>+11.1f} ms"
+            f" {_faster(prompt):>10}"
+        )
+
+
+def _faster(changes: list[float]) -> str:
+    return f"{sum(change < 0 for change in changes)}/{len(changes)}"
 
 
 # --- the relay: the floor ------------------------------------------------------------------------
@@ -609,6 +648,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "version installed: before and after a change)",
     )
     parser.add_argument(
+        "--before",
+        help="an interpreter whose environment has the build to compare with: it loads the "
+        "same sessions in every round, reported paired by round",
+    )
+    parser.add_argument(
         "--peer", choices=("auto", "off"), default="auto", help="codex-acp 0.16 beside (chat)"
     )
     parser.add_argument(
@@ -627,6 +671,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.python is not None:
         AGENT_PYTHON[0] = args.python
+    if args.before is not None:
+        BEFORE_PYTHON.append(args.before)
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from codex_peer import find_codex
@@ -653,6 +699,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows.append(measure(directory, workspace, script, turns, shape, args.rounds, codex))
                 print(f"measured {turns} {shape} turns", file=sys.stderr)
             report(rows)
+            if BEFORE_PYTHON:
+                print()
+                report_paired(rows)
             if shape == "chat":
                 print(
                     "codex-acp 0.16: "
