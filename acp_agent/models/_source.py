@@ -36,7 +36,7 @@ from acp_agent.values import Value
 if TYPE_CHECKING:
     import httpx
 
-    from acp_agent.models._config import ModelsConfig, Pricing
+    from acp_agent.models._config import ModelsConfig, Pricing, ResolvedModel
     from acp_agent.models._http import LazyCAContext
 
     # The providers, the scripted one too, with the model events and requests they
@@ -246,18 +246,27 @@ class ConfiguredModels:
         chosen = model_id or self.default_model()
         if chosen is not None and chosen.startswith(f"{SCRIPTED_PROVIDER}/"):
             return self._open_script(chosen)
+        return self._open_resolved(self._resolve(chosen))
+
+    def _resolve(self, chosen: str | None) -> ResolvedModel:
+        """The configured model `chosen` (None: the default); `ProviderNotConfigured` says
+        why not."""
         if self._config_error is not None:
             raise self._config_error
-        from acp_agent.models._config import build_provider, resolve_model
+        from acp_agent.models._config import resolve_model
 
         try:
-            resolved = resolve_model(self._config, self._env, chosen)
+            return resolve_model(self._config, self._env, chosen)
         except ProviderNotConfigured as exc:
             if chosen is None:
                 raise ProviderNotConfigured(
                     f"{exc}{SCRIPT_HINT}{DOCTOR_HINT}", provider=exc.provider
                 ) from exc
             raise
+
+    def _open_resolved(self, resolved: ResolvedModel) -> ModelHandle:
+        from acp_agent.models._config import build_provider
+
         provider = build_provider(resolved, self._http_client())
         return ModelHandle(
             provider,
@@ -336,13 +345,11 @@ class ConfiguredModels:
         if chosen is None or chosen.startswith(f"{SCRIPTED_PROVIDER}/") or self._closed:
             return None
         try:
-            handle = self.open(chosen)
+            resolved = self._resolve(chosen)
         except ProviderNotConfigured:
             return None
-        from acp_agent.models._config import resolve_model
-
-        url = resolve_model(self._config, self._env, chosen).provider.base_url
-        if url.startswith("https:") and self._tls is not None:
+        handle = self._open_resolved(resolved)
+        if resolved.provider.base_url.startswith("https:") and self._tls is not None:
             self._tls.load_ca()
         return handle
 
