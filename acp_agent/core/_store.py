@@ -400,9 +400,12 @@ class Store(Protocol):
 
     # session outputs: big texts in chunks (full tool results, jobs' output); no lease needed
 
-    async def put_output(self, session_id: SessionId, key: str, chunks: Iterable[bytes]) -> None:
-        """Keep `chunks` as the session's output `key`, in one write; an output kept under
-        `key` already is replaced (by nothing, when there are no chunks).
+    async def put_output(
+        self, session_id: SessionId, key: str, chunks: Iterable[bytes], *, start: int = 0
+    ) -> None:
+        """Keep `chunks` as the session's output `key` from chunk `start` on, in one write:
+        the chunks kept before `start` stay, any from `start` on are replaced (by nothing,
+        when there are no chunks). `start=0` (the default) replaces the whole output.
 
         The chunks are taken one at a time, so a big output is never whole in memory;
         `chunks` is iterated again from its start if the write is retried, so give a
@@ -413,6 +416,11 @@ class Store(Protocol):
     async def get_output(self, session_id: SessionId, key: str, index: int) -> bytes | None:
         """Chunk `index` (from 0) of the output kept under `key`, as it was put; None past
         its last chunk, or if the session keeps no such output."""
+        ...
+
+    async def read_output(self, session_id: SessionId, key: str) -> list[bytes]:
+        """Every chunk of the output kept under `key`, in order, in one read; [] if none
+        (for outputs kept in small chunks: a big one is read with `get_output`)."""
         ...
 
     async def list_outputs(self, session_id: SessionId) -> list[tuple[str, int]]:

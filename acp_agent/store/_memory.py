@@ -318,9 +318,12 @@ class MemoryStore:
 
     # --- session outputs --------------------------------------------------------------
 
-    async def put_output(self, session_id: SessionId, key: str, chunks: Iterable[bytes]) -> None:
+    async def put_output(
+        self, session_id: SessionId, key: str, chunks: Iterable[bytes], *, start: int = 0
+    ) -> None:
         db = await self._enter()
-        kept = tuple(bytes(chunk) for chunk in chunks)
+        before = db.outputs.get((session_id, key), ())[: max(start, 0)]
+        kept = before + tuple(bytes(chunk) for chunk in chunks)
         if kept:
             db.outputs[(session_id, key)] = kept
         else:
@@ -330,6 +333,10 @@ class MemoryStore:
         db = await self._enter()
         chunks = db.outputs.get((session_id, key), ())
         return chunks[index] if 0 <= index < len(chunks) else None
+
+    async def read_output(self, session_id: SessionId, key: str) -> list[bytes]:
+        db = await self._enter()
+        return list(db.outputs.get((session_id, key), ()))
 
     async def list_outputs(self, session_id: SessionId) -> list[tuple[str, int]]:
         db = await self._enter()

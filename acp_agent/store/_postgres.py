@@ -678,17 +678,20 @@ class PostgresStore:
 
     # --- session outputs --------------------------------------------------------------
 
-    async def put_output(self, session_id: SessionId, key: str, chunks: Iterable[bytes]) -> None:
+    async def put_output(
+        self, session_id: SessionId, key: str, chunks: Iterable[bytes], *, start: int = 0
+    ) -> None:
         async def write(db: AsyncConnection[Any], _: bool) -> None:
             # Replacing is idempotent: a retry after a lost answer writes the same again.
             async with db.transaction(), db.cursor() as cursor:
                 await cursor.execute(
-                    "DELETE FROM session_outputs WHERE session_id = %s AND key = %s",
-                    (session_id, key),
+                    "DELETE FROM session_outputs"
+                    " WHERE session_id = %s AND key = %s AND chunk >= %s",
+                    (session_id, key, start),
                 )
                 # One statement per chunk, each sent before the next is made (executemany
                 # would queue them all in the pipeline): one chunk in memory at a time.
-                for index, chunk in enumerate(chunks):
+                for index, chunk in enumerate(chunks, start=start):
                     await cursor.execute(
                         "INSERT INTO session_outputs VALUES (%s, %s, %s, %b)",
                         (session_id, key, index, chunk),
@@ -707,6 +710,19 @@ class PostgresStore:
                 )
                 row = await cursor.fetchone()
             return None if row is None else bytes(row[0])
+
+        return await self._run(fetch, f"read output {key} of {session_id}")
+
+    async def read_output(self, session_id: SessionId, key: str) -> list[bytes]:
+        async def fetch(db: AsyncConnection[Any], _: bool) -> list[bytes]:
+            async with db.cursor(binary=True) as cursor:
+                await cursor.execute(
+                    "SELECT data FROM session_outputs"
+                    " WHERE session_id = %s AND key = %s ORDER BY chunk",
+                    (session_id, key),
+                )
+                rows = await cursor.fetchall()
+            return [bytes(row[0]) for row in rows]
 
         return await self._run(fetch, f"read output {key} of {session_id}")
 

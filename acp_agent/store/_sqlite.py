@@ -492,17 +492,22 @@ class SqliteStore:
 
     # --- session outputs --------------------------------------------------------------
 
-    async def put_output(self, session_id: SessionId, key: str, chunks: Iterable[bytes]) -> None:
+    async def put_output(
+        self, session_id: SessionId, key: str, chunks: Iterable[bytes], *, start: int = 0
+    ) -> None:
         def write(db: sqlite3.Connection) -> None:
             with transaction(db):
                 db.execute(
-                    "DELETE FROM session_outputs WHERE session_id = ? AND key = ?",
-                    (session_id, key),
+                    "DELETE FROM session_outputs WHERE session_id = ? AND key = ? AND chunk >= ?",
+                    (session_id, key, start),
                 )
                 # A generator of rows: sqlite3 binds one chunk at a time.
                 db.executemany(
                     "INSERT INTO session_outputs VALUES (?, ?, ?, ?)",
-                    ((session_id, key, index, chunk) for index, chunk in enumerate(chunks)),
+                    (
+                        (session_id, key, index, chunk)
+                        for index, chunk in enumerate(chunks, start=start)
+                    ),
                 )
 
         await self._run(write, f"keep output {key} of {session_id}")
@@ -514,6 +519,16 @@ class SqliteStore:
                 (session_id, key, index),
             ).fetchone()
             return None if row is None else bytes(row[0])
+
+        return await self._run(fetch, f"read output {key} of {session_id}")
+
+    async def read_output(self, session_id: SessionId, key: str) -> list[bytes]:
+        def fetch(db: sqlite3.Connection) -> list[bytes]:
+            rows = db.execute(
+                "SELECT data FROM session_outputs WHERE session_id = ? AND key = ? ORDER BY chunk",
+                (session_id, key),
+            )
+            return [bytes(data) for (data,) in rows]
 
         return await self._run(fetch, f"read output {key} of {session_id}")
 

@@ -658,6 +658,25 @@ class StoreContract:
         async with stores.open_other_writer() as elsewhere:  # another process, no lease
             assert await elsewhere.get_output(sid, "result/c1", 2) == b"last"
 
+    async def test_an_output_grows_from_a_chunk_on_and_is_read_whole_in_one_read(
+        self, stores: StoreFactory
+    ) -> None:
+        async with stores.open() as store:
+            session = await new_session(store)
+            sid = session.session_id
+            assert await store.read_output(sid, "replay/k") == []
+            await store.put_output(sid, "replay/k", [b"a", b"b"])
+            await store.put_output(sid, "replay/k", [b"c"], start=2)  # appended
+            assert await store.read_output(sid, "replay/k") == [b"a", b"b", b"c"]
+            await store.put_output(sid, "replay/k", [b"B", b"C", b"D"], start=1)  # the rest
+            assert await store.read_output(sid, "replay/k") == [b"a", b"B", b"C", b"D"]
+            await store.put_output(sid, "replay/k", [], start=2)  # cut after chunk 1
+            assert await store.read_output(sid, "replay/k") == [b"a", b"B"]
+            assert await store.get_output(sid, "replay/k", 1) == b"B"
+            assert await store.read_output(sid, "replay/other") == []
+        async with stores.open_other_writer() as elsewhere:
+            assert await elsewhere.read_output(sid, "replay/k") == [b"a", b"B"]
+
     async def test_an_output_whose_chunks_fail_midway_leaves_the_one_before(
         self, stores: StoreFactory
     ) -> None:
