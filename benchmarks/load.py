@@ -31,8 +31,13 @@ Then, `--rounds` times (default 3), interleaved, each on a fresh copy of the sto
   network is timed) is initialized and, a second later (the start-up's warm-up is
   `startup.py`'s), `session/load` is timed from request written to answer read,
   its `session/update`s before the answer counted; then a prompt, sent at once
-  (as a script would), is timed from written to its first `agent_message_chunk`;
-- agent, a person: the same, the prompt sent a second after the load's answer.
+  (as a script would), is timed from written to its first `agent_message_chunk`.
+  The session keeps its replay's lines, as one the live stream followed does
+  (`adapters/acp/_replay_kept.py`: a chunk per turn; here one chunk, kept by a load
+  of the built session before the rounds);
+- agent, a person: the same, the prompt sent a second after the load's answer;
+- agent, nothing kept: the load of the session as built, every event translated
+  (a session an older version wrote, or whose kept lines a change of code retired).
 
 - codex-acp 0.16 (the Rust build, `codex_peer.py`; chat turns only, sizes up to
   `--peer-max-turns`, default 1,000): a session of as many turns made by prompting it
@@ -96,11 +101,14 @@ WARM_UP_S = 1.0
 #: How long after the load's answer a person sends the next prompt (they read, they type).
 PERSON_PAUSE_S = 1.0
 #: The paths measured: the agent as a script prompts it (at once) and as a person does,
-#: and the relay; each a command and the pause before the prompt.
-PATHS: dict[str, tuple[str, float]] = {
-    "relay": ("relay", 0.0),
-    "agent": ("agent", 0.0),
-    "agent, a person": ("agent", PERSON_PAUSE_S),
+#: and the relay; each a command, the pause before the prompt, and whether the session's
+#: replay lines are kept, as the live stream keeps them turn by turn (else the agent
+#: translates the whole history: a session an older version wrote).
+PATHS: dict[str, tuple[str, float, bool]] = {
+    "relay": ("relay", 0.0, False),
+    "agent": ("agent", 0.0, True),
+    "agent, a person": ("agent", PERSON_PAUSE_S, True),
+    "agent, nothing kept": ("agent", 0.0, False),
 }
 
 
@@ -230,6 +238,36 @@ def build(
         agent.close()
     anyio.run(append_turns, database_of(home), session_id, turns, shape)
     return home, session_id
+
+
+def keep_lines(directory: Path, home: Path, workspace: Path, script: Path, session_id: str) -> Path:
+    """A copy of `home` whose session keeps its replay lines, as a session the live stream
+    followed does (there a chunk per turn; here the one chunk a load keeps of all it
+    translated, which it writes once the load is answered)."""
+    kept = directory / f"{home.name}-kept"
+    shutil.copytree(home, kept)
+    agent = Client(agent_command(kept, script))
+    try:
+        agent.request("initialize", {"protocolVersion": 1})
+        load = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+        agent.request("session/load", load)
+        deadline = time.monotonic() + TIMEOUT_S
+        while not _keeps_lines(kept, session_id):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the load kept no replay lines")
+            time.sleep(0.05)
+    finally:
+        agent.close()
+    return kept
+
+
+def _keeps_lines(home: Path, session_id: str) -> bool:
+    with contextlib.closing(sqlite3.connect(database_of(home))) as db:
+        row = db.execute(
+            "SELECT count(*) FROM session_outputs WHERE session_id = ? AND key LIKE 'replay/%'",
+            (session_id,),
+        ).fetchone()
+    return bool(row[0])
 
 
 def database_of(home: Path) -> Path:
@@ -423,6 +461,7 @@ def measure(
     import codex_sessions
 
     home, session_id = build(directory, workspace, script, turns, shape)
+    kept_home = keep_lines(directory, home, workspace, script, session_id)
     codex_home = directory / f"codex-{turns}"
     codex_id = None
     if peer is not None:
@@ -432,14 +471,14 @@ def measure(
     codex_runs: list[codex_sessions.CodexLoad] = []
     copy = directory / f"copy-{turns}"
     for _ in range(rounds):
-        for path, (commands, pause_s) in PATHS.items():  # interleaved: the same noise
+        for path, (commands, pause_s, kept) in PATHS.items():  # interleaved: the same noise
             shutil.rmtree(copy, ignore_errors=True)
-            shutil.copytree(home, copy)
+            shutil.copytree(kept_home if kept else home, copy)
             command = agent_command(copy, script) if commands == "agent" else relay_command(copy)
             runs[path].append(run_once(command, session_id, workspace, pause_s))
         if BEFORE_PYTHON:  # the script's path, right after the agent's in the same round
             shutil.rmtree(copy, ignore_errors=True)
-            shutil.copytree(home, copy)
+            shutil.copytree(kept_home, copy)
             command = agent_command(copy, script, BEFORE_PYTHON[0])
             before.append(run_once(command, session_id, workspace, 0.0))
         if peer is not None and codex_id is not None:
@@ -451,6 +490,7 @@ def measure(
                 )
             )
     shutil.rmtree(home)
+    shutil.rmtree(kept_home)
     shutil.rmtree(copy, ignore_errors=True)
     shutil.rmtree(codex_home, ignore_errors=True)
     row: dict[str, Any] = {"turns": turns, "shape": shape}
@@ -489,18 +529,23 @@ def _ratio(ours: float | None, floor: float | None) -> str:
 def report(rows: list[dict[str, Any]]) -> None:
     """The tables of one shape of turn (see the module docstring)."""
     print(f"{rows[0]['shape']} turns ({SHAPES[rows[0]['shape']]})")
-    print("session/load (request written -> answer read), and the updates replayed before it")
+    print("session/load (request written -> answer read), and the updates replayed before it;")
+    print("agent: the replay's lines kept (as the live stream keeps them); nothing kept: all")
+    print("translated (a session an older version wrote)")
     peer = any("codex" in row for row in rows)
     print(
-        f"{'turns':>6} | {'agent ms':>9} {'cpu ms':>8} | {'relay ms':>9} {'cpu ms':>8} |"
+        f"{'turns':>6} | {'agent ms':>9} {'cpu ms':>8} {'nothing kept':>12} |"
+        f" {'relay ms':>9} {'cpu ms':>8} |"
         f" {'ratio':>6} {'cpu':>6} | {'updates':>8} {'/turn':>6} {'relay':>7}"
         + (f" | {'codex ms':>9} {'ratio':>6} {'updates':>8}" if peer else "")
     )
     for row in rows:
         agent, relay = row["agent"], row["relay"]
+        translated = row["agent, nothing kept"]
         codex = row.get("codex")
         print(
-            f"{row['turns']:>6} | {_ms(agent['load_s']):>9} {_ms(agent['load_cpu_s']):>8} |"
+            f"{row['turns']:>6} | {_ms(agent['load_s']):>9} {_ms(agent['load_cpu_s']):>8}"
+            f" {_ms(translated['load_s']):>12} |"
             f" {_ms(relay['load_s']):>9} {_ms(relay['load_cpu_s']):>8} |"
             f" {_ratio(agent['load_s'], relay['load_s']):>6}"
             f" {_ratio(agent['load_cpu_s'], relay['load_cpu_s']):>6} |"

@@ -31,7 +31,7 @@ from acp_agent.lazy_face import lazy_face as _lazy_face
 
 if TYPE_CHECKING:
     from acp_agent.agent._agent import Agent, ForkAnchor, FrontEndMaker, open_agent
-    from acp_agent.agent._replay import ReplayStep, StepKind, replay_steps
+    from acp_agent.agent._replay import ReplayStep, StepKind, item_key, replay_steps
     from acp_agent.agent._session import SessionHandle
     from acp_agent.agent._subscriptions import (
         DeliveryStopped,
@@ -233,6 +233,7 @@ __all__ = (
     "gc_paused",
     "hidden_ranges",
     "is_hidden",
+    "item_key",
     "new_id",
     "open_agent",
     "other_roots",
@@ -253,7 +254,9 @@ __getattr__, __dir__ = _lazy_face(
         "FrontEndMaker": "acp_agent.agent._agent",
         "open_agent": "acp_agent.agent._agent",
         "SessionHandle": "acp_agent.agent._session",
-        **dict.fromkeys(("ReplayStep", "StepKind", "replay_steps"), "acp_agent.agent._replay"),
+        **dict.fromkeys(
+            ("ReplayStep", "StepKind", "item_key", "replay_steps"), "acp_agent.agent._replay"
+        ),
         "DeliveryStopped": "acp_agent.agent._subscriptions",
         "SessionSubscription": "acp_agent.agent._subscriptions",
         "TurnOutcome": "acp_agent.agent._subscriptions",

@@ -54,7 +54,7 @@ from acp_agent.core import (
 )
 from acp_agent.values import Value
 
-__all__ = ("ReplayStep", "StepKind", "replay_steps")
+__all__ = ("ReplayStep", "StepKind", "item_key", "replay_steps")
 
 _COMPACTION: Final = (CompactionStarted, CompactionRecorded, CompactionFailed, CompactionCancelled)
 #: The rest of a tool call's life after its proposal.
@@ -160,7 +160,7 @@ def replay_steps(
             previous = event
             continue
         previous = event
-        key = _item_key(event)
+        key = item_key(event)
         if key is None:
             steps.append(_Step(StepKind.SINGLE, [event], seen))
             continue
@@ -173,8 +173,9 @@ def replay_steps(
     return [ReplayStep(step.kind, tuple(step.events), step.seen) for step in steps]
 
 
-def _item_key(event: Event) -> tuple[str, str] | None:
-    """What shown thing `event` is part of, if it is part of one."""
+def item_key(event: Event) -> tuple[str, str] | None:
+    """What shown thing `event` is part of, if it is part of one: an item step gathers
+    the events of one key wherever they stand."""
     payload = event.payload
     kind = type(payload)
     if kind not in _ITEM_FACTS:

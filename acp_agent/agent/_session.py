@@ -36,6 +36,7 @@ from acp_agent.agent._turns import TurnHandle, TurnSlot
 from acp_agent.capabilities.controls import SYSTEM_PROMPT_KEY, SessionControls
 from acp_agent.content import ContentPart
 from acp_agent.core import (
+    STORE,
     Event,
     IllegalCut,
     ScopeClosed,
@@ -45,6 +46,7 @@ from acp_agent.core import (
     SessionId,
     SessionRecord,
     SessionState,
+    StoreError,
     Subscriber,
     TurnId,
     TurnState,
@@ -62,6 +64,8 @@ __all__ = ("SessionHandle", "SessionWork")
 
 logger = logging.getLogger(__name__)
 
+#: The session output a front end's replay chunks are kept in, before the front end's key.
+_REPLAY_OUTPUT: Final = "replay/"
 #: How long `close` waits for the session's prompts to be answered once cancelled.
 _CLOSE_BUDGET_S: Final = 5.0
 
@@ -103,6 +107,11 @@ class SessionHandle:
         self._slots: list[TurnSlot] = []
         self._idle = anyio.Event()
         self._subscriptions: list[SessionSubscription] = []
+        self._store = scope.get(STORE)
+        #: Replay chunks to keep, in the order asked (`keep_replay`), and whether a task
+        #: writes them now.
+        self._replay_writes: list[tuple[str, int, Sequence[bytes]]] = []
+        self._replay_writing = False
 
     def __repr__(self) -> str:
         return f"<SessionHandle {self.id}>"
@@ -316,6 +325,44 @@ class SessionHandle:
         main = self._session.main
         covered = main.timeline.last_published_seq
         return covered, await main.read(lte=covered)
+
+    # --- what a front end keeps for its replays ----------------------------------------------
+
+    async def kept_replay(self, key: str) -> list[bytes]:
+        """The chunks a front end kept for this session's replays under `key`
+        (`keep_replay`), in order; [] if none, or if they cannot be read now (they are a
+        cache: a replay translates the history instead)."""
+        try:
+            return await self._store.read_output(self.id, _REPLAY_OUTPUT + key)
+        except StoreError as exc:
+            logger.info("the replay kept for %s could not be read: %s", self.id, exc)
+            return []
+
+    def keep_replay(self, key: str, start: int, chunks: Sequence[bytes]) -> None:
+        """Keep `chunks` under `key` from chunk `start` on (those before stay), in the
+        session's background work and after the writes asked for before this one. A write
+        that fails is logged and dropped: a later replay translates what it would have
+        held, and keeps it again."""
+        self._replay_writes.append((key, start, chunks))
+        if self._replay_writing:
+            return
+        self._replay_writing = True
+        try:
+            self._session.scope.start_soon(self._write_replays, name=f"replay keeping {self.id}")
+        except ScopeClosed:  # closing: nothing more is kept
+            self._replay_writing = False
+            self._replay_writes.clear()
+
+    async def _write_replays(self) -> None:
+        try:
+            while self._replay_writes:
+                key, start, chunks = self._replay_writes.pop(0)
+                try:
+                    await self._store.put_output(self.id, _REPLAY_OUTPUT + key, chunks, start=start)
+                except Exception as exc:  # a cache: whatever failed, the session goes on
+                    logger.info("a replay of %s could not be kept: %s", self.id, exc)
+        finally:
+            self._replay_writing = False
 
     # --- settings, title, roots ---------------------------------------------------------
 

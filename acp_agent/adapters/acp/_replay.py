@@ -33,7 +33,7 @@ from acp_agent.agent import Event, ReplayStep, StepKind, replay_steps
 from protocol import types
 from protocol.text_chunks import ChunkKind, TextChunks
 
-__all__ = ("Replayed", "merged", "replayed")
+__all__ = ("Replayed", "merged", "replayed", "replayed_apart")
 
 #: What a replay sends: a typed update, or text for the fast path.
 Shown: TypeAlias = "types.SessionUpdate | TextChunks"
@@ -61,6 +61,33 @@ def replayed(
     `usage` is the translator whose usage updates the replay shows once (`translator`
     itself, or the one it wraps).
     """
+    steps, shown, last_parts, grown = _translated(events, translator, usage, after)
+    if grown:
+        shown[grown[-1]].extend(usage.usage_update())
+    return _with_cursors(steps, shown, last_parts)
+
+
+def replayed_apart(
+    events: Sequence[Event],
+    translator: Translator,
+    usage: UpdateTranslator,
+    *,
+    after: tuple[int, int | None] | None = None,
+) -> tuple[list[tuple[ReplayStep, list[Replayed]]], list[int]]:
+    """As `replayed`, without the usage update, and the indexes of the steps that grew the
+    usage: for a replay whose usage update may stand in lines kept from an earlier one."""
+    steps, shown, last_parts, grown = _translated(events, translator, usage, after)
+    return _with_cursors(steps, shown, last_parts), grown
+
+
+def _translated(
+    events: Sequence[Event],
+    translator: Translator,
+    usage: UpdateTranslator,
+    after: tuple[int, int | None] | None,
+) -> tuple[list[ReplayStep], list[list[Shown]], list[int], list[int]]:
+    """The steps, the updates of each, how many updates each step's last event made (for
+    the cursor that covers it), and the indexes of the steps that grew the usage."""
     steps = replay_steps(events, after=after)
     start = steps[0].first_seq if steps else None
     for event in events:
@@ -68,22 +95,26 @@ def replayed(
             break
         translator.learn(event)
     shown: list[list[Shown]] = []
-    #: How many updates each step's last event made (for the cursor that covers it).
     last_parts: list[int] = []
-    usage_step: int | None = None
+    grown: list[int] = []
     usage.usage_updates = False
     try:
         for step in steps:
-            grown = usage.usage_growths
+            growths = usage.usage_growths
             updates, parts = _step_updates(step, translator)
             shown.append(updates)
             last_parts.append(parts)
-            if usage.usage_growths != grown:
-                usage_step = len(shown) - 1
+            if usage.usage_growths != growths:
+                grown.append(len(shown) - 1)
     finally:
         usage.usage_updates = True
-    if usage_step is not None:
-        shown[usage_step].extend(usage.usage_update())
+    return steps, shown, last_parts, grown
+
+
+def _with_cursors(
+    steps: Sequence[ReplayStep], shown: Sequence[list[Shown]], last_parts: Sequence[int]
+) -> list[tuple[ReplayStep, list[Replayed]]]:
+    """Each step with its updates and the cursor each leaves the client at."""
     # Which steps show something: an item whose life no other update interrupts covers it
     # all with its last update's cursor.
     showing = [i for i, updates in enumerate(shown) if updates]

@@ -202,7 +202,19 @@ class AcpSession:
     # --- the stream ---------------------------------------------------------------------
 
     async def subscribe(self) -> None:
-        """Stream everything published from now on (a new session: nothing came before)."""
+        """Stream everything published from now on (a new session: nothing came before),
+        keeping the replay's lines as its turns end."""
+        if self.stream.keeps_replay and self.stream.keeper is None:
+            from acp_agent.adapters.acp._replay_kept import ReplayKeeper, replay_key
+
+            _, events = await self.handle.history()
+            replay = self._replay_translator()
+            key = replay_key(self.session_id, replay, self._connection.unstable)
+            keeper = ReplayKeeper(
+                self.handle, self.stream, key, replay, after=0, index=0, items=set()
+            )
+            keeper.feed(events)  # what came before the stream follows: its first chunk's
+            self.stream.keeper = keeper
         await self._subscribe_after(None)
 
     async def learn_and_subscribe(self) -> None:
@@ -222,19 +234,41 @@ class AcpSession:
 
         Returns how many events were replayed.
         """
+        from acp_agent.adapters.acp._replay_kept import kept_chunks, replay_kept, replay_key
+
         covered, events = await self.handle.history()
         replay = self._replay_translator()
         fresh = self.subscription is None
         # What a rewind took back is not shown again; its marker stands where it was.
         hidden = hidden_ranges(events)
         shown = [e for e in events if not is_hidden(int(e.seq), hidden)] if hidden else events
+        # Lines kept from earlier replays and turns go out as they are (`_replay_kept`).
+        key = keeper = None
+        if self.stream.keeps_replay:
+            key = replay_key(self.session_id, replay, self._connection.unstable)
+            kept = await kept_chunks(self.handle, key)
         with gc_paused():
             # As few updates as the person needs: a message as one chunk, a tool call once.
-            self.stream.send_replay(replayed(shown, replay, replay))
+            if key is None:
+                self.stream.send_replay(replayed(shown, replay, replay))
+            else:
+                keeper = replay_kept(
+                    self.handle,
+                    self.stream,
+                    replay,
+                    key,
+                    kept,
+                    shown,
+                    covered,
+                    hidden,
+                    later=self._connection.after_response,
+                )
             if fresh:
                 for event in events:
                     self.stream.learn(event)  # the live translator learns the history
         if fresh:
+            if key is not None and self.stream.keeper is None:
+                self.stream.keeper = keeper
             await self._subscribe_after(covered)
         if self.subagents is not None:  # the children, as sessions of their own
             await self.subagents.replay_children(self._replay_translator)

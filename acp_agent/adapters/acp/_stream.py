@@ -11,8 +11,8 @@ as a notice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from acp_agent.agent import Event, new_id
 from protocol import methods, types
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from acp_agent.adapters.acp._replay import Replayed
     from acp_agent.agent import ReplayStep
 
-__all__ = ("SessionStream", "Translator")
+__all__ = ("Keeper", "SessionStream", "Translator", "in_writes")
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,14 @@ class Translator(Protocol):
         ...
 
 
+class Keeper(Protocol):
+    """Takes the events a stream delivered, in order (`_replay_kept.ReplayKeeper`)."""
+
+    def feed(self, events: Iterable[Event]) -> None:
+        """Never raises."""
+        ...
+
+
 class SessionStream:
     """Sends a session's updates in timeline order.
 
@@ -58,6 +66,11 @@ class SessionStream:
     goes on, so its turn still ends.
     """
 
+    #: Whether a replay's lines are the same for every client with these capabilities, so
+    #: a load may send lines kept from an earlier one (`_replay_kept`): no cursors in them,
+    #: nothing after a step. A stream that adds either says False.
+    keeps_replay: ClassVar[bool] = True
+
     def __init__(
         self, connection: AgentConnection, session_id: str, translator: Translator
     ) -> None:
@@ -65,6 +78,9 @@ class SessionStream:
         self._session_id = session_id
         self.translator = translator
         self._gone = False
+        #: What keeps the replay's lines as turns end (`_replay_kept.ReplayKeeper`), fed
+        #: every delivered event after it is shown; None: nothing is kept.
+        self.keeper: Keeper | None = None
 
     @property
     def name(self) -> str:
@@ -72,6 +88,8 @@ class SessionStream:
 
     async def handle(self, event: Event) -> None:
         self.show(event, self.translator)
+        if self.keeper is not None:
+            self.keeper.feed((event,))
 
     def show(self, event: Event, translator: Translator) -> None:
         """Send the updates `translator` makes of `event`; never raises."""
@@ -112,29 +130,28 @@ class SessionStream:
     ) -> Iterator[list[bytes]]:
         """A replay's lines, encoded, in writes of about `_REPLAY_WRITE_BYTES` (for a sender
         that waits for its client between them)."""
+        return in_writes(self.step_lines(step, updates) for step, updates in steps)
+
+    def step_lines(self, step: ReplayStep, updates: Sequence[Replayed]) -> list[bytes]:
+        """The lines that show one replayed step (its updates, encoded)."""
         lines: list[bytes] = []
-        size = 0
-        for step, updates in steps:
-            for shown in updates:
-                meta = self._replay_meta(shown.cursor)
-                update = shown.update
-                if isinstance(update, TextChunks):
-                    line: bytes | None = encode_text_chunks(
-                        self._session_id, update, metas=None if meta is None else [meta]
-                    )
-                else:
-                    line = self._encoded(update, shown.cursor[0], meta)
-                if line is not None:
-                    lines.append(line)
-                    size += len(line)
-            for line in self._replayed(step):
+        for shown in updates:
+            meta = self._replay_meta(shown.cursor)
+            update = shown.update
+            if isinstance(update, TextChunks):
+                line: bytes | None = encode_text_chunks(
+                    self._session_id, update, metas=None if meta is None else [meta]
+                )
+            else:
+                line = self._encoded(update, shown.cursor[0], meta)
+            if line is not None:
                 lines.append(line)
-                size += len(line)
-            if size >= _REPLAY_WRITE_BYTES:
-                yield lines
-                lines, size = [], 0
-        if lines:
-            yield lines
+        lines.extend(self._replayed(step))
+        return lines
+
+    def update_line(self, update: types.SessionUpdate) -> bytes | None:
+        """`update` as a replay sends it, with no cursor (None: it cannot be sent)."""
+        return self._encoded(update, 0, None)
 
     def _replay_meta(self, cursor: tuple[int, int | None]) -> dict[str, Any] | None:
         """The `_meta` a replayed update carries, for the cursor it leaves the client at."""
@@ -247,6 +264,22 @@ class SessionStream:
     def close(self) -> None:
         """Send nothing more (the session was closed)."""
         self._gone = True
+
+
+def in_writes(lines_by_step: Iterable[list[bytes]]) -> Iterator[list[bytes]]:
+    """Lines in writes of about `_REPLAY_WRITE_BYTES` each (a replay's thousands of updates
+    in a few writes)."""
+    lines: list[bytes] = []
+    size = 0
+    for step_lines in lines_by_step:
+        for line in step_lines:
+            lines.append(line)
+            size += len(line)
+        if size >= _REPLAY_WRITE_BYTES:
+            yield lines
+            lines, size = [], 0
+    if lines:
+        yield lines
 
 
 def _attempts(update: types.SessionUpdate, seq: int | None) -> Iterator[types.SessionUpdate]:

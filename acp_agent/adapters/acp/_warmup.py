@@ -80,6 +80,7 @@ SESSION_MODULES: Final = (
     "acp_agent.adapters.acp._mcp_servers",
     "acp_agent.adapters.acp._session",
     "acp_agent.adapters.acp._updates",
+    "acp_agent.adapters.acp._replay_kept",
     "acp_agent.adapters.acp._prompt_turn",
     "acp_agent.adapters.acp._prompt_content",
     # The prompt's wire types (content, updates, tool calls), then those of what the

@@ -93,6 +93,9 @@ class CursoredStream(SessionStream):
     docstring). After each delivered event it waits while the client is behind
     (`writable`), so a slow client holds back only its own delivery."""
 
+    #: Its replays' lines carry cursors: none is kept for another load.
+    keeps_replay = False
+
     def __init__(
         self,
         connection: AgentConnection,
