@@ -322,8 +322,18 @@ _PRICE_KEYS: Final = {"input", "output", "cache_read", "cache_write"}
 def _parse(data: dict[str, Any], builtins: dict[str, ProviderSettings], path: Path) -> ModelsConfig:
     # `mcp_servers` and `mcp` belong to acp_agent.mcp, `lsp` to acp_agent.lsp: same file.
     # [store] is the store's (acp_agent.store._location), read where the store is chosen;
-    # [sandbox] the command sandbox's (acp_agent.sandbox._settings).
-    known = {"default_model", "providers", "mcp_servers", "mcp", "lsp", "store", "sandbox"}
+    # [sandbox] the command sandbox's (acp_agent.sandbox._settings), [server] the app
+    # server's and its bridge's (acp_agent.adapters.server._bridge).
+    known = {
+        "default_model",
+        "providers",
+        "mcp_servers",
+        "mcp",
+        "lsp",
+        "store",
+        "sandbox",
+        "server",
+    }
     _only(data, known, "the file")
     default_model = _optional_str(data, "default_model", "the file")
     providers = dict(builtins)

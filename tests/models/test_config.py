@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
@@ -21,6 +22,7 @@ from acp_agent.models import (
     load_models_config,
     resolve_model,
 )
+from tests.test_readme import checked_documents
 
 OPENROUTER = """
 default_model = "openrouter/deepseek/deepseek-r1"
@@ -178,6 +180,26 @@ def test_the_tables_other_packages_read_from_the_same_file_are_left_to_them(
     )
     config = load_models_config(config_file(tmp_path, text), {})
     assert config.default_model == "ollama/qwen3"
+
+
+def _config_blocks() -> list[tuple[str, str]]:
+    """Every `toml` block of the README and the docs (each a part of `config.toml`)."""
+    blocks = []
+    for path in checked_documents():
+        for body in re.findall(r"```toml\n(.*?)\n```", path.read_text(), re.DOTALL):
+            blocks.append((path.name, body))
+    return blocks
+
+
+@pytest.mark.parametrize(("page", "block"), _config_blocks())
+def test_every_table_the_docs_put_in_config_toml_keeps_the_models_configured(
+    tmp_path: Path, page: str, block: str
+) -> None:
+    # A table the models did not know made the whole file invalid: every prompt then
+    # failed with "unknown key 'server'" once a person set up the docs' `[server]`.
+    text = f"default_model = 'ollama/qwen3'\n{block}\n"
+    config = load_models_config(config_file(tmp_path, text), {})
+    assert config.default_model == "ollama/qwen3", page
 
 
 def test_pickers_offer_only_models_whose_keys_are_present(tmp_path: Path) -> None:
