@@ -32,6 +32,12 @@ model, and each row's ratio to it is the target's (acp-agent at most 1x codex on
 the `session/new` round trip and on prompt -> first chunk). `--before PATH` runs
 another acp-agent build in the same rounds (before and after a change).
 
+The bridge (`--bridge on`, the default) is acp-agent as a script can also run it:
+`acp-agent --connect` spawned the same way, to an `acp-agent server` the benchmark
+starts once, before the rounds, against the same fake model (its own home). The
+server's runtime is warm; the bridge spawns, imports little and relays. Its tables
+give its ratio to the relay and to codex-acp.
+
 Then the peak RSS (VmHWM, Linux only) of each subject up to the `session/new`
 answer next to a bare interpreter's, the time from stdin closed to exit, and, from
 one more spawn with `PYTHONPROFILEIMPORTTIME=1`, the imports that cost the most.
@@ -409,6 +415,48 @@ def relay_subject(python: str, base_url: str) -> Subject:
     return Subject("relay", [python, str(RELAY)], env)
 
 
+#: How long the app server may take to say it listens.
+SERVER_START_TIMEOUT_S = 30.0
+
+
+def bridge_subject(agent: str, base_url: str) -> Subject:
+    """`acp-agent --connect`: a bridge to the app server `AppServer` runs in the same home."""
+    base = agent_subject("bridge", agent, base_url)
+    return Subject("bridge", [agent, "--connect"], base.env)
+
+
+class AppServer:
+    """`acp-agent server` for the bridge's rounds: started once, stopped at the end."""
+
+    def __init__(self, agent: str, subject: Subject, workspace: Workspace) -> None:
+        home = workspace.home(subject.name)
+        self.log = home / "server.log"
+        with self.log.open("wb") as stderr:
+            self.proc = subprocess.Popen(
+                [agent, "server"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                cwd=workspace.cwd,
+                env=subject.env(home),
+            )
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while "listening on unix:" not in self.log.read_text(errors="replace"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise AgentFailed(f"the app server did not start:\n{stderr_tail(self.log)}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=EXIT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
 def codex_subject(binary: Path, base_url: str) -> Subject:
     return Subject(
         "codex-acp",
@@ -475,17 +523,21 @@ def ratio(value: float, baseline: float) -> str:
 
 
 def print_way(
-    title: str, rows: Sequence[Row], runs: dict[str, list[Session]], others: Sequence[str]
+    title: str,
+    rows: Sequence[Row],
+    runs: dict[str, list[Session]],
+    others: Sequence[str],
+    subject: str = "acp-agent",
 ) -> None:
-    """One way's table: acp-agent's median, then each other subject's and the ratio."""
+    """One way's table: `subject`'s median, then each other subject's and the ratio."""
     width = max(len(row.name) for row in rows) + 2
-    head = f"{title:<{width}}{'acp-agent':>11} {'p90':>10}"
+    head = f"{title:<{width}}{subject:>11} {'p90':>10}"
     for other in others:
         head += f" {other:>11} {'ratio':>7}"
     print(head)
     print("-" * len(head))
     for row in rows:
-        agent = [row.pick(s) for s in runs["acp-agent"]]
+        agent = [row.pick(s) for s in runs[subject]]
         line = f"{row.name:<{width}}{ms(median(agent)):>11} {ms(p90(agent)):>10}"
         for other in others:
             theirs = median([row.pick(s) for s in runs[other]])
@@ -626,6 +678,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--install-peer", action="store_true", help="install codex-acp 0.16 with npm if missing"
     )
+    parser.add_argument(
+        "--bridge",
+        choices=("on", "off"),
+        default="on",
+        help="run `acp-agent --connect` to an app server beside it (default on)",
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -646,6 +704,15 @@ def main(argv: list[str] | None = None) -> int:
             subjects.append(agent_subject("before", find_agent(args.before), fake.base_url))
         if isinstance(peer, Path):
             subjects.append(codex_subject(peer, fake.base_url))
+        server: AppServer | None = None
+        if args.bridge == "on":
+            bridge = bridge_subject(agent, fake.base_url)
+            try:
+                server = AppServer(agent, bridge, workspace)
+            except AgentFailed as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            subjects.append(bridge)
         names = [s.name for s in subjects]
         script: dict[str, list[Session]] = {name: [] for name in names}
         person: dict[str, list[Session]] = {name: [] for name in names}
@@ -671,11 +738,14 @@ def main(argv: list[str] | None = None) -> int:
         except AgentFailed as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        finally:
+            if server is not None:
+                server.stop()
         costs = parse_import_times(
             (workspace.home("acp-agent") / "stderr.log").read_text(errors="replace")
         )
 
-    others = [name for name in names if name != "acp-agent"]
+    others = [name for name in names if name not in ("acp-agent", "bridge")]
     print(
         f"acp-agent start-up: {args.runs} interleaved rounds; acp-agent at {agent}"
         + (f"; before: {args.before}" if args.before else "")
@@ -692,12 +762,22 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_way(f"a person (prompt {PERSON_PAUSE_S:.0f} s later)", PERSON_ROWS, person, others)
     print()
-    print("ratio: acp-agent's median over that column's (the relay: the protocol's floor)")
+    if server is not None:
+        bridged = [name for name in others if name != "before"]
+        print_way("a script, bridged", SCRIPT_ROWS, script, bridged, subject="bridge")
+        print()
+        print_way("a person, bridged", PERSON_ROWS, person, bridged, subject="bridge")
+        print()
+    print(
+        "ratio: acp-agent's (bridged: the bridge's) median over that column's "
+        "(the relay: the protocol's floor)"
+    )
     print()
     if args.before:
         print_paired(script, person)
         print()
-    print_memory(floors, script, names)
+    # The bridge's own peak would hide the server's runtime: it is left out.
+    print_memory(floors, script, [name for name in names if name != "bridge"])
     print()
     print_import_costs(costs)
     return 0
