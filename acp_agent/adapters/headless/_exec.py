@@ -2,10 +2,12 @@
 
     acp-agent exec [--cwd DIR] [--add-dir DIR ...] [--model ID] [--mode ID]
                    [--approve never|edits|all] [--resume ID | --continue]
-                   [--max-turn-requests N] [--json] [--home DIR] [--script FILE] PROMPT
+                   [--max-turn-requests N] [--json] [--home DIR] [--script FILE]
+                   [--connect] PROMPT
 
 PROMPT `-` reads the prompt from stdin. The agent runs as a child process serving
-ACP (`AgentProcess`), so a run sees exactly what an editor gets. The policy answers
+ACP (`AgentProcess`), so a run sees exactly what an editor gets; with `--connect`
+that child is the bridge to the app server, whose runtime runs the turn. The policy answers
 its permission questions (`_policy`); what is written is described in `_report`.
 
 With no model to answer, a session the run created is deleted again: nothing is
@@ -137,6 +139,13 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--home", type=Path, metavar="DIR", help="as for acp-agent")
     parser.add_argument("--store", metavar="URL", help=STORE_HELP)
     parser.add_argument("--script", type=Path, metavar="FILE", help="as for acp-agent")
+    parser.add_argument(
+        "--connect",
+        action="store_true",
+        help="run on the app server (acp-agent server) through a bridge, as "
+        "`acp-agent --connect`: the runtime is already warm, and the session is the "
+        "server's, shared with its clients (also [server] connect = true)",
+    )
     return parser
 
 
@@ -175,6 +184,8 @@ def agent_args(args: argparse.Namespace) -> list[str]:
         passed += ["--script", str(args.script)]
     if getattr(args, "max_turn_requests", None) is not None:
         passed += ["--max-turn-requests", str(args.max_turn_requests)]
+    if getattr(args, "connect", False):
+        passed.append("--connect")
     return passed
 
 

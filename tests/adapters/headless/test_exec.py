@@ -8,6 +8,7 @@ workspace on disk.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -20,7 +21,9 @@ from typing import Any
 
 import pytest
 
-from tests.support import WireValidator, agent_env, openai_env, running_agent
+from protocol import methods, types
+from tests.support import WireValidator, agent_env, openai_env, running_agent, write_script
+from tests.support.app_server import running_server, socket_client
 from tests.support.fake_provider import (
     Chunk,
     Exchange,
@@ -432,3 +435,41 @@ def test_a_second_root_counts_for_edits_and_is_reported(
     )
     (info,) = [json.loads(line) for line in listed.stdout.splitlines()]
     assert info["additionalDirectories"] == [str(other.resolve())]
+
+
+async def test_connect_runs_the_prompt_on_the_app_server(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    home = tmp_path / "home"
+    # The server answers from its script; an agent of exec's own would ask the provider.
+    script = write_script(tmp_path / "script.json", [{"text": "Answered by the server."}])
+    server.add(openai_reply("Answered by an agent of exec's own."))
+    async with running_server(home, script=script) as app:
+        done = await asyncio.to_thread(
+            run_exec, server, home, "--cwd", str(workspace), "--json", "--connect", "Hi"
+        )
+        assert done.returncode == 0, done.stderr
+        result = result_of(done.stdout)
+        assert result["stopReason"] == "end_turn"
+        texts = [
+            line["update"]["content"]["text"]
+            for line in json_lines(done.stdout)
+            if line["type"] == "update" and line["update"]["sessionUpdate"] == "agent_message_chunk"
+        ]
+        assert "".join(texts) == "Answered by the server."
+        # The session is the server's: another of its clients finds it.
+        async with socket_client(app.socket) as client:
+            listed = await client.request(
+                methods.SESSION_LIST, types.ListSessionsRequest(cwd=str(workspace))
+            )
+            assert [str(s.session_id) for s in listed.sessions] == [result["sessionId"]]
+    assert server.requests == []
+
+
+def test_connect_with_no_server_exits_1_saying_how_to_start_one(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    done = run_exec(server, tmp_path / "home", "--cwd", str(workspace), "--connect", "Hi")
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "no server listens on" in done.stderr
+    assert server.requests == []
