@@ -36,7 +36,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
 import attrs
@@ -223,17 +223,24 @@ def replay_kept(
     steps, grown = replayed_apart(
         shown, translator, translator, after=(after, None) if chunks else None
     )
-    lines = [stream.step_lines(step, updates) for step, updates in steps]
     usage = [line for u in translator.usage_update() if (line := stream.update_line(u))]
     usage_line = usage[0] if usage else None
-    sent: list[list[bytes]] = [[body] for body in _bodies(chunks, None if grown else usage_line)]
-    if grown and usage_line is not None:
-        sent.extend(lines[: grown[-1] + 1])
-        sent.append([usage_line])
-        sent.extend(lines[grown[-1] + 1 :])
-    else:
-        sent.extend(lines)
-    for write in in_writes(sent):
+    # Encoded step by step and written as the writes fill, so the client reads the first
+    # while the rest are encoded; `lines` keeps each step's for the chunk kept after.
+    lines: list[list[bytes]] = []
+
+    def sent() -> Iterator[list[bytes]]:
+        for body in _bodies(chunks, None if grown else usage_line):
+            yield [body]
+        usage_after = grown[-1] if grown and usage_line is not None else None
+        for index, (step, updates) in enumerate(steps):
+            step_lines = stream.step_lines(step, updates)
+            lines.append(step_lines)
+            yield step_lines
+            if index == usage_after and usage_line is not None:
+                yield [usage_line]
+
+    for write in in_writes(sent()):
         stream.write_lines(write)
 
     start = len(chunks)
@@ -241,9 +248,12 @@ def replay_kept(
     for used in chunks:
         items |= used.items
     if after < covered and _closes(shown[-1], lines):
+        # What `keep` holds until the answer is out: bytes, not the steps and updates they
+        # were made from (tens of thousands of objects the collector would walk).
+        items_shown = _items(step for step, _ in steps)
 
         def keep() -> None:
-            chunk = _chunk(after, covered, [step for step, _ in steps], lines, grown)
+            chunk = _chunk(after, covered, lines, grown, items_shown)
             handle.keep_replay(key, start, [chunk.encode()])
             keeper.take_items(chunk.items)
 
@@ -304,23 +314,27 @@ def _closes(last: Event, lines: Sequence[Sequence[bytes]]) -> bool:
     return sum(len(line) + 1 for step_lines in lines for line in step_lines) <= _CHUNK_LIMIT_BYTES
 
 
+def _items(steps: Iterable[ReplayStep]) -> frozenset[tuple[str, str]]:
+    """The shown things (`item_key`) `steps` show."""
+    return frozenset(
+        key for step in steps if step.kind is StepKind.ITEM if (key := item_key(step.events[0]))
+    )
+
+
 def _chunk(
     after: int,
     last: int,
-    steps: Sequence[ReplayStep],
     lines: Sequence[Sequence[bytes]],
     grown: Sequence[int],
+    items: frozenset[tuple[str, str]],
 ) -> KeptChunk:
-    """The chunk of the events `(after, last]`, shown by `steps` in each step's `lines`,
-    the usage having grown in steps `grown`."""
+    """The chunk of the events `(after, last]`, shown in its steps' `lines`, the usage
+    having grown in steps `grown`, showing `items`."""
     usage_at: int | None = None
     if grown:
         shown = [line for step_lines in lines[: grown[-1] + 1] for line in step_lines]
         usage_at = sum(len(line) for line in shown) + max(len(shown) - 1, 0)
     body = b"\n".join(line for step_lines in lines for line in step_lines)
-    items = frozenset(
-        key for step in steps if step.kind is StepKind.ITEM if (key := item_key(step.events[0]))
-    )
     return KeptChunk(after, last, body, usage_at, items)
 
 
@@ -397,7 +411,8 @@ class ReplayKeeper:
         if not _closes(events[-1], lines):
             self._stop("a turn too big to keep")
             return
-        chunk = _chunk(self._after, int(events[-1].seq), [step for step, _ in steps], lines, grown)
+        items = _items(step for step, _ in steps)
+        chunk = _chunk(self._after, int(events[-1].seq), lines, grown, items)
         self._handle.keep_replay(self._key, self._index, [chunk.encode()])
         self._index += 1
         self._after = chunk.last
