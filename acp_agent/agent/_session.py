@@ -68,6 +68,8 @@ logger = logging.getLogger(__name__)
 _REPLAY_OUTPUT: Final = "replay/"
 #: How long `close` waits for the session's prompts to be answered once cancelled.
 _CLOSE_BUDGET_S: Final = 5.0
+#: How long one write of replay lines may hold up the session's close (`keep_replay`).
+_KEEP_S: Final = 1.0
 
 #: The session's own work (`SessionHandle.start_work`): called with `task_status`, whose
 #: `started(value)` hands `value` to the caller while the work goes on.
@@ -358,7 +360,13 @@ class SessionHandle:
             while self._replay_writes:
                 key, start, chunks = self._replay_writes.pop(0)
                 try:
-                    await self._store.put_output(self.id, _REPLAY_OUTPUT + key, chunks, start=start)
+                    # A load's lines are kept once it is answered: a client that leaves at
+                    # once (a script) closes the session meanwhile, and the next load would
+                    # translate it all again. Closing waits for the write, a little.
+                    with anyio.CancelScope(shield=True, deadline=anyio.current_time() + _KEEP_S):
+                        await self._store.put_output(
+                            self.id, _REPLAY_OUTPUT + key, chunks, start=start
+                        )
                 except Exception as exc:  # a cache: whatever failed, the session goes on
                     logger.info("a replay of %s could not be kept: %s", self.id, exc)
         finally:

@@ -464,3 +464,25 @@ async def test_the_sessions_own_work_outlives_its_caller_and_ends_with_the_sessi
         assert stopped.is_set()
         with pytest.raises(SessionClosed):
             await session.start_work(long, name="too late")
+
+
+class SlowOutputs(CountingStore):
+    """A real store whose output writes take a while (a loaded disk)."""
+
+    async def put_output(self, *args: Any, **kwargs: Any) -> Any:
+        await anyio.sleep(0.2)
+        return await self._store.put_output(*args, **kwargs)
+
+
+async def test_replay_lines_asked_to_be_kept_are_written_though_the_session_closes(
+    tmp_path: Path,
+) -> None:
+    """A script leaves as soon as its load is answered: the session closes while the
+    lines that load asked to keep are written, and the write finishes first."""
+    async with running(tmp_path, [[{"text": "hi"}]]) as (agent, store):
+        session = await agent.new_session(str(tmp_path))
+        session._store = SlowOutputs(store)  # type: ignore[assignment]
+        session.keep_replay("key", 0, [b"kept lines"])
+        await session.close()
+        assert await store.read_output(session.id, "replay/key") == [b"kept lines"]
+        assert await session.kept_replay("key") == [b"kept lines"]
