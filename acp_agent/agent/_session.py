@@ -364,6 +364,8 @@ class SessionHandle:
                     # once (a script) closes the session meanwhile, and the next load would
                     # translate it all again. Closing waits for the write, a little.
                     with anyio.CancelScope(shield=True, deadline=anyio.current_time() + _KEEP_S):
+                        if start == 0:
+                            await self._drop_replays_but(key)
                         await self._store.put_output(
                             self.id, _REPLAY_OUTPUT + key, chunks, start=start
                         )
@@ -371,6 +373,15 @@ class SessionHandle:
                     logger.info("a replay of %s could not be kept: %s", self.id, exc)
         finally:
             self._replay_writing = False
+
+    async def _drop_replays_but(self, key: str) -> None:
+        """Forget the lines kept under other keys: a key names the code and the client that
+        made them, so after an upgrade (or for a fork, its parent's) they are never sent
+        again, and each would hold a whole replay for good. Two kinds of client taking
+        turns on one session translate their loads again; nothing is lost."""
+        for output, _ in await self._store.list_outputs(self.id):
+            if output.startswith(_REPLAY_OUTPUT) and output != _REPLAY_OUTPUT + key:
+                await self._store.put_output(self.id, output, [])
 
     # --- settings, title, roots ---------------------------------------------------------
 

@@ -486,3 +486,23 @@ async def test_replay_lines_asked_to_be_kept_are_written_though_the_session_clos
         await session.close()
         assert await store.read_output(session.id, "replay/key") == [b"kept lines"]
         assert await session.kept_replay("key") == [b"kept lines"]
+
+
+async def test_lines_kept_under_a_new_key_replace_those_under_older_keys(tmp_path: Path) -> None:
+    """A key names the code and the client: lines under another key (an older version's,
+    a fork's parent's) are never sent again, so keeping afresh forgets them; the session's
+    other outputs stay."""
+    async with running(tmp_path, [[{"text": "hi"}]]) as (agent, store):
+        session = await agent.new_session(str(tmp_path))
+        await store.put_output(session.id, "results/call_1", [b"a tool's whole output"])
+        session.keep_replay("old", 0, [b"old 1", b"old 2"])
+        session.keep_replay("old", 2, [b"old 3"])  # goes on: the older chunks stay
+        await session.close()  # writes what it was asked to keep
+        assert await store.read_output(session.id, "replay/old") == [b"old 1", b"old 2", b"old 3"]
+
+        session = await agent.load(session.id)
+        session.keep_replay("new", 0, [b"new 1"])
+        await session.close()
+        assert await store.read_output(session.id, "replay/old") == []
+        assert await store.read_output(session.id, "replay/new") == [b"new 1"]
+        assert await store.read_output(session.id, "results/call_1") == [b"a tool's whole output"]
