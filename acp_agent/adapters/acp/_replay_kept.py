@@ -106,14 +106,7 @@ class KeptChunk:
     items: frozenset[tuple[str, str]]
 
     def encode(self) -> bytes:
-        header = {
-            "format": _FORMAT,
-            "after": self.after,
-            "last": self.last,
-            "usage_at": self.usage_at,
-            "items": sorted(self.items),
-        }
-        return json.dumps(header, separators=(",", ":")).encode() + b"\n" + self.body
+        return _header(self.after, self.last, self.usage_at, self.items) + b"\n" + self.body
 
     @classmethod
     def decode(cls, data: bytes) -> KeptChunk | None:
@@ -250,12 +243,12 @@ def replay_kept(
     if after < covered and _closes(shown[-1], lines):
         # What `keep` holds until the answer is out: bytes, not the steps and updates they
         # were made from (tens of thousands of objects the collector would walk).
-        items_shown = _items(step for step, _ in steps)
+        shown_items = _items(step for step, _ in steps)
 
         def keep() -> None:
-            chunk = _chunk(after, covered, lines, grown, items_shown)
-            handle.keep_replay(key, start, [chunk.encode()])
-            keeper.take_items(chunk.items)
+            encoded = _encoded_chunk(after, covered, lines, grown, shown_items)
+            handle.keep_replay(key, start, [encoded])
+            keeper.take_items(shown_items)
 
         keeper = ReplayKeeper(
             handle, stream, key, translator, after=covered, index=start + 1, items=items
@@ -321,21 +314,36 @@ def _items(steps: Iterable[ReplayStep]) -> frozenset[tuple[str, str]]:
     )
 
 
-def _chunk(
+def _encoded_chunk(
     after: int,
     last: int,
     lines: Sequence[Sequence[bytes]],
     grown: Sequence[int],
     items: frozenset[tuple[str, str]],
-) -> KeptChunk:
+) -> bytes:
     """The chunk of the events `(after, last]`, shown in its steps' `lines`, the usage
-    having grown in steps `grown`, showing `items`."""
+    having grown in steps `grown`, showing `items`, as `KeptChunk.encode` writes it: in
+    one join (a turn with a big result holds its lines once more, not twice)."""
     usage_at: int | None = None
     if grown:
         shown = [line for step_lines in lines[: grown[-1] + 1] for line in step_lines]
         usage_at = sum(len(line) for line in shown) + max(len(shown) - 1, 0)
-    body = b"\n".join(line for step_lines in lines for line in step_lines)
-    return KeptChunk(after, last, body, usage_at, items)
+    header = _header(after, last, usage_at, items)
+    flat = [line for step_lines in lines for line in step_lines]
+    return b"\n".join([header, *flat]) if flat else header + b"\n"
+
+
+def _header(
+    after: int, last: int, usage_at: int | None, items: frozenset[tuple[str, str]]
+) -> bytes:
+    header = {
+        "format": _FORMAT,
+        "after": after,
+        "last": last,
+        "usage_at": usage_at,
+        "items": sorted(items),
+    }
+    return json.dumps(header, separators=(",", ":")).encode()
 
 
 # --- the live stream --------------------------------------------------------------------
@@ -412,11 +420,13 @@ class ReplayKeeper:
             self._stop("a turn too big to keep")
             return
         items = _items(step for step, _ in steps)
-        chunk = _chunk(self._after, int(events[-1].seq), lines, grown, items)
-        self._handle.keep_replay(self._key, self._index, [chunk.encode()])
+        last = int(events[-1].seq)
+        self._handle.keep_replay(
+            self._key, self._index, [_encoded_chunk(self._after, last, lines, grown, items)]
+        )
         self._index += 1
-        self._after = chunk.last
-        self._items |= chunk.items
+        self._after = last
+        self._items |= items
         self._events = []
 
     def _stop(self, why: str) -> None:

@@ -6,7 +6,7 @@ translating the history is end to end (`test_replay_kept.py`).
 
 from __future__ import annotations
 
-from acp_agent.adapters.acp._replay_kept import KeptChunk, _usable
+from acp_agent.adapters.acp._replay_kept import KeptChunk, _encoded_chunk, _usable
 from acp_agent.core import (
     BranchId,
     CallId,
@@ -80,6 +80,18 @@ def test_a_chunk_reads_back_as_it_was_kept_and_anything_else_reads_as_none() -> 
         b'{"format":1,"after":0,"last":1,"usage_at":null,"items":[1]}\nx',
     ):
         assert KeptChunk.decode(broken) is None, broken
+
+
+def test_a_chunk_encoded_from_its_steps_lines_reads_back_whole() -> None:
+    items = frozenset({("call", "c1")})
+    lines = [[b"one", b"two"], [], [b"three"]]
+    encoded = _encoded_chunk(3, 9, lines, [0], items)
+    # The usage update goes after the lines of the last step that grew it.
+    assert KeptChunk.decode(encoded) == KeptChunk(3, 9, b"one\ntwo\nthree", 7, items)
+    assert encoded == KeptChunk(3, 9, b"one\ntwo\nthree", 7, items).encode()
+    assert KeptChunk.decode(_encoded_chunk(3, 9, [[]], [], items)) == KeptChunk(
+        3, 9, b"", None, items
+    )
 
 
 def test_the_usage_update_goes_after_the_line_where_the_usage_last_grew() -> None:
