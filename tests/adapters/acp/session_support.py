@@ -10,7 +10,40 @@ from typing import Any
 
 from protocol import methods, types
 
-__all__ = ("after", "before", "kinds", "openai_text", "wire_kind")
+__all__ = (
+    "NOTES_TURNS",
+    "PLAN",
+    "after",
+    "before",
+    "call",
+    "kinds",
+    "openai_text",
+    "wire_kind",
+)
+
+
+def call(name: str, call_id: str, **arguments: Any) -> dict[str, Any]:
+    """A scripted reply's tool call."""
+    return {"tool_call": {"name": name, "arguments": arguments, "id": call_id}}
+
+
+PLAN = [
+    {"content": "Read the notes", "status": "completed", "priority": "high"},
+    {"content": "Write the summary", "status": "in_progress", "priority": "medium"},
+]
+
+#: Three scripted replies over a workspace's notes.txt: thoughts, text, a read and a plan;
+#: a write (asking permission); text alone.
+NOTES_TURNS: list[list[dict[str, Any]]] = [
+    [
+        {"thought": "The notes first."},
+        {"text": "Let me read them."},
+        call("read", "r1", path="notes.txt"),
+        call("plan", "p1", entries=PLAN),
+    ],
+    [{"text": "Writing it down."}, call("write", "w1", path="summary.txt", content="short")],
+    [{"text": "The summary is written."}],
+]
 
 
 def wire_kind(message: dict[str, Any]) -> str:

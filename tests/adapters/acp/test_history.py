@@ -10,26 +10,15 @@ SQLite file in the test's home.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from protocol import methods, types
-from tests.adapters.acp.session_support import after, before, kinds
+from tests.adapters.acp.session_support import NOTES_TURNS, after, before, kinds
 from tests.support import running_agent, write_script
 from tests.support.conversation import shown
 
 pytestmark = pytest.mark.e2e
-
-
-def call(name: str, call_id: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_call": {"name": name, "arguments": arguments, "id": call_id}}
-
-
-PLAN = [
-    {"content": "Read the notes", "status": "completed", "priority": "high"},
-    {"content": "Write the summary", "status": "in_progress", "priority": "medium"},
-]
 
 
 #: The last reply, streamed a piece at a time.
@@ -39,14 +28,7 @@ PIECES = ["It ", "says: ", "remember ", "the ", "milk."]
 def conversation_script(path: Path) -> Path:
     return write_script(
         path,
-        [
-            {"thought": "The notes first."},
-            {"text": "Let me read them."},
-            call("read", "r1", path="notes.txt"),
-            call("plan", "p1", entries=PLAN),
-        ],
-        [{"text": "Writing it down."}, call("write", "w1", path="summary.txt", content="short")],
-        [{"text": "The summary is written."}],
+        *NOTES_TURNS,
         # Streamed in pieces far enough apart to be recorded one by one.
         [{"thought": "Easy."}, *[s for p in PIECES for s in ({"text": p}, {"sleep_ms": 20})]],
     )

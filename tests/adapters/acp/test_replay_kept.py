@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
 from protocol import methods, types
+from tests.adapters.acp.session_support import NOTES_TURNS, call
 from tests.support import EditorClient, running_agent, write_script
 from tests.support.editor_client import allow_all
 
@@ -27,28 +27,11 @@ pytestmark = pytest.mark.e2e
 REWIND = "_acp-agent/rewind"
 
 
-def call(name: str, call_id: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_call": {"name": name, "arguments": arguments, "id": call_id}}
-
-
-PLAN = [
-    {"content": "Read the notes", "status": "completed", "priority": "high"},
-    {"content": "Write the summary", "status": "in_progress", "priority": "medium"},
-]
-
-
 def conversation(path: Path) -> Path:
     """Four turns: thoughts, text in pieces, calls (one asking permission), a plan."""
     return write_script(
         path,
-        [
-            {"thought": "The notes first."},
-            {"text": "Let me read them."},
-            call("read", "r1", path="notes.txt"),
-            call("plan", "p1", entries=PLAN),
-        ],
-        [{"text": "Writing it down."}, call("write", "w1", path="summary.txt", content="short")],
-        [{"text": "The summary is written."}],
+        *NOTES_TURNS,
         [{"text": "It "}, {"sleep_ms": 20}, {"text": "says "}, {"sleep_ms": 20}, {"text": "milk."}],
         [{"text": "Again, "}, call("read", "r2", path="notes.txt")],
         [{"text": "the same."}],
