@@ -448,13 +448,7 @@ class AppServer:
             time.sleep(0.05)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=EXIT_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
 
 
 def codex_subject(binary: Path, base_url: str) -> Subject:

@@ -7,8 +7,9 @@
 
 PROMPT `-` reads the prompt from stdin. The agent runs as a child process serving
 ACP (`AgentProcess`), so a run sees exactly what an editor gets; with `--connect`
-that child is the bridge to the app server, whose runtime runs the turn. The policy answers
-its permission questions (`_policy`); what is written is described in `_report`.
+that child is the bridge to the app server, whose runtime runs the turn. The policy
+answers its permission questions (`_policy`); what is written is described in
+`_report`.
 
 With no model to answer, a session the run created is deleted again: nothing is
 stored. Progress on stderr names each tool call by its title (`_progress`).
