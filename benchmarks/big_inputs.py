@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -53,8 +54,10 @@ TIMEOUT_S = 600.0
 KINDS = ("mcp", "prompt", "shell", "read")
 #: One line of the log the inputs are made of (the test server's `dump` writes the same).
 LOG_LINE = "2026-12-01T10:00:00Z INFO worker[7]: request served in 3 ms, all is well"
-#: The id of the timed request (the warm-up goes first): the floor reads the same line.
+#: The id in the floor's copy of the timed prompt's line (one digit, as the agent's).
 PROMPT_ID = 4
+#: The agent's debug request saying where its background warm-up is.
+MODULES_METHOD = "_acp-agent/debug/modules"
 
 #: The floor: reads the message on stdin (`json`: one line, `json.loads`; `text`: to the
 #: end, decoded as UTF-8) and prints its peak RSS growth in KiB.
@@ -112,8 +115,21 @@ class Agent:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            # The debug request below says where the background warm-up is.
+            env={**os.environ, "ACP_AGENT_DEBUG": "1"},
         )
         self._ids = 0
+
+    def settle(self) -> None:
+        """Wait until the background warm-up has imported what it imports once per
+        process (a tool's modules, among them): its memory is not the input's."""
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            state = self.request(MODULES_METHOD, {})["result"]["warmup"]
+            if state in ("done", "off"):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("the warm-up did not finish")
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self._ids += 1
@@ -220,6 +236,7 @@ def one(kind: str, megabytes: int) -> tuple[float, float]:
                 "session/prompt",
                 {"sessionId": session_id, "prompt": [{"type": "text", "text": "Warm up."}]},
             )
+            agent.settle()
             text = _prompt_text(kind, megabytes)
             before = reset_peak(agent.process.pid)
             started = time.monotonic()

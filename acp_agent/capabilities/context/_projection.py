@@ -165,6 +165,8 @@ _BUILT_FROM: Final = frozenset(
 #: What the projection notes besides the messages: requests, the guide, compactions, the
 #: sourced facts.
 _NOTED: Final = frozenset({ModelRequestStarted, GuideAdopted, CompactionRecorded, *_SOURCED_FACTS})
+#: What `Projection.feed` looks at before the builder takes it: the noted facts and rewinds.
+_NOTED_OR_HIDING: Final = _NOTED | {ConversationRewound}
 #: The source a rewind's notification names.
 REWIND_SOURCE: Final = "session/rewind"
 #: Facts that make (part of) a message: a compaction must cover at least one.
@@ -357,19 +359,21 @@ class _MessageBuilder:
         return not open_reply and not self._pending
 
     def feed(self, event: Event) -> None:
-        payload, seq = event.payload, int(event.seq)
+        payload, seq = event.payload, event.seq
+        reply = self._reply
+        if type(payload) is ModelTextDelta:  # most events of a long history: a few steps
+            if reply is not None and payload.request_id == reply.request_id:
+                if reply.reasoning:
+                    reply.flush_reasoning()
+                reply.text.append(payload.text)
+                reply.last_seq = seq
+            return
         if type(payload) not in _BUILT_FROM:
             return  # a call's steps, a turn's end, a guide: nothing the model reads here
-        reply = self._reply
         mine = reply is not None and getattr(payload, "request_id", None) == reply.request_id
         if isinstance(payload, ModelRequestStarted):
             self.settle()
             self._reply = _Reply(payload.request_id, seq)
-        elif isinstance(payload, ModelTextDelta):
-            if mine and reply is not None:
-                reply.flush_reasoning()
-                reply.text.append(payload.text)
-                reply.last_seq = seq
         elif isinstance(payload, ModelReasoningDelta):
             if mine and reply is not None:
                 reply.flush_text()
@@ -524,13 +528,22 @@ class Projection:
 
     def feed(self, events: Iterable[Event]) -> None:
         """Fold published events, in seq order (whole batches)."""
+        # Thousands of events on a long session's first fold: each step here is paid per
+        # event, so the seqs are compared as they are (ints) and the frequent kinds are
+        # passed on before the rare ones are looked for.
+        builder = self._builder
         for event in events:
-            if int(event.seq) <= self.last_seq:
+            seq = event.seq
+            if seq <= self.last_seq:
                 continue
-            if event.starts_batch and self._builder.at_rest:
+            if seq == int(event.batch_id) and builder.at_rest:  # `starts_batch`
                 self._boundaries.append((self.last_seq, len(self._events)))
-            self.last_seq = int(event.seq)
+            self.last_seq = seq
             payload = event.payload
+            if type(payload) not in _NOTED_OR_HIDING and not self.hidden:
+                self._events.append(event)
+                builder.feed(event)
+                continue
             if isinstance(payload, ConversationRewound):
                 stretch = (payload.anchor_seq, self.last_seq)
                 if stretch not in self.hidden:
@@ -549,13 +562,14 @@ class Projection:
                     self.guide = payload
                 elif isinstance(payload, CompactionRecorded):
                     self._apply_compaction(payload, self.last_seq)
+                    builder = self._builder
                     continue
                 elif isinstance(payload, _SOURCED_FACTS):
                     self.rules.apply(payload, self.last_seq)
                     self.state.apply(payload, self.last_seq)
                     self._sourced.append((self.last_seq, payload))
             self._events.append(event)
-            self._builder.feed(event)
+            builder.feed(event)
 
     def messages(self) -> list[ProjectedMessage]:
         """The messages a request carries now: prelude, then history, all settled."""
