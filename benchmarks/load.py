@@ -240,13 +240,22 @@ def build(
     return home, session_id
 
 
-def keep_lines(directory: Path, home: Path, workspace: Path, script: Path, session_id: str) -> Path:
+def keep_lines(
+    directory: Path,
+    home: Path,
+    workspace: Path,
+    script: Path,
+    session_id: str,
+    python: str | None = None,
+) -> Path:
     """A copy of `home` whose session keeps its replay lines, as a session the live stream
     followed does (there a chunk per turn; here the one chunk a load keeps of all it
-    translated, which it writes once the load is answered)."""
-    kept = directory / f"{home.name}-kept"
+    translated, which it writes once the load is answered), kept by the agent `python`
+    runs: lines are kept per build (their key names the code), so each build loads a
+    copy it primed itself."""
+    kept = directory / f"{home.name}-kept{'-before' if python else ''}"
     shutil.copytree(home, kept)
-    agent = Client(agent_command(kept, script))
+    agent = Client(agent_command(kept, script, python))
     try:
         agent.request("initialize", {"protocolVersion": 1})
         load = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
@@ -462,6 +471,9 @@ def measure(
 
     home, session_id = build(directory, workspace, script, turns, shape)
     kept_home = keep_lines(directory, home, workspace, script, session_id)
+    before_home = None
+    if BEFORE_PYTHON:
+        before_home = keep_lines(directory, home, workspace, script, session_id, BEFORE_PYTHON[0])
     codex_home = directory / f"codex-{turns}"
     codex_id = None
     if peer is not None:
@@ -476,9 +488,9 @@ def measure(
             shutil.copytree(kept_home if kept else home, copy)
             command = agent_command(copy, script) if commands == "agent" else relay_command(copy)
             runs[path].append(run_once(command, session_id, workspace, pause_s))
-        if BEFORE_PYTHON:  # the script's path, right after the agent's in the same round
+        if before_home is not None:  # the script's path, right after the agent's in the round
             shutil.rmtree(copy, ignore_errors=True)
-            shutil.copytree(kept_home, copy)
+            shutil.copytree(before_home, copy)
             command = agent_command(copy, script, BEFORE_PYTHON[0])
             before.append(run_once(command, session_id, workspace, 0.0))
         if peer is not None and codex_id is not None:
@@ -491,6 +503,8 @@ def measure(
             )
     shutil.rmtree(home)
     shutil.rmtree(kept_home)
+    if before_home is not None:
+        shutil.rmtree(before_home)
     shutil.rmtree(copy, ignore_errors=True)
     shutil.rmtree(codex_home, ignore_errors=True)
     row: dict[str, Any] = {"turns": turns, "shape": shape}
