@@ -49,6 +49,9 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+# The agent's debug request, which says where its background warm-up is (`Agent.settle`).
+from acp_agent.adapters.acp._debug import MODULES_METHOD
+
 SERVER = Path(__file__).resolve().parents[1] / "tests" / "mcp" / "servers" / "tools_server.py"
 TIMEOUT_S = 600.0
 KINDS = ("mcp", "prompt", "shell", "read")
@@ -56,8 +59,6 @@ KINDS = ("mcp", "prompt", "shell", "read")
 LOG_LINE = "2026-12-01T10:00:00Z INFO worker[7]: request served in 3 ms, all is well"
 #: The id in the floor's copy of the timed prompt's line (one digit, as the agent's).
 PROMPT_ID = 4
-#: The agent's debug request saying where its background warm-up is.
-MODULES_METHOD = "_acp-agent/debug/modules"
 
 #: The floor: reads the message on stdin (`json`: one line, `json.loads`; `text`: to the
 #: end, decoded as UTF-8) and prints its peak RSS growth in KiB.

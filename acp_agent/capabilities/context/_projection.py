@@ -162,11 +162,11 @@ _BUILT_FROM: Final = frozenset(
         *_CONTEXT_FACTS,
     }
 )
-#: What the projection notes besides the messages: requests, the guide, compactions, the
-#: sourced facts.
-_NOTED: Final = frozenset({ModelRequestStarted, GuideAdopted, CompactionRecorded, *_SOURCED_FACTS})
-#: What `Projection.feed` looks at before the builder takes it: the noted facts and rewinds.
-_NOTED_OR_HIDING: Final = _NOTED | {ConversationRewound}
+#: What the projection notes besides the messages (`Projection._note`): rewinds,
+#: requests, the guide, compactions, the sourced facts.
+_NOTED: Final = frozenset(
+    {ConversationRewound, ModelRequestStarted, GuideAdopted, CompactionRecorded, *_SOURCED_FACTS}
+)
 #: The source a rewind's notification names.
 REWIND_SOURCE: Final = "session/rewind"
 #: Facts that make (part of) a message: a compaction must cover at least one.
@@ -529,8 +529,8 @@ class Projection:
     def feed(self, events: Iterable[Event]) -> None:
         """Fold published events, in seq order (whole batches)."""
         # Thousands of events on a long session's first fold: each step here is paid per
-        # event, so the seqs are compared as they are (ints) and the frequent kinds are
-        # passed on before the rare ones are looked for.
+        # event, so the seqs are compared as they are (ints) and only the rare kinds (and
+        # any event once a rewind hid something) are looked at before the builder.
         builder = self._builder
         for event in events:
             seq = event.seq
@@ -540,36 +540,38 @@ class Projection:
                 self._boundaries.append((self.last_seq, len(self._events)))
             self.last_seq = seq
             payload = event.payload
-            if type(payload) not in _NOTED_OR_HIDING and not self.hidden:
-                self._events.append(event)
-                builder.feed(event)
+            if (type(payload) in _NOTED or self.hidden) and not self._note(payload):
+                builder = self._builder  # a compaction starts a builder of its own
                 continue
-            if isinstance(payload, ConversationRewound):
-                stretch = (payload.anchor_seq, self.last_seq)
-                if stretch not in self.hidden:
-                    self.hidden.append(stretch)
-                    self.stale = True
-            elif (
-                self.hidden
-                and is_hidden(self.last_seq, self.hidden)
-                and not isinstance(payload, _HOLDING_FACTS)
-            ):
-                continue
-            if type(payload) in _NOTED:
-                if isinstance(payload, ModelRequestStarted):
-                    self.last_request_seq = self.last_seq
-                elif isinstance(payload, GuideAdopted):
-                    self.guide = payload
-                elif isinstance(payload, CompactionRecorded):
-                    self._apply_compaction(payload, self.last_seq)
-                    builder = self._builder
-                    continue
-                elif isinstance(payload, _SOURCED_FACTS):
-                    self.rules.apply(payload, self.last_seq)
-                    self.state.apply(payload, self.last_seq)
-                    self._sourced.append((self.last_seq, payload))
             self._events.append(event)
             builder.feed(event)
+
+    def _note(self, payload: Payload) -> bool:
+        """Note a rewind, request, guide, compaction or sourced fact just folded (at
+        `last_seq`); whether the event goes on to the messages (not one a rewind hid,
+        not a compaction, which rebuilds them)."""
+        seq = self.last_seq
+        if isinstance(payload, ConversationRewound):
+            stretch = (payload.anchor_seq, seq)
+            if stretch not in self.hidden:
+                self.hidden.append(stretch)
+                self.stale = True
+        elif (
+            self.hidden and is_hidden(seq, self.hidden) and not isinstance(payload, _HOLDING_FACTS)
+        ):
+            return False
+        if isinstance(payload, ModelRequestStarted):
+            self.last_request_seq = seq
+        elif isinstance(payload, GuideAdopted):
+            self.guide = payload
+        elif isinstance(payload, CompactionRecorded):
+            self._apply_compaction(payload, seq)
+            return False
+        elif isinstance(payload, _SOURCED_FACTS):
+            self.rules.apply(payload, seq)
+            self.state.apply(payload, seq)
+            self._sourced.append((seq, payload))
+        return True
 
     def messages(self) -> list[ProjectedMessage]:
         """The messages a request carries now: prelude, then history, all settled."""
