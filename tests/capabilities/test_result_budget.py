@@ -75,7 +75,7 @@ async def test_each_copy_is_capped_and_the_whole_text_is_kept_once_in_the_store(
 
 
 async def test_the_whole_text_of_several_parts_is_kept_joined_by_newlines():
-    # Kept a chunk (a million characters) at a time: the chunks must add up.
+    # Kept a chunk (a quarter of a million characters) at a time: the chunks must add up.
     store = MemoryStore()
     first, second = "première ligne\n" * 100_000, "second part, ünïcode\n" * 100
     result = ToolResult((TextContent(first), TextContent(""), TextContent(second)), "model's")

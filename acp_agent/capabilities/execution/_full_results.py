@@ -2,8 +2,8 @@
 
 `FullResults.keep` puts the text a result was truncated from into the session's store
 as its output `result/<call id>` (`Store.put_output`), a chunk of at most a
-million characters at a time, encoded as it goes: never joined or encoded whole
-in memory. So it follows the session wherever the store does: an app server
+quarter of a million characters at a time, encoded as it goes: never joined or
+encoded whole in memory. So it follows the session wherever the store does: an app server
 that takes a session over reads the results its earlier turns produced.
 `FullResults.read_lines` reads one back a chunk at a time for the
 `read_result` tool (`_result_reader`), as numbered lines.
@@ -39,7 +39,10 @@ logger = logging.getLogger(__name__)
 #: The store output of a call's full result is `result/<call id>`.
 RESULT_KEY_PREFIX: Final = "result/"
 #: A result goes into the store this many characters (or, from an old file, bytes) a chunk.
-_CHUNK_CHARS: Final = 1 << 20
+#: Each is encoded, then copied by SQLite as it is bound, on the store's thread: a chunk
+#: of a million made a 1 MB MCP result's peak 1.55x a bare reader's, this one 1.2x
+#: (`benchmarks/big_inputs.py`), and writing 16 MB took no longer.
+_CHUNK_CHARS: Final = 1 << 18
 #: A line longer than this is read back as several, each this long but the last.
 LINE_CHARS: Final = 2000
 #: In a session's folder of old results: they are in the store now.
