@@ -310,14 +310,18 @@ class SessionHandle:
 
     def warm(self) -> None:
         """Fold the main line's history into its model context in the session's background
-        work (after a load's answer), so its first prompt does not wait for that; a prompt
-        that comes first waits for it, as it would have folded it itself."""
+        work (after a load's answer), then let go of the history the load read, so its first
+        prompt waits for neither; a prompt that comes first waits for them, as it would
+        have done both itself."""
 
         async def warm() -> None:
             try:
                 await self._loop.context.warm()
             except Exception:
                 logger.info("warming the context of %s failed; a prompt folds it", self.id)
+            # The load's readers are done with the history it read (the context keeps what
+            # it needs): freed now, while the person types, not in their prompt's turn.
+            self._session.main.timeline.trim()
 
         with contextlib.suppress(ScopeClosed):  # closed already: no prompt will need it
             self._session.main.scope.start_soon(warm, name=f"context warm-up {self.id}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -131,6 +133,42 @@ async def test_reads_past_the_memory_tail_come_from_the_store() -> None:
         await timeline.append(notes(f"n{i}"))
     assert texts_of(await timeline.read()) == [f"n{i}" for i in range(10)]
     assert texts_of(await timeline.read(gt=Seq(8))) == ["n8", "n9"]
+
+
+class _CountedReads(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    async def read(self, branch_id: BranchId, **bounds: Any) -> list[Event]:
+        self.reads += 1
+        return await super().read(branch_id, **bounds)
+
+
+async def test_a_loaded_history_stays_in_memory_until_trimmed() -> None:
+    store = _CountedReads()
+    written = await new_timeline(store, tail_events=2)
+    for i in range(10):
+        await written.append(notes(f"n{i}"))
+    loaded = Timeline(
+        session_id=written.session_id,
+        lineage=written.lineage,
+        store=store,
+        last_durable_seq=Seq(10),
+        tail_events=2,
+    )
+    assert texts_of(await loaded.read()) == [f"n{i}" for i in range(10)]
+    reads = store.reads
+    assert texts_of(await loaded.read()) == [f"n{i}" for i in range(10)]
+    assert store.reads == reads  # the whole history, from memory: its readers share it
+    loaded.trim()  # its readers are done (a session's context has folded it)
+    assert texts_of(await loaded.read(gt=Seq(8))) == ["n8", "n9"]
+    assert store.reads == reads  # the newest stay in memory
+    assert texts_of(await loaded.read()) == [f"n{i}" for i in range(10)]
+    assert store.reads > reads  # the rest comes from the store again
+    loaded.trim()
+    await loaded.append(notes("n10"))
+    assert texts_of(await loaded.read(gt=Seq(8))) == ["n8", "n9", "n10"]
 
 
 async def test_a_child_reads_its_parent_up_to_the_cut_then_its_own_events() -> None:
