@@ -4,20 +4,24 @@ Usage (from the repository root, with the virtual environment that has acp-agent
 installed):
 
     .venv/bin/python benchmarks/load.py [--turns 10,100,1000,5000] [--rounds N]
-                                        [--shapes chat,tools] [--python PATH]
+                                        [--shapes chat,tools,compacted] [--python PATH]
 
 For each shape of turn and each size it builds a session of that many turns
 through the store (not by prompting: 5,000 prompts take minutes): the real agent
 makes the session (`session/new`), then the benchmark appends the turns to its
 timeline through `Timeline.append`, batch by batch as a live turn records them.
-Two shapes of turn:
+Three shapes of turn:
 
 - chat: the person's prompt and a reply streamed in seven chunks (four of them
   merged in one event, as a group commit merges them): 8 events, 9 updates if
   every event's updates were replayed as the live stream sent them;
 - tools: the prompt, a reply in five chunks proposing a `read`, the call
   admitted, started and its result recorded, an answer in three chunks: 18
-  events, 14 updates.
+  events, 14 updates;
+- compacted: tools turns, every 100th followed by a compaction that keeps the
+  last 20 turns (as a long session in use is compacted): the model's view is
+  then built from the last compaction on, and the prompt after the load waits
+  for that.
 
 Then, `--rounds` times (default 3), interleaved, each on a fresh copy of the store:
 
@@ -95,7 +99,10 @@ FILE_TEXT = "def position(x):\n    return x + 1\n" * 8
 SHAPES: dict[str, str] = {
     "chat": "a prompt and a reply streamed in 7 chunks: 8 events, 9 updates live",
     "tools": "a prompt, a reply proposing a read, its result, an answer: 18 events, 14 updates",
+    "compacted": "tools turns, a compaction keeping the last 20 after every 100th",
 }
+#: The compacted shape: a compaction after every this many turns, keeping this many.
+COMPACT_EVERY, COMPACT_KEEPS = 100, 20
 #: How long after `initialize` the load is sent: a person picks the session to open.
 WARM_UP_S = 1.0
 #: How long after the load's answer a person sends the next prompt (they read, they type).
@@ -127,7 +134,7 @@ def script_file(directory: Path) -> Path:
 
 def turn_drafts(turn: int, model: str, shape: str) -> list[list[Any]]:
     """One turn's batches of event drafts, as a live turn records them (see the module
-    docstring for the two shapes)."""
+    docstring for the chat and tools shapes)."""
     from acp_agent.content import Location, TextContent
     from acp_agent.core import (
         CallId,
@@ -202,7 +209,13 @@ def turn_drafts(turn: int, model: str, shape: str) -> list[list[Any]]:
 
 async def append_turns(database: Path, session_id: str, turns: int, shape: str) -> None:
     """Append `turns` turns to the session's main timeline, through the store."""
-    from acp_agent.core import ConfigurationAdopted, open_runtime
+    from acp_agent.core import (
+        CompactionRecorded,
+        ConfigurationAdopted,
+        EventDraft,
+        Seq,
+        open_runtime,
+    )
     from acp_agent.store import SqliteStore
 
     store = await SqliteStore.open(database, synchronous="NORMAL")
@@ -214,9 +227,16 @@ async def append_turns(database: Path, session_id: str, turns: int, shape: str) 
             for event in await timeline.read():
                 if isinstance(event.payload, ConfigurationAdopted):
                     model = str(event.payload.values.get("model", model))
+            ends: list[int] = []  # the seq each turn ended at
             for turn in range(turns):
-                for batch in turn_drafts(turn, model, shape):
-                    await timeline.append(batch)
+                for drafts in turn_drafts(turn, model, "chat" if shape == "chat" else "tools"):
+                    batch = await timeline.append(drafts)
+                ends.append(int(batch.events[-1].seq))
+                if shape == "compacted" and (turn + 1) % COMPACT_EVERY == 0:
+                    covers_lte = Seq(ends[turn - COMPACT_KEEPS])
+                    summary = f"The parser's tokenizer was fixed in turns up to {turn}."
+                    compaction = CompactionRecorded(f"cmp_{turn}", covers_lte, summary)
+                    await timeline.append([EventDraft(compaction, "capabilities.context")])
     finally:
         await store.aclose()
 
@@ -700,7 +720,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--turns", default="10,100,1000,5000", help="session sizes, in turns")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--shapes", default="chat,tools", help="kinds of turn: chat, tools")
+    parser.add_argument(
+        "--shapes", default="chat,tools,compacted", help="kinds of turn: chat, tools, compacted"
+    )
     parser.add_argument(
         "--python",
         help="the interpreter to run the agent with (one whose environment has another "

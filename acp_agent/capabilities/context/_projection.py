@@ -528,11 +528,25 @@ class Projection:
 
     def feed(self, events: Iterable[Event]) -> None:
         """Fold published events, in seq order (whole batches)."""
+        events = events if isinstance(events, list) else list(events)
+        # A long session's first fold: what comes before its last compaction only has to
+        # be noted, since the compaction makes the messages again from the events after
+        # its boundary (`_apply_compaction`).
+        cut = self._last_compaction_at(events)
+        for event in events[:cut]:
+            seq = event.seq
+            if seq <= self.last_seq:
+                continue
+            self.last_seq = seq
+            payload = event.payload
+            if (type(payload) in _NOTED or self.hidden) and not self._note(payload, build=False):
+                continue
+            self._events.append(event)
         # Thousands of events on a long session's first fold: each step here is paid per
         # event, so the seqs are compared as they are (ints) and only the rare kinds (and
         # any event once a rewind hid something) are looked at before the builder.
         builder = self._builder
-        for event in events:
+        for event in events[cut:] if cut else events:
             seq = event.seq
             if seq <= self.last_seq:
                 continue
@@ -546,10 +560,26 @@ class Projection:
             self._events.append(event)
             builder.feed(event)
 
-    def _note(self, payload: Payload) -> bool:
+    def _last_compaction_at(self, events: list[Event]) -> int:
+        """Where in `events` the last compaction that will apply is, as `_note` and
+        `_apply_compaction` decide it (0: none). A rewind among them hides only what
+        comes before it, so it changes none of these decisions."""
+        floor = self.compaction.covers_lte if self.compaction is not None else 0
+        hidden, at = self.hidden, 0
+        for index, event in enumerate(events):
+            payload = event.payload
+            if type(payload) is not CompactionRecorded or event.seq <= self.last_seq:
+                continue
+            if hidden and is_hidden(event.seq, hidden):
+                continue
+            if floor < payload.covers_lte < event.seq:
+                floor, at = payload.covers_lte, index
+        return at
+
+    def _note(self, payload: Payload, *, build: bool = True) -> bool:
         """Note a rewind, request, guide, compaction or sourced fact just folded (at
         `last_seq`); whether the event goes on to the messages (not one a rewind hid,
-        not a compaction, which rebuilds them)."""
+        not a compaction, which rebuilds them, unless not `build`: a later one will)."""
         seq = self.last_seq
         if isinstance(payload, ConversationRewound):
             stretch = (payload.anchor_seq, seq)
@@ -565,7 +595,7 @@ class Projection:
         elif isinstance(payload, GuideAdopted):
             self.guide = payload
         elif isinstance(payload, CompactionRecorded):
-            self._apply_compaction(payload, seq)
+            self._apply_compaction(payload, seq, build=build)
             return False
         elif isinstance(payload, _SOURCED_FACTS):
             self.rules.apply(payload, seq)
@@ -624,7 +654,9 @@ class Projection:
             state.apply(payload, seq)
         return rules, state
 
-    def _apply_compaction(self, compaction: CompactionRecorded, seq: int) -> None:
+    def _apply_compaction(
+        self, compaction: CompactionRecorded, seq: int, *, build: bool = True
+    ) -> None:
         floor = self.compaction.covers_lte if self.compaction is not None else 0
         if compaction.covers_lte <= floor or compaction.covers_lte >= seq:
             logger.warning(
@@ -634,10 +666,13 @@ class Projection:
                 floor,
             )
             return
+        kept = [event for event in self._events if event.seq > compaction.covers_lte]
+        if not build:  # a later compaction in the same fold builds the messages
+            self.compaction, self.compaction_seq, self._events = compaction, seq, kept
+            return
         rules, state = self.ledgers_at(compaction.covers_lte)
         self.compaction, self.compaction_seq = compaction, seq
         self._prelude = ProjectedMessage(render_compaction(compaction, rules, state), seq)
-        kept = [event for event in self._events if event.seq > compaction.covers_lte]
         self._events, self._builder, self._token_sums = [], _MessageBuilder(), [0]
         self._boundaries = []
         last_seq = self.last_seq
