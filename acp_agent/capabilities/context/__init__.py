@@ -2,7 +2,7 @@
 
 It keeps apart how to read the input (the guide, the system prompt: `_guide`;
 a client's own instructions join it, `_instructions`) and what the input
-currently is: the history folded into messages (`_projection`), state from
+currently is: the history folded (`_projection`) into messages (`_messages`), state from
 its sources (`_state_sources`), rules from `AGENTS.md` files (`_rules`),
 notifications (`_notifications`), each a block tagged by the runtime (the
 tags are `acp_agent.toolkit`'s), and keeps that true across compaction
