@@ -104,6 +104,12 @@ def render_compaction(
     return Message("user", [Text(summary), Text(restatement)])
 
 
+def _applies(covers_lte: int, seq: int, floor: int) -> bool:
+    """Whether a compaction recorded at `seq` that covers up to `covers_lte` takes effect:
+    it covers more than the one in effect (up to `floor`), and only what came before it."""
+    return floor < covers_lte < seq
+
+
 def _event_tokens(event: Event) -> int:
     """A rough size of what `event` adds to the projection (for choosing a boundary)."""
     if isinstance(event.payload, UserInputAdopted | ToolResultRecorded | ModelRequestStarted):
@@ -201,7 +207,7 @@ class Projection:
                 continue
             if hidden and is_hidden(event.seq, hidden):
                 continue
-            if floor < payload.covers_lte < event.seq:
+            if _applies(payload.covers_lte, event.seq, floor):
                 floor, at = payload.covers_lte, index
         return at
 
@@ -287,7 +293,7 @@ class Projection:
         self, compaction: CompactionRecorded, seq: int, *, build: bool = True
     ) -> None:
         floor = self.compaction.covers_lte if self.compaction is not None else 0
-        if compaction.covers_lte <= floor or compaction.covers_lte >= seq:
+        if not _applies(compaction.covers_lte, seq, floor):
             logger.warning(
                 "ignoring compaction %s: it covers up to %s, the one in effect up to %s",
                 compaction.compaction_id,
