@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from acp_agent.core._bulk import gc_paused
     from acp_agent.core._codec import (
         EventRow,
+        decode_branch_rows,
         decode_event,
         encode_event,
         encode_part,
@@ -315,6 +316,7 @@ __all__ = (
     "UserInputAdopted",
     "anchor_digest",
     "create_stored_session",
+    "decode_branch_rows",
     "decode_event",
     "encode_event",
     "encode_part",
@@ -349,6 +351,7 @@ _NAMES: Final = {
     "TurnObserver": "_branch",
     "gc_paused": "_bulk",
     "EventRow": "_codec",
+    "decode_branch_rows": "_codec",
     "decode_event": "_codec",
     "encode_event": "_codec",
     "encode_part": "_codec",

@@ -35,7 +35,7 @@ from acp_agent.core import (
     StoreConflict,
     StoreNotFound,
     StoreUnavailable,
-    decode_event,
+    decode_branch_rows,
     encode_event,
     new_id,
     project_batch,
@@ -236,7 +236,7 @@ class MemoryStore:
         own = db.events.get(branch_id, [])
         start = max(gt - branch.cut_seq, 0)
         stop = len(own) if lte is None else max(min(lte - branch.cut_seq, len(own)), 0)
-        return [decode_event(row) for row in own[start:stop]]
+        return decode_branch_rows(branch_id, [row[1:] for row in own[start:stop]])
 
     async def last_durable_seq(self, branch_id: BranchId) -> Seq:
         db = await self._enter()

@@ -56,7 +56,7 @@ from acp_agent.core import (
     StoreConflict,
     StoreNotFound,
     StoreUnavailable,
-    decode_event,
+    decode_branch_rows,
     encode_event,
     project_batch,
 )
@@ -69,6 +69,7 @@ from acp_agent.store._pg_pool import ConnectionPool
 from acp_agent.store._pg_schema import migrate_postgres
 from acp_agent.store._rows import (
     BRANCH_COLUMNS,
+    BRANCH_EVENT_COLUMNS,
     EVENT_COLUMNS,
     RULE_COLUMNS,
     SESSION_COLUMNS,
@@ -499,17 +500,17 @@ class PostgresStore:
         async def fetch(db: AsyncConnection[Any], _: bool) -> list[Event]:
             if lte is None:
                 cursor = await db.execute(
-                    f"SELECT {EVENT_COLUMNS} FROM events WHERE branch_id = %s AND seq > %s"
+                    f"SELECT {BRANCH_EVENT_COLUMNS} FROM events WHERE branch_id = %s AND seq > %s"
                     " ORDER BY seq",
                     (branch_id, gt),
                 )
             else:
                 cursor = await db.execute(
-                    f"SELECT {EVENT_COLUMNS} FROM events WHERE branch_id = %s AND seq > %s"
+                    f"SELECT {BRANCH_EVENT_COLUMNS} FROM events WHERE branch_id = %s AND seq > %s"
                     " AND seq <= %s ORDER BY seq",
                     (branch_id, gt, lte),
                 )
-            events = [decode_event(row) for row in await cursor.fetchall()]
+            events = decode_branch_rows(branch_id, await cursor.fetchall())
             if not events:
                 await _require_branch(db, branch_id)
             return events

@@ -16,6 +16,7 @@ from acp_agent.core import ForkOrigin, PermissionRule, SessionRecord, Snapshot
 
 __all__ = (
     "BRANCH_COLUMNS",
+    "BRANCH_EVENT_COLUMNS",
     "EVENT_COLUMNS",
     "RULE_COLUMNS",
     "SESSION_COLUMNS",
@@ -32,6 +33,8 @@ logger = logging.getLogger(__name__)
 EVENT_COLUMNS: Final = (
     "branch_id, seq, batch_id, kind, payload, producer, recorded_at, format_version"
 )
+#: `EVENT_COLUMNS` less the branch id, for reading one branch (`decode_branch_rows`).
+BRANCH_EVENT_COLUMNS: Final = EVENT_COLUMNS.removeprefix("branch_id, ")
 SESSION_COLUMNS: Final = (
     "session_id, cwd, main_branch_id, title, created_at, updated_at,"
     " fork_session_id, fork_branch_id, fork_seq, additional_directories, owner"

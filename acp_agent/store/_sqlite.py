@@ -50,13 +50,14 @@ from acp_agent.core import (
     Snapshot,
     StoreConflict,
     StoreNotFound,
-    decode_event,
+    decode_branch_rows,
     encode_event,
     project_batch,
 )
 from acp_agent.store._leases import LeaseOwner, is_running
 from acp_agent.store._rows import (
     BRANCH_COLUMNS,
+    BRANCH_EVENT_COLUMNS,
     EVENT_COLUMNS,
     RULE_COLUMNS,
     SESSION_COLUMNS,
@@ -323,17 +324,17 @@ class SqliteStore:
         def fetch(db: sqlite3.Connection) -> list[Event]:
             if lte is None:
                 rows = db.execute(
-                    f"SELECT {EVENT_COLUMNS} FROM events WHERE branch_id = ? AND seq > ?"
+                    f"SELECT {BRANCH_EVENT_COLUMNS} FROM events WHERE branch_id = ? AND seq > ?"
                     " ORDER BY seq",
                     (branch_id, gt),
                 )
             else:
                 rows = db.execute(
-                    f"SELECT {EVENT_COLUMNS} FROM events WHERE branch_id = ? AND seq > ?"
+                    f"SELECT {BRANCH_EVENT_COLUMNS} FROM events WHERE branch_id = ? AND seq > ?"
                     " AND seq <= ? ORDER BY seq",
                     (branch_id, gt, lte),
                 )
-            events = [decode_event(row) for row in rows]
+            events = decode_branch_rows(branch_id, rows)
             if not events:
                 _require_branch(db, branch_id)
             return events

@@ -324,6 +324,18 @@ class StoreContract:
             assert [e.seq for e in await store.read(main, gt=Seq(4))] == [5, 6]
             assert await store.read(main, gt=Seq(6)) == []
 
+    async def test_the_events_of_a_read_share_their_branch_id_and_producer(
+        self, stores: StoreFactory
+    ) -> None:
+        # A load reads thousands of events: one string of each, not a copy per event.
+        async with stores.open() as store:
+            session = await new_session(store)
+            await store.append_batch(batch_of(session, 1, note("a"), note("b"), note("c")))
+            first, *others = await store.read(session.main_branch_id)
+            assert first.branch_id == session.main_branch_id
+            assert all(event.branch_id is first.branch_id for event in others)
+            assert all(event.producer is first.producer for event in others)
+
     async def test_a_batch_must_start_at_the_next_seq(self, stores: StoreFactory) -> None:
         async with stores.open() as store:
             session = await new_session(store)
