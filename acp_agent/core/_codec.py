@@ -20,6 +20,7 @@ rows are read without their branch column and share its id (`decode_branch_rows`
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import json.encoder
 import json.scanner
@@ -341,16 +342,17 @@ class _Unreadable(Exception):
 
 def _payload_reader(cls: type[Any], hook_of: Callable[[Any], _Hook]) -> Callable[[Any], Any]:
     """A reader of attrs class `cls` from a JSON object: `hook_of(tp)` is the cattrs
-    hook of a type, the class's (the fallback) and its fields' that are not plain."""
-    hook = hook_of(cls)
+    hook of a type, the class's (the fallback) and its fields' that are not plain.
+    The class's own hook is asked for only when an object falls back to it (cattrs
+    compiles each hook: a load that never falls back never pays for it)."""
+
+    def fallback(data: Any, _: object) -> Any:
+        return hook_of(cls)(data, cls)
+
     try:
-        return _ReaderSource(cls, hook, hook_of).build()
+        return _ReaderSource(cls, fallback, hook_of).build()
     except _Unreadable:
-
-        def read(data: Any) -> Any:
-            return hook(data, cls)
-
-        return read
+        return functools.partial(fallback, _=None)
 
 
 def _unwrap(tp: Any) -> Any:
