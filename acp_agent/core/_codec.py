@@ -150,8 +150,17 @@ def _reader(cls: type[Any]) -> Callable[[Any], Any]:
     its cattrs hook, faster); made on first use."""
     reader = _READERS.get(cls)
     if reader is None:
-        reader = _READERS[cls] = _payload_reader(cls, _structure_hook)
+        reader = _READERS[cls] = _payload_reader(cls, _structure_hook, _field_hook)
     return reader
+
+
+def _field_hook(tp: Any) -> Callable[[Any, Any], Any]:
+    """How a reader reads a field that is not plain: an attrs class (a `Usage`) by its
+    own reader, anything else by its cattrs hook."""
+    if isinstance(tp, type) and attrs.has(tp):
+        read = _reader(tp)
+        return lambda data, _: read(data)
+    return _structure_hook(tp)
 
 
 #: Every kind of content part, by the tag it is stored with.
@@ -317,8 +326,9 @@ def _decode(
 # the JSON object, checks a plain one's type inline and calls the class positionally:
 # the class's own converters and validators run as they would. A field is plain when
 # it is a `str`, `int`, `float` or `bool` (or a `NewType` of one), a string enum, a
-# `list[str]`, a `dict` or `list` of JSON, `Any`, or one of these or None; any other
-# field is read by its own cattrs hook.
+# `list[str]`, a `dict` or `list` of any JSON, `Any`, or one of these or None; a field
+# of an attrs class (a `Usage`) is read by that class's reader, any other field by its
+# own cattrs hook.
 #
 # The reader hands the whole object to the class's cattrs hook whenever a value is
 # absent without a default, of another type, not one of its enum's values, or refused
@@ -340,19 +350,27 @@ class _Unreadable(Exception):
     factory of the instance): the class is left to cattrs."""
 
 
-def _payload_reader(cls: type[Any], hook_of: Callable[[Any], _Hook]) -> Callable[[Any], Any]:
-    """A reader of attrs class `cls` from a JSON object: `hook_of(tp)` is the cattrs
-    hook of a type, the class's (the fallback) and its fields' that are not plain.
-    The class's own hook is asked for only when an object falls back to it (cattrs
-    compiles each hook: a load that never falls back never pays for it)."""
+def _payload_reader(
+    cls: type[Any], hook_of: Callable[[Any], _Hook], field_hook: Callable[[Any], _Hook]
+) -> Callable[[Any], Any]:
+    """A reader of attrs class `cls` from a JSON object. `hook_of(cls)` is the class's
+    cattrs hook, what an object the reader does not take falls back to: asked for only
+    then (cattrs compiles each hook; a load that never falls back never pays for it).
+    `field_hook(tp)` reads a field of a type that is not plain."""
 
     def fallback(data: Any, _: object) -> Any:
         return hook_of(cls)(data, cls)
 
     try:
-        return _ReaderSource(cls, fallback, hook_of).build()
+        return _ReaderSource(cls, fallback, field_hook).build()
     except _Unreadable:
         return functools.partial(fallback, _=None)
+
+
+def _any_json(origin: Any, args: tuple[Any, ...]) -> bool:
+    """Whether a parameterised type is a container of any JSON (`dict[str, Any]`,
+    `list[Any]`): JSON's own objects and arrays are, their keys always strings."""
+    return (origin is dict and args == (str, Any)) or (origin is list and args == (Any,))
 
 
 def _unwrap(tp: Any) -> Any:
@@ -367,9 +385,9 @@ class _ReaderSource:
 
     FAIL: Final = "return _fallback(o, _cls)"
 
-    def __init__(self, cls: type[Any], fallback: _Hook, hook_of: Callable[[Any], _Hook]) -> None:
+    def __init__(self, cls: type[Any], fallback: _Hook, field_hook: Callable[[Any], _Hook]) -> None:
         self.cls = cls
-        self.hook_of = hook_of
+        self.field_hook = field_hook
         self.names: dict[str, Any] = {"_cls": cls, "_fallback": fallback, "_M": _MISSING}
 
     def build(self) -> Callable[[Any], Any]:
@@ -407,52 +425,40 @@ class _ReaderSource:
         return f"{var} = {self.name(default)}"
 
     def check(self, tp: Any, var: str) -> list[str]:
-        """Lines that take `var` as a `tp` (made a member or read by its hook in place),
-        or fall back."""
+        """Lines that take `var` as a `tp` (made a member, or read in place by its own
+        reader or hook), or fall back."""
         tp = _unwrap(tp)
-        args = typing.get_args(tp)
-        origin = typing.get_origin(tp)
+        args, origin = typing.get_args(tp), typing.get_origin(tp)
         if tp is Any:
             return []
         if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
-            other = args[0] if args[1] is type(None) else args[1]
-            inner = self.check(other, var) if self.plain(other) else []
-            if inner:
-                return [f"if {var} is not None:", *(f"    {line}" for line in inner)]
-        elif tp in _READ_PRIMITIVES or tp in _READ_CONTAINERS:
-            return [f"if type({var}) is not {tp.__name__}:", f"    {self.FAIL}"]
-        elif origin is list and args and _unwrap(args[0]) is str:
+            inner = self.check(args[0] if args[1] is type(None) else args[1], var)
+            return [f"if {var} is not None:", *(f"    {line}" for line in inner)] if inner else []
+        if tp in _READ_PRIMITIVES or tp in _READ_CONTAINERS or _any_json(origin, args):
+            return [f"if type({var}) is not {(origin or tp).__name__}:", f"    {self.FAIL}"]
+        if origin is list and args and _unwrap(args[0]) is str:
             return [
                 f"if type({var}) is not list or not all([type(x) is str for x in {var}]):",
                 f"    {self.FAIL}",
             ]
-        elif isinstance(tp, type) and issubclass(tp, enum.Enum) and self.plain(tp):
+        if (
+            isinstance(tp, type)
+            and issubclass(tp, enum.Enum)
+            and all(isinstance(member.value, str) for member in tp)
+        ):
             members = self.name({member.value: member for member in tp})
             return [
                 f"{var} = {members}.get({var}) if type({var}) is str else None",
                 f"if {var} is None:",
                 f"    {self.FAIL}",
             ]
-        hook, of = self.name(self.hook_of(tp)), self.name(tp)
+        hook, of = self.name(self.field_hook(tp)), self.name(tp)
         return [
             "try:",
             f"    {var} = {hook}({var}, {of})",
             "except Exception:",
             f"    {self.FAIL}",
         ]
-
-    @staticmethod
-    def plain(tp: Any) -> bool:
-        """Whether `check` reads `tp` inline (not by its hook)."""
-        tp = _unwrap(tp)
-        if tp in _READ_PRIMITIVES or tp in _READ_CONTAINERS or tp is Any:
-            return True
-        args = typing.get_args(tp)
-        if typing.get_origin(tp) is list:
-            return bool(args) and _unwrap(args[0]) is str
-        if isinstance(tp, type) and issubclass(tp, enum.Enum):
-            return all(isinstance(member.value, str) for member in tp)
-        return False
 
     def name(self, value: Any) -> str:
         """A name the source can use for `value`."""
