@@ -150,6 +150,8 @@ def _reader(cls: type[Any]) -> Callable[[Any], Any]:
     its cattrs hook, faster); made on first use."""
     reader = _READERS.get(cls)
     if reader is None:
+        # Its cattrs hook reads it while the reader is made (a class holding itself).
+        _READERS[cls] = lambda data: _structure_hook(cls)(data, cls)
         reader = _READERS[cls] = _payload_reader(cls, _structure_hook, _field_hook)
     return reader
 
@@ -363,7 +365,7 @@ def _payload_reader(
 
     try:
         return _ReaderSource(cls, fallback, field_hook).build()
-    except _Unreadable:
+    except Exception:  # a field no reader fills as attrs would, or types not resolved
         return functools.partial(fallback, _=None)
 
 

@@ -144,3 +144,16 @@ def test_a_plain_payload_is_read_without_its_cattrs_hook() -> None:
     assert reader.__name__ == "read"
     assert "cattrs" not in reader.__code__.co_filename
     assert reader({"text": "hi"}) == TextContent("hi")
+
+
+@attrs.frozen
+class _Node:
+    name: str
+    child: _Node | None = None
+
+
+def test_a_class_that_holds_itself_reads_as_cattrs_reads() -> None:
+    # Its reader is made while it is being made: the inner one is read by its hook.
+    stored = {"name": "a", "child": {"name": "b", "child": {"name": "c"}}}
+    assert _reader(_Node)(stored) == _structure_hook(_Node)(stored, _Node)
+    assert _reader(_Node)(stored).child.child == _Node("c")
