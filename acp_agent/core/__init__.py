@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from acp_agent.core._bulk import gc_paused
     from acp_agent.core._codec import (
         EventRow,
+        compact_json,
         decode_branch_rows,
         decode_event,
         encode_event,
@@ -315,6 +316,7 @@ __all__ = (
     "Usage",
     "UserInputAdopted",
     "anchor_digest",
+    "compact_json",
     "create_stored_session",
     "decode_branch_rows",
     "decode_event",
@@ -351,6 +353,7 @@ _NAMES: Final = {
     "TurnObserver": "_branch",
     "gc_paused": "_bulk",
     "EventRow": "_codec",
+    "compact_json": "_codec",
     "decode_branch_rows": "_codec",
     "decode_event": "_codec",
     "encode_event": "_codec",

@@ -57,6 +57,7 @@ from acp_agent.core._upgrades import upgrade_payload
 
 __all__ = (
     "EventRow",
+    "compact_json",
     "decode_branch_rows",
     "decode_event",
     "encode_event",
@@ -120,7 +121,10 @@ def _compact_json_encoder() -> Callable[[Any], str]:
     return lambda value: "".join(encode(value, 0))
 
 
-_dumps: Final = _compact_json_encoder()
+#: JSON without spaces, non-ASCII as it is: how a payload is stored, and how the context
+#: shows a call's arguments to the model (a long history's fold writes thousands).
+compact_json: Final = _compact_json_encoder()
+_dumps: Final = compact_json
 
 # cattrs builds a hook per class on first use (not at import: start-up time matters),
 # then every event of that class reuses it: this is the append hot path.

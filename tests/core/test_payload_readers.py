@@ -1,4 +1,5 @@
-"""A stored payload reads the same by its reader as by cattrs, value and type alike.
+"""A stored payload reads the same by its reader as by cattrs, value and type alike;
+`compact_json` writes what `json.dumps` writes.
 
 Decoding reads each payload (and each content part) with a reader made for its
 class (`core._codec._payload_reader`), faster than cattrs' hook. For every
@@ -11,6 +12,7 @@ coerces, so `1` where a `str` belongs reads as `"1"`), or the same error.
 from __future__ import annotations
 
 import enum
+import json
 import types
 import typing
 from typing import Any
@@ -21,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_agent.content import Location, TextContent
-from acp_agent.core import PAYLOAD_TYPES
+from acp_agent.core import PAYLOAD_TYPES, compact_json
 from acp_agent.core._codec import _PART_CLASSES, _reader, _structure_hook
 
 #: Every class a reader is made for: the payloads and the content parts.
@@ -157,3 +159,22 @@ def test_a_class_that_holds_itself_reads_as_cattrs_reads() -> None:
     stored = {"name": "a", "child": {"name": "b", "child": {"name": "c"}}}
     assert _reader(_Node)(stored) == _structure_hook(_Node)(stored, _Node)
     assert _reader(_Node)(stored).child.child == _Node("c")
+
+
+_ANY_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(alphabet=st.characters(codec="utf-8")),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_ANY_JSON)
+def test_compact_json_writes_what_json_dumps_writes(value: Any) -> None:
+    # The context shows a call's arguments with it; a stored payload is written with it.
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert compact_json(value) == expected

@@ -74,6 +74,7 @@ from acp_agent.core import (
     ToolOutcome,
     ToolResultRecorded,
     UserInputAdopted,
+    compact_json,
     encode_part,
 )
 from acp_agent.models import Image, Message, Part, Reasoning, Text, ToolCall, ToolResult
@@ -222,7 +223,7 @@ def _arguments_text(arguments: dict[str, Any]) -> str:
     if nesting_exceeds(arguments):
         # Only a store written before arguments were bounded at the edge holds these.
         arguments = {"__invalid_arguments__": f"(arguments {TOO_DEEP}; not shown)"}
-    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(arguments)
 
 
 @attrs.define
