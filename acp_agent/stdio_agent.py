@@ -132,6 +132,7 @@ def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:
         SESSION_MODULES,
         TOOL_MODULES,
         Warmup,
+        prepare_event_readers,
         prepare_wire_types,
         warmup_enabled,
     )
@@ -160,8 +161,13 @@ def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:
                 or agent.assembling
             ),
             # The model's HTTP client, which the first prompt built itself, then the
-            # converter's functions for its wire types.
-            then=[models.prepare, prepare_wire_types(connection.protocol.converter)],
+            # converter's functions for its wire types, then what a first load reads
+            # the stored events with.
+            then=[
+                models.prepare,
+                prepare_wire_types(connection.protocol.converter),
+                prepare_event_readers,
+            ],
         )
     agent = AcpAgent(
         connection,

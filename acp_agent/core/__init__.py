@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         encode_event,
         encode_part,
         encode_payload,
+        prepare_readers,
     )
     from acp_agent.core._cuts import hidden_ranges, is_hidden, message_cut, prompt_cut, quiet_cut
     from acp_agent.core._dispatcher import (
@@ -331,6 +332,7 @@ __all__ = (
     "new_id",
     "new_session_record",
     "open_runtime",
+    "prepare_readers",
     "project_batch",
     "prompt_cut",
     "quiet_cut",
@@ -359,6 +361,7 @@ _NAMES: Final = {
     "encode_event": "_codec",
     "encode_part": "_codec",
     "encode_payload": "_codec",
+    "prepare_readers": "_codec",
     "hidden_ranges": "_cuts",
     "is_hidden": "_cuts",
     "message_cut": "_cuts",

@@ -13,7 +13,8 @@ agent's steps: opening the default model (`ConfiguredModels.prepare`: the HTTP
 client, and its CA certificates when the model is served over https, which the first
 prompt built), and building the converter's functions for the wire types of a
 session's first answers and prompt (`FIRST_WIRE_TYPES`): cattrs compiles one per
-class on its first use, which the first prompt paid for.
+class on its first use, which the first prompt paid for; and the stored events'
+readers, which a session's first load made as it met each kind.
 
 Nothing runs beside a script's first requests: a thread that opened the model beside
 the session's assembly (it never gave way) made a script's first chunk 35 ms later
@@ -39,7 +40,7 @@ import importlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 __all__ = (
@@ -49,6 +50,7 @@ __all__ = (
     "TOOL_MODULES",
     "Warmup",
     "WarmupState",
+    "prepare_event_readers",
     "prepare_wire_types",
     "warmup_enabled",
 )
@@ -161,6 +163,15 @@ def prepare_wire_types(converter: Any) -> Callable[[], None]:
     return prepare
 
 
+def prepare_event_readers() -> Iterator[object]:
+    """A warm-up step in parts: make the readers of the stored events' kinds, which a
+    session's first load would make as it met each (`acp_agent.core.prepare_readers`),
+    giving way between kinds."""
+    from acp_agent.core import prepare_readers
+
+    return prepare_readers()
+
+
 #: The environment switch; `0` turns the warm-up off.
 WARMUP_VARIABLE: Final = "ACP_AGENT_WARMUP"
 
@@ -180,7 +191,8 @@ class WarmupState(enum.Enum):
 
 class Warmup:
     """Imports `modules`, then runs each of `then`, once, in a daemon thread, when
-    `start()` is first called; each only while `busy()` is false."""
+    `start()` is first called; each only while `busy()` is false. A step that returns
+    an iterator is run in parts: each of its items only while `busy()` is false."""
 
     def __init__(
         self,
@@ -234,7 +246,12 @@ class Warmup:
                 if not self._wait_until_idle():
                     return
                 try:
-                    step()
+                    parts = step()
+                    # A step in parts (an iterator): it gives way between them too.
+                    if isinstance(parts, Iterator):
+                        for _ in parts:
+                            if not self._wait_until_idle():
+                                return
                 except Exception:
                     logger.exception("warm-up: %s failed", getattr(step, "__qualname__", step))
         finally:

@@ -16,9 +16,11 @@ import protocol._hooks
 from acp_agent.adapters.acp._warmup import (
     Warmup,
     WarmupState,
+    prepare_event_readers,
     prepare_wire_types,
     warmup_enabled,
 )
+from acp_agent.core import PAYLOAD_TYPES, _codec
 from protocol import types
 from protocol.converter import get_converter
 
@@ -98,6 +100,29 @@ def test_its_steps_run_after_the_modules_and_one_that_fails_stops_none(
     assert "broken failed" in caplog.text
 
 
+def test_a_step_in_parts_gives_way_between_them() -> None:
+    # A handler that starts while a step is under way waits for one part, not the step.
+    busy = threading.Event()
+    done: list[int] = []
+
+    def parts() -> Iterator[None]:
+        for part in range(3):
+            done.append(part)
+            if part == 0:
+                busy.set()  # a request arrives during the first part
+            yield
+
+    warmup = Warmup([], busy=busy.is_set, then=[parts])
+    warmup.start()
+    time.sleep(0.2)
+    assert done == [0]
+    assert warmup.state is WarmupState.RUNNING
+
+    busy.clear()
+    assert warmup.wait(10)
+    assert done == [0, 1, 2]
+
+
 def test_the_wire_step_builds_what_a_first_prompt_writes_and_reads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -150,3 +175,22 @@ def test_once_stopped_it_imports_nothing_more_and_is_done(modules: list[str]) ->
     assert warmup.wait(10)
     busy.clear()
     assert not any(name in sys.modules for name in modules)
+
+
+def test_the_readers_step_makes_every_stored_kinds_reader_without_cattrs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A first load then reads each kind at once: no reader to make, no cattrs hook
+    # compiled for a payload class (the readers fall back to those only for rows that
+    # are not as stored).
+    readers: dict[type, object] = {}
+    hooks: dict[object, object] = {}
+    monkeypatch.setattr(_codec, "_READERS", readers)
+    monkeypatch.setattr(_codec, "_STRUCTURE", hooks)
+
+    for _ in prepare_event_readers():
+        pass
+
+    assert set(PAYLOAD_TYPES.values()) <= set(readers)
+    assert all(getattr(readers[cls], "__name__", "") == "read" for cls in PAYLOAD_TYPES.values())
+    assert not set(PAYLOAD_TYPES.values()) & set(hooks)
