@@ -121,6 +121,7 @@ if TYPE_CHECKING:
         hidden_ranges,
         is_hidden,
         new_id,
+        prepare_readers,
     )
     from acp_agent.mcp import (
         HttpServerConfig,
@@ -238,6 +239,7 @@ __all__ = (
     "open_agent",
     "other_roots",
     "parse_invocation",
+    "prepare_readers",
     "release_unopened",
     "replay_steps",
     "title_from_prompt",
@@ -330,6 +332,7 @@ __getattr__, __dir__ = _lazy_face(
         "is_hidden": "acp_agent.core",
         "gc_paused": "acp_agent.core",
         "new_id": "acp_agent.core",
+        "prepare_readers": "acp_agent.core",
         "FrontEnd": "acp_agent.capabilities",
         # What `session/new` writes through before the runtime opens (the host's).
         "StoreOpening": "acp_agent.store",

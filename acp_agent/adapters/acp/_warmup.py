@@ -165,9 +165,9 @@ def prepare_wire_types(converter: Any) -> Callable[[], None]:
 
 def prepare_event_readers() -> Iterator[object]:
     """A warm-up step in parts: make the readers of the stored events' kinds, which a
-    session's first load would make as it met each (`acp_agent.core.prepare_readers`),
+    session's first load would make as it met each (`acp_agent.agent.prepare_readers`),
     giving way between kinds."""
-    from acp_agent.core import prepare_readers
+    from acp_agent.agent import prepare_readers
 
     return prepare_readers()
 
