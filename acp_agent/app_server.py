@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 import acp_agent
+from acp_agent import attrs_code
 from acp_agent.runtime_setup import (
     USAGE_ERROR,
     RuntimeSettings,
@@ -130,6 +131,8 @@ def run_server(argv: Sequence[str] | None = None) -> int:
     except PlaceError as exc:
         print(f"acp-agent server: {exc}", file=sys.stderr)
         status = USAGE_ERROR
+    # `os._exit` runs no exit hooks: the attrs methods this run compiled are kept here.
+    attrs_code.save()
     logging.shutdown()
     sys.stderr.flush()
     # As the stdio agent does: everything is closed and recorded by now.

@@ -28,11 +28,28 @@ __all__ = ("main",)
 #: The collector's youngest-generation threshold while the stdio agent starts (see `main`).
 _STARTUP_GC_THRESHOLD: Final = 50_000
 
+#: The commands other than the stdio agent (the first argument names them).
+_COMMANDS: Final = frozenset(
+    ("exec", "sessions", "check", "doctor", "server", "watch", "lsp", "store")
+)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command `argv` names (default: the process's arguments); its exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     command = args[0] if args else None
+    if command not in _COMMANDS:
+        # Starting, the stdio agent makes the objects it keeps (its modules, classes and
+        # functions): the collector's youngest generation walked them ~130 times for
+        # nothing before the first session was open, a seventh of the start-up's CPU. It
+        # collects rarely until the runtime is open and frozen out of the generations,
+        # then as usual (`acp_agent.adapters.acp._host`).
+        gc.set_threshold(_STARTUP_GC_THRESHOLD)
+    # Before any class of ours is defined: the methods attrs compiled for them in an
+    # earlier run (`acp_agent.attrs_code`).
+    from acp_agent import attrs_code
+
+    attrs_code.install()
     if command == "exec":
         from acp_agent.adapters.headless import run_exec
 
@@ -65,12 +82,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_agent.adapters.store_admin import run_store
 
         return run_store(args[1:])
-    # Starting, the stdio agent makes the objects it keeps (its modules, classes and
-    # functions): the collector's youngest generation walked them ~130 times for nothing
-    # before the first session was open, a seventh of the start-up's CPU. It collects
-    # rarely until the runtime is open and frozen out of the generations, then as usual
-    # (`acp_agent.adapters.acp._host`).
-    gc.set_threshold(_STARTUP_GC_THRESHOLD)
     from acp_agent.stdio_agent import run_stdio_agent
 
     # `serve` is kept as an older name of the stdio agent (editor configs name it).

@@ -30,6 +30,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 import acp_agent
+from acp_agent import attrs_code
 from acp_agent.runtime_setup import (
     RuntimeSettings,
     add_runtime_arguments,
@@ -167,6 +168,8 @@ def _exit() -> NoReturn:
     # Everything is closed and recorded by now. The thread reading stdin may still wait
     # on it (after `exit` or a signal, the editor need not close it), and the interpreter
     # would join it at exit: the process ends here, once the logs are flushed.
+    # `os._exit` runs no exit hooks: the attrs methods this run compiled are kept here.
+    attrs_code.save()
     logging.shutdown()
     sys.stderr.flush()
     os._exit(0)

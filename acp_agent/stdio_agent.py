@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 import acp_agent
+from acp_agent import attrs_code
 from acp_agent.runtime_setup import (
     RuntimeSettings,
     add_runtime_arguments,
@@ -162,11 +163,13 @@ def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:
             ),
             # The model's HTTP client, which the first prompt built itself, then the
             # converter's functions for its wire types, then what a first load reads
-            # the stored events with.
+            # the stored events with; last, the attrs methods compiled by this first
+            # run after an install or upgrade, kept for the next (`attrs_code`).
             then=[
                 models.prepare,
                 prepare_wire_types(connection.protocol.converter),
                 prepare_event_readers,
+                attrs_code.save,
             ],
         )
     agent = AcpAgent(
@@ -229,6 +232,8 @@ def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:
     # however the input ended, so the status is 0 for a signal too.
     # Tearing down the interpreter's ~900 modules would take half a second of the one
     # an editor waits, so the process ends here, once the logs are flushed.
+    # `os._exit` runs no exit hooks: the attrs methods this run compiled are kept here.
+    attrs_code.save()
     logging.shutdown()
     sys.stderr.flush()
     os._exit(0)

@@ -1,0 +1,231 @@
+"""The methods attrs writes for our classes, compiled once and kept between runs.
+
+attrs makes each class's `__init__` (and any `__eq__`, `__hash__` or `__repr__` it
+makes) by writing their source and compiling it as the class is defined: every
+process compiled the same source again for each of the ~250 classes a session
+loads, about a third of what attrs costs at start-up (python-attrs/attrs#575 asks
+for this cache upstream).
+Python keeps a module's compiled code in `__pycache__`; this keeps attrs' compiled
+methods for our packages beside it, in one file, and hands them back when attrs
+compiles the same source under the same generated file name again. An entry
+whose source differs (a class that changed) is compiled afresh, so nothing stale
+ever runs.
+
+    install()   # first thing in a process, before our classes are defined
+    ...         # attrs classes are defined, their methods read from the file
+    save()      # once what the process needs is imported (and at exit)
+
+Standard library only; it does nothing where attrs compiles otherwise than it
+does today (`attr._make._compile_and_eval`), where attrs is not installed, or
+where Python writes no bytecode (`PYTHONDONTWRITEBYTECODE`: the file is read,
+never written).
+"""
+
+from __future__ import annotations
+import __future__
+
+import atexit
+import contextlib
+import marshal
+import os
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from types import CodeType
+from typing import Any, Final
+
+__all__ = ("KeptCode", "install", "kept_code", "save")
+
+#: The packages whose classes' methods are kept: ours, so the file holds only what
+#: this program defines (another library's classes are compiled as attrs does).
+_PACKAGES: Final = ("acp_agent.", "protocol.", "jsonbounds.")
+
+#: How attrs names a class's generated source: `<attrs generated methods pkg.mod.Cls>`.
+_GENERATED: Final = "<attrs generated "
+
+#: Every `from __future__` flag: compiled code keeps those of the module compiling it.
+_FUTURE_FLAGS: Final = sum(
+    getattr(__future__, name).compiler_flag for name in __future__.all_feature_names
+)
+
+#: What a file's code is valid for: the interpreter's bytecode and the optimization
+#: level compile() applies (`-O` drops asserts).
+_FORMAT: Final = (1, sys.hexversion, sys.flags.optimize)
+
+#: Entries past which a file drops what this process does not use.
+_MAX_ENTRIES: Final = 2_000
+
+#: attrs' `_compile_and_eval(script, globs, locs, filename)`, whose place this takes.
+_Compile = Callable[[str, "dict[str, Any] | None", "Mapping[str, object] | None", str], None]
+
+
+def _default_path() -> str:
+    """The file beside our modules' bytecode: `acp_agent/__pycache__/` (or its place
+    under `sys.pycache_prefix`, as Python puts a `.pyc`)."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    if sys.pycache_prefix is not None:
+        drive, rest = os.path.splitdrive(folder)
+        folder = os.path.join(sys.pycache_prefix, drive.rstrip(":"), rest.lstrip(os.sep))
+    else:
+        folder = os.path.join(folder, "__pycache__")
+    return os.path.join(folder, f"attrs-code.{sys.implementation.cache_tag}.bin")
+
+
+class KeptCode:
+    """One file of compiled attrs methods: what was read from it, what this process
+    compiled since, and the counts of each."""
+
+    def __init__(self, path: str, *, flags: int = 0) -> None:
+        self.path = path
+        #: The `from __future__` flags attrs compiles with (its module's).
+        self.flags = flags
+        #: Generated file name -> (its source, its code marshalled: read when used, so a
+        #: process pays only for the classes it defines).
+        self._codes: dict[str, tuple[str, bytes]] = {}
+        self._changed = False
+        self._lock = threading.Lock()
+        #: Methods handed back from the file, and compiled here.
+        self.hits = 0
+        self.misses = 0
+
+    def read(self) -> None:
+        """Take the file's entries (a missing, unreadable or foreign file: none)."""
+        codes = self._read_file()
+        if codes:
+            self._codes.update(codes)
+
+    def _read_file(self) -> dict[str, tuple[str, bytes]]:
+        try:
+            with open(self.path, "rb") as file:
+                # `loads` of the whole: `load` reads a file object in small pieces
+                # (ten times slower here).
+                stored = marshal.loads(file.read())
+        except (OSError, EOFError, ValueError, TypeError):
+            return {}
+        if not (isinstance(stored, tuple) and len(stored) == 2 and stored[0] == _FORMAT):
+            return {}
+        codes = stored[1]
+        if not isinstance(codes, dict):
+            return {}
+        return {
+            name: entry
+            for name, entry in codes.items()
+            if isinstance(name, str)
+            and isinstance(entry, tuple)
+            and len(entry) == 2
+            and isinstance(entry[0], str)
+            and isinstance(entry[1], bytes)
+        }
+
+    def code(self, script: str, filename: str) -> CodeType:
+        """The code of `script` as attrs compiles it under `filename`: the file's, when
+        it was compiled from the very same source; compiled (and kept) otherwise."""
+        kept = self._codes.get(filename)
+        if kept is not None and kept[0] == script:
+            try:
+                stored: object = marshal.loads(kept[1])
+            except (EOFError, ValueError, TypeError):
+                stored = None
+            if isinstance(stored, CodeType):
+                self.hits += 1
+                return stored
+        code: CodeType = compile(script, filename, "exec", flags=self.flags, dont_inherit=True)
+        self.misses += 1
+        if not _salted(script, filename):
+            self._codes[filename] = (script, marshal.dumps(code))
+            self._changed = True
+        return code
+
+    def save(self) -> bool:
+        """Write the entries to the file if this process compiled any, merged with what
+        another process wrote there since; whether it wrote. Never raises: a folder
+        it cannot write leaves the next process to compile again."""
+        if not self._changed or sys.dont_write_bytecode:
+            return False
+        with self._lock:
+            self._changed = False
+            ours = dict(self._codes)
+            codes = {**self._read_file(), **ours}
+            if len(codes) > _MAX_ENTRIES:  # classes long renamed or gone: start anew
+                codes = ours
+            temporary = f"{self.path}.{os.getpid()}.{threading.get_ident()}"
+            try:
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                with open(temporary, "wb") as file:
+                    marshal.dump((_FORMAT, codes), file)
+                os.replace(temporary, self.path)
+            except (OSError, ValueError):
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                return False
+        return True
+
+
+_kept: KeptCode | None = None
+
+
+def kept_code() -> KeptCode | None:
+    """This process's kept code, None before `install` (or where it does nothing)."""
+    return _kept
+
+
+def install(path: str | None = None) -> KeptCode | None:
+    """Hand attrs our classes' kept methods from now on (`path`: the file; default
+    beside our bytecode), and save what it compiles anew at exit. Once per process;
+    None where attrs compiles otherwise or is not installed."""
+    global _kept
+    if _kept is not None:
+        return _kept
+    try:
+        from attr import _make
+    except ImportError:
+        return None
+    original = getattr(_make, "_compile_and_eval", None)
+    code = getattr(original, "__code__", None)
+    if not isinstance(code, CodeType) or code.co_varnames[:4] != (
+        "script",
+        "globs",
+        "locs",
+        "filename",
+    ):
+        return None  # another attrs: its classes are compiled as it does
+    kept = KeptCode(path or _default_path(), flags=code.co_flags & _FUTURE_FLAGS)
+    kept.read()
+    compile_original: _Compile = original  # type: ignore[assignment]
+
+    def compile_and_eval(
+        script: str,
+        globs: dict[str, Any] | None,
+        locs: Mapping[str, object] | None = None,
+        filename: str = "",
+    ) -> None:
+        if not filename.startswith(_GENERATED) or not _ours(filename):
+            compile_original(script, globs, locs, filename)
+            return
+        eval(kept.code(script, filename), globs, locs)  # attrs' own source, as attrs does
+
+    _make._compile_and_eval = compile_and_eval
+    atexit.register(kept.save)
+    _kept = kept
+    return kept
+
+
+def save() -> bool:
+    """Write what this process compiled anew (see `KeptCode.save`); False before
+    `install` or with nothing new."""
+    return _kept.save() if _kept is not None else False
+
+
+def _ours(filename: str) -> bool:
+    """Whether attrs' generated `filename` is of a class in one of our packages."""
+    # "<attrs generated methods acp_agent.core._events.TurnStarted>"
+    qualified = filename[len(_GENERATED) :].partition(" ")[2]
+    return qualified.startswith(_PACKAGES)
+
+
+def _salted(script: str, filename: str) -> bool:
+    """Whether the source holds this process's salt for the class's `__hash__`: attrs
+    writes `hash("<attrs generated hash pkg.mod.Cls>")` into it, which differs from one
+    process to the next (`PYTHONHASHSEED`), so the next never compiles the same source."""
+    qualified = filename[len(_GENERATED) :].partition(" ")[2].rstrip(">")
+    return str(hash(f"{_GENERATED}hash {qualified}>")) in script
