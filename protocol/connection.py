@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from functools import partial
@@ -56,6 +57,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol
 import anyio
 
 from jsonbounds import OverLongLine
+from protocol._child import ChildProcess, adopt
 from protocol._dispatch import (
     AcpProtocol,
     AgentSideProtocol,
@@ -85,6 +87,7 @@ if TYPE_CHECKING:
 __all__ = (
     "DEFAULT_WRITE_STALL_S",
     "AgentConnection",
+    "ChildProcess",
     "ClientConnection",
     "Handler",
     "StartSoon",
@@ -440,7 +443,7 @@ class ClientConnection(_Endpoint):
     def __init__(self, *, unstable: bool = False) -> None:
         self.protocol = ClientSideProtocol(shared_converter(include_unstable=True))
         self.protocol.unstable = unstable
-        self._server: asyncio.subprocess.Process | None = None
+        self._server: ChildProcess | None = None
         #: The scope the readers run in, and set once they have ended (`start_io`).
         self._reading: anyio.CancelScope | None = None
         self._readers_ended = asyncio.Event()
@@ -451,8 +454,8 @@ class ClientConnection(_Endpoint):
         await self.stop()
 
     @property
-    def process(self) -> asyncio.subprocess.Process | None:
-        """The agent process, once started."""
+    def process(self) -> ChildProcess | None:
+        """The agent process, once started (or attached)."""
         return self._server
 
     async def start_io(self, cmd: str, *args: str, **kwargs: Any) -> None:
@@ -474,11 +477,22 @@ class ClientConnection(_Endpoint):
             limit=MAX_CLIENT_LINE_BYTES,
             **kwargs,
         )
+        self._talk_to(server)
+
+    async def attach_process(self, process: subprocess.Popen[bytes]) -> None:
+        """Talk ACP to `process`, an agent already started with pipes for its stdin,
+        stdout and stderr, as `start_io` does to one it spawns: for a client that starts
+        its agent before its loop (and the modules it needs) is up. Only inside `async
+        with` the connection (`RuntimeError` otherwise)."""
+        if self._task_group is None:
+            raise RuntimeError("a ClientConnection attaches its agent inside `async with` it")
+        self._talk_to(await adopt(process))
+
+    def _talk_to(self, server: ChildProcess) -> None:
         if server.stdin is None or server.stdout is None or server.stderr is None:
             raise RuntimeError("the agent process was started without pipes")
         self._server = server
         self.protocol.set_writer(StreamWriterAdapter(server.stdin))
-        assert server.stdout is not None
         self._start_readers(
             partial(_run_ndjson, server.stdout, self.protocol, on_line=self.line_received),
             partial(self._drain_stderr, server.stderr),
@@ -502,7 +516,7 @@ class ClientConnection(_Endpoint):
     def line_received(self, line: bytes) -> None:
         """Called with every line the agent writes, before it is dispatched."""
 
-    async def server_exit(self, server: asyncio.subprocess.Process) -> None:
+    async def server_exit(self, server: ChildProcess) -> None:
         """Called once the agent process has exited; default: nothing."""
 
     def stderr_received(self, line: bytes) -> None:
@@ -540,7 +554,7 @@ class ClientConnection(_Endpoint):
             except Exception:
                 logger.exception("Error in stderr_received")
 
-    async def _server_exit(self, server: asyncio.subprocess.Process) -> None:
+    async def _server_exit(self, server: ChildProcess) -> None:
         # Pending requests fail when the agent's stdout ends (`input_ended`), not here.
         await server.wait()
         logger.debug("Agent process %s exited with %s", server.pid, server.returncode)

@@ -9,13 +9,21 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 
 from protocol import methods, types
-from protocol.errors import InternalError, MethodNotFound, RequestCancelled, UnstableNotEnabled
+from protocol.errors import (
+    InternalError,
+    MethodNotFound,
+    PeerDisconnected,
+    RequestCancelled,
+    UnstableNotEnabled,
+)
 from tests.support import PROTOCOL_AGENT, AcpTestClient, connected
 
 pytestmark = pytest.mark.e2e
@@ -388,3 +396,74 @@ async def test_leaving_the_client_connection_stops_the_agent_and_leaves_no_task(
 async def test_a_client_connection_starts_its_agent_only_inside_async_with() -> None:
     with pytest.raises(RuntimeError, match="inside `async with`"):
         await AcpTestClient().start_io(*PROTOCOL_AGENT)
+
+
+def _started(*command: str) -> subprocess.Popen[bytes]:
+    """A process started before any loop, as a headless command starts its agent."""
+    return subprocess.Popen(
+        list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+async def test_an_agent_started_before_the_loop_is_attached_and_talked_to_as_a_spawned_one() -> (
+    None
+):
+    started = _started(*PROTOCOL_AGENT)
+    before = asyncio.all_tasks()
+    async with AcpTestClient() as client:
+        await client.attach_process(started)
+        answer = await client.request(
+            methods.INITIALIZE, types.InitializeRequest(protocol_version=1)
+        )
+        assert answer.protocol_version == 1
+        # Twenty megabytes cross too: the attached pipes read lines as long as a spawn's.
+        text = "x" * (20 * 1024 * 1024)
+        echoed = await client.request("_test/echo", {"text": text})
+        assert echoed == {"text": text}
+        assert client.process is not None
+        assert client.process.pid == started.pid
+
+    # Leaving closed its input; it exited, was reaped, and no task is left.
+    assert started.returncode == 0
+    assert client.process.returncode == 0
+    assert asyncio.all_tasks() - before == set()
+
+
+async def test_an_attached_agent_that_ignores_the_end_of_its_input_is_terminated() -> None:
+    ignoring = _started(
+        sys.executable,
+        "-c",
+        "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+        "while True: time.sleep(1)",
+    )
+    async with AcpTestClient() as client:
+        await client.attach_process(ignoring)
+        started = time.monotonic()
+        await client.stop(timeout_s=0.2)
+    assert ignoring.returncode == -signal.SIGTERM
+    assert time.monotonic() - started < EXIT_WAIT_S
+
+
+async def test_an_attached_agent_that_dies_ends_the_pending_requests() -> None:
+    dying = _started(sys.executable, "-c", "import sys; sys.stdin.readline(); sys.exit(3)")
+    async with AcpTestClient() as client:
+        await client.attach_process(dying)
+        with pytest.raises(PeerDisconnected):
+            await asyncio.wait_for(
+                client.request(methods.INITIALIZE, types.InitializeRequest(protocol_version=1)),
+                EXIT_WAIT_S,
+            )
+        assert client.process is not None
+        assert await asyncio.wait_for(client.process.wait(), EXIT_WAIT_S) == 3
+
+
+async def test_a_client_connection_attaches_its_agent_only_inside_async_with() -> None:
+    started = _started(*PROTOCOL_AGENT)
+    try:
+        with pytest.raises(RuntimeError, match="inside `async with`"):
+            await AcpTestClient().attach_process(started)
+    finally:
+        started.stdin.close()  # type: ignore[union-attr]
+        assert started.wait(EXIT_WAIT_S) == 0
+        started.stdout.close()  # type: ignore[union-attr]
+        started.stderr.close()  # type: ignore[union-attr]

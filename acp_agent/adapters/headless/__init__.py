@@ -11,7 +11,22 @@ small shared modules, never the runtime.
 
 from __future__ import annotations
 
-from acp_agent.adapters.headless._exec import main as run_exec
-from acp_agent.adapters.headless._sessions import main as run_sessions
+from collections.abc import Sequence
 
 __all__ = ("run_exec", "run_sessions")
+
+
+def run_exec(argv: Sequence[str]) -> int:
+    """`acp-agent exec` with `argv` (after the command name); its exit status."""
+    # Only the command line's modules load first: `exec` starts its agent before it
+    # loads the rest (see `_exec`).
+    from acp_agent.adapters.headless._exec import main
+
+    return main(argv)
+
+
+def run_sessions(argv: Sequence[str]) -> int:
+    """`acp-agent sessions` with `argv` (after the command name); its exit status."""
+    from acp_agent.adapters.headless._sessions import main
+
+    return main(argv)

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
+import subprocess
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 import acp_agent
+from acp_agent.adapters.headless._launch import end_unattached, launch_agent
 from protocol import methods, types
 from protocol.connection import ClientConnection
 from protocol.errors import AcpError
@@ -87,16 +88,20 @@ class AgentProcess(ClientConnection):
         self.register(methods.SESSION_UPDATE, _typed_update_seen)
         self.register(methods.SESSION_REQUEST_PERMISSION, self._permission)
 
-    async def start(self) -> types.InitializeResponse:
-        """Start the agent and negotiate; raises `AcpError` or `PeerDisconnected`."""
-        await self.start_io(
-            sys.executable,
-            "-m",
-            "acp_agent",
-            *self._agent_args,
-            env=self._env,
-            start_new_session=True,
-        )
+    async def start(
+        self, process: subprocess.Popen[bytes] | None = None
+    ) -> types.InitializeResponse:
+        """Talk to `process`, the agent `launch_agent` started (None: start it now), and
+        negotiate; raises `AcpError` or `PeerDisconnected`, or `OSError` if it cannot start."""
+        if process is None:
+            process = launch_agent(self._agent_args, env=self._env)
+            try:
+                await self.attach_process(process)
+            except BaseException:
+                end_unattached(process)
+                raise
+        else:
+            await self.attach_process(process)
         response: types.InitializeResponse = await self.request(
             methods.INITIALIZE,
             types.InitializeRequest(

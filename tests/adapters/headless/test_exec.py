@@ -473,3 +473,46 @@ def test_connect_with_no_server_exits_1_saying_how_to_start_one(
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "no server listens on" in done.stderr
     assert server.requests == []
+
+
+def test_exec_starts_its_agent_having_loaded_only_the_command_line() -> None:
+    # What `exec` loads before it starts its agent: no asyncio, anyio, attrs, cattrs or
+    # wire types, which load beside the agent's own start (in a fresh interpreter).
+    probe = (
+        "import json, sys\n"
+        "import acp_agent.cli, acp_agent.adapters.headless._exec\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    loaded = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    heavy = ("asyncio", "anyio", "attr", "attrs", "cattrs", "protocol")
+    assert "acp_agent.adapters.headless._launch" in loaded
+    assert [m for m in loaded if m.split(".")[0] in heavy] == []
+
+
+def test_an_agent_started_for_a_run_that_never_talks_to_it_is_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acp_agent.adapters.headless import _exec
+
+    launched: list[subprocess.Popen[bytes]] = []
+
+    def launch(agent_args: Sequence[str]) -> subprocess.Popen[bytes]:
+        launched.append(_exec_launch(agent_args))
+        return launched[-1]
+
+    def interrupted(*args: object) -> int:
+        raise KeyboardInterrupt  # Ctrl-C while the run's modules load
+
+    _exec_launch = _exec.launch_agent
+    monkeypatch.setattr(_exec, "launch_agent", launch)
+    monkeypatch.setattr(_exec, "_run", interrupted)
+    status = _exec.main(["--home", str(tmp_path / "home"), "--cwd", str(tmp_path), "Hello"])
+    assert status == _exec.EXIT_INTERRUPTED
+    (agent,) = launched
+    # Its input closed, it ended as it does at the end of an editor's: status 0.
+    assert agent.returncode == 0
+    assert not _agents_serving(tmp_path / "home")

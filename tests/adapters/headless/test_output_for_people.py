@@ -14,8 +14,9 @@ import pytest
 
 from acp_agent.adapters.check._command import parser as check_parser
 from acp_agent.adapters.doctor._command import parser as doctor_parser
-from acp_agent.adapters.headless._exec import PERMISSION_MODES
+from acp_agent.adapters.headless._exec import APPROVALS, PERMISSION_MODES
 from acp_agent.adapters.headless._exec import parser as exec_parser
+from acp_agent.adapters.headless._policy import Approve
 from acp_agent.adapters.headless._progress import ToolProgress
 from acp_agent.adapters.headless._report import Reporter
 from acp_agent.adapters.headless._sessions import parser as sessions_parser
@@ -97,6 +98,12 @@ def test_every_option_says_what_it_is_and_lists_its_choices(
         assert action.help, f"{name}: {action.option_strings or action.dest} has no help"
         for choice in action.choices or ():
             assert str(choice) in shown, f"{name}: {choice} is not listed"
+
+
+def test_exec_approves_as_its_policy_knows():
+    # The command line names them before the policy loads (after the agent started).
+    assert tuple(choice.value for choice in Approve) == APPROVALS
+    assert exec_parser().parse_args(["hi"]).approve == Approve.NEVER
 
 
 def test_exec_takes_the_agents_modes_and_lists_each():
