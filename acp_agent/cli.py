@@ -45,20 +45,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         # collects rarely until the runtime is open and frozen out of the generations,
         # then as usual (`acp_agent.adapters.acp._host`).
         gc.set_threshold(_STARTUP_GC_THRESHOLD)
+    # The headless commands start their agent first, then load attrs (installing
+    # `attrs_code` themselves).
     if command == "exec":
-        # It starts its agent first, then loads attrs (installing `attrs_code` itself).
         from acp_agent.adapters.headless import run_exec
 
         return run_exec(args[1:])
+    if command == "sessions":
+        from acp_agent.adapters.headless import run_sessions
+
+        return run_sessions(args[1:])
     # Before any class of ours is defined: the methods attrs compiled for them in an
     # earlier run (`acp_agent.attrs_code`).
     from acp_agent import attrs_code
 
     attrs_code.install()
-    if command == "sessions":
-        from acp_agent.adapters.headless import run_sessions
-
-        return run_sessions(args[1:])
     if command == "check":
         from acp_agent.adapters.check import run_check
 

@@ -1,8 +1,9 @@
 """The agent as a child process, driven from the client side exactly as an editor does.
 
-`AgentProcess` starts `python -m acp_agent` (the same interpreter and environment,
-serving ACP on stdio) in a process group of its own, so a Ctrl-C in the terminal
-reaches the headless command, which cancels the turn cleanly, and not the agent.
+`AgentProcess` talks to `python -m acp_agent` (the same interpreter and environment,
+serving ACP on stdio), started by `_launch` in a process group of its own, so a
+Ctrl-C in the terminal reaches the headless command, which cancels the turn cleanly,
+and not the agent.
 It advertises no file system and no terminals: the agent then reads and writes the
 disk and runs commands as local processes itself, and a command's output arrives
 inline in its tool call, where a script can read it. Permission questions go to
@@ -16,11 +17,10 @@ import json
 import logging
 import subprocess
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import acp_agent
-from acp_agent.adapters.headless._launch import end_unattached, launch_agent
 from protocol import methods, types
 from protocol.connection import ClientConnection
 from protocol.errors import AcpError
@@ -75,33 +75,19 @@ class AgentProcess(ClientConnection):
         *,
         on_update: UpdateSink,
         answer: PermissionAnswerer,
-        agent_args: Sequence[str] = (),
-        env: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         self._on_update = on_update
         self._answer = answer
-        self._agent_args = tuple(agent_args)
-        self._env = env
         #: The agent's last stderr lines (shown when it fails).
         self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
         self.register(methods.SESSION_UPDATE, _typed_update_seen)
         self.register(methods.SESSION_REQUEST_PERMISSION, self._permission)
 
-    async def start(
-        self, process: subprocess.Popen[bytes] | None = None
-    ) -> types.InitializeResponse:
-        """Talk to `process`, the agent `launch_agent` started (None: start it now), and
-        negotiate; raises `AcpError` or `PeerDisconnected`, or `OSError` if it cannot start."""
-        if process is None:
-            process = launch_agent(self._agent_args, env=self._env)
-            try:
-                await self.attach_process(process)
-            except BaseException:
-                end_unattached(process)
-                raise
-        else:
-            await self.attach_process(process)
+    async def start(self, process: subprocess.Popen[bytes]) -> types.InitializeResponse:
+        """Talk to `process`, the agent `launch_agent` started, and negotiate; raises
+        `AcpError` or `PeerDisconnected` (the caller ends the process: `end_unattached`)."""
+        await self.attach_process(process)
         response: types.InitializeResponse = await self.request(
             methods.INITIALIZE,
             types.InitializeRequest(

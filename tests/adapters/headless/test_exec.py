@@ -475,12 +475,16 @@ def test_connect_with_no_server_exits_1_saying_how_to_start_one(
     assert server.requests == []
 
 
-def test_exec_starts_its_agent_having_loaded_only_the_command_line() -> None:
-    # What `exec` loads before it starts its agent: no asyncio, anyio, attrs, cattrs or
-    # wire types, which load beside the agent's own start (in a fresh interpreter).
+@pytest.mark.parametrize("command", ["_exec", "_sessions"])
+def test_a_headless_command_starts_its_agent_having_loaded_only_its_command_line(
+    command: str,
+) -> None:
+    # What `exec` and `sessions` load before they start their agent: no asyncio, anyio,
+    # attrs, cattrs or wire types, which load beside the agent's own start (in a fresh
+    # interpreter).
     probe = (
         "import json, sys\n"
-        "import acp_agent.cli, acp_agent.adapters.headless._exec\n"
+        f"import acp_agent.cli, acp_agent.adapters.headless.{command}\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     loaded = json.loads(
