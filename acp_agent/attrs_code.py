@@ -1,23 +1,25 @@
-"""The methods attrs writes for our classes, compiled once and kept between runs.
+"""The methods attrs writes for our classes (and lsprotocol's), compiled once and kept
+between runs.
 
 attrs makes each class's `__init__` (and any `__eq__`, `__hash__` or `__repr__` it
 makes) by writing their source and compiling it as the class is defined: every
 process compiled the same source again for each of the ~250 classes a session
-loads, about a third of what attrs costs at start-up (python-attrs/attrs#575 asks
-for this cache upstream).
-Python keeps a module's compiled code in `__pycache__`; this keeps attrs' compiled
-methods for our packages beside it, in one file, and hands them back when attrs
-compiles the same source under the same generated file name again. An entry
-whose source differs (a class that changed) is compiled afresh, so nothing stale
-ever runs.
+loads, about a third of what attrs costs at start-up, and for lsprotocol's ~550
+(the language servers' types, loaded when the first one starts, and by the LSP front
+end) half of the ~400 ms its import takes (python-attrs/attrs#575 asks for this
+cache upstream). Python keeps a module's compiled code in `__pycache__`; this keeps
+attrs' compiled methods beside our bytecode, in one file per package (read when the
+package's first class is defined), and hands them back when attrs compiles the same
+source under the same generated file name again. An entry whose source differs (a
+class that changed) is compiled afresh, so nothing stale ever runs.
 
-    install()   # first thing in a process, before our classes are defined
-    ...         # attrs classes are defined, their methods read from the file
+    install()   # first thing in a process, before those classes are defined
+    ...         # attrs classes are defined, their methods read from the files
     save()      # once what the process needs is imported (and at exit)
 
 Standard library only; it does nothing where attrs compiles otherwise than it
 does today (`attr._make._compile_and_eval`), where attrs is not installed, or
-where Python writes no bytecode (`PYTHONDONTWRITEBYTECODE`: the file is read,
+where Python writes no bytecode (`PYTHONDONTWRITEBYTECODE`: the files are read,
 never written).
 """
 
@@ -34,11 +36,11 @@ from collections.abc import Callable, Mapping
 from types import CodeType
 from typing import Any, Final
 
-__all__ = ("KeptCode", "install", "kept_code", "save")
+__all__ = ("KeptCode", "KeptCodes", "file_name", "install", "kept_code", "save")
 
-#: The packages whose classes' methods are kept: ours, so the file holds only what
-#: this program defines (another library's classes are compiled as attrs does).
-_PACKAGES: Final = ("acp_agent.", "protocol.", "jsonbounds.")
+#: The packages whose classes' methods are kept, a file each: ours, and lsprotocol's
+#: many (another library's classes are compiled as attrs does).
+_PACKAGES: Final = frozenset({"acp_agent", "protocol", "jsonbounds", "lsprotocol"})
 
 #: How attrs names a class's generated source: `<attrs generated methods pkg.mod.Cls>`.
 _GENERATED: Final = "<attrs generated "
@@ -59,21 +61,24 @@ _MAX_ENTRIES: Final = 2_000
 _Compile = Callable[[str, "dict[str, Any] | None", "Mapping[str, object] | None", str], None]
 
 
-def _default_path() -> str:
-    """The file beside our modules' bytecode: `acp_agent/__pycache__/` (or its place
-    under `sys.pycache_prefix`, as Python puts a `.pyc`)."""
+def _default_folder() -> str:
+    """Beside our modules' bytecode: `acp_agent/__pycache__/` (or its place under
+    `sys.pycache_prefix`, as Python puts a `.pyc`)."""
     folder = os.path.dirname(os.path.abspath(__file__))
     if sys.pycache_prefix is not None:
         drive, rest = os.path.splitdrive(folder)
-        folder = os.path.join(sys.pycache_prefix, drive.rstrip(":"), rest.lstrip(os.sep))
-    else:
-        folder = os.path.join(folder, "__pycache__")
-    return os.path.join(folder, f"attrs-code.{sys.implementation.cache_tag}.bin")
+        return os.path.join(sys.pycache_prefix, drive.rstrip(":"), rest.lstrip(os.sep))
+    return os.path.join(folder, "__pycache__")
+
+
+def file_name(package: str) -> str:
+    """The name of `package`'s file: `attrs-code.<package>.<python>.bin`."""
+    return f"attrs-code.{package}.{sys.implementation.cache_tag}.bin"
 
 
 class KeptCode:
-    """One file of compiled attrs methods: what was read from it, what this process
-    compiled since, and the counts of each."""
+    """One package's file of compiled attrs methods: what was read from it, what this
+    process compiled since, and the counts of each."""
 
     def __init__(self, path: str, *, flags: int = 0) -> None:
         self.path = path
@@ -161,18 +166,55 @@ class KeptCode:
         return True
 
 
-_kept: KeptCode | None = None
+class KeptCodes:
+    """This process's kept code: a `KeptCode` per package, made (and its file read) when
+    the package's first class is defined."""
+
+    def __init__(self, folder: str, *, flags: int = 0) -> None:
+        self.folder = folder
+        self.flags = flags
+        self.files: dict[str, KeptCode] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def hits(self) -> int:
+        return sum(kept.hits for kept in list(self.files.values()))
+
+    @property
+    def misses(self) -> int:
+        return sum(kept.misses for kept in list(self.files.values()))
+
+    def file(self, package: str) -> KeptCode:
+        """`package`'s file, read on first use."""
+        kept = self.files.get(package)
+        if kept is None:
+            with self._lock:  # two threads defining its first classes read it once
+                kept = self.files.get(package)
+                if kept is None:
+                    kept = KeptCode(os.path.join(self.folder, file_name(package)), flags=self.flags)
+                    kept.read()
+                    self.files[package] = kept
+        return kept
+
+    def save(self) -> bool:
+        """Write each file this process compiled anything for (`KeptCode.save`); whether
+        it wrote any."""
+        wrote = [kept.save() for kept in list(self.files.values())]
+        return any(wrote)
 
 
-def kept_code() -> KeptCode | None:
+_kept: KeptCodes | None = None
+
+
+def kept_code() -> KeptCodes | None:
     """This process's kept code, None before `install` (or where it does nothing)."""
     return _kept
 
 
-def install(path: str | None = None) -> KeptCode | None:
-    """Hand attrs our classes' kept methods from now on (`path`: the file; default
-    beside our bytecode), and save what it compiles anew at exit. Once per process;
-    None where attrs compiles otherwise or is not installed."""
+def install(folder: str | None = None) -> KeptCodes | None:
+    """Hand attrs the kept methods of our classes and lsprotocol's from now on (`folder`:
+    where the files are; default beside our bytecode), and save what it compiles anew
+    at exit. Once per process; None where attrs compiles otherwise or is not installed."""
     global _kept
     if _kept is not None:
         return _kept
@@ -189,8 +231,7 @@ def install(path: str | None = None) -> KeptCode | None:
         "filename",
     ):
         return None  # another attrs: its classes are compiled as it does
-    kept = KeptCode(path or _default_path(), flags=code.co_flags & _FUTURE_FLAGS)
-    kept.read()
+    kept = KeptCodes(folder or _default_folder(), flags=code.co_flags & _FUTURE_FLAGS)
     compile_original: _Compile = original  # type: ignore[assignment]
 
     def compile_and_eval(
@@ -199,10 +240,12 @@ def install(path: str | None = None) -> KeptCode | None:
         locs: Mapping[str, object] | None = None,
         filename: str = "",
     ) -> None:
-        if not filename.startswith(_GENERATED) or not _ours(filename):
+        package = _package(filename)
+        if package not in _PACKAGES:
             compile_original(script, globs, locs, filename)
             return
-        eval(kept.code(script, filename), globs, locs)  # attrs' own source, as attrs does
+        # attrs' own source, run as attrs runs it.
+        eval(kept.file(package).code(script, filename), globs, locs)
 
     _make._compile_and_eval = compile_and_eval
     atexit.register(kept.save)
@@ -211,16 +254,19 @@ def install(path: str | None = None) -> KeptCode | None:
 
 
 def save() -> bool:
-    """Write what this process compiled anew (see `KeptCode.save`); False before
+    """Write what this process compiled anew (see `KeptCodes.save`); False before
     `install` or with nothing new."""
     return _kept.save() if _kept is not None else False
 
 
-def _ours(filename: str) -> bool:
-    """Whether attrs' generated `filename` is of a class in one of our packages."""
+def _package(filename: str) -> str | None:
+    """The top package of the class attrs' generated `filename` is for, None if it is
+    not one attrs generated."""
     # "<attrs generated methods acp_agent.core._events.TurnStarted>"
+    if not filename.startswith(_GENERATED):
+        return None
     qualified = filename[len(_GENERATED) :].partition(" ")[2]
-    return qualified.startswith(_PACKAGES)
+    return qualified.partition(".")[0]
 
 
 def _salted(script: str, filename: str) -> bool:

@@ -1,9 +1,9 @@
 """attrs' methods kept between runs (`acp_agent.attrs_code`): a second process compiles
-none of our classes, gets the very methods attrs would compile, and never runs a stale
-or damaged entry.
+none of our classes (nor lsprotocol's), gets the very methods attrs would compile, and
+never runs a stale or damaged entry.
 
 Each probe runs in a fresh interpreter (attrs defines a class's methods once per
-process), with the file at a path of the test's own.
+process), with the files in a folder of the test's own.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ PROBE = """
 import importlib, json, sys, types
 import attrs
 from acp_agent import attrs_code
-path = sys.argv[1]
-kept = attrs_code.install(path) if path else None
+folder = sys.argv[1]
+kept = attrs_code.install(folder) if folder else None
 for name in sys.argv[2].split(","):
     importlib.import_module(name)
 def digest(code):
@@ -42,7 +42,9 @@ def digest(code):
             code.co_filename, code.co_firstlineno]
 methods = {}
 for module in list(sys.modules.values()):
-    if not (getattr(module, "__name__", "") or "").startswith(("acp_agent.", "protocol.")):
+    if not (getattr(module, "__name__", "") or "").startswith(
+        ("acp_agent.", "protocol.", "lsprotocol.")
+    ):
         continue
     for value in list(vars(module).values()):
         if isinstance(value, type) and attrs.has(value) and value.__module__ == module.__name__:
@@ -56,14 +58,14 @@ print(json.dumps({"hits": kept.hits if kept else 0, "misses": kept.misses if kep
 """
 
 
-def probe(path: Path | None, *, modules: tuple[str, ...] = MODULES, **env: str) -> dict[str, Any]:
+def probe(folder: Path | None, *, modules: tuple[str, ...] = MODULES, **env: str) -> dict[str, Any]:
     """Run `PROBE` in a fresh interpreter that writes bytecode; its report."""
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     # A fixed seed: attrs writes a per-process salt into a hashable class's `__hash__`,
     # and the digests of two processes are compared.
     environment |= {"PYTHONHASHSEED": "0", **env}
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, str(path or ""), ",".join(modules)],
+        [sys.executable, "-c", PROBE, str(folder or ""), ",".join(modules)],
         capture_output=True,
         text=True,
         env=environment,
@@ -76,24 +78,42 @@ def probe(path: Path | None, *, modules: tuple[str, ...] = MODULES, **env: str) 
 def test_a_second_run_compiles_none_of_our_classes_and_gets_the_same_methods(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "attrs-code.bin"
-    first = probe(path)
+    first = probe(tmp_path)
     assert first["hits"] == 0
     assert first["misses"] > 150  # every class compiled, and written for the next run
     assert first["saved"] is True
-    mtime = path.stat().st_mtime_ns
+    written = {path.name: path.stat().st_mtime_ns for path in tmp_path.iterdir()}
+    assert file_of(tmp_path).name in written
 
-    second = probe(path)
+    second = probe(tmp_path)
     # Only the hashable classes compile again: their source holds this run's salt.
     assert second["misses"] < 10
     assert second["hits"] == first["misses"] - second["misses"]
-    assert second["saved"] is False  # nothing new: the file is left as it was
-    assert path.stat().st_mtime_ns == mtime
+    assert second["saved"] is False  # nothing new: the files are left as they were
+    assert {path.name: path.stat().st_mtime_ns for path in tmp_path.iterdir()} == written
 
     # The methods are those attrs compiles itself (a process without the file).
     plain = probe(None)
     assert plain["methods"] == second["methods"] == first["methods"]
     assert len(plain["methods"]) > 150
+
+
+def test_lsprotocols_classes_are_kept_in_a_file_of_their_own(tmp_path: Path) -> None:
+    # ~550 classes, half of what importing lsprotocol costs: the language servers' types.
+    first = probe(tmp_path, modules=("lsprotocol.types",))
+    assert first["misses"] > 500
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        file_of(tmp_path, "lsprotocol").name
+    ]
+    second = probe(tmp_path, modules=("lsprotocol.types",))
+    assert second["hits"] > 500
+    assert second["misses"] < 10
+    assert second["methods"] == first["methods"]
+    assert len(first["methods"]) > 1000
+
+
+def file_of(folder: Path, package: str = "acp_agent") -> Path:
+    return folder / attrs_code.file_name(package)
 
 
 def entries(path: Path) -> dict[str, tuple[str, bytes]]:
@@ -103,8 +123,8 @@ def entries(path: Path) -> dict[str, tuple[str, bytes]]:
 
 
 def test_an_entry_whose_source_changed_is_compiled_anew_and_replaced(tmp_path: Path) -> None:
-    path = tmp_path / "attrs-code.bin"
-    probe(path, modules=("acp_agent.core._events",))
+    path = file_of(tmp_path)
+    probe(tmp_path, modules=("acp_agent.core._events",))
     codes = entries(path)
     name = next(n for n in codes if n.endswith(" acp_agent.core._events.TurnInterrupted>"))
     # An older class's methods: another source, and code that would fail if it ran.
@@ -117,7 +137,7 @@ def test_an_entry_whose_source_changed_is_compiled_anew_and_replaced(tmp_path: P
         "from acp_agent.core import TurnInterrupted, TurnId\n"
         "import json; print(json.dumps(repr(TurnInterrupted(TurnId('t1')))))\n"
     )
-    install = f"from acp_agent import attrs_code; attrs_code.install({str(path)!r})\n"
+    install = f"from acp_agent import attrs_code; attrs_code.install({str(tmp_path)!r})\n"
     out = subprocess.run(
         [sys.executable, "-c", install + check],
         capture_output=True,
@@ -133,25 +153,24 @@ def test_an_entry_whose_source_changed_is_compiled_anew_and_replaced(tmp_path: P
 def test_a_damaged_or_foreign_file_is_ignored_and_rewritten(
     tmp_path: Path, content: bytes | None
 ) -> None:
-    path = tmp_path / "attrs-code.bin"
+    path = file_of(tmp_path)
     if content is None:  # a file another interpreter's version wrote
         path.write_bytes(marshal.dumps(((1, 0x03000000, 0), {})))
     else:
         path.write_bytes(content)
-    report = probe(path, modules=("acp_agent.core._events",))
+    report = probe(tmp_path, modules=("acp_agent.core._events",))
     assert report["hits"] == 0
     assert report["misses"] > 50
     assert report["saved"] is True
-    assert len(entries(path)) == report["misses"] - sum(
-        1 for name in entries(path) if "hash" in name
-    )
+    # Rewritten whole: what this run compiled (less the salted, never kept).
+    assert 50 < len(entries(path)) <= report["misses"]
 
 
-def test_only_our_classes_are_kept(tmp_path: Path) -> None:
-    path = tmp_path / "attrs-code.bin"
+def test_only_the_classes_of_our_packages_and_lsprotocol_are_kept(tmp_path: Path) -> None:
+    path = file_of(tmp_path)
     script = (
         "from acp_agent import attrs_code\n"
-        f"kept = attrs_code.install({str(path)!r})\n"
+        f"kept = attrs_code.install({str(tmp_path)!r})\n"
         "import attrs\n"
         "@attrs.frozen\n"
         "class Theirs:\n"
@@ -168,14 +187,14 @@ def test_only_our_classes_are_kept(tmp_path: Path) -> None:
     assert names  # the paths module's class
     assert all(" acp_agent." in n or " protocol." in n or " jsonbounds." in n for n in names)
     assert not any("Theirs" in n for n in names)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # none for `__main__`
 
 
 def test_nothing_is_written_where_python_writes_no_bytecode(tmp_path: Path) -> None:
-    path = tmp_path / "attrs-code.bin"
-    report = probe(path, modules=("acp_agent.core._events",), PYTHONDONTWRITEBYTECODE="1")
+    report = probe(tmp_path, modules=("acp_agent.core._events",), PYTHONDONTWRITEBYTECODE="1")
     assert report["misses"] > 50
     assert report["saved"] is False
-    assert not path.exists()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_attrs_that_compiles_otherwise_is_left_alone() -> None:
@@ -183,17 +202,19 @@ def test_an_attrs_that_compiles_otherwise_is_left_alone() -> None:
         "import attr._make\n"
         "del attr._make._compile_and_eval\n"
         "from acp_agent import attrs_code\n"
-        "print(attrs_code.install('/nonexistent/attrs-code.bin'))\n"
+        "print(attrs_code.install('/nonexistent'))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "None"
 
 
-def test_the_default_file_sits_with_our_bytecode() -> None:
-    path = Path(attrs_code._default_path())
-    assert path.name == f"attrs-code.{sys.implementation.cache_tag}.bin"
+def test_the_default_files_sit_with_our_bytecode() -> None:
+    assert attrs_code.file_name("acp_agent") == (
+        f"attrs-code.acp_agent.{sys.implementation.cache_tag}.bin"
+    )
     if sys.pycache_prefix is None:
-        assert path.parent == Path(attrs_code.__file__).resolve().parent / "__pycache__"
+        folder = Path(attrs_code._default_folder())
+        assert folder == Path(attrs_code.__file__).resolve().parent / "__pycache__"
 
 
 def test_the_stdio_agent_keeps_what_it_compiled_for_the_next_start(tmp_path: Path) -> None:
@@ -222,7 +243,7 @@ def test_the_stdio_agent_keeps_what_it_compiled_for_the_next_start(tmp_path: Pat
     finally:
         status = agent.stop()
     assert status == 0
-    files = list(prefix.rglob(f"attrs-code.{sys.implementation.cache_tag}.bin"))
+    files = list(prefix.rglob(attrs_code.file_name("acp_agent")))
     assert len(files) == 1
     names = list(entries(files[0]))
     assert any(n.endswith(" acp_agent.paths.AgentPaths>") for n in names)
