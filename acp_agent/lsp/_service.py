@@ -347,7 +347,11 @@ class CodeIntelligence:
             starting.done.set()
 
     async def _start_server(self, spec: ServerSpec, root: Path) -> None:
-        from acp_agent.lsp._connection import ServerConnection  # pygls: only when needed
+        # pygls and lsprotocol load when a server first starts, in a worker thread: their
+        # imports (~0.3 s of CPU) share the GIL with the loop, which goes on serving the
+        # streams and a cancel meanwhile instead of stopping for all of it.
+        await anyio.to_thread.run_sync(_load_client)
+        from acp_agent.lsp._connection import ServerConnection  # loaded above
 
         key = (spec.name, root)
         connection = ServerConnection(spec, root, start_soon=self._start_soon)
@@ -528,3 +532,8 @@ def _text(data: bytes) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _load_client() -> None:
+    """Import the language-server client (pygls, lsprotocol)."""
+    import acp_agent.lsp._connection  # noqa: F401

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -298,3 +299,37 @@ async def test_deleting_a_file_starts_no_server(tmp_path: Path, intel: CodeIntel
 
     assert said is None
     assert intel.statuses() == []
+
+
+def test_the_language_client_loads_off_the_event_loop(tmp_path: Path) -> None:
+    # pygls and lsprotocol load when the first server starts: in a worker thread, so
+    # the loop serves meanwhile (in a fresh interpreter, where nothing loaded them yet).
+    probe = f"""
+import sys, threading
+seen = []
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name in ("lsprotocol.types", "pygls.lsp.client"):
+            seen.append(threading.current_thread() is threading.main_thread())
+        return None
+sys.meta_path.insert(0, Spy())
+from pathlib import Path
+import anyio
+from acp_agent.capabilities.session import ChangedFile
+from acp_agent.lsp import CodeIntelligence, ServerSpec
+root = Path({str(tmp_path)!r})
+missing = ServerSpec(name="missing", command=(str(root / "no-server"),), suffixes=(".py",),
+                     language_id="python")
+async def main():
+    async with anyio.create_task_group() as group:
+        service = CodeIntelligence(lambda: [root], start_soon=group.start_soon,
+                                   servers=[missing], settle_s=5.0)
+        await service.review([ChangedFile(root / "a.py", None, b"x = 1\\n")])
+        await service.aclose()
+anyio.run(main)
+print(seen)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[False, False]"
