@@ -21,7 +21,6 @@ It is a report: nothing here asserts a time. Linux and macOS.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import subprocess
@@ -41,10 +40,12 @@ from startup import (
     Workspace,
     agent_subject,
     bridge_subject,
+    build_arguments,
     find_agent,
     median,
     ms,
     p90,
+    parse_rounds,
     run_floor,
 )
 
@@ -79,21 +80,14 @@ def paired(after: Sequence[float], before: Sequence[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=15, help="interleaved rounds (default 15)")
-    parser.add_argument(
-        "--agent", help="the acp-agent executable (default: next to this python, then PATH)"
-    )
-    parser.add_argument("--before", help="another acp-agent executable, run in the same rounds")
+    parser = build_arguments(__doc__.splitlines()[0])
     parser.add_argument(
         "--connect",
         choices=("on", "off"),
         default="on",
         help="also run `exec --connect` to an app server (default on)",
     )
-    args = parser.parse_args(argv)
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    args = parse_rounds(parser, argv)
     python = sys.executable
     agent = find_agent(args.agent)
     builds = {"acp-agent": agent}

@@ -656,13 +656,28 @@ def find_agent(explicit: str | None) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_arguments(description: str) -> argparse.ArgumentParser:
+    """A command line with what every start-up benchmark takes: `--runs`, `--agent` and
+    `--before` (`parse_rounds` checks them)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--runs", type=int, default=15, help="interleaved rounds (default 15)")
     parser.add_argument(
         "--agent", help="the acp-agent executable (default: next to this python, then PATH)"
     )
     parser.add_argument("--before", help="another acp-agent executable, run in the same rounds")
+    return parser
+
+
+def parse_rounds(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """`argv` parsed by `parser` (of `build_arguments`), at least one round asked."""
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_arguments(__doc__.splitlines()[0])
     parser.add_argument(
         "--peer",
         choices=("auto", "off"),
@@ -678,9 +693,7 @@ def main(argv: list[str] | None = None) -> int:
         default="on",
         help="run `acp-agent --connect` to an app server beside it (default on)",
     )
-    args = parser.parse_args(argv)
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    args = parse_rounds(parser, argv)
 
     python = sys.executable
     agent = find_agent(args.agent)
