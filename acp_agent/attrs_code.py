@@ -88,6 +88,9 @@ class KeptCode:
         #: process pays only for the classes it defines).
         self._codes: dict[str, tuple[str, bytes]] = {}
         self._changed = False
+        #: The generated file names this process asked for (what a file past
+        #: `_MAX_ENTRIES` keeps).
+        self._used: set[str] = set()
         self._lock = threading.Lock()
         #: Methods handed back from the file, and compiled here.
         self.hits = 0
@@ -125,6 +128,7 @@ class KeptCode:
     def code(self, script: str, filename: str) -> CodeType:
         """The code of `script` as attrs compiles it under `filename`: the file's, when
         it was compiled from the very same source; compiled (and kept) otherwise."""
+        self._used.add(filename)
         kept = self._codes.get(filename)
         if kept is not None and kept[0] == script:
             try:
@@ -152,7 +156,7 @@ class KeptCode:
             ours = dict(self._codes)
             codes = {**self._read_file(), **ours}
             if len(codes) > _MAX_ENTRIES:  # classes long renamed or gone: start anew
-                codes = ours
+                codes = {name: ours[name] for name in list(self._used) if name in ours}
             temporary = f"{self.path}.{os.getpid()}.{threading.get_ident()}"
             try:
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)

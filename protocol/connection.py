@@ -3,8 +3,9 @@
 `AgentConnection` is the agent's end: it serves agent methods on stdin and
 stdout and calls the client (`session/update`, `fs/*`, `terminal/*`, ...).
 `ClientConnection` is the client's end: it spawns an agent process and
-talks to it, or connects to an app server's Unix socket (the test client,
-the benchmarks and `acp-agent watch` are built on it).
+talks to it (or takes over one already started: `attach_process`), or connects
+to an app server's Unix socket (the test client, the benchmarks, the headless
+commands and `acp-agent watch` are built on it).
 
     conn = AgentConnection()
     conn.register(methods.INITIALIZE, initialize)  # typed params in, typed result out

@@ -264,3 +264,23 @@ def test_every_command_the_cli_dispatches_is_known_as_one() -> None:
         and isinstance(node.comparators[0], ast.Constant)
     }
     assert dispatched - {"serve"} == cli._COMMANDS
+
+
+def test_a_file_past_its_bound_keeps_only_what_this_run_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In-process, on a file of its own: classes long renamed or gone are dropped.
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = tmp_path / "attrs-code.test.bin"
+    old = attrs_code.KeptCode(str(path))
+    for index in range(attrs_code._MAX_ENTRIES):
+        old.code(f"x = {index}\n", f"<attrs generated methods acp_agent.gone.C{index}>")
+    assert old.save()
+    kept = attrs_code.KeptCode(str(path))
+    kept.read()
+    code = kept.code("y = 1\n", "<attrs generated methods acp_agent.here.D>")
+    assert kept.save()
+    assert list(entries(path)) == ["<attrs generated methods acp_agent.here.D>"]
+    namespace: dict[str, object] = {}
+    exec(code, namespace)
+    assert namespace["y"] == 1
