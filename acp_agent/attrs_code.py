@@ -85,7 +85,7 @@ class KeptCode:
         #: The `from __future__` flags attrs compiles with (its module's).
         self.flags = flags
         #: Generated file name -> (its source, its code marshalled: read when used, so a
-        #: process pays only for the classes it defines).
+        #: process pays only for the classes it defines), until it is handed back.
         self._codes: dict[str, tuple[str, bytes]] = {}
         self._changed = False
         #: The generated file names this process asked for (what a file past
@@ -95,6 +95,11 @@ class KeptCode:
         #: Methods handed back from the file, and compiled here.
         self.hits = 0
         self.misses = 0
+
+    @property
+    def held(self) -> int:
+        """How many entries this process holds (read and not handed back yet, or new)."""
+        return len(self._codes)
 
     def read(self) -> None:
         """Take the file's entries (a missing, unreadable or foreign file: none)."""
@@ -137,6 +142,9 @@ class KeptCode:
                 stored = None
             if isinstance(stored, CodeType):
                 self.hits += 1
+                # A class is defined once a process: its entry is not needed again here
+                # (the file keeps it; lsprotocol's entries hold 1.9 MB).
+                self._codes.pop(filename, None)
                 return stored
         code: CodeType = compile(script, filename, "exec", flags=self.flags, dont_inherit=True)
         self.misses += 1
@@ -146,17 +154,16 @@ class KeptCode:
         return code
 
     def save(self) -> bool:
-        """Write the entries to the file if this process compiled any, merged with what
-        another process wrote there since; whether it wrote. Never raises: a folder
-        it cannot write leaves the next process to compile again."""
+        """Write the entries this process compiled to the file, merged with what it
+        holds now (another process may have written since); whether it wrote. Never
+        raises: a folder it cannot write leaves the next process to compile again."""
         if not self._changed or sys.dont_write_bytecode:
             return False
         with self._lock:
             self._changed = False
-            ours = dict(self._codes)
-            codes = {**self._read_file(), **ours}
+            codes = {**self._read_file(), **dict(self._codes)}
             if len(codes) > _MAX_ENTRIES:  # classes long renamed or gone: start anew
-                codes = {name: ours[name] for name in list(self._used) if name in ours}
+                codes = {name: codes[name] for name in list(self._used) if name in codes}
             temporary = f"{self.path}.{os.getpid()}.{threading.get_ident()}"
             try:
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -187,6 +194,10 @@ class KeptCodes:
     @property
     def misses(self) -> int:
         return sum(kept.misses for kept in list(self.files.values()))
+
+    @property
+    def held(self) -> int:
+        return sum(kept.held for kept in list(self.files.values()))
 
     def file(self, package: str) -> KeptCode:
         """`package`'s file, read on first use."""
