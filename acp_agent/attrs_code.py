@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from types import CodeType
 from typing import Any, Final
 
-__all__ = ("KeptCode", "KeptCodes", "file_name", "install", "kept_code", "save")
+__all__ = ("KeptCode", "KeptCodes", "file_name", "install", "save")
 
 #: The packages whose classes' methods are kept, a file each: ours, and lsprotocol's
 #: many (another library's classes are compiled as attrs does).
@@ -219,11 +219,6 @@ class KeptCodes:
 
 
 _kept: KeptCodes | None = None
-
-
-def kept_code() -> KeptCodes | None:
-    """This process's kept code, None before `install` (or where it does nothing)."""
-    return _kept
 
 
 def install(folder: str | None = None) -> KeptCodes | None:

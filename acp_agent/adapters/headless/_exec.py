@@ -22,11 +22,11 @@ import argparse
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from acp_agent.adapters.headless._launch import end_unattached, launch_agent
+from acp_agent.adapters.headless._launch import launch_agent, run_attached
 from acp_agent.adapters.headless._report import Reporter
 
 __all__ = (
@@ -158,30 +158,17 @@ def main(argv: Sequence[str]) -> int:
     except OSError as exc:
         reporter.warn(f"could not start the agent: {exc}")
         return EXIT_FAILED
+
+    def run(process: subprocess.Popen[bytes]) -> Coroutine[Any, Any, int]:
+        from acp_agent.adapters.headless._exec_run import ExecRun
+
+        return ExecRun(args, prompt, roots, reporter, process).run()
+
     try:
-        return _run(args, prompt, roots, reporter, process)
+        return run_attached(process, run)
     except KeyboardInterrupt:  # before the turn began: nothing to cancel yet
         reporter.warn("interrupted")
         return EXIT_INTERRUPTED
-    finally:
-        end_unattached(process)
-
-
-def _run(
-    args: argparse.Namespace,
-    prompt: str,
-    roots: list[Path],
-    reporter: Reporter,
-    process: subprocess.Popen[bytes],
-) -> int:
-    import asyncio
-
-    from acp_agent import attrs_code
-
-    attrs_code.install()  # before the run's modules define their classes
-    from acp_agent.adapters.headless._exec_run import ExecRun
-
-    return asyncio.run(ExecRun(args, prompt, roots, reporter, process).run())
 
 
 def agent_args(args: argparse.Namespace) -> list[str]:

@@ -5,8 +5,9 @@ stderr, in a session of its own (a Ctrl-C in the terminal is the command's to ha
 it cancels the turn), with nothing but the standard library loaded: a command starts
 its agent as soon as it knows the flags, and loads what talks to it (asyncio, the wire
 types, the engine) while the agent starts up on the other core. The connection then
-takes the process over (`ClientConnection.attach_process`). `end_unattached` ends one
-it never took over, or left running.
+takes the process over (`ClientConnection.attach_process`): `run_attached` loads and
+runs what does, then `end_unattached` ends the agent if it never took it over, or left
+it running.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Final
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Final
 
-__all__ = ("end_unattached", "launch_agent")
+__all__ = ("end_unattached", "launch_agent", "run_attached")
 
 #: How long an agent whose input was closed gets to exit before it is killed.
 _EXIT_WAIT_S: Final = 5.0
@@ -35,6 +36,24 @@ def launch_agent(
         env=None if env is None else dict(env),
         start_new_session=True,
     )
+
+
+def run_attached(
+    process: subprocess.Popen[bytes],
+    run: Callable[[subprocess.Popen[bytes]], Coroutine[Any, Any, int]],
+) -> int:
+    """`run(process)` in a new event loop, its status; `run` imports what talks to the
+    agent when called, so that loads while the agent starts. Then the agent is ended if
+    it still runs (`end_unattached`), however `run` ended."""
+    try:
+        import asyncio
+
+        from acp_agent import attrs_code
+
+        attrs_code.install()  # before the run's modules define their classes
+        return asyncio.run(run(process))
+    finally:
+        end_unattached(process)
 
 
 def end_unattached(process: subprocess.Popen[bytes]) -> None:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from acp_agent.adapters.headless._exec import EXIT_FAILED, STORE_HELP, agent_args
-from acp_agent.adapters.headless._launch import end_unattached, launch_agent
+from acp_agent.adapters.headless._launch import launch_agent, run_attached
 
 __all__ = ("main", "parser")
 
@@ -85,18 +86,10 @@ def main(argv: Sequence[str]) -> int:
     except OSError as exc:
         print(f"acp-agent: could not start the agent: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    try:
-        return _run(args, process)
-    finally:
-        end_unattached(process)
 
+    def run(process: subprocess.Popen[bytes]) -> Coroutine[Any, Any, int]:
+        from acp_agent.adapters.headless._sessions_run import run as run_command
 
-def _run(args: argparse.Namespace, process: subprocess.Popen[bytes]) -> int:
-    import asyncio
+        return run_command(args, process)
 
-    from acp_agent import attrs_code
-
-    attrs_code.install()  # before the run's modules define their classes
-    from acp_agent.adapters.headless._sessions_run import run
-
-    return asyncio.run(run(args, process))
+    return run_attached(process, run)

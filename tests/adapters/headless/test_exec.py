@@ -500,7 +500,7 @@ def test_a_headless_command_starts_its_agent_having_loaded_only_its_command_line
 def test_an_agent_started_for_a_run_that_never_talks_to_it_is_ended(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from acp_agent.adapters.headless import _exec
+    from acp_agent.adapters.headless import _exec, _exec_run
 
     launched: list[subprocess.Popen[bytes]] = []
 
@@ -513,7 +513,7 @@ def test_an_agent_started_for_a_run_that_never_talks_to_it_is_ended(
 
     _exec_launch = _exec.launch_agent
     monkeypatch.setattr(_exec, "launch_agent", launch)
-    monkeypatch.setattr(_exec, "_run", interrupted)
+    monkeypatch.setattr(_exec_run, "ExecRun", interrupted)
     status = _exec.main(["--home", str(tmp_path / "home"), "--cwd", str(tmp_path), "Hello"])
     assert status == _exec.EXIT_INTERRUPTED
     (agent,) = launched
