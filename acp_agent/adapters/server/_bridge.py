@@ -8,9 +8,11 @@ parses nothing (the server frames and answers every line) and imports none
 of the runtime, so it starts in a few milliseconds and adds about a system
 call's worth of latency to each message (`benchmarks/server_bridge.py`).
 
-When its editor closes its input, the bridge closes its side of the socket
-and exits at once: the server sees a client leave, and the sessions and
-their work go on there. When the server goes away, the bridge exits with
+When its editor closes its input, the bridge closes its side of the socket,
+passes on the answers the server still sends (every request gets one, as
+from the stdio agent) and exits with status 0 once the server closes (at
+most a few seconds later): the server sees a client leave, and the sessions
+and their work go on there. When the server goes away, the bridge exits with
 status 1. With no server running, it starts one (`acp-agent server`, in a
 session of its own, with the same flags) when `[server] start = true` or
 `ACP_AGENT_SERVER_START=1` says so, and otherwise says how to start one.
@@ -46,6 +48,8 @@ __all__ = (
 #: How long a bridge waits for a server it started to listen.
 _START_BUDGET_S: Final = 20.0
 _CHUNK: Final = 64 * 1024
+#: How long a bridge whose editor's input ended waits for the server's last answers.
+_LEAVE_BUDGET_S: Final = 5.0
 
 
 @attrs.frozen
@@ -168,7 +172,9 @@ def _start_server(path: Path, start_args: Sequence[str]) -> sockets.socket | Non
 
 
 def _pump(connection: sockets.socket) -> int:
-    """Copy stdin to the socket (a thread) and the socket to stdout (here)."""
+    """Copy stdin to the socket (a thread) and the socket to stdout (here) until the
+    server closes; exit 0 when the editor's input ended first, else 1."""
+    editor_gone = threading.Event()
 
     def upward() -> None:
         try:
@@ -176,9 +182,13 @@ def _pump(connection: sockets.socket) -> int:
                 connection.sendall(chunk)
         except OSError:
             pass
-        # The editor is gone: the server sees this client leave; its sessions go on.
+        # Said before the server can hear it, so its close that follows is no failure.
+        editor_gone.set()
         with contextlib.suppress(OSError):
             connection.shutdown(sockets.SHUT_WR)
+        # The server answers what it was asked, then closes; one that does not is not
+        # waited for long (its sessions go on there either way).
+        time.sleep(_LEAVE_BUDGET_S)
         os._exit(0)
 
     threading.Thread(target=upward, name="bridge-up", daemon=True).start()
@@ -187,8 +197,12 @@ def _pump(connection: sockets.socket) -> int:
             view = memoryview(chunk)
             while view:
                 view = view[os.write(1, view) :]
+    except BrokenPipeError:
+        os._exit(0)  # the editor closed its end: nobody is left to tell
     except OSError:
         pass
+    if editor_gone.is_set():
+        os._exit(0)
     print("acp-agent: the server closed the connection", file=sys.stderr)
     sys.stderr.flush()
     os._exit(1)

@@ -4,15 +4,22 @@ one it starts."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import signal
+import socket
+import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from protocol import methods, types
 from tests.support import EditorClient, agent_env, connected, write_script
+from tests.support.app_server import bridge_command, running_server
 from tests.support.processes import alive
 from tests.test_readme import readme_block
 
@@ -76,3 +83,120 @@ async def test_a_configured_editor_command_starts_the_server_and_bridges_to_it(
                 await asyncio.sleep(0.1)
     assert not alive(server_pid)
     assert not (home / "state" / "server" / "acp.sock").exists()
+
+
+@contextlib.contextmanager
+def byte_server(path: Path, *, echo: bool = True, close_on_eof: bool = True) -> Iterator[None]:
+    """A Unix socket that echoes what each client sends (`echo`) and closes when the
+    client stops sending (`close_on_eof`; else it stays open), or closes each
+    connection at once (not `echo`): the ends a bridge sees."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+    held: list[socket.socket] = []
+
+    def serve(connection: socket.socket) -> None:
+        while echo and (chunk := connection.recv(65536)):
+            connection.sendall(chunk)
+        if close_on_eof:
+            connection.close()
+        else:
+            held.append(connection)
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # closed: the test is over
+            while True:
+                connection, _ = listener.accept()
+                threading.Thread(target=serve, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        for connection in held:
+            connection.close()
+
+
+def bridge(
+    tmp_path: Path, path: Path, data: bytes, *flags: str
+) -> subprocess.CompletedProcess[bytes]:
+    """The bridge to the socket at `path`, sent `data` then the end of its input."""
+    command = [sys.executable, *flags, "-m", "acp_agent", "--home", str(tmp_path / "home")]
+    return subprocess.run(
+        [*command, "--connect", "--socket", str(path)],
+        input=data,
+        capture_output=True,
+        env=agent_env(),
+        timeout=30,
+    )
+
+
+def test_a_bridge_whose_editor_leaves_passes_on_the_last_answers_and_ends_with_0(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "b.sock"
+    # The server answers, then closes as soon as the editor's side ends: the bridge's
+    # two threads race to notice, run often enough to lose it without the fix.
+    with byte_server(path):
+        ends = [bridge(tmp_path, path, b'{"line": %d}\n' % i) for i in range(20)]
+    assert [(e.returncode, e.stderr) for e in ends] == [(0, b"")] * 20
+    assert [e.stdout for e in ends] == [b'{"line": %d}\n' % i for i in range(20)]
+
+
+def test_a_server_that_stays_after_the_editor_left_is_not_waited_for_long(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "b.sock"
+    with byte_server(path, close_on_eof=False):
+        done = bridge(tmp_path, path, b"{}\n")
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"{}\n", b"")
+
+
+async def test_requests_piped_through_a_bridge_are_all_answered(tmp_path: Path) -> None:
+    # A script that writes its requests and closes its input, as to the stdio agent.
+    home = tmp_path / "home"
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/new",
+            "params": {"cwd": str(tmp_path), "mcpServers": []},
+        },
+    ]
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    async with running_server(home):
+        process = await asyncio.create_subprocess_exec(
+            *bridge_command(home),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=agent_env(),
+        )
+        stdout, stderr = await asyncio.wait_for(process.communicate(data), 30)
+    answers = {a["id"]: a for a in map(json.loads, stdout.splitlines())}
+    assert (process.returncode, stderr) == (0, b"")
+    assert answers.keys() == {1, 2}
+    assert answers[1]["result"]["protocolVersion"] == 1
+    assert "error" not in answers[2], answers[2]
+
+
+def test_a_server_that_closes_first_is_reported_with_status_1(tmp_path: Path) -> None:
+    path = tmp_path / "b.sock"
+    with (
+        byte_server(path, echo=False),
+        subprocess.Popen(
+            [*bridge_command(tmp_path / "home"), "--socket", str(path)],
+            stdin=subprocess.PIPE,  # the editor stays: its input never ends
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=agent_env(),
+        ) as process,
+    ):
+        status = process.wait(timeout=30)
+        stdout, stderr = process.communicate()
+    assert (status, stdout) == (1, b"")
+    assert stderr == b"acp-agent: the server closed the connection\n"
