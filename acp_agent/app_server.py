@@ -32,10 +32,10 @@ import anyio
 
 import acp_agent
 from acp_agent import attrs_code
+from acp_agent.runtime_flags import add_runtime_arguments
 from acp_agent.runtime_setup import (
     USAGE_ERROR,
     RuntimeSettings,
-    add_runtime_arguments,
     editor_timeout_s,
     prepare,
     runtime_host,

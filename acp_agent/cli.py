@@ -45,6 +45,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # collects rarely until the runtime is open and frozen out of the generations,
         # then as usual (`acp_agent.adapters.acp._host`).
         gc.set_threshold(_STARTUP_GC_THRESHOLD)
+        from acp_agent.stdio_agent import run_stdio_agent
+
+        # It installs `attrs_code` once it knows it is no bridge (which loads no attrs).
+        # `serve` is kept as an older name of the stdio agent (editor configs name it).
+        return run_stdio_agent(args[1:] if command == "serve" else args)
     # The headless commands start their agent first, then load attrs (installing
     # `attrs_code` themselves).
     if command == "exec":
@@ -80,11 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_agent.lsp_agent import run_lsp_agent
 
         return run_lsp_agent(args[1:])
-    if command == "store":
-        from acp_agent.adapters.store_admin import run_store
+    assert command == "store", command
+    from acp_agent.adapters.store_admin import run_store
 
-        return run_store(args[1:])
-    from acp_agent.stdio_agent import run_stdio_agent
-
-    # `serve` is kept as an older name of the stdio agent (editor configs name it).
-    return run_stdio_agent(args[1:] if command == "serve" else args)
+    return run_store(args[1:])

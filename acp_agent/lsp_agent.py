@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 import acp_agent
 from acp_agent import attrs_code
+from acp_agent.runtime_flags import add_runtime_arguments
 from acp_agent.runtime_setup import (
     RuntimeSettings,
-    add_runtime_arguments,
     editor_timeout_s,
     prepare,
     runtime_host,

@@ -3,23 +3,21 @@
 One `--home DIR` (or `ACP_AGENT_HOME`) relocates all four under a single
 folder, like `CODEX_HOME`; otherwise they are the platform's user folders
 for "acp-agent". Nothing is created here: callers create what they write.
+Standard library only (a named tuple, not attrs): the bridge (`acp-agent --connect`)
+resolves them too, and loads no attrs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import attrs
-
-from acp_agent.values import Value
+from typing import NamedTuple
 
 __all__ = ("APP_NAME", "AgentPaths", "resolve_paths")
 
 APP_NAME = "acp-agent"
 
 
-@attrs.frozen
-class AgentPaths(Value):
+class AgentPaths(NamedTuple):
     """The folders acp-agent reads and writes."""
 
     config_dir: Path

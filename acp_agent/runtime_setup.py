@@ -3,7 +3,7 @@
 Both front ends that host the runtime in their own process read the same
 settings and build the same parts: the stdio agent (`acp_agent.stdio_agent`,
 one editor) and the app server (`acp_agent.app_server`, any number of
-clients). `add_runtime_arguments` adds the flags (each with its environment
+clients). `acp_agent.runtime_flags` adds the flags (each with its environment
 twin); `prepare` configures logging and loads the script; `runtime_host` makes
 the `RuntimeHost` that opens the store and the runtime on first use, in the task
 group it is handed (the stdio connection's; the app server's own, `runtime_work`).
@@ -22,12 +22,10 @@ import argparse
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
 
-import acp_agent
 from acp_agent.values import Value
 
 if TYPE_CHECKING:
@@ -43,7 +41,6 @@ if TYPE_CHECKING:
 __all__ = (
     "USAGE_ERROR",
     "RuntimeSettings",
-    "add_runtime_arguments",
     "editor_timeout_s",
     "mcp_startup_wait_s",
     "prepare",
@@ -54,80 +51,6 @@ __all__ = (
 
 #: Exit status for a bad command line or script (argparse uses 2 too).
 USAGE_ERROR = 2
-
-
-def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of the hosted runtime (each flag wins over its environment twin)."""
-    parser.add_argument(
-        "--script",
-        type=Path,
-        default=os.environ.get("ACP_AGENT_SCRIPT") or None,
-        metavar="FILE",
-        help="play scripted model replies from FILE (env ACP_AGENT_SCRIPT)",
-    )
-    parser.add_argument(
-        "--log-level",
-        default=os.environ.get("ACP_AGENT_LOG_LEVEL") or "INFO",
-        metavar="LEVEL",
-        help="log file level, DEBUG..CRITICAL (env ACP_AGENT_LOG_LEVEL; default INFO; "
-        "stderr shows WARNING and above)",
-    )
-    parser.add_argument(
-        "--home",
-        type=Path,
-        default=os.environ.get("ACP_AGENT_HOME") or None,
-        metavar="DIR",
-        help="keep config, data, state and logs under DIR (env ACP_AGENT_HOME; "
-        "default: the platform's user folders)",
-    )
-    parser.add_argument(
-        "--store",
-        default=None,  # the environment's and the config's are read where the store opens
-        metavar="URL",
-        help="keep sessions in the store at URL: postgresql://user@host/dbname for a team's "
-        "PostgreSQL, or sqlite:PATH (env ACP_AGENT_STORE; else [store] url in config.toml; "
-        "default: the SQLite file in the data folder)",
-    )
-    parser.add_argument(
-        "--max-turn-requests",
-        type=_positive_int,
-        default=os.environ.get("ACP_AGENT_MAX_TURN_REQUESTS") or None,
-        metavar="N",
-        help="model requests one turn may make before it stops with max_turn_requests "
-        "(env ACP_AGENT_MAX_TURN_REQUESTS; default 50)",
-    )
-    parser.add_argument(
-        "--max-branches",
-        type=_positive_int,
-        default=os.environ.get("ACP_AGENT_MAX_BRANCHES") or None,
-        metavar="N",
-        help="branches the model may have working at once in a session "
-        "(env ACP_AGENT_MAX_BRANCHES; default 4)",
-    )
-    parser.add_argument(
-        "--max-jobs",
-        type=_positive_int,
-        default=os.environ.get("ACP_AGENT_MAX_JOBS") or None,
-        metavar="N",
-        help="background jobs (shell with background) that may run at once in a session "
-        "(env ACP_AGENT_MAX_JOBS; default 8)",
-    )
-    parser.add_argument(
-        "--unstable",
-        action="store_true",
-        help="opt in to the unstable ACP methods (session/fork); negotiated shapes need no flag",
-    )
-    parser.add_argument("--version", action="version", version=f"acp-agent {acp_agent.__version__}")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 @attrs.frozen

@@ -31,18 +31,14 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import acp_agent
 from acp_agent import attrs_code
-from acp_agent.runtime_setup import (
-    RuntimeSettings,
-    add_runtime_arguments,
-    editor_timeout_s,
-    prepare,
-    runtime_host,
-    write_stall_s,
-)
+from acp_agent.runtime_flags import add_runtime_arguments
+
+if TYPE_CHECKING:
+    from acp_agent.runtime_setup import RuntimeSettings
 
 __all__ = ("run_stdio_agent",)
 
@@ -93,6 +89,12 @@ def run_stdio_agent(argv: Sequence[str] | None = None) -> int:
 
         return run_bridge(args.home, socket=args.socket, start_args=_passed_on(argv))
 
+    # Not the bridge: now (before any class of ours is defined) the methods attrs
+    # compiled for them in an earlier run (`acp_agent.attrs_code`). The bridge loads
+    # no attrs at all: it costs as much as the interpreter's own start.
+    attrs_code.install()
+    from acp_agent.runtime_setup import prepare
+
     # From here on only protocol messages may reach fd 1.
     from acp_agent.stdout_guard import claim_stdout
 
@@ -137,6 +139,7 @@ def _serve_stdio(settings: RuntimeSettings, protocol_stdout: BinaryIO) -> int:
         prepare_wire_types,
         warmup_enabled,
     )
+    from acp_agent.runtime_setup import editor_timeout_s, runtime_host, write_stall_s
     from protocol.connection import AgentConnection
 
     args, paths = settings.args, settings.paths

@@ -177,7 +177,7 @@ def test_only_the_classes_of_our_packages_and_lsprotocol_are_kept(tmp_path: Path
         "@attrs.frozen\n"
         "class Theirs:\n"
         "    x: int\n"
-        "import acp_agent.paths\n"
+        "import acp_agent.runtime_setup\n"
         "print(attrs_code.save(), Theirs(1))\n"
     )
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -186,7 +186,7 @@ def test_only_the_classes_of_our_packages_and_lsprotocol_are_kept(tmp_path: Path
     )
     assert out.stdout.split() == ["True", "Theirs(x=1)"]
     names = list(entries(path))
-    assert names  # the paths module's class
+    assert names  # runtime_setup's class
     assert all(" acp_agent." in n or " protocol." in n or " jsonbounds." in n for n in names)
     assert not any("Theirs" in n for n in names)
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # none for `__main__`
@@ -248,7 +248,8 @@ def test_the_stdio_agent_keeps_what_it_compiled_for_the_next_start(tmp_path: Pat
     files = list(prefix.rglob(attrs_code.file_name("acp_agent")))
     assert len(files) == 1
     names = list(entries(files[0]))
-    assert any(n.endswith(" acp_agent.paths.AgentPaths>") for n in names)
+    # The first class the stdio agent defines, once it knows it is no bridge.
+    assert any(n.endswith(" acp_agent.runtime_setup.RuntimeSettings>") for n in names)
     assert any(" acp_agent.core._events." in n for n in names)
 
 

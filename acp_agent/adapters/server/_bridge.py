@@ -30,11 +30,7 @@ import time
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
-
-import attrs
-
-from acp_agent.values import Value
+from typing import Final, NamedTuple
 
 __all__ = (
     "ServerSettings",
@@ -52,9 +48,8 @@ _CHUNK: Final = 64 * 1024
 _LEAVE_BUDGET_S: Final = 5.0
 
 
-@attrs.frozen
-class ServerSettings(Value):
-    """The `[server]` table of config.toml."""
+class ServerSettings(NamedTuple):
+    """The `[server]` table of config.toml (a named tuple: the bridge loads no attrs)."""
 
     #: Plain `acp-agent` is a bridge to the server.
     connect: bool = False

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -200,3 +201,17 @@ def test_a_server_that_closes_first_is_reported_with_status_1(tmp_path: Path) ->
         stdout, stderr = process.communicate()
     assert (status, stdout) == (1, b"")
     assert stderr == b"acp-agent: the server closed the connection\n"
+
+
+def test_the_bridge_loads_neither_attrs_nor_an_event_loop(tmp_path: Path) -> None:
+    # An editor times the bridge's spawn -> `initialize` too: it is a byte pump, and
+    # attrs alone costs about as much as the interpreter's own start.
+    path = tmp_path / "b.sock"
+    with byte_server(path):
+        done = bridge(tmp_path, path, b"{}\n", "-X", "importtime")
+    assert (done.returncode, done.stdout) == (0, b"{}\n")
+    loaded = re.findall(rb"^import time:\s+\d+ \|\s+\d+ \| +([\w.]+)$", done.stderr, re.M)
+    # (`-X importtime` times `import` statements: not the lazy face's `import_module`.)
+    assert b"acp_agent.adapters.server._places" in loaded
+    heavy = (b"attr", b"attrs", b"cattrs", b"asyncio", b"anyio", b"protocol")
+    assert [m for m in loaded if m.split(b".")[0] in heavy] == []
