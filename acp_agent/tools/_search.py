@@ -242,7 +242,7 @@ class GlobTool(Value):
             if truncated:
                 text += f"\n[Only the first {limit} paths are shown; narrow the pattern or path.]"
         else:
-            text = f"No files match `{pattern}` in {target.display}."
+            text = f"No files match `{pattern}` in `{target.display}`."
         return ToolResult(
             (TextContent(fenced(text) if found else text),),
             text,
@@ -396,7 +396,7 @@ def _grep_result(
         lines = [f"{_shown(m.path, roots)}:{m.line}: {_truncated(m.text)}" for m in matches]
         noun = "matches"
     if not matches:
-        text = f"No matches for `{query.pattern}` in {where}."
+        text = f"No matches for `{query.pattern}` in `{where}`."
         return ToolResult((TextContent(text),), text, raw_output=raw)
     body = "\n".join(lines)
     if truncated:

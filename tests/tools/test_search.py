@@ -94,7 +94,7 @@ async def test_grep_filters_cases_globs_and_lists_files(workspace: Path, grep: G
     files = await session.run(grep, {"pattern": "needle", "output": "files", "path": "src"})
     assert shown(files) == ["src/app.py", "src/keep.log", "src/top-only.txt"]
     anchored = await session.run(grep, {"pattern": "line$", "path": "docs"})
-    assert shown(anchored) == ["No matches for `line$` in docs."]
+    assert shown(anchored) == ["No matches for `line$` in `docs`."]
 
 
 async def test_grep_caps_results_and_says_there_are_more(workspace: Path, grep: GrepTool) -> None:
@@ -166,7 +166,7 @@ async def test_glob_matches_paths_and_skips_gitignored_files(workspace: Path) ->
     assert shown(logs) == ["src/keep.log"]
     top = await session.run(GlobTool(), {"pattern": "*.txt"})
     assert top.raw_output["files"] == []
-    assert top.model_text == "No files match `*.txt` in .."
+    assert top.model_text == "No files match `*.txt` in `.`."  # not "in .."
     nested = await session.run(GlobTool(), {"pattern": "*.py", "path": "src/util"})
     assert shown(nested) == ["src/util/helpers.py"]
     assert nested.raw_output["files"] == [str(workspace / "src/util/helpers.py")]
