@@ -525,7 +525,9 @@ class AcpAgent:
         acp_session = await self._session(params.session_id, methods.SESSION_SET_CONFIG_OPTION)
         if not isinstance(params, types.SetSessionConfigOptionRequestValueId):
             raise InvalidParams(f"Invalid params: {params.config_id}: takes a value id")
-        values = acp_session.change(str(params.config_id), str(params.value), "value")
+        values = acp_session.change(
+            str(params.config_id), str(params.value), "value", option_field="configId"
+        )
         await acp_session.adopt(values, config_update=False)
         options = acp_session.settings()["config_options"]
         return types.SetSessionConfigOptionResponse(config_options=options)

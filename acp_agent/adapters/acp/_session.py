@@ -320,12 +320,17 @@ class AcpSession:
         """The `modes` and `configOptions` every session response carries, complete."""
         return session_settings(self.handle.controls, self._models)
 
-    def change(self, option_id: str, value: str, field: str) -> dict[str, Any]:
-        """The settings one option change makes; -32602 naming `field` if it is not one."""
+    def change(
+        self, option_id: str, value: str, field: str, option_field: str | None = None
+    ) -> dict[str, Any]:
+        """The settings one option change makes; -32602 naming `field` for a value that is
+        not one of the option's, `option_field` (where the request names the option) for
+        an option that is not offered."""
         try:
             return self.handle.change(option_id, value)
         except InvalidSetting as exc:
-            raise InvalidParams(f"Invalid params: {field}: {exc}") from None
+            at_fault = option_field if exc.unknown_option and option_field else field
+            raise InvalidParams(f"Invalid params: {at_fault}: {exc}") from None
 
     # --- the slash commands' host -------------------------------------------------------
 

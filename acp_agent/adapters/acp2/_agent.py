@@ -405,7 +405,8 @@ class AcpV2Agent:
         try:
             values = handle.change(str(params.config_id), str(params.value))
         except InvalidSetting as exc:
-            raise InvalidParams(f"Invalid params: value: {exc}") from None
+            at_fault = "configId" if exc.unknown_option else "value"
+            raise InvalidParams(f"Invalid params: {at_fault}: {exc}") from None
         await handle.adopt(values)
         v2_session.settings_adopted(values)
         return types.SetSessionConfigOptionResponse(config_options=self._options(handle))

@@ -167,7 +167,7 @@ class SessionControls:
         option = options.get(option_id)
         if option is None:
             known = ", ".join(options)
-            raise InvalidSetting(f"no option {option_id!r} (options: {known})")
+            raise InvalidSetting(f"no option {option_id!r} (options: {known})", unknown_option=True)
         if value not in {choice.value for choice in option.choices}:
             known = ", ".join(choice.value for choice in option.choices)
             raise InvalidSetting(f"{option_id}: no choice {value!r} (choices: {known})")

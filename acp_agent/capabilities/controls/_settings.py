@@ -53,7 +53,13 @@ DEFAULT_THOUGHT_LEVEL: Final = "default"
 
 
 class InvalidSetting(ValueError):
-    """A setting or choice that does not exist (the message says which, and what does)."""
+    """A setting or choice that does not exist (the message says which, and what does);
+    `unknown_option` when the setting itself is not offered, so a front end can name the
+    field at fault (the option's id, not its value)."""
+
+    def __init__(self, message: str, *, unknown_option: bool = False) -> None:
+        super().__init__(message)
+        self.unknown_option = unknown_option
 
 
 @attrs.frozen

@@ -118,7 +118,7 @@ async def test_the_model_option_lists_usable_models_and_a_model_without_reasonin
         "(choices: scripted/s, openai/gpt-4.1)"
     )
     assert unknown_option.value.message == (
-        "Invalid params: value: no option 'thought_level' (options: mode, model)"
+        "Invalid params: configId: no option 'thought_level' (options: mode, model)"
     )
     assert boolean["error"]["code"] == InvalidParams.CODE
 

@@ -133,6 +133,12 @@ def test_v2_turns_cancels_and_resume(v2_agent: Any) -> None:
         {"sessionId": session_id, "configId": "mode", "type": "id", "value": "reckless"},
     )
     assert refused["error"]["code"] == -32602
+    assert refused["error"]["message"].startswith("Invalid params: value: mode: no choice")
+    unknown = client.call(
+        "session/set_config_option",
+        {"sessionId": session_id, "configId": "nosuch", "type": "id", "value": "x"},
+    )
+    assert unknown["error"]["message"].startswith("Invalid params: configId: no option 'nosuch'")
 
     # A built-in command runs in a turn's place: its own short foreground work, and the
     # change it makes (a title) comes from the timeline.
