@@ -50,6 +50,7 @@ from acp_agent.adapters.acp._client_input import (
     client_instructions,
     fork_anchor,
     stored_id,
+    workspace_directory,
 )
 from acp_agent.adapters.acp._host import RuntimeHost
 from acp_agent.adapters.acp._listing import session_info, session_page
@@ -268,7 +269,7 @@ class AcpAgent:
         request about it waits for that (`_opening`). The warm-up starts once it is
         answered, if it has not yet: it would take the loop's turns from this answer.
         """
-        cwd = absolute_path(params.cwd, "cwd")
+        cwd = workspace_directory(params.cwd)
         sent = additional_directories(params.additional_directories)
         instructions = client_instructions(params.system_prompt, params.meta)
         from acp_agent.adapters.acp._options import session_settings

@@ -8,6 +8,7 @@ open (a NUL in its `cwd`, a lone surrogate) is never created.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -28,6 +29,7 @@ __all__ = (
     "client_instructions",
     "fork_anchor",
     "stored_id",
+    "workspace_directory",
 )
 
 #: `session/fork` takes its anchor in `_meta[FORK_META_KEY]`.
@@ -68,6 +70,25 @@ def absolute_path(path: str, field: str) -> str:
     if not os.path.isabs(path):
         raise InvalidParams(f"Invalid params: {field}: must be an absolute path")
     return os.path.normpath(path)
+
+
+def workspace_directory(path: str, field: str = "cwd") -> str:
+    """A new session's `cwd`, checked as `absolute_path` does, that is a directory here now:
+    -32602 naming `field` for one that does not exist or is not a directory, before
+    anything is stored (a session made there could run no turn, and would say it is
+    read-only as one taken over from another machine)."""
+    normal = absolute_path(path, field)
+    try:
+        found = os.stat(normal)
+    except FileNotFoundError:
+        raise InvalidParams(f"Invalid params: {field}: {normal} does not exist") from None
+    except OSError as exc:
+        raise InvalidParams(
+            f"Invalid params: {field}: {normal} cannot be used ({exc.strerror or exc})"
+        ) from None
+    if not stat.S_ISDIR(found.st_mode):
+        raise InvalidParams(f"Invalid params: {field}: {normal} is not a directory")
+    return normal
 
 
 def additional_directories(

@@ -37,7 +37,12 @@ from typing import TYPE_CHECKING, Any
 
 import acp_agent
 from acp_agent.adapters.acp._auth import auth_methods, check_method
-from acp_agent.adapters.acp._client_input import absolute_path, additional_directories, stored_id
+from acp_agent.adapters.acp._client_input import (
+    absolute_path,
+    additional_directories,
+    stored_id,
+    workspace_directory,
+)
 from acp_agent.adapters.acp._host import RuntimeHost
 from acp_agent.adapters.acp._listing import session_page
 from acp_agent.adapters.acp._wire_errors import wire_errors
@@ -183,7 +188,7 @@ class AcpV2Agent:
         """Start and open a session rooted at `cwd` (and its `additionalDirectories`)."""
         from acp_agent.agent import create_session, other_roots, release_unopened
 
-        cwd = absolute_path(params.cwd, "cwd")
+        cwd = workspace_directory(params.cwd)
         sent = additional_directories(params.additional_directories)
         servers = _v1_servers(params.mcp_servers)
         instructions = _instructions(params.system_prompt)

@@ -252,6 +252,25 @@ async def test_directories_that_cannot_be_roots_are_invalid_params_and_change_no
         assert await listed_directories(client, session_id) == [str(tree.lib)]
 
 
+async def test_a_new_session_whose_cwd_is_no_directory_is_invalid_params_and_not_stored(
+    tree: Tree,
+):
+    # Stored, it would refuse every prompt as "read-only: its workspace is not on this
+    # machine", which is for a session taken over from elsewhere.
+    script = write_script(tree.home.parent / "script.json", [{"text": "Hello."}])
+    readme = tree.app / "README.md"
+    readme.write_text("app\n")
+    async with running_agent(tree.home, script=script) as client:
+        with pytest.raises(InvalidParams) as missing:
+            await new_session(client, tree.app / "gone")
+        with pytest.raises(InvalidParams) as a_file:
+            await new_session(client, readme)
+        assert (await client.list_sessions()).sessions == []
+
+    assert missing.value.message == f"Invalid params: cwd: {tree.app / 'gone'} does not exist"
+    assert a_file.value.message == f"Invalid params: cwd: {readme} is not a directory"
+
+
 async def test_a_fork_keeps_the_source_directories_unless_it_sends_its_own(tree: Tree):
     script = write_script(tree.home.parent / "script.json", [{"text": "Hello."}])
     client = EditorClient(unstable=True, decide=allow_all)
