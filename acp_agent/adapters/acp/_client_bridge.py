@@ -281,11 +281,14 @@ class AcpPermissionPrompter:
         except RequestCancelled:
             return PermissionAnswer(None)
         except AcpError as exc:
-            logger.info("permission request for %s refused: %s", question.call_id, exc)
+            logger.warning("the client answered the permission question with an error: %s", exc)
             if self._on_refused is not None:
                 return await self._on_refused(question)
-            return PermissionAnswer(None)
-        except (PeerError, ConnectionClosed) as exc:
+            return PermissionAnswer(None, unanswered=f"the editor answered with an error ({exc})")
+        except PeerError as exc:
+            logger.warning("the client's answer to the permission question is not one: %s", exc)
+            return PermissionAnswer(None, unanswered=f"the editor's answer was not one ({exc})")
+        except ConnectionClosed as exc:
             logger.info("permission request for %s not answered: %s", question.call_id, exc)
             return PermissionAnswer(None)
         return permission_answer(question, response)

@@ -40,7 +40,13 @@ class V2PermissionPrompter:
             chosen = await ask_v2(self._connection, self._session_id, question, self._stream)
         except RequestCancelled:
             return PermissionAnswer(None)
-        except (AcpError, PeerError, ConnectionClosed) as exc:
+        except AcpError as exc:
+            logger.warning("the client answered the permission question with an error: %s", exc)
+            return PermissionAnswer(None, unanswered=f"the editor answered with an error ({exc})")
+        except PeerError as exc:
+            logger.warning("the client's answer to the permission question is not one: %s", exc)
+            return PermissionAnswer(None, unanswered=f"the editor's answer was not one ({exc})")
+        except ConnectionClosed as exc:
             logger.info("permission request for %s not answered: %s", question.call_id, exc)
             return PermissionAnswer(None)
         if chosen is None:

@@ -154,6 +154,8 @@ INVALID_ARGUMENTS_KEY: Final = "__invalid_arguments__"
 INVALID_REASON_KEY: Final = "__invalid_reason__"
 #: `PermissionAnswered.outcome` for a question withdrawn unanswered.
 CANCELLED_ANSWER: Final = "cancelled"
+#: `PermissionAnswered.outcome` for a question the client failed to answer (an error).
+UNANSWERED_ANSWER: Final = "unanswered"
 #: What the model reads for a call found running after a restart.
 RESTART_RUNNING: Final = (
     "Interrupted by restart; not re-run. The agent stopped while this call was running, "
@@ -527,7 +529,9 @@ class ToolExecutor:
                 await self._remember(answer.choice, call, need)
             if answer.choice is None or not answer.choice.allows:
                 shown: str | None = None
-                if answer.choice is None:
+                if answer.unanswered is not None:
+                    text, shown = _unanswered_text(answer.unanswered)
+                elif answer.choice is None:
                     text = _CANCELLED_ASKING
                 else:
                     text, shown = _rejected_text(answer.choice, request.tool)
@@ -845,7 +849,19 @@ async def _run_tool(tool: Tool, arguments: Mapping[str, Any], context: ToolConte
 
 
 def _outcome(answer: PermissionAnswer) -> str:
+    if answer.unanswered is not None:
+        return UNANSWERED_ANSWER
     return CANCELLED_ANSWER if answer.choice is None else answer.choice.value
+
+
+def _unanswered_text(why: str) -> tuple[str, str]:
+    """What the model and the person read of a call whose question the client could not
+    answer (`why`): not run, and the turn goes on (nothing was cancelled)."""
+    model = (
+        f"Not run: the person could not be asked ({why}). Do not retry it as is; "
+        "go on without it or tell the person what it would have done."
+    )
+    return model, f"Not run: you could not be asked: {why}."
 
 
 def _rejected_text(choice: PermissionChoice, tool: str) -> tuple[str, str]:

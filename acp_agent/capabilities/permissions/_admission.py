@@ -178,13 +178,16 @@ class PermissionQuestion(Value):
 
 @attrs.frozen
 class PermissionAnswer(Value):
-    """The person's choice, or `None` when the question was cancelled (the turn ended)."""
+    """The person's choice; `None` when the question was withdrawn (the turn ended), or
+    when the client could not answer it: `unanswered` then says why (it answered with
+    an error, or with no answer), so nobody is told the turn was cancelled."""
 
     choice: PermissionChoice | None
+    unanswered: str | None = None
 
     @property
     def cancelled(self) -> bool:
-        return self.choice is None
+        return self.choice is None and self.unanswered is None
 
 
 class PermissionPrompter(Protocol):
