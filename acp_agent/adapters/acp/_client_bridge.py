@@ -41,7 +41,14 @@ from acp_agent.toolkit import (
 )
 from protocol import methods, types
 from protocol.connection import AgentConnection
-from protocol.errors import AcpError, ConnectionClosed, PeerError, PeerTimedOut, RequestCancelled
+from protocol.errors import (
+    AcpError,
+    ConnectionClosed,
+    PeerError,
+    PeerTimedOut,
+    RemoteProtocolError,
+    RequestCancelled,
+)
 
 __all__ = (
     "AcpClientBridge",
@@ -285,10 +292,14 @@ class AcpPermissionPrompter:
             if self._on_refused is not None:
                 return await self._on_refused(question)
             return PermissionAnswer(None, unanswered=f"the editor answered with an error ({exc})")
-        except PeerError as exc:
+        except RemoteProtocolError as exc:
             logger.warning("the client's answer to the permission question is not one: %s", exc)
             return PermissionAnswer(None, unanswered=f"the editor's answer was not one ({exc})")
-        except ConnectionClosed as exc:
+        except PeerTimedOut as exc:
+            logger.warning("the client did not answer the permission question: %s", exc)
+            why = f"the editor did not answer within {exc.timeout_s:g} s"
+            return PermissionAnswer(None, unanswered=why)
+        except (PeerError, ConnectionClosed) as exc:  # it went away: nobody to tell
             logger.info("permission request for %s not answered: %s", question.call_id, exc)
             return PermissionAnswer(None)
         return permission_answer(question, response)

@@ -16,7 +16,14 @@ from acp_agent.adapters.acp._client_bridge import permission_request
 from acp_agent.adapters.acp2._wire import v2_update
 from acp_agent.agent import PermissionAnswer, PermissionChoice, PermissionQuestion
 from protocol.converter import shared_converter
-from protocol.errors import AcpError, ConnectionClosed, PeerError, RequestCancelled
+from protocol.errors import (
+    AcpError,
+    ConnectionClosed,
+    PeerError,
+    PeerTimedOut,
+    RemoteProtocolError,
+    RequestCancelled,
+)
 
 if TYPE_CHECKING:
     from acp_agent.adapters.acp2._stream import V2Stream
@@ -43,10 +50,14 @@ class V2PermissionPrompter:
         except AcpError as exc:
             logger.warning("the client answered the permission question with an error: %s", exc)
             return PermissionAnswer(None, unanswered=f"the editor answered with an error ({exc})")
-        except PeerError as exc:
+        except RemoteProtocolError as exc:
             logger.warning("the client's answer to the permission question is not one: %s", exc)
             return PermissionAnswer(None, unanswered=f"the editor's answer was not one ({exc})")
-        except ConnectionClosed as exc:
+        except PeerTimedOut as exc:
+            logger.warning("the client did not answer the permission question: %s", exc)
+            why = f"the editor did not answer within {exc.timeout_s:g} s"
+            return PermissionAnswer(None, unanswered=why)
+        except (PeerError, ConnectionClosed) as exc:  # it went away: nobody to tell
             logger.info("permission request for %s not answered: %s", question.call_id, exc)
             return PermissionAnswer(None)
         if chosen is None:
