@@ -350,13 +350,13 @@ def require_fresh_read(snapshot: FileSnapshot, seen: str | None, display: str) -
     if seen is None:
         raise FileRefusal(
             "file_not_read",
-            f"{display} exists and has not been read in this branch",
+            f"{display} exists and has not been read yet",
             "read it first, then retry (so the change is made against what is there now)",
         )
     if seen != snapshot.stamp:
         raise FileRefusal(
             "file_modified_since_read",
-            f"{display} changed after this branch last read it (another branch, the "
-            "person, or a program changed it)",
+            f"{display} changed after it was last read (the person, a program or "
+            "another branch changed it)",
             "read it again, then redo the change against its current content",
         )

@@ -101,7 +101,7 @@ async def test_an_edit_after_the_file_changed_is_refused_and_a_fresh_read_lets_t
         refused = await session.run(EDIT, arguments)
         assert refused.is_error
         assert refused.raw_output["error"] == "file_modified_since_read"
-        assert "changed after this branch last read it" in refused.model_text
+        assert "a.txt changed after it was last read" in refused.model_text
         assert "read it again, then redo the change" in refused.model_text
         assert file.read_text() == "x = 1\ny = 3\n"
         await _read(session, "a.txt")
