@@ -110,6 +110,9 @@ class PermissionNeed(Value):
     #: A command that can run in the command sandbox (it did not ask to leave it): the
     #: sandboxed mode runs it there without asking.
     sandboxable: bool = False
+    #: The files a change touches when `target` names more than one (a move: its source
+    #: and destination): an "always" rule covers the call only if it covers each.
+    paths: tuple[str, ...] = ()
 
 
 @attrs.frozen

@@ -153,7 +153,8 @@ class MoveTool(Value):
     def permission(self, arguments: Mapping[str, Any], roots: Sequence[Path]) -> PermissionNeed:
         source, destination = _resolve(arguments, roots)
         optional_bool(arguments, "overwrite")
-        need = PermissionNeed(Effect.EDIT, f"{source.path} → {destination.path}")
+        paths = (str(source.path), str(destination.path))
+        need = PermissionNeed(Effect.EDIT, f"{source.path} → {destination.path}", paths=paths)
         return outside_need(need, [source, destination])
 
     async def preview(

@@ -27,6 +27,12 @@ WORKSPACE = "/work/project"
 
 READ = PermissionNeed(Effect.READ_ONLY, "/work/project/a.py")
 EDIT = PermissionNeed(Effect.EDIT, "/work/project/src/a.py")
+#: A move: two files, its target names both.
+MOVE = PermissionNeed(
+    Effect.EDIT,
+    "/work/project/src/a.py → /work/project/src/old/a.py",
+    paths=("/work/project/src/a.py", "/work/project/src/old/a.py"),
+)
 RUN = PermissionNeed(Effect.EXECUTE, "pytest -q tests")
 FETCH = PermissionNeed(Effect.NETWORK, "https://example.com")
 OUTSIDE = PermissionNeed(
@@ -250,6 +256,7 @@ def test_always_on_a_command_no_prefix_rule_covers_remembers_that_exact_command(
         ("shell", PermissionNeed(Effect.EXECUTE, 'git commit -m "two words"')),
         ("shell", PermissionNeed(Effect.EXECUTE, "  ls -la  ")),
         ("write", EDIT),
+        ("move", MOVE),
         ("edit", PermissionNeed(Effect.EDIT, "/work/project/README.md")),
         ("edit", PermissionNeed(Effect.EDIT, "/work/lib/io/read.py")),
         ("fetch", FETCH),
@@ -273,6 +280,7 @@ def test_every_always_offered_keeps_a_rule_that_covers_the_same_call_next_time(
         ("edit", PermissionNeed(Effect.EDIT, "/work/project/README.md"), "edits to any file"),
         ("write", EDIT, "writes to files under src/"),
         ("delete", EDIT, "deleting files under src/"),
+        ("move", MOVE, "moving files under src/"),
         ("fetch", FETCH, "the fetch tool"),
         ("mcp__github__create_issue", FETCH, "the MCP tool github/create_issue"),
     ],
@@ -285,6 +293,30 @@ def test_an_always_label_names_its_rule_in_plain_words(tool: str, need: Permissi
     ]
     assert always == f"Always allow {label} in this workspace"
     assert "`" not in always  # option names are shown as they are, not as Markdown
+
+
+def test_always_on_a_move_covers_moves_whose_both_files_are_in_the_folder():
+    scope, pattern = rule_for("move", MOVE, WORKSPACE)
+    assert (scope, pattern) == (RuleScope.PATH_GLOB, "src/**")
+    kept = rule("move", scope, pattern)
+    within = PermissionNeed(
+        Effect.EDIT,
+        "/work/project/src/b.py → /work/project/src/c.py",
+        paths=("/work/project/src/b.py", "/work/project/src/c.py"),
+    )
+    out_of_it = PermissionNeed(
+        Effect.EDIT,
+        "/work/project/src/b.py → /work/project/docs/b.py",
+        paths=("/work/project/src/b.py", "/work/project/docs/b.py"),
+    )
+    assert rule_matches(kept, "move", within, WORKSPACE)
+    assert not rule_matches(kept, "move", out_of_it, WORKSPACE)
+    across = PermissionNeed(
+        Effect.EDIT,
+        "/work/project/src/a.py → /work/project/docs/a.py",
+        paths=("/work/project/src/a.py", "/work/project/docs/a.py"),
+    )
+    assert rule_for("move", across, WORKSPACE) == (RuleScope.PATH_GLOB, "**")
 
 
 # --- the workspace's other roots ------------------------------------------------------------

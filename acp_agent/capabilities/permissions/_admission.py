@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import os
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -373,11 +374,19 @@ def rule_for(
         if _prefix_covers(prefix, need.target):
             return RuleScope.COMMAND_PREFIX, prefix
         return RuleScope.EXACT_COMMAND, need.target.strip()
-    if need.effect in (Effect.EDIT, Effect.READ_ONLY) and need.target:
+    if need.effect in (Effect.EDIT, Effect.READ_ONLY) and need.paths:
+        # Several files (a move's two): the folder that holds them all.
+        folder = os.path.commonpath([str(PurePosixPath(path).parent) for path in need.paths])
+        relative = _relative(folder, workspace)
+        if relative is not None:
+            return RuleScope.PATH_GLOB, "**" if relative == "." else f"{relative}/**"
+        if any(_relative(folder, root) is not None for root in roots):
+            return RuleScope.PATH_GLOB, f"{folder}/**"
+    elif need.effect in (Effect.EDIT, Effect.READ_ONLY) and need.target:
         relative = _relative(need.target, workspace)
         if relative is not None:
-            folder = PurePosixPath(relative).parent
-            return RuleScope.PATH_GLOB, "**" if str(folder) == "." else f"{folder}/**"
+            parent = PurePosixPath(relative).parent
+            return RuleScope.PATH_GLOB, "**" if str(parent) == "." else f"{parent}/**"
         if any(_relative(need.target, root) is not None for root in roots):
             return RuleScope.PATH_GLOB, f"{PurePosixPath(need.target).parent}/**"
     return RuleScope.TOOL, ""
@@ -416,11 +425,17 @@ def rule_matches(rule: PermissionRule, tool: str, need: PermissionNeed, workspac
     if scope == RuleScope.EXACT_COMMAND:
         return bool(rule.pattern) and need.target.strip() == rule.pattern
     if scope == RuleScope.PATH_GLOB:
-        if rule.pattern.startswith("/"):  # a folder of another root, named absolutely
-            return _glob_matches(rule.pattern, PurePosixPath(need.target).as_posix())
-        relative = _relative(need.target, workspace)
-        return relative is not None and _glob_matches(rule.pattern, relative)
+        paths = need.paths or (need.target,)
+        return all(_path_matches(rule.pattern, path, workspace) for path in paths)
     return False
+
+
+def _path_matches(pattern: str, path: str, workspace: str) -> bool:
+    """Whether a path glob rule covers `path` (absolute)."""
+    if pattern.startswith("/"):  # a folder of another root, named absolutely
+        return _glob_matches(pattern, PurePosixPath(path).as_posix())
+    relative = _relative(path, workspace)
+    return relative is not None and _glob_matches(pattern, relative)
 
 
 def _prefix_covers(pattern: str, command: str) -> bool:
