@@ -57,6 +57,7 @@ from acp_agent.adapters.acp._listing import session_info, session_page
 from acp_agent.adapters.acp._opening import OpeningSessions
 from acp_agent.adapters.acp._rewind import REWIND_METHOD
 from acp_agent.adapters.acp._steering import (
+    EMPTY_PROMPT,
     STEERING_META,
     STEERING_METHOD,
     steer_session,
@@ -544,6 +545,8 @@ class AcpAgent:
         """
         from acp_agent.adapters.acp._prompt_turn import run_prompt
 
+        if not params.prompt:  # as `_session/steering` says: a turn needs something to answer
+            raise InvalidParams(EMPTY_PROMPT)
         acp_session = await self._session(params.session_id, methods.SESSION_PROMPT)
         return await run_prompt(acp_session, params.prompt, self._models)
 

@@ -45,6 +45,8 @@ __all__ = ("STEERING_META", "STEERING_METHOD", "steer_session", "steering_params
 STEERING_METHOD: Final = "_session/steering"
 #: What `initialize`'s `_meta` says of it.
 STEERING_META: Final = {"steering": {"supported": True}}
+#: -32602's message for a prompt with no content block (steering's and a turn's).
+EMPTY_PROMPT: Final = "Invalid params: prompt: must be a non-empty array of content blocks"
 #: The one idle behaviour a client may ask for (and the one it gets).
 _PROMPT_REQUIRED: Final = "promptRequired"
 
@@ -57,7 +59,7 @@ def steering_params(params: Any) -> tuple[str, list[types.ContentBlock]]:
     if not isinstance(session_id, str) or not session_id:
         raise InvalidParams("Invalid params: sessionId: must be a session id")
     if not isinstance(prompt, list) or not prompt:
-        raise InvalidParams("Invalid params: prompt: must be a non-empty array of content blocks")
+        raise InvalidParams(EMPTY_PROMPT)
     meta = params.get("_meta")
     steering = meta.get("steering") if isinstance(meta, Mapping) else None
     if steering is not None and not isinstance(steering, Mapping):

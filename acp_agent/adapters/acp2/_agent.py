@@ -426,7 +426,10 @@ class AcpV2Agent:
     async def prompt(self, params: types.PromptRequest) -> types.PromptResponse:
         """Insert the person's message and answer with its id; the turn runs on."""
         from acp_agent.adapters.acp._prompt_content import PromptContent
+        from acp_agent.adapters.acp._steering import EMPTY_PROMPT
 
+        if not params.prompt:
+            raise InvalidParams(EMPTY_PROMPT)
         v2_session = self._session(str(params.session_id))
         blocks = _v1_blocks(params.prompt)
         controls = v2_session.handle.controls

@@ -10,7 +10,7 @@ import pytest
 
 from protocol import methods, types
 from protocol.errors import InvalidParams, ResourceNotFound
-from tests.support import AcpTestClient, agent_env, running_agent
+from tests.support import AcpTestClient, agent_env, running_agent, write_script
 from tests.support.messages import message_ids, unnamed
 from tests.support.steps import initialize, new_session, prompt_request, text_of
 
@@ -161,6 +161,27 @@ async def test_prompt_with_an_image_for_a_model_without_images_is_invalid_params
         "Invalid params: prompt[1]: the session's model ollama/qwen3 does not take images"
     )
     assert client.updates_for(session_id) == []
+
+
+async def test_a_prompt_with_no_content_block_is_invalid_params_and_runs_no_turn(
+    tmp_path: Path,
+):
+    script = write_script(tmp_path / "script.json", [{"text": "Hello."}])
+    async with running_agent(tmp_path / "home", script=script) as client:
+        session_id = await client.new_session(tmp_path)
+        empty = await client.request_raw(
+            methods.SESSION_PROMPT, {"sessionId": session_id, "prompt": []}
+        )
+        updates = client.updates_for(session_id)
+        # The one scripted reply is still there for a prompt that has something in it.
+        answered = await client.prompt(session_id, "Hi")
+
+    assert empty["error"] == {
+        "code": InvalidParams.CODE,
+        "message": "Invalid params: prompt: must be a non-empty array of content blocks",
+    }
+    assert not any(isinstance(u, types.AgentMessageChunk) for u in updates)
+    assert answered.stop_reason == types.StopReason.END_TURN
 
 
 async def test_prompt_with_missing_session_id_is_invalid_params_naming_the_field(
