@@ -192,8 +192,7 @@ async def test_an_edit_conflict_is_refused_and_succeeds_after_a_fresh_read(
     refused = agent.final("edit_1")
     assert refused["status"] == "failed"
     assert text_of(refused) == (  # the person reads what happened; the model, what to do too
-        "a.py changed after it was last read (the person, a program or another branch "
-        "changed it)"
+        "a.py changed after it was last read (the person, a program or another branch changed it)"
     )
     succeeded = agent.final("edit_2")
     assert succeeded["status"] == "completed"
