@@ -13,18 +13,26 @@ several follow one session. Editors reach it through `acp-agent --connect`.
 
 SIGTERM, SIGHUP and SIGINT stop it: every connection ends as the end of
 stdin ends the stdio agent (running turns recorded as interrupted), the
-runtime closes, the socket is removed.
+runtime closes, the socket, `server.pid` and the WebSocket token file are
+removed.
+
+A start that fails for a reason the person can fix says so in one line on
+stderr, with no traceback, and leaves nothing behind: status 2 for a place or
+address that cannot be used (the socket's folder, a port in use, another
+server on the socket), 1 for a session store that cannot be opened.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,11 +52,19 @@ from acp_agent.runtime_setup import (
 )
 
 if TYPE_CHECKING:
+    from acp_agent.adapters.acp import RuntimeHost
     from acp_agent.adapters.server import AppServer, ListenAddress
 
 __all__ = ("run_server",)
 
 logger = logging.getLogger("acp_agent")
+
+#: Exit status when what the server needs around it (its store) is not there.
+_UNAVAILABLE = 1
+
+
+class _StoreNotOpened(Exception):
+    """The session store could not be opened, so the server does not start."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -112,25 +128,30 @@ def run_server(argv: Sequence[str] | None = None) -> int:
     settings = prepare(args)
     if isinstance(settings, int):
         return settings
-    from acp_agent.adapters.server import PlaceError, default_socket
+    from acp_agent.adapters.server import AddressRefused, PlaceError, default_socket
 
     socket = args.socket or default_socket(settings.paths.state_dir)
     address = None
     if args.web and args.listen is None:
         args.listen = "ws://127.0.0.1:0"
     if args.listen is not None:
-        from acp_agent.adapters.server import AddressRefused, listen_address
+        from acp_agent.adapters.server import listen_address
 
         try:
             address = listen_address(args.listen, allow_remote=args.allow_remote)
         except AddressRefused as exc:
             print(f"acp-agent server: {exc}", file=sys.stderr)
             return USAGE_ERROR
+    # What stops a start is told in one line; the server has stopped (and removed what it
+    # made) before it is.
     try:
         status = asyncio.run(_serve(settings, socket, address))
-    except PlaceError as exc:
+    except (PlaceError, AddressRefused) as exc:
         print(f"acp-agent server: {exc}", file=sys.stderr)
         status = USAGE_ERROR
+    except _StoreNotOpened as exc:
+        print(f"acp-agent server: {exc}", file=sys.stderr)
+        status = _UNAVAILABLE
     # `os._exit` runs no exit hooks: the attrs methods this run compiled are kept here.
     attrs_code.save()
     logging.shutdown()
@@ -164,7 +185,7 @@ async def _serve(settings: RuntimeSettings, socket: Path, address: ListenAddress
             stall_s=write_stall_s(),
         )
         try:
-            await _listen_until_stopped(server, settings, socket, address)
+            await _listen_until_stopped(server, host, settings, socket, address)
         except Exception as exc:
             failure = exc  # raised as it is (a bad place), not in the group's ExceptionGroup
         finally:
@@ -175,7 +196,11 @@ async def _serve(settings: RuntimeSettings, socket: Path, address: ListenAddress
 
 
 async def _listen_until_stopped(
-    server: AppServer, settings: RuntimeSettings, socket: Path, address: ListenAddress | None
+    server: AppServer,
+    host: RuntimeHost,
+    settings: RuntimeSettings,
+    socket: Path,
+    address: ListenAddress | None,
 ) -> None:
     """Listen and serve until a stop signal, then stop the server (and its runtime)."""
     stop = asyncio.Event()
@@ -186,6 +211,7 @@ async def _listen_until_stopped(
         await server.listen_unix(socket)
         if address is not None:
             await _listen_websocket(server, address, settings.args, socket)
+        await _open_store(host, settings)
         await server.open()
         print(f"acp-agent server: listening on unix:{socket}", file=sys.stderr, flush=True)
         logger.info(
@@ -202,6 +228,29 @@ async def _listen_until_stopped(
         await server.stop()
 
 
+async def _open_store(host: RuntimeHost, settings: RuntimeSettings) -> None:
+    """Open the session store before the runtime; `_StoreNotOpened` if it cannot be.
+
+    On its own first: the runtime, opening it, would log its failure as an error with a
+    traceback, where a store that is unreachable or misnamed is the person's to fix and
+    told in one line. The log file keeps the line too.
+    """
+    from acp_agent.adapters.acp import RuntimeUnavailable
+    from acp_agent.url_credentials import redact_url_credentials
+
+    try:
+        await host.store()
+    except RuntimeUnavailable as exc:
+        logger.info("the app server cannot start: %s", exc)
+        # Printed, not logged, so the log's redaction is not on the way: a URL's password
+        # is hidden here (the store's message hides it already; this is not left to it).
+        said = redact_url_credentials(str(exc))
+        raise _StoreNotOpened(
+            f"{said}; make it reachable or name another store (--store, ACP_AGENT_STORE, "
+            f"or [store] url in {settings.paths.config_dir / 'config.toml'})"
+        ) from None
+
+
 async def _listen_websocket(
     server: AppServer, address: ListenAddress, args: argparse.Namespace, socket: Path
 ) -> None:
@@ -214,6 +263,9 @@ async def _listen_websocket(
     )
 
     token, file = server_token(token_file(socket))
+    if file is not None:
+        # Drawn for this run alone: gone with the server (the next start draws another).
+        server.on_stop(partial(_remove, file))
     web = None
     if args.web:
         from acp_agent.adapters.server import WebLogin
@@ -244,3 +296,9 @@ async def _listen_websocket(
         file=sys.stderr,
         flush=True,
     )
+
+
+async def _remove(file: Path) -> None:
+    """Remove `file` if it is still there."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(file)  # a small file, as the server's stop removes its socket

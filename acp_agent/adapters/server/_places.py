@@ -28,6 +28,8 @@ __all__ = (
 
 #: What `sockaddr_un.sun_path` holds on Linux, less its final NUL.
 MAX_SOCKET_PATH_BYTES: Final = 107
+#: What to do about a socket's folder that cannot be used.
+_ELSEWHERE: Final = "name another place for the socket with --socket or ACP_AGENT_SOCKET"
 
 
 class PlaceError(Exception):
@@ -47,16 +49,43 @@ def token_file(socket: Path) -> Path:
 
 def private_folder(folder: Path) -> Path:
     """Make `folder` (and its parents) if need be, and make sure only we may enter it:
-    ours, 0700. `PlaceError` if it belongs to someone else or cannot be made private."""
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ours, 0700. `PlaceError` if it is not a folder, cannot be made, belongs to someone
+    else or cannot be made private, or if it was there already and others may enter it:
+    a folder of the person's (their home, `/tmp`) is never made private behind their back.
+    """
+    existed = os.path.lexists(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except FileExistsError:  # a file (not a folder) is there
+        raise PlaceError(f"{folder} is not a folder; {_ELSEWHERE}") from None
+    except OSError as exc:  # a file on the way, no permission, a read-only disk
+        raise PlaceError(
+            f"the folder {folder} cannot be made ({_why(exc)}); {_ELSEWHERE}"
+        ) from None
     info = folder.lstat()
     if not stat.S_ISDIR(info.st_mode):
-        raise PlaceError(f"{folder} is not a folder")
+        raise PlaceError(f"{folder} is not a folder; {_ELSEWHERE}")
     if info.st_uid != os.getuid():
         raise PlaceError(f"{folder} belongs to another user; refusing to listen there")
-    if stat.S_IMODE(info.st_mode) != 0o700:
-        os.chmod(folder, 0o700)
+    mode = stat.S_IMODE(info.st_mode)
+    if mode != 0o700 and existed and mode & 0o077:
+        raise PlaceError(
+            f"others may enter {folder} (mode {mode:o}), and the socket's folder must be "
+            f"yours alone; {_ELSEWHERE} (a folder of its own, which it makes private)"
+        )
+    if mode != 0o700:
+        try:
+            os.chmod(folder, 0o700)
+        except OSError as exc:
+            raise PlaceError(
+                f"the folder {folder} cannot be made private ({_why(exc)}); {_ELSEWHERE}"
+            ) from None
     return folder
+
+
+def _why(exc: OSError) -> str:
+    """An `OSError`'s reason alone ("Permission denied"), its path being said already."""
+    return exc.strerror or str(exc)
 
 
 def check_socket_path(socket: Path) -> None:

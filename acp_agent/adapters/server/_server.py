@@ -71,11 +71,17 @@ class _Client:
     chose v2 (`ServerV2Agent`)."""
 
     def __init__(
-        self, connection: AgentConnection, agent: ServerAcpAgent, writer: ClientWriter
+        self,
+        connection: AgentConnection,
+        agent: ServerAcpAgent,
+        writer: ClientWriter,
+        hang_up: Callable[[], None],
     ) -> None:
         self.connection = connection
         self.agent: ServerAcpAgent | ServerV2Agent = agent
         self.writer = writer
+        #: Ends the connection at the server's stop (see `AppServer.serve_client`).
+        self.hang_up = hang_up
         self.done = asyncio.Event()
 
     async def stop_work(self) -> None:
@@ -180,17 +186,32 @@ class AppServer:
         out = StreamLineWriter(writer, stall_s=self.stall_s)
         try:
             person = peer_person(writer.get_extra_info("socket"), self.person)
-            await self.serve_client(StreamLineSource(reader), out, kind="unix", person=person)
+            await self.serve_client(
+                StreamLineSource(reader),
+                out,
+                kind="unix",
+                person=person,
+                # The writer then takes the client as gone (its transport is closing).
+                hang_up=writer.transport.abort,
+            )
         finally:
             out.close()
 
     # --- one client --------------------------------------------------------------------
 
     async def serve_client(
-        self, source: LineSource, writer: ClientWriter, *, kind: str, person: str | None = None
+        self,
+        source: LineSource,
+        writer: ClientWriter,
+        *,
+        kind: str,
+        hang_up: Callable[[], None],
+        person: str | None = None,
     ) -> None:
         """Serve ACP to one client, `person`'s (None: the server's), until its input ends
-        and its prompts are answered."""
+        and its prompts are answered. `hang_up` ends the connection at once when the
+        server stops: unlike `writer.disconnect` (a client dropped for its own fault,
+        warned of), a normal stop warns of nothing."""
         if self._stopping:
             writer.close()
             return
@@ -209,7 +230,7 @@ class AppServer:
             opening=self._opening,
             person=self.person if person is None else person,
         )
-        client = _Client(connection, agent, writer)
+        client = _Client(connection, agent, writer, hang_up)
 
         def use_v2() -> None:
             from acp_agent.adapters.server._v2 import ServerV2Agent
@@ -258,8 +279,11 @@ class AppServer:
             with contextlib.suppress(Exception):
                 await closer()
         clients = list(self._clients)
+        if clients:
+            # A normal stop: told in the log, not warned of on stderr.
+            logger.info("closing %d client connections: the server is stopping", len(clients))
         for client in clients:
-            client.writer.disconnect("the server is stopping")
+            client.hang_up()
         for client in clients:
             await client.connection.protocol.input_ended(
                 grace_s=_STOP_GRACE_S, cancel_handlers=True

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hmac
 import ipaddress
 import logging
@@ -80,7 +81,8 @@ TOKEN_VARIABLE: Final = "ACP_AGENT_SERVER_TOKEN"
 
 
 class AddressRefused(ValueError):
-    """`--listen` names no WebSocket address this server may listen on."""
+    """`--listen` names no WebSocket address this server may listen on (or one it cannot
+    listen on now: in use, not this machine's)."""
 
 
 @attrs.frozen
@@ -100,10 +102,10 @@ def listen_address(url: str, *, allow_remote: bool) -> ListenAddress:
         raise AddressRefused(f"--listen takes ws://HOST:PORT, not {url!r}")
     try:
         port = parts.port
-    except ValueError:
+    except ValueError:  # not a number, or out of range: `_no_port` tells which
         port = None
     if port is None:
-        raise AddressRefused(f"--listen {url}: name the port (ws://HOST:PORT; 0 for any)")
+        raise AddressRefused(_no_port(url, parts.netloc))
     host = parts.hostname
     loopback = host == "localhost" or _is_loopback(host)
     if not loopback and not allow_remote:
@@ -112,6 +114,16 @@ def listen_address(url: str, *, allow_remote: bool) -> ListenAddress:
             "the token could run commands; add --allow-remote if that is what you want"
         )
     return ListenAddress(host, port, loopback)
+
+
+def _no_port(url: str, netloc: str) -> str:
+    """Why `url` (whose location is `netloc`) gives no port to listen on: it names one out
+    of range, or none (or not a number)."""
+    # The text after the host's last colon (an IPv6 host's colons are inside brackets).
+    _, colon, named = netloc.rpartition("@")[2].rpartition("]")[2].rpartition(":")
+    if colon and named.isascii() and named.isdigit():
+        return f"--listen {url}: the port {int(named)} is out of range (0-65535)"
+    return f"--listen {url}: name the port (ws://HOST:PORT; 0 for any)"
 
 
 def _is_loopback(host: str) -> bool:
@@ -302,6 +314,14 @@ class WebSocketWriter:
             self._gone = "the connection is closed"
         self._progress.set()
 
+    def hang_up(self) -> None:
+        """Take no more messages and end the connection now, through no fault of the
+        client's (the server stops): unlike `disconnect`, nothing to warn of."""
+        self.close()
+        transport = getattr(self._connection, "transport", None)
+        if transport is not None:
+            transport.abort()
+
 
 async def listen_websocket(
     server: AppServer,
@@ -342,21 +362,28 @@ async def listen_websocket(
             try:
                 person = people.pop(connection, None)
                 await server.serve_client(
-                    WebSocketLines(connection), writer, kind="websocket", person=person
+                    WebSocketLines(connection),
+                    writer,
+                    kind="websocket",
+                    person=person,
+                    hang_up=writer.hang_up,
                 )
             finally:
                 writer.close()
                 sending.cancel_scope.cancel()
 
-    listening = await serve(
-        handler,
-        address.host,
-        address.port,
-        process_request=check,
-        max_size=MAX_AGENT_LINE_BYTES,
-        compression=None,  # ACP's lines are small and many: deflate costs more than it saves
-        server_header=None,
-    )
+    try:
+        listening = await serve(
+            handler,
+            address.host,
+            address.port,
+            process_request=check,
+            max_size=MAX_AGENT_LINE_BYTES,
+            compression=None,  # ACP's lines are small and many: deflate costs more than it saves
+            server_header=None,
+        )
+    except OSError as exc:  # the person's to fix (another port), not a fault to trace
+        raise AddressRefused(_cannot_listen(address, exc)) from None
     port = int(listening.sockets[0].getsockname()[1])
     port_holder["port"] = port
 
@@ -365,3 +392,19 @@ async def listen_websocket(
 
     server.on_stop(stop)
     return listening, port
+
+
+def _cannot_listen(address: ListenAddress, exc: OSError) -> str:
+    """Why `address` cannot be listened on (`exc`, from binding it), and what to do."""
+    host = f"[{address.host}]" if ":" in address.host else address.host
+    where = f"{host}:{address.port}"
+    if exc.errno == errno.EADDRINUSE:
+        return f"address {where} is in use: stop what listens there or choose another port"
+    if exc.errno == errno.EACCES:
+        return (
+            f"cannot listen on {where}: permission denied (ports below 1024 need "
+            "privileges); choose another port"
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {where}: not an address of this machine; name one of its own"
+    return f"cannot listen on {where}: {exc.strerror or exc}; name another address with --listen"
