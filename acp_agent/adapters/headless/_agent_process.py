@@ -32,6 +32,10 @@ logger = logging.getLogger(__name__)
 #: How many of the agent's last stderr lines are kept to explain a failure.
 _STDERR_TAIL: Final = 40
 
+#: Pages of `session/list` read before giving up on finding an id (a guard, not a limit
+#: anyone should meet: the agent's pages are 100 sessions each).
+_MAX_PAGES: Final = 1000
+
 #: Receives each update: its session and the update as the agent wrote it.
 UpdateSink = Callable[[str, dict[str, Any]], None]
 #: Answers one permission question.
@@ -101,6 +105,28 @@ class AgentProcess(ClientConnection):
             ),
         )
         return response
+
+    async def stored_sessions(self, cwd: str | None = None) -> list[types.SessionInfo]:
+        """Every stored session (only those of workspace `cwd`, when given), most
+        recently updated first: `session/list`, page after page."""
+        found: list[types.SessionInfo] = []
+        cursor = None
+        for _ in range(_MAX_PAGES):
+            page = await self.request(
+                methods.SESSION_LIST, types.ListSessionsRequest(cwd=cwd, cursor=cursor)
+            )
+            found.extend(page.sessions)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return found
+
+    async def stored_session(self, session_id: str) -> types.SessionInfo | None:
+        """The stored session `session_id`, or None when there is none."""
+        for info in await self.stored_sessions():
+            if str(info.session_id) == session_id:
+                return info
+        return None
 
     def line_received(self, line: bytes) -> None:
         # Updates are taken here, before dispatch, as written: a kind this version's

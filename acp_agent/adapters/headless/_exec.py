@@ -13,7 +13,8 @@ core meanwhile, so a script waits for the slower of the two, not for both.
 Exit status: 0 when the turn ended (`end_turn`, `max_tokens`, `max_turn_requests`),
 1 on an agent or provider failure (or a `refusal`), 2 on a usage error, 3 when a
 permission the turn needed was refused, 4 when the session is open in another
-process, 130 on Ctrl-C once the turn was cancelled.
+process, 130 on Ctrl-C once the turn was cancelled, 141 (quietly) when stdout's reader
+went away (the turn is cancelled, or never starts, as a SIGPIPE would have it).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = (
     "EXIT_FAILED",
     "EXIT_HELD",
     "EXIT_INTERRUPTED",
+    "EXIT_READER_GONE",
     "EXIT_REFUSED",
     "EXIT_USAGE",
     "PERMISSION_MODES",
@@ -49,6 +51,9 @@ EXIT_USAGE: Final = 2
 EXIT_REFUSED: Final = 3
 EXIT_HELD: Final = 4
 EXIT_INTERRUPTED: Final = 130
+#: Whoever read stdout went away (`| head -1`): 128 + SIGPIPE, as a shell reports a tool
+#: that signal ended; the run ends quietly.
+EXIT_READER_GONE: Final = 141
 
 #: The permission modes `--mode` takes (the agent's: a test keeps them the same).
 PERMISSION_MODES: Final = ("sandboxed", "ask", "accept-edits", "plan", "bypass")
@@ -86,7 +91,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="another workspace root (repeatable)",
     )
-    parser.add_argument("--model", metavar="ID", help="the model, e.g. anthropic/claude-sonnet-4")
+    parser.add_argument("--model", metavar="ID", help="the model, e.g. anthropic/claude-sonnet-4-5")
     parser.add_argument(
         "--mode",
         choices=PERMISSION_MODES,
@@ -149,6 +154,7 @@ def main(argv: Sequence[str]) -> int:
         roots = _roots(args.cwd, args.add_dirs)
         if args.max_turn_requests is not None and args.max_turn_requests < 1:
             raise UsageError("--max-turn-requests must be at least 1")
+        _refuse_server_settings(args)
     except UsageError as exc:
         reporter.warn(str(exc))
         return EXIT_USAGE
@@ -185,6 +191,22 @@ def agent_args(args: argparse.Namespace) -> list[str]:
     if getattr(args, "connect", False):
         passed.append("--connect")
     return passed
+
+
+def _refuse_server_settings(args: argparse.Namespace) -> None:
+    """With `--connect` the server's runtime runs the turn with its own settings, so a
+    flag that sets what the runtime does would be ignored without a word: refused."""
+    if not args.connect:
+        return
+    for flag, given in (
+        ("--script", args.script is not None),
+        ("--max-turn-requests", args.max_turn_requests is not None),
+    ):
+        if given:
+            raise UsageError(
+                f"{flag} does not apply with --connect: the server's runtime runs the "
+                "turn with the server's settings (start the server with it instead)"
+            )
 
 
 def _roots(cwd: Path | None, add_dirs: Sequence[Path]) -> list[Path]:

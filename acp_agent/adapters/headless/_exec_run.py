@@ -28,6 +28,7 @@ from acp_agent.adapters.headless._exec import (
     EXIT_FAILED,
     EXIT_HELD,
     EXIT_INTERRUPTED,
+    EXIT_READER_GONE,
     EXIT_REFUSED,
     EXIT_USAGE,
     UsageError,
@@ -46,6 +47,9 @@ _ENDED: Final = frozenset({"end_turn", "max_tokens", "max_turn_requests"})
 
 #: How long a cancelled turn gets to answer before the agent is stopped anyway.
 _CANCEL_GRACE_S: Final = 10.0
+
+#: How long an agent that closed the connection gets to exit and finish its stderr.
+_EXIT_GRACE_S: Final = 5.0
 
 
 class ExecRun:
@@ -83,12 +87,16 @@ class ExecRun:
 
     async def run(self) -> int:
         status, stop_reason, message_id, error = EXIT_FAILED, None, None, None
+        #: The agent's own stderr already said what went wrong.
+        told = False
         # The connection owns the tasks reading the agent; leaving it stops the agent.
         async with self.agent:
             try:
                 try:
                     await self.agent.start(self._process)
                     await self._open_session()
+                    if self.reporter.reader_gone:
+                        raise _Interrupted  # no one would read the turn: it never starts
                     stop_reason, message_id, error = await self._turn()
                     if error is not None and error.get("kind") == "not_configured":
                         await self._forget_session()
@@ -106,14 +114,14 @@ class ExecRun:
             except AcpError as exc:
                 status, error = EXIT_FAILED, {"kind": "agent", "message": exc.message}
             except (PeerError, OSError) as exc:
-                status, error = EXIT_FAILED, {"kind": "agent_exited", "message": str(exc)}
-                tail = "\n".join(self.agent.stderr_tail)
-                if tail:
-                    sys.stderr.write(tail + "\n")
+                status, error = await self._agent_ended(exc)
+                told = bool(self.agent.stderr_tail)
             finally:
                 with contextlib.suppress(Exception):
                     await self.agent.stop(timeout_s=5.0)
-        if error is not None and status != EXIT_INTERRUPTED:
+        if self.reporter.reader_gone:
+            return EXIT_READER_GONE  # the turn was cancelled for it: quietly
+        if error is not None and status != EXIT_INTERRUPTED and not told:
             self.reporter.warn(str(error["message"]))
         if status == EXIT_INTERRUPTED:
             self.reporter.warn("interrupted; the turn was cancelled")
@@ -128,7 +136,26 @@ class ExecRun:
             usage=self.usage,
             error=error,
         )
-        return status
+        # The answer, or the result, met a closed pipe: the turn had ended and is kept.
+        return EXIT_READER_GONE if self.reporter.reader_gone else status
+
+    async def _agent_ended(self, exc: Exception) -> tuple[int, dict[str, Any]]:
+        """The agent closed the connection before answering: its status and error.
+
+        It gets a moment to exit and to finish its stderr, which is passed on (it says
+        why, as "no server listens on ..." or "cannot read script ..."); its last line is
+        the result's message. An agent that exited 2 refused its command line (a bad
+        `--script`): a usage error here too, as the agent said at start-up."""
+        with anyio.move_on_after(_EXIT_GRACE_S):
+            await self.agent.wait_ended()
+        if self.agent.stderr_tail:
+            sys.stderr.write("\n".join(self.agent.stderr_tail) + "\n")
+        said = [line for line in self.agent.stderr_tail if line.strip()]
+        message = said[-1].removeprefix("acp-agent: ") if said else str(exc)
+        process = self.agent.process
+        if process is not None and process.returncode == EXIT_USAGE:
+            return EXIT_USAGE, {"kind": "usage", "message": message}
+        return EXIT_FAILED, {"kind": "agent_exited", "message": message}
 
     def _status(self, stop_reason: str | None, error: dict[str, Any] | None) -> int:
         if error is not None or stop_reason not in _ENDED:
@@ -136,11 +163,13 @@ class ExecRun:
         return EXIT_REFUSED if self.refusals else 0
 
     async def _open_session(self) -> None:
-        cwd, *more = (str(root) for root in self.roots)
-        extra = more or None
         resume_id = self.args.resume
         if self.args.continue_last:
-            resume_id = await self._last_session(cwd)
+            resume_id = await self._last_session(str(self.roots[0]))
+        elif resume_id is not None:
+            await self._use_workspace_of(resume_id)
+        cwd, *more = (str(root) for root in self.roots)
+        extra = more or None
         if resume_id is not None:
             try:
                 resumed = await self.agent.request(
@@ -180,6 +209,29 @@ class ExecRun:
         for session_id, update in early:
             self._update(session_id, update)
         await self._configure(options or [])
+
+    async def _use_workspace_of(self, session_id: str) -> None:
+        """Work in the workspace `session_id` was created in. It is fixed with the session
+        (the agent runs its tools there, whatever `cwd` a resume sends), so an explicit
+        `--cwd` naming another folder is refused before anything runs, and without one
+        the session's workspace replaces the current folder, for the policy's roots and
+        the `session` line alike."""
+        info = await self.agent.stored_session(session_id)
+        if info is None:
+            raise UsageError(f"cannot resume {session_id}: no such session")
+        # On a thread (anyio.Path): the disk may be slow, the loop reads the agent.
+        workspace = Path(await anyio.Path(info.cwd).resolve())
+        if self.args.cwd is not None:
+            if workspace != self.roots[0]:
+                raise UsageError(
+                    f"session {session_id} works in {workspace}, not in {self.roots[0]}: "
+                    "a session's workspace is fixed when it is created (leave out --cwd "
+                    "to resume it there)"
+                )
+            return
+        if not await anyio.Path(workspace).is_dir():
+            raise UsageError(f"cannot resume {session_id}: its workspace {workspace} is gone")
+        self.roots[0] = workspace
 
     async def _forget_session(self) -> None:
         """No model could answer: a session this run created is deleted, so a run that
@@ -249,6 +301,9 @@ class ExecRun:
 
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGINT, interrupt)
+        # A reader of stdout that went away cancels the turn as Ctrl-C does: what the
+        # turn would still say has nowhere to go.
+        self.reporter.on_reader_gone = interrupt
         try:
             async with anyio.create_task_group() as task_group:
                 task_group.start_soon(ask)
@@ -257,6 +312,7 @@ class ExecRun:
                     await self._cancel(answered)
                     task_group.cancel_scope.cancel()
         finally:
+            self.reporter.on_reader_gone = None
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signal.SIGINT)
         if interrupted:

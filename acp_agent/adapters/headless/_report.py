@@ -18,13 +18,19 @@ a `type`:
 Without it stdout gets only the agent's final message. Progress (tool calls and
 permission decisions) goes to stderr when stderr is a terminal; refusals and errors
 always do.
+
+When stdout's reader goes away (`exec --json | head -1`), nothing more is written
+there and `reader_gone` says so; the run then ends quietly (`silence_stdout`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any, Final, TextIO
+
+from acp_agent.stdout_guard import silence_stdout
 
 __all__ = ("FORMAT_VERSION", "Reporter")
 
@@ -47,19 +53,37 @@ class Reporter:
         self._stdout = stdout or sys.stdout
         self._stderr = stderr or sys.stderr
         self._progress = self._stderr.isatty() if progress is None else progress
+        #: Whoever read stdout went away (a closed pipe): nothing more is written there.
+        self.reader_gone = False
+        #: Called once when the reader goes away (the run cancels its turn); it may be
+        #: called from the task reading the agent, so it must not raise.
+        self.on_reader_gone: Callable[[], None] | None = None
 
     def line(self, line_type: str, **fields: Any) -> None:
         """One JSON line of `line_type` (only with `--json`)."""
         if self.json_lines:
             record = {"version": FORMAT_VERSION, "type": line_type, **fields}
-            self._stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
-            self._stdout.flush()
+            self._write(json.dumps(record, ensure_ascii=False) + "\n")
 
     def text(self, text: str) -> None:
         """The final answer (only without `--json`)."""
         if not self.json_lines:
-            self._stdout.write(text if text.endswith("\n") or not text else text + "\n")
+            self._write(text if text.endswith("\n") or not text else text + "\n")
+
+    def _write(self, text: str) -> None:
+        """Write `text` to stdout at once; a closed pipe is noted, never raised: the
+        writes happen in the task reading the agent too, where an error would end the
+        connection with a traceback."""
+        if self.reader_gone:
+            return
+        try:
+            self._stdout.write(text)
             self._stdout.flush()
+        except BrokenPipeError:
+            self.reader_gone = True
+            silence_stdout(self._stdout)
+            if self.on_reader_gone is not None:
+                self.on_reader_gone()
 
     def progress(self, message: str) -> None:
         """A progress note, shown only when stderr is a terminal."""

@@ -11,24 +11,40 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from acp_agent.adapters.headless._agent_process import AgentProcess, HeldSession, held_by
-from acp_agent.adapters.headless._exec import EXIT_FAILED, EXIT_HELD, EXIT_USAGE
+from acp_agent.adapters.headless._exec import (
+    EXIT_FAILED,
+    EXIT_HELD,
+    EXIT_READER_GONE,
+    EXIT_USAGE,
+)
 from acp_agent.adapters.headless._report import FORMAT_VERSION
 from acp_agent.adapters.headless._transcript import Transcript
+from acp_agent.stdout_guard import silence_stdout
 from protocol import methods, types
 from protocol.errors import AcpError, PeerError
 
 __all__ = ("run",)
 
-#: Pages of `session/list` read before giving up on finding an id (a guard, not a limit
-#: anyone should meet: the agent's pages are 100 sessions each).
-_MAX_PAGES: Final = 1000
-
 
 class _NotFound(Exception):
     """No stored session has this id."""
+
+
+class _ReaderGone(Exception):
+    """Whoever read stdout went away (`sessions list | head -1`)."""
+
+
+def _out(text: str) -> None:
+    """Write `text` to stdout at once, so a reader that went away is found here (as
+    `_ReaderGone`), not in Python's last flush at exit."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise _ReaderGone from None
 
 
 async def run(args: argparse.Namespace, process: subprocess.Popen[bytes]) -> int:
@@ -51,11 +67,15 @@ async def run(args: argparse.Namespace, process: subprocess.Popen[bytes]) -> int
             info = await _find(agent, args.session_id)
             if args.command == "delete":
                 await _delete(agent, info)
-                print(f"deleted {info.session_id}")
+                _out(f"deleted {info.session_id}\n")
                 return 0
             await _load(agent, info)
             shown = [update for session_id, update in updates if session_id == str(info.session_id)]
             return _write(args, info, shown)
+        except _ReaderGone:
+            # Quietly, as a tool a SIGPIPE ended (exec does the same).
+            silence_stdout()
+            return EXIT_READER_GONE
         except _NotFound as exc:
             print(f"acp-agent: no session {exc}", file=sys.stderr)
             return EXIT_FAILED
@@ -75,29 +95,15 @@ async def run(args: argparse.Namespace, process: subprocess.Popen[bytes]) -> int
                 await agent.stop(timeout_s=5.0)
 
 
-async def _sessions(agent: AgentProcess, cwd: str | None = None) -> list[types.SessionInfo]:
-    found: list[types.SessionInfo] = []
-    cursor = None
-    for _ in range(_MAX_PAGES):
-        page = await agent.request(
-            methods.SESSION_LIST, types.ListSessionsRequest(cwd=cwd, cursor=cursor)
-        )
-        found.extend(page.sessions)
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return found
-
-
 async def _list(agent: AgentProcess, args: argparse.Namespace) -> int:
     cwd = None if args.cwd is None else _absolute(args.cwd)
-    sessions = await _sessions(agent, cwd)
+    sessions = await agent.stored_sessions(cwd)
     for info in sessions:
         if args.json:
-            print(json.dumps({"version": FORMAT_VERSION, **_info(info)}, ensure_ascii=False))
+            _out(json.dumps({"version": FORMAT_VERSION, **_info(info)}, ensure_ascii=False) + "\n")
         else:
             title = info.title or "(untitled)"
-            print(f"{info.session_id}  {info.updated_at or '-':<25}  {title}  {info.cwd}")
+            _out(f"{info.session_id}  {info.updated_at or '-':<25}  {title}  {info.cwd}\n")
     if not sessions and not args.json:
         print("no sessions" + (f" in {cwd}" if cwd else ""), file=sys.stderr)
     return 0
@@ -108,10 +114,10 @@ def _absolute(path: Path) -> str:
 
 
 async def _find(agent: AgentProcess, session_id: str) -> types.SessionInfo:
-    for info in await _sessions(agent):
-        if str(info.session_id) == session_id:
-            return info
-    raise _NotFound(session_id)
+    info = await agent.stored_session(session_id)
+    if info is None:
+        raise _NotFound(session_id)
+    return info
 
 
 async def _load(agent: AgentProcess, info: types.SessionInfo) -> None:
@@ -159,7 +165,7 @@ def _write(args: argparse.Namespace, info: types.SessionInfo, updates: list[dict
             print(f"acp-agent: cannot write {output}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        _out(text if text.endswith("\n") else text + "\n")
     return 0
 
 

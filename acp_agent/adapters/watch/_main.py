@@ -32,6 +32,7 @@ import anyio
 
 from acp_agent.adapters.watch._client import WatchClient
 from acp_agent.adapters.watch._show import PlainShower, Shower, TerminalShower
+from acp_agent.stdout_guard import silence_stdout
 from protocol import methods, types
 from protocol.errors import AcpError, PeerDisconnected
 
@@ -40,6 +41,9 @@ __all__ = ("main",)
 #: How often a lost server is tried again.
 _RETRY_S: Final = 0.3
 _TITLE_CHARS: Final = 36
+#: Whoever read stdout went away (`watch | head -1`): 128 + SIGPIPE, as a shell reports
+#: a tool that signal ended (and as `exec` and `sessions` do).
+_EXIT_READER_GONE: Final = 141
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -76,6 +80,9 @@ def main(argv: Sequence[str]) -> int:
         return asyncio.run(_run(args, str(socket), shower))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        silence_stdout()
+        return _EXIT_READER_GONE
 
 
 def _socket(named: Path | None, home: Path | None) -> Path:
@@ -158,6 +165,8 @@ async def _list(socket: str) -> int:
             title = title[: _TITLE_CHARS - 1] + "…"
         updated = (info.updated_at or "")[:16].replace("T", " ")
         print(f"{info.session_id}  {updated}  {title:<{_TITLE_CHARS}}  {info.cwd}")
+    # Now, not at exit: a reader that went away is then found here (`main`).
+    sys.stdout.flush()
     if not sessions:
         print("no sessions", file=sys.stderr)
     return 0

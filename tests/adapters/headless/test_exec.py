@@ -58,7 +58,11 @@ def exec_command(home: Path, *args: str) -> list[str]:
 
 
 def run_exec(
-    server: FakeProviderServer, home: Path, *args: str, stdin: str | None = None
+    server: FakeProviderServer,
+    home: Path,
+    *args: str,
+    stdin: str | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         exec_command(home, *args),
@@ -66,6 +70,7 @@ def run_exec(
         capture_output=True,
         text=True,
         env=openai_env(server.base_url),
+        cwd=cwd,
         timeout=TIMEOUT_S,
         check=False,
     )
@@ -329,6 +334,37 @@ def test_resume_and_continue_go_on_with_the_same_session(
     assert "And now?" in json.dumps(server.requests[2].json()["messages"])
 
 
+def test_resume_works_in_the_sessions_own_workspace_and_refuses_another_cwd(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    home = tmp_path / "home"
+    other = tmp_path / "other"
+    other.mkdir()
+    server.add(
+        openai_reply("First."),
+        openai_tool_calls(("call_w", "write", {"path": "made.md", "content": "made\n"})),
+        openai_reply("Made it."),
+    )
+    first = run_exec(server, home, "--cwd", str(workspace), "--json", "Hello")
+    session_id = result_of(first.stdout)["sessionId"]
+    # An explicit --cwd that is not the session's workspace: refused, nothing runs.
+    refused = run_exec(
+        server, home, "--cwd", str(other), "--resume", session_id, "--approve", "edits", "Make"
+    )
+    assert refused.returncode == 2, (refused.stdout, refused.stderr)
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert str(workspace.resolve()) in refused.stderr
+    assert str(other.resolve()) in refused.stderr
+    assert len(server.requests) == 1
+    # No --cwd, run from another folder: the session's own workspace, said and used.
+    args = ["--resume", session_id, "--approve", "edits", "--json", "Make it."]
+    resumed = run_exec(server, home, *args, cwd=other)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json_lines(resumed.stdout)[0]["cwd"] == str(workspace.resolve())
+    assert (workspace / "made.md").read_text() == "made\n"
+    assert not (other / "made.md").exists()
+
+
 async def test_a_session_open_in_another_process_exits_4_naming_it(
     tmp_path: Path, server: FakeProviderServer, workspace: Path
 ) -> None:
@@ -371,6 +407,61 @@ def test_ctrl_c_cancels_the_turn_and_exits_130(
     assert result["stopReason"] == "cancelled"
     assert result["exitCode"] == 130
     assert "interrupted" in stderr
+
+
+def test_a_reader_that_goes_away_cancels_the_turn_and_exec_ends_quietly(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    # `exec --json | head -1`: the next line written meets a closed pipe.
+    slow = Exchange(
+        chunks=[
+            openai_stream(openai_chunk({"content": "Thinking"}), done=False),
+            Chunk(openai_stream(openai_chunk({"content": " it over"}), done=False), delay_s=1),
+            Chunk(openai_stream(openai_chunk({}, "stop")), delay_s=30),
+        ]
+    )
+    server.add(slow)
+    home = tmp_path / "home"
+    with subprocess.Popen(
+        exec_command(home, "--cwd", str(workspace), "--json", "Take your time."),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=openai_env(server.base_url),
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        _wait_for_line(process.stdout, lambda line: "agent_message_chunk" in line)
+        process.stdout.close()
+        began = time.monotonic()
+        stderr = process.stderr.read()
+        process.wait(TIMEOUT_S)
+    assert (process.returncode, stderr) == (141, "")  # 128 + SIGPIPE, no traceback
+    assert time.monotonic() - began < 15  # cancelled, not waited out
+    assert not _agents_serving(home)
+
+
+def test_an_answer_nobody_reads_ends_exec_quietly(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    # `exec "..." | true`: the answer is written after the turn ended, to a closed pipe.
+    server.add(openai_reply("Nobody reads this."))
+    home = tmp_path / "home"
+    with subprocess.Popen(
+        exec_command(home, "--cwd", str(workspace), "Hello"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=openai_env(server.base_url),
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdout.close()
+        stderr = process.stderr.read()
+        process.wait(TIMEOUT_S)
+    assert (process.returncode, stderr) == (141, "")
+    assert len(server.requests) == 1  # the turn ran; only its answer went unread
+    assert not _agents_serving(home)
 
 
 def _wait_for_line(stream: Any, matches: Any) -> str:
@@ -472,6 +563,44 @@ def test_connect_with_no_server_exits_1_saying_how_to_start_one(
     done = run_exec(server, tmp_path / "home", "--cwd", str(workspace), "--connect", "Hi")
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "no server listens on" in done.stderr
+    assert server.requests == []
+
+
+def test_connect_with_no_server_says_why_in_the_result(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path
+) -> None:
+    args = ["--cwd", str(workspace), "--connect", "--json", "Hi"]
+    done = run_exec(server, tmp_path / "home", *args)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    error = result_of(done.stdout)["error"]
+    assert error["kind"] == "agent_exited"
+    assert error["message"].startswith("no server listens on "), error
+    assert done.stderr.count("no server listens on") == 1  # told once
+
+
+@pytest.mark.parametrize("flag", [["--script", "script.json"], ["--max-turn-requests", "3"]])
+def test_connect_refuses_flags_the_server_would_ignore(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path, flag: list[str]
+) -> None:
+    done = run_exec(server, tmp_path / "home", "--cwd", str(workspace), "--connect", *flag, "Hi")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.startswith(f"acp-agent: {flag[0]} does not apply with --connect"), done
+    assert done.stderr.count("\n") == 1
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("script", ["garbage{", None])
+def test_a_bad_script_is_a_usage_error_told_once(
+    tmp_path: Path, server: FakeProviderServer, workspace: Path, script: str | None
+) -> None:
+    path = tmp_path / "script.json"
+    if script is not None:
+        path.write_text(script)
+    done = run_exec(server, tmp_path / "home", "--cwd", str(workspace), "--script", str(path), "Hi")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    # The agent's own line, and nothing after it.
+    assert done.stderr.startswith(f"acp-agent: cannot read script {path}: "), done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
     assert server.requests == []
 
 

@@ -155,3 +155,25 @@ async def test_a_held_session_is_refused_with_4(
         assert done.returncode == 4, done.stderr
         assert f"pid {pid}" in done.stderr
     assert held in run(server, store["home"], "list", "--json").stdout
+
+
+@pytest.mark.parametrize("command", [["list"], ["list", "--json"], ["show"]])
+def test_a_reader_that_goes_away_ends_sessions_quietly(
+    server: FakeProviderServer, store: dict[str, Any], command: list[str]
+) -> None:
+    # `sessions show ID | true`: stdout's reader is gone before anything is written.
+    if command == ["show"]:
+        command = ["show", store["ids"][1]]
+    with subprocess.Popen(
+        [sys.executable, "-m", "acp_agent", "sessions", "--home", str(store["home"]), *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=openai_env(server.base_url),
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdout.close()
+        stderr = process.stderr.read()
+        process.wait(TIMEOUT_S)
+    assert (process.returncode, stderr) == (141, "")  # 128 + SIGPIPE, as exec

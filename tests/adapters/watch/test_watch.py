@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -346,3 +347,32 @@ async def test_watch_lists_the_sessions_and_a_controller_sends_a_message(tmp_pat
                 and isinstance(u.content, types.TextContent)
             ]
             assert said == ["Say hello"]
+
+
+async def test_watch_whose_reader_went_away_ends_quietly(tmp_path: Path) -> None:
+    # `acp-agent watch | true`: the listing meets a closed pipe.
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    work.mkdir()
+    script = write_script(tmp_path / "script.json", [{"text": "Hi"}])
+    async with (
+        running_server(home, script=script) as server,
+        socket_client(server.socket) as editor,
+    ):
+        await editor.new_session(work)
+
+        def list_to_no_one() -> tuple[int, str]:
+            with subprocess.Popen(
+                [sys.executable, "-m", "acp_agent", "watch", "--socket", str(server.socket)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ) as listing:
+                assert listing.stdout is not None
+                assert listing.stderr is not None
+                listing.stdout.close()  # before anything is written: no reader is left
+                stderr = listing.stderr.read()
+                listing.wait(_WAIT_S)
+            return listing.returncode, stderr
+
+        assert await asyncio.to_thread(list_to_no_one) == (141, "")  # 128 + SIGPIPE
