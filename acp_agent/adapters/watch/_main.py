@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Final
+from typing import Final, TextIO, cast
 
 import anyio
 
@@ -75,14 +75,51 @@ def main(argv: Sequence[str]) -> int:
     """Run `acp-agent watch`; its exit status."""
     args = _parser().parse_args(argv)
     socket = _socket(args.socket, args.home)
-    shower: Shower = PlainShower() if args.plain or not sys.stdout.isatty() else TerminalShower()
+    out = _Stdout(sys.stdout)
+    shown = cast(TextIO, out)  # what the showers write to: a text stream's two methods
+    plain = args.plain or not sys.stdout.isatty()
+    shower: Shower = PlainShower(shown) if plain else TerminalShower(shown)
     try:
-        return asyncio.run(_run(args, str(socket), shower))
+        status = asyncio.run(_run(args, str(socket), shower, out))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         silence_stdout()
         return _EXIT_READER_GONE
+    return _EXIT_READER_GONE if out.gone.is_set() else status
+
+
+class _Stdout:
+    """stdout for the showers, noticing when its reader goes away (`watch S | head`):
+    nothing more is written, stdout is silenced, and `gone` is set (the follower then
+    quits) instead of a traceback at every update while it reconnects."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.gone = threading.Event()
+        #: Called once when the reader goes away (from whichever thread wrote).
+        self.on_gone: Callable[[], object] | None = None
+
+    def write(self, text: str) -> int:
+        if not self.gone.is_set():
+            try:
+                self._stream.write(text)
+            except BrokenPipeError:
+                self._lost()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone.is_set():
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._lost()
+
+    def _lost(self) -> None:
+        self.gone.set()
+        silence_stdout(self._stream)
+        if self.on_gone is not None:
+            self.on_gone()
 
 
 def _socket(named: Path | None, home: Path | None) -> Path:
@@ -100,11 +137,13 @@ def _socket(named: Path | None, home: Path | None) -> Path:
     return Path(chosen) if chosen else default_socket(paths.state_dir)
 
 
-async def _run(args: argparse.Namespace, socket: str, shower: Shower) -> int:
+async def _run(args: argparse.Namespace, socket: str, shower: Shower, out: _Stdout) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(signum, stop.set)
+    # Whoever read stdout went away: stop following as a signal would have it.
+    out.on_gone = partial(loop.call_soon_threadsafe, stop.set)
     if args.session is None:
         return await _list(socket)
     session_id = await _which(socket, args.session)

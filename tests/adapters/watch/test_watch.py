@@ -349,8 +349,9 @@ async def test_watch_lists_the_sessions_and_a_controller_sends_a_message(tmp_pat
             assert said == ["Say hello"]
 
 
-async def test_watch_whose_reader_went_away_ends_quietly(tmp_path: Path) -> None:
-    # `acp-agent watch | true`: the listing meets a closed pipe.
+@pytest.mark.parametrize("follow", [False, True], ids=["listing", "following"])
+async def test_watch_whose_reader_went_away_ends_quietly(tmp_path: Path, follow: bool) -> None:
+    # `acp-agent watch | true`: the listing, or the session followed, meets a closed pipe.
     home = tmp_path / "home"
     work = tmp_path / "work"
     work.mkdir()
@@ -359,20 +360,24 @@ async def test_watch_whose_reader_went_away_ends_quietly(tmp_path: Path) -> None
         running_server(home, script=script) as server,
         socket_client(server.socket) as editor,
     ):
-        await editor.new_session(work)
+        session_id = await editor.new_session(work)
+        await editor.prompt(session_id, "Hello")  # something to replay when following
+        command = [sys.executable, "-m", "acp_agent", "watch", "--socket", str(server.socket)]
+        if follow:
+            command += [session_id, "--plain"]
 
-        def list_to_no_one() -> tuple[int, str]:
+        def show_to_no_one() -> tuple[int, str]:
             with subprocess.Popen(
-                [sys.executable, "-m", "acp_agent", "watch", "--socket", str(server.socket)],
+                command,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-            ) as listing:
-                assert listing.stdout is not None
-                assert listing.stderr is not None
-                listing.stdout.close()  # before anything is written: no reader is left
-                stderr = listing.stderr.read()
-                listing.wait(_WAIT_S)
-            return listing.returncode, stderr
+            ) as watch:
+                assert watch.stdout is not None
+                assert watch.stderr is not None
+                watch.stdout.close()  # before anything is written: no reader is left
+                stderr = watch.stderr.read()
+                watch.wait(_WAIT_S)
+            return watch.returncode, stderr
 
-        assert await asyncio.to_thread(list_to_no_one) == (141, "")  # 128 + SIGPIPE
+        assert await asyncio.to_thread(show_to_no_one) == (141, "")  # 128 + SIGPIPE
