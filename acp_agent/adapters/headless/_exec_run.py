@@ -109,6 +109,9 @@ class ExecRun:
                         self.reporter.warn(f"the turn ended with {stop_reason}")
             except UsageError as exc:
                 status, error = EXIT_USAGE, {"kind": "usage", "message": str(exc)}
+                # A session made for a run refused before its prompt (`--model bogus`)
+                # is not kept: a later `--continue` would pick it up, empty.
+                await self._forget_session()
             except HeldSession as exc:
                 status, error = EXIT_HELD, {"kind": "held", "message": str(exc), "pid": exc.pid}
             except AcpError as exc:
@@ -234,8 +237,9 @@ class ExecRun:
         self.roots[0] = workspace
 
     async def _forget_session(self) -> None:
-        """No model could answer: a session this run created is deleted, so a run that
-        could not prompt leaves nothing stored (the result names no session)."""
+        """No model could answer, or the run was refused: a session this run created is
+        deleted, so a run that could not prompt leaves nothing stored (the result names
+        no session)."""
         if not self.created or self.session_id is None:
             return
         with contextlib.suppress(AcpError, PeerError):

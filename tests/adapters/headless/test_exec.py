@@ -313,6 +313,17 @@ def test_usage_errors_exit_2(
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr
     assert server.requests == []  # nothing reached the model
+    # Nor is anything stored (`--model` is refused once the session exists): no empty
+    # session for a later `--continue` to pick up.
+    listed = subprocess.run(
+        [sys.executable, "-m", "acp_agent", "sessions", "--home", str(tmp_path / "home"), "list"],
+        capture_output=True,
+        text=True,
+        env=agent_env(),
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert listed.stdout == ""
 
 
 def test_resume_and_continue_go_on_with_the_same_session(
