@@ -1,10 +1,12 @@
 """What runs on this machine, read from /proc: a process, its process group, its children;
-and how a test starts one with the signal dispositions it needs."""
+and how a test starts one with the signal dispositions it needs, or with no reader for
+its output."""
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Collection
+import subprocess
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from acp_agent.process_marks import start_mark
@@ -16,8 +18,25 @@ __all__ = (
     "descendants_of",
     "group_members",
     "reset_signals",
+    "run_unread",
     "still_running",
 )
+
+
+def run_unread(
+    command: Sequence[str], *, env: Mapping[str, str], timeout_s: float
+) -> tuple[int, str]:
+    """Run `command` with no one reading its stdout (`command | true`: the pipe is closed
+    before it writes); its exit status and stderr."""
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdout.close()
+        stderr = process.stderr.read()
+        process.wait(timeout_s)
+    return process.returncode, stderr
 
 
 def reset_signals(signals: Collection[signal.Signals]) -> Callable[[], None] | None:

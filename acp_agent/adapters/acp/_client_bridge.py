@@ -56,6 +56,7 @@ __all__ = (
     "AcpTerminal",
     "permission_answer",
     "permission_request",
+    "unanswered",
 )
 
 logger = logging.getLogger(__name__)
@@ -285,24 +286,36 @@ class AcpPermissionPrompter:
         request = permission_request(self._session_id, question)
         try:
             response = await self._connection.request(methods.SESSION_REQUEST_PERMISSION, request)
-        except RequestCancelled:
-            return PermissionAnswer(None)
-        except AcpError as exc:
-            logger.warning("the client answered the permission question with an error: %s", exc)
-            if self._on_refused is not None:
+        except (AcpError, PeerError, ConnectionClosed) as exc:
+            is_refusal = isinstance(exc, AcpError) and not isinstance(exc, RequestCancelled)
+            if is_refusal and self._on_refused is not None:
+                logger.info("permission request for %s refused: %s", question.call_id, exc)
                 return await self._on_refused(question)
-            return PermissionAnswer(None, unanswered=f"the editor answered with an error ({exc})")
-        except RemoteProtocolError as exc:
-            logger.warning("the client's answer to the permission question is not one: %s", exc)
-            return PermissionAnswer(None, unanswered=f"the editor's answer was not one ({exc})")
-        except PeerTimedOut as exc:
-            logger.warning("the client did not answer the permission question: %s", exc)
-            why = f"the editor did not answer within {exc.timeout_s:g} s"
-            return PermissionAnswer(None, unanswered=why)
-        except (PeerError, ConnectionClosed) as exc:  # it went away: nobody to tell
-            logger.info("permission request for %s not answered: %s", question.call_id, exc)
-            return PermissionAnswer(None)
+            return unanswered(question, exc)
         return permission_answer(question, response)
+
+
+def unanswered(
+    question: PermissionQuestion, exc: AcpError | PeerError | ConnectionClosed
+) -> PermissionAnswer:
+    """What a question the client did not answer with a choice comes to (`exc`): withdrawn
+    when the request was cancelled or the client went away (nobody to tell); otherwise
+    the client could not answer it (an error, a result that is no answer, no answer in
+    time), which the call's result says, not as a cancel (and the log warns of it)."""
+    why: str | None = None
+    if isinstance(exc, RequestCancelled):
+        pass
+    elif isinstance(exc, AcpError):
+        why = f"the editor answered with an error ({exc})"
+    elif isinstance(exc, RemoteProtocolError):
+        why = f"the editor's answer was not one ({exc})"
+    elif isinstance(exc, PeerTimedOut):
+        why = f"the editor did not answer within {exc.timeout_s:g} s"
+    if why is None:
+        logger.info("permission request for %s not answered: %s", question.call_id, exc)
+        return PermissionAnswer(None)
+    logger.warning("the permission question about %s: %s", question.call_id, why)
+    return PermissionAnswer(None, unanswered=why)
 
 
 def permission_request(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from acp_agent.adapters.acp._client_bridge import permission_request
+from acp_agent.adapters.acp._client_bridge import permission_request, unanswered
 from acp_agent.adapters.acp2._wire import v2_update
 from acp_agent.agent import PermissionAnswer, PermissionChoice, PermissionQuestion
 from protocol.converter import shared_converter
@@ -20,9 +20,6 @@ from protocol.errors import (
     AcpError,
     ConnectionClosed,
     PeerError,
-    PeerTimedOut,
-    RemoteProtocolError,
-    RequestCancelled,
 )
 
 if TYPE_CHECKING:
@@ -45,21 +42,8 @@ class V2PermissionPrompter:
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
         try:
             chosen = await ask_v2(self._connection, self._session_id, question, self._stream)
-        except RequestCancelled:
-            return PermissionAnswer(None)
-        except AcpError as exc:
-            logger.warning("the client answered the permission question with an error: %s", exc)
-            return PermissionAnswer(None, unanswered=f"the editor answered with an error ({exc})")
-        except RemoteProtocolError as exc:
-            logger.warning("the client's answer to the permission question is not one: %s", exc)
-            return PermissionAnswer(None, unanswered=f"the editor's answer was not one ({exc})")
-        except PeerTimedOut as exc:
-            logger.warning("the client did not answer the permission question: %s", exc)
-            why = f"the editor did not answer within {exc.timeout_s:g} s"
-            return PermissionAnswer(None, unanswered=why)
-        except (PeerError, ConnectionClosed) as exc:  # it went away: nobody to tell
-            logger.info("permission request for %s not answered: %s", question.call_id, exc)
-            return PermissionAnswer(None)
+        except (AcpError, PeerError, ConnectionClosed) as exc:
+            return unanswered(question, exc)
         if chosen is None:
             return PermissionAnswer(None)
         offered = {option.option_id: option.choice for option in question.options}

@@ -34,7 +34,7 @@ from tests.support.fake_provider import (
     openai_stream,
     openai_tool_calls,
 )
-from tests.support.processes import command_lines
+from tests.support.processes import command_lines, run_unread
 
 TIMEOUT_S = 60
 
@@ -458,19 +458,9 @@ def test_an_answer_nobody_reads_ends_exec_quietly(
     # `exec "..." | true`: the answer is written after the turn ended, to a closed pipe.
     server.add(openai_reply("Nobody reads this."))
     home = tmp_path / "home"
-    with subprocess.Popen(
-        exec_command(home, "--cwd", str(workspace), "Hello"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=openai_env(server.base_url),
-    ) as process:
-        assert process.stdout is not None
-        assert process.stderr is not None
-        process.stdout.close()
-        stderr = process.stderr.read()
-        process.wait(TIMEOUT_S)
-    assert (process.returncode, stderr) == (141, "")
+    command = exec_command(home, "--cwd", str(workspace), "Hello")
+    ended = run_unread(command, env=openai_env(server.base_url), timeout_s=TIMEOUT_S)
+    assert ended == (141, "")
     assert len(server.requests) == 1  # the turn ran; only its answer went unread
     assert not _agents_serving(home)
 

@@ -17,6 +17,7 @@ import pytest
 
 from tests.support import openai_env, running_agent
 from tests.support.fake_provider import FakeProviderServer, openai_reply, openai_tool_calls
+from tests.support.processes import run_unread
 
 TIMEOUT_S = 60
 
@@ -164,16 +165,6 @@ def test_a_reader_that_goes_away_ends_sessions_quietly(
     # `sessions show ID | true`: stdout's reader is gone before anything is written.
     if command == ["show"]:
         command = ["show", store["ids"][1]]
-    with subprocess.Popen(
-        [sys.executable, "-m", "acp_agent", "sessions", "--home", str(store["home"]), *command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=openai_env(server.base_url),
-    ) as process:
-        assert process.stdout is not None
-        assert process.stderr is not None
-        process.stdout.close()
-        stderr = process.stderr.read()
-        process.wait(TIMEOUT_S)
-    assert (process.returncode, stderr) == (141, "")  # 128 + SIGPIPE, as exec
+    sessions = [sys.executable, "-m", "acp_agent", "sessions", "--home", str(store["home"])]
+    ended = run_unread([*sessions, *command], env=openai_env(server.base_url), timeout_s=TIMEOUT_S)
+    assert ended == (141, "")  # 128 + SIGPIPE, as exec

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import json
 import re
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -27,8 +26,9 @@ from pathlib import Path
 import pytest
 
 from protocol import types
-from tests.support import write_script
+from tests.support import agent_env, write_script
 from tests.support.app_server import ServerProcess, running_server, socket_client
+from tests.support.processes import run_unread
 
 pytestmark = pytest.mark.e2e
 
@@ -367,17 +367,6 @@ async def test_watch_whose_reader_went_away_ends_quietly(tmp_path: Path, follow:
             command += [session_id, "--plain"]
 
         def show_to_no_one() -> tuple[int, str]:
-            with subprocess.Popen(
-                command,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            ) as watch:
-                assert watch.stdout is not None
-                assert watch.stderr is not None
-                watch.stdout.close()  # before anything is written: no reader is left
-                stderr = watch.stderr.read()
-                watch.wait(_WAIT_S)
-            return watch.returncode, stderr
+            return run_unread(command, env=agent_env(), timeout_s=_WAIT_S)
 
         assert await asyncio.to_thread(show_to_no_one) == (141, "")  # 128 + SIGPIPE
