@@ -80,15 +80,18 @@ def workspace_directory(path: str, field: str = "cwd") -> str:
     normal = absolute_path(path, field)
     try:
         found = os.stat(normal)
-    except FileNotFoundError:
-        raise InvalidParams(f"Invalid params: {field}: {normal} does not exist") from None
     except OSError as exc:
-        raise InvalidParams(
-            f"Invalid params: {field}: {normal} cannot be used ({exc.strerror or exc})"
-        ) from None
+        raise _unusable(field, normal, exc) from None
     if not stat.S_ISDIR(found.st_mode):
         raise InvalidParams(f"Invalid params: {field}: {normal} is not a directory")
     return normal
+
+
+def _unusable(field: str, path: str, exc: OSError) -> InvalidParams:
+    """-32602 for a directory `field` names that cannot be looked at (`exc`)."""
+    if isinstance(exc, FileNotFoundError):
+        return InvalidParams(f"Invalid params: {field}: {path} does not exist")
+    return InvalidParams(f"Invalid params: {field}: {path} cannot be used ({exc.strerror or exc})")
 
 
 def additional_directories(
@@ -111,12 +114,8 @@ def additional_directories(
         normal = absolute_path(path, entry)
         try:
             resolved = os.path.realpath(normal, strict=True)
-        except FileNotFoundError:
-            raise InvalidParams(f"Invalid params: {entry}: {normal} does not exist") from None
         except OSError as exc:
-            raise InvalidParams(
-                f"Invalid params: {entry}: {normal} cannot be used ({exc.strerror or exc})"
-            ) from None
+            raise _unusable(entry, normal, exc) from None
         if not os.path.isdir(resolved):
             raise InvalidParams(f"Invalid params: {entry}: {normal} is not a directory")
         if resolved not in kept:
