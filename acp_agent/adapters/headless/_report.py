@@ -20,7 +20,7 @@ permission decisions) goes to stderr when stderr is a terminal; refusals and err
 always do.
 
 When stdout's reader goes away (`exec --json | head -1`), nothing more is written
-there and `reader_gone` says so; the run then ends quietly (`silence_stdout`).
+there and `reader_gone` says so; the run then ends quietly (`LeavableStdout`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final, TextIO
 
-from acp_agent.stdout_guard import silence_stdout
+from acp_agent.stdout_guard import LeavableStdout
 
 __all__ = ("FORMAT_VERSION", "Reporter")
 
@@ -53,11 +53,23 @@ class Reporter:
         self._stdout = stdout or sys.stdout
         self._stderr = stderr or sys.stderr
         self._progress = self._stderr.isatty() if progress is None else progress
-        #: Whoever read stdout went away (a closed pipe): nothing more is written there.
-        self.reader_gone = False
-        #: Called once when the reader goes away (the run cancels its turn); it may be
-        #: called from the task reading the agent, so it must not raise.
-        self.on_reader_gone: Callable[[], None] | None = None
+        #: Whoever reads stdout may go away (a closed pipe): nothing more is written there.
+        self._out = LeavableStdout(self._stdout)
+
+    @property
+    def reader_gone(self) -> bool:
+        """Whoever read stdout went away."""
+        return self._out.gone.is_set()
+
+    @property
+    def on_reader_gone(self) -> Callable[[], object] | None:
+        """Called once when the reader goes away (the run cancels its turn); it may be
+        called from the task reading the agent, so it must not raise."""
+        return self._out.on_gone
+
+    @on_reader_gone.setter
+    def on_reader_gone(self, call: Callable[[], object] | None) -> None:
+        self._out.on_gone = call
 
     def line(self, line_type: str, **fields: Any) -> None:
         """One JSON line of `line_type` (only with `--json`)."""
@@ -71,19 +83,9 @@ class Reporter:
             self._write(text if text.endswith("\n") or not text else text + "\n")
 
     def _write(self, text: str) -> None:
-        """Write `text` to stdout at once; a closed pipe is noted, never raised: the
-        writes happen in the task reading the agent too, where an error would end the
-        connection with a traceback."""
-        if self.reader_gone:
-            return
-        try:
-            self._stdout.write(text)
-            self._stdout.flush()
-        except BrokenPipeError:
-            self.reader_gone = True
-            silence_stdout(self._stdout)
-            if self.on_reader_gone is not None:
-                self.on_reader_gone()
+        """Write `text` to stdout at once (a closed pipe is noted, never raised)."""
+        self._out.write(text)
+        self._out.flush()
 
     def progress(self, message: str) -> None:
         """A progress note, shown only when stderr is a terminal."""

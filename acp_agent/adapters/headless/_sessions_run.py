@@ -22,7 +22,7 @@ from acp_agent.adapters.headless._exec import (
 )
 from acp_agent.adapters.headless._report import FORMAT_VERSION
 from acp_agent.adapters.headless._transcript import Transcript
-from acp_agent.stdout_guard import silence_stdout
+from acp_agent.stdout_guard import LeavableStdout
 from protocol import methods, types
 from protocol.errors import AcpError, PeerError
 
@@ -40,11 +40,11 @@ class _ReaderGone(Exception):
 def _out(text: str) -> None:
     """Write `text` to stdout at once, so a reader that went away is found here (as
     `_ReaderGone`), not in Python's last flush at exit."""
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise _ReaderGone from None
+    out = LeavableStdout(sys.stdout)
+    out.write(text)
+    out.flush()
+    if out.gone.is_set():
+        raise _ReaderGone
 
 
 async def run(args: argparse.Namespace, process: subprocess.Popen[bytes]) -> int:
@@ -72,9 +72,7 @@ async def run(args: argparse.Namespace, process: subprocess.Popen[bytes]) -> int
             await _load(agent, info)
             shown = [update for session_id, update in updates if session_id == str(info.session_id)]
             return _write(args, info, shown)
-        except _ReaderGone:
-            # Quietly, as a tool a SIGPIPE ended (exec does the same).
-            silence_stdout()
+        except _ReaderGone:  # quietly (stdout is silenced), as a tool a SIGPIPE ended
             return EXIT_READER_GONE
         except _NotFound as exc:
             print(f"acp-agent: no session {exc}", file=sys.stderr)

@@ -32,7 +32,7 @@ import anyio
 
 from acp_agent.adapters.watch._client import WatchClient
 from acp_agent.adapters.watch._show import PlainShower, Shower, TerminalShower
-from acp_agent.stdout_guard import silence_stdout
+from acp_agent.stdout_guard import LeavableStdout, silence_stdout
 from protocol import methods, types
 from protocol.errors import AcpError, PeerDisconnected
 
@@ -75,7 +75,7 @@ def main(argv: Sequence[str]) -> int:
     """Run `acp-agent watch`; its exit status."""
     args = _parser().parse_args(argv)
     socket = _socket(args.socket, args.home)
-    out = _Stdout(sys.stdout)
+    out = LeavableStdout(sys.stdout)
     shown = cast(TextIO, out)  # what the showers write to: a text stream's two methods
     plain = args.plain or not sys.stdout.isatty()
     shower: Shower = PlainShower(shown) if plain else TerminalShower(shown)
@@ -87,39 +87,6 @@ def main(argv: Sequence[str]) -> int:
         silence_stdout()
         return _EXIT_READER_GONE
     return _EXIT_READER_GONE if out.gone.is_set() else status
-
-
-class _Stdout:
-    """stdout for the showers, noticing when its reader goes away (`watch S | head`):
-    nothing more is written, stdout is silenced, and `gone` is set (the follower then
-    quits) instead of a traceback at every update while it reconnects."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self.gone = threading.Event()
-        #: Called once when the reader goes away (from whichever thread wrote).
-        self.on_gone: Callable[[], object] | None = None
-
-    def write(self, text: str) -> int:
-        if not self.gone.is_set():
-            try:
-                self._stream.write(text)
-            except BrokenPipeError:
-                self._lost()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.gone.is_set():
-            try:
-                self._stream.flush()
-            except BrokenPipeError:
-                self._lost()
-
-    def _lost(self) -> None:
-        self.gone.set()
-        silence_stdout(self._stream)
-        if self.on_gone is not None:
-            self.on_gone()
 
 
 def _socket(named: Path | None, home: Path | None) -> Path:
@@ -137,7 +104,7 @@ def _socket(named: Path | None, home: Path | None) -> Path:
     return Path(chosen) if chosen else default_socket(paths.state_dir)
 
 
-async def _run(args: argparse.Namespace, socket: str, shower: Shower, out: _Stdout) -> int:
+async def _run(args: argparse.Namespace, socket: str, shower: Shower, out: LeavableStdout) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGHUP):
